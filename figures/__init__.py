@@ -1,0 +1,5 @@
+"""The papers' figures, one module per paper, one function per figure.
+
+``python -m figures --all`` regenerates every figure; ``python -m figures PAPER`` one paper's;
+``python -m figures PAPER.FIG`` a single figure (e.g. ``dense.fig_s1``). ``--list`` lists them.
+"""

@@ -1,0 +1,3 @@
+from ._runner import main
+
+raise SystemExit(main())

@@ -1,0 +1,46 @@
+"""meanfield: signal propagation in randomly initialised deep networks.
+
+Submodules (imported lazily; ``import meanfield`` compiles nothing):
+
+``gaussian``      Gaussian expectations by Gauss-Hermite quadrature (Numba kernels).
+``activations``   ``Activation`` objects and closed-form Gaussian moments.
+``dense``         Fully-connected mean field: q-map, c-map, C-map, fixed points, depth scales.
+``conv``          CNN mean field (Xiao et al. 2018).
+``init``          Initialisers (He, Glorot, orthogonal, orthogonal conv kernels, GSM, ZerO, ...).
+``finite_width``  Exact finite-width signal distributions (Burkholz & Dubatovka 2019).
+``kurtosis``      Kurtosis recursion and vanishing empirical variance (Grzejdziak et al. 2023).
+``symmetry``      Feature-symmetry measures, ConstNet, LeakyNet (Blumenfeld et al. 2020).
+``landscape``     Binary-weight landscapes and skip connections (Orhan 2017).
+``data``          Input sets: synthetic Gaussian inputs, embedded digits, MNIST / CIFAR-10 readers.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_SUBMODULES = {
+    "activations",
+    "conv",
+    "data",
+    "dense",
+    "finite_width",
+    "gaussian",
+    "init",
+    "kurtosis",
+    "landscape",
+    "symmetry",
+}
+
+__all__ = sorted(_SUBMODULES) + ["__version__"]
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"meanfield.{name}")
+    raise AttributeError(f"module 'meanfield' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

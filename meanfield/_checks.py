@@ -1,0 +1,124 @@
+"""Argument validation shared by every public function.
+
+Every check raises :class:`ValueError` whose message names the argument and the allowed range,
+as fixed by the project's design notes. Public functions call these before converting their
+inputs to contiguous float64 arrays and handing them to Numba kernels.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "as_float_array",
+    "check_correlation",
+    "check_covariance",
+    "check_finite",
+    "check_int",
+    "check_nonnegative",
+    "check_positive",
+    "check_probability_vector",
+    "check_rng",
+]
+
+#: Relative tolerance below which a negative eigenvalue of a covariance is rounding, not a defect.
+PSD_RTOL = 1e-10
+
+
+def as_float_array(x, name: str) -> np.ndarray:
+    """Return ``x`` as a contiguous float64 array; reject NaN and infinity."""
+    try:
+        arr = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a real number or array of real numbers") from exc
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return arr
+
+
+def check_finite(x, name: str) -> np.ndarray:
+    """Alias of :func:`as_float_array` for readability at call sites."""
+    return as_float_array(x, name)
+
+
+def check_nonnegative(x, name: str):
+    """``x >= 0`` elementwise; returns a float (scalar input) or a float64 array."""
+    arr = as_float_array(x, name)
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be >= 0 (a variance), got {x!r}")
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def check_positive(x, name: str):
+    """``x > 0`` elementwise; returns a float (scalar input) or a float64 array."""
+    arr = as_float_array(x, name)
+    if np.any(arr <= 0):
+        raise ValueError(f"{name} must be > 0, got {x!r}")
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def check_correlation(c, name: str = "c"):
+    """``-1 <= c <= 1`` elementwise."""
+    arr = as_float_array(c, name)
+    if np.any(np.abs(arr) > 1.0):
+        raise ValueError(f"{name} must lie in [-1, 1], got {c!r}")
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def check_int(n, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer (not bool) within ``[minimum, maximum]``."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        if isinstance(n, float) and float(n).is_integer():
+            n = int(n)
+        else:
+            raise ValueError(f"{name} must be an integer, got {n!r}")
+    n = int(n)
+    if minimum is not None and n < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {n}")
+    if maximum is not None and n > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {n}")
+    return n
+
+
+def check_covariance(cov, name: str = "cov") -> np.ndarray:
+    """A finite, symmetric, positive semi-definite square matrix (or stack of them)."""
+    arr = as_float_array(cov, name)
+    if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
+        raise ValueError(f"{name} must be a square matrix (shape (..., D, D)), got shape {arr.shape}")
+    scale = max(float(np.max(np.abs(arr))), 1e-300) if arr.size else 1.0
+    if not np.allclose(arr, np.swapaxes(arr, -1, -2), rtol=1e-12, atol=1e-12 * scale):
+        raise ValueError(f"{name} must be symmetric")
+    if arr.size:
+        eig = np.linalg.eigvalsh(arr)
+        if np.any(eig < -PSD_RTOL * scale * arr.shape[-1]):
+            raise ValueError(
+                f"{name} must be positive semi-definite (smallest eigenvalue {eig.min():.3g} < 0)"
+            )
+    return 0.5 * (arr + np.swapaxes(arr, -1, -2))
+
+
+def check_probability_vector(v, name: str = "v", atol: float = 1e-10) -> np.ndarray:
+    """Non-negative entries summing to one (to ``atol``)."""
+    arr = as_float_array(v, name)
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be non-negative")
+    if abs(arr.sum() - 1.0) > atol:
+        raise ValueError(f"{name} must sum to 1, sums to {arr.sum():.12g}")
+    return arr
+
+
+def check_rng(rng=None, seed=None) -> np.random.Generator:
+    """Return a Generator from ``rng`` (a Generator), ``seed`` (an int), or fresh entropy."""
+    if rng is not None and seed is not None:
+        raise ValueError("pass either rng or seed, not both")
+    if rng is None:
+        return np.random.default_rng(seed)
+    if isinstance(rng, (int, np.integer)):
+        return np.random.default_rng(int(rng))
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator or an int seed, got {type(rng).__name__}")
+    return rng
