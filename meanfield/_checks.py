@@ -30,7 +30,9 @@ PSD_RTOL = 1e-10
 def as_float_array(x, name: str) -> np.ndarray:
     """Return ``x`` as a contiguous float64 array; reject NaN and infinity."""
     try:
-        arr = np.ascontiguousarray(x, dtype=np.float64)
+        arr = np.asarray(x, dtype=np.float64)
+        if arr.ndim:  # ascontiguousarray would turn a scalar into shape (1,)
+            arr = np.ascontiguousarray(arr)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a real number or array of real numbers") from exc
     if not np.all(np.isfinite(arr)):

@@ -1,0 +1,265 @@
+"""Activation functions for mean-field computations.
+
+An :class:`Activation` carries NumPy-vectorised ``phi``, ``dphi`` (phi') and ``d2phi`` (phi'').
+Built-in activations are identified inside Numba kernels by an integer ``code`` dispatched with
+``inline="always"`` (never as a function argument, which would defeat ``cache=True``), and their
+parameters (leaky ReLU's ``slope``) travel as a float. User-defined activations,
+:meth:`Activation.from_functions`, take an uncached NumPy path through the quadrature.
+
+Built-ins (``get_activation(name, **params)``):
+
+============  ==========================================  ==============================
+name          phi(x)                                      Gaussian moments
+============  ==========================================  ==============================
+linear        x                                           closed form
+tanh          tanh(x)                                     Gauss-Hermite
+erf           erf(x)  (plain, not erf(sqrt(pi) x / 2))    closed form (arcsine kernel)
+relu          max(x, 0)                                   closed form (arc-cosine kernel)
+leaky_relu    max(x, 0) + slope * min(x, 0)               closed form (arc-cosine kernel)
+hard_tanh     clip(x, -1, 1)                              Gauss-Hermite (kinks: slow)
+sigmoid       1 / (1 + exp(-x))                           Gauss-Hermite
+softplus      log(1 + exp(x))                             Gauss-Hermite
+swish         x * sigmoid(x)                              Gauss-Hermite
+gelu          x * Phi(x)  (exact, Phi the normal CDF)     Gauss-Hermite
+============  ==========================================  ==============================
+
+``phi''`` of relu, leaky_relu and hard_tanh has Dirac parts that a pointwise ``d2phi`` cannot
+represent; :attr:`Activation.smooth` is False for them and the Gaussian engine refuses
+expectations of their ``phi''`` (the chi's are computed from first derivatives instead).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numba
+import numpy as np
+
+__all__ = ["ACTIVATIONS", "Activation", "get_activation"]
+
+# Integer codes of the built-in activations (private to the kernels; names are the public API).
+LINEAR, TANH, ERF, RELU, LEAKY_RELU, HARD_TANH, SIGMOID, SOFTPLUS, SWISH, GELU = range(10)
+CUSTOM = -1
+
+_CODES = {
+    "linear": LINEAR,
+    "tanh": TANH,
+    "erf": ERF,
+    "relu": RELU,
+    "leaky_relu": LEAKY_RELU,
+    "hard_tanh": HARD_TANH,
+    "sigmoid": SIGMOID,
+    "softplus": SOFTPLUS,
+    "swish": SWISH,
+    "gelu": GELU,
+}
+_KINKED = {RELU, LEAKY_RELU, HARD_TANH}
+#: Names accepted by :func:`get_activation`.
+ACTIVATIONS = tuple(_CODES)
+
+_SQRT_2 = math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+@numba.njit(inline="always")
+def _sigmoid(x):
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+@numba.njit(inline="always")
+def evaluate(code, param, deriv, x):
+    """phi^(deriv)(x) of built-in activation ``code`` (deriv 0, 1 or 2); scalar, for kernels."""
+    if code == LINEAR:
+        if deriv == 0:
+            return x
+        return 1.0 if deriv == 1 else 0.0
+    if code == TANH:
+        t = math.tanh(x)
+        if deriv == 0:
+            return t
+        if deriv == 1:
+            return 1.0 - t * t
+        return -2.0 * t * (1.0 - t * t)
+    if code == ERF:
+        if deriv == 0:
+            return math.erf(x)
+        g = _TWO_OVER_SQRT_PI * math.exp(-x * x)
+        return g if deriv == 1 else -2.0 * x * g
+    if code == RELU:
+        if deriv == 0:
+            return x if x > 0.0 else 0.0
+        if deriv == 1:
+            return 1.0 if x > 0.0 else 0.0
+        return 0.0
+    if code == LEAKY_RELU:
+        if deriv == 0:
+            return x if x > 0.0 else param * x
+        if deriv == 1:
+            return 1.0 if x > 0.0 else param
+        return 0.0
+    if code == HARD_TANH:
+        if deriv == 0:
+            return min(1.0, max(-1.0, x))
+        if deriv == 1:
+            return 1.0 if -1.0 < x < 1.0 else 0.0
+        return 0.0
+    if code == SIGMOID:
+        s = _sigmoid(x)
+        if deriv == 0:
+            return s
+        if deriv == 1:
+            return s * (1.0 - s)
+        return s * (1.0 - s) * (1.0 - 2.0 * s)
+    if code == SOFTPLUS:
+        if deriv == 0:
+            return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+        s = _sigmoid(x)
+        return s if deriv == 1 else s * (1.0 - s)
+    if code == SWISH:
+        s = _sigmoid(x)
+        if deriv == 0:
+            return x * s
+        if deriv == 1:
+            return s + x * s * (1.0 - s)
+        return s * (1.0 - s) * (2.0 + x * (1.0 - 2.0 * s))
+    if code == GELU:
+        pdf = _INV_SQRT_2PI * math.exp(-0.5 * x * x)
+        if deriv == 0:
+            return 0.5 * x * (1.0 + math.erf(x / _SQRT_2))
+        if deriv == 1:
+            return 0.5 * (1.0 + math.erf(x / _SQRT_2)) + x * pdf
+        return pdf * (2.0 - x * x)
+    return math.nan
+
+
+@numba.njit(cache=True)
+def _apply(code, param, deriv, x, out):
+    for i in range(x.size):
+        out[i] = evaluate(code, param, deriv, x[i])
+
+
+def _builtin(code, param, deriv):
+    def f(x):
+        arr = np.asarray(x, dtype=np.float64)
+        flat = np.ascontiguousarray(arr).reshape(-1)
+        out = np.empty_like(flat)
+        _apply(code, float(param), deriv, flat, out)
+        return out.reshape(arr.shape) if arr.ndim else float(out[0])
+
+    return f
+
+
+@dataclass(frozen=True)
+class Activation:
+    """A pointwise nonlinearity with its first two derivatives.
+
+    Attributes
+    ----------
+    name : str
+        e.g. ``"tanh"`` or ``"leaky_relu(slope=0.1)"``.
+    phi, dphi, d2phi : callable
+        NumPy-vectorised phi, phi', phi''.
+    code : int
+        Kernel dispatch code of a built-in; -1 for a user-defined activation.
+    param : float
+        The built-in's parameter (leaky ReLU's negative slope), 0 otherwise.
+    smooth : bool
+        False when phi'' has Dirac parts (relu, leaky_relu, hard_tanh).
+    """
+
+    name: str
+    phi: Callable = field(repr=False, compare=False)
+    dphi: Callable = field(repr=False, compare=False)
+    d2phi: Callable | None = field(default=None, repr=False, compare=False)
+    code: int = CUSTOM
+    param: float = 0.0
+    smooth: bool = True
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.code != CUSTOM
+
+    @classmethod
+    def from_functions(cls, name, phi, dphi, d2phi=None, smooth=True) -> "Activation":
+        """A user-defined activation from NumPy-vectorised callables.
+
+        Gaussian expectations of custom activations use the same Gauss-Hermite rules as the
+        built-ins but evaluate ``phi`` with NumPy on the node grid (uncached, slower; no Numba).
+        Pass ``smooth=False`` if ``phi''`` has Dirac parts (kinks).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> cube = Activation.from_functions("cube", lambda x: x**3, lambda x: 3 * x**2, lambda x: 6 * x)
+        >>> float(cube.phi(2.0))
+        8.0
+        """
+        for label, f in (("phi", phi), ("dphi", dphi)):
+            if not callable(f):
+                raise ValueError(f"{label} must be callable")
+        if d2phi is not None and not callable(d2phi):
+            raise ValueError("d2phi must be callable or None")
+        return cls(name=str(name), phi=phi, dphi=dphi, d2phi=d2phi, code=CUSTOM, param=0.0, smooth=bool(smooth))
+
+    def derivative(self, order: int) -> Callable:
+        """phi, phi' or phi'' for ``order`` 0, 1, 2."""
+        if order == 0:
+            return self.phi
+        if order == 1:
+            return self.dphi
+        if order == 2:
+            if self.d2phi is None:
+                raise ValueError(f"activation {self.name!r} has no second derivative (d2phi)")
+            return self.d2phi
+        raise ValueError(f"order must be 0, 1 or 2, got {order!r}")
+
+
+def get_activation(activation, **params) -> Activation:
+    """Return an :class:`Activation` from its name (or pass an Activation through).
+
+    Parameters
+    ----------
+    activation : str or Activation
+        One of :data:`ACTIVATIONS`.
+    **params
+        ``slope`` for ``leaky_relu`` (default 0.01, any real number).
+
+    Raises
+    ------
+    ValueError
+        Unknown name or unexpected / invalid parameter.
+    """
+    if isinstance(activation, Activation):
+        if params:
+            raise ValueError("parameters cannot be given together with an Activation object")
+        return activation
+    if not isinstance(activation, str) or activation not in _CODES:
+        raise ValueError(f"activation must be an Activation or one of {ACTIVATIONS}, got {activation!r}")
+    code = _CODES[activation]
+    param = 0.0
+    name = activation
+    if code == LEAKY_RELU:
+        unknown = set(params) - {"slope"}
+        if unknown:
+            raise ValueError(f"leaky_relu takes only 'slope', got {sorted(unknown)}")
+        param = float(params.get("slope", 0.01))
+        if not math.isfinite(param):
+            raise ValueError(f"slope must be finite, got {param}")
+        name = f"leaky_relu(slope={param:g})"
+    elif params:
+        raise ValueError(f"activation {activation!r} takes no parameters, got {sorted(params)}")
+    return Activation(
+        name=name,
+        phi=_builtin(code, param, 0),
+        dphi=_builtin(code, param, 1),
+        d2phi=_builtin(code, param, 2),
+        code=code,
+        param=param,
+        smooth=code not in _KINKED,
+    )
