@@ -161,7 +161,7 @@ def cmap(c, activation, sigma_w2, sigma_b2, q=None, degree=DEFAULT_DEGREE):
     return num / den
 
 
-@numba.njit(inline="always")
+@numba.njit(cache=True)
 def _correlation(cov_ab, sa, sb):
     den = sa * sb
     if den == 0.0:
@@ -409,3 +409,367 @@ def propagate(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DEGREE
             "them as log-scale x normalised matrix"
         )
     return np.exp(res.log_scale)[:, None, None] * res.normalized
+
+
+# ----------------------------------------------------------------------------------------------
+# Fixed points, chi's and depth scales.
+
+
+@numba.njit(cache=True)
+def _g(code, a, sw, sb, q, z, w):
+    """q-map residual g(q) = qmap(q) - q and its slope g'(q)."""
+    val = sw * single_value(code, a, 0, 0, q, z, w) + sb - q
+    slope = sw * variance_derivative_value(code, a, q, z, w) - 1.0
+    return val, slope
+
+
+@numba.njit(cache=True)
+def _solve_q(code, a, sw, sb, z, w):
+    """The stable fixed point q* of the q-map, or inf when q grows without bound."""
+    g0, s0 = _g(code, a, sw, sb, 0.0, z, w)
+    if g0 <= 0.0:
+        if s0 <= 0.0:  # 0 is a stable fixed point (phi(0) = 0, sigma_b = 0, slope <= 1)
+            return 0.0
+        lo = 1e-12
+        if _g(code, a, sw, sb, lo, z, w)[0] <= 0.0:
+            return 0.0
+    else:
+        lo = 0.0
+    hi = 1.0
+    while _g(code, a, sw, sb, hi, z, w)[0] > 0.0:
+        lo = hi
+        hi *= 4.0
+        if hi > 1e300:
+            return math.inf
+    x = hi
+    for _ in range(200):
+        val, slope = _g(code, a, sw, sb, x, z, w)
+        if val > 0.0:
+            lo = x
+        else:
+            hi = x
+        step_ok = slope < 0.0
+        nx = x - val / slope if slope != 0.0 else 0.5 * (lo + hi)
+        if not step_ok or not (lo < nx < hi):
+            nx = 0.5 * (lo + hi)
+        if abs(nx - x) <= 4e-16 * max(abs(x), 1e-300) or hi - lo <= 4e-16 * hi:
+            return nx
+        x = nx
+    return x
+
+
+@numba.njit(cache=True)
+def _solve_c(code, a, sw, sb, q, chi1, z, w):
+    """The stable fixed point c* of the c-map at q (1 in the ordered phase)."""
+    if chi1 <= 1.0 + 1e-12 or q == 0.0:
+        return 1.0
+    den = q
+    c = 0.0
+    for _ in range(200):
+        h = (sw * pair_value(code, a, 0, 0, q, q, c, z, w) + sb) / den - c
+        dh = sw * pair_value(code, a, 1, 1, q, q, c, z, w) - 1.0
+        if dh >= 0.0:  # cannot happen left of the root for a convex map; guard anyway
+            break
+        nc = c - h / dh
+        if nc >= 1.0:
+            nc = 0.5 * (c + 1.0)
+        if abs(nc - c) <= 1e-15:
+            return nc
+        c = nc
+    return c
+
+
+@numba.njit(cache=True)
+def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out):
+    q = _solve_q(code, a, sw, sb, z, w)
+    qe = q
+    if math.isinf(q):
+        qe = 1.0 if homogeneous else 1e12  # homogeneous: chi's do not depend on q; else large-q limit
+    chi1 = sw * single_value(code, a, 1, 1, qe, z, w)
+    if math.isinf(q) and homogeneous:
+        c = 1.0
+    else:
+        c = _solve_c(code, a, sw, sb, qe, chi1, z, w)
+    if c == 1.0:
+        chic = chi1  # at c* = 1 the two arguments coincide: chi_c = chi_1 (a 1-D integral)
+    else:
+        chic = sw * pair_value(code, a, 1, 1, qe, qe, c, z, w)
+    chiq = sw * variance_derivative_value(code, a, qe, z, w)
+    out[0] = q
+    out[1] = c
+    out[2] = chi1
+    out[3] = chic
+    out[4] = chiq
+
+
+@numba.njit(cache=True, parallel=True)
+def _phase_kernel(code, a, homogeneous, sw_grid, sb_grid, z, w, out):
+    n_b = sb_grid.size
+    for k in numba.prange(sw_grid.size * n_b):
+        i = k // n_b
+        j = k % n_b
+        _fixed_point_values(code, a, homogeneous, sw_grid[i], sb_grid[j], z, w, out[i, j])
+
+
+def _depth_scale(chi):
+    chi = np.asarray(chi, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        xi = np.where(chi < 1.0, -1.0 / np.log(np.where(chi < 1.0, chi, 0.5)), np.inf)
+    xi = np.where(np.abs(chi - 1.0) <= CRITICAL_ATOL, np.inf, xi)
+    return xi if xi.ndim else float(xi)
+
+
+def _phase(chi_1):
+    if abs(chi_1 - 1.0) <= CRITICAL_ATOL:
+        return "critical"
+    return "ordered" if chi_1 < 1.0 else "chaotic"
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    """The stable fixed point of the dense mean-field maps and its stability (seed 003, eq. 2.7).
+
+    Attributes
+    ----------
+    q_star : float
+        Fixed-point variance (inf when q grows without bound, e.g. ReLU with sigma_w2 > 2).
+    c_star : float
+        Fixed-point correlation (1 in the ordered phase).
+    chi_1 : float
+        sigma_w2 E phi'(sqrt(q*) z)^2: slope of the c-map at c = 1, mean squared singular value
+        of the layer Jacobian, per-layer factor of gradient variance.
+    chi_c : float
+        sigma_w2 E phi'(u1) phi'(u2) at (q*, c*): slope of the c-map at c*.
+    chi_q : float
+        Slope of the q-map at q*.
+    xi_q, xi_c : float
+        Depth scales -1/log(chi_q), -1/log(chi_c); inf where the chi is >= 1 (no exponential
+        convergence; at criticality the approach is power-law).
+    phase : str
+        'ordered' (chi_1 < 1), 'chaotic' (chi_1 > 1) or 'critical' (|chi_1 - 1| <= 1e-9).
+
+    Notes
+    -----
+    For positively homogeneous activations with q* = inf the chi's are q-independent and are
+    evaluated exactly; for other activations with q* = inf they are evaluated at q = 1e12.
+    """
+
+    q_star: float
+    c_star: float
+    chi_1: float
+    chi_c: float
+    chi_q: float
+    xi_q: float
+    xi_c: float
+    phase: str
+
+    def replace(self, **changes) -> "FixedPoint":
+        return replace(self, **changes)
+
+
+def fixed_point(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> FixedPoint:
+    """The stable fixed point (q*, c*), the chi's and depth scales of a deep dense network.
+
+    Parameters
+    ----------
+    activation : str or Activation
+        A built-in activation.
+    sigma_w2, sigma_b2 : float
+        Variances (>= 0).
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
+
+    Returns
+    -------
+    FixedPoint
+
+    Examples
+    --------
+    >>> fp = fixed_point("relu", 2.0, 0.0)
+    >>> fp.phase, fp.chi_1
+    ('critical', 1.0)
+    """
+    act = _act(activation)
+    _require_builtin(act, "fixed_point")
+    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
+    sigma_b2 = check_nonnegative(sigma_b2, "sigma_b2")
+    z, w = kernel_rule(degree)
+    out = np.empty((1, 1, 5))
+    _phase_kernel(act.code, act.param, act.code in _HOMOGENEOUS, np.array([sigma_w2]), np.array([sigma_b2]), z, w, out)
+    q, c, chi1, chic, chiq = (float(v) for v in out[0, 0])
+    if act.code in _HOMOGENEOUS and math.isfinite(q):
+        # exactly one fixed point c* = 1 and chi_c = chi_1 for the arc-cosine family below the edge
+        pass
+    return FixedPoint(
+        q_star=q,
+        c_star=c,
+        chi_1=chi1,
+        chi_c=chic,
+        chi_q=chiq,
+        xi_q=_depth_scale(chiq),
+        xi_c=_depth_scale(chic),
+        phase=_phase(chi1),
+    )
+
+
+@dataclass(frozen=True)
+class PhaseDiagram:
+    """Fixed-point quantities on a (sigma_w2, sigma_b2) grid; arrays of shape (len(sigma_w2), len(sigma_b2)).
+
+    Attributes
+    ----------
+    sigma_w2, sigma_b2 : ndarray
+        The 1-D grids.
+    q_star, c_star, chi_1, chi_c, xi_c : ndarray
+        As in :class:`FixedPoint`.
+    """
+
+    sigma_w2: np.ndarray
+    sigma_b2: np.ndarray
+    q_star: np.ndarray
+    c_star: np.ndarray
+    chi_1: np.ndarray
+    chi_c: np.ndarray
+    xi_c: np.ndarray
+
+    def replace(self, **changes) -> "PhaseDiagram":
+        return replace(self, **changes)
+
+
+def phase_diagram(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> PhaseDiagram:
+    """The order-to-chaos phase diagram (Poole et al. 2016 Fig. 2; seed 003 Fig. S1), vectorised.
+
+    Parameters
+    ----------
+    activation : str or Activation
+        A built-in activation.
+    sigma_w2, sigma_b2 : array_like, 1-D
+        Grids of variances (>= 0).
+
+    Returns
+    -------
+    PhaseDiagram
+        The critical line is the level set ``chi_1 == 1``.
+    """
+    act = _act(activation)
+    _require_builtin(act, "phase_diagram")
+    sw = np.atleast_1d(check_nonnegative(sigma_w2, "sigma_w2")).astype(np.float64)
+    sb = np.atleast_1d(check_nonnegative(sigma_b2, "sigma_b2")).astype(np.float64)
+    if sw.ndim != 1 or sb.ndim != 1:
+        raise ValueError("sigma_w2 and sigma_b2 must be 1-D grids")
+    z, w = kernel_rule(degree)
+    out = np.empty((sw.size, sb.size, 5))
+    _phase_kernel(act.code, act.param, act.code in _HOMOGENEOUS, sw, sb, z, w, out)
+    return PhaseDiagram(
+        sigma_w2=sw,
+        sigma_b2=sb,
+        q_star=out[..., 0],
+        c_star=out[..., 1],
+        chi_1=out[..., 2],
+        chi_c=out[..., 3],
+        xi_c=_depth_scale(out[..., 3]),
+    )
+
+
+def critical_sigma_w2(activation, sigma_b2, degree=DEFAULT_DEGREE, bracket=(1e-6, 100.0)):
+    """The edge of chaos: the sigma_w2 at which chi_1 = 1, for each sigma_b2.
+
+    Solved with Brent's method on chi_1(sigma_w2) - 1 (chi_1 increases with sigma_w2).
+
+    Parameters
+    ----------
+    activation : str or Activation
+    sigma_b2 : float or array_like
+        Bias variances (>= 0).
+    bracket : (float, float)
+        Search interval for sigma_w2. Above sigma_w2 ~ 100 the fixed-point variance of bounded
+        activations exceeds ~100 and Gauss-Hermite quadrature at the default degree no longer
+        resolves phi' (see :mod:`meanfield.gaussian`); widen the bracket only with a higher degree.
+
+    Returns
+    -------
+    float or ndarray like ``sigma_b2``; NaN never: raises ValueError when no crossing lies in ``bracket``.
+
+    Examples
+    --------
+    >>> round(critical_sigma_w2("relu", 0.0), 12)
+    2.0
+    """
+    from scipy.optimize import brentq
+
+    act = _act(activation)
+    _require_builtin(act, "critical_sigma_w2")
+    sb = check_nonnegative(sigma_b2, "sigma_b2")
+    lo, hi = (float(b) for b in bracket)
+    if not 0 <= lo < hi:
+        raise ValueError(f"bracket must satisfy 0 <= lo < hi, got {bracket}")
+
+    def f(sw, b):
+        return fixed_point(act, sw, b, degree).chi_1 - 1.0
+
+    def solve(b):
+        flo, fhi = f(lo, b), f(hi, b)
+        if flo * fhi > 0:
+            raise ValueError(f"chi_1 = 1 is not crossed for sigma_w2 in {bracket} at sigma_b2 = {b}")
+        return brentq(f, lo, hi, args=(b,), xtol=1e-14, rtol=1e-15)
+
+    if np.ndim(sb) == 0:
+        return solve(float(sb))
+    return np.vectorize(solve)(sb)
+
+
+# ----------------------------------------------------------------------------------------------
+# Backward (gradient) variance.
+
+
+def backward_variance(activation, sigma_w2, sigma_b2, depth, q0, log=False, degree=DEFAULT_DEGREE):
+    r"""Mean-field ratio of gradient variance at layer l to that at the last layer L = ``depth``.
+
+    With :math:`\delta^l = \partial E / \partial h^l` and the gradient-independence assumption,
+    :math:`\mathbb{E}(\delta^l)^2 = \sigma_w^2\,\mathbb{E}\,\phi'(h^l)^2\;\mathbb{E}(\delta^{l+1})^2`
+    (Schoenholz et al. 2017, eq. 14; seed 003 eq. 2.16), so
+
+    .. math:: \frac{\tilde q^l}{\tilde q^L} = \prod_{k=l}^{L-1} \sigma_w^2\,\mathbb{E}\,\phi'(\sqrt{q^k}z)^2
+        \;\to\; \chi_1^{L-l} \text{ at the fixed point.}
+
+    Parameters
+    ----------
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+        Variances (>= 0).
+    depth : int
+        L, the number of layers (>= 1).
+    q0 : float
+        Pre-activation variance of layer 1 (>= 0); ``q^{l+1} = qmap(q^l)``.
+    log : bool
+        Return the natural log of the ratio (never overflows).
+
+    Returns
+    -------
+    ndarray, shape (depth,)
+        Entry l - 1 is the ratio for layer l = 1..L (the last entry is 1, or 0 with ``log``).
+    """
+    act = _act(activation)
+    depth = check_int(depth, "depth", 1)
+    q0 = check_nonnegative(q0, "q0")
+    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
+    sigma_b2 = check_nonnegative(sigma_b2, "sigma_b2")
+    traj = propagate_log(np.array([[q0]]), act, sigma_w2, sigma_b2, depth - 1, degree)
+    log_q = traj.log_q[:, 0]
+    with np.errstate(over="ignore"):
+        q = np.exp(log_q)
+    if act.code in _HOMOGENEOUS:
+        per_layer = sigma_w2 * expectation(act, np.ones_like(q), (1, 1), degree)
+    else:
+        per_layer = sigma_w2 * expectation(act, q, (1, 1), degree)
+    with np.errstate(divide="ignore"):
+        logs = np.log(per_layer)
+    # suffix sums: log ratio at l = sum_{k=l}^{L-1} log chi(q^k)
+    log_ratio = np.concatenate([np.cumsum(logs[:-1][::-1])[::-1], [0.0]])
+    if log:
+        return log_ratio
+    with np.errstate(over="ignore"):
+        ratio = np.exp(log_ratio)
+    if not np.all(np.isfinite(ratio)):
+        raise OverflowError("gradient-variance ratio exceeds the float64 range: pass log=True")
+    return ratio
