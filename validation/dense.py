@@ -55,7 +55,7 @@ def _extrapolate(samples_n, samples_2n):
 def run(backend="numpy", full=False, seed=0) -> list[Comparison]:
     """Compare q^l, c^l and gradient variances with mean-field theory (see module docstring)."""
     width = 512 if full else 128
-    n_networks = 200 if full else 48
+    n_networks = 1000 if full else 400
     depth = 20 if full else 12
     layers = [1, 3, 6, depth]
     rows: list[Comparison] = []

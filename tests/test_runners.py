@@ -1,0 +1,29 @@
+"""The figure and validation registries and the console script."""
+
+import subprocess
+import sys
+
+from figures._runner import all_figures
+from meanfield.cli import main
+from validation._report import Comparison, format_table
+from validation._runner import comparison_modules
+
+
+def test_registries_discover_modules():
+    assert "dense" in comparison_modules()
+    figs = all_figures()
+    assert figs and all("." in k for k in figs)
+
+
+def test_comparison_verdicts_and_table():
+    ok = Comparison("a", 1.0, 1.1, 0.05)  # 2 standard errors off
+    bad = Comparison("b", 1.0, 2.0, 0.05)
+    nan = Comparison("c", 1.0, float("nan"), 0.05)
+    assert ok.passed and not bad.passed and not nan.passed
+    assert format_table("t", [ok, bad]).splitlines()[-1] == "t: 1 passed, 1 failed"
+
+
+def test_cli_help_and_figure_list():
+    assert main(["--help"]) == 0
+    out = subprocess.run([sys.executable, "-m", "figures", "--list"], capture_output=True, text=True, check=True).stdout
+    assert "xiao2018.fig_s1" in out
