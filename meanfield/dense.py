@@ -597,9 +597,6 @@ def fixed_point(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> FixedP
     out = np.empty((1, 1, 5))
     _phase_kernel(act.code, act.param, act.code in _HOMOGENEOUS, np.array([sigma_w2]), np.array([sigma_b2]), z, w, out)
     q, c, chi1, chic, chiq = (float(v) for v in out[0, 0])
-    if act.code in _HOMOGENEOUS and math.isfinite(q):
-        # exactly one fixed point c* = 1 and chi_c = chi_1 for the arc-cosine family below the edge
-        pass
     return FixedPoint(
         q_star=q,
         c_star=c,

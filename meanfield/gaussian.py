@@ -132,7 +132,7 @@ def _closed_pair(code, a, d1, d2, q1, q2, c):
     if d1 > d2:  # symmetric in the two slots after swapping (q1, d1) <-> (q2, d2)
         d1, d2 = d2, d1
         q1, q2 = q2, q1
-    s12 = math.sqrt(q1 * q2)
+    s12 = math.sqrt(q1) * math.sqrt(q2)  # not sqrt(q1 * q2): the product overflows for q ~ 1e155
     if code == LINEAR:
         if d1 == 0 and d2 == 0:
             return c * s12
@@ -154,10 +154,13 @@ def _closed_pair(code, a, d1, d2, q1, q2, c):
         return math.sqrt(q1) * (1.0 - a * a) * (1.0 + c) * 0.5 * _INV_SQRT_2PI
     if code == ERF:
         if d1 == 0 and d2 == 0:
-            den = math.sqrt((1.0 + 2.0 * q1) * (1.0 + 2.0 * q2))
-            return (2.0 / math.pi) * math.asin(min(1.0, max(-1.0, 2.0 * c * s12 / den)))
+            r = 2.0 * c * math.sqrt(q1 / (1.0 + 2.0 * q1)) * math.sqrt(q2 / (1.0 + 2.0 * q2))
+            return (2.0 / math.pi) * math.asin(min(1.0, max(-1.0, r)))
         if d1 == 1 and d2 == 1:
-            det = (1.0 + 2.0 * q1) * (1.0 + 2.0 * q2) - 4.0 * c * c * q1 * q2
+            # (1 + 2 q1)(1 + 2 q2) - 4 c^2 q1 q2, expanded: no cancellation near c = 1, no inf - inf
+            one_m_c2 = max(0.0, 1.0 - c * c)
+            cross = 4.0 * s12 * s12 * one_m_c2 if one_m_c2 > 0.0 else 0.0
+            det = 1.0 + 2.0 * q1 + 2.0 * q2 + cross
             return (4.0 / math.pi) / math.sqrt(det)
         if d1 == 0 and d2 == 1:
             return 0.0  # odd integrand
