@@ -613,14 +613,14 @@ def backward_covariance_map(cov_grad, cov, activation, sigma_w2, v, shape=None, 
 
 @dataclass(frozen=True)
 class BackwardPropagation:
-    """Forward covariances and back-propagated gradient statistics of a deep CNN.
+    r"""Forward covariances and back-propagated gradient statistics of a deep CNN.
 
     Attributes
     ----------
     cov : ndarray, shape (depth + 1, P, P)
-        Forward pre-activation covariances :math:`\\Sigma^l` (:func:`propagate`).
+        Forward pre-activation covariances :math:`\Sigma^l` (:func:`propagate`).
     cov_grad : ndarray, shape (depth + 1, P, P)
-        :math:`\\tilde\\Sigma^l`, with ``cov_grad[depth]`` the given output-gradient covariance.
+        :math:`\tilde\Sigma^l`, with ``cov_grad[depth]`` the given output-gradient covariance.
     grad_variance : ndarray, shape (depth + 1,)
         Mean gradient variance per position, ``trace(cov_grad[l]) / P``.
     weight_grad_sq : ndarray, shape (depth,)
