@@ -76,3 +76,41 @@ def test_fig_s4_small_simulation_agrees_with_theory():
 def test_isometry_rows_pass():
     rows = vconv._isometry_rows(0)
     assert rows and all(r.passed for r in rows)
+
+
+# --- figures (reduced size) -------------------------------------------------------------------
+
+
+def test_block_circulant_singular_values_match_conv_matrix():
+    from figures.xiao2018 import block_circulant_singular_values
+    from meanfield.init import conv_matrix
+
+    rng = np.random.default_rng(0)
+    kernel = rng.standard_normal((5, 3, 3))
+    direct = np.sort(np.linalg.svd(conv_matrix(kernel, 7), compute_uv=False))
+    assert np.allclose(block_circulant_singular_values(kernel, 7), direct, atol=1e-10)
+
+
+def test_fig_s3_claim_block_circulant_approaches_marchenko_pastur():
+    """Sec. 2.2.1 / Fig. S3: with growing c the spectrum of i.i.d. block-circulant weights tends to MP."""
+    from figures.xiao2018 import block_circulant_singular_values
+
+    rng = np.random.default_rng(1)
+    grid = np.linspace(0, 2, 2001)
+    mp_cdf = np.cumsum(np.sqrt(4 - grid**2) / np.pi) * (grid[1] - grid[0])
+
+    def ks(c):
+        s = block_circulant_singular_values(rng.standard_normal((5, c, c)) / np.sqrt(5 * c), 26)
+        emp = np.searchsorted(np.sort(s), grid, side="right") / s.size
+        return np.max(np.abs(emp - mp_cdf))
+
+    assert ks(64) < ks(2)
+    assert ks(64) < 0.05  # 1664 singular values: sampling KS distance ~ 1.4/sqrt(1664) = 0.03
+
+
+def test_fast_figures_write_png_and_json(tmp_path):
+    from figures.xiao2018 import fig_2_theory, fig_4b
+
+    for fig in (fig_2_theory, fig_4b):
+        paths = fig(tmp_path)
+        assert [p.suffix for p in paths] == [".png", ".json"] and all(p.stat().st_size > 0 for p in paths)
