@@ -82,7 +82,7 @@ def _input_covariance(p, seed):
 
 
 def _covariance_rows(backend, full, seed):
-    width = 128 if full else 64
+    width = 128 if full else 48
     n_net = 128 if full else 48
     depth = 8 if full else 4
     rows = []
@@ -177,8 +177,8 @@ def fig_s2_setup(seed=0):
 def _fig_s2_rows(backend, full, seed):
     s = fig_s2_setup(seed)
     depth = 100 if full else 40
-    width = 1000 if full else 64
-    n_net = 32 if full else 24
+    width = 1000 if full else 64  # full: c = 1000 and 2000 (the paper's c = 2000), extrapolated
+    n_net = 8 if full else 24
     crit = float(dense.critical_sigma_w2(s["activation"], s["sigma_b2"]))
     rows = []
     for k, sw in enumerate(progress((1.0, crit, 4.25), desc="conv (c)")):

@@ -413,15 +413,21 @@ def simulate_conv(
         covs[:, layer] = flat @ xp.swapaxes(flat, -1, -2) / c
 
     record(0, h)
-    kernels, pre = [], [h]
+    # every layer's kernels come from their own generator, so the backward pass regenerates them
+    # instead of holding depth x n_networks x (2k+1) x c^2 weights in memory
+    base = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    layer_seeds = [int(s) for s in base.integers(0, 2**62, size=depth)]
+
+    def kernel(layer):
+        k = conv_kernels(n_networks, v.shape, c, sigma_w2, v, init, b.rng(layer_seeds[layer - 1]), b)
+        return k.reshape((n_networks, 1) + k.shape[1:])
+
+    pre = [h]
     bshape = (n_networks, 1) + (1,) * sd + (c,)
     for layer in range(1, depth + 1):
-        k = conv_kernels(n_networks, v.shape, c, sigma_w2, v, init, rng, b)
-        k = k.reshape((n_networks, 1) + k.shape[1:])
-        h = periodic_conv(phi(h), k, sd, b) + bias_std * rng.standard_normal(bshape)
+        h = periodic_conv(phi(h), kernel(layer), sd, b) + bias_std * rng.standard_normal(bshape)
         record(layer, h)
         if gradients:
-            kernels.append(k)
             pre.append(h)
     grad_sq = weight_sq = None
     if gradients:
@@ -443,7 +449,7 @@ def simulate_conv(
                 g = xp.swapaxes(xs, -1, -2) @ ds  # (nets, D, c_in, c_out)
                 total = total + xp.sum(g**2, axis=(-1, -2))
             wgrads[:, layer - 1] = total / c**2
-            delta = dphi(pre[layer - 1]) * periodic_conv_transpose(delta, kernels[layer - 1], sd, b)
+            delta = dphi(pre[layer - 1]) * periodic_conv_transpose(delta, kernel(layer), sd, b)
             grads[:, layer - 1] = xp.mean(delta**2, axis=-1).reshape(n_networks, n_in, p)
         grad_sq, weight_sq = to_numpy(grads), to_numpy(wgrads)
     return ConvSimulation(cov=to_numpy(covs), grad_sq=grad_sq, weight_grad_sq=weight_sq)
