@@ -109,3 +109,19 @@ def test_gaussian_conv_matrix_is_not_isometric():
     sv = np.linalg.svd(conv_matrix(kernel, n), compute_uv=False)
     assert np.mean(sv**2) == pytest.approx(1.0, abs=0.15)  # E sigma^2 = 1 by the normalisation
     assert sv.max() / sv.min() > 10.0
+
+
+def test_algorithm_1_variance_vector_is_binomial_not_uniform():
+    """Mean per-offset weight mass of Algorithm-1 kernels = orthogonal_kernel_variance (derived in its docstring)."""
+    from meanfield.init import orthogonal_kernel_variance
+
+    rng = np.random.default_rng(5)
+    c, draws = 12, 300
+    frob = np.stack([np.sum(orthogonal_conv_kernel_1d(3, c, c, rng=rng) ** 2, axis=(1, 2)) / c for _ in range(draws)])
+    assert np.allclose(frob.sum(1), 1.0, atol=1e-12)  # exact: sum_beta ||K(beta)||^2 = c_in
+    mean = frob.mean(0)
+    se = frob.std(0, ddof=1) / np.sqrt(draws)
+    assert np.all(np.abs(mean - orthogonal_kernel_variance(3, 1)) <= 4.5 * se)
+    assert np.abs(mean[1] - 1 / 3) > 10 * se[1]  # the uniform vector is rejected
+    assert np.allclose(orthogonal_kernel_variance(3, 2), np.outer([0.25, 0.5, 0.25], [0.25, 0.5, 0.25]))
+    assert orthogonal_kernel_variance(5, 1) == pytest.approx(np.array([1, 4, 6, 4, 1]) / 16)

@@ -1,8 +1,10 @@
 """CNN mean-field theory (seed 003) against Monte-Carlo simulation of finite periodic CNNs.
 
 (a) Spatial covariances: empirical channel-averaged covariances of 1-D and 2-D periodic CNNs
-    (tanh, erf, relu; uniform, delta and non-uniform variance vectors ``v``; Gaussian and
-    delta-orthogonal kernels) against :func:`meanfield.conv.propagate`.
+    (tanh, erf, relu; uniform, delta and non-uniform variance vectors ``v``; Gaussian,
+    orthogonal and delta-orthogonal kernels) against :func:`meanfield.conv.propagate`; orthogonal
+    (Algorithm 1) kernels with their effective variance vector
+    :func:`meanfield.init.orthogonal_kernel_variance` (binomial, not uniform).
 (b) Fig. S4: the perturbation of Sec. F (erf, sigma_w = 1.5, sigma_b = 0.5, n = 10,
     ``v = [0.025, 0.95, 0.025]``) propagated through random CNNs; the Fourier amplitudes of the first
     cyclic diagonal of ``eps^l = Sigma^* - Sigma^l`` against the exact mean-field map and against
@@ -10,7 +12,9 @@
 (c) Fig. S2: per-layer weight-gradient norms of an L-layer tanh CNN (n = 10, kernel 3,
     sigma_b2 = 0.05) relative to the last layer, against :func:`meanfield.conv.gradient_variance_decay`.
 (d) Orthogonal (Algorithm 1, 1-D and 2-D) and delta-orthogonal (Algorithm 2) kernels:
-    ``||K * x|| = ||x||`` and every singular value of :func:`meanfield.init.conv_matrix` equal to 1.
+    ``||K * x|| = ||x||`` and every singular value of :func:`meanfield.init.conv_matrix` equal to 1;
+    the per-offset weight mass of Algorithm-1 kernels against the binomial variance vector of
+    :func:`meanfield.init.orthogonal_kernel_variance` (over independent draws).
 
 Tolerances. Mean field is the many-channel limit; a c-channel network is biased by O(1/c).
 Every Monte-Carlo number in (a) and (c) is Richardson-extrapolated in the channel count
@@ -34,6 +38,7 @@ from meanfield.init import (
     delta_orthogonal_kernel,
     orthogonal_conv_kernel,
     orthogonal_conv_kernel_1d,
+    orthogonal_kernel_variance,
 )
 
 from ._report import Comparison, mean_and_stderr
@@ -61,6 +66,8 @@ COVARIANCE_CASES = [
     ("erf 1-D delta v", "erf", 2.0, 0.05, np.array([0.0, 1.0, 0.0]), "gaussian"),
     ("relu 1-D v=[.2,.5,.3]", "relu", 2.0, 0.1, np.array([0.2, 0.5, 0.3]), "gaussian"),
     ("tanh 1-D delta-orthogonal", "tanh", 1.5, 0.05, np.array([0.0, 1.0, 0.0]), "delta_orthogonal"),
+    ("tanh 1-D orthogonal (Alg. 1), v=binomial", "tanh", 1.5, 0.05, orthogonal_kernel_variance(3, 1), "orthogonal"),
+    ("erf 2-D orthogonal (Alg. 1), v=binomial", "erf", 1.8, 0.05, orthogonal_kernel_variance(3, 2), "orthogonal"),
     ("tanh 2-D non-uniform v", "tanh", 1.5, 0.05, np.outer([0.25, 0.5, 0.25], [0.1, 0.8, 0.1]), "gaussian"),
     ("relu 2-D uniform v", "relu", 1.8, 0.05, np.full((3, 3), 1 / 9), "gaussian"),
     ("erf 2-D delta v", "erf", 1.2, 0.1, np.pad([[1.0]], 1), "gaussian"),
@@ -176,9 +183,9 @@ def fig_s2_setup(seed=0):
 
 def _fig_s2_rows(backend, full, seed):
     s = fig_s2_setup(seed)
-    depth = 100 if full else 40
-    width = 1000 if full else 64  # full: c = 1000 and 2000 (the paper's c = 2000), extrapolated
-    n_net = 8 if full else 24
+    depth = 100
+    width = 1000 if full else 48  # full: c = 1000 and 2000 (the paper's c = 2000), extrapolated
+    n_net = 8 if full else 16
     crit = float(dense.critical_sigma_w2(s["activation"], s["sigma_b2"]))
     rows = []
     for k, sw in enumerate(progress((1.0, crit, 4.25), desc="conv (c)")):
@@ -216,6 +223,16 @@ def _isometry_rows(seed):
         rows.append(Comparison(f"(d) {label}: max | ||K*x||/||x|| - 1 |", 0.0, float(np.max(np.abs(ratio - 1))), 0.0, systematic=ISOMETRY_ATOL))
         sv = np.linalg.svd(conv_matrix(kernel, shape if len(shape) > 1 else shape[0]), compute_uv=False)
         rows.append(Comparison(f"(d) {label}: max |sigma_i(conv_matrix) - 1|", 0.0, float(np.max(np.abs(sv - 1))), 0.0, systematic=ISOMETRY_ATOL))
+    # Algorithm 1's variance vector: E ||K(beta)||_F^2 / c_in = binomial (orthogonal_kernel_variance)
+    c, draws = 16, 200
+    for label, make, k, ndim in (("1-D k=5", orthogonal_conv_kernel_1d, 5, 1), ("2-D k=3", orthogonal_conv_kernel, 3, 2)):
+        axes = tuple(range(1 + ndim, 3 + ndim))
+        samples = np.stack([make(k, c, c, rng=rng) for _ in range(draws)])
+        frob = np.sum(samples**2, axis=axes) / c  # (draws, *kernel)
+        theory = orthogonal_kernel_variance(k, ndim)
+        for index in np.ndindex(*theory.shape):
+            est, se = mean_and_stderr(frob[(slice(None),) + index])
+            rows.append(Comparison(f"(d) Algorithm 1 {label} c={c}: E|K{list(index)}|^2/c vs binomial v", theory[index], est, se))
     return rows
 
 

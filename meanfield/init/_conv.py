@@ -31,6 +31,7 @@ __all__ = [
     "delta_orthogonal_kernel_1d",
     "orthogonal_conv_kernel",
     "orthogonal_conv_kernel_1d",
+    "orthogonal_kernel_variance",
     "symmetric_projection",
 ]
 
@@ -189,3 +190,39 @@ def conv_matrix(kernel, spatial_shape) -> np.ndarray:
             b = np.ravel_multi_index(tuple((x + y) % n for x, y, n in zip(a, beta, shape)), shape)
             m[ai, :, b, :] += block
     return m.reshape(p * c_out, p * c_in)
+
+
+def orthogonal_kernel_variance(kernel_size, ndim=2) -> np.ndarray:
+    r"""The variance vector ``v`` that Algorithm-1 kernels realise on average: a binomial, not uniform.
+
+    With :math:`K(z) = H\prod_{t<k}(P_t + (1-P_t)z)` (per axis) and independent projections of mean
+    :math:`\mathbb{E}P = I/2` (:func:`symmetric_projection`), each factor puts half of the weight on
+    shift 0 and half on shift 1, and the cross terms vanish in expectation because
+    :math:`P(1-P) = 0`. Hence :math:`\mathbb{E}\|K(\beta)\|_F^2 / c_{in} = \binom{k-1}{\beta}2^{-(k-1)}`
+    per axis (an outer product in 2-D), and for ``c_in = c_out`` the cross-offset terms
+    :math:`\mathrm{tr}\,K(\beta)^T K(\beta')/c` vanish in expectation, so a wide CNN with these kernels
+    (times ``sqrt(sigma_w2)``) follows :func:`meanfield.conv.propagate` with this ``v``. Seed 003 calls
+    these kernels spatially uniform (Sec. 3.4); their variance is in fact concentrated at the centre.
+
+    Parameters
+    ----------
+    kernel_size : int
+        k (>= 1).
+    ndim : {1, 2}
+        Spatial dimensions.
+
+    Returns
+    -------
+    ndarray, shape (k,) or (k, k)
+
+    Examples
+    --------
+    >>> orthogonal_kernel_variance(3, ndim=1)
+    array([0.25, 0.5 , 0.25])
+    """
+    from scipy.special import comb  # noqa: PLC0415
+
+    k = check_int(kernel_size, "kernel_size", 1)
+    ndim = check_int(ndim, "ndim", 1, 2)
+    b = comb(k - 1, np.arange(k)) / 2.0 ** (k - 1)
+    return b if ndim == 1 else np.outer(b, b)
