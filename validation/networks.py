@@ -419,7 +419,9 @@ def simulate_conv(
     layer_seeds = [int(s) for s in base.integers(0, 2**62, size=depth)]
 
     def kernel(layer):
-        k = conv_kernels(n_networks, v.shape, c, sigma_w2, v, init, b.rng(layer_seeds[layer - 1]), b)
+        seed_l = layer_seeds[layer - 1]  # orthogonal kernels are built on the host with NumPy
+        rng_l = b.rng(seed_l) if init == "gaussian" else np.random.default_rng(seed_l)
+        k = conv_kernels(n_networks, v.shape, c, sigma_w2, v, init, rng_l, b)
         return k.reshape((n_networks, 1) + k.shape[1:])
 
     pre = [h]
