@@ -85,6 +85,9 @@ def monte_carlo_throughput():
     w = rng.standard_normal((nets, c, c))
     t_gemm = best_of(lambda: [a @ w for _ in range(v.size)], repeat=5)
     flops = 2.0 * nets * n * c * c * v.size
+    big = rng.standard_normal((1024, 1024))
+    t_peak = best_of(lambda: big @ big, repeat=3)
+    print(f"NumPy GEMM peak here (1024 x 1024 float64): {2 * 1024**3 / t_peak / 1e9:.2f} GFLOP/s")
     print(f"1-D, n={n}, c={c}, {nets} networks, kernel 3, per layer: simulate_conv {t_sim * 1e3:.2f} ms, of which drawing "
           f"the Gaussian kernels {t_rng * 1e3:.2f} ms and the periodic convolution {t_conv * 1e3:.2f} ms")
     print(f"periodic_conv {flops / t_conv / 1e9:.2f} GFLOP/s vs the same batched GEMMs {flops / t_gemm / 1e9:.2f} GFLOP/s "

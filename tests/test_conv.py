@@ -176,6 +176,16 @@ def test_two_d_and_one_d_agree_on_separable_cases():
     assert np.allclose(lam, np.outer(conv.fourier_eigenvalues(v1, 5), conv.fourier_eigenvalues(v2, 4)), atol=ROUND_ATOL)
 
 
+def test_two_d_averaging_of_kronecker_products_factorises():
+    """A_{v1 x v2} (S1 kron S2) = (A_v1 S1) kron (A_v2 S2): pins the row-major 2-D position layout."""
+    rng = np.random.default_rng(6)
+    s1, s2 = rng.standard_normal((5, 5)), rng.standard_normal((4, 4))
+    v1, v2 = _random_v(rng, 3), _random_v(rng, 5)
+    lhs = conv.average(np.kron(s1, s2), np.outer(v1, v2), (5, 4))
+    rhs = np.kron(conv.average(s1, v1), conv.average(s2, v2, 4))
+    assert np.allclose(lhs, rhs, atol=ROUND_ATOL)
+
+
 def test_propagate_deep_relu_does_not_overflow():
     cov0 = 0.5 + 0.5 * np.eye(4)
     res = conv.propagate_log(cov0, "relu", 3.0, 0.1, [0.25, 0.5, 0.25], 10_000)
