@@ -9,8 +9,9 @@
     ``v = [0.025, 0.95, 0.025]``) propagated through random CNNs; the Fourier amplitudes of the first
     cyclic diagonal of ``eps^l = Sigma^* - Sigma^l`` against the exact mean-field map and against
     :func:`meanfield.conv.linearized_decay` (eq. 2.11).
-(c) Fig. S2: per-layer weight-gradient norms of an L-layer tanh CNN (n = 10, kernel 3,
-    sigma_b2 = 0.05) relative to the last layer, against :func:`meanfield.conv.gradient_variance_decay`.
+(c) Fig. S2: per-layer weight-gradient norms of an L = 100 tanh CNN (n = 10, kernel 3,
+    sigma_b2 = 0.05) relative to the last layer, and the back-propagated gradient variance
+    (eq. 2.15), against :func:`meanfield.conv.gradient_variance_decay`.
 (d) Orthogonal (Algorithm 1, 1-D and 2-D) and delta-orthogonal (Algorithm 2) kernels:
     ``||K * x|| = ||x||`` and every singular value of :func:`meanfield.init.conv_matrix` equal to 1;
     the per-offset weight mass of Algorithm-1 kernels against the binomial variance vector of
@@ -189,18 +190,27 @@ def _fig_s2_rows(backend, full, seed):
     crit = float(dense.critical_sigma_w2(s["activation"], s["sigma_b2"]))
     rows = []
     for k, sw in enumerate(progress((1.0, crit, 4.25), desc="conv (c)")):
-        th = conv.gradient_variance_decay(s["cov0"], s["activation"], sw, s["sigma_b2"], s["v"], depth).weight_grad_sq
-        th_log = np.log(th / th[-1])
-        ests = []
+        bp = conv.gradient_variance_decay(s["cov0"], s["activation"], sw, s["sigma_b2"], s["v"], depth)
+        th_log = np.log(bp.weight_grad_sq / bp.weight_grad_sq[-1])
+        th_delta = np.log(bp.grad_variance / bp.grad_variance[-1])
+        ests, deltas = [], []
         for j, c in enumerate((width, 2 * width)):
             sim = simulate_conv(s["cov0"], s["activation"], sw, s["sigma_b2"], s["v"], depth, c, n_net, gradients=True,
                                 backend=backend, seed=seed * 1000 + 500 + 10 * k + j)
             ests.append(np.log(sim.weight_grad_sq[:, :, 0] / sim.weight_grad_sq[:, -1:, 0]))
+            g = sim.grad_sq[:, :, 0].mean(-1)  # mean over positions of sum_j delta_j(a)^2 / c
+            deltas.append(np.log(g / g[:, -1:]))
         for layer in (1, depth // 2):
             est, se = _extrapolate(ests[0][:, layer - 1], ests[1][:, layer - 1])
             rows.append(
                 Comparison(f"(c) Fig S2 sw2={sw:.3g}: log |dW^{layer}|^2/|dW^{depth}|^2", th_log[layer - 1], est, se,
                            systematic=EXTRAPOLATION_BIAS(max(1.0, abs(th_log[layer - 1])), width))
+            )
+        for layer in (0, depth // 2):
+            est, se = _extrapolate(deltas[0][:, layer], deltas[1][:, layer])
+            rows.append(
+                Comparison(f"(c) sw2={sw:.3g}: log gradient variance delta^{layer}/delta^{depth} (eq. 2.15)", th_delta[layer], est, se,
+                           systematic=EXTRAPOLATION_BIAS(max(1.0, abs(th_delta[layer])), width))
             )
     return rows
 
