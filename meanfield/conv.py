@@ -1,0 +1,684 @@
+r"""Mean-field theory of deep periodic convolutional networks (Xiao et al. 2018, seed 003).
+
+Network convention (seed 003, eq. 2.1 and Sec. 2.1.6): periodic boundaries, c channels,
+
+.. math:: h^{l+1}_j(\alpha) = \sum_{i}\sum_{\beta\in ker} \phi(h^l_i(\alpha+\beta))\,\omega^{l+1}_{ij}(\beta) + b^{l+1}_j,
+    \qquad \omega_{ij}(\beta) \sim N(0, \sigma_w^2 v_\beta / c),\ b_j \sim N(0, \sigma_b^2),
+
+with a *variance vector* ``v`` (non-negative, summing to 1): uniform ``v`` is the standard network,
+one-hot ``v`` the delta initialisation. In the many-channel limit each channel is an independent
+Gaussian field with spatial covariance :math:`\Sigma^l` (P x P over the P flattened positions),
+and (eqs. 2.3-2.5, 2.13; supplement Corollary A.2)
+
+.. math:: \Sigma^{l+1} = \mathcal{A}_v \star \mathcal{C}(\Sigma^l), \qquad
+    [\mathcal{A}_v\star\Sigma]_{\alpha,\alpha'} = \sum_\beta v_\beta\,\Sigma_{\alpha+\beta,\alpha'+\beta},
+
+where :math:`\mathcal{C}` is the dense C-map :func:`meanfield.dense.covariance_map` applied to every
+pair of positions. Signals are 1-D (spatial size ``n``, ``v`` of length ``2k+1``, index ``j`` <->
+offset ``beta = j - k``) or 2-D (shape ``(n1, n2)``, ``v`` of shape ``(2k1+1, 2k2+1)``, positions
+flattened row-major, ``a = a1 * n2 + a2``).
+
+Code name <-> symbol: ``cov`` = :math:`\Sigma`, ``average`` = :math:`\mathcal{A}_v\star`,
+``lambda_`` = :math:`\lambda` (eigenvalues of :math:`\mathcal{A}_v\star`, eq. 2.11),
+``chi_c``/``chi_q``/``chi_1`` as in :mod:`meanfield.dense` (eq. 2.7), ``kappa`` =
+:math:`\kappa` (eq. S13), ``cov_grad`` = :math:`\tilde\Sigma` (backward covariance, eq. 2.15).
+
+Fourier modes. :math:`\mathcal{A}_v\star` maps each cyclic diagonal
+:math:`e_d(\alpha) = \Sigma_{\alpha,\alpha+d}` to itself by a circular cross-correlation with ``v``,
+so the Fourier mode ``m`` of every cyclic diagonal is an eigenvector with eigenvalue
+:math:`\lambda_m = \sum_\beta v_\beta e^{2\pi i m\beta/n}` (the conjugate DFT of ``v`` placed on the
+ring; the paper's :math:`\lambda_{\alpha,\alpha'} = \lambda_{(\alpha+\alpha') \bmod n}`, "n copies
+of the 1-D DFT of v"). :func:`cyclic_diagonal_modes` returns these Fourier amplitudes.
+
+References
+----------
+Xiao, Bahri, Sohl-Dickstein, Schoenholz, Pennington (2018), "Dynamical isometry and a mean field
+theory of CNNs: how to train 10,000-layer vanilla convolutional neural networks", Sec. 2.1-2.2,
+supplement A-B, F.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import dense
+from ._checks import as_float_array, check_covariance, check_int, check_nonnegative, check_probability_vector
+from .activations import get_activation
+from .gaussian import DEFAULT_DEGREE, pair_expectation
+
+__all__ = [
+    "BackwardPropagation",
+    "ConvDepthScales",
+    "LinearizedDecay",
+    "average",
+    "average_transpose",
+    "averaging_singular_values",
+    "backward_covariance_map",
+    "covariance_map",
+    "cyclic_diagonal_modes",
+    "depth_scales",
+    "fixed_point_covariance",
+    "fourier_eigenvalues",
+    "gradient_variance_decay",
+    "gs_family",
+    "linearized_decay",
+    "propagate",
+    "propagate_log",
+    "spatial_shape",
+]
+
+#: |chi * |lambda| - 1| below which a Fourier mode is called critical (infinite depth scale).
+CRITICAL_ATOL = dense.CRITICAL_ATOL
+#: Relative step of the central difference giving kappa (eq. S13) for activations with kinks,
+#: whose phi'' has Dirac parts; the error is O(step^2) ~ 1e-10 relative for the arc-cosine family.
+KAPPA_STEP = 1e-5
+_HOMOGENEOUS = dense._HOMOGENEOUS
+
+
+# ----------------------------------------------------------------------------------------------
+# Shapes, variance vectors and the averaging operator.
+
+
+def spatial_shape(shape) -> tuple:
+    """Normalise a ``shape`` argument: an int ``n`` (1-D) or a pair ``(n1, n2)`` (2-D), each >= 1."""
+    if isinstance(shape, (tuple, list, np.ndarray)):
+        dims = tuple(check_int(s, "shape", 1) for s in shape)
+        if len(dims) not in (1, 2):
+            raise ValueError(f"shape must be an int n (1-D) or a pair (n1, n2) (2-D), got {shape!r}")
+        return dims
+    return (check_int(shape, "shape", 1),)
+
+
+def _check_v(v, ndim=None) -> np.ndarray:
+    v = check_probability_vector(v, "v")
+    if v.ndim not in (1, 2):
+        raise ValueError(f"v must be 1-D (length 2k+1) or 2-D (shape (2k1+1, 2k2+1)), got ndim {v.ndim}")
+    if any(s % 2 == 0 for s in v.shape):
+        raise ValueError(f"v must have odd sizes 2k+1 (index j <-> offset j - k), got shape {v.shape}")
+    if ndim is not None and v.ndim != ndim:
+        raise ValueError(f"v has {v.ndim} spatial dimension(s) but the signal shape has {ndim}")
+    return v
+
+
+def _resolve_shape(v, shape, size):
+    """Spatial shape from ``shape`` or, if None, from the number of positions ``size``."""
+    if shape is None:
+        if v.ndim == 1:
+            shape = (size,)
+        else:
+            n = math.isqrt(size)
+            if n * n != size:
+                raise ValueError(f"pass shape=(n1, n2): {size} positions are not a square image")
+            shape = (n, n)
+    shape = spatial_shape(shape)
+    if len(shape) != v.ndim:
+        raise ValueError(f"shape {shape} has {len(shape)} dimension(s) but v has {v.ndim}")
+    if size is not None and int(np.prod(shape)) != size:
+        raise ValueError(f"shape {shape} has {int(np.prod(shape))} positions but the covariance has {size}")
+    return shape
+
+
+def _offsets(v):
+    """(offset tuple beta, weight v_beta) for the non-zero entries of v (beta = j - k per axis)."""
+    for index in zip(*np.nonzero(v)):
+        yield tuple(int(j) - s // 2 for j, s in zip(index, v.shape)), float(v[index])
+
+
+def _average(cov, v, shape, sign):
+    d = len(shape)
+    lead = cov.shape[:-2]
+    x = cov.reshape(lead + shape + shape)
+    axes_a = tuple(range(len(lead), len(lead) + d))
+    axes_b = tuple(range(len(lead) + d, len(lead) + 2 * d))
+    out = np.zeros_like(x)
+    for beta, weight in _offsets(v):
+        shift = tuple(-sign * b for b in beta) * 2  # rolled[a, a'] = x[a + s beta, a' + s beta]
+        out += weight * np.roll(x, shift, axis=axes_a + axes_b)
+    return out.reshape(cov.shape)
+
+
+def average(cov, v, shape=None) -> np.ndarray:
+    r"""The averaging operator :math:`[\mathcal{A}_v\star\Sigma]_{\alpha,\alpha'} = \sum_\beta v_\beta \Sigma_{\alpha+\beta,\alpha'+\beta}` (eqs. 2.4, S7).
+
+    Parameters
+    ----------
+    cov : array_like, shape (..., P, P)
+        Matrices over the P flattened positions (any real matrices, not only covariances).
+    v : array_like
+        Variance vector: shape (2k+1,) or (2k1+1, 2k2+1), non-negative, summing to 1.
+    shape : int or (int, int), optional
+        Spatial shape; default ``P`` (1-D) or the square ``(sqrt P, sqrt P)`` (2-D ``v``).
+
+    Returns
+    -------
+    ndarray, shape (..., P, P)
+        Preserves symmetry, positive semi-definiteness and the trace (a convex combination of
+        simultaneous cyclic shifts of rows and columns).
+    """
+    v = _check_v(v)
+    cov = as_float_array(cov, "cov")
+    if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
+        raise ValueError(f"cov must have shape (..., P, P), got {cov.shape}")
+    shape = _resolve_shape(v, shape, cov.shape[-1])
+    return _average(cov, v, shape, +1)
+
+
+def average_transpose(cov, v, shape=None) -> np.ndarray:
+    r"""The adjoint :math:`[\mathcal{A}_v^T\star\Sigma]_{\alpha,\alpha'} = \sum_\beta v_\beta \Sigma_{\alpha-\beta,\alpha'-\beta}` (backward pass, eq. 2.15)."""
+    v = _check_v(v)
+    cov = as_float_array(cov, "cov")
+    if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
+        raise ValueError(f"cov must have shape (..., P, P), got {cov.shape}")
+    shape = _resolve_shape(v, shape, cov.shape[-1])
+    return _average(cov, v, shape, -1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward maps.
+
+
+def covariance_map(cov, activation, sigma_w2, sigma_b2, v, shape=None, degree=DEFAULT_DEGREE) -> np.ndarray:
+    r"""One CNN layer in the many-channel limit: :math:`\Sigma \mapsto \mathcal{A}_v\star\mathcal{C}(\Sigma)` (eqs. 2.3-2.5, 2.13).
+
+    Parameters
+    ----------
+    cov : array_like, shape (..., P, P)
+        Spatial covariance(s) of a channel's pre-activations (symmetric PSD).
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+        Weight and bias variances (>= 0), squared scales.
+    v : array_like
+        Variance vector, shape (2k+1,) or (2k1+1, 2k2+1), non-negative, summing to 1.
+    shape : int or (int, int), optional
+        Spatial shape (see :func:`average`).
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
+
+    Returns
+    -------
+    ndarray, shape (..., P, P)
+
+    Notes
+    -----
+    Since ``sum(v) = 1``, :math:`\mathcal{A}_v\star(\sigma_w^2 K + \sigma_b^2) = \sigma_w^2 \mathcal{A}_v\star K + \sigma_b^2`.
+    With uniform ``v`` and a covariance that is constant along cyclic diagonals the averaging is
+    the identity and the map equals :func:`meanfield.dense.covariance_map`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = covariance_map(np.eye(4), "relu", 2.0, 0.0, [0.25, 0.5, 0.25])
+    >>> bool(np.allclose(np.diag(out), 1.0))
+    True
+    """
+    v = _check_v(v)
+    cov = check_covariance(cov, "cov")
+    shape = _resolve_shape(v, shape, cov.shape[-1])
+    mapped = dense.covariance_map(cov, activation, sigma_w2, sigma_b2, degree)
+    return _average(mapped, v, shape, +1)
+
+
+def propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree=DEFAULT_DEGREE) -> dense.LogPropagation:
+    r"""Iterate :math:`\Sigma^{l+1} = \mathcal{A}_v\star\mathcal{C}(\Sigma^l)` without overflow.
+
+    For positively homogeneous activations (linear, relu, leaky_relu) the covariance is carried as
+    ``exp(log_scale) * normalized`` (the bias enters relative to the current scale, as in
+    :func:`meanfield.dense.propagate_log`), so depth 10^4 at any sigma_w2 is representable.
+
+    Returns
+    -------
+    meanfield.dense.LogPropagation
+        ``normalized`` has shape (depth + 1, P, P).
+    """
+    act = get_activation(activation)
+    v = _check_v(v)
+    cov0 = check_covariance(cov0, "cov0")
+    if cov0.ndim != 2:
+        raise ValueError(f"cov0 must be a single (P, P) matrix, got shape {cov0.shape}")
+    shape = _resolve_shape(v, shape, cov0.shape[-1])
+    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
+    sigma_b2 = check_nonnegative(sigma_b2, "sigma_b2")
+    depth = check_int(depth, "depth", 0)
+    homogeneous = act.is_builtin and act.code in _HOMOGENEOUS
+    out = np.empty((depth + 1,) + cov0.shape)
+    logs = np.zeros(depth + 1)
+    k = cov0
+    if homogeneous:
+        m = float(np.max(np.diagonal(k)))
+        if m > 0:
+            k, logs[0] = k / m, math.log(m)
+    out[0] = k
+    for layer in range(1, depth + 1):
+        if homogeneous:
+            bias = math.exp(min(math.log(sigma_b2) - logs[layer - 1], 700.0)) if sigma_b2 > 0 else 0.0
+        else:
+            bias = sigma_b2
+        k = _average(dense._map_stack(k, act, 0, sigma_w2, bias, degree), v, shape, +1)
+        logs[layer] = logs[layer - 1] if homogeneous else 0.0
+        if homogeneous:
+            m = float(np.max(np.diagonal(k)))
+            if m > 0:
+                k = k / m
+                logs[layer] += math.log(m)
+        out[layer] = k
+    if not (np.all(np.isfinite(out)) and np.all(np.isfinite(logs))):
+        raise FloatingPointError(f"propagation of {act.name} overflowed at these parameters")
+    return dense.LogPropagation(log_scale=logs, normalized=out)
+
+
+def propagate(cov0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree=DEFAULT_DEGREE) -> np.ndarray:
+    r"""Spatial covariances through ``depth`` CNN layers (eq. 2.13), index 0 being ``cov0``.
+
+    Parameters
+    ----------
+    cov0 : array_like, shape (P, P)
+        Pre-activation spatial covariance at layer 0.
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+        Variances (>= 0).
+    v : array_like
+        Variance vector (see :func:`covariance_map`).
+    depth : int
+        Number of layers (>= 0).
+    shape : int or (int, int), optional
+        Spatial shape.
+
+    Returns
+    -------
+    ndarray, shape (depth + 1, P, P)
+
+    Raises
+    ------
+    OverflowError
+        Covariances beyond the float64 range: use :func:`propagate_log`.
+    """
+    res = propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
+    if np.max(res.log_scale) > 709.0:
+        raise OverflowError("covariances exceed the float64 range at this depth; use propagate_log")
+    return np.exp(res.log_scale)[:, None, None] * res.normalized
+
+
+# ----------------------------------------------------------------------------------------------
+# Fourier structure.
+
+
+def _ring(v, shape):
+    """v placed on the periodic lattice: u[beta mod n] += v_beta."""
+    u = np.zeros(shape)
+    for beta, weight in _offsets(v):
+        u[tuple(b % n for b, n in zip(beta, shape))] += weight
+    return u
+
+
+def fourier_eigenvalues(v, shape) -> np.ndarray:
+    r"""Eigenvalues :math:`\lambda_m = \sum_\beta v_\beta e^{2\pi i\, m\cdot\beta/n}` of :math:`\mathcal{A}_v\star`, one per Fourier mode.
+
+    Mode ``m`` (an index in ``range(n)``, or a pair in 2-D) of every cyclic diagonal of a
+    covariance is an eigenvector of :math:`\mathcal{A}_v\star` (see the module notes); the paper's
+    :math:`\lambda_{\alpha,\alpha'} = \mathcal{F}(A_v)^*_{\alpha,\alpha'}` (eq. 2.11) are these values,
+    each repeated n times.
+
+    Parameters
+    ----------
+    v : array_like
+        Variance vector, shape (2k+1,) or (2k1+1, 2k2+1).
+    shape : int or (int, int)
+        Spatial shape; offsets wrap around when the kernel is wider than the signal.
+
+    Returns
+    -------
+    ndarray of complex, shape ``shape``
+        ``conj(fftn(v on the ring))``; real when ``v`` is symmetric; ``lambda[0] = 1`` and
+        ``|lambda| <= 1`` because ``v`` is a probability vector.
+    """
+    v = _check_v(v)
+    shape = spatial_shape(shape)
+    if len(shape) != v.ndim:
+        raise ValueError(f"shape {shape} has {len(shape)} dimension(s) but v has {v.ndim}")
+    return np.conj(np.fft.fftn(_ring(v, shape)))
+
+
+def averaging_singular_values(v, shape) -> np.ndarray:
+    r"""Singular values of :math:`\mathcal{A}_v\star` in descending order (seed 003, Fig. 4b).
+
+    :math:`\mathcal{A}_v\star` is a normal operator (a convex combination of commuting cyclic
+    shifts), so its singular values are :math:`|\lambda_m|`; on P x P matrices each of the P values
+    appears P times ("64 singular values, each with 64 copies" for 8 x 8 images).
+
+    Returns
+    -------
+    ndarray, shape (P,)
+    """
+    return np.sort(np.abs(fourier_eigenvalues(v, shape)).ravel())[::-1]
+
+
+def gs_family(kernel_shape=(3, 3), count=5) -> list[np.ndarray]:
+    """The variance vectors GS0 ... GS{count-1} between the delta (GS0) and the uniform vector (last).
+
+    ``GS_i = (1 - t_i) * delta + t_i * uniform`` with ``t_i = i / (count - 1)``. Seed 003 (Sec. 3.3,
+    Fig. 4) says only that GS1-GS3 "interpolate" between GS0 and GS4; linear interpolation is this
+    library's choice.
+
+    Parameters
+    ----------
+    kernel_shape : int or (int, int)
+        Odd kernel size(s) ``2k+1``.
+    count : int
+        Number of vectors (>= 2).
+    """
+    ks = spatial_shape(kernel_shape)
+    if any(s % 2 == 0 for s in ks):
+        raise ValueError(f"kernel_shape must be odd (2k+1), got {ks}")
+    count = check_int(count, "count", 2)
+    delta = np.zeros(ks)
+    delta[tuple(s // 2 for s in ks)] = 1.0
+    uniform = np.full(ks, 1.0 / np.prod(ks))
+    return [(1 - t) * delta + t * uniform for t in np.linspace(0.0, 1.0, count)]
+
+
+def cyclic_diagonal_modes(cov, shape=None) -> np.ndarray:
+    r"""Fourier amplitudes of the cyclic diagonals :math:`e_d(\alpha) = \Sigma_{\alpha,\alpha+d}`.
+
+    Parameters
+    ----------
+    cov : array_like, shape (..., P, P)
+    shape : int or (int, int), optional
+        Spatial shape (default: 1-D of size P).
+
+    Returns
+    -------
+    ndarray of complex, shape (..., *shape, *shape)
+        ``out[..., d, m] = sum_a Sigma[a, a + d] exp(-2 pi i m a / n)`` (indices are pairs in 2-D).
+        Under the linearised dynamics (eq. 2.11) each entry is multiplied by
+        ``chi * lambda_m`` per layer.
+    """
+    cov = as_float_array(cov, "cov")
+    if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
+        raise ValueError(f"cov must have shape (..., P, P), got {cov.shape}")
+    shape = spatial_shape(cov.shape[-1] if shape is None else shape)
+    if int(np.prod(shape)) != cov.shape[-1]:
+        raise ValueError(f"shape {shape} does not match {cov.shape[-1]} positions")
+    lead = cov.shape[:-2]
+    grids = np.meshgrid(*(np.arange(n) for n in shape), indexing="ij")
+    a = np.ravel_multi_index(grids, shape)  # positions a, laid out on shape
+    diags = np.empty(lead + shape + shape)
+    for d in np.ndindex(*shape):
+        b = np.ravel_multi_index(tuple((g + dd) % n for g, dd, n in zip(grids, d, shape)), shape)
+        diags[(Ellipsis,) + d + (slice(None),) * len(shape)] = cov[..., a, b]
+    axes = tuple(range(diags.ndim - len(shape), diags.ndim))
+    return np.fft.fftn(diags, axes=axes)
+
+
+# ----------------------------------------------------------------------------------------------
+# Depth scales and linearised dynamics.
+
+
+def _xi(x):
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        xi = np.where(x < 1.0, -1.0 / np.log(np.where(x < 1.0, x, 0.5)), np.inf)
+    return np.where(np.abs(x - 1.0) <= CRITICAL_ATOL, np.inf, xi)
+
+
+@dataclass(frozen=True)
+class ConvDepthScales:
+    """Per-Fourier-mode depth scales of a deep CNN (seed 003, eqs. 2.11-2.12).
+
+    Attributes
+    ----------
+    lambda_ : ndarray of complex, shape ``shape``
+        Eigenvalues of :math:`\\mathcal{A}_v\\star` per Fourier mode (:func:`fourier_eigenvalues`).
+    xi_c : ndarray, shape ``shape``
+        Off-diagonal depth scales ``-1 / log(chi_c |lambda|)``; inf where ``chi_c |lambda| >= 1``
+        (no exponential convergence), 0 where ``lambda = 0``.
+    xi_q : ndarray, shape ``shape``
+        Diagonal depth scales ``-1 / log(chi_q |lambda|)``, same conventions.
+    fixed_point : meanfield.dense.FixedPoint
+        q*, c*, chi_1, chi_c, chi_q of the dense network (identical for the CNN, Sec. 2.1.4).
+    """
+
+    lambda_: np.ndarray
+    xi_c: np.ndarray
+    xi_q: np.ndarray
+    fixed_point: dense.FixedPoint
+
+    def replace(self, **changes) -> "ConvDepthScales":
+        return replace(self, **changes)
+
+
+def depth_scales(activation, sigma_w2, sigma_b2, v, shape, degree=DEFAULT_DEGREE) -> ConvDepthScales:
+    r"""Depth scales :math:`\xi_m = -1/\log(\chi_{c^*}|\lambda_m|)` of every Fourier mode (eqs. 2.9-2.12).
+
+    The paper writes :math:`-1/\log(\chi_{c^*}\lambda)`; for a non-symmetric ``v`` the eigenvalue is
+    complex (or negative for some symmetric ``v``) and the amplitude of the mode decays by
+    :math:`|\chi\lambda|` per layer, so the modulus is used.
+
+    Examples
+    --------
+    >>> ds = depth_scales("relu", 2.0, 0.0, [0.0, 1.0, 0.0], 8)
+    >>> bool(np.all(np.isinf(ds.xi_c)))
+    True
+    """
+    lam = fourier_eigenvalues(v, shape)
+    fp = dense.fixed_point(activation, sigma_w2, sigma_b2, degree)
+    mod = np.abs(lam)
+    return ConvDepthScales(lambda_=lam, xi_c=_xi(fp.chi_c * mod), xi_q=_xi(fp.chi_q * mod), fixed_point=fp)
+
+
+def _kappa(act, sigma_w2, q, c, degree):
+    """kappa = sigma_w2 / 2 * E phi''(h1) phi(h2) at (q*, c*) (eq. S13) = sigma_w2 d/dq1 E phi(h1)phi(h2)."""
+    if act.smooth:
+        return 0.5 * sigma_w2 * float(pair_expectation(act, q, q, c, (2, 0), degree))
+    # kinked: differentiate E phi(u1) phi(u2) in Var u1 at fixed Cov(u1, u2) = c q (central difference)
+    h = KAPPA_STEP * max(q, 1e-300)
+    vals = []
+    for s in (+1.0, -1.0):
+        q1 = q + s * h
+        vals.append(float(pair_expectation(act, q1, q, min(1.0, c * q / math.sqrt(q1 * q)), (0, 0), degree)))
+    return sigma_w2 * (vals[0] - vals[1]) / (2 * h)
+
+
+@dataclass(frozen=True)
+class LinearizedDecay:
+    """A perturbation of the CNN fixed point propagated by the linearised map (eqs. 2.9-2.11).
+
+    Attributes
+    ----------
+    eps : ndarray, shape (depth + 1, P, P)
+        :math:`\\epsilon^l`, index 0 being the input perturbation.
+    modes : ndarray of complex, shape (depth + 1, *shape, *shape)
+        :func:`cyclic_diagonal_modes` of ``eps``: ``modes[l, d, m]`` is the Fourier amplitude ``m``
+        of cyclic diagonal ``d`` (Fig. S4 plots ``abs(modes[:, 1, :])``).
+    lambda_ : ndarray of complex, shape ``shape``
+    chi_c, chi_q, kappa : float
+        The Jacobian of the C-map at :math:`\\Sigma^*` (Lemma B.2).
+    q_star, c_star : float
+    """
+
+    eps: np.ndarray
+    modes: np.ndarray
+    lambda_: np.ndarray
+    chi_c: float
+    chi_q: float
+    kappa: float
+    q_star: float
+    c_star: float
+
+    def replace(self, **changes) -> "LinearizedDecay":
+        return replace(self, **changes)
+
+
+def fixed_point_covariance(q_star, c_star, size) -> np.ndarray:
+    """:math:`\\Sigma^* = q^*(\\delta_{\\alpha\\alpha'} + (1 - \\delta_{\\alpha\\alpha'}) c^*)` (eq. 2.6), shape (size, size)."""
+    size = check_int(size, "size", 1)
+    return q_star * (c_star + (1.0 - c_star) * np.eye(size))
+
+
+
+def linearized_decay(eps0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree=DEFAULT_DEGREE) -> LinearizedDecay:
+    r"""Perturbation :math:`\epsilon^l = \Sigma^* - \Sigma^l` predicted layer by layer by the linearised map (eq. 2.9).
+
+    .. math:: \epsilon^{l+1} = \mathcal{A}_v\star J(\epsilon^l), \quad
+        J(\epsilon)_{\alpha\alpha} = \chi_{q^*}\epsilon_{\alpha\alpha}, \quad
+        J(\epsilon)_{\alpha\alpha'} = \chi_{c^*}\epsilon_{\alpha\alpha'} + \kappa(\epsilon_{\alpha\alpha} + \epsilon_{\alpha'\alpha'})
+
+    (Lemma B.2 of the supplement, the Jacobian of the C-map at the fixed point). In Fourier space
+    the off-diagonal modes obey eq. 2.11: ``modes[l, d, m] = (chi_c lambda_m)^l modes[0, d, m]``
+    for ``d != 0`` when ``eps0`` has a zero diagonal (the Fig. S4 set-up).
+
+    Parameters
+    ----------
+    eps0 : array_like, shape (P, P)
+        Symmetric perturbation at layer 0.
+    activation, sigma_w2, sigma_b2, v, shape, degree
+        As in :func:`covariance_map`; the fixed point must be finite (q* < inf).
+    depth : int
+        Layers (>= 0).
+
+    Returns
+    -------
+    LinearizedDecay
+    """
+    act = get_activation(activation)
+    v = _check_v(v)
+    eps0 = as_float_array(eps0, "eps0")
+    if eps0.ndim != 2 or eps0.shape[0] != eps0.shape[1]:
+        raise ValueError(f"eps0 must be a (P, P) matrix, got shape {eps0.shape}")
+    if not np.allclose(eps0, eps0.T, rtol=1e-12, atol=1e-14):
+        raise ValueError("eps0 must be symmetric")
+    shape = _resolve_shape(v, shape, eps0.shape[0])
+    depth = check_int(depth, "depth", 0)
+    fp = dense.fixed_point(act, sigma_w2, sigma_b2, degree)
+    if not math.isfinite(fp.q_star):
+        raise ValueError("the fixed point q* is infinite at these parameters: no linearisation exists")
+    kappa = _kappa(act, sigma_w2, fp.q_star, fp.c_star, degree) if fp.q_star > 0 else 0.0
+    eps = np.empty((depth + 1,) + eps0.shape)
+    eps[0] = eps0
+    for layer in range(1, depth + 1):
+        e = eps[layer - 1]
+        diag = np.diag(e)
+        j = fp.chi_c * e + kappa * (diag[:, None] + diag[None, :])
+        np.fill_diagonal(j, fp.chi_q * diag)
+        eps[layer] = _average(j, v, shape, +1)
+    return LinearizedDecay(
+        eps=eps,
+        modes=cyclic_diagonal_modes(eps, shape),
+        lambda_=fourier_eigenvalues(v, shape),
+        chi_c=fp.chi_c,
+        chi_q=fp.chi_q,
+        kappa=kappa,
+        q_star=fp.q_star,
+        c_star=fp.c_star,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Backward pass.
+
+
+def backward_covariance_map(cov_grad, cov, activation, sigma_w2, v, shape=None, degree=DEFAULT_DEGREE) -> np.ndarray:
+    r"""Back-propagate the gradient covariance one layer (seed 003, eq. 2.15 and supplement A.1).
+
+    .. math:: \tilde\Sigma^l_{\alpha\alpha'} = \Big[\sum_\beta v_\beta\,\tilde\Sigma^{l+1}_{\alpha-\beta,\alpha'-\beta}\Big]
+        \cdot \sigma_w^2\,\mathbb{E}_{h\sim N(0,\Sigma^l)}\,\phi'(h_\alpha)\phi'(h_{\alpha'})
+
+    with :math:`\delta^l_j(\alpha) = \partial E/\partial h^l_j(\alpha)`, under the
+    gradient-independence assumption (backward weights independent of forward ones).
+
+    Parameters
+    ----------
+    cov_grad : array_like, shape (P, P)
+        :math:`\tilde\Sigma^{l+1}` (symmetric PSD).
+    cov : array_like, shape (P, P)
+        Forward pre-activation covariance :math:`\Sigma^l` of the layer the gradient arrives at.
+    activation, sigma_w2, v, shape, degree
+        As in :func:`covariance_map`.
+
+    Returns
+    -------
+    ndarray, shape (P, P)
+    """
+    v = _check_v(v)
+    cov_grad = check_covariance(cov_grad, "cov_grad")
+    cov = check_covariance(cov, "cov")
+    if cov_grad.shape != cov.shape:
+        raise ValueError(f"cov_grad {cov_grad.shape} and cov {cov.shape} must have the same shape")
+    shape = _resolve_shape(v, shape, cov.shape[-1])
+    factor = dense.derivative_covariance_map(cov, activation, sigma_w2, degree)
+    return _average(cov_grad, v, shape, -1) * factor
+
+
+@dataclass(frozen=True)
+class BackwardPropagation:
+    r"""Forward covariances and back-propagated gradient statistics of a deep CNN.
+
+    Attributes
+    ----------
+    cov : ndarray, shape (depth + 1, P, P)
+        Forward pre-activation covariances :math:`\Sigma^l` (:func:`propagate`).
+    cov_grad : ndarray, shape (depth + 1, P, P)
+        :math:`\tilde\Sigma^l`, with ``cov_grad[depth]`` the given output-gradient covariance.
+    grad_variance : ndarray, shape (depth + 1,)
+        Mean gradient variance per position, ``trace(cov_grad[l]) / P``.
+    weight_grad_sq : ndarray, shape (depth,)
+        Entry ``l - 1`` (layer l = 1..depth, mapping l - 1 -> l) is
+        :math:`\mathbb{E}\|\partial E/\partial\omega^l\|^2 / (c_{in} c_{out}) = \sum_\beta\sum_{\alpha\alpha'}
+        \tilde\Sigma^l_{\alpha\alpha'}\,K^{l-1}_{\alpha+\beta,\alpha'+\beta}`, with
+        :math:`K = \mathbb{E}\,\phi(h)\phi(h)^T` the post-activation covariance and the sum over all
+        kernel offsets (Fig. S2's weight-gradient norm, per channel pair).
+    """
+
+    cov: np.ndarray
+    cov_grad: np.ndarray
+    grad_variance: np.ndarray
+    weight_grad_sq: np.ndarray
+
+    def replace(self, **changes) -> "BackwardPropagation":
+        return replace(self, **changes)
+
+
+def gradient_variance_decay(cov0, activation, sigma_w2, sigma_b2, v, depth, cov_grad_out=None, shape=None, degree=DEFAULT_DEGREE) -> BackwardPropagation:
+    r"""Gradient statistics of a depth-``depth`` CNN by :func:`backward_covariance_map` (eq. 2.15-2.16).
+
+    At the fixed point the diagonal obeys :math:`\tilde\Sigma^l_{\alpha\alpha} \approx \chi_1\sum_\beta v_\beta
+    \tilde\Sigma^{l+1}_{\alpha-\beta,\alpha-\beta}`, so the gradient variance decays or grows like
+    :math:`\chi_1^{L-l}` (eq. 2.16); this function iterates the exact map instead, including the
+    transient before the fixed point is reached.
+
+    Parameters
+    ----------
+    cov0 : array_like, shape (P, P)
+        Layer-0 pre-activation covariance.
+    activation, sigma_w2, sigma_b2, v, shape, degree
+        As in :func:`covariance_map`.
+    depth : int
+        L, the number of layers (>= 1).
+    cov_grad_out : array_like, shape (P, P), optional
+        :math:`\tilde\Sigma^L`; default the identity (an output gradient with i.i.d. unit entries).
+
+    Returns
+    -------
+    BackwardPropagation
+    """
+    act = get_activation(activation)
+    v = _check_v(v)
+    depth = check_int(depth, "depth", 1)
+    cov = propagate(cov0, act, sigma_w2, sigma_b2, v, depth, shape, degree)
+    p = cov.shape[-1]
+    shape = _resolve_shape(v, shape, p)
+    g = np.eye(p) if cov_grad_out is None else check_covariance(cov_grad_out, "cov_grad_out")
+    if g.shape != (p, p):
+        raise ValueError(f"cov_grad_out must have shape {(p, p)}, got {g.shape}")
+    factors = dense.derivative_covariance_map(cov, act, sigma_w2, degree)
+    post = dense._map_stack(cov, act, 0, 1.0, 0.0, degree)  # K^l = E phi phi^T
+    grads = np.empty_like(cov)
+    grads[depth] = g
+    for layer in range(depth - 1, -1, -1):
+        grads[layer] = _average(grads[layer + 1], v, shape, -1) * factors[layer]
+    ones = np.ones_like(v)  # weight gradients sum over every kernel offset, unweighted
+    k_sum = _average(post[:-1], ones / ones.size, shape, +1) * ones.size
+    weight = np.einsum("lab,lab->l", grads[1:], k_sum)
+    return BackwardPropagation(cov=cov, cov_grad=grads, grad_variance=np.trace(grads, axis1=1, axis2=2) / p, weight_grad_sq=weight)
