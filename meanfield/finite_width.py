@@ -460,16 +460,39 @@ def _source_nodes(grid, nodes_per_cell):
     return y, np.broadcast_to(0.5 * w, y.shape)
 
 
+def _gamma_mixture_cdf(x, k, w):
+    """``sum_k w_k P(k/2, x)`` (regularised lower incomplete gamma) for consecutive ``k``.
+
+    Upward recurrence ``Q(a + 1, x) = Q(a, x) + x^a e^-x / Gamma(a + 1)`` on each parity chain
+    (adds positive terms: stable), two ``gammaincc`` calls per chain instead of one per ``k``.
+    """
+    out = np.zeros(x.shape)
+    with np.errstate(divide="ignore"):
+        lx = np.log(x)
+    for parity in (0, 1):
+        sel = (k.astype(np.int64) % 2) == parity
+        if not np.any(sel):
+            continue
+        ks, ws = k[sel], w[sel]
+        a = ks[0] / 2
+        q = special.gammaincc(a, x)
+        for j, (kk, ww) in enumerate(zip(ks, ws)):
+            if j:
+                a_prev = ks[j - 1] / 2
+                q = q + np.exp(a_prev * lx - x - special.gammaln(a_prev + 1))
+                q = np.minimum(q, 1.0)
+            out += ww * (1.0 - q)
+    return out
+
+
 def _relu_cell_masses(y, grid, n, sw, sb):
     """``P(z in cell j | y)`` for each source ``y`` (1-d) and the tail mass beyond the grid."""
     s = sw * y + sb
     k, logw = _binomial_log_weights(n)
     w = np.exp(logw)
-    cdf = np.zeros((y.size, grid.size))
     pos = s > 0
-    x = grid[None, :] / np.where(pos, s, 1.0)[:, None]
-    for kk, ww in zip(k, w):
-        cdf += ww * special.gammainc(kk / 2, x / 2)
+    x = grid[None, :] / np.where(pos, s, 1.0)[:, None] / 2.0  # chi^2_k <= t  <=>  Gamma(k/2) <= t/2
+    cdf = _gamma_mixture_cdf(x, k, w)
     cont = np.diff(cdf, axis=1)  # mass in (grid[j-1], grid[j]] from the continuous part
     total_cont = 1.0 - 0.5**n  # exact, including pruned terms
     tail = np.maximum(total_cont - cdf[:, -1], 0.0)  # >= 0 up to rounding
