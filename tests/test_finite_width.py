@@ -356,3 +356,55 @@ def test_bad_inputs_raise():
         fw.mean_inner_product(3, 1.0, 1.0, 2.0)
     with pytest.raises(ValueError, match="p0"):
         fw.propagate_distribution([0.5, 0.6], [0.0, 1.0], [(3, 0.5)])
+
+
+# ------------------------------------------------------------------------------------------------
+# the paper's qualitative claims (Fig. 1a), the simulator, validation rows and a figure
+# ------------------------------------------------------------------------------------------------
+
+
+def test_fig_1a_claim_mean_preserved_and_right_tail_grows():
+    """He, N = 200: E|x^l|^2 is preserved while the law becomes more right-skewed (Sec. 2.3)."""
+    grid = np.linspace(0, 4, 201)
+    p0 = np.zeros(grid.size)
+    p0[50] = 1.0  # cell (0.98, 1.0]
+    laws = fw.propagate_distribution(p0, grid, [(200, 0.01)] * 9, nodes_per_cell=1)
+    c = np.concatenate([[0.0], 0.5 * (grid[1:] + grid[:-1])])
+    mean = laws @ c
+    assert np.allclose(mean, mean[0], rtol=1e-3)
+    var = laws @ c**2 - mean**2
+    skew = np.array([(law @ (c - m) ** 3) / v**1.5 for law, m, v in zip(laws[1:], mean[1:], var[1:])])
+    assert np.all(np.diff(var[1:]) > 0) and np.all(skew > 0)
+    # z | y = (2 y / N) chi^2_K, K ~ Bin(N, 1/2): Var(z | y) = (2y/N)^2 (2 E K + Var K) = 5 y^2 / N;
+    # 5 % covers the grid (step 0.02 on a law of sd 0.16)
+    assert var[1] == pytest.approx(5 / 200 * mean[0] ** 2, rel=0.05)
+
+
+def test_simulator_squared_norms_he_preserves_mean():
+    from validation._finite_width_networks import simulate_squared_norms
+
+    x = np.random.default_rng(0).standard_normal((4, 10))
+    sim = simulate_squared_norms(x, [(50, 0.04)] * 3, 400, 4, seed=1)
+    assert sim.shape == (400, 4, 4)
+    y0 = (x * x).sum(1).mean()
+    m, se = sim[:, :, 3].mean(), sim[:, :, 3].mean(1).std() / math.sqrt(400)
+    assert abs(m - y0) < Z * se + 0.02 * y0  # 0.02: input-sampling noise of the pool mean
+
+
+def test_validation_eigen_rows_pass():
+    from validation.finite_width import _eigen_rows
+
+    rows = []
+    _eigen_rows(rows)
+    assert len(rows) == 7 and all(r.passed for r in rows)
+
+
+def test_fig_1b_writes_files(tmp_path):
+    import json
+
+    from figures.burkholz2019 import fig_1b
+
+    paths = fig_1b(tmp_path)
+    assert all(p.exists() for p in paths)
+    data = json.loads(paths[1].read_text())
+    assert data["N=10"]["critical"]["lower"] == pytest.approx(-2.0, abs=1e-6)
