@@ -14,6 +14,7 @@ Parametrisation (the paper's, kept here): weight variances are **not** scaled by
 Code name                         paper symbol / statement
 ================================  ======================================================================
 :func:`relu_kernel`               ``k_l(y, z)`` of Prop. 4, eq. 7 (atom ``0.5^N`` at ``z = 0`` + chi-square mixture)
+:func:`kernel_masses`             ``k_l(y, .)`` on a grid, any activation (``p_{phi(h)^2}^{*N}`` by FFT, Prop. 1)
 :func:`relu_eigenvalue`           ``lambda_{l,m}`` of Prop. 4, eq. 8, **derived** prefactor ``0.5^(N+m+1)``
 :func:`relu_eigenvalue_printed`   eq. 8 as printed (prefactor ``0.5^(N-m-1)``); the curve of Fig. 1b
 :func:`critical_exponents`        the ``m`` with ``lambda_m = 1`` (paper: ``m_crit ~ -3.256 - 1.621 N``)
@@ -78,6 +79,7 @@ __all__ = [
     "expected_squared_norm",
     "grid_masses",
     "inner_product_law",
+    "kernel_masses",
     "mean_inner_product",
     "orthant_probability",
     "preactivation_covariance",
@@ -571,6 +573,38 @@ def _fft_cell_masses(y, grid, n, sw, sb, act, n_quantiles):
         masses[i] = cells / cells.sum()
         tails[i] = tail
     return masses, tails
+
+
+def kernel_masses(y, grid, width, sigma_w2, sigma_b2=0.0, activation="relu", method="auto", n_quantiles: int = 4096):
+    """Law of the next squared norm given ``|x|^2 = y``, as masses on the states of ``grid``.
+
+    ReLU: closed form (Prop. 4; exact cell masses from chi-square CDFs). Any other built-in
+    activation, or ``method="fft"``: the ``N``-fold convolution of the law of ``phi(h)^2``,
+    ``h ~ N(0, sigma_w2 y + sigma_b2)``, by truncated FFT powers on the equidistant grid (Prop. 1).
+
+    Returns
+    -------
+    ndarray, shape (len(y), len(grid))
+        Row ``i``: mass of the atom at 0, then of each cell; rows sum to 1 (mass beyond the grid
+        lumped into the last cell).
+    """
+    g = _check_grid(grid)
+    n = _width(width)
+    y = np.atleast_1d(check_nonnegative(y, "y")).astype(float)
+    sw = check_nonnegative(sigma_w2, "sigma_w2")
+    sb = check_nonnegative(sigma_b2, "sigma_b2")
+    act = get_activation(activation)
+    if method not in ("auto", "closed", "fft"):
+        raise ValueError(f"method must be 'auto', 'closed' or 'fft', got {method!r}")
+    if act.name == "relu" and method != "fft":
+        return _relu_cell_masses(y, g, n, sw, sb)[0]
+    if method == "closed":
+        raise ValueError("method='closed' exists for activation 'relu' only")
+    steps = np.diff(g)
+    if not np.allclose(steps, steps[0], rtol=1e-9, atol=0.0):
+        raise ValueError(f"grid must be equidistant for the FFT path (activation {act.name!r})")
+    check_int(n_quantiles, "n_quantiles", 16)
+    return _fft_cell_masses(y, g, n, sw, sb, act, n_quantiles)[0]
 
 
 def discretize_operator(

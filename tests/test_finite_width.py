@@ -167,6 +167,18 @@ def test_fft_path_matches_closed_form():
     assert np.allclose((c @ a.matrix)[20:80], (c @ b.matrix)[20:80], rtol=2e-3)
 
 
+def test_kernel_masses_relu_closed_vs_fft_vs_simulation():
+    g = np.linspace(0, 6, 121)
+    closed = fw.kernel_masses(2.0, g, 16, 0.125)[0]
+    fft = fw.kernel_masses(2.0, g, 16, 0.125, method="fft")[0]
+    assert closed.sum() == pytest.approx(1.0) and fft.sum() == pytest.approx(1.0)
+    assert closed[0] == pytest.approx(0.5**16) and fft[0] == pytest.approx(0.5**16)
+    assert np.max(np.abs(np.cumsum(closed - fft))) < 0.01  # O(grid step 0.05) on a law of sd ~0.8
+    zs = (np.maximum(np.random.default_rng(2).standard_normal((100_000, 16)) * 0.5, 0) ** 2).sum(1)
+    cdf_mc = np.array([(zs <= t).mean() for t in g])
+    assert np.max(np.abs(np.cumsum(closed) - cdf_mc)) < Z * 0.5 / math.sqrt(zs.size)
+
+
 def test_fft_path_other_activation_conserves_and_matches_simulation():
     g = np.linspace(0, 20, 201)
     op = fw.discretize_operator(g, 8, 1.0, 0.1, activation="tanh", nodes_per_cell=1)
@@ -408,3 +420,15 @@ def test_fig_1b_writes_files(tmp_path):
     assert all(p.exists() for p in paths)
     data = json.loads(paths[1].read_text())
     assert data["N=10"]["critical"]["lower"] == pytest.approx(-2.0, abs=1e-6)
+
+
+def test_depth_ten_thousand_atom_mass_exact():
+    """Each He layer moves exactly 0.5^N of the non-zero mass to the absorbing atom at 0."""
+    n, depth = 10, 10_000
+    grid = np.linspace(0, 5, 41)
+    p0 = np.zeros(grid.size)
+    p0[8] = 1.0
+    laws = fw.propagate_distribution(p0, grid, [(n, 2.0 / n)] * depth, nodes_per_cell=1)
+    assert np.all(np.isfinite(laws)) and np.allclose(laws.sum(1), 1.0, atol=1e-9)
+    layers = np.array([1, 100, depth])
+    assert np.allclose(laws[layers, 0], 1 - (1 - 0.5**n) ** layers, rtol=1e-9)
