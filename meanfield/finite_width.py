@@ -32,6 +32,9 @@ Code name                         paper symbol / statement
 
 Where the printed paper and the derivation differ (each verified numerically by the tests):
 
+* Prop. 1 prints ``h_y ~ N(0, sigma_w^2 y^2 + sigma_b^2)``; with ``y = |x|^2`` the variance is
+  ``sigma_w^2 y + sigma_b^2`` (as in the paper's eq. 2), which is what is implemented.
+
 * eq. 8: the eigenvalue of ``y^m`` is
   ``0.5^(N+m+1) sigma_w^-(2m+2) sum_{k=1}^N C(N,k) Gamma(k/2-m-1) / Gamma(k/2)``, valid for
   ``m < -1/2`` (the ``k = 1`` moment ``E chi_1^{2(-m-1)}`` exists only there); the printed
