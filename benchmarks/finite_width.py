@@ -79,6 +79,7 @@ def bench_operator():
 def bench_cosine():
     for n in (100, 200):
         t = _time(lambda: fw.cosine_similarity_samples(n, 0.5, n_samples=1_000_000, seed=0), repeat=1)
+        t32 = _time(lambda: fw.cosine_similarity_samples(n, 0.5, n_samples=1_000_000, seed=0, dtype=np.float32), repeat=1)
         rng = np.random.default_rng(0)
         reps = 2000
 
@@ -92,8 +93,8 @@ def bench_cosine():
             return out
 
         t_loop = _time(loop, repeat=1) * 1_000_000 / reps
-        print(f"cosine_similarity_samples N={n}, 10^6 repeats: {t:.2f} s; per-repeat loop (extrapolated) {t_loop:.1f} s "
-              f"(ratio {t_loop / t:.1f})")
+        print(f"cosine_similarity_samples N={n}, 10^6 repeats: {t:.2f} s (float32 normals: {t32:.2f} s); "
+              f"per-repeat loop (extrapolated) {t_loop:.1f} s (ratio {t_loop / t:.1f}, float32 {t_loop / t32:.1f})")
 
 
 if __name__ == "__main__":

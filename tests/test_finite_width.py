@@ -131,6 +131,21 @@ def test_operator_second_eigenvalue_is_lambda_minus_one():
         assert w[1].real == pytest.approx(1 - 0.5**n, abs=1e-10)
 
 
+@pytest.mark.parametrize("factor", [2.0, 1.6, 1.2])
+def test_operator_positive_eigenvector_is_power_law(factor):
+    """The eigenvector of 1 - 0.5^N has density ~ y^m, m = quasi_stationary_exponent (paper: shapes ~ y^m)."""
+    n = 10
+    g = np.linspace(0, 8, 201)
+    op = fw.discretize_operator(g, n, factor / n, nodes_per_cell=2)
+    w, v = op.eig()
+    assert w[1].real == pytest.approx(1 - 0.5**n)
+    dens = np.abs(np.real(v[1:, 1])) / np.diff(g)
+    c = op.centers[1:]
+    sel = (c > 0.2) & (c < 2.0)
+    slope = np.polyfit(np.log(c[sel]), np.log(dens[sel]), 1)[0]
+    assert slope == pytest.approx(fw.quasi_stationary_exponent(n, factor / n), abs=0.02)  # grid + truncation
+
+
 def test_operator_spectrum_converges_under_refinement():
     eig = []
     for g in (51, 101, 201):
@@ -315,6 +330,8 @@ def test_cosine_similarity_samples():
     # mean cosine -> E relu relu / E relu^2 = 2 (g rho + sqrt(1-rho^2) / (2 pi)) as N grows
     limit = 2 * float(fw.mean_inner_product(1, 1.0, 1.0, 0.5))
     assert abs(a.mean() - limit) < 0.01  # O(1/N) ratio bias at N = 100 (~1e-3) + 4.5 se (~1e-3)
+    f = fw.cosine_similarity_samples(100, 0.5, n_samples=20_000, seed=1, dtype=np.float32)
+    assert np.max(np.abs(f - a)) > 0 and abs(f.mean() - a.mean()) < 0.004  # independent draws: 4.5 * sqrt(2) se
 
 
 # ------------------------------------------------------------------------------------------------
