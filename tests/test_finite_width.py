@@ -143,7 +143,8 @@ def test_operator_positive_eigenvector_is_power_law(factor):
     c = op.centers[1:]
     sel = (c > 0.2) & (c < 2.0)
     slope = np.polyfit(np.log(c[sel]), np.log(dens[sel]), 1)[0]
-    assert slope == pytest.approx(fw.quasi_stationary_exponent(n, factor / n), abs=0.02)  # grid + truncation
+    # cell averaging of a steep power law on the step-0.04 grid: error ~ m^2 h^2 / y^2, <= 1 % here
+    assert slope == pytest.approx(fw.quasi_stationary_exponent(n, factor / n), rel=0.01)
 
 
 def test_operator_spectrum_converges_under_refinement():
