@@ -426,7 +426,7 @@ def test_validation_eigen_rows_pass():
 
     rows = []
     _eigen_rows(rows)
-    assert len(rows) == 7 and all(r.passed for r in rows)
+    assert len(rows) == 9 and all(r.passed for r in rows)
 
 
 def test_fig_1b_writes_files(tmp_path):

@@ -19,7 +19,7 @@ Rows:
 4. **Eigenvalues** (Prop. 4, eq. 8 as derived): the discretised operator applied to ``y^m`` on a log
    grid, Richardson-extrapolated in the grid step; the tolerance is the extrapolation's own error
    estimate ``|fine - coarse| / 3``. Also ``lambda_{-1} = 1 - 0.5^N`` as the operator's second
-   eigenvalue.
+   eigenvalue, and the power ``m`` of its eigenvector (:func:`quasi_stationary_exponent`).
 """
 
 from __future__ import annotations
@@ -180,6 +180,21 @@ def _eigen_rows(rows):
             Comparison(f"lambda_m, N={n}, sw2={sw}, m={m}: eq. 8 vs operator", fw.relu_eigenvalue(m, n, sw), rich,
                        abs(fine - coarse) / 3, systematic=_domain_truncation(m, n, sw, LOG_GRID_TOP),
                        note="deterministic; stderr = Richardson error estimate; systematic = sources beyond the grid")
+        )
+    for factor in (2.0, 1.5):
+        n = 10
+        slopes = []
+        for g in (201, 401):
+            op = fw.discretize_operator(np.linspace(0, 8, g), n, factor / n, nodes_per_cell=2)
+            w, v = op.eig()
+            dens = np.abs(np.real(v[1:, 1])) / np.diff(op.grid)
+            c = op.centers[1:]
+            sel = (c > 0.2) & (c < 2.0)
+            slopes.append(np.polyfit(np.log(c[sel]), np.log(dens[sel]), 1)[0])
+        rich = (4 * slopes[1] - slopes[0]) / 3
+        rows.append(
+            Comparison(f"positive eigenvector ~ y^m, N={n}, sw2={factor}/N: m", fw.quasi_stationary_exponent(n, factor / n), rich,
+                       abs(slopes[1] - slopes[0]) / 3, note="deterministic; Richardson over grids 201/401")
         )
     for n in (5, 12):
         w, _ = fw.discretize_operator(np.linspace(0, 8, 81), n, 2.0 / n).eig()
