@@ -10,6 +10,9 @@
 - ``fig_2``: law of the cosine similarity of two ReLU layers given the previous layer, for
   ``<x1, x2> = 0, 0.25, 0.5, 0.75`` (``|x1| = |x2| = 1``) and N = 100 (dashed) and 200 (solid),
   from :func:`cosine_similarity_samples` (10^6 repeats with ``--full``).
+- ``fig_thm5`` (not a figure of the paper): the ReLU correlation map of Thm. 5 against the identity
+  and the exact mean inner product (eq. 9) against its linear interpolation (eq. 10), with
+  simulation points.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from validation._finite_width_networks import simulate_squared_norms
 
 from ._common import plt, progress, save_figure
 
-__all__ = ["FIGURES", "fig_1a", "fig_1b", "fig_2"]
+__all__ = ["FIGURES", "fig_1a", "fig_1b", "fig_2", "fig_thm5"]
 
 
 def fig_1a(out_dir, full=False, backend="numpy", seed=0):
@@ -130,4 +133,36 @@ def fig_2(out_dir, full=False, backend="numpy", seed=0):
     return save_figure(fig, out_dir, "burkholz2019_fig_2", data)
 
 
-FIGURES = {"fig_1a": fig_1a, "fig_1b": fig_1b, "fig_2": fig_2}
+def fig_thm5(out_dir, full=False, backend="numpy", seed=0):
+    """Thm. 5: ReLU correlation map against the identity, and eq. 9 against its linearisation eq. 10."""
+    rho = np.linspace(-1.0, 1.0, 401)
+    rho_mc = np.linspace(-0.9, 0.9, 7)
+    n = 400_000 if full else 100_000
+    rng = np.random.default_rng(seed)
+    cor_mc, ip_mc = [], []
+    for r in progress(rho_mc, desc="fig_thm5"):
+        a = rng.standard_normal(n)
+        b = r * a + np.sqrt(1 - r * r) * rng.standard_normal(n)
+        a, b = np.maximum(a, 0), np.maximum(b, 0)
+        cor_mc.append(np.corrcoef(a, b)[0, 1])
+        ip_mc.append(np.mean(a * b))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    axes[0].plot(rho, fw.relu_correlation(rho), label="Cor(relu(h1), relu(h2)) (Thm. 5)")
+    axes[0].plot(rho, rho, "k:", lw=0.8, label="identity")
+    axes[0].plot(rho_mc, cor_mc, "o", ms=4, label=f"simulation ({n} pairs)")
+    axes[0].set_xlabel(r"$\rho$")
+    axes[0].legend(fontsize=7)
+    axes[0].set_title("below the identity only for $\\rho > 0$", fontsize=8)
+    exact = fw.mean_inner_product(1, 1.0, 1.0, rho)
+    axes[1].plot(rho, exact, label="eq. 9 (exact)")
+    axes[1].plot(rho, (rho + 1) / 4, "--", label="eq. 10: (rho + 1) / 4")
+    axes[1].plot(rho_mc, ip_mc, "o", ms=4, label="simulation")
+    axes[1].set_xlabel(r"$\rho$")
+    axes[1].set_ylabel(r"$E\langle x_1, x_2\rangle / (N \sqrt{v_{11} v_{22}})$")
+    axes[1].legend(fontsize=7)
+    data = {"rho": rho, "correlation": fw.relu_correlation(rho), "mean_inner_exact": exact, "mean_inner_eq10": (rho + 1) / 4,
+            "rho_mc": rho_mc, "correlation_mc": cor_mc, "mean_inner_mc": ip_mc, "pairs": n}
+    return save_figure(fig, out_dir, "burkholz2019_fig_thm5", data)
+
+
+FIGURES = {"fig_1a": fig_1a, "fig_1b": fig_1b, "fig_2": fig_2, "fig_thm5": fig_thm5}
