@@ -450,3 +450,16 @@ def test_depth_ten_thousand_atom_mass_exact():
     assert np.all(np.isfinite(laws)) and np.allclose(laws.sum(1), 1.0, atol=1e-9)
     layers = np.array([1, 100, depth])
     assert np.allclose(laws[layers, 0], 1 - (1 - 0.5**n) ** layers, rtol=1e-9)
+
+
+def test_cosine_law_does_not_depend_on_sigma_w_without_bias():
+    """Sec. 2.3 says a smaller sigma_w than He lowers the mean cosine similarity; with sigma_b = 0
+    a ReLU network is positively homogeneous, so every layer's cosine is independent of sigma_w."""
+    from validation._finite_width_networks import simulate_pair
+
+    x1, x2 = np.eye(8)[0], (np.eye(8)[0] + np.eye(8)[1]) / math.sqrt(2)
+    _, c_he = simulate_pair(x1, x2, 50, 2 / 50, 0.0, 500, seed=3)
+    _, c_small = simulate_pair(x1, x2, 50, 1 / 50, 0.0, 500, seed=3)
+    assert np.allclose(c_he, c_small, rtol=1e-12)
+    _, c_bias = simulate_pair(x1, x2, 50, 1 / 50, 0.5, 500, seed=3)
+    assert c_bias.mean() > c_he.mean()  # a bias adds a shared component: cosines increase
