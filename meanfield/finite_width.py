@@ -301,6 +301,13 @@ def relu_eigenvalue(m, width, sigma_w2):
     ------
     ValueError
         ``m >= -1/2``, ``width < 1`` or ``sigma_w2 <= 0``.
+
+    Examples
+    --------
+    >>> round(relu_eigenvalue(-1.0, 10, 0.37), 12)      # 1 - 0.5**10, any sigma_w2
+    0.9990234375
+    >>> round(relu_eigenvalue(-2.0, 100, 2 / 100), 12)  # He preserves y^-2
+    1.0
     """
     with np.errstate(over="ignore"):
         out = np.exp(relu_log_eigenvalue(m, width, sigma_w2))
@@ -377,6 +384,13 @@ def critical_exponents(width, sigma_w2=None) -> CriticalExponents:
     ``m_crit ~ -3.2559793 - 1.6207083 N`` with a window ``m_crit < m <= -1``; that is not reproduced
     by the derived eigenvalue. The printed formula's lower root is -18.55, -34.73, -164.22 at
     N = 10, 20, 100 (paper relation: -19.46, -35.67, -165.33), i.e. the paper's slope.
+    For N >~ 50, ``1 - 0.5^N`` rounds to 1 and ``upper`` is -1 to rounding.
+
+    Examples
+    --------
+    >>> ce = critical_exponents(10)
+    >>> round(ce.lower, 6), round(ce.upper, 6), round(ce.printed_lower, 2)
+    (-2.0, -0.996836, -18.55)
     """
     n = _width(width)
     sw = 2.0 / n if sigma_w2 is None else check_positive(sigma_w2, "sigma_w2")
