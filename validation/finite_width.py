@@ -1,0 +1,219 @@
+"""Exact finite-width theory (seed 001) against simulations of finite random ReLU networks.
+
+Rows:
+
+1. **Squared-norm laws** (Fig. 1a setting): inputs from the embedded digits data set (pixels / 16),
+   9 ReLU layers of width N = 200 with He parameters (``sigma_w2 = 2 / N``, ``sigma_b = 0``, the
+   paper's unscaled parametrisation). The law of ``|x^(l)|^2`` from
+   :func:`meanfield.finite_width.propagate_distribution` against the histogram over random networks:
+   ``P(|x^(l)|^2 <= t)`` at the theory's 10/50/90 % quantiles (standard error from the spread over
+   independent networks) and the Kolmogorov-Smirnov distance (tolerance 1.95 / sqrt(networks), the
+   Kolmogorov 0.999 quantile; conservative, since inputs sharing a network are positively
+   correlated, so the effective sample size is at least the number of networks). The grid error
+   (difference between the grid and a twice finer one) is added as the systematic term.
+2. **Expected squared norm with biases** (Cor. 3, eq. 6) for layers of different widths and
+   variances.
+3. **Two inputs** (Thm. 5, Fig. 2): mean inner product (eq. 9), the law of ``<x1, x2>`` (the K0 /
+   FFT law) and the cosine-similarity law from :func:`cosine_similarity_samples` (iid components)
+   against actual random one-layer networks.
+4. **Eigenvalues** (Prop. 4, eq. 8 as derived): the discretised operator applied to ``y^m`` on a log
+   grid, Richardson-extrapolated in the grid step; the tolerance is the extrapolation's own error
+   estimate ``|fine - coarse| / 3``. Also ``lambda_{-1} = 1 - 0.5^N`` as the operator's second
+   eigenvalue, and the power ``m`` of its eigenvector (:func:`quasi_stationary_exponent`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from meanfield import finite_width as fw
+from meanfield.data import load_digits
+
+from ._finite_width_networks import simulate_pair, simulate_squared_norms
+from ._report import Comparison, mean_and_stderr
+from ._runner import main_for, progress
+
+__all__ = ["KS_Z", "run"]
+
+#: Kolmogorov distribution 0.999 quantile: P(sqrt(n) D_n > 1.95) ~ 1e-3 for n iid samples.
+KS_Z = 1.95
+#: Layers whose law is compared quantile by quantile.
+LAYERS_COMPARED = (1, 3, 6, 9)
+
+
+def _cdf_at(law, grid, t):
+    """CDF of a state-mass vector at ``t`` (linear within cells, atom at 0)."""
+    cdf = np.cumsum(law)
+    return float(np.interp(t, grid, cdf))
+
+
+def _squared_norm_rows(backend, full, seed, rows):
+    width, depth = 200, 9
+    n_net, per_net = (2000, 32) if full else (400, 16)
+    pool = load_digits().x / 16.0
+    y0 = (pool * pool).sum(1)
+    layers = [fw.Layer(width, 2.0 / width)] * depth
+    top = 3.0 * y0.max()
+    theory = {}
+    for g in (300, 600):
+        grid = np.linspace(0.0, top, g + 1)
+        p0 = fw.grid_masses(y0, grid)
+        theory[g] = (grid, fw.propagate_distribution(p0, grid, layers, nodes_per_cell=2))
+    sim = simulate_squared_norms(pool, layers, n_net, per_net, backend=backend, seed=seed)
+    grid, laws = theory[600]
+    grid_c, laws_c = theory[300]
+    for layer in LAYERS_COMPARED:
+        z = sim[:, :, layer]
+        cdf = np.cumsum(laws[layer])
+        for q in (0.1, 0.5, 0.9):
+            t = float(np.interp(q, cdf, grid))
+            p_th = _cdf_at(laws[layer], grid, t)
+            sys_ = abs(p_th - _cdf_at(laws_c[layer], grid_c, t))
+            per_network = (z <= t).mean(1)
+            m, se = mean_and_stderr(per_network)
+            rows.append(
+                Comparison(f"|x^{layer}|^2 law: P(<= {t:.3g}) (q={q})", p_th, m, se, systematic=sys_,
+                           note="N=200 He, digits inputs; se over networks; systematic = grid error")
+            )
+        # Kolmogorov-Smirnov distance at the sample points (theory CDF interpolated in cells)
+        zs = np.sort(z.reshape(-1))
+        ecdf_hi = np.arange(1, zs.size + 1) / zs.size
+        ecdf_lo = np.arange(0, zs.size) / zs.size
+        th = np.interp(zs, grid, cdf)
+        dist = float(max(np.max(np.abs(ecdf_hi - th)), np.max(np.abs(ecdf_lo - th))))
+        th_c = np.interp(zs, grid_c, np.cumsum(laws_c[layer]))
+        rows.append(
+            Comparison(f"|x^{layer}|^2 law: KS distance", 0.0, dist, 1.0 / math.sqrt(n_net), z=KS_Z,
+                       systematic=float(np.max(np.abs(th - th_c))),
+                       note="tolerance: Kolmogorov 0.999 quantile with n = networks (conservative)")
+        )
+
+
+def _expected_norm_rows(backend, full, seed, rows):
+    layers = [fw.Layer(100, 0.015, 0.05), fw.Layer(60, 0.04, 0.0), fw.Layer(150, 0.01, 0.2), fw.Layer(80, 0.03, 0.1)]
+    x0 = np.random.default_rng(seed + 3).standard_normal((8, 30)) * 0.25
+    n_net = 6000 if full else 1500
+    sim = simulate_squared_norms(x0, layers, n_net, 8, backend=backend, seed=seed + 5)
+    # each network's inputs are drawn from the pool of 8: theory averaged over the pool
+    y0 = (x0 * x0).sum(1)
+    theory = fw.expected_squared_norm(y0, layers).mean(1)
+    for layer in range(1, len(layers) + 1):
+        m, se = mean_and_stderr(sim[:, :, layer].mean(1))
+        rows.append(Comparison(f"Cor. 3 with biases: E|x^{layer}|^2", float(theory[layer]), m, se))
+
+
+def _pair_rows(backend, full, seed, rows):
+    n_net = 100_000 if full else 20_000
+    d = 32
+    rng = np.random.default_rng(seed + 7)
+    for width, c in ((100, 0.25), (200, 0.75)):
+        # two unit inputs with <x1, x2> = c
+        a, b = rng.standard_normal((2, d))
+        a /= np.linalg.norm(a)
+        b -= (b @ a) * a
+        b /= np.linalg.norm(b)
+        x1, x2 = a, c * a + math.sqrt(1 - c * c) * b
+        sw = 2.0 / width
+        inner, cosine = simulate_pair(x1, x2, width, sw, 0.0, n_net, backend=backend, seed=seed + width)
+        v = fw.preactivation_covariance(np.array([[1.0, c], [c, 1.0]]), sw)
+        m, se = mean_and_stderr(inner)
+        rows.append(Comparison(f"N={width}, <x1,x2>={c}: E<x1',x2'> (eq. 9)", float(fw.mean_inner_product(width, v[0, 0], v[1, 1], v[0, 1])), m, se))
+        grid = np.linspace(0.0, 3.0, 1501)
+        law = fw.inner_product_law(grid, width, v[0, 0], v[1, 1], v[0, 1])
+        law_c = fw.inner_product_law(np.linspace(0.0, 3.0, 751), width, v[0, 0], v[1, 1], v[0, 1])
+        cdf = np.cumsum(law)
+        for q in (0.1, 0.5, 0.9):
+            t = float(np.interp(q, cdf, grid))
+            p_th = _cdf_at(law, grid, t)
+            sys_ = abs(p_th - _cdf_at(law_c, np.linspace(0.0, 3.0, 751), t))
+            ind = (inner <= t).astype(float)
+            m, se = mean_and_stderr(ind)
+            rows.append(Comparison(f"N={width}, <x1,x2>={c}: P(<x1',x2'> <= {t:.3g}) (K0 law)", p_th, m, se, systematic=sys_))
+        # cosine-similarity law: iid-component sampler (meanfield) vs actual networks
+        samples = fw.cosine_similarity_samples(width, c, n_samples=4 * n_net, seed=seed + 11 + width)
+        ms, ses = mean_and_stderr(samples)
+        mn, sen = mean_and_stderr(cosine)
+        rows.append(Comparison(f"N={width}, <x1,x2>={c}: E cos (sampler vs networks)", ms, mn, math.hypot(ses, sen)))
+        for q in (0.1, 0.5, 0.9):
+            t = float(np.quantile(samples, q))
+            ps = (samples <= t).mean()
+            pn, sen = mean_and_stderr((cosine <= t).astype(float))
+            se_s = math.sqrt(ps * (1 - ps) / samples.size)
+            rows.append(Comparison(f"N={width}, <x1,x2>={c}: P(cos <= {t:.4f})", ps, pn, math.hypot(se_s, sen)))
+
+
+#: The log grid of the eigenvalue rows spans [1 / LOG_GRID_TOP, LOG_GRID_TOP].
+LOG_GRID_TOP = 1e6
+
+
+def _domain_truncation(m, n, sw, top):
+    """Bound on the part of ``T[y^m](1)`` from sources ``y > top`` that the grid leaves out.
+
+    For ``z = 1`` and large ``s = sw * y`` the kernel is dominated by its ``k = 1`` term,
+    ``N 0.5^N s^{-1/2} / sqrt(2 pi)``; integrating ``y^m`` times it over ``(top, inf)`` gives
+    ``N 0.5^N top^{m + 1/2} / (|m + 1/2| sqrt(2 pi sw))``; doubled for the ``k >= 2`` terms.
+    Sources below ``1 / top`` contribute ``exp(-top / (2 sw))``: nothing.
+    """
+    return 2 * n * 0.5**n * top ** (m + 0.5) / (abs(m + 0.5) * math.sqrt(2 * math.pi * sw))
+
+
+def _eigen_rows(rows):
+    n, sw = 20, 0.1
+    est = {}
+    for pts in (121, 241):
+        edges = np.concatenate([[0.0], np.logspace(-math.log10(LOG_GRID_TOP), math.log10(LOG_GRID_TOP), pts)])
+        op = fw.discretize_operator(edges, n, sw, nodes_per_cell=2)
+        e = edges[1:]
+        i = int(np.searchsorted(edges, 1.0))
+        for m in (-3.0, -2.0, -1.5, -1.0, -0.8):
+            if m == -1.0:
+                v = np.log(e[1:] / e[:-1])
+            else:
+                v = (e[1:] ** (m + 1) - e[:-1] ** (m + 1)) / (m + 1)
+            v = np.concatenate([[0.0, 0.0], v])  # y^m not integrable at 0 for m <= -1: drop (0, 1e-6]
+            est.setdefault(m, []).append((op.matrix @ v)[i] / v[i])
+    for m, (coarse, fine) in est.items():
+        rich = (4 * fine - coarse) / 3
+        rows.append(
+            Comparison(f"lambda_m, N={n}, sw2={sw}, m={m}: eq. 8 vs operator", fw.relu_eigenvalue(m, n, sw), rich,
+                       abs(fine - coarse) / 3, systematic=_domain_truncation(m, n, sw, LOG_GRID_TOP),
+                       note="deterministic; stderr = Richardson error estimate; systematic = sources beyond the grid")
+        )
+    for factor in (2.0, 1.5):
+        n = 10
+        slopes = []
+        for g in (201, 401):
+            op = fw.discretize_operator(np.linspace(0, 8, g), n, factor / n, nodes_per_cell=2)
+            w, v = op.eig()
+            dens = np.abs(np.real(v[1:, 1])) / np.diff(op.grid)
+            c = op.centers[1:]
+            sel = (c > 0.2) & (c < 2.0)
+            slopes.append(np.polyfit(np.log(c[sel]), np.log(dens[sel]), 1)[0])
+        rich = (4 * slopes[1] - slopes[0]) / 3
+        rows.append(
+            Comparison(f"positive eigenvector ~ y^m, N={n}, sw2={factor}/N: m", fw.quasi_stationary_exponent(n, factor / n), rich,
+                       abs(slopes[1] - slopes[0]) / 3, note="deterministic; Richardson over grids 201/401")
+        )
+    for n in (5, 12):
+        w, _ = fw.discretize_operator(np.linspace(0, 8, 81), n, 2.0 / n).eig()
+        rows.append(Comparison(f"lambda_-1 = 1 - 0.5^N, N={n}: operator's 2nd eigenvalue", 1 - 0.5**n, float(w[1].real), 1e-12))
+
+
+def run(backend="numpy", full=False, seed=0) -> list[Comparison]:
+    """All comparisons (see the module docstring)."""
+    rows: list[Comparison] = []
+    steps = [
+        lambda: _squared_norm_rows(backend, full, seed, rows),
+        lambda: _expected_norm_rows(backend, full, seed, rows),
+        lambda: _pair_rows(backend, full, seed, rows),
+        lambda: _eigen_rows(rows),
+    ]
+    for step in progress(steps, desc="validation.finite_width"):
+        step()
+    return rows
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_for(run, __name__))
