@@ -51,8 +51,8 @@ member as a local minimum. ``n_strict_local_minima`` counts configurations whose
 all strictly worse. Ties are frequent in the plain net: every configuration whose output is
 identically zero has loss ``mean(t^2)``.
 
-Adaptive walks move from a configuration to its best neighbour (lowest loss; ties between
-neighbours broken towards the lowest bit index) while that neighbour is better, so each walk ends
+Adaptive walks move from a configuration to its best neighbour (lowest loss; neighbours tied
+within ``rtol`` resolve to the lowest bit index) while that neighbour is better, so each walk ends
 at a local minimum; the basin of a local minimum is the set of configurations whose walk ends
 there, and the basins partition the configurations.
 
@@ -334,7 +334,9 @@ def _neighbours(losses, n_bits, rtol, n_better, n_equal, nxt):
             tol = rtol * max(abs(lc), abs(ld))
             if ld < lc - tol:
                 nb += 1
-                if ld < best_loss:
+                # a neighbour replaces the best so far only if better beyond the tie tolerance,
+                # so tied best neighbours resolve to the lowest bit index
+                if ld < best_loss - rtol * max(abs(best_loss), abs(ld)):
                     best_loss = ld
                     best = d
             elif abs(ld - lc) <= tol:
@@ -905,7 +907,7 @@ def controlled_skip_matrix(n: int, tau: float, rng=None, seed=None) -> np.ndarra
        ``(sigma_k^2, sigma_k^{-2})``, ``i <-> n + 1 - i``;
     3. each pair becomes a real 2x2 block ``M_k = [[cos t, -r sin t], [sin t / r, cos t]]``:
        ``det M_k = 1`` and trace ``2 cos t`` give eigenvalues ``exp(+-i t)``, and
-       ``r^2 + r^-2 = (sigma^2 + sigma^-2 - 2 cos^2 t) / sin^2 t`` gives singular values
+       ``r - 1/r = (sigma - 1/sigma) / |sin t|`` gives singular values
        ``(sigma, 1/sigma)``;
     4. ``Sigma = V (M_1 (+) M_2 (+) ...) V^T`` with ``V`` Haar orthogonal, which keeps both spectra.
 
@@ -934,9 +936,10 @@ def controlled_skip_matrix(n: int, tau: float, rng=None, seed=None) -> np.ndarra
     sig2 = np.exp(log_g[: n // 2])  # sigma_k^2 >= 1, paired with index n + 1 - i
     blocks = np.zeros((n, n))
     for k, (th, s2) in enumerate(zip(rng.permutation(pos), sig2)):
-        z = (s2 + 1.0 / s2 - 2.0 * math.cos(th) ** 2) / math.sin(th) ** 2
-        r2 = 0.5 * (z + math.sqrt(max(z * z - 4.0, 0.0)))
-        r = math.sqrt(r2)
+        # r^2 + r^-2 = 2 + w^2 with w = (sigma - 1/sigma) / |sin t|, i.e. r - 1/r = w
+        sg = math.sqrt(s2)
+        w = (sg - 1.0 / sg) / abs(math.sin(th))
+        r = 0.5 * (w + math.sqrt(w * w + 4.0))
         i = 2 * k
         blocks[i : i + 2, i : i + 2] = [[math.cos(th), -r * math.sin(th)], [math.sin(th) / r, math.cos(th)]]
     if n % 2:
