@@ -404,3 +404,33 @@ def test_permutation_counts():
     assert L.permutation_counts(6, 1).class_respecting == L.permutation_counts(6, 6).class_respecting == 720
     with pytest.raises(ValueError, match="n_classes"):
         L.permutation_counts(10, 3)
+
+
+# ------------------------------------------------------------------ validation and figures (reduced size)
+
+
+def test_validation_landscape_rows_pass():
+    from validation import landscape as V
+
+    rows = V.run()
+    assert len(rows) >= 20
+    failed = [r.name for r in rows if not r.passed]
+    assert not failed, failed
+
+
+def test_figures_orhan2017(tmp_path):
+    import json
+
+    from figures import orhan2017
+
+    assert set(orhan2017.FIGURES) >= {"fig_4", "fig_5", "fig_6"}
+    paths = orhan2017.fig_4(tmp_path)
+    data = json.loads(paths[1].read_text())["architectures"]
+    minima = [data[a]["n_local_minima"] for a in ("plain", "path_residual", "residual", "hyper_residual")]
+    assert minima == sorted(minima, reverse=True)
+    for name in ("fig_5", "fig_6"):
+        for p in orhan2017.FIGURES[name](tmp_path):
+            assert p.exists() and p.stat().st_size > 0
+    fig6 = json.loads((tmp_path / "orhan2017_fig_6.json").read_text())
+    assert fig6["residual"]["saddle"] == [-1.0, -1.0]
+    assert fig6["hyper_residual"]["saddle"] == [-1.0, -2.0]
