@@ -252,6 +252,23 @@ def test_supp_note2_block_singular_on_hyperplane_plain_not_residual():
         assert _smallest_sv(L.three_layer_hessian(a, b_shift, s, UV, UV).aa) < SING_RTOL
 
 
+def test_full_hessian_regular_on_hyperplane_unless_fitted():
+    """Derivation vs Supp. Note 2: the full Hessian (with the a-b cross block) stays regular on
+    b_1 = b_2; its a_1^alpha / a_2^alpha columns coincide only where row alpha of R vanishes."""
+    rng = np.random.default_rng(4)
+    s = np.array([3.0, 1.5])
+    for _ in range(5):
+        a = rng.normal(size=(2, 2))
+        b = rng.normal(size=(2, 2))
+        b[1] = b[0]
+        h = L.three_layer_hessian(a, b, s).full
+        assert _smallest_sv(h) > 1e-4
+        r = np.diag(s) - a.T @ b
+        col_diff = h[:, 0] - h[:, 1]  # a_1^1 minus a_2^1
+        np.testing.assert_allclose(col_diff[4:6], [-r[0, 0], r[0, 0]], atol=1e-12)
+        np.testing.assert_allclose(col_diff[:4], 0, atol=1e-12)
+
+
 def test_flow_decreases_energy_and_converges():
     rng = np.random.default_rng(3)
     s = np.array([3.0, 1.5])
