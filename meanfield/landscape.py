@@ -751,7 +751,15 @@ def _mode_args(a, s, architecture):
     if a.ndim != 1 or a.size < 1:
         raise ValueError(f"a must be a 1-D array of mode strengths a_1..a_{{N_l-1}}, got shape {a.shape}")
     s = float(as_float_array(s, "s"))
-    return a, s, a + mode_offsets(architecture, a.size)
+    x = a + mode_offsets(architecture, a.size)
+    with np.errstate(over="ignore"):
+        finite = np.isfinite(np.prod(np.abs(x)))
+    if not finite:
+        raise ValueError(
+            f"prod_l |a_l + c_l| overflows double precision for these {a.size} mode strengths; "
+            "use fewer layers or smaller strengths"
+        )
+    return a, s, x
 
 
 def mode_energy(a, s, architecture: str = "plain") -> float:

@@ -102,6 +102,43 @@ def test_forward_binary_matches_paper_equations():
     assert L.forward_binary("hyper_residual", x, [w1, w1], wo)[0] == pytest.approx(wo @ h3, rel=1e-14)
 
 
+@given(arch=st.sampled_from(ARCHS), seed=st.integers(0, 50), n_layers=st.integers(3, 4))
+@settings(max_examples=12)
+def test_every_neighbour_pair_is_better_worse_or_tied(arch, seed, n_layers):
+    """Each unordered neighbour pair is counted once as 'better' (from the worse side) or twice as tied."""
+    t = L.regression_task(3, seed=seed)
+    r = L.binary_landscape(arch, t.inputs, t.targets, n_layers=n_layers)
+    n_pairs = r.n_params * r.n_configurations // 2
+    assert int(r.n_better.sum()) + int(r.n_equal.sum()) // 2 == n_pairs
+    assert int(r.n_equal.sum()) % 2 == 0
+
+
+def _swap_hidden_units(c, n_layers, g):
+    """Configuration of the net with the two units of hidden layer g + 2 swapped (rows of W_g, columns of W_{g+1})."""
+    mats, w, b = L.decode_configuration(c, n_layers, 2)
+    mats = [m.copy() for m in mats]
+    mats[g] = mats[g][::-1]
+    if g + 1 < len(mats):
+        mats[g + 1] = mats[g + 1][:, ::-1]
+    else:
+        w = w[::-1]
+    params = np.concatenate([m.ravel() for m in mats] + [w])
+    n = params.size
+    return int(sum(1 << (n - 1 - j) for j in range(n) if params[j] > 0))
+
+
+def test_permutation_symmetry_plain_broken_by_residual(task):
+    """Plain: swapping two hidden units leaves the loss unchanged for every configuration (Sec. 2.1);
+    residual: the identity skip orders the units, so the swap changes the loss."""
+    n_layers = 4
+    plain = L.binary_landscape("plain", task.inputs, task.targets, n_layers=n_layers)
+    res = L.binary_landscape("residual", task.inputs, task.targets, n_layers=n_layers)
+    perm = np.array([_swap_hidden_units(c, n_layers, 0) for c in range(plain.n_configurations)])
+    np.testing.assert_allclose(plain.losses[perm], plain.losses, rtol=LOSS_RTOL)
+    changed = ~np.isclose(res.losses[perm], res.losses, rtol=1e-9)
+    assert changed.mean() > 0.5
+
+
 def test_parameter_count():
     assert L.n_binary_parameters(7, 2) == 22  # what eqs. 1-4 imply
     assert L.n_binary_parameters(7, 2, output_bias_bit=True) == 23  # the paper's count
@@ -407,6 +444,11 @@ def test_rescaling_symmetry_plain_only():
     assert L.rescaling_deviation("plain", x, ws, 1, 4, 10.0, bs) < 1e-12
     assert L.rescaling_deviation("residual", x, ws, 1, 4, 10.0, bs) > 0.1
     assert L.rescaling_deviation("hyper_residual", x, ws, 1, 4, 10.0, bs) > 0.1
+
+
+def test_mode_overflow_is_an_error():
+    with pytest.raises(ValueError, match="overflows"):
+        L.mode_energy(np.zeros(400), 1.0, "hyper_residual")  # 400! overflows
 
 
 def test_permutation_counts():
