@@ -76,12 +76,33 @@ from ._checks import as_float_array, check_int, check_nonnegative
 __all__ = [
     "ARCHITECTURES",
     "LandscapeResult",
+    "ModeTrajectory",
+    "PermutationCounts",
     "RegressionTask",
+    "ThreeLayerHessian",
+    "ThreeLayerTrajectory",
     "binary_landscape",
+    "column_covariance_spectrum",
+    "controlled_skip_matrix",
     "decode_configuration",
+    "folded_orthogonal",
     "forward_binary",
+    "mode_energy",
+    "mode_flow",
+    "mode_gradient",
+    "mode_hessian",
+    "mode_offsets",
+    "mode_saddle",
     "n_binary_parameters",
+    "permutation_counts",
     "regression_task",
+    "rescaling_deviation",
+    "skip_network",
+    "supp4_skip_matrix",
+    "three_layer_energy",
+    "three_layer_flow",
+    "three_layer_gradient_field",
+    "three_layer_hessian",
 ]
 
 #: Architectures of eqs. 1-4 and their integer codes inside the kernels.
@@ -482,6 +503,13 @@ def binary_landscape(
     ValueError
         Unknown architecture; inputs not (P, width) or targets not (P,); NaN; biases of the
         wrong shape; more than ``MAX_BINARY_PARAMETERS`` bits.
+
+    Examples
+    --------
+    >>> task = regression_task(grid_size=5, seed=0)
+    >>> r = binary_landscape("hyper_residual", task.inputs, task.targets)  # doctest: +SKIP
+    >>> r.n_params, r.n_local_minima  # doctest: +SKIP
+    (22, 337)
 
     Notes
     -----
