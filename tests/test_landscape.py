@@ -494,3 +494,18 @@ def test_figures_orhan2017(tmp_path):
     fig6 = json.loads((tmp_path / "orhan2017_fig_6.json").read_text())
     assert fig6["residual"]["saddle"] == [-1.0, -1.0]
     assert fig6["hyper_residual"]["saddle"] == [-1.0, -2.0]
+
+
+def test_argument_errors_name_the_argument():
+    with pytest.raises(ValueError, match="tau"):
+        L.controlled_skip_matrix(4, -0.1)
+    with pytest.raises(ValueError, match="architecture"):
+        L.mode_energy([0.1, 0.2], 1.0, "dense")
+    with pytest.raises(ValueError, match="s must have shape"):
+        L.three_layer_energy(np.zeros((2, 2)), np.zeros((2, 2)), [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="t must be"):
+        L.mode_flow([0.1, 0.1], 1.0, [0.0, 0.0])
+    with pytest.raises(ValueError, match="g must be"):
+        L.rescaling_deviation("plain", np.ones((2, 2)), [np.eye(2)] * 3, 0, 2, g=-1.0)
+    with pytest.raises(ValueError, match="grid_size"):
+        L.regression_task(1)
