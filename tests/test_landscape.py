@@ -1,0 +1,511 @@
+"""Tests of meanfield.landscape (Orhan 2017, seed 004)."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from meanfield import landscape as L
+
+#: Relative agreement of the Numba loss with the NumPy reference: both sum <= 25 terms of O(10)
+#: in double precision, so rounding is < 1e-13 relative.
+LOSS_RTOL = 1e-12
+#: Rank / singularity threshold on singular values relative to the largest (double precision
+#: Hessians of O(1) entries built from a handful of products).
+SING_RTOL = 1e-10
+#: Finite-difference step and tolerance for Hessian checks (central differences, O(h^2) = 1e-8).
+FD_H = 1e-4
+FD_TOL = 1e-6
+
+ARCHS = list(L.ARCHITECTURES)
+
+
+@pytest.fixture(scope="module")
+def task():
+    return L.regression_task(grid_size=4, seed=3)
+
+
+# ------------------------------------------------------------------ enumerator vs brute force
+
+
+def _brute_force(arch, x, t, n_layers, bias_bit, biases=None, rtol=1e-12):
+    """Pure-Python landscape: losses, better-neighbour counts, walks, basins."""
+    n = L.n_binary_parameters(n_layers, x.shape[1], bias_bit)
+    losses = []
+    for c in range(2**n):
+        mats, w, b = L.decode_configuration(c, n_layers, x.shape[1], bias_bit)
+        y = L.forward_binary(arch, x, mats, w, b, biases)
+        losses.append(float(np.mean((y - t) ** 2)))
+    better, succ = [], []
+    for c in range(2**n):
+        lc = losses[c]
+        nb, best, bl = 0, c, lc
+        for k in range(n):
+            d = c ^ (1 << k)
+            if losses[d] < lc - rtol * max(abs(lc), abs(losses[d])):
+                nb += 1
+                if losses[d] < bl - rtol * max(abs(bl), abs(losses[d])):
+                    best, bl = d, losses[d]
+        better.append(nb)
+        succ.append(best)
+    lengths, ends = [], []
+    for c in range(2**n):
+        x_, k = c, 0
+        while succ[x_] != x_:
+            x_, k = succ[x_], k + 1
+        lengths.append(k)
+        ends.append(x_)
+    return np.array(losses), np.array(better), np.array(lengths), np.array(ends)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("n_layers,bias_bit", [(3, False), (3, True), (4, False)])
+def test_enumerator_matches_brute_force(task, arch, n_layers, bias_bit):
+    r = L.binary_landscape(arch, task.inputs, task.targets, n_layers=n_layers, output_bias_bit=bias_bit)
+    losses, better, lengths, ends = _brute_force(arch, task.inputs, task.targets, n_layers, bias_bit)
+    np.testing.assert_allclose(r.losses, losses, rtol=LOSS_RTOL, atol=0)
+    np.testing.assert_array_equal(r.n_better, better)
+    np.testing.assert_array_equal(r.walk_length, lengths)
+    np.testing.assert_array_equal(r.walk_end, ends)
+    assert r.n_local_minima == int(np.sum(better == 0))
+
+
+def test_enumerator_with_random_biases_matches_brute_force(task):
+    rng = np.random.default_rng(1)
+    biases = rng.standard_normal((3, 2))
+    r = L.binary_landscape("residual", task.inputs, task.targets, biases=biases, n_layers=4)
+    losses, better, _, _ = _brute_force("residual", task.inputs, task.targets, 4, False, biases)
+    np.testing.assert_allclose(r.losses, losses, rtol=LOSS_RTOL)
+    np.testing.assert_array_equal(r.n_better, better)
+
+
+def test_forward_binary_matches_paper_equations():
+    """Eqs. 1-4 written out by hand for one 2-unit hidden layer."""
+    x = np.array([[0.3, -0.7]])
+    w1 = np.array([[1.0, -1.0], [-1.0, -1.0]])
+    wo = np.array([1.0, -1.0])
+    relu = np.maximum(w1 @ x[0], 0)
+    expected = {
+        "plain": relu,
+        "residual": 2 / 3 * (relu + x[0]),
+        "hyper_residual": 2 / 3 * (relu + x[0]),  # l = 1: 2/(l+2) [f + x_1]
+        "path_residual": 2 / 4 * (relu + x[0].sum()),
+    }
+    for arch, h in expected.items():
+        assert L.forward_binary(arch, x, [w1], wo)[0] == pytest.approx(wo @ h, rel=1e-15)
+    # second hidden layer of the hyper-residual net: 2/(2+2) [f(W_2 x_2) + x_2 + x_1]
+    x2 = 2 / 3 * (relu + x[0])
+    h3 = 0.5 * (np.maximum(w1 @ x2, 0) + x2 + x[0])
+    assert L.forward_binary("hyper_residual", x, [w1, w1], wo)[0] == pytest.approx(wo @ h3, rel=1e-14)
+
+
+@given(arch=st.sampled_from(ARCHS), seed=st.integers(0, 50), n_layers=st.integers(3, 4))
+@settings(max_examples=12)
+def test_every_neighbour_pair_is_better_worse_or_tied(arch, seed, n_layers):
+    """Each unordered neighbour pair is counted once as 'better' (from the worse side) or twice as tied."""
+    t = L.regression_task(3, seed=seed)
+    r = L.binary_landscape(arch, t.inputs, t.targets, n_layers=n_layers)
+    n_pairs = r.n_params * r.n_configurations // 2
+    assert int(r.n_better.sum()) + int(r.n_equal.sum()) // 2 == n_pairs
+    assert int(r.n_equal.sum()) % 2 == 0
+
+
+def _swap_hidden_units(c, n_layers, g):
+    """Configuration of the net with the two units of hidden layer g + 2 swapped (rows of W_g, columns of W_{g+1})."""
+    mats, w, b = L.decode_configuration(c, n_layers, 2)
+    mats = [m.copy() for m in mats]
+    mats[g] = mats[g][::-1]
+    if g + 1 < len(mats):
+        mats[g + 1] = mats[g + 1][:, ::-1]
+    else:
+        w = w[::-1]
+    params = np.concatenate([m.ravel() for m in mats] + [w])
+    n = params.size
+    return int(sum(1 << (n - 1 - j) for j in range(n) if params[j] > 0))
+
+
+def test_permutation_symmetry_plain_broken_by_residual(task):
+    """Plain: swapping two hidden units leaves the loss unchanged for every configuration (Sec. 2.1);
+    residual: the identity skip orders the units, so the swap changes the loss."""
+    n_layers = 4
+    plain = L.binary_landscape("plain", task.inputs, task.targets, n_layers=n_layers)
+    res = L.binary_landscape("residual", task.inputs, task.targets, n_layers=n_layers)
+    perm = np.array([_swap_hidden_units(c, n_layers, 0) for c in range(plain.n_configurations)])
+    np.testing.assert_allclose(plain.losses[perm], plain.losses, rtol=LOSS_RTOL)
+    changed = ~np.isclose(res.losses[perm], res.losses, rtol=1e-9)
+    assert changed.mean() > 0.5
+
+
+def test_parameter_count():
+    assert L.n_binary_parameters(7, 2) == 22  # what eqs. 1-4 imply
+    assert L.n_binary_parameters(7, 2, output_bias_bit=True) == 23  # the paper's count
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_basins_partition_and_walks_consistent(task, arch):
+    r = L.binary_landscape(arch, task.inputs, task.targets, n_layers=5)
+    n_conf = r.n_configurations
+    assert r.basin_sizes.sum() == n_conf
+    assert np.all(r.basin_sizes >= 1)  # every local minimum is in its own basin
+    assert set(np.unique(r.walk_end)) == set(r.local_minima)
+    # walk length = 1 + successor's walk length, zero exactly at local minima
+    nonmin = r.successor != np.arange(n_conf)
+    np.testing.assert_array_equal(r.walk_length[nonmin], r.walk_length[r.successor[nonmin]] + 1)
+    assert np.all(r.walk_length[~nonmin] == 0)
+    assert np.all(r.losses[r.successor[nonmin]] < r.losses[nonmin])
+    # successor is a neighbour (one bit) and the best one
+    diff = r.successor[nonmin] ^ np.flatnonzero(nonmin)
+    assert np.all((diff & (diff - 1)) == 0)
+    assert np.array_equal(np.flatnonzero(r.n_better == 0), r.local_minima)
+    assert r.better_histogram().sum() == n_conf
+    assert r.n_strict_local_minima <= r.n_local_minima
+
+
+def test_ties_plain_dead_networks(task):
+    """Every configuration with an identically zero output has loss mean(t^2): they tie exactly."""
+    r = L.binary_landscape("plain", task.inputs, task.targets, n_layers=5)
+    assert r.n_zero_output > 1
+    dead = np.abs(r.losses - np.mean(task.targets**2)) <= LOSS_RTOL * np.mean(task.targets**2)
+    assert dead.sum() >= r.n_zero_output
+    assert np.unique(r.losses[dead]).size == 1  # computed by the same kernel: bitwise equal
+    assert r.n_tied_configurations >= r.n_zero_output
+
+
+def test_exact_ties_versus_tolerance(task):
+    """rtol = 0 can only find at least as many better neighbours as rtol > 0."""
+    r0 = L.binary_landscape("plain", task.inputs, task.targets, n_layers=4, rtol=0.0)
+    r1 = L.binary_landscape("plain", task.inputs, task.targets, n_layers=4, rtol=1e-12)
+    assert np.all(r0.n_better >= r1.n_better)
+
+
+def test_landscape_ordering_small(task):
+    """Seven layers, two units (the paper's net): plain is the most rugged, hyper-residual the least."""
+    counts = {a: L.binary_landscape(a, task.inputs, task.targets).n_local_minima for a in ARCHS}
+    assert counts["plain"] > counts["path_residual"] > counts["residual"] > counts["hyper_residual"]
+
+
+def test_landscape_errors(task):
+    with pytest.raises(ValueError, match="architecture"):
+        L.binary_landscape("dense", task.inputs, task.targets)
+    with pytest.raises(ValueError, match="targets"):
+        L.binary_landscape("plain", task.inputs, task.targets[:-1])
+    with pytest.raises(ValueError, match="biases"):
+        L.binary_landscape("plain", task.inputs, task.targets, biases=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="finite"):
+        L.binary_landscape("plain", task.inputs * np.nan, task.targets)
+    with pytest.raises(ValueError, match="rtol"):
+        L.binary_landscape("plain", task.inputs, task.targets, rtol=-1)
+
+
+def test_regression_task_seeded():
+    a, b = L.regression_task(5, seed=4), L.regression_task(5, seed=4)
+    np.testing.assert_array_equal(a.targets, b.targets)
+    assert a.inputs.shape == (25, 2)
+    assert not np.array_equal(a.targets, L.regression_task(5, seed=5).targets)
+
+
+# ------------------------------------------------------------------ three-layer linear dynamics
+
+
+def _fd_hessian(f, x, h=FD_H):
+    n = x.size
+    hess = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            e_i, e_j = np.eye(n)[i] * h, np.eye(n)[j] * h
+            hess[i, j] = (f(x + e_i + e_j) - f(x + e_i - e_j) - f(x - e_i + e_j) + f(x - e_i - e_j)) / (4 * h * h)
+    return hess
+
+
+def _pack(a, b):
+    return np.concatenate([a.T.ravel(), b.T.ravel()])
+
+
+def _unpack(theta, n, m):
+    return theta[: n * m].reshape(m, n).T, theta[n * m :].reshape(m, n).T
+
+
+UV = np.array([[1, 1], [1, -1]]) / math.sqrt(2)
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_three_layer_hessian_matches_finite_differences(skip):
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(2, 2)), rng.normal(size=(2, 2))
+    s = np.array([3.0, 1.5])
+    u = v = UV if skip else None
+    h = L.three_layer_hessian(a, b, s, u, v).full
+    f = lambda th: L.three_layer_energy(*_unpack(th, 2, 2), s, u, v)  # noqa: E731
+    np.testing.assert_allclose(h, _fd_hessian(f, _pack(a, b)), atol=FD_TOL)
+    # eqs. 29-30 / 32-33 entries of the aa block
+    B = b + (UV if skip else 0)
+    hh = L.three_layer_hessian(a, b, s, u, v)
+    assert hh.aa[0, 0] == pytest.approx(np.sum(B[0] ** 2))
+    assert hh.aa[0, 1] == pytest.approx(np.sum(B[0] * B[1]))
+    assert hh.aa[2, 3] == pytest.approx(hh.aa[0, 1])  # independent of the mode index
+
+
+def test_gradient_field_is_minus_gradient():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
+    s = np.array([2.0, 0.7])
+    da, db = L.three_layer_gradient_field(a, b, s)
+    f = lambda th: L.three_layer_energy(*_unpack(th, 3, 2), s)  # noqa: E731
+    th = _pack(a, b)
+    grad = np.array([(f(th + FD_H * e) - f(th - FD_H * e)) / (2 * FD_H) for e in np.eye(th.size)])
+    np.testing.assert_allclose(-_pack(da, db), grad, atol=FD_TOL)
+    # eq. 11 written out
+    A1, A2, B1, B2 = a[:, 0], a[:, 1], b[:, 0], b[:, 1]
+    np.testing.assert_allclose(da[:, 0], (s[0] - A1 @ B1) * B1 - (A1 @ B2) * B2)
+    # the gradient of eq. 10 for b^1 (the paper's eq. 9): (s1 - a1.b1) a1 - (a2.b1) a2
+    np.testing.assert_allclose(db[:, 0], (s[0] - A1 @ B1) * A1 - (A2 @ B1) * A2)
+
+
+def _smallest_sv(m):
+    sv = np.linalg.svd(m, compute_uv=False)
+    return sv[-1] / sv[0]
+
+
+def test_supp_note2_block_singular_on_hyperplane_plain_not_residual():
+    rng = np.random.default_rng(2)
+    s = np.array([3.0, 1.5])
+    for _ in range(5):
+        a = rng.normal(size=(2, 2))
+        b = rng.normal(size=(2, 2))
+        b_sym = b.copy()
+        b_sym[1] = b_sym[0]  # hyperplane b_1^beta = b_2^beta for all beta
+        assert _smallest_sv(L.three_layer_hessian(a, b_sym, s).aa) < SING_RTOL
+        assert _smallest_sv(L.three_layer_hessian(a, b, s).aa) > 1e-6  # regular off it
+        assert _smallest_sv(L.three_layer_hessian(a, b_sym, s, UV, UV).aa) > 1e-6  # skip breaks it
+        b_zero = b.copy()
+        b_zero[0] = 0.0  # the additional hyperplane b_i = 0
+        assert _smallest_sv(L.three_layer_hessian(a, b_zero, s).aa) < SING_RTOL
+        # with skips the singular set is shifted to b_i + u_i = b_j + u_j
+        b_shift = b.copy()
+        b_shift[1] = b_shift[0] + UV[0] - UV[1]
+        assert _smallest_sv(L.three_layer_hessian(a, b_shift, s, UV, UV).aa) < SING_RTOL
+
+
+def test_full_hessian_regular_on_hyperplane_unless_fitted():
+    """Derivation vs Supp. Note 2: the full Hessian (with the a-b cross block) stays regular on
+    b_1 = b_2; its a_1^alpha / a_2^alpha columns coincide only where row alpha of R vanishes."""
+    rng = np.random.default_rng(4)
+    s = np.array([3.0, 1.5])
+    for _ in range(5):
+        a = rng.normal(size=(2, 2))
+        b = rng.normal(size=(2, 2))
+        b[1] = b[0]
+        h = L.three_layer_hessian(a, b, s).full
+        assert _smallest_sv(h) > 1e-4
+        r = np.diag(s) - a.T @ b
+        col_diff = h[:, 0] - h[:, 1]  # a_1^1 minus a_2^1
+        np.testing.assert_allclose(col_diff[4:6], [-r[0, 0], r[0, 0]], atol=1e-12)
+        np.testing.assert_allclose(col_diff[:4], 0, atol=1e-12)
+
+
+def test_flow_decreases_energy_and_converges():
+    rng = np.random.default_rng(3)
+    s = np.array([3.0, 1.5])
+    a0, b0 = rng.normal(0, 0.1, (2, 2)), rng.normal(0, 0.1, (2, 2))
+    t = np.linspace(0, 40, 200)
+    for uv in (None, UV):
+        tr = L.three_layer_flow(a0, b0, s, t, uv, uv)
+        assert np.all(np.diff(tr.energy) <= 1e-9)
+        assert tr.energy[-1] < 1e-6
+
+
+def test_fig5a_residual_faster_than_plain():
+    """Small random init (sd 1e-4): the residual net reaches the solution much sooner (Fig. 5a)."""
+    rng = np.random.default_rng(0)
+    s = np.array([3.0, 1.5])
+    a0, b0 = rng.normal(0, 1e-4, (2, 2)), rng.normal(0, 1e-4, (2, 2))
+    t = np.linspace(0, 20, 401)
+    plain = L.three_layer_flow(a0, b0, s, t)
+    res = L.three_layer_flow(a0, b0, s, t, UV, UV)
+    half = 0.5 * plain.energy[0]
+    t_plain = t[np.argmax(plain.energy < half)]
+    t_res = t[np.argmax(res.energy < half)]
+    assert t_res < t_plain / 3
+
+
+# ------------------------------------------------------------------ mode strengths (eqs. 21-23)
+
+
+@pytest.mark.parametrize("arch,saddle", [("plain", (0, 0)), ("residual", (-1, -1)), ("hyper_residual", (-1, -2))])
+def test_fig6a_saddles(arch, saddle):
+    s = 2.0
+    p = L.mode_saddle(arch, 2)
+    np.testing.assert_array_equal(p, saddle)
+    np.testing.assert_allclose(L.mode_gradient(p, s, arch), 0, atol=0)
+    ev = np.linalg.eigvalsh(L.mode_hessian(p, s, arch))
+    np.testing.assert_allclose(ev, [-s, s])  # a saddle: one unstable direction
+
+
+@pytest.mark.parametrize("arch", ["plain", "residual", "hyper_residual"])
+@given(a=st.lists(st.floats(-2, 2), min_size=2, max_size=5), s=st.floats(0.1, 4))
+@settings(max_examples=20)
+def test_mode_hessian_and_gradient_match_finite_differences(arch, a, s):
+    a = np.array(a)
+    f = lambda x: L.mode_energy(x, s, arch)  # noqa: E731
+    scale = 1 + np.max(np.abs(L.mode_hessian(a, s, arch)))
+    np.testing.assert_allclose(L.mode_hessian(a, s, arch), _fd_hessian(f, a), atol=FD_TOL * scale * 100)
+    grad = np.array([(f(a + FD_H * e) - f(a - FD_H * e)) / (2 * FD_H) for e in np.eye(a.size)])
+    np.testing.assert_allclose(L.mode_gradient(a, s, arch), grad, atol=FD_TOL * scale * 100)
+
+
+@given(x=st.floats(-2, 2), y=st.floats(-2, 2), s=st.floats(0.1, 4))
+def test_two_layer_determinant_closed_form(x, y, s):
+    """det H = (s - u)(3u - s) for E = (s - x y)^2 / 2 (residual: x = a + 1, y = b + 1)."""
+    h = L.mode_hessian([x - 1, y - 1], s, "residual")
+    u = x * y
+    assert np.linalg.det(h) == pytest.approx((s - u) * (3 * u - s), abs=1e-9)
+
+
+def test_supp_note3_diagonal_is_not_singular_but_invariant():
+    """Derivation vs Supp. Note 3: on a_i = a_j the Hessian is regular unless u = s (or u = s/3 for two layers)."""
+    s = 2.0
+    for a in ([0.3, 0.3], [0.5, -0.2, 0.5], [1.2, 1.2, 0.1, -0.4]):
+        a = np.array(a)
+        h = L.mode_hessian(a, s, "residual")
+        assert _smallest_sv(h) > 1e-6
+        e = np.zeros(a.size)
+        i, j = [k for k in range(a.size) if np.sum(a == a[k]) > 1][:2]
+        e[i], e[j] = 1, -1
+        x = a + 1
+        lam = (s - np.prod(x)) * np.prod(np.delete(x, [i, j]))
+        np.testing.assert_allclose(h @ e, lam * e, atol=1e-12)
+        g = L.mode_gradient(a, s, "residual")
+        assert g[i] == pytest.approx(g[j])  # the flow keeps a_i = a_j
+    # on the solution manifold u = s the Hessian has rank one
+    h = L.mode_hessian([math.sqrt(2) - 1, math.sqrt(2) - 1], 2.0, "residual")
+    assert _smallest_sv(h) < SING_RTOL
+    # u = s / 3
+    h = L.mode_hessian([math.sqrt(2 / 3) - 1, math.sqrt(2 / 3) - 1], 2.0, "residual")
+    assert _smallest_sv(h) < SING_RTOL
+
+
+def test_fig6b_ten_layers_ordering():
+    """10-layer nets: hyper-residual and residual converge, plain stays near zero for a long time (Fig. 6b)."""
+    rng = np.random.default_rng(0)
+    a0 = rng.normal(0, 0.1, 9)
+    s = 3.0
+    t = np.linspace(0, 5, 101)
+    out = {arch: L.mode_flow(a0, s, t, arch) for arch in ("plain", "residual", "hyper_residual")}
+    assert abs(out["plain"].product[-1] - s) > 0.9 * s
+    assert abs(out["residual"].product[-1] - s) < 1e-3
+    assert abs(out["hyper_residual"].product[-1] - s) < 1e-3
+
+
+# ------------------------------------------------------------------ skip matrices
+
+
+@pytest.mark.parametrize("k", [16, 8, 4, 2, 1])
+def test_folded_orthogonal(k):
+    m = L.folded_orthogonal(16, k, seed=0)
+    assert np.linalg.matrix_rank(m) == k
+    np.testing.assert_allclose(m[:, :k].T @ m[:, :k], np.eye(k), atol=1e-12)
+    np.testing.assert_array_equal(m[:, k:], m[:, np.arange(k, 16) % k])
+    with pytest.raises(ValueError, match="n_orthonormal"):
+        L.folded_orthogonal(16, 3)
+
+
+@given(n=st.integers(1, 12), tau=st.floats(0, 0.6), seed=st.integers(0, 100))
+@settings(max_examples=30)
+def test_controlled_skip_matrix_spectra(n, tau, seed):
+    m = L.controlled_skip_matrix(n, tau, seed=seed)
+    np.testing.assert_allclose(np.abs(np.linalg.eigvals(m)), 1.0, atol=1e-6)
+    gram = np.sort(np.linalg.eigvalsh(m.T @ m))[::-1]
+    np.testing.assert_allclose(gram / gram[0], L.column_covariance_spectrum(n, tau), rtol=1e-8, atol=1e-12)
+    assert np.prod(gram) == pytest.approx(1.0, rel=1e-8)
+
+
+def test_controlled_skip_matrix_tau_zero_is_orthogonal():
+    m = L.controlled_skip_matrix(10, 0.0, seed=1)
+    np.testing.assert_allclose(m.T @ m, np.eye(10), atol=1e-12)
+
+
+def test_supp4_recipe_eigenvalues_on_unit_circle():
+    m = L.supp4_skip_matrix(8, 0.5, seed=2)
+    np.testing.assert_allclose(np.abs(np.linalg.eigvals(m)), 1.0, atol=1e-8)
+
+
+# ------------------------------------------------------------------ rescaling and permutations
+
+
+def test_rescaling_symmetry_plain_only():
+    rng = np.random.default_rng(0)
+    n, depth = 16, 6
+    x = rng.normal(size=(32, n))
+    ws = [rng.normal(0, math.sqrt(2 / n), (n, n)) for _ in range(depth)]
+    bs = [rng.normal(0, 0.1, n) for _ in range(depth)]
+    assert L.rescaling_deviation("plain", x, ws, 1, 4, 10.0, bs) < 1e-12
+    assert L.rescaling_deviation("residual", x, ws, 1, 4, 10.0, bs) > 0.1
+    assert L.rescaling_deviation("hyper_residual", x, ws, 1, 4, 10.0, bs) > 0.1
+
+
+def test_mode_overflow_is_an_error():
+    with pytest.raises(ValueError, match="overflows"):
+        L.mode_energy(np.zeros(400), 1.0, "hyper_residual")  # 400! overflows
+
+
+def test_permutation_counts():
+    p = L.permutation_counts(128, 4)
+    assert p.undifferentiated == math.factorial(128)
+    assert p.class_respecting == 24 * math.factorial(32) ** 4
+    for n in range(2, 13):
+        for k in range(2, n):
+            if n % k == 0:
+                q = L.permutation_counts(n, k)
+                assert q.class_respecting < q.undifferentiated  # 1 < K < n
+    assert L.permutation_counts(6, 1).class_respecting == L.permutation_counts(6, 6).class_respecting == 720
+    with pytest.raises(ValueError, match="n_classes"):
+        L.permutation_counts(10, 3)
+
+
+# ------------------------------------------------------------------ validation and figures (reduced size)
+
+
+def test_validation_landscape_rows_pass():
+    from validation import landscape as V
+
+    # the default run at reduced size: 2 targets instead of 3, 5 rescaled nets instead of 20
+    rows = V._landscape_rows(2, 5, 0) + V._bias_rows(1, 5, 0) + V._exact_rows(0) + V._rescaling_rows(5, 0) + V._mode_rows(0)
+    assert len(rows) >= 20
+    failed = [r.name for r in rows if not r.passed]
+    assert not failed, failed
+
+
+def test_figures_orhan2017(tmp_path):
+    import json
+
+    from figures import orhan2017
+
+    assert set(orhan2017.FIGURES) >= {"fig_4", "fig_5", "fig_6"}
+    paths = orhan2017.fig_4(tmp_path)
+    data = json.loads(paths[1].read_text())["architectures"]
+    minima = [data[a]["n_local_minima"] for a in ("plain", "path_residual", "residual", "hyper_residual")]
+    assert minima == sorted(minima, reverse=True)
+    for name in ("fig_5", "fig_6"):
+        for p in orhan2017.FIGURES[name](tmp_path):
+            assert p.exists() and p.stat().st_size > 0
+    fig6 = json.loads((tmp_path / "orhan2017_fig_6.json").read_text())
+    assert fig6["residual"]["saddle"] == [-1.0, -1.0]
+    assert fig6["hyper_residual"]["saddle"] == [-1.0, -2.0]
+
+
+def test_argument_errors_name_the_argument():
+    with pytest.raises(ValueError, match="tau"):
+        L.controlled_skip_matrix(4, -0.1)
+    with pytest.raises(ValueError, match="architecture"):
+        L.mode_energy([0.1, 0.2], 1.0, "dense")
+    with pytest.raises(ValueError, match="s must have shape"):
+        L.three_layer_energy(np.zeros((2, 2)), np.zeros((2, 2)), [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="t must be"):
+        L.mode_flow([0.1, 0.1], 1.0, [0.0, 0.0])
+    with pytest.raises(ValueError, match="g must be"):
+        L.rescaling_deviation("plain", np.ones((2, 2)), [np.eye(2)] * 3, 0, 2, g=-1.0)
+    with pytest.raises(ValueError, match="grid_size"):
+        L.regression_task(1)
