@@ -14,3 +14,7 @@ from ._looks_linear import *  # noqa: F401,F403
 from ._looks_linear import __all__ as _looks_linear_all
 
 __all__ = list(_dense_all) + list(_looks_linear_all)
+from ._zero import *  # noqa: F401,F403,E402
+from ._zero import __all__ as _zero_all  # noqa: E402
+
+__all__ += list(_zero_all)
