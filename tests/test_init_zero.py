@@ -56,7 +56,7 @@ def test_zero_star_only_first_layer_random():
 @pytest.mark.parametrize("init", ["zero", "zero_star"])
 def test_zero_keeps_empirical_variance_after_first_layer(init):
     x = load_digits(n_samples=200, standardized=True).x
-    v = empirical_variances(x, init, depth=60, width=10, n_networks=5, seed=0)
+    v = empirical_variances(x, init, depth=60, width=10, n_networks=5, seed=0, dtype="float64")
     np.testing.assert_allclose(v[:, 2:], np.repeat(v[:, 2:3], 59, axis=1), rtol=ZERO_RTOL)
     if init == "zero":  # deterministic: every network identical
         np.testing.assert_array_equal(v, np.repeat(v[:1], 5, axis=0))

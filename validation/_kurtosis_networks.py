@@ -157,20 +157,28 @@ def _fig1_weights(init, l, n_out, n_in, bsz, rng, b):
 
 def _pooled_variance(xp, y):
     """Sample variance (ddof = 1) of each row of ``y`` (shape (b, N)): one pass (sum and sum of
-    squares), redone in two passes for rows whose mean is so large that cancellation could cost more
-    than ~1e-8 relative accuracy."""
+    squares), redone in two float64 passes for rows whose mean is so large that cancellation could
+    cost more than ~1e-8 (float64) or ~1e-4 (float32) relative accuracy."""
     count = y.shape[1]
     s1 = y.sum(axis=1)
     s2 = xp.einsum("bi,bi->b", y, y)
     ss = s2 - s1 * s1 / count
-    risky = s1 * s1 / count > 1e8 * xp.maximum(ss, 1e-300)
+    limit = 1e8 if y.dtype == xp.float64 else 1e3
+    risky = s1 * s1 / count > limit * xp.maximum(ss, 1e-30)
     if bool(risky.any()):
-        d = y[risky] - (s1[risky] / count)[:, None]
+        yr = y[risky].astype(xp.float64)
+        d = yr - yr.mean(axis=1, keepdims=True)
         ss[risky] = (d * d).sum(axis=1)
     return xp.maximum(ss, 0.0) / (count - 1)
 
 
-def empirical_variances(x, init, depth=100, width=10, n_networks=1000, backend="numpy", seed=0, chunk=None, desc=None):
+#: The Fig. 1 simulator rescales every network's signal to unit mean square this often (layers).
+RENORM_EVERY = 8
+
+
+def empirical_variances(
+    x, init, depth=100, width=10, n_networks=1000, backend="numpy", seed=0, chunk=None, desc=None, dtype="float32"
+):
     """Empirical variance of the outputs of ``n_networks`` random ReLU networks on the data ``x``.
 
     Parameters
@@ -181,6 +189,12 @@ def empirical_variances(x, init, depth=100, width=10, n_networks=1000, backend="
         One of :data:`FIG1_INITS`.
     depth, width : int
         Number of layers and their (constant) width; the first layer maps ``w0 -> width``.
+    dtype : {"float32", "float64"}
+        Arithmetic of the forward pass. ``float32`` (default) is ~3x faster (measured: 3.7 versus
+        1.1 GMAC/s for 200 networks x 1,797 inputs on 2 shared cores); relative error of a variance
+        ~1e-6, and no underflow: ReLU networks without biases are positively homogeneous, so each
+        network's signal is rescaled to unit mean square every :data:`RENORM_EVERY` layers and the
+        scale kept as a float64 logarithm (Glorot's 2^-depth decay is exact at any depth).
 
     Returns
     -------
@@ -192,10 +206,14 @@ def empirical_variances(x, init, depth=100, width=10, n_networks=1000, backend="
     b = get_backend(backend)
     xp = b.xp
     rng = b.rng(seed)
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    ft = getattr(xp, dtype)
     deterministic = init == "zero"
     n_sim = 1 if deterministic else n_networks
     xt = b.asarray(np.ascontiguousarray(np.asarray(x, dtype=np.float64).T))  # (w0, n)
     w0, n = xt.shape
+    xt_f = xt.astype(ft)
     if chunk is None:
         chunk = max(1, min(n_sim, 3_000_000 // (width * n)))
     out = np.empty((n_sim, depth + 1))
@@ -204,20 +222,27 @@ def empirical_variances(x, init, depth=100, width=10, n_networks=1000, backend="
     count = width * n
     for start in progress(starts, desc=desc or f"fig1 {init}", total=len(starts)):
         bsz = min(chunk, n_sim - start)
-        y = xp.empty((bsz, width, n))
-        v = xp.empty((bsz, width, n))
+        y = xp.empty((bsz, width, n), dtype=ft)
+        v = xp.empty((bsz, width, n), dtype=ft)
+        log_scale = np.zeros(bsz)  # y_true = exp(log_scale) * y
         for l in range(1, depth + 1):
             n_in = w0 if l == 1 else width
             wts = _fig1_weights(init, l, width, n_in, bsz, rng, b)
             if l == 1:
-                y[...] = xp.matmul(wts, xt)  # broadcasts a deterministic (1, width, w0) matrix
+                y[...] = xp.matmul(wts.astype(ft), xt_f)  # broadcasts a deterministic (1, width, w0) matrix
             else:
                 xp.maximum(y, 0.0, out=v)
                 if wts is None:  # identity layer
                     y, v = v, y
                 else:
-                    xp.matmul(wts, v, out=y)
-            out[start : start + bsz, l] = to_numpy(_pooled_variance(xp, y.reshape(bsz, count)))
+                    xp.matmul(wts.astype(ft), v, out=y)
+            var = to_numpy(_pooled_variance(xp, y.reshape(bsz, count))).astype(np.float64)
+            out[start : start + bsz, l] = var * np.exp(2.0 * log_scale)
+            if l % RENORM_EVERY == 0 and l < depth:
+                ms = to_numpy(xp.einsum("bi,bi->b", y.reshape(bsz, count), y.reshape(bsz, count))).astype(np.float64) / count
+                scale = np.where(ms > 0, np.sqrt(ms), 1.0)
+                y *= b.asarray(1.0 / scale, dtype=ft)[:, None, None]
+                log_scale += np.log(scale)
     if deterministic:
         out = np.repeat(out, n_networks, axis=0)
     return out
