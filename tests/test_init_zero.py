@@ -66,3 +66,15 @@ def test_bad_input():
     for call in (lambda: zero_weights(0, 3), lambda: hadamard(-1), lambda: zero_network([5]), lambda: zero_star_network([4, 4], law="orthogonal")):
         with pytest.raises(ValueError):
             call()
+
+
+@pytest.mark.parametrize("init", ["he", "gsm", "zero_star"])
+def test_numba_kernel_matches_blas_path(init):
+    """The fused Numba kernel and the stacked-matmul path draw the same weights (same chunks) and
+    agree to float64 rounding accumulated over 60 layers (measured <= 1e-12 relative)."""
+    x = load_digits(n_samples=100, standardized=True).x
+    a = empirical_variances(x, init, depth=60, width=10, n_networks=6, seed=4, chunk=3, engine="numba")
+    c = empirical_variances(x, init, depth=60, width=10, n_networks=6, seed=4, chunk=3, engine="blas", dtype="float64")
+    alive = c > 1e-250
+    np.testing.assert_allclose(a[alive], c[alive], rtol=1e-10)
+    assert np.all(a[~alive] < 1e-250)

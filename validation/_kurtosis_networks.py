@@ -177,7 +177,7 @@ RENORM_EVERY = 8
 
 
 def empirical_variances(
-    x, init, depth=100, width=10, n_networks=1000, backend="numpy", seed=0, chunk=None, desc=None, dtype="float32"
+    x, init, depth=100, width=10, n_networks=1000, backend="numpy", seed=0, chunk=None, desc=None, dtype="float32", engine=None
 ):
     """Empirical variance of the outputs of ``n_networks`` random ReLU networks on the data ``x``.
 
@@ -196,6 +196,13 @@ def empirical_variances(
         network's signal is rescaled to unit mean square every :data:`RENORM_EVERY` layers and the
         scale kept as a float64 logarithm (Glorot's 2^-depth decay is exact at any depth).
 
+    engine : {"numba", "blas"}, optional
+        ``"numba"`` (default on the NumPy backend): the fused kernel of
+        :mod:`validation._kurtosis_kernels` in float64 (``dtype`` ignored; fine to depth ~1000,
+        beyond which Glorot's 2^-depth decay would underflow); ``"blas"`` (default on CuPy):
+        stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. Both draw the same
+        weights for the same seed.
+
     Returns
     -------
     ndarray, shape (n_networks, depth + 1)
@@ -203,6 +210,12 @@ def empirical_variances(
         ``k`` over the data set, pooled over units; column 0 is the input's. ZerO is deterministic:
         one network is simulated and repeated.
     """
+    if engine is None:
+        engine = "numba" if get_backend(backend).name == "numpy" else "blas"
+    if engine == "numba":
+        return _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, desc)
+    if engine != "blas":
+        raise ValueError(f"engine must be 'numba' or 'blas', got {engine!r}")
     b = get_backend(backend)
     xp = b.xp
     rng = b.rng(seed)
@@ -243,6 +256,41 @@ def empirical_variances(
                 scale = np.where(ms > 0, np.sqrt(ms), 1.0)
                 y *= b.asarray(1.0 / scale, dtype=ft)[:, None, None]
                 log_scale += np.log(scale)
+    if deterministic:
+        out = np.repeat(out, n_networks, axis=0)
+    return out
+
+
+def _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, desc):
+    """The NumPy-backend path of :func:`empirical_variances` through the fused Numba kernel."""
+    from validation._kurtosis_kernels import fused_relu_sums  # noqa: PLC0415  (compiles on first use)
+
+    b = get_backend("numpy")
+    rng = b.rng(seed)
+    deterministic = init == "zero"
+    n_sim = 1 if deterministic else n_networks
+    xt = np.ascontiguousarray(np.asarray(x, dtype=np.float64).T)
+    w0, n = xt.shape
+    if chunk is None:
+        chunk = max(1, min(n_sim, 1_000_000 // (width * n) + 1, 200))
+    out = np.empty((n_sim, depth + 1))
+    out[:, 0] = xt.var(ddof=1)
+    count = width * n
+    identity = init in ("zero", "zero_star") and depth > 1
+    starts = range(0, n_sim, chunk)
+    for start in progress(starts, desc=desc or f"fig1 {init}", total=len(starts)):
+        bsz = min(chunk, n_sim - start)
+        w1 = _fig1_weights(init, 1, width, w0, bsz, rng, b)
+        y1 = np.ascontiguousarray(np.broadcast_to(np.matmul(w1, xt), (bsz, width, n)))
+        if identity:
+            hidden = np.empty((bsz, depth - 1, 0, 0))
+        else:
+            hidden = np.empty((bsz, depth - 1, width, width))
+            for l in range(2, depth + 1):
+                hidden[:, l - 2] = _fig1_weights(init, l, width, width, bsz, rng, b)
+        s1, s2 = fused_relu_sums(y1, hidden, identity)
+        ss = np.maximum(s2 - s1 * s1 / count, 0.0)
+        out[start : start + bsz, 1:] = ss / (count - 1)
     if deterministic:
         out = np.repeat(out, n_networks, axis=0)
     return out

@@ -126,9 +126,7 @@ def fig1_variances(full=False, backend="numpy", seed=0):
     data = load_digits(standardized=True).x
     x = data if full else data[:256]
     return {
-        init: empirical_variances(
-            x, init, 100, 10, n_net, backend=backend, seed=seed + 3000 + k, dtype="float64" if init.startswith("zero") else "float32"
-        )
+        init: empirical_variances(x, init, 100, 10, n_net, backend=backend, seed=seed + 3000 + k, dtype="float64" if init.startswith("zero") else "float32")
         for k, init in enumerate(("he", "glorot", "orthogonal", "gsm", "zero", "zero_star"))
     }
 
