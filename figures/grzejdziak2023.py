@@ -25,9 +25,12 @@ QUANTILES = (0.9, 0.99, 0.999)
 _LABELS = {"he": "He", "glorot": "Glorot", "orthogonal": "orthogonal", "gsm": "GSM", "zero": "ZerO", "zero_star": "ZerO*"}
 
 
-def fig_1(out_dir, full=False, backend="numpy", seed=0):
-    """Quantiles of the output empirical variance versus depth for six initialisers (seed 002 Fig. 1)."""
-    var = fig1_variances(full=full, backend=backend, seed=seed)
+def fig_1(out_dir, full=False, backend="numpy", seed=0, *, n_networks=None, n_inputs=None):
+    """Quantiles of the output empirical variance versus depth for six initialisers (seed 002 Fig. 1).
+
+    ``n_networks`` / ``n_inputs`` override the sizes (tests use small ones).
+    """
+    var = fig1_variances(full=full, backend=backend, seed=seed, n_networks=n_networks, n_inputs=n_inputs)
     depth = np.arange(next(iter(var.values())).shape[1])
     fig, axes = plt.subplots(2, 3, figsize=(12, 6.5), sharex=True)
     data = {"depth": depth, "quantiles": QUANTILES, "threshold": FIG1_THRESHOLD, "claim_depth": FIG1_DEPTH}
@@ -53,12 +56,15 @@ def fig_1(out_dir, full=False, backend="numpy", seed=0):
     return save_figure(fig, out_dir, "grzejdziak2023_fig_1", data)
 
 
-def fig_kurtosis(out_dir, full=False, backend="numpy", seed=0):
-    """Kurtosis growth with depth: Prop. 4.3 (lines) and Monte-Carlo (points, where kappa <= KAPPA_MAX)."""
+def fig_kurtosis(out_dir, full=False, backend="numpy", seed=0, *, scale=None):
+    """Kurtosis growth with depth: Prop. 4.3 (lines) and Monte-Carlo (points, where kappa <= KAPPA_MAX).
+
+    ``scale`` multiplies the numbers of networks (default 1, 4 with ``full``).
+    """
     depth = 20
     laws = ("gaussian", "uniform", "rademacher")
     widths = (2, 10, 50)
-    scale = 4 if full else 1
+    scale = scale or (4 if full else 1)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), sharey=True)
     data = {"depth": np.arange(depth + 1), "kappa_max_compared": KAPPA_MAX}
     jobs = [(w, law) for w in widths for law in laws]
@@ -67,7 +73,7 @@ def fig_kurtosis(out_dir, full=False, backend="numpy", seed=0):
         th = kurtosis.propagate(3.0, 0.0, [w] * depth, 0.0, kurtosis.weight_kurtosis(law))
         line = ax.plot(th.kappa, label=f"{law} ($\\kappa_w$={kurtosis.weight_kurtosis(law)})")[0]
         last = int(np.max(np.nonzero(th.kappa <= KAPPA_MAX)[0]))
-        n_net = scale * {2: 20_000, 10: 10_000, 50: 2_000}[w]
+        n_net = max(2, int(scale * {2: 20_000, 10: 10_000, 50: 2_000}[w]))
         sim = layer_moments([w] * (last + 1), 0.0, law, n_net, backend=backend, seed=seed + k)
         mc = sim.m4.mean(axis=0)
         se = sim.m4.std(axis=0, ddof=1) / np.sqrt(n_net)

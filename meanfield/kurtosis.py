@@ -225,21 +225,25 @@ def propagate(kappa0, c0, widths, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0) 
     s4 = sigma_x2**2
     kappa0, c0 = _check_input_moments(kappa0, c0, s4)
     d = widths.size
-    log_kappa = np.empty(d + 1)
-    kappa = np.empty(d + 1)
-    c = np.empty(d + 1)
-    # scaled state: k = exp(s) * (u, v, t), t = exp(-s)
+    # scaled state: k = exp(s) * (u, v, t), t = exp(-s); coefficients vectorised over layers
+    r = 2.0 * (slope**4 + 1.0) / (slope**2 + 1.0) ** 2
+    wf = widths.astype(np.float64)
+    al, be, ga, de = (kw * r / wf).tolist(), (3.0 * (wf - 1) / wf).tolist(), (r / wf).tolist(), ((wf - 1) / wf).tolist()
+    us, vs, ss = [kappa0], [c0], [0.0]
     u, v, t, s = kappa0, c0, 1.0, 0.0
-    log_kappa[0], kappa[0], c[0] = math.log(kappa0), kappa0, c0
     for l in range(d):
-        al, be, ga, de = _coefficients(int(widths[l]), slope, kw)
-        u, v = al * u + be / s4 * v + be * t, ga * s4 * u + de * v + s4 * (de - 1.0) * t
-        big = max(abs(u), abs(v), t)
-        if big > 1e100:
+        u, v = al[l] * u + be[l] / s4 * v + be[l] * t, ga[l] * s4 * u + de[l] * v + s4 * (de[l] - 1.0) * t
+        if max(u, abs(v)) > 1e100:
+            big = max(u, abs(v), t)
             u, v, t, s = u / big, v / big, t / big, s + math.log(big)
-        log_kappa[l + 1] = math.log(u) + s
-        kappa[l + 1] = _scaled(u, s)
-        c[l + 1] = _scaled(v, s)
+        us.append(u)
+        vs.append(v)
+        ss.append(s)
+    u_arr, v_arr, s_arr = np.array(us), np.array(vs), np.array(ss)
+    log_kappa = np.log(u_arr) + s_arr
+    with np.errstate(over="ignore", divide="ignore"):
+        kappa = np.where(s_arr == 0.0, u_arr, np.exp(log_kappa))  # inf beyond float64
+        c = np.where(s_arr == 0.0, v_arr, np.sign(v_arr) * np.exp(np.log(np.abs(v_arr)) + s_arr))
     return KurtosisPropagation(kappa, c, log_kappa, widths, slope, kw, sigma_x2)
 
 

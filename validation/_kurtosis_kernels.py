@@ -26,44 +26,42 @@ def _fused(y1, weights, identity, s1, s2):  # pragma: no cover - compiled
     for b in numba.prange(n_net):
         cur = np.empty((width, BLOCK))
         nxt = np.empty((width, BLOCK))
+        a1 = np.empty(BLOCK)  # per-lane partial sums: the k loops vectorise, no serial reduction
+        a2 = np.empty(BLOCK)
         for k0 in range(0, n, BLOCK):
             kk = min(BLOCK, n - k0)
-            acc1 = 0.0
-            acc2 = 0.0
             for i in range(width):
                 for k in range(kk):
-                    v = y1[b, i, k0 + k]
-                    cur[i, k] = v
-                    acc1 += v
-                    acc2 += v * v
-            s1[b, 0] += acc1
-            s2[b, 0] += acc2
-            for l in range(1, depth):
-                for i in range(width):
-                    for k in range(kk):
-                        cur[i, k] = max(cur[i, k], 0.0)
-                if identity:
+                    cur[i, k] = y1[b, i, k0 + k]
+            for l in range(depth):
+                if l > 0:
                     for i in range(width):
                         for k in range(kk):
-                            nxt[i, k] = cur[i, k]
-                else:
-                    for i in range(width):
-                        for k in range(kk):
-                            nxt[i, k] = 0.0
-                        for j in range(width):
-                            wij = weights[b, l - 1, i, j]
+                            cur[i, k] = max(cur[i, k], 0.0)
+                    if not identity:
+                        for i in range(width):
                             for k in range(kk):
-                                nxt[i, k] += wij * cur[j, k]
-                acc1 = 0.0
-                acc2 = 0.0
+                                nxt[i, k] = 0.0
+                            for j in range(width):
+                                wij = weights[b, l - 1, i, j]
+                                for k in range(kk):
+                                    nxt[i, k] += wij * cur[j, k]
+                        cur, nxt = nxt, cur
+                for k in range(kk):
+                    a1[k] = 0.0
+                    a2[k] = 0.0
                 for i in range(width):
                     for k in range(kk):
-                        v = nxt[i, k]
-                        acc1 += v
-                        acc2 += v * v
-                s1[b, l] += acc1
-                s2[b, l] += acc2
-                cur, nxt = nxt, cur
+                        v = cur[i, k]
+                        a1[k] += v
+                        a2[k] += v * v
+                t1 = 0.0
+                t2 = 0.0
+                for k in range(kk):
+                    t1 += a1[k]
+                    t2 += a2[k]
+                s1[b, l] += t1
+                s2[b, l] += t2
 
 
 def fused_relu_sums(y1, weights, identity=False):

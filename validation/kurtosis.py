@@ -120,13 +120,17 @@ def _nonzero_rows(backend, full, seed):
     return rows
 
 
-def fig1_variances(full=False, backend="numpy", seed=0):
-    """Empirical variances of the Fig. 1 experiment: {init: (n_networks, 101) array}."""
-    n_net = 10_000 if full else 1_000
+def fig1_variances(full=False, backend="numpy", seed=0, n_networks=None, n_inputs=None, depth=100):
+    """Empirical variances of the Fig. 1 experiment: ``{init: (n_networks, depth + 1) array}``.
+
+    Width 10, ReLU; 1,000 networks on the first 256 standardised digits by default, 10,000 networks
+    on all 1,797 with ``full`` (``n_networks`` / ``n_inputs`` override, e.g. for tests).
+    """
+    n_net = n_networks or (10_000 if full else 1_000)
     data = load_digits(standardized=True).x
-    x = data if full else data[:256]
+    x = data[: n_inputs or (data.shape[0] if full else 256)]
     return {
-        init: empirical_variances(x, init, 100, 10, n_net, backend=backend, seed=seed + 3000 + k, dtype="float64" if init.startswith("zero") else "float32")
+        init: empirical_variances(x, init, depth, 10, n_net, backend=backend, seed=seed + 3000 + k)
         for k, init in enumerate(("he", "glorot", "orthogonal", "gsm", "zero", "zero_star"))
     }
 
