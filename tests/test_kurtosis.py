@@ -229,6 +229,25 @@ def test_input_statistics_hand_example_and_gaussian():
     assert st.kappa0 == pytest.approx(6.0, rel=0.05) and st.c0 == pytest.approx(1.0, abs=0.1)
 
 
+@pytest.mark.parametrize("kw,law", [(3.0, "gaussian"), (1.0, "rademacher")])
+def test_input_statistics_projected_against_monte_carlo(kw, law):
+    """Prop. 3.3 projection z = W x of digits rows: exact averages over W versus sampled W."""
+    from meanfield.data import load_digits
+
+    x = load_digits(n_samples=300, standardized=True).x
+    st = K.input_statistics(x, "projected", kw)
+    rng = np.random.default_rng(8)
+    n_w = 2000
+    w = np.stack([dense_weights(2, 64, 1.0, law, rng=rng) for _ in range(n_w)])  # (n_w, 2, 64)
+    z = np.einsum("kij,nj->kni", w, x)  # (n_w, 300, 2)
+    m4 = (z**4).mean(axis=(1, 2))  # per W draw (inputs averaged exactly)
+    m22 = (z[..., 0] ** 2 * z[..., 1] ** 2).mean(axis=1)
+    s4 = st.sigma_x2**2
+    assert abs(m4.mean() / s4 - st.kappa0) < Z * m4.std() / math.sqrt(n_w) / s4
+    assert abs(m22.mean() - s4 - st.c0) < Z * m22.std() / math.sqrt(n_w)
+    assert abs((z**2).mean() - st.sigma_x2) < 0.05
+
+
 # ------------------------------------------------------------------ Sec. 5: empirical variance
 
 
@@ -305,6 +324,7 @@ def test_prop_b2_fails_for_rademacher_at_width_two():
         lambda: K.weight_kurtosis(stats.t(3)),
         lambda: K.input_statistics(np.ones(5)),
         lambda: K.input_statistics(np.zeros((3, 4))),
+        lambda: K.input_statistics(np.ones((3, 4)), method="sampled"),
         lambda: K.empirical_variance_distribution(0.5, 10),
         lambda: K.empirical_variance_distribution(3.0, 1),
         lambda: K.empirical_variance_distribution(3.0, 10, 0.0),
