@@ -45,7 +45,7 @@ def fig_1(out_dir, full=False, backend="numpy", seed=0, *, n_networks=None, n_in
         ax.set_title(f"{_LABELS[init]}: P(S$^2_{{80}}$ < 1e-3) = {frac:.3f}", fontsize=9)
         data[init] = {"quantiles": q, "fraction_below_threshold_at_80": frac, "n_networks": v.shape[0]}
         # "all quantiles decrease monotonically after 40 layers": fraction of decreasing steps
-        data[init]["decreasing_steps_after_40"] = float(np.mean(np.diff(q[:, 40:], axis=1) < 0))
+        data[init]["decreasing_steps_after_40"] = np.mean(np.diff(q[:, 40:], axis=1) < 0, axis=1)  # per quantile
     for ax in axes[1]:
         ax.set_xlabel("layer $l$")
     for ax in axes[:, 0]:
