@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ._checks import as_float_array, check_int, check_nonnegative, check_positive
+from ._checks import as_float_array, check_int, check_positive
 
 __all__ = [
     "EmpiricalVarianceDistribution",
@@ -391,8 +391,8 @@ def depth_to_kurtosis(threshold, kappa0, c0, width, slope=0.0, weight_kurtosis=3
     """The first depth ``d`` with ``kappa_d >= threshold`` for a constant-width network.
 
     Scans the first 10^4 layers one by one, then (the kurtosis being eventually increasing, Thm. 4.7)
-    brackets and bisects with matrix powers of ``A`` computed in log-scale; the answer is verified
-    (``kappa_{d-1} < threshold <= kappa_d``).
+    brackets and bisects with matrix powers of ``A`` computed in log-scale (by construction
+    ``kappa_{d-1} < threshold <= kappa_d`` at the returned depth).
 
     Raises
     ------
@@ -413,7 +413,7 @@ def depth_to_kurtosis(threshold, kappa0, c0, width, slope=0.0, weight_kurtosis=3
         hit = np.nonzero(res.log_kappa >= logt)[0]
         if hit.size:
             return int(hit[0])
-    if width == 1 or spectral_radius(width, slope, weight_kurtosis) <= 1.0:
+    if scan == 0 or scan == max_depth or spectral_radius(width, slope, weight_kurtosis) <= 1.0:
         raise ValueError(f"kurtosis does not reach threshold={threshold!r} within max_depth={max_depth} layers")
 
     def log_kappa_at(d):
