@@ -22,7 +22,7 @@ from validation._runner import progress
 from validation.backend import get_backend, to_numpy
 from validation.networks import random_weights
 
-__all__ = ["FIG1_INITS", "LayerMoments", "empirical_variances", "layer_moments", "nonzero_fraction"]
+__all__ = ["FIG1_INITS", "INPUT_MOMENTS", "RENORM_EVERY", "LayerMoments", "empirical_variances", "layer_moments", "nonzero_fraction"]
 
 #: Initialisers of the Fig. 1 experiment.
 FIG1_INITS = ("he", "glorot", "orthogonal", "gsm", "zero", "zero_star")
