@@ -5,9 +5,7 @@ Each family lives in a private submodule and is re-exported here:
 - dense laws (``_dense``): :func:`dense_weights` (Gaussian, uniform, Rademacher, orthogonal),
   :func:`haar_orthogonal`, :func:`he_sigma_w2`, :func:`glorot_sigma_w2`;
 - looks-linear (``_looks_linear``, seed 001 Sec. 3): :func:`looks_linear`, :func:`gsm`,
-  :func:`orthogonal_looks_linear`, :func:`looks_linear_input`;
-- ZerO (``_zero``, Zhao et al. 2022; seed 002): :func:`zero_weights`, :func:`hadamard`,
-  :func:`zero_network`, :func:`zero_star_network` (ZerO*).
+  :func:`orthogonal_looks_linear`, :func:`looks_linear_input`.
 """
 
 from ._dense import *  # noqa: F401,F403
