@@ -98,6 +98,16 @@ def test_propagate_equals_product_times_input(ws, a, kw):
     assert res.kappa.shape == (len(ws) + 1,) and res.kappa[0] == 4.0
 
 
+@settings(max_examples=30)
+@given(ws=hs.lists(hs.integers(1, 50), min_size=1, max_size=15), a=slopes_st, kw=kw_st, s2=hs.floats(0.01, 100.0))
+def test_propagate_scale_covariance(ws, a, kw, s2):
+    """Scaling the signal by s leaves kappa unchanged and multiplies c by s^4 = sigma_x2^2."""
+    base = K.propagate(4.0, 0.5, ws, a, kw)
+    scaled = K.propagate(4.0, 0.5 * s2**2, ws, a, kw, sigma_x2=s2)
+    np.testing.assert_allclose(scaled.kappa, base.kappa, rtol=1e-10)
+    np.testing.assert_allclose(scaled.c, base.c * s2**2, rtol=1e-10, atol=1e-10 * s2**2 * base.kappa.max())
+
+
 @pytest.mark.parametrize("law,a", [("gaussian", 0.0), ("uniform", 0.1), ("rademacher", 0.0)])
 def test_one_layer_recursion_against_monte_carlo(law, a):
     """One layer of width 5 from Gaussian inputs (moments finite and light-tailed): A k0 vs simulation."""
