@@ -1,0 +1,349 @@
+"""meanfield.kurtosis (seed 002): Prop. 4.3, Lemmas 4.1-4.6, Thm. 4.7, Sec. 5, Props. B.1-B.2."""
+
+import math
+from decimal import Decimal, getcontext
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+from scipy import integrate, stats
+
+from meanfield import kurtosis as K
+from meanfield.init import dense_weights
+from validation._kurtosis_networks import INPUT_MOMENTS, layer_moments, nonzero_fraction
+
+#: Standard errors allowed in Monte-Carlo checks (two-sided 1e-5 per check).
+Z = 4.5
+#: Relative tolerance of products of <= 30 matrices with entries O(1) in float64 (each product
+#: adds a few ulps; 30 products, cond. ~1): 1e-10 leaves ample margin.
+PRODUCT_RTOL = 1e-10
+#: scipy.integrate.quad on smooth, exponentially decaying integrands reaches ~1e-10 absolute.
+QUAD_TOL = 1e-8
+
+widths_st = hs.integers(2, 200)
+slopes_st = hs.floats(-2.0, 2.0, allow_nan=False)
+kw_st = hs.floats(1.0, 12.0, allow_nan=False)
+
+
+# ------------------------------------------------------------------ Lemmas 4.1 / 4.2 by quadrature
+
+
+@pytest.mark.parametrize("a", [0.0, 0.1, 0.5, 1.0])
+@pytest.mark.parametrize("dist", [stats.norm(), stats.laplace(), stats.uniform(-1, 2)])
+def test_lemma_4_1_by_quadrature(a, dist):
+    phi4 = lambda x: (x if x > 0 else a * x) ** 4 * dist.pdf(x)  # noqa: E731
+    lo, hi = dist.support()
+    lo, hi = max(lo, -60.0), min(hi, 60.0)
+    val = integrate.quad(phi4, lo, 0.0, epsabs=1e-12)[0] + integrate.quad(phi4, 0.0, hi, epsabs=1e-12)[0]
+    s2 = dist.var()
+    kappa = K.weight_kurtosis(dist)
+    assert val == pytest.approx((a**4 + 1) / 2 * s2**2 * kappa, abs=QUAD_TOL, rel=1e-9)
+
+
+def test_lemma_4_2_needs_sign_flip_invariance():
+    """E phi^2(x) phi^2(y) = (a^2+1)^2/4 (sigma^4 + c) holds when (x, y) -> (-x, y) leaves the law
+    invariant (true inside a network), but not for every uncorrelated, symmetric, identically
+    distributed pair."""
+    a = 0.3
+    f = lambda t: np.where(t > 0, t, a * t) ** 2  # noqa: E731
+    th = np.linspace(0, 2 * np.pi, 400_001)[:-1]  # uniform angle: invariant pair
+    x, y = np.cos(th), np.sin(th)
+    assert np.mean(f(x) * f(y)) == pytest.approx((a**2 + 1) ** 2 / 4 * np.mean(x**2 * y**2), rel=1e-9)
+    # (1, 1), (-1, -1) w.p. 0.4 each, (2, -2), (-2, 2) w.p. 0.1 each: E xy = 0.8 - 0.8 = 0,
+    # symmetric identical marginals, not invariant. ReLU: LHS = 0.4, the Lemma would give 1.0.
+    pts = np.array([[1, 1], [-1, -1], [2, -2], [-2, 2]], dtype=float)
+    pr = np.array([0.4, 0.4, 0.1, 0.1])
+    assert pr @ (pts[:, 0] * pts[:, 1]) == pytest.approx(0.0, abs=1e-15)
+    relu2 = np.maximum(pts, 0) ** 2
+    lhs = pr @ (relu2[:, 0] * relu2[:, 1])
+    rhs = 0.25 * (pr @ (pts[:, 0] ** 2 * pts[:, 1] ** 2))
+    assert (lhs, rhs) == pytest.approx((0.4, 1.0))
+
+
+# ------------------------------------------------------------------ Prop. 4.3 and Lemma 4.4
+
+
+def test_transition_matrix_printed_form():
+    w, a, kw, s2 = 7, 0.2, 1.8, 1.7
+    s4 = s2**2
+    g = 2 * (a**4 + 1) / (w * (a**2 + 1) ** 2)
+    expected = np.array([[g * kw, 3 * (w - 1) / (w * s4), 3 * (w - 1) / w], [g * s4, (w - 1) / w, -s4 / w], [0, 0, 1]])
+    np.testing.assert_allclose(K.transition_matrix(w, a, kw, s2), expected, rtol=1e-15)
+
+
+@settings(max_examples=40)
+@given(ws=hs.lists(widths_st, min_size=1, max_size=30), a=slopes_st, kw=kw_st, s2=hs.floats(0.1, 10.0))
+def test_every_product_has_lemma_4_4_form(ws, a, kw, s2):
+    p = K.product(ws, a, kw, s2)
+    direct = np.eye(3)
+    for w in ws:
+        direct = K.transition_matrix(w, a, kw, s2) @ direct
+    np.testing.assert_allclose(p.matrix, direct, rtol=PRODUCT_RTOL, atol=PRODUCT_RTOL * np.abs(direct).max())
+    assert p.gamma > 0 and p.alpha >= p.gamma * (1 - 1e-12)
+    assert p.delta > 0 and p.beta >= p.delta * (1 - 1e-12)
+    s4 = s2**2
+    assert direct[0, 2] == pytest.approx(direct[0, 1] * s4, rel=1e-9)
+    assert direct[1, 2] == pytest.approx(s4 * (direct[1, 1] - 1), rel=1e-9, abs=1e-9 * s4)
+
+
+@settings(max_examples=30)
+@given(ws=hs.lists(hs.integers(1, 50), min_size=1, max_size=20), a=slopes_st, kw=kw_st)
+def test_propagate_equals_product_times_input(ws, a, kw):
+    k0 = np.array([4.0, 0.3, 1.0])
+    res = K.propagate(k0[0], k0[1], ws, a, kw)
+    kd = K.product(ws, a, kw).matrix @ k0
+    assert res.kappa[-1] == pytest.approx(kd[0], rel=1e-9)
+    assert res.c[-1] == pytest.approx(kd[1], rel=1e-9, abs=1e-9 * abs(kd[0]))
+    assert res.kappa.shape == (len(ws) + 1,) and res.kappa[0] == 4.0
+
+
+@settings(max_examples=30)
+@given(ws=hs.lists(hs.integers(1, 50), min_size=1, max_size=15), a=slopes_st, kw=kw_st, s2=hs.floats(0.01, 100.0))
+def test_propagate_scale_covariance(ws, a, kw, s2):
+    """Scaling the signal by s leaves kappa unchanged and multiplies c by s^4 = sigma_x2^2."""
+    base = K.propagate(4.0, 0.5, ws, a, kw)
+    scaled = K.propagate(4.0, 0.5 * s2**2, ws, a, kw, sigma_x2=s2)
+    np.testing.assert_allclose(scaled.kappa, base.kappa, rtol=1e-10)
+    np.testing.assert_allclose(scaled.c, base.c * s2**2, rtol=1e-10, atol=1e-10 * s2**2 * base.kappa.max())
+
+
+@pytest.mark.parametrize("law,a", [("gaussian", 0.0), ("uniform", 0.1), ("rademacher", 0.0)])
+def test_one_layer_recursion_against_monte_carlo(law, a):
+    """One layer of width 5 from Gaussian inputs (moments finite and light-tailed): A k0 vs simulation."""
+    n = 200_000
+    sim = layer_moments([5, 5], a, law, n, "gaussian", seed=11)
+    th = K.propagate(3.0, 0.0, [5], a, K.weight_kurtosis(law))
+    m4, m22 = sim.m4[:, 1], sim.m22[:, 1]
+    assert abs(m4.mean() - th.kappa[1]) < Z * m4.std() / math.sqrt(n)
+    assert abs(m22.mean() - 1.0 - th.c[1]) < Z * m22.std() / math.sqrt(n)
+
+
+def test_mixture_input_moments():
+    """x = sqrt(E) g, E ~ Exp(1): kappa0 = 6, c0 = 1 (the simulator's documented input law)."""
+    sim = layer_moments([4], 0.0, "gaussian", 200_000, "mixture", seed=3)
+    kappa0, c0 = INPUT_MOMENTS["mixture"]
+    assert abs(sim.m4[:, 0].mean() - kappa0) < Z * sim.m4[:, 0].std() / math.sqrt(200_000)
+    assert abs(sim.m22[:, 0].mean() - 1 - c0) < Z * sim.m22[:, 0].std() / math.sqrt(200_000)
+
+
+# ------------------------------------------------------------------ Lemma 4.5, spectral radius
+
+
+@settings(max_examples=60)
+@given(w=widths_st, a=slopes_st, kw=kw_st)
+def test_lemma_4_5_spectral_radius_exceeds_one(w, a, kw):
+    td = K.trace_determinant(w, a, kw)
+    am = K.transition_matrix(w, a, kw)[:2, :2]
+    assert td.trace == pytest.approx(np.trace(am), rel=1e-12)
+    assert td.determinant == pytest.approx(np.linalg.det(am), rel=1e-9, abs=1e-14)
+    eig = np.linalg.eigvals(K.transition_matrix(w, a, kw))
+    assert K.spectral_radius(w, a, kw) == pytest.approx(np.max(np.abs(eig)), rel=1e-10)
+    assert td.lambda_max > 1.0 and td.gap > 0.0
+    assert td.lambda_max > abs(td.lambda_min)  # Perron
+    assert td.determinant + 1.0 < td.trace  # the condition missing from the printed proof
+
+
+def test_width_one_linear_rademacher_is_marginal():
+    """The paper's remark: w = 1 needs |a| != 1 or kappa_w != 1; with both equal to 1 rho = 1."""
+    assert K.spectral_radius(1, 1.0, 1.0) == pytest.approx(1.0, abs=1e-15)
+    assert K.propagate(2.0, 0.0, [1] * 1000, 1.0, 1.0).kappa[-1] == pytest.approx(2.0, rel=1e-12)
+    assert K.spectral_radius(1, 0.0, 3.0) == pytest.approx(6.0)  # E w^4 E relu(y)^4 = 3 * 4 * kappa / 2
+
+
+@pytest.mark.parametrize("w", [10, 1000, 10**5, 10**7])
+def test_gap_accurate_at_large_width(w):
+    getcontext().prec = 60
+    a, kw = Decimal("0.1"), Decimal("1.8")
+    r = 2 * (a**4 + 1) / (a**2 + 1) ** 2
+    tr = 1 + (r * kw - 1) / w
+    det = r * (w - 1) * (kw - 3) / Decimal(w) ** 2
+    lam = (tr + (tr * tr - 4 * det).sqrt()) / 2
+    gap = K.trace_determinant(w, 0.1, 1.8).gap
+    assert gap == pytest.approx(float(lam - 1), rel=1e-12)
+
+
+# ------------------------------------------------------------------ Thm. 4.7 and depth 10^4
+
+
+@settings(max_examples=15)
+@given(ws=hs.lists(hs.integers(2, 20), min_size=1, max_size=10), a=slopes_st, kw=kw_st)
+def test_kurtosis_grows_without_bound_for_bounded_widths(ws, a, kw):
+    widths = (ws * (10_000 // len(ws) + 1))[:10_000]
+    res = K.propagate(3.0, 0.0, widths, a, kw)
+    assert np.all(np.isfinite(res.log_kappa)) and not np.isnan(res.c).any()
+    rho_min = min(K.spectral_radius(w, a, kw) for w in set(ws))
+    # kappa_d >= const * rho_min^d: over 10^4 layers at least a fraction of log rho_min per layer
+    assert res.log_kappa[-1] > 0.5 * 10_000 * math.log(rho_min)
+    assert res.log_kappa[-1] > res.log_kappa[5_000] > res.log_kappa[100]
+
+
+def test_depth_1e4_width_1e5_no_overflow():
+    res = K.propagate(3.0, 0.0, [10**5] * 10**4, 0.0, 3.0)
+    assert np.all(np.isfinite(res.kappa)) and np.all(np.isfinite(res.log_kappa))
+    # lambda_max = 1 + 5 / w for Gaussian ReLU (det = 0): kappa_d ~ const * (1 + 5e-5)^d
+    assert res.log_kappa[-1] - res.log_kappa[-2] == pytest.approx(math.log1p(5e-5), rel=1e-3)
+    big = K.propagate(3.0, 0.0, [2] * 10**4)
+    assert math.isinf(big.kappa[-1]) and math.isfinite(big.log_kappa[-1])
+    assert big.log_kappa[-1] == pytest.approx(10**4 * math.log(3.5), rel=1e-3)  # rho(A_2) = 3.5
+    p = K.product([2] * 10**4)
+    assert math.isinf(p.alpha) and math.isfinite(p.log_alpha) and not np.isnan(p.matrix).any()
+
+
+@pytest.mark.parametrize("w,t", [(10, 1e3), (200, 1e3), (2, 1e100), (10**5, 1e6)])
+def test_depth_to_kurtosis(w, t):
+    d = K.depth_to_kurtosis(t, 3.0, 0.0, w)
+    if d <= 10**5:
+        res = K.propagate(3.0, 0.0, [w] * d)
+        assert res.kappa[d] >= t * (1 - 1e-9) and res.kappa[d - 1] < t
+    else:  # beyond a direct propagation's comfortable size: log-scale matrix powers agree
+        assert K._log_kappa_power(w, 0.0, 3.0, 1.0, 3.0, 0.0, d) >= math.log(t)
+        assert K._log_kappa_power(w, 0.0, 3.0, 1.0, 3.0, 0.0, d - 1) < math.log(t)
+
+
+def test_log_power_matches_propagate():
+    res = K.propagate(3.5, 0.2, [7] * 300, 0.1, 1.8)
+    for d in (1, 2, 17, 300):
+        assert K._log_kappa_power(7, 0.1, 1.8, 1.0, 3.5, 0.2, d) == pytest.approx(res.log_kappa[d], rel=1e-12)
+
+
+# ------------------------------------------------------------------ weights and inputs
+
+
+def test_weight_kurtosis_named_and_scipy():
+    assert K.weight_kurtosis("gaussian") == 3.0
+    assert K.weight_kurtosis("uniform") == 1.8
+    assert K.weight_kurtosis("rademacher") == 1.0
+    assert K.weight_kurtosis(stats.norm(0, 3)) == pytest.approx(3.0)
+    assert K.weight_kurtosis(stats.uniform(-2, 4)) == pytest.approx(1.8)
+    assert K.weight_kurtosis(stats.laplace()) == pytest.approx(6.0)
+
+
+@pytest.mark.parametrize("law", ["gaussian", "uniform", "rademacher"])
+def test_weight_kurtosis_matches_sampled_weights(law):
+    w = dense_weights(400, 500, 2.0, law, seed=5).ravel()
+    m2, m4 = np.mean(w**2), np.mean(w**4)
+    # kurtosis of 2e5 i.i.d. draws: standard error below 0.02 for these laws (8th moments finite)
+    assert m4 / m2**2 == pytest.approx(K.weight_kurtosis(law), abs=0.06)
+
+
+def test_input_statistics_hand_example_and_gaussian():
+    st = K.input_statistics([[1.0, -1.0], [2.0, 0.0]])
+    assert (st.sigma_x2, st.kappa0, st.c0) == pytest.approx((1.5, 2.0, -1.75))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((20_000, 30))
+    st = K.input_statistics(x)
+    assert st.kappa0 == pytest.approx(3.0, abs=0.05) and st.c0 == pytest.approx(0.0, abs=0.02)
+    e = rng.exponential(size=(20_000, 1))
+    st = K.input_statistics(np.sqrt(e) * rng.standard_normal((20_000, 30)))
+    assert st.kappa0 == pytest.approx(6.0, rel=0.05) and st.c0 == pytest.approx(1.0, abs=0.1)
+
+
+@pytest.mark.parametrize("kw,law", [(3.0, "gaussian"), (1.0, "rademacher")])
+def test_input_statistics_projected_against_monte_carlo(kw, law):
+    """Prop. 3.3 projection z = W x of digits rows: exact averages over W versus sampled W."""
+    from meanfield.data import load_digits
+
+    x = load_digits(n_samples=300, standardized=True).x
+    st = K.input_statistics(x, "projected", kw)
+    rng = np.random.default_rng(8)
+    n_w = 2000
+    w = np.stack([dense_weights(2, 64, 1.0, law, rng=rng) for _ in range(n_w)])  # (n_w, 2, 64)
+    z = np.einsum("kij,nj->kni", w, x)  # (n_w, 300, 2)
+    m4 = (z**4).mean(axis=(1, 2))  # per W draw (inputs averaged exactly)
+    m22 = (z[..., 0] ** 2 * z[..., 1] ** 2).mean(axis=1)
+    s4 = st.sigma_x2**2
+    assert abs(m4.mean() / s4 - st.kappa0) < Z * m4.std() / math.sqrt(n_w) / s4
+    assert abs(m22.mean() - s4 - st.c0) < Z * m22.std() / math.sqrt(n_w)
+    assert abs((z**2).mean() - st.sigma_x2) < 0.05
+
+
+# ------------------------------------------------------------------ Sec. 5: empirical variance
+
+
+@settings(max_examples=40)
+@given(kappa=hs.floats(1.0, 1e6), n=hs.integers(2, 10_000), s2=hs.floats(0.01, 100.0))
+def test_gamma_approximation_moments(kappa, n, s2):
+    ev = K.empirical_variance_distribution(kappa, n, s2)
+    assert ev.dist.mean() == pytest.approx(s2, rel=1e-10)
+    assert ev.dist.var() == pytest.approx(ev.var_s2, rel=1e-10)
+    assert ev.var_s2 == pytest.approx((kappa - (n - 3) / (n - 1)) * s2**2 / n, rel=1e-12)
+    assert ev.df == pytest.approx(2 * s2**2 / ev.var_s2, rel=1e-12)
+
+
+def test_gaussian_sample_variance_is_chi_square():
+    """kappa = 3: Var S_n^2 = 2 sigma^4 / (n - 1) and the Gamma law is the exact scaled chi^2 ... up to n vs n-1."""
+    for n in (5, 50):
+        ev = K.empirical_variance_distribution(3.0, n, 2.0)
+        assert ev.var_s2 == pytest.approx(2 * 4.0 / (n - 1), rel=1e-12)
+        assert ev.df == pytest.approx(n - 1, rel=1e-12)  # the exact chi^2 degrees of freedom
+
+
+def test_vanishing_empirical_variance_as_kurtosis_grows():
+    probs = [K.empirical_variance_distribution(k, 1000).prob_below(1e-3) for k in (3.0, 1e2, 1e4, 1e6, 1e8)]
+    assert np.all(np.diff(probs) > 0) and probs[0] < 1e-10 and probs[-1] > 0.9
+    q = K.empirical_variance_distribution(1e4, 100).quantile([0.9, 0.99, 0.999])
+    assert np.all(np.diff(q) > 0)
+
+
+# ------------------------------------------------------------------ Props. B.1, B.2
+
+
+def test_prop_b1_width_one():
+    np.testing.assert_allclose(K.nonzero_probability([1] * 10), 0.5 ** np.arange(11), rtol=1e-14)
+    assert K.nonzero_probability([1] * 2000)[-1] == 0.0 or K.nonzero_probability([1] * 2000)[-1] < 1e-300
+
+
+@pytest.mark.parametrize("law", ["gaussian", "uniform", "orthogonal"])
+def test_prop_b2_against_simulation(law):
+    widths = [3, 2, 1, 2, 3]
+    n = 100_000
+    p = K.nonzero_probability(widths[:-1])
+    f = nonzero_fraction(widths, law, n, seed=21)
+    se = np.sqrt(p * (1 - p) / n)
+    assert np.all(np.abs(f - p) <= Z * se + 1e-15)
+
+
+def test_prop_b2_fails_for_rademacher_at_width_two():
+    """Equal entries arise with probability > 0 and a (+1, -1) row then zeroes them exactly."""
+    widths = [2] * 9
+    n = 100_000
+    p = K.nonzero_probability(widths[:-1])[-1]
+    f = nonzero_fraction(widths, "rademacher", n, seed=22)[-1]
+    assert p - f > 10 * math.sqrt(p * (1 - p) / n)
+
+
+# ------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: K.transition_matrix(0),
+        lambda: K.transition_matrix(3, weight_kurtosis=0.5),
+        lambda: K.transition_matrix(3, sigma_x2=-1.0),
+        lambda: K.transition_matrix(3, slope=float("nan")),
+        lambda: K.propagate(3.0, -2.0, [3]),
+        lambda: K.propagate(0.5, 0.0, [3]),
+        lambda: K.propagate(3.0, 0.0, []),
+        lambda: K.propagate(3.0, 0.0, [3, 0]),
+        lambda: K.propagate(3.0, 0.0, [2.5]),
+        lambda: K.product([]),
+        lambda: K.spectral_radius(0),
+        lambda: K.weight_kurtosis("orthogonal"),
+        lambda: K.weight_kurtosis(stats.t(3)),
+        lambda: K.input_statistics(np.ones(5)),
+        lambda: K.input_statistics(np.zeros((3, 4))),
+        lambda: K.input_statistics(np.ones((3, 4)), method="sampled"),
+        lambda: K.empirical_variance_distribution(0.5, 10),
+        lambda: K.empirical_variance_distribution(3.0, 1),
+        lambda: K.empirical_variance_distribution(3.0, 10, 0.0),
+        lambda: K.empirical_variance_distribution(3.0, 10).quantile(1.5),
+        lambda: K.nonzero_probability([0]),
+        lambda: K.depth_to_kurtosis(1e9, 2.0, 0.0, 1, 1.0, 1.0, max_depth=100),
+        lambda: K.depth_to_kurtosis(-1.0, 3.0, 0.0, 4),
+    ],
+)
+def test_bad_input_raises(call):
+    with pytest.raises(ValueError):
+        call()
