@@ -14,3 +14,7 @@ from ._looks_linear import *  # noqa: F401,F403
 from ._looks_linear import __all__ as _looks_linear_all
 
 __all__ = list(_dense_all) + list(_looks_linear_all)
+from ._symmetry import *  # noqa: F401,F403,E402
+from ._symmetry import __all__ as _symmetry_all  # noqa: E402
+
+__all__ += list(_symmetry_all)

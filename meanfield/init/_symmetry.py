@@ -1,0 +1,222 @@
+"""Deterministic, symmetric-feature initialisations of Blumenfeld, Gilboa & Soudry (2020), seed 000.
+
+- :func:`delta_kernel`: the delta kernel ``Delta`` of eq. 7;
+- :func:`averaging_conv`: ``Delta (x) (1 / n_in) 1 1^T``, ConstNet's first layer and, with a 1 x 1
+  kernel, the constant widening convolution (App. A);
+- :func:`constnet`: every tensor of a ConstNet at initialisation (Sec. 2.2, 3.1, App. A);
+- :func:`channel_matrix`, :func:`leakynet`: LeakyNet's ``Delta (x) s_l M_l`` tensors with ``M_l``
+  the identity (``'I'``) or ``1 1^T / n`` (``'1'``) and ``s_l = -1 / rho`` on odd layers (Sec. 5.1,
+  App. H);
+- :func:`looks_linear_delta_orthogonal`: ``Delta (x) [[U, -U], [-U, U]]`` with Haar ``U`` (eq. 8, App. B).
+
+Layout: convolution tensors have the paper's shape ``(k_1, ..., k_d, n_out, n_in)`` (Sec. 4.1),
+the layout of :mod:`meanfield.symmetry`; dense tensors ``(n_out, n_in)``. (The periodic-conv
+simulator of :mod:`validation.networks` takes ``(..., c_in, c_out)``: swap the last two axes.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._checks import check_int, check_nonnegative, check_positive, check_rng
+from ._dense import haar_orthogonal
+from ._looks_linear import looks_linear
+
+__all__ = [
+    "ConstNetInit",
+    "averaging_conv",
+    "channel_matrix",
+    "constnet",
+    "delta_kernel",
+    "leakynet",
+    "looks_linear_delta_orthogonal",
+]
+
+
+def _kernel_shape(kernel_shape):
+    if isinstance(kernel_shape, (int, np.integer)):
+        kernel_shape = (kernel_shape,)
+    ks = tuple(check_int(k, "kernel_shape", 1) for k in kernel_shape)
+    if not 1 <= len(ks) <= 2 or any(k % 2 == 0 for k in ks):
+        raise ValueError(f"kernel_shape must be 1 or 2 odd sizes (2k+1), got {kernel_shape!r}")
+    return ks
+
+
+def delta_kernel(kernel_shape=(3, 3)) -> np.ndarray:
+    """The delta kernel of eq. 7: ``Delta_ij = delta_i0 delta_j0`` with offsets indexed ``-k .. k``.
+
+    Parameters
+    ----------
+    kernel_shape : int or tuple of odd int
+        ``(2k+1,)`` or ``(2k+1, 2k+1)``.
+    """
+    ks = _kernel_shape(kernel_shape)
+    d = np.zeros(ks)
+    d[tuple(k // 2 for k in ks)] = 1.0
+    return d
+
+
+def _kron_delta(ks, m):
+    return delta_kernel(ks)[(...,) + (None, None)] * m
+
+
+def averaging_conv(n_out, n_in, kernel_shape=(3, 3)) -> np.ndarray:
+    """``Delta (x) (1 / n_in) 1 1^T`` of shape ``(*kernel_shape, n_out, n_in)``: averages the input channels.
+
+    ConstNet's first convolution (App. A: ``F_kl = delta_k1 delta_l1 / n_in``) and, with
+    ``kernel_shape=(1, 1)``, the constant ``1 / n`` widening convolution.
+    """
+    n_out = check_int(n_out, "n_out", 1)
+    n_in = check_int(n_in, "n_in", 1)
+    return _kron_delta(_kernel_shape(kernel_shape), np.full((n_out, n_in), 1.0 / n_in))
+
+
+@dataclass(frozen=True)
+class ConstNetInit:
+    """Every tensor of a ConstNet at initialisation (seed 000, Sec. 3.1 eq. 4, App. A, Fig. 13).
+
+    The network is ``first -> [blocks of stage 0] -> widen -> [blocks of stage 1] -> ... -> pool -> head``:
+
+    - ``first``: averaging convolution from the ``n_input`` data channels to ``widths[0]``;
+    - ``blocks[s]``: zero residual-branch kernels ``(*k, n_s, n_s)`` of the ConstNet blocks
+      ``CB(a) = a + W * g(a) + b`` (eq. 4's ``O_i``) of stage ``s``;
+    - ``widen_skip[s]``: the constant ``1 / n_s`` 1 x 1 convolution ``(1, 1, n_{s+1}, n_s)`` of the
+      widening block between stages ``s`` and ``s + 1`` (applied with stride ``stride``);
+    - ``widen_branch[s]``: its zero branch kernel ``(*k, n_{s+1}, n_s)``;
+    - ``head``: the zero fully connected layer ``(n_classes, widths[-1])``.
+
+    Biases are zero and not stored.
+    """
+
+    first: np.ndarray
+    blocks: tuple
+    widen_skip: tuple
+    widen_branch: tuple
+    head: np.ndarray
+    widths: tuple
+    stride: int
+
+
+def constnet(widths=(16, 32, 64), blocks_per_stage=2, n_input=3, n_classes=10, kernel_shape=(3, 3), stride=2) -> ConstNetInit:
+    """ConstNet at initialisation: averaging first layer, zero single-operation residual blocks,
+    widening blocks with stride and a constant ``1 / n`` 1 x 1 conv, zero head (seed 000, App. A).
+
+    Parameters
+    ----------
+    widths : sequence of int
+        Channel count of each stage (the paper widens by ``s``: ``n_{s+1} = s n_s``; any widths are allowed).
+    blocks_per_stage : int
+        ConstNet blocks per stage (>= 0).
+    n_input : int
+        Data channels (3 for RGB).
+    n_classes : int
+    kernel_shape : tuple of odd int
+        Spatial kernel, 1-D or 2-D.
+    stride : int
+        Spatial stride of each widening block (>= 1).
+    """
+    widths = tuple(check_int(n, "widths", 1) for n in widths)
+    if not widths:
+        raise ValueError("widths must hold at least one stage width")
+    b = check_int(blocks_per_stage, "blocks_per_stage", 0)
+    n_input = check_int(n_input, "n_input", 1)
+    n_classes = check_int(n_classes, "n_classes", 1)
+    ks = _kernel_shape(kernel_shape)
+    stride = check_int(stride, "stride", 1)
+    ones = (1,) * len(ks)
+    return ConstNetInit(
+        first=averaging_conv(widths[0], n_input, ks),
+        blocks=tuple(tuple(np.zeros(ks + (n, n)) for _ in range(b)) for n in widths),
+        widen_skip=tuple(averaging_conv(m, n, ones) for n, m in zip(widths[:-1], widths[1:])),
+        widen_branch=tuple(np.zeros(ks + (m, n)) for n, m in zip(widths[:-1], widths[1:])),
+        head=np.zeros((n_classes, widths[-1])),
+        widths=widths,
+        stride=stride,
+    )
+
+
+def channel_matrix(n, kind="I", gamma=None) -> np.ndarray:
+    """LeakyNet's channel matrix: ``I`` (``'I'``), ``1 1^T / n`` (``'1'``), or ``gamma I + (1 - gamma) 1 1^T / n`` (App. J).
+
+    Both ``'I'`` and ``'1'`` map symmetric features (all channels equal) to themselves (App. H).
+    """
+    n = check_int(n, "n", 1)
+    if gamma is not None:
+        gamma = check_nonnegative(gamma, "gamma")
+        if gamma > 1:
+            raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
+        return gamma * np.eye(n) + (1.0 - gamma) * np.full((n, n), 1.0 / n)
+    if kind == "I":
+        return np.eye(n)
+    if kind == "1":
+        return np.full((n, n), 1.0 / n)
+    raise ValueError(f"kind must be 'I' or '1', got {kind!r}")
+
+
+def leakynet(kinds, n, rho=0.01, kernel_shape=(3, 3), gamma=None) -> list:
+    """LeakyNet tensors ``W_l = s_l Delta (x) M_l``, ``s_l = -1 / rho`` for odd ``l`` (1-based), else 1.
+
+    With leaky-ReLU slope ``rho`` and ``h^l = W_l * sigma_rho(h^{l-1})``, two consecutive layers
+    compose to ``-x`` on symmetric features (``sigma_rho(-sigma_rho(x) / rho) = -x``, Sec. 5.1), so
+    the pre-activations repeat with period 4 (App. H): ``h^0, -sigma(h^0)/rho, -h^0, -sigma(-h^0)/rho``.
+
+    Parameters
+    ----------
+    kinds : sequence of {"I", "1"}
+        Channel matrix of each layer.
+    n : int
+        Channels.
+    rho : float
+        Leaky-ReLU slope in (0, 1].
+    kernel_shape : tuple of odd int
+    gamma : sequence of float, optional
+        Mixture ``gamma_l I + (1 - gamma_l) 11^T / n`` per layer (App. J) instead of ``kinds``.
+
+    Returns
+    -------
+    list of ndarray, each ``(*kernel_shape, n, n)``
+    """
+    rho = check_positive(rho, "rho")
+    if rho > 1:
+        raise ValueError(f"rho must lie in (0, 1], got {rho}")
+    kinds = list(kinds)
+    ks = _kernel_shape(kernel_shape)
+    if gamma is not None and len(gamma) != len(kinds):
+        raise ValueError(f"gamma must have one value per layer ({len(kinds)}), got {len(gamma)}")
+    out = []
+    for layer, kind in enumerate(kinds, start=1):
+        m = channel_matrix(n, kind, None if gamma is None else gamma[layer - 1])
+        out.append(_kron_delta(ks, (-1.0 / rho if layer % 2 else 1.0) * m))
+    return out
+
+
+def looks_linear_delta_orthogonal(n, kernel_shape=(3, 3), gain=1.0, rng=None, seed=None) -> np.ndarray:
+    """``Delta (x) [[U, -U], [-U, U]]`` with ``U`` Haar orthogonal of size ``n / 2`` (eq. 8 of seed 000).
+
+    For an input ``[x, 0]`` (or any pre-activation of the form ``[a, -a]`` after a ReLU), the
+    pre-activations of consecutive layers are related by the rotation ``diag(U, U)`` (eq. 9) surely,
+    at any width.
+
+    Parameters
+    ----------
+    n : int
+        Channels (even, >= 2).
+    kernel_shape : tuple of odd int
+    gain : float
+        Multiplies ``U``.
+    rng, seed
+        Random source.
+
+    Returns
+    -------
+    ndarray, shape (*kernel_shape, n, n)
+    """
+    n = check_int(n, "n", 2)
+    if n % 2:
+        raise ValueError(f"n must be even for a looks-linear layer, got {n}")
+    gain = check_nonnegative(gain, "gain")
+    rng = check_rng(rng, seed)
+    u = gain * haar_orthogonal(n // 2, n // 2, rng=rng)
+    return _kron_delta(_kernel_shape(kernel_shape), looks_linear(u))
