@@ -309,16 +309,16 @@ def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
     """Propagate symmetric features plus a perturbation through a LeakyNet stack (App. G, H of seed 000).
 
     Layer ``l`` (1-based) computes ``h^l = s_l M_l sigma_rho(h^{l-1})`` at every spatial location
-    (delta kernel, eq. 7), with ``M_l = I`` (``'I'``) or ``11^T / n`` (``'1'``) and the sign/scale
-    ``s_l = -1 / rho`` on odd layers, 1 on even ones, so that two layers compose to ``-x``
-    (``sigma_rho(-sigma_rho(x) / rho) = -x``). The input is ``h^0 = alpha + epsilon``; ``h^0``
-    itself is passed through the first layer *without* an activation, matching App. G's
-    ``Delta (x) M * (alpha + epsilon)``, i.e. layer 1 computes ``s_1 M_1 h^0``.
+    (delta kernel, eq. 7), with ``M_l = I`` (``'I'``) or ``11^T / n`` (``'1'``) and ``s_l = -1 / rho``
+    on odd layers, 1 on even ones, so that two layers compose to ``-x``
+    (``sigma_rho(-sigma_rho(x) / rho) = -x``) and the features repeat with period 4 (App. H).
+    The input is ``h^0 = alpha + epsilon``.
 
     Parameters
     ----------
     alpha : array_like, shape (..., n)
-        Features, channels last (the symmetric part when all channels are equal).
+        Features, channels last (the symmetric part when all channels are equal); leading axes are
+        spatial locations / inputs.
     epsilon : array_like, same shape
         Perturbation.
     kinds : sequence of {"I", "1"}
@@ -327,15 +327,16 @@ def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
         Leaky-ReLU slope in (0, 1].
     gamma : sequence of float, optional
         If given, layer ``l`` uses ``gamma_l I + (1 - gamma_l) 11^T / n`` instead (App. J's
-        mixture) and ``kinds`` is ignored except for its length.
+        mixture); ``kinds`` then only sets the depth.
 
     Returns
     -------
     ndarray, shape (len(kinds) + 1,)
-        :func:`perturbation_ratio` of ``h^0 .. h^L``. An ``'I'`` layer without activation keeps the
-        ratio; a ``'1'`` layer sets it to exactly 0 (the perturbation's channel mean joins the
-        symmetric part; its norm is ``~ 1 / sqrt(n)`` of the perturbation's for independent
-        components, App. G).
+        :func:`perturbation_ratio` of ``h^0 .. h^L``. A ``'1'`` layer sets it to exactly 0 (the
+        perturbation's channel mean joins the symmetric part; for independent components that
+        mean carries ``1 / sqrt(n)`` of the perturbation's norm, App. G). An ``'I'`` layer keeps it
+        exactly while the perturbation flips no sign (the leaky ReLU then scales a location's
+        channels alike); otherwise the nonlinearity changes it by O(1) factors, not with depth.
     """
     a = as_float_array(alpha, "alpha")
     e = as_float_array(epsilon, "epsilon")
@@ -355,7 +356,7 @@ def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
     h = a + e
     ratios = [perturbation_ratio(h)]
     for layer, kind in enumerate(kinds, start=1):
-        x = h if layer == 1 else _leaky(h, rho)
+        x = _leaky(h, rho)
         mean = x.mean(axis=-1, keepdims=True)
         if gamma is not None:
             mixed = gamma[layer - 1] * x + (1.0 - gamma[layer - 1]) * mean

@@ -107,8 +107,8 @@ def constnet(widths=(16, 32, 64), blocks_per_stage=2, n_input=3, n_classes=10, k
     ----------
     widths : sequence of int
         Channel count of each stage (the paper widens by ``s``: ``n_{s+1} = s n_s``; any widths are allowed).
-    blocks_per_stage : int
-        ConstNet blocks per stage (>= 0).
+    blocks_per_stage : int or sequence of int
+        ConstNet blocks per stage (>= 0), one number for all stages or one per stage.
     n_input : int
         Data channels (3 for RGB).
     n_classes : int
@@ -120,7 +120,11 @@ def constnet(widths=(16, 32, 64), blocks_per_stage=2, n_input=3, n_classes=10, k
     widths = tuple(check_int(n, "widths", 1) for n in widths)
     if not widths:
         raise ValueError("widths must hold at least one stage width")
-    b = check_int(blocks_per_stage, "blocks_per_stage", 0)
+    if isinstance(blocks_per_stage, (int, np.integer)):
+        blocks_per_stage = [blocks_per_stage] * len(widths)
+    counts = [check_int(b, "blocks_per_stage", 0) for b in blocks_per_stage]
+    if len(counts) != len(widths):
+        raise ValueError(f"blocks_per_stage must give one count per stage ({len(widths)}), got {len(counts)}")
     n_input = check_int(n_input, "n_input", 1)
     n_classes = check_int(n_classes, "n_classes", 1)
     ks = _kernel_shape(kernel_shape)
@@ -128,7 +132,7 @@ def constnet(widths=(16, 32, 64), blocks_per_stage=2, n_input=3, n_classes=10, k
     ones = (1,) * len(ks)
     return ConstNetInit(
         first=averaging_conv(widths[0], n_input, ks),
-        blocks=tuple(tuple(np.zeros(ks + (n, n)) for _ in range(b)) for n in widths),
+        blocks=tuple(tuple(np.zeros(ks + (n, n)) for _ in range(b)) for n, b in zip(widths, counts)),
         widen_skip=tuple(averaging_conv(m, n, ones) for n, m in zip(widths[:-1], widths[1:])),
         widen_branch=tuple(np.zeros(ks + (m, n)) for n, m in zip(widths[:-1], widths[1:])),
         head=np.zeros((n_classes, widths[-1])),
