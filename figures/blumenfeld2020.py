@@ -47,7 +47,7 @@ def fig_1(out_dir, full=False, backend="numpy", seed=0):
     xtr, ytr, xte, yte = x[:n_train], y[:n_train], x[n_train:], y[n_train:]
     width = 64
     ks = [1, 2, 4, 8, 16, 64] if not full else [1, 2, 4, 8, 16, 32, 64]
-    lams = [0.0, 0.1]
+    lams = [0.0, 0.1, 0.5]
     n_seeds = 4 if not full else 30
     regimes = {"lr 0.1, 1000 steps (paper's lr)": (0.1, 1000 if not full else 7500), "lr 0.01, 300 steps": (0.01, 300)}
     data = {"width": width, "K": ks, "lambda": lams, "n_seeds": n_seeds, "n_train": n_train, "n_test": len(yte)}
@@ -87,9 +87,9 @@ def _he_constnet(widths, blocks, n_input, n_classes, seed):
 @functools.lru_cache(maxsize=4)
 def _constnet_runs(full, seed):
     x, y = _digits(seed=seed)
-    n = 512 if full else 128
+    n = 512 if full else 64
     x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
-    steps = 150 if full else 30
+    steps = 150 if full else 25
     widths, blocks = (8, 16, 32), 1
     runs = {}
     variants = {
@@ -120,7 +120,8 @@ def fig_3(out_dir, full=False, backend="numpy", seed=0):
     axes[0].set_ylabel("$C_f$ (solid), $C_b$ (dashed)")
     axes[0].legend(fontsize=7)
     axes[1].set_xlabel("full-batch step")
-    axes[1].set_ylabel("$1 - C_f$ (deterministic stays exactly 0: not drawn)")
+    axes[1].set_ylabel("$1 - C_f$")
+    axes[1].set_title("deterministic: exactly 0 at every step (not drawn)", fontsize=8)
     axes[1].set_ylim(1e-30, 2)
     fig.suptitle("ConstNet on digits: weight correlations of conv 'block1_0' (Fig. 3 analogue)")
     return save_figure(fig, out_dir, "blumenfeld2020_fig_3", data)

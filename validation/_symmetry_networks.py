@@ -47,10 +47,11 @@ def _offsets(kernel_shape):
 
 
 def conv(x, kernel, spatial_dims, backend="numpy"):
-    """:func:`validation.networks.periodic_conv` for one shared kernel ``(*k, c_in, c_out)``, as 2-D GEMMs.
+    """:func:`validation.networks.periodic_conv` for one shared kernel ``(*k, c_in, c_out)``, skipping zero taps.
 
-    (``periodic_conv`` broadcasts ``(batch, *spatial, c_in) @ (c_in, c_out)`` as a stack of tiny
-    matrix products; flattening batch and space into one GEMM is ~50x faster for small channels.)
+    Products are broadcast as stacks of small matrix products (one per row of the image): a single
+    flattened tall GEMM goes to multi-threaded BLAS, whose spinning threads were measured 10-40x
+    slower on an oversubscribed 2-core machine (``benchmarks/symmetry.py``).
     """
     xp = get_backend(backend).xp
     axes = tuple(range(1, 1 + spatial_dims))
@@ -62,7 +63,7 @@ def conv(x, kernel, spatial_dims, backend="numpy"):
         if not xp.any(k):
             continue
         shifted = xp.roll(x, tuple(-b for b in beta), axis=axes) if any(beta) else x
-        term = (shifted.reshape(-1, x.shape[-1]) @ k).reshape(flat + (k.shape[-1],))
+        term = shifted @ k
         out = term if out is None else out + term
     if out is None:
         out = xp.zeros(flat + (kernel.shape[-1],))
@@ -81,7 +82,7 @@ def conv_transpose(g, kernel, spatial_dims, backend="numpy"):
         if not xp.any(k):
             continue
         shifted = xp.roll(g, beta, axis=axes) if any(beta) else g
-        term = (shifted.reshape(-1, g.shape[-1]) @ k.T).reshape(flat + (k.shape[-2],))
+        term = shifted @ k.T
         out = term if out is None else out + term
     if out is None:
         out = xp.zeros(flat + (kernel.shape[-2],))
@@ -95,7 +96,8 @@ def conv_weight_grad(x, g, kernel_shape, xp=np):
     out = xp.empty(tuple(kernel_shape) + (x.shape[-1], g.shape[-1]))
     for index, beta in _offsets(kernel_shape):
         shifted = xp.roll(x, tuple(-b for b in beta), axis=axes) if any(beta) else x
-        out[index] = shifted.reshape(-1, x.shape[-1]).T @ g.reshape(-1, g.shape[-1])
+        a = shifted.reshape(x.shape[0], -1, x.shape[-1])
+        out[index] = (xp.swapaxes(a, 1, 2) @ g.reshape(g.shape[0], -1, g.shape[-1])).sum(axis=0)
     return out
 
 
