@@ -13,7 +13,8 @@ data set) with small networks, so the *mechanisms* are reproduced, not the paper
 - ``fig_6``: ``1 - C_f``, ``1 - C_b``, ``1 - C_t`` of every convolution of the '0'-initialised
   ConstNet with 1 % dropout over training (Fig. 6 analogue).
 - ``fig_9``: symmetry-breaking perturbation ratio of the forward features, layer by layer, of
-  LeakyNets with mixed 'I' / '1' layers during noisy training (Fig. 9 analogue); ``fig_10`` the
+  LeakyNets with mixed 'I' / '1' layers during training with relative gradient noise 1e-6 (a model
+  of non-deterministic rounding; Fig. 9 analogue); ``fig_10`` the
   same for the backward features (Fig. 10 analogue).
 - ``table_correlations``: closed-form C_f, C_b after eq. 6 next to values measured on tensors.
 """
@@ -48,7 +49,7 @@ def fig_1(out_dir, full=False, backend="numpy", seed=0):
     width = 64
     ks = [1, 2, 4, 8, 16, 64] if not full else [1, 2, 4, 8, 16, 32, 64]
     lams = [0.0, 0.1, 0.5]
-    n_seeds = 4 if not full else 30
+    n_seeds = 6 if not full else 30
     regimes = {"lr 0.1, 1000 steps (paper's lr)": (0.1, 1000 if not full else 7500), "lr 0.01, 300 steps": (0.01, 300)}
     data = {"width": width, "K": ks, "lambda": lams, "n_seeds": n_seeds, "n_train": n_train, "n_test": len(yte)}
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=False)
@@ -87,9 +88,9 @@ def _he_constnet(widths, blocks, n_input, n_classes, seed):
 @functools.lru_cache(maxsize=4)
 def _constnet_runs(full, seed):
     x, y = _digits(seed=seed)
-    n = 512 if full else 64
+    n = 512 if full else 128
     x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
-    steps = 150 if full else 25
+    steps = 600 if full else 100
     widths, blocks = (8, 16, 32), 1
     runs = {}
     variants = {
@@ -156,13 +157,13 @@ LEAKY_CONFIGS = {
 @functools.lru_cache(maxsize=4)
 def _leaky_runs(full, seed):
     x, y = _digits(seed=seed)
-    n = 256 if full else 64
+    n = 256 if full else 128
     x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
-    steps = 100 if full else 15
+    steps = 100 if full else 30
     runs = {}
     for name in progress(LEAKY_CONFIGS, desc="LeakyNet training"):
         net = LeakyNet.initial(list(LEAKY_CONFIGS[name]), n=8, n_input=1, n_classes=10, rho=0.01)
-        runs[name] = train(net, x, y, steps, lr=0.02, grad_noise=1e-6, seed=seed, ratios=True)
+        runs[name] = train(net, x, y, steps, lr=0.02, grad_noise=1e-6, relative_noise=True, seed=seed, ratios=True)
     return runs, steps
 
 
@@ -186,7 +187,7 @@ def _ratio_figure(out_dir, full, seed, which):
         data[name] = arr
     axes[0].set_ylabel("$\\|(I - 11^T/n) a\\| / \\|a\\|$" if which == "forward" else "$\\|(I - 11^T/n) \\partial L/\\partial a\\| / \\|\\partial L/\\partial a\\|$")
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"LeakyNet on digits, gradient noise 1e-6: {which} symmetry-breaking perturbation "
+    fig.suptitle(f"LeakyNet on digits, relative gradient noise 1e-6: {which} symmetry-breaking perturbation "
                  "(dashed: '1' layers; step 0 is exactly 0)")
     return save_figure(fig, out_dir, f"blumenfeld2020_fig_{9 if which == 'forward' else 10}", data)
 

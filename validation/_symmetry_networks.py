@@ -381,9 +381,11 @@ class TrainingRecord:
     backward_ratio: np.ndarray | None
 
 
-def train(net, x, y, steps, lr=0.1, dropout=0.0, grad_noise=0.0, seed=0, ratios=False) -> TrainingRecord:
+def train(net, x, y, steps, lr=0.1, dropout=0.0, grad_noise=0.0, relative_noise=False, seed=0, ratios=False) -> TrainingRecord:
     """Deterministic full-batch gradient descent on ``(x, y)``, optionally with dropout on every
-    activation or Gaussian noise of standard deviation ``grad_noise`` added to every gradient entry.
+    activation or Gaussian noise of standard deviation ``grad_noise`` added to every gradient entry
+    (``relative_noise=True``: ``grad_noise`` times the tensor's root-mean-square gradient, a model of
+    rounding noise in non-deterministic reductions, which scales with the numbers summed).
 
     With neither, nothing random enters and a network with symmetric features keeps them: C_f and
     C_b stay exactly 1 (the "Deterministic" row of Table 1 of seed 000).
@@ -413,7 +415,8 @@ def train(net, x, y, steps, lr=0.1, dropout=0.0, grad_noise=0.0, seed=0, ratios=
             break
         for k, g in grads.items():
             if grad_noise > 0:
-                g = g + grad_noise * rng.standard_normal(g.shape)
+                std = grad_noise * (float(xp.sqrt(xp.mean(g * g))) if relative_noise else 1.0)
+                g = g + std * rng.standard_normal(g.shape)
             net.params[k] = net.params[k] - lr * g
     return TrainingRecord(
         names,

@@ -35,7 +35,7 @@ import numpy as np
 from meanfield import init as mf_init
 from meanfield import symmetry
 
-from ._report import Z_DEFAULT, Comparison, mean_and_stderr
+from ._report import Comparison, mean_and_stderr
 from ._runner import main_for, progress
 from ._symmetry_networks import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent, train
 from .backend import get_backend, to_numpy
@@ -253,8 +253,6 @@ def run(backend="numpy", full=False, seed=0) -> list[Comparison]:
             rows += _breaking_rows(backend, full, seed)
     return rows
 
-
-_ = Z_DEFAULT  # tolerances use the default z of validation._report
 
 if __name__ == "__main__":
     raise SystemExit(main_for(run, __name__))
