@@ -7,6 +7,8 @@ data set) with small networks, so the *mechanisms* are reproduced, not the paper
 - ``fig_1``: two-layer ReLU network with replicated hidden features (eqs. 10-11, App. E): test
   error against the number K of unique features, with and without initial noise lambda, at the
   paper's learning rate 0.1 and in a short, small-learning-rate run.
+- ``fig_5``: the width-N network with K unique (replicated) features against a width-K network
+  with the replicas removed (Fig. 5's comparison).
 - ``fig_3``: forward / backward correlation of one hidden convolution of a ConstNet during
   full-batch training: He initialisation, '0' initialisation with 1 % dropout, with tiny gradient
   noise, and deterministic (Fig. 3 analogue).
@@ -32,7 +34,7 @@ from validation._symmetry_networks import ConstNet, LeakyNet, replicated_feature
 
 from ._common import plt, progress, save_figure
 
-__all__ = ["FIGURES", "fig_1", "fig_10", "fig_3", "fig_6", "fig_9", "table_correlations"]
+__all__ = ["FIGURES", "fig_1", "fig_10", "fig_3", "fig_5", "fig_6", "fig_9", "table_correlations"]
 
 
 def _digits(n=None, seed=0):
@@ -73,6 +75,36 @@ def fig_1(out_dir, full=False, backend="numpy", seed=0):
         ax.legend(fontsize=8)
     fig.suptitle(f"Replicated features, 2-layer ReLU net on digits ({n_seeds} seeds)")
     return save_figure(fig, out_dir, "blumenfeld2020_fig_1", data)
+
+
+def fig_5(out_dir, full=False, backend="numpy", seed=0):
+    """Width-N network with K unique features (replicated N/K times) against a width-K network."""
+    x, y = _digits(seed=seed)
+    n_train = 1297
+    xtr, ytr, xte, yte = x[:n_train], y[:n_train], x[n_train:], y[n_train:]
+    width = 64
+    ks = [1, 2, 4, 8, 16, 32, 64]
+    n_seeds = 6 if not full else 30
+    regimes = {"lr 0.1, 1000 steps": (0.1, 1000 if not full else 7500), "lr 0.01, 300 steps": (0.01, 300)}
+    data = {"N": width, "K": ks, "n_seeds": n_seeds}
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, (r, (lr, steps)) in zip(axes, regimes.items()):
+        for label, net_width in (("width N, K unique (replicated)", lambda k: width), ("width K (replicas removed)", lambda k: k)):
+            m, se = [], []
+            for k in progress(ks, desc=f"fig_5 {r} {label}"):
+                errs = [replicated_feature_experiment(xtr, ytr, xte, yte, net_width(k), k, 0.0, steps=steps, lr=lr, seed=seed * 1000 + s)[0]
+                        for s in range(n_seeds)]
+                m.append(np.mean(errs))
+                se.append(np.std(errs, ddof=1) / np.sqrt(n_seeds))
+            ax.errorbar(ks, 100 * np.array(m), 100 * np.array(se), marker="o", capsize=2, label=label)
+            data[f"{r} | {label}"] = {"mean_error": m, "stderr": se}
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("unique features K")
+        ax.set_ylabel("test error [%]")
+        ax.set_title(r, fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"Replicas versus removed features, 2-layer ReLU net on digits, N = {width} ({n_seeds} seeds)")
+    return save_figure(fig, out_dir, "blumenfeld2020_fig_5", data)
 
 
 def _he_constnet(widths, blocks, n_input, n_classes, seed):
@@ -244,6 +276,7 @@ def table_correlations(out_dir, full=False, backend="numpy", seed=0):
 FIGURES = {
     "fig_1": fig_1,
     "fig_3": fig_3,
+    "fig_5": fig_5,
     "fig_6": fig_6,
     "fig_9": fig_9,
     "fig_10": fig_10,

@@ -479,7 +479,7 @@ def replicated_feature_experiment(x_train, y_train, x_test, y_test, width, uniqu
 
     Returns
     -------
-    (test_error, final_forward_correlation_of_W1)
+    (test_error, final_forward_correlation_of_W1) ; the correlation is None for width 1
     """
     rng = np.random.default_rng(seed)
     d = x_train.shape[1]
@@ -503,4 +503,4 @@ def replicated_feature_experiment(x_train, y_train, x_test, y_test, width, uniqu
         w1 -= lr * gw1
         w2 -= lr * gw2
     pred = np.argmax(np.maximum(x_test @ w1.T, 0.0) @ w2.T, axis=1)
-    return float(np.mean(pred != y_test)), symmetry.forward_correlation(w1)
+    return float(np.mean(pred != y_test)), (symmetry.forward_correlation(w1) if width >= 2 else None)

@@ -123,6 +123,16 @@ def _claim_rows(backend, full, seed):
     for depth in progress((10, 100, 1000) if full else (10, 1000), desc="symmetry: ConstNet depth"):
         f0, last, b0, bl, grads[depth] = _constnet_pass(widths, depth, np.concatenate([x, xq]), head, labels, backend)
         exact_rows(f"depth {depth}", f0, last, b0, bl, 4)
+    # optional batch-norm at initialisation: it normalises a^0 once; every block then passes it on
+    per = [4, 3, 3]
+    bn = ConstNet.initial(widths, per, n_d, 10, (3, 3), 2, batchnorm=True, head=head, backend=backend)
+    _, feats = bn.forward(np.concatenate([x, xq]), keep=True)
+    f0, last = to_numpy(feats[0]), to_numpy(feats[-1])
+    raw = np.concatenate([x, xq]).mean(axis=-1, keepdims=True)
+    want = (raw - raw.mean()) / np.sqrt(raw.var() + 1e-5)
+    rows.append(_exact("ConstNet + batch-norm depth 10: max|a^L - BN(a^0) subsampled|", 0.0,
+                       max(np.max(np.abs(f0 - want)), np.max(np.abs(last - want[:, ::4, ::4]))),
+                       note="batch-norm acts once, at the first layer"))
     g0, g1 = grads[10], grads[1000]
     rel = np.max(np.abs(g0 - g1)) / max(np.max(np.abs(g0)), 1e-300)
     rows.append(Comparison("ConstNet: max rel. diff. dL/dW (block 1) depth 10 vs 1000", 0.0, rel, 0.0, systematic=EXACT_REL,
