@@ -18,6 +18,8 @@ data set) with small networks, so the *mechanisms* are reproduced, not the paper
   LeakyNets with mixed 'I' / '1' layers during training with relative gradient noise 1e-6 (a model
   of non-deterministic rounding; Fig. 9 analogue); ``fig_10`` the
   same for the backward features (Fig. 10 analogue).
+- ``fig_12``: App. J, LeakyNets whose layers are all ``gamma I + (1 - gamma) 11^T / n``: training
+  loss and final ``C_f`` per layer (Fig. 12 analogue).
 - ``table_correlations``: closed-form C_f, C_b after eq. 6 next to values measured on tensors.
 """
 
@@ -34,7 +36,7 @@ from validation._symmetry_networks import ConstNet, LeakyNet, replicated_feature
 
 from ._common import plt, progress, save_figure
 
-__all__ = ["FIGURES", "fig_1", "fig_10", "fig_3", "fig_5", "fig_6", "fig_9", "table_correlations"]
+__all__ = ["FIGURES", "fig_1", "fig_10", "fig_12", "fig_3", "fig_5", "fig_6", "fig_9", "table_correlations"]
 
 
 def _digits(n=None, seed=0):
@@ -234,6 +236,32 @@ def fig_10(out_dir, full=False, backend="numpy", seed=0):
     return _ratio_figure(out_dir, full, seed, "backward")
 
 
+def fig_12(out_dir, full=False, backend="numpy", seed=0):
+    """App. J: LeakyNets whose 12 layers are all ``gamma I + (1 - gamma) 11^T / n``; loss and final C_f per layer."""
+    x, y = _digits(seed=seed)
+    n = 256 if full else 128
+    x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
+    steps = 300 if full else 80
+    gammas = [0.0, 0.1, 0.5, 1.0]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    data = {"gamma": gammas, "steps": steps}
+    for g in progress(gammas, desc="fig_12"):
+        net = LeakyNet.initial(["I"] * 12, n=8, n_input=1, n_classes=10, rho=0.01, gamma=[g] * 12)
+        rec = train(net, x, y, steps, lr=0.2, grad_noise=1e-6, relative_noise=True, seed=seed)
+        line = axes[0].plot(rec.loss, label=f"$\\gamma$={g}")[0]
+        axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[-1], "o-", color=line.get_color(), label=f"$\\gamma$={g}")
+        axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[0], ":", color=line.get_color())
+        data[f"gamma={g}"] = {"loss": rec.loss, "initial_C_f": 1.0 - rec.one_minus_cf[0], "final_C_f": 1.0 - rec.one_minus_cf[-1],
+                              "final_one_minus_C_f": rec.one_minus_cf[-1], "names": rec.names}
+    axes[0].set_xlabel("full-batch step")
+    axes[0].set_ylabel("training loss")
+    axes[0].legend(fontsize=8)
+    axes[1].set_xlabel("layer (0 = first conv)")
+    axes[1].set_ylabel(f"$C_f$ after {steps} steps (dotted: at init)")
+    fig.suptitle("LeakyNet with mixed layers $\\gamma I + (1-\\gamma) 11^T/n$ on digits (App. J, Fig. 12 analogue)")
+    return save_figure(fig, out_dir, "blumenfeld2020_fig_12", data)
+
+
 def table_correlations(out_dir, full=False, backend="numpy", seed=0):
     """Closed-form C_f, C_b (after eq. 6) next to values measured on real tensors."""
     rng = np.random.default_rng(seed)
@@ -280,5 +308,6 @@ FIGURES = {
     "fig_6": fig_6,
     "fig_9": fig_9,
     "fig_10": fig_10,
+    "fig_12": fig_12,
     "table_correlations": table_correlations,
 }

@@ -226,10 +226,10 @@ class ClosedFormCorrelations:
         return replace(self, **changes)
 
 
-_KINDS = ("random", "orthogonal", "replicated_identity", "constant", "zero", "replicated_features")
+_KINDS = ("random", "orthogonal", "replicated_identity", "constant", "zero", "replicated_features", "mixture")
 
 
-def closed_form_correlations(kind, n_out=None, n_in=None, replicas=1) -> ClosedFormCorrelations:
+def closed_form_correlations(kind, n_out=None, n_in=None, replicas=1, gamma=None) -> ClosedFormCorrelations:
     """The closed-form correlations listed after eq. 6 of seed 000.
 
     Parameters
@@ -246,11 +246,16 @@ def closed_form_correlations(kind, n_out=None, n_in=None, replicas=1) -> ClosedF
           ``C_f`` this is the exact expectation (same-feature pairs contribute 1, others mean 0);
           ``C_b = 0`` is the expectation of the columns' cosines (columns are independent given
           the replication pattern, with isotropic, sign-symmetric entries).
+        - ``mixture``: App. J's ``gamma I + (1 - gamma) 11^T / n`` (``n = n_out``): rows
+          ``gamma e_i + (1 - gamma) 1 / n`` give exactly
+          ``C_f = C_b = (1 - gamma^2) / (1 + (n - 1) gamma^2)`` (derived here; the paper gives no value).
     n_out, n_in : int
         Channel counts (``n_out`` needed for ``replicated_identity`` and ``replicated_features``;
         ``n_in`` for ``replicated_identity``).
     replicas : int
         ``R`` for ``replicated_features`` (must divide ``n_out``).
+    gamma : float
+        Mixture weight in [0, 1] for ``mixture``.
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
@@ -261,6 +266,12 @@ def closed_form_correlations(kind, n_out=None, n_in=None, replicas=1) -> ClosedF
     if kind in ("constant", "zero"):
         return ClosedFormCorrelations(kind, 1.0, 1.0, exact=True)
     n_out = check_int(n_out, "n_out", 2)
+    if kind == "mixture":
+        g = check_correlation(gamma, "gamma")
+        if g < 0:
+            raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
+        c = (1.0 - g * g) / (1.0 + (n_out - 1) * g * g)
+        return ClosedFormCorrelations(kind, c, c, exact=True)
     if kind == "replicated_identity":
         n_in = check_int(n_in, "n_in", 1)
         if n_out % n_in:

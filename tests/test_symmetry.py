@@ -276,3 +276,11 @@ def test_complement_resolves_correlations_within_rounding_of_one():
     assert symmetry.forward_correlation(w) == 1.0
     assert symmetry.forward_correlation(w, complement=True) == pytest.approx(theta**2 / m, rel=1e-6)
     assert symmetry.backward_correlation(np.ones((3, 3, 4, 5)), complement=True) == 0.0
+
+
+@given(n=st.integers(2, 20), gamma=st.floats(0.0, 1.0))
+def test_mixture_closed_form_of_appendix_j(n, gamma):
+    w = init.delta_kernel((3, 3))[..., None, None] * init.channel_matrix(n, gamma=gamma)
+    th = symmetry.closed_form_correlations("mixture", n, gamma=gamma)
+    assert symmetry.forward_correlation(w) == pytest.approx(th.c_f, abs=EXACT)
+    assert symmetry.backward_correlation(w) == pytest.approx(th.c_b, abs=EXACT)
