@@ -284,3 +284,14 @@ def test_mixture_closed_form_of_appendix_j(n, gamma):
     th = symmetry.closed_form_correlations("mixture", n, gamma=gamma)
     assert symmetry.forward_correlation(w) == pytest.approx(th.c_f, abs=EXACT)
     assert symmetry.backward_correlation(w) == pytest.approx(th.c_b, abs=EXACT)
+
+
+def test_depth_ten_thousand_and_width_hundred_thousand_stay_finite():
+    rng = np.random.default_rng(5)
+    alpha = np.repeat(1.0 + np.abs(rng.standard_normal((3, 1))), 4, axis=1)
+    r = symmetry.propagate_perturbation(alpha, 1e-6 * rng.standard_normal((3, 4)), ["I"] * 10_000, rho=0.01)
+    assert np.all(np.isfinite(r)) and np.allclose(r, r[0], rtol=1e-6)  # 4-periodic features, no growth
+    w = rng.standard_normal((100_000, 3)) * 1e-200  # tiny entries: no underflow of the squared norms
+    assert abs(symmetry.forward_correlation(w)) < 1e-3  # (|sum u|^2 - m) / m^2 of 1e5 random unit rows is ~ 1/m = 1e-5
+    assert abs(symmetry.backward_correlation(w.T * 1e300 * 1e100)) <= 1.0
+    assert symmetry.effective_width(0.5, 100_000) == pytest.approx(1 + 99_999 * math.sqrt(0.75))
