@@ -1,6 +1,7 @@
 """Feature symmetry (Blumenfeld, Gilboa & Soudry 2020, seed 000) against simulation.
 
-(a) The Claim of Sec. 3.1 / App. C on ConstNets of depth up to 1,000 (default 10 and 1,000 blocks),
+(a) The Claim of Sec. 3.1 / App. C on 2-D ConstNets (widths 4-8-16, two stride-2 widening blocks)
+    of depth 30 (statistics over 300 input pairs) and 10 and 1,000 (exact identities on 4 pairs),
     translation-invariant inputs (i.i.d. Gaussian pixels, pairs with correlation ``c``):
 
     - every pre-activation equals a subsampled first-layer feature, ``a^l_{g i} = a^0_{s^p g, 1}``
@@ -13,7 +14,9 @@
     - backward features: ``<b^l(x), b^l(x')> / n_l = (n_{L-1} / n_l)^2 <b^{L-1}(x), b^{L-1}(x')> / n_{L-1}``
       when the head depends on the channels only through their mean; the paper omits the factor
       ``(n_out / n_in)^2`` per widening block (exact ratio, relative tolerance :data:`EXACT_REL`);
-    - gradients of block weights are the same at depth 10 and 1,000 (exact, relative).
+    - gradients of block weights are the same at depth 10 and 1,000 (exact, relative);
+    - with the optional batch-norm, the features are the batch-normalised subsampled first-layer
+      features (batch-norm acts once; exact).
 (b) App. B: looks-linear delta-orthogonal kernels (eq. 8) relate pre-activations by the rotation
     ``diag(U, U)`` surely, and every singular value of the input-output Jacobian on the non-trivial
     half equals 1, at widths 4 and 16 (exact).
