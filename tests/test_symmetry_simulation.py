@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from meanfield import symmetry
 from meanfield.data import load_digits
@@ -62,15 +64,19 @@ def test_hand_written_gradients_match_finite_differences(make):
             assert grads[k][idx] == pytest.approx((lp - lm) / 2e-6, rel=FD_RTOL, abs=1e-9), k
 
 
-def test_constnet_is_the_identity_on_symmetric_features_at_initialisation():
-    rng = np.random.default_rng(2)
-    net = ConstNet.initial((4, 8), [5, 3], 3, 10, stride=2)
-    x = rng.standard_normal((3, 8, 8, 3))
+@settings(max_examples=15)
+@given(widths=st.lists(st.integers(1, 6), min_size=1, max_size=3), blocks=st.integers(0, 4), stride=st.sampled_from([1, 2]),
+       n_input=st.integers(1, 4), seed=st.integers(0, 1000))
+def test_constnet_is_the_identity_on_symmetric_features_at_initialisation(widths, blocks, stride, n_input, seed):
+    rng = np.random.default_rng(seed)
+    net = ConstNet.initial(widths, blocks, n_input, 5, stride=stride)
+    x = rng.standard_normal((2, 8, 8, n_input))
     logits, feats = net.forward(x, keep=True)
     assert np.all(logits == 0)  # zero head
     a0 = x.mean(axis=-1, keepdims=True)  # averaging first conv (delta kernel)
-    assert np.allclose(feats[0], np.broadcast_to(a0, feats[0].shape), atol=1e-15)
-    assert np.allclose(feats[-1], np.broadcast_to(a0[:, ::2, ::2], feats[-1].shape), atol=1e-15)
+    assert np.allclose(feats[0], np.broadcast_to(a0, feats[0].shape), atol=1e-14)
+    s = stride ** (len(widths) - 1)
+    assert np.allclose(feats[-1], np.broadcast_to(a0[:, ::s, ::s], feats[-1].shape), atol=1e-14)
 
 
 def test_deterministic_training_keeps_symmetry_and_dropout_breaks_it():

@@ -103,7 +103,7 @@ def _claim_rows(backend, full, seed):
                                systematic=EXACT_REL * back_theory, note="factor (n_out/n_in)^2 per widening block"))
 
     # statistics over input pairs (depth 30; the identities below show they are the same at any depth)
-    n_pairs = 2000 if full else 300
+    n_pairs = 1000 if full else 300
     x, xq = _pairs(n_pairs, size, n_d, c, rng)
     labels = rng.integers(0, 10, 2 * n_pairs)
     f0, last, b0, bl, _ = _constnet_pass(widths, 30, np.concatenate([x, xq]), head, labels, backend)
