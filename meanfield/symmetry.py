@@ -1,0 +1,458 @@
+"""Feature symmetry: weight correlations, effective width, symmetry-breaking perturbations, counts.
+
+Implements the measures of Blumenfeld, Gilboa & Soudry (2020), seed ``000`` (Sec. 4.1, App. F, G),
+and the permutation count of Orhan (2017), seed ``004`` (Sec. 2.1, Fig. 1a).
+
+Code name                       Paper symbol
+------------------------------  ------------------------------------------------------------------
+``forward_correlation(W)``      :math:`C_f`, eq. 5 (mean pairwise cosine of the output filters
+                                :math:`W_f^i`)
+``backward_correlation(W)``     :math:`C_b`, eq. 6 (mean pairwise cosine of the input slices
+                                :math:`W_b^i`)
+``total_correlation(W)``        :math:`C_t`, Fig. 6 ("correlation between all filters": the
+                                :math:`n_{out} n_{in}` spatial filters ``W[..., i, j]``)
+``effective_width(c_f, n)``     :math:`1 + (n_\\ell - 1)\\sqrt{1 - C_f(\\ell)^2}`, Sec. 4.1
+``closed_form_correlations``    the values listed after eq. 6
+``perturbation_ratio(a)``       :math:`\\|(I - \\tfrac1n 11^T) a\\| / \\|a\\|`, App. G, Figs. 9-10
+``propagate_perturbation``      that ratio through a LeakyNet stack of ``'I'``/``'1'`` layers
+``subnetwork_counts``           sub-network counts of App. F
+``permutation_count``           :math:`\\prod_\\ell n_\\ell!`, hidden-unit permutation symmetry (seed 004)
+
+Tensor layout follows the paper (Sec. 4.1): a dense weight has shape ``(n_out, n_in)``, a
+convolution ``(k_1, ..., k_d, n_out, n_in)`` (``d = 1`` or ``2``), channel axes last.
+
+Zero filters. Eqs. 5-6 are undefined when a filter is zero. The paper considers the zero tensor
+fully correlated (:math:`C_f = C_b = 1`). The library extends this pairwise: a pair of two zero
+filters has correlation 1 (they are the same feature), a pair of a zero and a non-zero filter has
+correlation 0 (the cosine with the zero vector taken as 0). A zero tensor therefore gives exactly 1.
+
+References
+----------
+Y. Blumenfeld, D. Gilboa, D. Soudry, "Beyond Signal Propagation: Is Feature Diversity Necessary in
+Deep Neural Network Initialization?", ICML 2020 (seed 000).
+A. E. Orhan, "Skip Connections as Effective Symmetry-Breaking", 2017 (seed 004).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ._checks import as_float_array, check_correlation, check_int, check_positive
+
+__all__ = [
+    "ClosedFormCorrelations",
+    "SubnetworkCounts",
+    "backward_correlation",
+    "closed_form_correlations",
+    "effective_width",
+    "forward_correlation",
+    "pairwise_mean_cosine",
+    "permutation_count",
+    "perturbation_ratio",
+    "propagate_perturbation",
+    "subnetwork_counts",
+    "total_correlation",
+]
+
+
+def _weight(w, name="W") -> np.ndarray:
+    w = as_float_array(w, name)
+    if w.ndim not in (2, 3, 4):
+        raise ValueError(
+            f"{name} must have shape (n_out, n_in) (dense) or (k_1, [k_2,] n_out, n_in) (conv), got shape {w.shape}"
+        )
+    if w.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {w.shape}")
+    return w
+
+
+def pairwise_mean_cosine(vectors, complement=False) -> float:
+    """Mean cosine over ordered pairs ``i != j`` of the rows of ``vectors`` (shape (m, p), m >= 2).
+
+    With unit rows ``u_i`` and ``d_i = u_i - u_0``,
+    ``sum_{i != j} u_i . u_j = m (m - 1) - m sum_i |u_i - mean(u)|^2`` and
+    ``sum_i |u_i - mean(u)|^2 = sum_i |d_i|^2 - m |mean(d)|^2``: O(m p) work, exactly 1 for identical
+    rows, and ``1 - C`` is resolved without cancellation down to the smallest differences between
+    rows (``complement=True`` returns it). Rows are rescaled by the largest entry first, so entries
+    anywhere in the float64 range neither overflow nor underflow. Zero rows follow the module's
+    convention (zero-zero pairs count 1, zero-nonzero pairs 0).
+
+    Raises
+    ------
+    ValueError
+        Fewer than two rows, or a non-finite entry.
+    """
+    v = as_float_array(vectors, "vectors")
+    if v.ndim != 2:
+        raise ValueError(f"vectors must have shape (m, p), got {v.shape}")
+    m = v.shape[0]
+    if m < 2:
+        raise ValueError(f"need at least 2 filters to correlate, got {m}")
+    scale = float(np.max(np.abs(v))) if v.size else 0.0
+    if scale == 0.0:
+        return 0.0 if complement else 1.0
+    v = v / scale
+    norms = np.sqrt(np.einsum("ij,ij->i", v, v))
+    nonzero = norms > 0.0
+    k = int(np.count_nonzero(nonzero))
+    z = m - k
+    u = v[nonzero] / norms[nonzero, None]
+    d = u - u[0]
+    spread = max(0.0, float(np.einsum("ij,ij->", d, d)) - k * float(np.sum(d.mean(axis=0) ** 2)))
+    # pairs lost to zero rows: m(m-1) - k(k-1) - z(z-1) = 2 k z
+    deficit = (2.0 * k * z + k * spread) / (m * (m - 1))
+    deficit = min(2.0, max(0.0, deficit))
+    return float(deficit) if complement else float(1.0 - deficit)
+
+
+def forward_correlation(w, complement=False) -> float:
+    """Forward correlation :math:`C_f` of a weight tensor (eq. 5 of seed 000).
+
+    .. math::
+        C_f = \\frac{1}{n_{out}(n_{out}-1)} \\sum_i \\sum_{j \\ne i}
+              \\frac{W_f^i \\cdot W_f^j}{\\|W_f^i\\|_F \\|W_f^j\\|_F},
+
+    with :math:`W_f^i` = ``W[..., i, :]`` the weights producing output channel ``i``.
+
+    Parameters
+    ----------
+    w : array_like, shape (n_out, n_in) or (k_1, [k_2,] n_out, n_in)
+        ``n_out >= 2``.
+    complement : bool
+        Return ``1 - C_f`` instead, accurate when ``C_f`` is within rounding of 1 (symmetry
+        breaking starts at differences of order 1e-16 and below).
+
+    Returns
+    -------
+    float in [-1, 1]
+        1 for a constant (or zero) tensor; 0 for orthogonal rows.
+
+    Raises
+    ------
+    ValueError
+        Wrong number of axes, ``n_out < 2``, or a non-finite entry.
+
+    Examples
+    --------
+    >>> forward_correlation(np.ones((3, 3, 8, 4)))
+    1.0
+    """
+    w = _weight(w)
+    n_out = w.shape[-2]
+    if n_out < 2:
+        raise ValueError(f"W must have n_out >= 2 output channels for C_f, got {n_out}")
+    return pairwise_mean_cosine(np.moveaxis(w, -2, 0).reshape(n_out, -1), complement)
+
+
+def backward_correlation(w, complement=False) -> float:
+    """Backward correlation :math:`C_b` (eq. 6 of seed 000): eq. 5 over the input slices ``W[..., :, i]``.
+
+    Parameters and return as :func:`forward_correlation`, with ``n_in >= 2``.
+    """
+    w = _weight(w)
+    n_in = w.shape[-1]
+    if n_in < 2:
+        raise ValueError(f"W must have n_in >= 2 input channels for C_b, got {n_in}")
+    return pairwise_mean_cosine(np.moveaxis(w, -1, 0).reshape(n_in, -1), complement)
+
+
+def total_correlation(w, complement=False) -> float:
+    """Total correlation :math:`C_t` (Fig. 6 of seed 000): mean pairwise cosine of all spatial filters.
+
+    The paper defines :math:`C_t` only in words ("correlation between all filters"); a *filter* is
+    the spatial kernel ``W[..., i, j]`` of one (output, input) channel pair (App. A's
+    :math:`F = \\mathrm{Mat}(W_{ij})`), so :math:`C_t` averages the cosine over all ordered pairs of
+    the ``n_out * n_in`` filters. For a dense weight (1 x 1 filters) it is the mean of
+    ``sign(W_a) sign(W_b)`` over pairs of entries.
+
+    Parameters
+    ----------
+    w : array_like, shape (n_out, n_in) or (k_1, [k_2,] n_out, n_in)
+        ``n_out * n_in >= 2``.
+    """
+    w = _weight(w)
+    n_filters = w.shape[-1] * w.shape[-2]
+    if n_filters < 2:
+        raise ValueError(f"W must hold n_out * n_in >= 2 filters for C_t, got {n_filters}")
+    spatial = int(np.prod(w.shape[:-2])) if w.ndim > 2 else 1
+    return pairwise_mean_cosine(w.reshape(spatial, n_filters).T, complement)
+
+
+def effective_width(c_f, n):
+    """Effective width :math:`1 + (n - 1)\\sqrt{1 - C_f^2}` of a layer of ``n`` features (Sec. 4.1).
+
+    Parameters
+    ----------
+    c_f : float or array_like
+        Forward correlation in [-1, 1].
+    n : int
+        Number of features (>= 1).
+
+    Returns
+    -------
+    float or ndarray
+        ``n`` for uncorrelated features, 1 for fully correlated ones.
+    """
+    c = check_correlation(c_f, "c_f")
+    n = check_int(n, "n", 1)
+    out = 1.0 + (n - 1) * np.sqrt(1.0 - np.asarray(c) ** 2)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+@dataclass(frozen=True)
+class ClosedFormCorrelations:
+    """Closed-form :math:`C_f`, :math:`C_b` of one initialisation (the list after eq. 6 of seed 000).
+
+    Attributes
+    ----------
+    kind : str
+    c_f, c_b : float
+        Forward and backward correlations. For ``"random"`` these are exact expectations at any
+        size (the cosine of two independent isotropic vectors has mean zero), the paper's
+        "limit" statement being the vanishing of their fluctuations.
+    exact : bool
+        True when every tensor of the kind has these values (not only in expectation).
+    """
+
+    kind: str
+    c_f: float
+    c_b: float
+    exact: bool
+
+    def replace(self, **changes) -> ClosedFormCorrelations:
+        return replace(self, **changes)
+
+
+_KINDS = ("random", "orthogonal", "replicated_identity", "constant", "zero", "replicated_features", "mixture")
+
+
+def closed_form_correlations(kind, n_out=None, n_in=None, replicas=1, gamma=None) -> ClosedFormCorrelations:
+    """The closed-form correlations listed after eq. 6 of seed 000.
+
+    Parameters
+    ----------
+    kind : {"random", "orthogonal", "replicated_identity", "constant", "zero", "replicated_features"}
+        - ``random``: i.i.d. zero-mean isotropic entries; ``C_f = C_b = 0`` in expectation.
+        - ``orthogonal``: orthogonal in the channel dimensions (``Delta (x) U``, ``U`` square
+          orthogonal); exactly 0, 0.
+        - ``replicated_identity``: identity replicated ``P = n_out / n_in`` times,
+          ``W[i, j] = [i mod n_in == j]``: ``C_f = (P - 1) / (n_out - 1)``, ``C_b = 0`` exactly.
+        - ``constant`` / ``zero``: ``C_f = C_b = 1`` exactly (zero by the paper's convention).
+        - ``replicated_features``: ``n_out = d`` rows made of ``d / R`` independent isotropic
+          random rows, each repeated ``R`` times: ``C_f = (R - 1) / (d - 1)`` and ``C_b = 0``. For
+          ``C_f`` this is the exact expectation (same-feature pairs contribute 1, others mean 0);
+          ``C_b = 0`` is the expectation of the columns' cosines (columns are independent given
+          the replication pattern, with isotropic, sign-symmetric entries).
+        - ``mixture``: App. J's ``gamma I + (1 - gamma) 11^T / n`` (``n = n_out``): rows
+          ``gamma e_i + (1 - gamma) 1 / n`` give exactly
+          ``C_f = C_b = (1 - gamma^2) / (1 + (n - 1) gamma^2)`` (derived here; the paper gives no value).
+    n_out, n_in : int
+        Channel counts (``n_out`` needed for ``replicated_identity`` and ``replicated_features``;
+        ``n_in`` for ``replicated_identity``).
+    replicas : int
+        ``R`` for ``replicated_features`` (must divide ``n_out``).
+    gamma : float
+        Mixture weight in [0, 1] for ``mixture``.
+    """
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
+    if kind == "random":
+        return ClosedFormCorrelations(kind, 0.0, 0.0, exact=False)
+    if kind == "orthogonal":
+        return ClosedFormCorrelations(kind, 0.0, 0.0, exact=True)
+    if kind in ("constant", "zero"):
+        return ClosedFormCorrelations(kind, 1.0, 1.0, exact=True)
+    n_out = check_int(n_out, "n_out", 2)
+    if kind == "mixture":
+        g = check_correlation(gamma, "gamma")
+        if g < 0:
+            raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
+        c = (1.0 - g * g) / (1.0 + (n_out - 1) * g * g)
+        return ClosedFormCorrelations(kind, c, c, exact=True)
+    if kind == "replicated_identity":
+        n_in = check_int(n_in, "n_in", 1)
+        if n_out % n_in:
+            raise ValueError(f"n_out must be a multiple P * n_in of n_in={n_in}, got {n_out}")
+        p = n_out // n_in
+        return ClosedFormCorrelations(kind, (p - 1) / (n_out - 1), 0.0, exact=True)
+    r = check_int(replicas, "replicas", 1, n_out)
+    if n_out % r:
+        raise ValueError(f"replicas must divide n_out={n_out}, got {r}")
+    return ClosedFormCorrelations(kind, (r - 1) / (n_out - 1), 0.0, exact=False)
+
+
+def perturbation_ratio(a, axis=-1):
+    """Relative size of the symmetry-breaking part of features (App. G, Figs. 9-10 of seed 000).
+
+    .. math:: \\frac{\\|(I - \\tfrac1n \\mathbf 1 \\mathbf 1^T) a\\|_F}{\\|a\\|_F},
+
+    the projection acting on the channel ``axis`` (of length ``n``) and the norms taken over the
+    whole array. 0 for perfectly symmetric features (all channels equal); 0 for ``a = 0`` by the
+    same convention as the zero tensor.
+
+    Parameters
+    ----------
+    a : array_like
+        Features (or gradients with respect to features), channels on ``axis``.
+    axis : int
+        The channel axis.
+    """
+    a = as_float_array(a, "a")
+    if a.ndim == 0:
+        raise ValueError("a must have a channel axis")
+    scale = float(np.max(np.abs(a))) if a.size else 0.0
+    if scale == 0.0:
+        return 0.0
+    a = a / scale
+    d = a - np.take(a, [0], axis=axis)  # deviations from channel 0: exactly 0 for equal channels
+    pert = d - d.mean(axis=axis, keepdims=True)
+    return float(np.sqrt(np.sum(pert * pert) / np.sum(a * a)))
+
+
+def _leaky(x, rho):
+    return np.where(x > 0, x, rho * x)
+
+
+def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
+    """Propagate symmetric features plus a perturbation through a LeakyNet stack (App. G, H of seed 000).
+
+    Layer ``l`` (1-based) computes ``h^l = s_l M_l sigma_rho(h^{l-1})`` at every spatial location
+    (delta kernel, eq. 7), with ``M_l = I`` (``'I'``) or ``11^T / n`` (``'1'``) and ``s_l = -1 / rho``
+    on odd layers, 1 on even ones, so that two layers compose to ``-x``
+    (``sigma_rho(-sigma_rho(x) / rho) = -x``) and the features repeat with period 4 (App. H).
+    The input is ``h^0 = alpha + epsilon``.
+
+    Parameters
+    ----------
+    alpha : array_like, shape (..., n)
+        Features, channels last (the symmetric part when all channels are equal); leading axes are
+        spatial locations / inputs.
+    epsilon : array_like, same shape
+        Perturbation.
+    kinds : sequence of {"I", "1"}
+        Channel matrix of each layer.
+    rho : float
+        Leaky-ReLU slope in (0, 1].
+    gamma : sequence of float, optional
+        If given, layer ``l`` uses ``gamma_l I + (1 - gamma_l) 11^T / n`` instead (App. J's
+        mixture); ``kinds`` then only sets the depth.
+
+    Returns
+    -------
+    ndarray, shape (len(kinds) + 1,)
+        :func:`perturbation_ratio` of ``h^0 .. h^L``. A ``'1'`` layer sets it to exactly 0 (the
+        perturbation's channel mean joins the symmetric part; for independent components that
+        mean carries ``1 / sqrt(n)`` of the perturbation's norm, App. G). An ``'I'`` layer keeps it
+        exactly while the perturbation flips no sign (the leaky ReLU then scales a location's
+        channels alike); otherwise the nonlinearity changes it by O(1) factors, not with depth.
+    """
+    a = as_float_array(alpha, "alpha")
+    e = as_float_array(epsilon, "epsilon")
+    if a.shape != e.shape or a.ndim == 0:
+        raise ValueError(f"alpha and epsilon must have the same shape (..., n), got {a.shape} and {e.shape}")
+    rho = check_positive(rho, "rho")
+    if rho > 1:
+        raise ValueError(f"rho must lie in (0, 1], got {rho}")
+    kinds = list(kinds)
+    for k in kinds:
+        if k not in ("I", "1"):
+            raise ValueError(f"kinds must contain only 'I' and '1', got {k!r}")
+    if gamma is not None:
+        gamma = as_float_array(gamma, "gamma")
+        if gamma.shape != (len(kinds),) or np.any((gamma < 0) | (gamma > 1)):
+            raise ValueError(f"gamma must have one value in [0, 1] per layer ({len(kinds)}), got {gamma}")
+    h = a + e
+    ratios = [perturbation_ratio(h)]
+    for layer, kind in enumerate(kinds, start=1):
+        x = _leaky(h, rho)
+        mean = x.mean(axis=-1, keepdims=True)
+        if gamma is not None:
+            mixed = gamma[layer - 1] * x + (1.0 - gamma[layer - 1]) * mean
+        else:
+            mixed = x if kind == "I" else np.broadcast_to(mean, x.shape)
+        h = (-1.0 / rho if layer % 2 else 1.0) * mixed
+        ratios.append(perturbation_ratio(h))
+    return np.array(ratios)
+
+
+@dataclass(frozen=True)
+class SubnetworkCounts:
+    """Numbers of distinct neuron-masked sub-networks of ``L`` layers of width ``d`` (App. F of seed 000).
+
+    Attributes
+    ----------
+    random : int
+        I.i.d. random weights: every mask is distinct, ``2^(d L)`` (``(2^d - 1)^L`` without empty layers).
+    all_to_all : int
+        Symmetric features with all-to-all connections (ConstNet, LeakyNet ``'1'``): only the
+        number of kept neurons per layer matters, ``(d + 1)^L`` (``d^L`` without empty layers).
+    one_to_one : int
+        Symmetric features with one-to-one connections (LeakyNet ``'I'``): each of the ``d``
+        feature chains carries one of ``2^L`` masks and chains are interchangeable, so the count is
+        the number of multisets, ``C(2^L + d - 1, d)`` (without empty layers: see Notes).
+    include_empty : bool
+
+    Notes
+    -----
+    The paper pairs ``2^(dL)`` (which counts empty layers) with ``d^L`` (which does not); counting
+    consistently gives ``(d + 1)^L``. Its asymptotic ``2^(dL) / d^d`` for ``one_to_one`` should read
+    ``2^(dL) / d!`` (``C(N + d - 1, d) ~ N^d / d!`` for ``N = 2^L >> d``). Without empty layers
+    the one-to-one count is the number of multisets of size ``d`` over the ``2^L`` chain masks whose
+    union covers every layer; it is computed by inclusion-exclusion over the uncovered layers.
+    """
+
+    d: int
+    n_layers: int
+    random: int
+    all_to_all: int
+    one_to_one: int
+    include_empty: bool
+
+    def log2(self) -> dict:
+        """The three counts as base-2 logarithms (floats; exact ints can have millions of digits)."""
+        return {k: math.log2(getattr(self, k)) for k in ("random", "all_to_all", "one_to_one")}
+
+
+def subnetwork_counts(d, n_layers, include_empty=True) -> SubnetworkCounts:
+    """Distinct sub-networks obtained by masking neurons (App. F of seed 000); exact integers.
+
+    Parameters
+    ----------
+    d : int
+        Width (>= 1).
+    n_layers : int
+        Number of masked layers ``L`` (>= 1).
+    include_empty : bool
+        Count masks that remove every neuron of some layer (True, the convention of the paper's
+        ``2^(dL)``) or not.
+    """
+    d = check_int(d, "d", 1)
+    n_layers = check_int(n_layers, "n_layers", 1)
+    if include_empty:
+        return SubnetworkCounts(d, n_layers, 2 ** (d * n_layers), (d + 1) ** n_layers, math.comb(2**n_layers + d - 1, d), True)
+    if n_layers > 64:
+        raise ValueError(f"n_layers must be <= 64 when include_empty=False (inclusion-exclusion), got {n_layers}")
+    # multisets of d chain masks (subsets of the L layers) covering every layer: inclusion-exclusion
+    one = sum((-1) ** k * math.comb(n_layers, k) * math.comb(2 ** (n_layers - k) + d - 1, d) for k in range(n_layers + 1))
+    return SubnetworkCounts(d, n_layers, (2**d - 1) ** n_layers, d**n_layers, one, False)
+
+
+def permutation_count(widths) -> int:
+    """Number of hidden-unit permutations leaving a plain network's function unchanged: ``prod n_l!``.
+
+    The permutation symmetry of nodes within a layer (seed 004, Sec. 2.1, Fig. 1a); skip
+    connections between adjacent layers of equal width break it (the count becomes 1).
+
+    Parameters
+    ----------
+    widths : sequence of int
+        Hidden-layer widths (each >= 1).
+    """
+    widths = [check_int(n, "widths", 1) for n in widths]
+    out = 1
+    for n in widths:
+        out *= math.factorial(n)
+    return out

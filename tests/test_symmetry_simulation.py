@@ -1,0 +1,148 @@
+"""Simulators of seed 000 (validation._symmetry_networks), validation.symmetry and figures.blumenfeld2020 at reduced size."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from meanfield import symmetry
+from meanfield.data import load_digits
+from validation._symmetry_networks import (
+    ConstNet,
+    LeakyNet,
+    conv,
+    conv_transpose,
+    replicated_feature_experiment,
+    softmax_xent,
+    train,
+)
+from validation.networks import periodic_conv, periodic_conv_transpose
+
+#: Central finite differences with step 1e-6 on O(1) losses: truncation O(h^2) ~ 1e-12, rounding
+#: ~ 1e-16 / 1e-6 = 1e-10; 1e-6 relative leaves a wide margin and still catches any wrong term.
+FD_RTOL = 1e-6
+
+#: Standard errors allowed for Monte-Carlo comparisons.
+Z = 4.5
+
+
+def test_gemm_conv_equals_the_shared_periodic_conv():
+    rng = np.random.default_rng(0)
+    for x, k, sd in ((rng.standard_normal((3, 6, 5, 4)), rng.standard_normal((3, 3, 4, 2)), 2),
+                     (rng.standard_normal((2, 7, 3)), rng.standard_normal((5, 3, 4)), 1)):
+        assert np.allclose(conv(x, k, sd), periodic_conv(x, k, sd), atol=1e-13)
+        g = rng.standard_normal(conv(x, k, sd).shape)
+        assert np.allclose(conv_transpose(g, k, sd), periodic_conv_transpose(g, k, sd), atol=1e-13)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ConstNet.initial((3, 5), 1, 2, 4, batchnorm=True),
+    lambda: ConstNet.initial((3, 5), [2, 0], 2, 4, kernel_shape=(3,)),
+    lambda: LeakyNet.initial(list("I1I"), 3, 2, 4, rho=0.1),
+])
+def test_hand_written_gradients_match_finite_differences(make):
+    rng = np.random.default_rng(1)
+    net = make()
+    sd = net.spatial_dims
+    x = rng.standard_normal((5,) + (6,) * sd + (2,))
+    y = rng.integers(0, 4, 5)
+    for k in net.params:  # move off the symmetric point so that every gradient is non-zero
+        net.params[k] = net.params[k] + 0.3 * rng.standard_normal(net.params[k].shape)
+    _, dlog = softmax_xent(net.forward(x), y)
+    grads = net.backward(dlog)
+    for k, v in net.params.items():
+        for _ in range(2):
+            idx = tuple(int(rng.integers(0, s)) for s in v.shape)
+            old = v[idx]
+            v[idx] = old + 1e-6
+            lp = softmax_xent(net.forward(x), y)[0]
+            v[idx] = old - 1e-6
+            lm = softmax_xent(net.forward(x), y)[0]
+            v[idx] = old
+            assert grads[k][idx] == pytest.approx((lp - lm) / 2e-6, rel=FD_RTOL, abs=1e-9), k
+
+
+@settings(max_examples=15)
+@given(widths=st.lists(st.integers(1, 6), min_size=1, max_size=3), blocks=st.integers(0, 4), stride=st.sampled_from([1, 2]),
+       n_input=st.integers(1, 4), seed=st.integers(0, 1000))
+def test_constnet_is_the_identity_on_symmetric_features_at_initialisation(widths, blocks, stride, n_input, seed):
+    rng = np.random.default_rng(seed)
+    net = ConstNet.initial(widths, blocks, n_input, 5, stride=stride)
+    x = rng.standard_normal((2, 8, 8, n_input))
+    logits, feats = net.forward(x, keep=True)
+    assert np.all(logits == 0)  # zero head
+    a0 = x.mean(axis=-1, keepdims=True)  # averaging first conv (delta kernel)
+    assert np.allclose(feats[0], np.broadcast_to(a0, feats[0].shape), atol=1e-14)
+    s = stride ** (len(widths) - 1)
+    assert np.allclose(feats[-1], np.broadcast_to(a0[:, ::s, ::s], feats[-1].shape), atol=1e-14)
+
+
+def test_deterministic_training_keeps_symmetry_and_dropout_breaks_it():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((16, 4, 4, 2))
+    y = rng.integers(0, 3, 16)
+    det = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3)
+    assert np.all(det.one_minus_cf[:, 1:] == 0) and np.all(det.one_minus_cb[:, 1:] == 0)
+    assert det.loss[-1] < det.loss[0]  # it does learn (the head and the symmetric weights move)
+    drop = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3, dropout=0.05, seed=1)
+    assert drop.one_minus_cf[-1, 1:].max() > 0
+
+
+def test_leakynet_one_layers_remove_a_forward_perturbation_and_identity_layers_keep_it():
+    """App. G in the simulator: perturb the first conv; '1' layers re-symmetrise, 'I' layers propagate."""
+    rng = np.random.default_rng(4)
+    net = LeakyNet.initial(list("II1I"), 6, 2, 3, rho=0.01)
+    x = rng.standard_normal((4, 5, 5, 2))
+    _, feats = net.forward(x, keep=True)
+    assert all(symmetry.perturbation_ratio(f) < 1e-15 for f in feats)  # symmetric at initialisation
+    net.params["first"] = net.params["first"] + 1e-4 * rng.standard_normal(net.params["first"].shape)
+    _, feats = net.forward(x, keep=True)
+    r = [symmetry.perturbation_ratio(f) for f in feats]
+    assert r[0] > 1e-6 and r[1] > 1e-6 and r[2] > 1e-6  # 'I' layers carry it on
+    assert r[3] < 1e-14 and r[4] < 1e-14  # after the '1' layer the features are symmetric again
+    # a train record starts exactly symmetric too
+    rec = train(LeakyNet.initial(list("I1"), 4, 1, 3), x[..., :1], rng.integers(0, 3, 4), 1, grad_noise=1e-6, ratios=True)
+    assert np.all(rec.forward_ratio[0] == 0)
+
+
+def test_replicated_features_degrade_short_training_on_digits():
+    """Fig. 1's claim in the regime where it holds on digits (lr 0.01, 300 SGD steps, N = 64)."""
+    d = load_digits(standardized=True)
+    perm = np.random.default_rng(0).permutation(len(d.y))
+    x, y = d.x[perm], d.y[perm]
+    tr, te = slice(0, 1297), slice(1297, None)
+    errs = {k: [replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 64, k, 0.0, steps=300, lr=0.01, seed=s)[0]
+                for s in range(5)] for k in (1, 64)}
+    m1, m64 = np.mean(errs[1]), np.mean(errs[64])
+    se = math.sqrt(np.var(errs[1], ddof=1) / 5 + np.var(errs[64], ddof=1) / 5)
+    assert m1 - m64 > Z * se
+    # lambda = 0, K = 1: one unique row at initialisation
+    _, cf = replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 8, 1, 0.0, steps=0, seed=0)
+    assert cf == 1.0
+
+
+def test_validation_symmetry_passes():
+    from validation import symmetry as vs
+
+    rows = vs.run()
+    assert len(rows) >= 25
+    assert all(r.passed for r in rows), [r.name for r in rows if not r.passed]
+
+
+def test_table_of_correlations(tmp_path):
+    from figures.blumenfeld2020 import table_correlations
+
+    paths = table_correlations(tmp_path)
+    import json
+
+    data = json.loads(paths[1].read_text())
+    assert data["constant"]["c_f_measured"] == 1.0
+    assert abs(data["replicated identity P=4"]["c_f_measured"] - 3 / 63) < 1e-12
+    assert all(p.exists() for p in paths)
+
+
+def test_subnetwork_count_of_symmetric_widths_is_depth_times_log_width():
+    c = symmetry.subnetwork_counts(16, 12)
+    assert c.log2()["all_to_all"] == pytest.approx(12 * math.log2(17))
