@@ -8,8 +8,8 @@ Each family lives in a private submodule and is re-exported here:
   :func:`orthogonal_looks_linear`, :func:`looks_linear_input`;
 - convolution kernels (``_conv``, seed 003 Sec. 2.4 and Algorithm 1): orthogonal and
   delta-orthogonal kernels;
-- ZerO (``_zero``, seed 004 baseline): deterministic Hadamard-based initialisation;
-- symmetric initialisations (``_symmetry``, seed 002): ConstNet / LeakyNet weights.
+- ZerO (``_zero``, seed 002 part 3 Sec. A): deterministic Hadamard-based initialisation and ZerO*;
+- symmetric initialisations (``_symmetry``, seed 000): ConstNet / LeakyNet weights.
 """
 
 from ._conv import *  # noqa: F401,F403
