@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_int, check_nonnegative, check_rng
+from .._checks import as_float_array, check_int, check_nonnegative, check_rng
 
 __all__ = ["WEIGHT_LAWS", "dense_weights", "glorot_sigma_w2", "haar_orthogonal", "he_sigma_w2"]
 
@@ -19,19 +19,65 @@ __all__ = ["WEIGHT_LAWS", "dense_weights", "glorot_sigma_w2", "haar_orthogonal",
 WEIGHT_LAWS = ("gaussian", "uniform", "rademacher", "orthogonal")
 
 
+def _leaky_gain(slope) -> float:
+    """``2 / (1 + slope^2)`` = ``E[y^2] / E[phi_a(y)^2]`` for zero-mean symmetric ``y`` (seed 002, supplement)."""
+    slope = float(as_float_array(slope, "slope"))
+    return 2.0 / (1.0 + slope**2)
+
+
 def he_sigma_w2(slope: float = 0.0) -> float:
     """He et al. (2015) weight variance for leaky ReLU of negative ``slope``: ``2 / (1 + slope^2)``.
 
-    With ``Var W = sigma_w2 / fan_in`` this keeps the second moment constant through depth.
+    With ``Var W = sigma_w2 / fan_in`` this keeps the second moment constant through depth:
+    ``E[phi_a(y)^2] = (1 + a^2) / 2 E[y^2]`` for any zero-mean symmetric ``y`` (seed 002,
+    the supplement's lemma proving Prop. 3.2), so ``sigma_w2 = 2 / (1 + a^2)`` is Prop. 3.2's
+    ``Var W = 2 / (w (a^2 + 1))`` with ``w`` the fan-in.
+
+    Parameters
+    ----------
+    slope : float
+        Negative slope ``a`` of the leaky ReLU (0: ReLU, 1: linear); any finite number.
+
+    Returns
+    -------
+    float
+        ``sigma_w2`` in the library convention (``Var W_ij = sigma_w2 / fan_in``).
+
+    Raises
+    ------
+    ValueError
+        ``slope`` is NaN or infinite.
     """
-    return 2.0 / (1.0 + float(slope) ** 2)
+    return _leaky_gain(slope)
 
 
-def glorot_sigma_w2(fan_in: int, fan_out: int) -> float:
-    """Glorot & Bengio (2010) variance ``2 / (fan_in + fan_out)``, returned as ``sigma_w2 = fan_in * Var W``."""
+def glorot_sigma_w2(fan_in: int, fan_out: int, slope=None) -> float:
+    """Glorot & Bengio (2010) variance ``2 / (fan_in + fan_out)``, returned as ``sigma_w2 = fan_in * Var W``.
+
+    Parameters
+    ----------
+    fan_in, fan_out : int
+        Layer sizes (>= 1).
+    slope : float, optional
+        If given, the variance is multiplied by the leaky-ReLU gain ``2 / (1 + slope^2)`` (the
+        convention of ``torch.nn.init.xavier_normal_(gain=calculate_gain("leaky_relu", slope))``),
+        so that for ``fan_in == fan_out`` it equals :func:`he_sigma_w2`. ``None`` (default) is
+        the original, activation-agnostic Glorot variance used by seed 002's Fig. 1.
+
+    Returns
+    -------
+    float
+        ``sigma_w2`` (``Var W_ij = sigma_w2 / fan_in``).
+
+    Raises
+    ------
+    ValueError
+        ``fan_in`` or ``fan_out`` < 1, or a non-finite ``slope``.
+    """
     fan_in = check_int(fan_in, "fan_in", 1)
     fan_out = check_int(fan_out, "fan_out", 1)
-    return 2.0 * fan_in / (fan_in + fan_out)
+    gain = 1.0 if slope is None else _leaky_gain(slope)
+    return gain * 2.0 * fan_in / (fan_in + fan_out)
 
 
 def haar_orthogonal(n_out: int, n_in: int, rng=None, seed=None) -> np.ndarray:
