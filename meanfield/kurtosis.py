@@ -298,11 +298,18 @@ class LemmaProduct:
 
 
 def product(widths, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0) -> LemmaProduct:
-    """The product ``prod_{l=0}^{d} A^(d-l)`` of Lemma 4.4 in its ``(alpha, beta, gamma, delta)`` form.
+    r"""The product ``prod_{l=0}^{d} A^(d-l)`` of Lemma 4.4 in its ``(alpha, beta, gamma, delta)`` form.
 
     Computed by the lemma's own recursion (``alpha = alpha1 alpha2 + beta1 gamma2`` ...), which is
     linear in the right factor's parameters, so it is run on rescaled parameters with a log-scale:
     no overflow and no ``0 * inf`` at any depth.
+
+    .. math::
+
+        B = \prod_{l=0}^{d} A^{(d-l)} = \begin{bmatrix} \alpha & \beta / \sigma_x^4 & \beta \\
+            \gamma \sigma_x^4 & \delta & \sigma_x^4 (\delta - 1) \\ 0 & 0 & 1 \end{bmatrix},
+        \quad \alpha = \alpha_1 \alpha_2 + \beta_1 \gamma_2, \ \beta = \alpha_1 \beta_2 + \beta_1 \delta_2,
+        \ \gamma = \gamma_1 \alpha_2 + \delta_1 \gamma_2, \ \delta = \gamma_1 \beta_2 + \delta_1 \delta_2 .
 
     Parameters
     ----------
@@ -310,6 +317,23 @@ def product(widths, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0) -> LemmaProduc
         ``widths[l]`` is the width ``w_l`` of ``A^(l)``; ``A^(0)`` acts first.
     slope, weight_kurtosis, sigma_x2
         As in :func:`transition_matrix`.
+
+    Returns
+    -------
+    LemmaProduct
+        ``alpha, beta, gamma, delta`` (``inf`` beyond float64), their logarithms, and ``matrix``.
+        For every width ``> 1``: ``gamma > 0``, ``alpha >= gamma``, ``delta > 0``, ``beta >= delta``.
+
+    Raises
+    ------
+    ValueError
+        Empty or non-integer ``widths``, a width < 1, ``weight_kurtosis < 1``, ``sigma_x2 <= 0``,
+        or a non-finite argument.
+
+    Notes
+    -----
+    Lemma 4.4 of seed 002 (stated for ``w > 1``); a width of 1 gives ``delta = 0`` there, which
+    the lemma excludes (``log_delta = -inf``).
     """
     widths = _check_widths(widths)
     slope = _check_slope(slope)
@@ -351,7 +375,36 @@ class TraceDeterminant:
 
 
 def trace_determinant(width, slope=0.0, weight_kurtosis=3.0) -> TraceDeterminant:
-    """Trace, determinant and eigenvalues of the 2 x 2 block ``A_-^(l)`` (Lemma 4.5; independent of ``sigma_x2``)."""
+    r"""Trace, determinant and eigenvalues of the 2 x 2 block ``A_-^(l)`` (Lemma 4.5 of seed 002).
+
+    .. math::
+
+        \mathrm{tr} A_- = \frac{2(a^4+1)\kappa_w}{w(a^2+1)^2} - \frac1w + 1, \qquad
+        \det A_- = \frac{2(a^4+1)(w-1)(\kappa_w-3)}{w^2(a^2+1)^2}.
+
+    Parameters
+    ----------
+    width : int
+        ``w >= 1``.
+    slope, weight_kurtosis
+        As in :func:`transition_matrix` (the block does not depend on ``sigma_x2``).
+
+    Returns
+    -------
+    TraceDeterminant
+        ``trace``, ``determinant``, ``lambda_max``, ``lambda_min`` and ``gap = lambda_max - 1``
+        (solved from the shifted characteristic polynomial, no cancellation at large width).
+
+    Raises
+    ------
+    ValueError
+        ``width < 1``, ``weight_kurtosis < 1`` or a non-finite argument.
+
+    Notes
+    -----
+    The printed proof of Lemma 4.5 omits the condition it needs for ``1 <= tr < 2``:
+    ``lambda_max > 1  <=>  det + 1 < tr``, which holds for every ``w > 1`` (tested).
+    """
     width = check_int(width, "width", 1)
     slope = _check_slope(slope)
     kw = _check_kw(weight_kurtosis)
@@ -376,9 +429,25 @@ def trace_determinant(width, slope=0.0, weight_kurtosis=3.0) -> TraceDeterminant
 
 
 def spectral_radius(width, slope=0.0, weight_kurtosis=3.0) -> float:
-    """Spectral radius of ``A^(l)``: ``max(lambda_max(A_-), 1)``; ``> 1`` for every ``w > 1`` (Lemma 4.5).
+    """Spectral radius of ``A^(l)``: ``max(lambda_max(A_-), 1)``; ``> 1`` for every ``w > 1`` (Lemma 4.5 of seed 002).
 
-    Vectorised over array ``width`` (returns an ndarray then).
+    The eigenvalues of ``A^(l)`` are those of ``A_-^(l)`` and the 1 of its last row.
+
+    Parameters
+    ----------
+    width : int or array_like of int
+        ``w >= 1``; vectorised over arrays (an ndarray of the same shape is returned then).
+    slope, weight_kurtosis
+        As in :func:`transition_matrix`.
+
+    Returns
+    -------
+    float or ndarray
+
+    Raises
+    ------
+    ValueError
+        As :func:`trace_determinant`.
     """
     if np.ndim(width):
         return np.array([spectral_radius(int(w), slope, weight_kurtosis) for w in np.asarray(width).ravel()]).reshape(
@@ -388,16 +457,36 @@ def spectral_radius(width, slope=0.0, weight_kurtosis=3.0) -> float:
 
 
 def depth_to_kurtosis(threshold, kappa0, c0, width, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0, max_depth=10**9) -> int:
-    """The first depth ``d`` with ``kappa_d >= threshold`` for a constant-width network.
+    """The first depth ``d`` with ``kappa_d >= threshold`` for a constant-width network (Prop. 4.3, Thm. 4.7).
 
     Scans the first 10^4 layers one by one, then (the kurtosis being eventually increasing, Thm. 4.7)
     brackets and bisects with matrix powers of ``A`` computed in log-scale (by construction
-    ``kappa_{d-1} < threshold <= kappa_d`` at the returned depth).
+    ``kappa_{d-1} < threshold <= kappa_d`` at the returned depth), using
+    ``kappa_d = alpha_d kappa_0 + beta_d (c_0 / sigma_x^4 + 1)`` from the proof of Thm. 4.7.
+
+    Parameters
+    ----------
+    threshold : float
+        Kurtosis to reach, ``> 0``.
+    kappa0, c0 : float
+        Input moments, as in :func:`propagate`.
+    width : int
+        Constant width ``w >= 1``.
+    slope, weight_kurtosis, sigma_x2
+        As in :func:`transition_matrix`.
+    max_depth : int
+        Largest depth searched (``>= 0``).
+
+    Returns
+    -------
+    int
+        The depth ``d`` (0 when ``kappa0 >= threshold``).
 
     Raises
     ------
     ValueError
-        Bad arguments, or the threshold is not reached within ``max_depth`` layers.
+        Bad arguments, or the threshold is not reached within ``max_depth`` layers (e.g. width 1
+        with ``|a| = 1`` and ``kappa_w = 1``, where the spectral radius is 1).
     """
     threshold = check_positive(threshold, "threshold")
     width = check_int(width, "width", 1)
@@ -481,6 +570,11 @@ def weight_kurtosis(distribution) -> float:
         the paper's symmetric Bernoulli), ``"laplace"`` (6); or a frozen scipy distribution
         (``scipy.stats.t(df=7)``) or an unfrozen one with default parameters.
 
+    Returns
+    -------
+    float
+        ``kappa_w >= 1``, the constant of Prop. 4.3's ``A^(l)`` (seed 002).
+
     Raises
     ------
     ValueError
@@ -549,6 +643,19 @@ def input_statistics(x, method="pairs", weight_kurtosis=3.0) -> InputStatistics:
     method : {"pairs", "projected"}
     weight_kurtosis : float
         ``kappa_w >= 1`` of the projection (``"projected"`` only).
+
+    Returns
+    -------
+    InputStatistics
+        ``sigma_x2``, ``kappa0``, ``c0``: the start ``k^(0) = [kappa0, c0, 1]`` of Prop. 4.3.
+        The embedded digits data standardised per feature give ``kappa0 = 118.4, c0 = 1.14``
+        (pairs) and ``kappa0 = 12.2, c0 = 2.79`` (projected), ``sigma_x2 = 0.953``.
+
+    Raises
+    ------
+    ValueError
+        ``x`` not of shape ``(n >= 1, w >= 2)``, not finite, or identically zero; unknown
+        ``method``; ``weight_kurtosis < 1``.
     """
     x = as_float_array(x, "x")
     if x.ndim != 2 or x.shape[1] < 2 or x.shape[0] < 1:
@@ -585,6 +692,12 @@ class EmpiricalVarianceDistribution:
 
     Attributes
     ----------
+    kappa : float
+        Kurtosis of the sampled variable.
+    n : int
+        Sample size.
+    sigma2 : float
+        Its variance (the mean of ``S_n^2``).
     var_s2 : float
         Exact ``Var S_n^2 = (kappa - (n - 3) / (n - 1)) sigma^4 / n`` (O'Neill 2014).
     df : float
@@ -629,6 +742,17 @@ def empirical_variance_distribution(kappa, n, sigma2=1.0) -> EmpiricalVarianceDi
     sigma2 : float
         Its variance ``> 0``.
 
+    Returns
+    -------
+    EmpiricalVarianceDistribution
+        ``var_s2``, ``df``, the Gamma ``shape`` / ``scale`` and the frozen ``scipy.stats.gamma``
+        (``quantile``, ``prob_below``).
+
+    Raises
+    ------
+    ValueError
+        ``kappa < 1``, ``n < 2``, ``sigma2 <= 0`` or a non-finite argument.
+
     Notes
     -----
     Exact for the variance (i.i.d. samples); the Gamma law is the paper's moment-matched
@@ -668,6 +792,11 @@ def nonzero_probability(widths):
     ndarray, shape (d + 1,)
         The probability after ``0 .. d`` layers (index 0 is 1).
 
+    Raises
+    ------
+    ValueError
+        Empty or non-integer ``widths``, or a width < 1.
+
     Notes
     -----
     Assumptions (the paper's "symmetric and uncorrelated" does not suffice): conditionally on any
@@ -682,6 +811,10 @@ def nonzero_probability(widths):
     of 0.100 at width 2, depth 8, 100,000 networks). Width 1 is exact for every symmetric law (Prop. B.1). Computed as
     ``exp(cumsum(log1p(-2^-w)))``: no underflow for depth 10^4 at width 1 beyond float64's range
     (returns 0.0 there).
+
+    References
+    ----------
+    Seed 002, supplement B: Prop. B.1 (width 1) and Prop. B.2 (any widths).
     """
     widths = _check_widths(widths)
     logs = np.concatenate([[0.0], np.cumsum(np.log1p(-np.exp2(-widths.astype(np.float64))))])

@@ -40,6 +40,18 @@ def hadamard(m: int) -> np.ndarray:
 def zero_weights(n_out: int, n_in: int) -> np.ndarray:
     """The ZerO matrix of shape ``(n_out, n_in)`` (Algorithm 1 of Zhao et al. 2022; see the module notes).
 
+    Parameters
+    ----------
+    n_out, n_in : int
+        Fan-out ``P`` and fan-in ``Q`` (>= 1).
+
+    Returns
+    -------
+    ndarray, shape (n_out, n_in)
+        ``I`` / ``I*`` when ``n_out <= n_in``; else ``c I* H_m I*`` with ``m = ceil(log2 n_out)``,
+        ``c = 2^{-(m-1)/2}`` (``W^T W = 2 I`` when ``n_out`` is a power of two: the ``sqrt 2``
+        gain that compensates one ReLU). Deterministic.
+
     Raises
     ------
     ValueError
@@ -55,7 +67,24 @@ def zero_weights(n_out: int, n_in: int) -> np.ndarray:
 
 
 def zero_network(widths) -> list[np.ndarray]:
-    """ZerO matrices of a dense network with widths ``widths[0] -> widths[1] -> ...``."""
+    """ZerO matrices of a dense network with widths ``widths[0] -> widths[1] -> ...`` (seed 002, Fig. 1's ZerO).
+
+    Parameters
+    ----------
+    widths : sequence of int
+        Layer widths (each >= 1), input first; at least two.
+
+    Returns
+    -------
+    list of ndarray
+        ``zero_weights(widths[l + 1], widths[l])`` for each layer: identities where the width is
+        kept, so the empirical variance after the first ReLU is constant with depth.
+
+    Raises
+    ------
+    ValueError
+        Fewer than two widths or a width < 1.
+    """
     widths = [check_int(w, "widths", 1) for w in widths]
     if len(widths) < 2:
         raise ValueError("widths must list at least an input and an output width")
@@ -65,7 +94,24 @@ def zero_network(widths) -> list[np.ndarray]:
 def zero_star_network(widths, law="gaussian", rng=None, seed=None) -> list[np.ndarray]:
     """ZerO* (seed 002, part 3 Sec. A): random first layer with ``Var W = 1 / widths[0]``, ZerO elsewhere.
 
-    ``law`` is the law of the first layer's entries (``"gaussian"``, ``"uniform"``, ``"rademacher"``).
+    Parameters
+    ----------
+    widths : sequence of int
+        Layer widths (each >= 1), input first; at least two.
+    law : {"gaussian", "uniform", "rademacher"}
+        Law of the first layer's i.i.d. zero-mean symmetric entries.
+    rng, seed
+        Random Generator or seed (only the first layer is random).
+
+    Returns
+    -------
+    list of ndarray
+        As :func:`zero_network` with the first matrix replaced.
+
+    Raises
+    ------
+    ValueError
+        Bad ``widths`` or unknown ``law``.
     """
     mats = zero_network(widths)
     if law not in ("gaussian", "uniform", "rademacher"):
