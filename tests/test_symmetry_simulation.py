@@ -79,7 +79,7 @@ def test_constnet_is_the_identity_on_symmetric_features_at_initialisation(widths
     assert np.allclose(feats[-1], np.broadcast_to(a0[:, ::s, ::s], feats[-1].shape), atol=1e-14)
 
 
-def test_deterministic_training_keeps_symmetry_and_dropout_breaks_it():
+def test_deterministic_training_keeps_symmetry_and_dropout_or_noise_breaks_it():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((16, 4, 4, 2))
     y = rng.integers(0, 3, 16)
@@ -88,6 +88,8 @@ def test_deterministic_training_keeps_symmetry_and_dropout_breaks_it():
     assert det.loss[-1] < det.loss[0]  # it does learn (the head and the symmetric weights move)
     drop = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3, dropout=0.05, seed=1)
     assert drop.one_minus_cf[-1, 1:].max() > 0
+    noisy = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3, grad_noise=1e-8, seed=1)
+    assert noisy.one_minus_cf[-1, 1:].max() > 0 and noisy.one_minus_cb[-1, 1:].max() > 0
 
 
 def test_leakynet_one_layers_remove_a_forward_perturbation_and_identity_layers_keep_it():
