@@ -78,7 +78,19 @@ def pairwise_mean_cosine(vectors, complement=False) -> float:
     rows, and ``1 - C`` is resolved without cancellation down to the smallest differences between
     rows (``complement=True`` returns it). Rows are rescaled by the largest entry first, so entries
     anywhere in the float64 range neither overflow nor underflow. Zero rows follow the module's
-    convention (zero-zero pairs count 1, zero-nonzero pairs 0).
+    convention (zero-zero pairs count 1, zero-nonzero pairs 0). The common kernel of eqs. 5-6
+    of seed 000.
+
+    Parameters
+    ----------
+    vectors : array_like, shape (m, p)
+        The filters as rows, ``m >= 2``.
+    complement : bool
+        Return ``1 - C`` (accurate near ``C = 1``).
+
+    Returns
+    -------
+    float in [-1, 1] (``[0, 2]`` for the complement)
 
     Raises
     ------
@@ -256,6 +268,17 @@ def closed_form_correlations(kind, n_out=None, n_in=None, replicas=1, gamma=None
         ``R`` for ``replicated_features`` (must divide ``n_out``).
     gamma : float
         Mixture weight in [0, 1] for ``mixture``.
+
+    Returns
+    -------
+    ClosedFormCorrelations
+        ``c_f``, ``c_b`` and whether they hold for every tensor (``exact``) or in expectation.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``kind``; ``n_out < 2``; ``n_out`` not a multiple of ``n_in`` (replicated
+        identity); ``replicas`` not dividing ``n_out``; ``gamma`` outside [0, 1].
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
@@ -299,6 +322,15 @@ def perturbation_ratio(a, axis=-1):
         Features (or gradients with respect to features), channels on ``axis``.
     axis : int
         The channel axis.
+
+    Returns
+    -------
+    float in [0, 1]
+
+    Raises
+    ------
+    ValueError
+        A scalar ``a`` (no channel axis) or a non-finite entry.
     """
     a = as_float_array(a, "a")
     if a.ndim == 0:
@@ -428,6 +460,17 @@ def subnetwork_counts(d, n_layers, include_empty=True) -> SubnetworkCounts:
     include_empty : bool
         Count masks that remove every neuron of some layer (True, the convention of the paper's
         ``2^(dL)``) or not.
+
+    Returns
+    -------
+    SubnetworkCounts
+        Exact integers ``random``, ``all_to_all``, ``one_to_one`` (see its Notes for where they
+        differ from App. F's printed values).
+
+    Raises
+    ------
+    ValueError
+        ``d`` or ``n_layers`` < 1, or ``n_layers > 64`` with ``include_empty=False``.
     """
     d = check_int(d, "d", 1)
     n_layers = check_int(n_layers, "n_layers", 1)
@@ -450,6 +493,16 @@ def permutation_count(widths) -> int:
     ----------
     widths : sequence of int
         Hidden-layer widths (each >= 1).
+
+    Returns
+    -------
+    int
+        The exact integer ``prod_l n_l!``.
+
+    Raises
+    ------
+    ValueError
+        A width that is not an integer >= 1.
     """
     widths = [check_int(n, "widths", 1) for n in widths]
     out = 1
