@@ -204,7 +204,27 @@ def _arch_code(architecture) -> int:
 def decode_configuration(c: int, n_layers: int = 7, width: int = 2, output_bias_bit: bool = False):
     """The ``+-1`` weights of configuration ``c``: ``(list of (width, width) matrices, w_out, bias)``.
 
-    ``bias`` is ``0.0`` unless ``output_bias_bit``. Parameter ``j`` is ``+1`` iff bit ``n-1-j`` of ``c`` is set.
+    Parameter ``j`` is ``+1`` iff bit ``n-1-j`` of ``c`` is set (order: ``W_1`` row-major, ...,
+    ``W_{n_layers-2}``, ``w_out``, output bias), the encoding of :func:`binary_landscape` for the
+    toy nets of eqs. 1-4 of seed 004.
+
+    Parameters
+    ----------
+    c : int
+        Configuration, ``0 <= c < 2^n``.
+    n_layers, width, output_bias_bit
+        As in :func:`n_binary_parameters`.
+
+    Returns
+    -------
+    (mats, w_out, bias)
+        ``n_layers - 2`` matrices of shape ``(width, width)``, the output row ``(width,)`` and the
+        output bias (``0.0`` unless ``output_bias_bit``).
+
+    Raises
+    ------
+    ValueError
+        ``c`` out of range or bad sizes.
     """
     n = n_binary_parameters(n_layers, width, output_bias_bit)
     c = check_int(c, "c", minimum=0, maximum=2**n - 1)
@@ -222,10 +242,30 @@ def decode_configuration(c: int, n_layers: int = 7, width: int = 2, output_bias_
 
 
 def forward_binary(architecture: str, inputs, mats, w_out, output_bias: float = 0.0, biases=None) -> np.ndarray:
-    """Outputs of one toy network (eqs. 1-4) on ``inputs`` (shape (P, width)); plain NumPy reference.
+    """Outputs of one toy network (eqs. 1-4 of seed 004) on ``inputs``; plain NumPy reference of the kernel.
 
-    ``biases`` (optional) has shape ``(len(mats) + 1, width)``: row ``g`` is added inside the ReLU
-    of hidden layer ``g + 2``; the last row's first entry is a fixed output bias (Fig. S1).
+    Parameters
+    ----------
+    architecture : {"plain", "residual", "hyper_residual", "path_residual"}
+    inputs : array_like, shape (P, width)
+    mats : list of (width, width) arrays
+        Hidden weight matrices ``W_1 ...``.
+    w_out : array_like, shape (width,)
+        Output row.
+    output_bias : float
+        Trainable output bias (the 23rd bit).
+    biases : array_like, shape (len(mats) + 1, width), optional
+        Row ``g`` is added inside the ReLU of hidden layer ``g + 2``; the last row's first entry
+        is a fixed output bias (Fig. S1).
+
+    Returns
+    -------
+    ndarray, shape (P,)
+
+    Raises
+    ------
+    ValueError
+        Unknown architecture.
     """
     code = _arch_code(architecture)
     x = np.asarray(inputs, dtype=np.float64)
@@ -791,7 +831,25 @@ def _mode_args(a, s, architecture):
 
 
 def mode_energy(a, s, architecture: str = "plain") -> float:
-    """``E = (s - prod_l (a_l + c_l))^2 / 2`` (eqs. 21-23 with ``tau = 1``; ``c_l`` from :func:`mode_offsets`)."""
+    """``E = (s - prod_l (a_l + c_l))^2 / 2`` (eqs. 21-23 of seed 004 with ``tau = 1``; ``c_l`` from :func:`mode_offsets`).
+
+    Parameters
+    ----------
+    a : array_like, shape (N_l - 1,)
+        Mode strengths ``a_l`` of one mode.
+    s : float
+        Its target singular value.
+    architecture : {"plain", "residual", "hyper_residual"}
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Bad shapes, non-finite values, unknown architecture, or a product that overflows.
+    """
     _, s, x = _mode_args(a, s, architecture)
     return 0.5 * (s - float(np.prod(x))) ** 2
 
@@ -867,7 +925,29 @@ class ModeTrajectory:
 
 
 def mode_flow(a0, s, t, architecture: str = "plain", rtol: float = 1e-9, atol: float = 1e-12) -> ModeTrajectory:
-    """Integrate the gradient flow ``da/dt = -dE/da`` of eqs. 21-23 with ``scipy.integrate.solve_ivp`` (LSODA)."""
+    """Integrate the gradient flow ``da/dt = -dE/da`` of eqs. 21-23 (seed 004) with ``scipy.integrate.solve_ivp`` (LSODA).
+
+    Parameters
+    ----------
+    a0 : array_like, shape (N_l - 1,)
+        Initial mode strengths.
+    s : float
+        Target singular value.
+    t : array_like
+        Strictly increasing output times (``t = iteration x learning rate``).
+    architecture : {"plain", "residual", "hyper_residual"}
+    rtol, atol : float
+        Tolerances of the integrator.
+
+    Returns
+    -------
+    ModeTrajectory
+
+    Raises
+    ------
+    ValueError
+        Bad arguments. ``RuntimeError`` if the integrator fails.
+    """
     from scipy.integrate import solve_ivp
 
     a0, s, _ = _mode_args(a0, s, architecture)
@@ -904,6 +984,18 @@ def folded_orthogonal(n: int, n_orthonormal: int, rng=None, seed=None) -> np.nda
         Size, >= 1.
     n_orthonormal : int
         ``n / 2^f`` for an integer ``f >= 0`` (``n`` itself: no folding; 1: every column equal).
+    rng, seed
+        Random source.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+        Rank ``n_orthonormal``.
+
+    Raises
+    ------
+    ValueError
+        ``n < 1`` or ``n_orthonormal`` not of the form ``n / 2^f``.
     """
     from .init import haar_orthogonal
 
@@ -955,6 +1047,17 @@ def controlled_skip_matrix(n: int, tau: float, rng=None, seed=None) -> np.ndarra
         Size, >= 1.
     tau : float
         Non-orthogonality, >= 0.
+    rng, seed
+        Random source.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+
+    Raises
+    ------
+    ValueError
+        ``n < 1`` or ``tau < 0`` (or non-finite).
     """
     from .init import haar_orthogonal
     from ._checks import check_rng
@@ -1010,11 +1113,29 @@ def supp4_skip_matrix(n: int, tau: float, rng=None, seed=None) -> np.ndarray:
 
 
 def skip_network(architecture: str, x, weights, biases=None) -> np.ndarray:
-    """Real-valued ReLU net with identity skips: eq. 24 (plain), 25 (residual, ``Q_l = I``), 26 (hyper-residual).
+    """Real-valued ReLU net with identity skips: eq. 24 (plain), 25 (residual, ``Q_l = I``), 26 (hyper-residual) of seed 004.
 
-    ``x`` has shape (P, n); ``weights`` is a list of (n, n) matrices ``W_1 ... W_{L-1}``;
-    ``biases`` a list of (n,) vectors (default zero). Returns the last layer, shape (P, n).
     Hyper-residual (eq. 26): ``x_{l+1} = f(W_l x_l + b) + x_l + [x_{l-1} + ... + x_1] / (l - 1)``.
+
+    Parameters
+    ----------
+    architecture : {"plain", "residual", "hyper_residual"}
+    x : array_like, shape (P, n)
+        Inputs.
+    weights : list of (n, n) arrays
+        ``W_1 ... W_{L-1}``.
+    biases : list of (n,) arrays, optional
+        One per weight matrix (default zero).
+
+    Returns
+    -------
+    ndarray, shape (P, n)
+        The last layer.
+
+    Raises
+    ------
+    ValueError
+        Unknown architecture, non-finite arrays, or a bias list of the wrong length.
     """
     if architecture not in ("plain", "residual", "hyper_residual"):
         raise ValueError(f"architecture must be 'plain', 'residual' or 'hyper_residual', got {architecture!r}")
@@ -1038,10 +1159,35 @@ def skip_network(architecture: str, x, weights, biases=None) -> np.ndarray:
 
 def rescaling_deviation(architecture: str, x, weights, k: int, l: int, g: float = 10.0, biases=None) -> float:
     """Relative change ``||F' - F|| / ||F||`` of the output when ``W_k -> g W_k``, ``W_l -> W_l / g``
-    and the biases of layers ``k .. l - 1`` are multiplied by ``g`` (Sec. 2.1, Fig. 2c).
+    and the biases of layers ``k .. l - 1`` are multiplied by ``g`` (Sec. 2.1, Fig. 2c of seed 004).
 
-    Zero (to rounding) for the plain ReLU net (positive homogeneity); non-zero with skips. ``k < l``
-    are 0-based indices into ``weights``; ``g > 0``.
+    Zero (to rounding) for the plain ReLU net (positive homogeneity); non-zero with skips.
+
+    Parameters
+    ----------
+    architecture : {"plain", "residual", "hyper_residual"}
+        Eq. 24, 25 or 26 (see :func:`skip_network`).
+    x : array_like, shape (P, n)
+        Inputs.
+    weights : list of (n, n) arrays
+        ``W_1 ... W_{L-1}``.
+    k, l : int
+        0-based indices into ``weights``, ``0 <= k < l < len(weights)``.
+    g : float
+        Rescaling factor, finite and ``> 0``.
+    biases : list of (n,) arrays, optional
+        Default zero.
+
+    Returns
+    -------
+    float
+        ``||F' - F||_F / ||F||_F``.
+
+    Raises
+    ------
+    ValueError
+        Bad ``k``, ``l`` or ``g``; non-finite inputs; an identically zero output ``F`` (the
+        relative change is undefined) or an output that overflows.
     """
     n = len(weights)
     k = check_int(k, "k", minimum=0, maximum=n - 2)
@@ -1056,9 +1202,15 @@ def rescaling_deviation(architecture: str, x, weights, k: int, l: int, g: float 
     w2[l] /= g
     for j in range(k, l):
         b2[j] *= g
-    f0 = skip_network(architecture, x, weights, bs)
-    f1 = skip_network(architecture, x, w2, b2)
-    return float(np.linalg.norm(f1 - f0) / np.linalg.norm(f0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        f0 = skip_network(architecture, x, weights, bs)
+        f1 = skip_network(architecture, x, w2, b2)
+        norm0 = float(np.linalg.norm(f0))
+    if not (np.all(np.isfinite(f0)) and np.all(np.isfinite(f1))):
+        raise ValueError("x and weights give an output that overflows double precision (scale them down)")
+    if norm0 == 0.0:
+        raise ValueError("x and weights give an identically zero output F: the relative change ||F' - F|| / ||F|| is undefined")
+    return float(np.linalg.norm(f1 - f0) / norm0)
 
 
 @dataclass(frozen=True)
@@ -1076,10 +1228,27 @@ class PermutationCounts:
 
 
 def permutation_counts(n: int, n_classes: int) -> PermutationCounts:
-    """Permutation counts of the Discussion: ``n!`` versus ``K! (d!)^K`` with ``d = n / K``.
+    """Permutation counts of the Discussion of seed 004: ``n!`` versus ``K! (d!)^K`` with ``d = n / K``.
 
     The paper counts permutations that permute whole classes (``K!``) and units within each class
     (``(d!)^K``), which is smaller than ``n!`` for ``1 < K < n``.
+
+    Parameters
+    ----------
+    n : int
+        Units in the layer (>= 1).
+    n_classes : int
+        ``K``, dividing ``n``.
+
+    Returns
+    -------
+    PermutationCounts
+        Exact integers and ``log10_ratio``.
+
+    Raises
+    ------
+    ValueError
+        ``n < 1``, ``n_classes`` outside ``[1, n]`` or not dividing ``n``.
     """
     n = check_int(n, "n", minimum=1)
     k = check_int(n_classes, "n_classes", minimum=1, maximum=n)

@@ -509,3 +509,12 @@ def test_argument_errors_name_the_argument():
         L.rescaling_deviation("plain", np.ones((2, 2)), [np.eye(2)] * 3, 0, 2, g=-1.0)
     with pytest.raises(ValueError, match="grid_size"):
         L.regression_task(1)
+
+
+def test_rescaling_deviation_refuses_undefined_ratios():
+    """A dead (identically zero) output or an overflowing one raises instead of returning NaN."""
+    ws = [-np.eye(2)] * 3
+    with pytest.raises(ValueError, match="zero output"):
+        L.rescaling_deviation("plain", np.ones((4, 2)), ws, 0, 2)
+    with pytest.raises(ValueError, match="overflows"):
+        L.rescaling_deviation("plain", np.full((4, 2), 1e300), [1e10 * np.eye(2)] * 3, 0, 2)
