@@ -191,15 +191,34 @@ def test_depth_1e4_width_1e5_no_overflow():
     assert math.isinf(p.alpha) and math.isfinite(p.log_alpha) and not np.isnan(p.matrix).any()
 
 
+def _kappa_gaussian_relu_closed_form(w, d, kappa0=3.0, c0=0.0):
+    """``kappa_d`` for ReLU, Gaussian weights, constant width ``w``, in 60-digit decimals.
+
+    Here ``det A_- = 0`` (``kappa_w = 3``), so ``A_-^j = lambda^(j-1) A_-`` with
+    ``lambda = 1 + 5 / w``, and ``A^d = [[A_-^d, (I + A_- (lambda^(d-1) - 1) / (lambda - 1)) v], [0, 1]]``
+    with ``v = (3 (w-1)/w, -1/w)``: independent of the library's recursion and matrix powers.
+    """
+    getcontext().prec = 60
+    w = Decimal(w)
+    al, be, ga, de = Decimal(6) / w, 3 * (w - 1) / w, Decimal(2) / w, (w - 1) / w
+    lam = 1 + Decimal(5) / w
+    v0, v1 = be, -1 / w
+    p = lam ** (d - 1)
+    geo = (p - 1) / (lam - 1)
+    top = p * (al * Decimal(kappa0) + be * Decimal(c0))  # e1^T A_-^d k0
+    top += v0 + geo * (al * v0 + be * v1)  # e1^T (I + A_- geo) v
+    return top
+
+
 @pytest.mark.parametrize("w,t", [(10, 1e3), (200, 1e3), (2, 1e100), (10**5, 1e6)])
 def test_depth_to_kurtosis(w, t):
     d = K.depth_to_kurtosis(t, 3.0, 0.0, w)
+    assert d >= 2
+    # the returned depth is the first crossing, by a closed form independent of the library
+    assert _kappa_gaussian_relu_closed_form(w, d) >= Decimal(t) > _kappa_gaussian_relu_closed_form(w, d - 1)
     if d <= 10**5:
         res = K.propagate(3.0, 0.0, [w] * d)
         assert res.kappa[d] >= t * (1 - 1e-9) and res.kappa[d - 1] < t
-    else:  # beyond a direct propagation's comfortable size: log-scale matrix powers agree
-        assert K._log_kappa_power(w, 0.0, 3.0, 1.0, 3.0, 0.0, d) >= math.log(t)
-        assert K._log_kappa_power(w, 0.0, 3.0, 1.0, 3.0, 0.0, d - 1) < math.log(t)
 
 
 def test_log_power_matches_propagate():
