@@ -82,6 +82,23 @@ def test_critical_line_of_tanh():
     assert dense.critical_sigma_w2("tanh", 0.0) == pytest.approx(1.0, abs=1e-6)
 
 
+@pytest.mark.parametrize("act", ["tanh", "erf"])
+@pytest.mark.parametrize("excess", [1e-2, 1e-4, 1e-6])
+def test_c_star_just_inside_the_chaotic_phase(act, excess):
+    """Near the edge of chaos c* merges with the fixed point c = 1; it must still be solved exactly.
+
+    Linearising the c-map at c = 1 (slope chi_1 > 1, curvature k > 0) gives 1 - c* ~ 2 (chi_1 - 1) / k:
+    c* < 1, moving to 1 as chi_1 -> 1, while the map's residual stays at rounding level.
+    """
+    sb = 0.05
+    sw = dense.critical_sigma_w2(act, sb) * (1 + excess)
+    fp = dense.fixed_point(act, sw, sb)
+    assert fp.phase == "chaotic" and fp.c_star < 1.0
+    assert abs(dense.cmap(fp.c_star, act, sw, sb, q=fp.q_star) - fp.c_star) <= FIXED_POINT_TOL
+    wider = dense.fixed_point(act, dense.critical_sigma_w2(act, sb) * (1 + 10 * excess), sb)
+    assert wider.c_star < fp.c_star  # 1 - c* grows with the distance to the edge
+
+
 def test_phase_diagram_agrees_with_pointwise_fixed_points():
     sw = np.array([0.5, 1.5, 2.5, 4.0])
     sb = np.array([0.0, 0.05, 0.3])
