@@ -45,7 +45,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import dense
-from ._checks import as_float_array, check_covariance, check_int, check_nonnegative, check_probability_vector
+from ._checks import (
+    as_float_array,
+    check_correlation,
+    check_covariance,
+    check_int,
+    check_nonnegative,
+    check_probability_vector,
+)
 from .activations import get_activation
 from .gaussian import DEFAULT_DEGREE, pair_expectation
 
@@ -512,7 +519,28 @@ class LinearizedDecay:
 
 
 def fixed_point_covariance(q_star, c_star, size) -> np.ndarray:
-    """:math:`\\Sigma^* = q^*(\\delta_{\\alpha\\alpha'} + (1 - \\delta_{\\alpha\\alpha'}) c^*)` (eq. 2.6), shape (size, size)."""
+    """The spatially uniform fixed point :math:`\\Sigma^* = q^*(\\delta_{\\alpha\\alpha'} + (1 - \\delta_{\\alpha\\alpha'}) c^*)` (seed 003, eq. 2.6).
+
+    Parameters
+    ----------
+    q_star : float
+        Fixed-point variance ``q*`` (>= 0, finite), e.g. :attr:`meanfield.dense.FixedPoint.q_star`.
+    c_star : float
+        Fixed-point correlation ``c*`` in [-1, 1].
+    size : int
+        Number of positions P (>= 1).
+
+    Returns
+    -------
+    ndarray, shape (size, size)
+
+    Raises
+    ------
+    ValueError
+        ``q_star`` negative or not finite, ``|c_star| > 1``, ``size < 1``.
+    """
+    q_star = check_nonnegative(q_star, "q_star")
+    c_star = check_correlation(c_star, "c_star")
     size = check_int(size, "size", 1)
     return q_star * (c_star + (1.0 - c_star) * np.eye(size))
 
