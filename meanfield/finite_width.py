@@ -259,7 +259,31 @@ def _check_m(m):
 
 
 def relu_log_eigenvalue(m, width, sigma_w2):
-    """Natural log of :func:`relu_eigenvalue` (finite for every width and ``m < -1/2``)."""
+    """Natural log of :func:`relu_eigenvalue` (seed 001, Prop. 4, eq. 8 as derived), finite for every width.
+
+    Evaluated as ``-(m+1) log(2 sigma_w2) + logsumexp_k [log(C(N,k) 0.5^N) + log Gamma(k/2-m-1) -
+    log Gamma(k/2)]`` with Stirling differences for large Gamma arguments, so widths up to 10^5
+    and very negative ``m`` neither overflow nor lose precision.
+
+    Parameters
+    ----------
+    m : float or array_like
+        Exponent(s), ``m < -1/2``.
+    width : int
+        ``N >= 1``.
+    sigma_w2 : float
+        ``> 0``, unscaled by the width.
+
+    Returns
+    -------
+    float or ndarray
+        ``log lambda_m``.
+
+    Raises
+    ------
+    ValueError
+        ``m >= -1/2``, ``width < 1``, ``sigma_w2 <= 0`` or non-finite input.
+    """
     n = _width(width)
     m = _check_m(m)
     sw = check_positive(sigma_w2, "sigma_w2")
@@ -321,6 +345,25 @@ def relu_eigenvalue_printed(m, width, sigma_w2):
     Equals ``relu_eigenvalue(m, width, sigma_w2) * 4^(m+1)``. It does **not** equal the
     eigenvalue obtained by quadrature of the defining integral (tests pin this); the paper's
     critical-exponent relation and Fig. 1b follow this variant.
+
+    Parameters
+    ----------
+    m : float or array_like
+        Exponent(s), ``m < -1/2``.
+    width : int
+        ``N >= 1``.
+    sigma_w2 : float
+        ``> 0``, unscaled by the width.
+
+    Returns
+    -------
+    float or ndarray
+        ``inf`` beyond the float range, never NaN.
+
+    Raises
+    ------
+    ValueError
+        As :func:`relu_eigenvalue`.
     """
     m = _check_m(m)
     with np.errstate(over="ignore"):
@@ -694,6 +737,24 @@ def kernel_masses(y, grid, width, sigma_w2, sigma_b2=0.0, activation="relu", met
     activation, or ``method="fft"``: the ``N``-fold convolution of the law of ``phi(h)^2``,
     ``h ~ N(0, sigma_w2 y + sigma_b2)``, by truncated FFT powers on the equidistant grid (Prop. 1).
 
+    Parameters
+    ----------
+    y : float or array_like
+        Previous squared norm(s) (>= 0).
+    grid : array_like
+        Cell edges starting at 0 (equidistant on the FFT path).
+    width : int
+        ``N >= 1``.
+    sigma_w2, sigma_b2 : float
+        Unscaled weight and bias variances (>= 0).
+    activation : str
+        Built-in activation name; ``"relu"`` has the closed form.
+    method : {"auto", "closed", "fft"}
+        ``"fft"`` forces the general path (e.g. to cross-check it against the closed form).
+    n_quantiles : int
+        Equiprobable Gaussian quantiles representing ``phi(h)^2`` on the FFT path (>= 16); the
+        FFT path's error is O(grid step) + O(N / n_quantiles).
+
     Returns
     -------
     ndarray, shape (len(y), len(grid))
@@ -761,6 +822,11 @@ def discretize_operator(
     ValueError
         Bad grid (not starting at 0, not increasing, not equidistant on the FFT path), width < 1,
         negative variances.
+
+    Returns
+    -------
+    DiscreteOperator
+        Column-stochastic ``matrix`` (every column sums to 1, the atom's column included).
     """
     g = _check_grid(grid)
     n = _width(width)
@@ -795,7 +861,21 @@ def discretize_operator(
 def grid_masses(samples, grid) -> np.ndarray:
     """Masses of the empirical law of ``samples`` (squared norms) on the states of ``grid``.
 
-    Exact zeros go to the atom (state 0); values beyond the last edge go to the last cell.
+    The state layout of :class:`DiscreteOperator` (seed 001, Sec. 2.2: the law of ``|x^(0)|^2``
+    that :func:`propagate_distribution` takes as ``p0``). Exact zeros go to the atom (state 0);
+    values beyond the last edge go to the last cell.
+
+    Parameters
+    ----------
+    samples : array_like
+        Squared norms (>= 0).
+    grid : array_like
+        Cell edges, starting at 0, strictly increasing.
+
+    Returns
+    -------
+    ndarray, shape (len(grid),)
+        Masses summing to 1.
     """
     g = _check_grid(grid)
     x = check_nonnegative(np.atleast_1d(samples), "samples")
@@ -851,9 +931,22 @@ def expected_squared_norm(y0, layers: Sequence) -> np.ndarray:
     Eq. 5: ``E(|x^(l)|^2 | |x^(l-1)|^2 = y) = (sigma_w,l^2 y + sigma_b,l^2) N_l / 2``, iterated
     (eq. 6 is the unrolled form), per-layer widths and variances, biases included.
 
+    Parameters
+    ----------
+    y0 : float or array_like
+        Squared norm(s) of the input (>= 0).
+    layers : sequence of Layer or (width, sigma_w2[, sigma_b2]) tuples
+        One entry per ReLU layer, unscaled variances.
+
     Returns
     -------
     ndarray, shape (L + 1,) (or (L + 1,) + shape of ``y0``)
+        Row 0 is ``y0``.
+
+    Raises
+    ------
+    ValueError
+        Negative ``y0`` or variances, width < 1.
     """
     y = np.asarray(check_nonnegative(y0, "y0"), float)
     out = [y]
@@ -910,6 +1003,20 @@ def orthant_probability(rho):
     The paper defines ``g(rho) = (2 pi)^{-1/2} int_0^inf Phi(u rho / sqrt(1 - rho^2)) e^{-u^2/2} du``,
     which is the orthant probability of a standard bivariate normal with correlation ``rho``;
     ``g(1) = 1/2``, ``g(-1) = 0``.
+
+    Parameters
+    ----------
+    rho : float or array_like
+        Pre-activation correlation(s) in [-1, 1].
+
+    Returns
+    -------
+    float or ndarray
+
+    Raises
+    ------
+    ValueError
+        ``|rho| > 1`` or non-finite input.
     """
     rho = check_correlation(rho, "rho")
     return 0.5 - np.arccos(rho) / (2 * np.pi)
@@ -922,6 +1029,22 @@ def relu_correlation(rho):
 
     It is increasing, maps 1 to 1, 0 to 0 and -1 to ``-1/(pi-1)``; it is ``<= rho`` on ``[0, 1]``
     but ``> rho`` on ``[-1, 0)`` (the paper's "always smaller than rho" holds for ``rho >= 0``).
+    It equals ``(K(rho) - 1/(2 pi)) / ((pi - 1)/(2 pi))`` with ``K`` the arc-cosine kernel of
+    unit-variance inputs (:func:`meanfield.gaussian.pair_expectation` for ``"relu"``).
+
+    Parameters
+    ----------
+    rho : float or array_like
+        Pre-activation correlation(s) in [-1, 1].
+
+    Returns
+    -------
+    float or ndarray
+
+    Raises
+    ------
+    ValueError
+        ``|rho| > 1`` or non-finite input.
     """
     rho = check_correlation(rho, "rho")
     g = 0.5 - np.arccos(rho) / (2 * np.pi)
@@ -946,6 +1069,24 @@ def mean_inner_product(width, v11, v22, v12):
     equal to ``N`` times the arc-cosine kernel ``E relu(h1) relu(h2)``. The paper's eq. 10,
     ``~ N sqrt(v11 v22) (rho + 1) / 4``, is the straight line through the exact values at
     ``rho = -1`` (0) and ``rho = 1`` (1/2); at ``rho = 0`` it gives 1/4 instead of 1/(2 pi).
+
+    Parameters
+    ----------
+    width : int
+        ``N >= 1``.
+    v11, v22 : float
+        Pre-activation variances (> 0), Prop. 2.
+    v12 : float or array_like
+        Pre-activation covariance, ``v12^2 <= v11 v22``.
+
+    Returns
+    -------
+    float or ndarray
+
+    Raises
+    ------
+    ValueError
+        Non-positive variances, ``v12^2 > v11 v22``, width < 1.
     """
     n = _width(width)
     v11, v22, v12, rho = _check_pair(v11, v22, v12)
@@ -962,6 +1103,23 @@ def relu_product_density(t, v11, v22, v12):
 
     the positive-quadrant half of the density of the product of two correlated normals; it
     integrates to ``g(rho)``, and ``f_prod = (1 - g(rho)) delta_0 + f``. Needs ``det V > 0``.
+
+    Parameters
+    ----------
+    t : float or array_like
+        Points ``> 0``.
+    v11, v22, v12 : float
+        The pre-activation covariance of Prop. 2, ``v12^2 < v11 v22``.
+
+    Returns
+    -------
+    float or ndarray
+        Evaluated with the exponentially scaled ``k0e`` (no overflow for large ``t``).
+
+    Raises
+    ------
+    ValueError
+        ``t <= 0``, non-positive variances or ``v12^2 >= v11 v22``.
     """
     t = check_positive(t, "t")
     v11, v22, v12, rho = _check_pair(v11, v22, v12)
@@ -1055,9 +1213,27 @@ def cosine_similarity_samples(
     Random normals dominate the cost; ``dtype=np.float32`` draws them in single precision (about
     1.8x faster, cosines accurate to ~1e-6, ample for histograms).
 
+    Parameters
+    ----------
+    width : int
+        ``N >= 1``.
+    rho : float
+        ``<x1, x2>`` of the unit previous-layer signals (the pre-activation correlation), in [-1, 1].
+    n_samples : int
+        Repeats (>= 1); 10^6 take seconds.
+    sigma_w2 : float
+        ``> 0``; it does not affect the cosine (kept for the paper's parametrisation).
+    rng, seed
+        Random Generator or seed.
+    chunk : int
+        Repeats drawn per block (memory ``2 * chunk * width`` numbers).
+    dtype : {numpy.float64, numpy.float32}
+        Precision of the drawn normals.
+
     Returns
     -------
     ndarray, shape (n_samples,)
+        Cosine similarities in [0, 1].
     """
     n = _width(width)
     rho = float(check_correlation(rho, "rho"))
