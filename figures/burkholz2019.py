@@ -5,8 +5,9 @@
   data set (pixels / 16; the paper uses MNIST): lines = :func:`propagate_distribution`, steps =
   histograms over random networks.
 - ``fig_1b``: eigenvalue ``lambda_m`` of the eigenfunction ``y^m`` against ``m`` for N = 10, 20, 100
-  (He): the derived eq. 8 (solid), eq. 8 as printed (dashed; the paper's curve), and the discretised
-  operator applied to ``y^m`` (markers).
+  (He): the derived eq. 8 (solid), eq. 8 as printed (dashed; the paper's curve), the discretised
+  operator applied to ``y^m`` (markers) and the paper's stated ``m_crit = -3.256 - 1.621 N``
+  (crosses at lambda = 1, next to the printed formula's lower roots, far from the derived ones).
 - ``fig_2``: law of the cosine similarity of two ReLU layers given the previous layer, for
   ``<x1, x2> = 0, 0.25, 0.5, 0.75`` (``|x1| = |x2| = 1``) and N = 100 (dashed) and 200 (solid),
   from :func:`cosine_similarity_samples` (10^6 repeats with ``--full``).
@@ -75,7 +76,8 @@ def _operator_ratio(m_values, n, sw, pts):
 
 def fig_1b(out_dir, full=False, backend="numpy", seed=0):
     """Eigenvalues vs m (He): derived eq. 8, printed eq. 8, discretised operator."""
-    m = np.linspace(-50.0, -0.51, 2000 if full else 600)
+    k = 1500 if full else 500  # [-180, -4] shows every printed-formula root; [-4, -0.51] the zoom
+    m = np.concatenate([np.linspace(-180.0, -4.0, k, endpoint=False), np.linspace(-4.0, -0.51, k)])
     m_op = np.array([-8.0, -6.0, -4.0, -3.0, -2.5, -2.0, -1.5, -1.2, -1.0, -0.8, -0.6])
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     data = {"m": m, "m_operator": m_op}
@@ -88,13 +90,15 @@ def fig_1b(out_dir, full=False, backend="numpy", seed=0):
         pts = 241 if full else 121
         op = (4 * _operator_ratio(m_op, n, sw, 2 * pts - 1) - _operator_ratio(m_op, n, sw, pts)) / 3
         ce = fw.critical_exponents(n)
+        axes[0].plot([ce.paper_relation], [1.0], color=color, marker="x", ms=8, ls="none",
+                     label=f"N = {n}: paper's $m_{{crit}} = -3.256 - 1.621 N$")
         for ax in axes:
             ax.plot(m, lam, color=color, lw=1.2, label=f"N = {n}: eq. 8 derived")
             ax.plot(m, lam_p, color=color, lw=1.0, ls="--", label=f"N = {n}: eq. 8 as printed")
             ax.plot(m_op, op, color=color, marker=marker, ls="none", ms=6, mfc="none", label=f"N = {n}: operator on grid")
         data[f"N={n}"] = {"derived": lam, "printed": lam_p, "operator": op, "critical": {"lower": ce.lower, "upper": ce.upper, "printed_lower": ce.printed_lower, "printed_upper": ce.printed_upper, "paper_relation": ce.paper_relation}}
     axes[0].set_ylim(0, 1.5)
-    axes[0].set_xlim(-50, 0)
+    axes[0].set_xlim(-180, 0)
     axes[1].set_ylim(0.9, 1.1)
     axes[1].set_xlim(-4, -0.5)
     for ax in axes:

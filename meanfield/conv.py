@@ -45,7 +45,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import dense
-from ._checks import as_float_array, check_covariance, check_int, check_nonnegative, check_probability_vector
+from ._checks import (
+    as_float_array,
+    check_correlation,
+    check_covariance,
+    check_int,
+    check_nonnegative,
+    check_probability_vector,
+)
 from .activations import get_activation
 from .gaussian import DEFAULT_DEGREE, pair_expectation
 
@@ -83,7 +90,25 @@ _HOMOGENEOUS = dense._HOMOGENEOUS
 
 
 def spatial_shape(shape) -> tuple:
-    """Normalise a ``shape`` argument: an int ``n`` (1-D) or a pair ``(n1, n2)`` (2-D), each >= 1."""
+    """Normalise a ``shape`` argument: an int ``n`` (1-D) or a pair ``(n1, n2)`` (2-D), each >= 1.
+
+    Seed 003 treats 1-D signals (Sec. 2.1) and 2-D images (Sec. 3, Fig. 4) on periodic lattices.
+
+    Parameters
+    ----------
+    shape : int or sequence of int
+        ``n`` or ``(n,)`` (1-D) or ``(n1, n2)`` (2-D).
+
+    Returns
+    -------
+    tuple of int
+        ``(n,)`` or ``(n1, n2)``.
+
+    Raises
+    ------
+    ValueError
+        A size < 1, a non-integer size, or more than two dimensions.
+    """
     if isinstance(shape, (tuple, list, np.ndarray)):
         dims = tuple(check_int(s, "shape", 1) for s in shape)
         if len(dims) not in (1, 2):
@@ -167,7 +192,22 @@ def average(cov, v, shape=None) -> np.ndarray:
 
 
 def average_transpose(cov, v, shape=None) -> np.ndarray:
-    r"""The adjoint :math:`[\mathcal{A}_v^T\star\Sigma]_{\alpha,\alpha'} = \sum_\beta v_\beta \Sigma_{\alpha-\beta,\alpha'-\beta}` (backward pass, eq. 2.15)."""
+    r"""The adjoint :math:`[\mathcal{A}_v^T\star\Sigma]_{\alpha,\alpha'} = \sum_\beta v_\beta \Sigma_{\alpha-\beta,\alpha'-\beta}` (backward pass, seed 003 eq. 2.15).
+
+    Parameters
+    ----------
+    cov : array_like, shape (..., P, P)
+        Matrices over the P flattened positions.
+    v : array_like
+        Variance vector, shape (2k+1,) or (2k1+1, 2k2+1), non-negative, summing to 1.
+    shape : int or (int, int), optional
+        Spatial shape (see :func:`average`).
+
+    Returns
+    -------
+    ndarray, shape (..., P, P)
+        The transpose of :func:`average` with respect to the Frobenius inner product.
+    """
     v = _check_v(v)
     cov = as_float_array(cov, "cov")
     if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
@@ -226,7 +266,24 @@ def propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape=None, de
 
     For positively homogeneous activations (linear, relu, leaky_relu) the covariance is carried as
     ``exp(log_scale) * normalized`` (the bias enters relative to the current scale, as in
-    :func:`meanfield.dense.propagate_log`), so depth 10^4 at any sigma_w2 is representable.
+    :func:`meanfield.dense.propagate_log`), so depth 10^4 at any sigma_w2 is representable
+    (seed 003, eq. 2.13).
+
+    Parameters
+    ----------
+    cov0 : array_like, shape (P, P)
+        Layer-0 pre-activation spatial covariance (symmetric PSD).
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+        Variances (>= 0).
+    v : array_like
+        Variance vector (see :func:`covariance_map`).
+    depth : int
+        Number of layers (>= 0).
+    shape : int or (int, int), optional
+        Spatial shape.
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
 
     Returns
     -------
@@ -348,9 +405,17 @@ def averaging_singular_values(v, shape) -> np.ndarray:
     shifts), so its singular values are :math:`|\lambda_m|`; on P x P matrices each of the P values
     appears P times ("64 singular values, each with 64 copies" for 8 x 8 images).
 
+    Parameters
+    ----------
+    v : array_like
+        Variance vector, shape (2k+1,) or (2k1+1, 2k2+1).
+    shape : int or (int, int)
+        Spatial shape.
+
     Returns
     -------
     ndarray, shape (P,)
+        ``|lambda_m|`` sorted in descending order, one per Fourier mode.
     """
     return np.sort(np.abs(fourier_eigenvalues(v, shape)).ravel())[::-1]
 
@@ -368,6 +433,11 @@ def gs_family(kernel_shape=(3, 3), count=5) -> list[np.ndarray]:
         Odd kernel size(s) ``2k+1``.
     count : int
         Number of vectors (>= 2).
+
+    Returns
+    -------
+    list of ndarray, each of shape ``kernel_shape``
+        Variance vectors (non-negative, summing to 1), GS0 first.
     """
     ks = spatial_shape(kernel_shape)
     if any(s % 2 == 0 for s in ks):
@@ -454,7 +524,26 @@ def depth_scales(activation, sigma_w2, sigma_b2, v, shape, degree=DEFAULT_DEGREE
 
     The paper writes :math:`-1/\log(\chi_{c^*}\lambda)`; for a non-symmetric ``v`` the eigenvalue is
     complex (or negative for some symmetric ``v``) and the amplitude of the mode decays by
-    :math:`|\chi\lambda|` per layer, so the modulus is used.
+    :math:`|\chi\lambda|` per layer, so the modulus is used. The diagonal modes use
+    :math:`\chi_{q^*}` in place of :math:`\chi_{c^*}`.
+
+    Parameters
+    ----------
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+        Weight and bias variances (>= 0).
+    v : array_like
+        Variance vector, shape (2k+1,) or (2k1+1, 2k2+1).
+    shape : int or (int, int)
+        Spatial shape.
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
+
+    Returns
+    -------
+    ConvDepthScales
+        ``xi_c``, ``xi_q`` of shape ``shape``; ``inf`` where ``chi |lambda| >= 1`` or within
+        :data:`CRITICAL_ATOL` of 1 (e.g. every mode of a one-hot ``v`` at criticality).
 
     Examples
     --------
@@ -512,7 +601,28 @@ class LinearizedDecay:
 
 
 def fixed_point_covariance(q_star, c_star, size) -> np.ndarray:
-    """:math:`\\Sigma^* = q^*(\\delta_{\\alpha\\alpha'} + (1 - \\delta_{\\alpha\\alpha'}) c^*)` (eq. 2.6), shape (size, size)."""
+    """The spatially uniform fixed point :math:`\\Sigma^* = q^*(\\delta_{\\alpha\\alpha'} + (1 - \\delta_{\\alpha\\alpha'}) c^*)` (seed 003, eq. 2.6).
+
+    Parameters
+    ----------
+    q_star : float
+        Fixed-point variance ``q*`` (>= 0, finite), e.g. :attr:`meanfield.dense.FixedPoint.q_star`.
+    c_star : float
+        Fixed-point correlation ``c*`` in [-1, 1].
+    size : int
+        Number of positions P (>= 1).
+
+    Returns
+    -------
+    ndarray, shape (size, size)
+
+    Raises
+    ------
+    ValueError
+        ``q_star`` negative or not finite, ``|c_star| > 1``, ``size < 1``.
+    """
+    q_star = check_nonnegative(q_star, "q_star")
+    c_star = check_correlation(c_star, "c_star")
     size = check_int(size, "size", 1)
     return q_star * (c_star + (1.0 - c_star) * np.eye(size))
 

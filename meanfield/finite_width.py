@@ -64,6 +64,7 @@ from scipy import optimize, special
 from ._checks import (
     as_float_array,
     check_correlation,
+    check_covariance,
     check_int,
     check_nonnegative,
     check_positive,
@@ -258,7 +259,31 @@ def _check_m(m):
 
 
 def relu_log_eigenvalue(m, width, sigma_w2):
-    """Natural log of :func:`relu_eigenvalue` (finite for every width and ``m < -1/2``)."""
+    """Natural log of :func:`relu_eigenvalue` (seed 001, Prop. 4, eq. 8 as derived), finite for every width.
+
+    Evaluated as ``-(m+1) log(2 sigma_w2) + logsumexp_k [log(C(N,k) 0.5^N) + log Gamma(k/2-m-1) -
+    log Gamma(k/2)]`` with Stirling differences for large Gamma arguments, so widths up to 10^5
+    and very negative ``m`` neither overflow nor lose precision.
+
+    Parameters
+    ----------
+    m : float or array_like
+        Exponent(s), ``m < -1/2``.
+    width : int
+        ``N >= 1``.
+    sigma_w2 : float
+        ``> 0``, unscaled by the width.
+
+    Returns
+    -------
+    float or ndarray
+        ``log lambda_m``.
+
+    Raises
+    ------
+    ValueError
+        ``m >= -1/2``, ``width < 1``, ``sigma_w2 <= 0`` or non-finite input.
+    """
     n = _width(width)
     m = _check_m(m)
     sw = check_positive(sigma_w2, "sigma_w2")
@@ -320,6 +345,25 @@ def relu_eigenvalue_printed(m, width, sigma_w2):
     Equals ``relu_eigenvalue(m, width, sigma_w2) * 4^(m+1)``. It does **not** equal the
     eigenvalue obtained by quadrature of the defining integral (tests pin this); the paper's
     critical-exponent relation and Fig. 1b follow this variant.
+
+    Parameters
+    ----------
+    m : float or array_like
+        Exponent(s), ``m < -1/2``.
+    width : int
+        ``N >= 1``.
+    sigma_w2 : float
+        ``> 0``, unscaled by the width.
+
+    Returns
+    -------
+    float or ndarray
+        ``inf`` beyond the float range, never NaN.
+
+    Raises
+    ------
+    ValueError
+        As :func:`relu_eigenvalue`.
     """
     m = _check_m(m)
     with np.errstate(over="ignore"):
@@ -329,14 +373,14 @@ def relu_eigenvalue_printed(m, width, sigma_w2):
 
 @dataclass(frozen=True)
 class CriticalExponents:
-    """Exponents ``m`` with eigenvalue 1.
+    """Exponents ``m`` with eigenvalue 1 (seed 001, Sec. 2.3).
 
     Attributes
     ----------
     lower, upper : float
         Roots of ``lambda_m = 1`` of the derived eigenvalue, ``lower < upper < -1/2``; the
-        derived eigenvalue is below 1 exactly on ``(lower, upper)``. ``nan`` if no root exists
-        (then ``lambda_m > 1`` everywhere or the minimum is above 1).
+        derived eigenvalue is below 1 exactly on ``(lower, upper)``. Both always exist (see
+        :func:`critical_exponents`).
     printed_lower, printed_upper : float
         The same for :func:`relu_eigenvalue_printed`.
     paper_relation : float
@@ -353,37 +397,86 @@ class CriticalExponents:
         return replace(self, **changes)
 
 
-def _roots(logf, m_span):
-    """Both roots of ``logf`` on ``(-1/2 - m_span, -1/2)``: sign changes on a log-spaced scan, then Brent."""
-    grid = RELU_EIGEN_M_MAX - np.logspace(math.log10(m_span), -12, 600)
-    vals = np.array([logf(g) for g in grid])
-    roots = [
-        optimize.brentq(logf, grid[i], grid[i + 1], xtol=1e-13, rtol=1e-15)
-        for i in np.nonzero(np.sign(vals[:-1]) != np.sign(vals[1:]))[0]
-    ]
-    if len(roots) < 2:
-        return math.nan, math.nan
-    return roots[0], roots[-1]
+#: Bracket expansion steps of :func:`_convex_bracket` (2^60: far beyond any root in float range).
+_MAX_EXPANSIONS = 60
+
+
+def _convex_bracket(f):
+    """``(lo, m_min, hi)`` for a convex ``f`` on ``(-inf, -1/2)`` tending to +inf at both ends.
+
+    ``lo < m_min < hi < -1/2`` with ``f(lo) > 0``, ``f(hi) > 0`` and ``m_min`` the minimiser, so
+    every root of ``f`` lies in ``(lo, m_min]`` or ``[m_min, hi)``. ``log lambda_m`` is convex in
+    ``m`` (a positive mixture of moments ``E X^s``, each log-convex by Hoelder) and tends to
+    infinity as ``m -> -inf`` (Gamma growth) and as ``m -> -1/2`` (the ``k = 1`` moment).
+
+    Raises
+    ------
+    FloatingPointError
+        No bracket in float range (a root closer to -1/2 than float resolution, or beyond 2^60).
+    """
+    lo = -3.0  # start points avoid -2 and -1, which are roots (to rounding) in common cases
+    for _ in range(_MAX_EXPANSIONS):
+        if f(lo) > 0:
+            break
+        lo = 2.0 * lo
+    else:
+        raise FloatingPointError("log lambda_m stays <= 0 down to m = -2^60: no lower bracket in float range")
+    gap = 0.25
+    for _ in range(_MAX_EXPANSIONS):
+        hi = RELU_EIGEN_M_MAX - gap
+        if f(hi) > 0:
+            break
+        gap *= 0.5
+    else:
+        raise FloatingPointError("log lambda_m stays <= 0 up to m = -1/2 - 2^-60: no upper bracket in float range")
+    res = optimize.minimize_scalar(f, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
+    return lo, float(res.x), hi
+
+
+def _roots(f):
+    """Both roots of the convex ``f`` (see :func:`_convex_bracket`), Brent to 1e-13."""
+    lo, m_min, hi = _convex_bracket(f)
+    if not f(m_min) < 0:
+        raise FloatingPointError(
+            "lambda_m >= 1 for every m to float precision at these parameters (the interval where "
+            "lambda_m < 1 is narrower than the float resolution); use relu_log_eigenvalue directly"
+        )
+    lower = optimize.brentq(f, lo, m_min, xtol=1e-13, rtol=4 * np.finfo(float).eps)
+    upper = optimize.brentq(f, m_min, hi, xtol=1e-13, rtol=4 * np.finfo(float).eps)
+    return lower, upper
 
 
 def critical_exponents(width, sigma_w2=None) -> CriticalExponents:
-    """The exponents ``m`` at which the eigenvalue of ``y^m`` equals 1 (seed 001, Sec. 2.3).
+    """The exponents ``m`` at which the eigenvalue of ``y^m`` equals 1 (seed 001, Sec. 2.3, eq. 8).
 
     Parameters
     ----------
     width : int
         ``N >= 1``.
     sigma_w2 : float, optional
-        Default He, ``2 / N``.
+        ``> 0``, unscaled by the width; default He, ``2 / N``.
+
+    Returns
+    -------
+    CriticalExponents
+
+    Raises
+    ------
+    ValueError
+        ``width < 1`` or ``sigma_w2 <= 0``.
+    FloatingPointError
+        The roots are not separable in float precision (never for the tested ``N <= 3000``).
 
     Notes
     -----
-    The derived eigenvalue is log-convex in ``m`` (a mixture of moments ``E X^s``) and tends to
-    infinity as ``m -> -inf`` and ``m -> -1/2``, so there are at most two roots. For He they are
-    ``m = -2`` (exactly, since ``E[z | y] = y``) and ``m_+`` just above ``-1``. The paper states
-    ``m_crit ~ -3.2559793 - 1.6207083 N`` with a window ``m_crit < m <= -1``; that is not reproduced
-    by the derived eigenvalue. The printed formula's lower root is -18.55, -34.73, -164.22 at
-    N = 10, 20, 100 (paper relation: -19.46, -35.67, -165.33), i.e. the paper's slope.
+    ``log lambda_m`` is convex in ``m`` (a mixture of moments ``E X^s``) and tends to infinity as
+    ``m -> -inf`` and ``m -> -1/2``, and ``lambda_{-1} = 1 - 0.5^N < 1`` for both the derived and
+    the printed formula, so each has exactly two roots. They are bracketed around the minimiser
+    (bracket expansion, no fixed scan range) and refined by Brent's method. For He the derived
+    roots are ``m = -2`` (exactly, since ``E[z | y] = y``) and ``m_+`` just above ``-1``. The paper
+    states ``m_crit ~ -3.2559793 - 1.6207083 N`` with a window ``m_crit < m <= -1``; that is not
+    reproduced by the derived eigenvalue. The printed formula's lower root is -18.55, -34.73,
+    -164.22 at N = 10, 20, 100 (paper relation: -19.46, -35.67, -165.33), i.e. the paper's slope.
     For N >~ 50, ``1 - 0.5^N`` rounds to 1 and ``upper`` is -1 to rounding.
 
     Examples
@@ -401,9 +494,8 @@ def critical_exponents(width, sigma_w2=None) -> CriticalExponents:
     def logp(m):
         return logf(m) + 2 * (m + 1) * _LOG2
 
-    span = max(1e3, 4.0 * n)
-    lo, up = _roots(logf, span)
-    plo, pup = _roots(logp, span)
+    lo, up = _roots(logf)
+    plo, pup = _roots(logp)
     return CriticalExponents(lo, up, plo, pup, -3.2559793 - 1.6207083 * n)
 
 
@@ -415,12 +507,27 @@ def quasi_stationary_exponent(width, sigma_w2=None) -> float:
     ``1 - 0.5^N`` of the discretised operator; its eigenvector has density ``~ y^m`` with ``m``
     the root of ``lambda_m = 1 - 0.5^N`` other than ``m = -1`` (which holds for every
     ``sigma_w2``). This makes precise the paper's remark that discretised eigenvectors
-    "attain shapes ~ y^m" (seed 001, after Prop. 4). He (``2 / N``): ``m`` just above -2.
+    "attain shapes ~ y^m" (seed 001, after Prop. 4, eq. 8). He (``2 / N``): ``m`` just above -2.
+
+    Parameters
+    ----------
+    width : int
+        ``N >= 1``.
+    sigma_w2 : float, optional
+        ``> 0``, unscaled by the width; default He, ``2 / N``.
 
     Returns
     -------
     float
-        ``nan`` if there is no such root below -1.
+        The second root. It lies below -1 when ``sigma_w2`` is small enough (He included); for
+        larger ``sigma_w2`` it lies in ``(-1, -1/2)``, where ``y^m`` is not integrable at infinity
+        and a grid eigenvector is shaped by the grid's truncation instead (the root is still
+        returned). ``-1.0`` when the two roots coincide to float precision.
+
+    Raises
+    ------
+    ValueError
+        ``width < 1`` or ``sigma_w2 <= 0``.
     """
     n = _width(width)
     sw = 2.0 / n if sigma_w2 is None else check_positive(sigma_w2, "sigma_w2")
@@ -429,12 +536,11 @@ def quasi_stationary_exponent(width, sigma_w2=None) -> float:
     def f(m):
         return float(relu_log_eigenvalue(m, n, sw)) - target
 
-    grid = -1.0 - np.logspace(math.log10(max(1e3, 4.0 * n)), -6, 600)
-    vals = np.array([f(g) for g in grid])
-    idx = np.nonzero(np.sign(vals[:-1]) != np.sign(vals[1:]))[0]
-    roots = [optimize.brentq(f, grid[i], grid[i + 1], xtol=1e-13) for i in idx]
-    roots = [r for r in roots if r < -1 - 1e-6]
-    return roots[-1] if roots else math.nan
+    lo, m_min, hi = _convex_bracket(f)
+    if not f(m_min) < 0 or abs(m_min + 1.0) < 1e-9:
+        return -1.0  # double root at m = -1 (to float precision)
+    tol = dict(xtol=1e-13, rtol=4 * np.finfo(float).eps)
+    return optimize.brentq(f, lo, m_min, **tol) if m_min < -1.0 else optimize.brentq(f, m_min, hi, **tol)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -631,6 +737,24 @@ def kernel_masses(y, grid, width, sigma_w2, sigma_b2=0.0, activation="relu", met
     activation, or ``method="fft"``: the ``N``-fold convolution of the law of ``phi(h)^2``,
     ``h ~ N(0, sigma_w2 y + sigma_b2)``, by truncated FFT powers on the equidistant grid (Prop. 1).
 
+    Parameters
+    ----------
+    y : float or array_like
+        Previous squared norm(s) (>= 0).
+    grid : array_like
+        Cell edges starting at 0 (equidistant on the FFT path).
+    width : int
+        ``N >= 1``.
+    sigma_w2, sigma_b2 : float
+        Unscaled weight and bias variances (>= 0).
+    activation : str
+        Built-in activation name; ``"relu"`` has the closed form.
+    method : {"auto", "closed", "fft"}
+        ``"fft"`` forces the general path (e.g. to cross-check it against the closed form).
+    n_quantiles : int
+        Equiprobable Gaussian quantiles representing ``phi(h)^2`` on the FFT path (>= 16); the
+        FFT path's error is O(grid step) + O(N / n_quantiles).
+
     Returns
     -------
     ndarray, shape (len(y), len(grid))
@@ -698,6 +822,11 @@ def discretize_operator(
     ValueError
         Bad grid (not starting at 0, not increasing, not equidistant on the FFT path), width < 1,
         negative variances.
+
+    Returns
+    -------
+    DiscreteOperator
+        Column-stochastic ``matrix`` (every column sums to 1, the atom's column included).
     """
     g = _check_grid(grid)
     n = _width(width)
@@ -732,7 +861,21 @@ def discretize_operator(
 def grid_masses(samples, grid) -> np.ndarray:
     """Masses of the empirical law of ``samples`` (squared norms) on the states of ``grid``.
 
-    Exact zeros go to the atom (state 0); values beyond the last edge go to the last cell.
+    The state layout of :class:`DiscreteOperator` (seed 001, Sec. 2.2: the law of ``|x^(0)|^2``
+    that :func:`propagate_distribution` takes as ``p0``). Exact zeros go to the atom (state 0);
+    values beyond the last edge go to the last cell.
+
+    Parameters
+    ----------
+    samples : array_like
+        Squared norms (>= 0).
+    grid : array_like
+        Cell edges, starting at 0, strictly increasing.
+
+    Returns
+    -------
+    ndarray, shape (len(grid),)
+        Masses summing to 1.
     """
     g = _check_grid(grid)
     x = check_nonnegative(np.atleast_1d(samples), "samples")
@@ -788,9 +931,22 @@ def expected_squared_norm(y0, layers: Sequence) -> np.ndarray:
     Eq. 5: ``E(|x^(l)|^2 | |x^(l-1)|^2 = y) = (sigma_w,l^2 y + sigma_b,l^2) N_l / 2``, iterated
     (eq. 6 is the unrolled form), per-layer widths and variances, biases included.
 
+    Parameters
+    ----------
+    y0 : float or array_like
+        Squared norm(s) of the input (>= 0).
+    layers : sequence of Layer or (width, sigma_w2[, sigma_b2]) tuples
+        One entry per ReLU layer, unscaled variances.
+
     Returns
     -------
     ndarray, shape (L + 1,) (or (L + 1,) + shape of ``y0``)
+        Row 0 is ``y0``.
+
+    Raises
+    ------
+    ValueError
+        Negative ``y0`` or variances, width < 1.
     """
     y = np.asarray(check_nonnegative(y0, "y0"), float)
     out = [y]
@@ -809,14 +965,33 @@ def expected_squared_norm(y0, layers: Sequence) -> np.ndarray:
 
 
 def preactivation_covariance(gram, sigma_w2, sigma_b2=0.0) -> np.ndarray:
-    """``V_ij = sigma_w2 <x_i, x_j> + sigma_b2`` given the previous layer (seed 001, Prop. 2, eq. 4).
+    r"""``V_ij = sigma_w2 <x_i, x_j> + sigma_b2`` given the previous layer (seed 001, Prop. 2, eq. 4).
 
     Conditionally on the previous signals, one neuron's pre-activations for D inputs are jointly
-    ``N(0, V)``, independently over neurons.
+    ``N(0, V)``, independently over neurons: :math:`h_i = \sum_k W_{k} x_{i,k} + b` with
+    ``W_k ~ N(0, sigma_w2)`` and ``b ~ N(0, sigma_b2)`` gives
+    :math:`\mathrm{Cov}(h_i, h_j) = \sigma_w^2 \langle x_i, x_j\rangle + \sigma_b^2`.
+
+    Parameters
+    ----------
+    gram : array_like, shape (D, D)
+        Gram matrix ``<x_i, x_j>`` of the previous layer's signals (symmetric PSD).
+    sigma_w2, sigma_b2 : float
+        Weight and bias variances (>= 0), unscaled by the width.
+
+    Returns
+    -------
+    ndarray, shape (D, D)
+
+    Raises
+    ------
+    ValueError
+        ``gram`` not a symmetric PSD matrix, or a negative variance.
     """
     gram = as_float_array(gram, "gram")
     if gram.ndim != 2 or gram.shape[0] != gram.shape[1]:
         raise ValueError(f"gram must be a square matrix, got shape {gram.shape}")
+    gram = check_covariance(gram, "gram")
     sw = check_nonnegative(sigma_w2, "sigma_w2")
     sb = check_nonnegative(sigma_b2, "sigma_b2")
     return sw * gram + sb
@@ -828,6 +1003,20 @@ def orthant_probability(rho):
     The paper defines ``g(rho) = (2 pi)^{-1/2} int_0^inf Phi(u rho / sqrt(1 - rho^2)) e^{-u^2/2} du``,
     which is the orthant probability of a standard bivariate normal with correlation ``rho``;
     ``g(1) = 1/2``, ``g(-1) = 0``.
+
+    Parameters
+    ----------
+    rho : float or array_like
+        Pre-activation correlation(s) in [-1, 1].
+
+    Returns
+    -------
+    float or ndarray
+
+    Raises
+    ------
+    ValueError
+        ``|rho| > 1`` or non-finite input.
     """
     rho = check_correlation(rho, "rho")
     return 0.5 - np.arccos(rho) / (2 * np.pi)
@@ -840,6 +1029,22 @@ def relu_correlation(rho):
 
     It is increasing, maps 1 to 1, 0 to 0 and -1 to ``-1/(pi-1)``; it is ``<= rho`` on ``[0, 1]``
     but ``> rho`` on ``[-1, 0)`` (the paper's "always smaller than rho" holds for ``rho >= 0``).
+    It equals ``(K(rho) - 1/(2 pi)) / ((pi - 1)/(2 pi))`` with ``K`` the arc-cosine kernel of
+    unit-variance inputs (:func:`meanfield.gaussian.pair_expectation` for ``"relu"``).
+
+    Parameters
+    ----------
+    rho : float or array_like
+        Pre-activation correlation(s) in [-1, 1].
+
+    Returns
+    -------
+    float or ndarray
+
+    Raises
+    ------
+    ValueError
+        ``|rho| > 1`` or non-finite input.
     """
     rho = check_correlation(rho, "rho")
     g = 0.5 - np.arccos(rho) / (2 * np.pi)
@@ -864,6 +1069,24 @@ def mean_inner_product(width, v11, v22, v12):
     equal to ``N`` times the arc-cosine kernel ``E relu(h1) relu(h2)``. The paper's eq. 10,
     ``~ N sqrt(v11 v22) (rho + 1) / 4``, is the straight line through the exact values at
     ``rho = -1`` (0) and ``rho = 1`` (1/2); at ``rho = 0`` it gives 1/4 instead of 1/(2 pi).
+
+    Parameters
+    ----------
+    width : int
+        ``N >= 1``.
+    v11, v22 : float
+        Pre-activation variances (> 0), Prop. 2.
+    v12 : float or array_like
+        Pre-activation covariance, ``v12^2 <= v11 v22``.
+
+    Returns
+    -------
+    float or ndarray
+
+    Raises
+    ------
+    ValueError
+        Non-positive variances, ``v12^2 > v11 v22``, width < 1.
     """
     n = _width(width)
     v11, v22, v12, rho = _check_pair(v11, v22, v12)
@@ -880,12 +1103,29 @@ def relu_product_density(t, v11, v22, v12):
 
     the positive-quadrant half of the density of the product of two correlated normals; it
     integrates to ``g(rho)``, and ``f_prod = (1 - g(rho)) delta_0 + f``. Needs ``det V > 0``.
+
+    Parameters
+    ----------
+    t : float or array_like
+        Points ``> 0``.
+    v11, v22, v12 : float
+        The pre-activation covariance of Prop. 2, ``v12^2 < v11 v22``.
+
+    Returns
+    -------
+    float or ndarray
+        Evaluated with the exponentially scaled ``k0e`` (no overflow for large ``t``).
+
+    Raises
+    ------
+    ValueError
+        ``t <= 0``, non-positive variances or ``v12^2 >= v11 v22``.
     """
     t = check_positive(t, "t")
     v11, v22, v12, rho = _check_pair(v11, v22, v12)
     det = v11 * v22 - v12 * v12
     if np.any(det <= 0):
-        raise ValueError("the covariance must be non-singular (|rho| < 1) for a density")
+        raise ValueError("v12 must satisfy v12^2 < v11 v22 (|rho| < 1): the law of relu(h1) relu(h2) has a density only then")
     a = np.sqrt(v11 * v22) * np.asarray(t) / det
     # exp(v12 t / det) K0(a) = K0e(a) exp(v12 t / det - a): stable for large t
     return special.k0e(a) * np.exp((v12 * np.asarray(t) - np.sqrt(v11 * v22) * np.asarray(t)) / det) / (
@@ -973,9 +1213,27 @@ def cosine_similarity_samples(
     Random normals dominate the cost; ``dtype=np.float32`` draws them in single precision (about
     1.8x faster, cosines accurate to ~1e-6, ample for histograms).
 
+    Parameters
+    ----------
+    width : int
+        ``N >= 1``.
+    rho : float
+        ``<x1, x2>`` of the unit previous-layer signals (the pre-activation correlation), in [-1, 1].
+    n_samples : int
+        Repeats (>= 1); 10^6 take seconds.
+    sigma_w2 : float
+        ``> 0``; it does not affect the cosine (kept for the paper's parametrisation).
+    rng, seed
+        Random Generator or seed.
+    chunk : int
+        Repeats drawn per block (memory ``2 * chunk * width`` numbers).
+    dtype : {numpy.float64, numpy.float32}
+        Precision of the drawn normals.
+
     Returns
     -------
     ndarray, shape (n_samples,)
+        Cosine similarities in [0, 1].
     """
     n = _width(width)
     rho = float(check_correlation(rho, "rho"))

@@ -155,6 +155,13 @@ def test_circulant_covariance_is_unchanged_by_any_v():
     assert np.allclose(conv.covariance_map(cov, "tanh", 1.5, 0.05, v), dense.covariance_map(cov, "tanh", 1.5, 0.05), atol=ROUND_ATOL)
 
 
+def test_fixed_point_covariance_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="q_star"):
+        conv.fixed_point_covariance(float("nan"), 0.5, 3)
+    with pytest.raises(ValueError, match="c_star"):
+        conv.fixed_point_covariance(1.0, 1.5, 3)
+
+
 def test_fixed_point_is_fixed():
     fp = dense.fixed_point("erf", 2.25, 0.25)
     star = conv.fixed_point_covariance(fp.q_star, fp.c_star, 10)
@@ -174,6 +181,19 @@ def test_two_d_and_one_d_agree_on_separable_cases():
     v2 = np.array([0.1, 0.7, 0.2])
     lam = conv.fourier_eigenvalues(np.outer(v1, v2), (5, 4))
     assert np.allclose(lam, np.outer(conv.fourier_eigenvalues(v1, 5), conv.fourier_eigenvalues(v2, 4)), atol=ROUND_ATOL)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu", "erf"])
+def test_two_d_field_constant_along_one_axis_follows_the_one_d_map(activation):
+    """A 2-D signal constant along axis 2 (covariance kron(S, ones)) with a separable, non-trivial
+    v = v1 x v2 stays constant along axis 2 and its covariance follows the 1-D map with v1."""
+    rng = np.random.default_rng(8)
+    n1, n2, depth = 5, 4, 3
+    cov1 = _random_psd(rng, n1)
+    v1, v2 = _random_v(rng, 3), _random_v(rng, 3)
+    two = conv.propagate(np.kron(cov1, np.ones((n2, n2))), activation, 1.7, 0.1, np.outer(v1, v2), depth, shape=(n1, n2))
+    one = conv.propagate(cov1, activation, 1.7, 0.1, v1, depth)
+    assert np.allclose(two, np.kron(one, np.ones((n2, n2))), atol=ROUND_ATOL * np.abs(one).max())
 
 
 def test_two_d_averaging_of_kronecker_products_factorises():

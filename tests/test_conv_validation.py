@@ -49,7 +49,9 @@ def test_gaussian_kernel_variances_follow_v():
     v = np.array([0.1, 0.6, 0.3])
     k = conv_kernels(400, (3,), 8, 2.0, v, "gaussian", b.rng(0), b)
     per_offset = (k**2).mean(axis=(0, 2, 3)) * 8  # E omega^2 * c = sigma_w2 v_beta
-    assert np.allclose(per_offset, 2.0 * v, rtol=0.03)  # 400*64 samples: relative se 0.9%
+    # omega^2 c / (sigma_w2 v) ~ chi^2_1 (variance 2): relative standard error sqrt(2 / samples)
+    rel_se = np.sqrt(2.0 / (400 * 8 * 8))
+    assert np.all(np.abs(per_offset / (2.0 * v) - 1.0) <= Z * rel_se)
 
 
 def test_fig_s4_setup_matches_the_paper():
@@ -68,7 +70,8 @@ def test_fig_s4_small_simulation_agrees_with_theory():
     mean = modes.mean(0)
     se = modes.std(0, ddof=1) / np.sqrt(24)
     bias = vconv.S4_WIDTH_BIAS * np.abs(lin[0]) / 128
-    assert np.all(np.abs(mean[1:] - exact[1:].real) <= Z * se[1:] + bias)
+    assert np.all(np.abs(mean[1] - exact[1].real) <= Z * se[1])  # layer 1 is exactly unbiased
+    assert np.all(np.abs(mean[2:] - exact[2:].real) <= Z * se[2:] + bias)
     # the zero mode decays most slowly (Fig. S4)
     assert np.all(np.abs(lin[-1, 0]) / np.abs(lin[0, 0]) >= np.abs(lin[-1, 1:]) / np.abs(lin[0, 1:]))
 
@@ -104,8 +107,10 @@ def test_fig_s3_claim_block_circulant_approaches_marchenko_pastur():
         emp = np.searchsorted(np.sort(s), grid, side="right") / s.size
         return np.max(np.abs(emp - mp_cdf))
 
-    assert ks(64) < ks(2)
-    assert ks(64) < 0.05  # 1664 singular values: sampling KS distance ~ 1.4/sqrt(1664) = 0.03
+    # KS distance to the quarter circle falls with c (measured ~1/c: 0.16-0.45, 0.05-0.09, 0.010-0.013
+    # at c = 2, 8, 64 over three seeds); 8x the channels must at least halve it
+    k2, k8, k64 = ks(2), ks(8), ks(64)
+    assert k2 > k8 > 2 * k64
 
 
 def test_fast_figures_write_png_and_json(tmp_path):

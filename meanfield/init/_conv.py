@@ -39,7 +39,19 @@ __all__ = [
 def symmetric_projection(n, rng=None, seed=None) -> np.ndarray:
     """A random symmetric orthogonal projection ``P = U diag(m) U^T`` (``U`` Haar, ``m`` i.i.d. fair bits).
 
-    ``P = P^T = P @ P``; its rank is Binomial(n, 1/2).
+    The projections ``P_t, Q_t`` of Algorithm 1 (seed 003, eq. 2.17), drawn as in TensorFlow's
+    ``ConvolutionOrthogonal`` initializer. ``P = P^T = P @ P``; its rank is Binomial(n, 1/2).
+
+    Parameters
+    ----------
+    n : int
+        Size (>= 1).
+    rng, seed
+        Random Generator or seed.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
     """
     n = check_int(n, "n", 1)
     rng = check_rng(rng, seed)
@@ -110,7 +122,27 @@ def orthogonal_conv_kernel(kernel_size, c_in, c_out, rng=None, seed=None) -> np.
 
 
 def orthogonal_conv_kernel_1d(kernel_size, c_in, c_out, rng=None, seed=None) -> np.ndarray:
-    """The 1-D analogue of Algorithm 1: ``K(z) = H prod_t (P_t + (1 - P_t) z)``, shape (k, c_in, c_out)."""
+    """The 1-D analogue of Algorithm 1 (seed 003): ``K(z) = H prod_t (P_t + (1 - P_t) z)``.
+
+    Parameters
+    ----------
+    kernel_size : int
+        k (>= 1).
+    c_in, c_out : int
+        Channel counts with ``1 <= c_in <= c_out``.
+    rng, seed
+        Random Generator or seed.
+
+    Returns
+    -------
+    ndarray, shape (k, c_in, c_out)
+        The periodic 1-D convolution by K is an isometry for every signal length (Definition 2.1).
+
+    Raises
+    ------
+    ValueError
+        ``c_in > c_out``, or a size < 1.
+    """
     k = check_int(kernel_size, "kernel_size", 1)
     c_in, c_out = _check_channels(c_in, c_out)
     rng = check_rng(rng, seed)
@@ -129,11 +161,25 @@ def orthogonal_conv_kernel_1d(kernel_size, c_in, c_out, rng=None, seed=None) -> 
 def delta_orthogonal_kernel(kernel_size, c_in, c_out, rng=None, seed=None) -> np.ndarray:
     """Delta-orthogonal kernel, Algorithm 2 of seed 003: ``H`` at the centre ``[k//2, k//2]``, zero elsewhere.
 
+    Parameters
+    ----------
+    kernel_size : int
+        k (>= 1); the kernel is ``k x k``.
+    c_in, c_out : int
+        Channel counts with ``1 <= c_in <= c_out``.
+    rng, seed
+        Random Generator or seed.
+
     Returns
     -------
     ndarray, shape (k, k, c_in, c_out)
         ``H`` has orthonormal rows (``c_in <= c_out``); the variance vector is one-hot, so every
         Fourier mode has ``lambda = 1`` (Sec. 2.4).
+
+    Raises
+    ------
+    ValueError
+        ``c_in > c_out``, or a size < 1.
     """
     k = check_int(kernel_size, "kernel_size", 1)
     c_in, c_out = _check_channels(c_in, c_out)
@@ -144,7 +190,27 @@ def delta_orthogonal_kernel(kernel_size, c_in, c_out, rng=None, seed=None) -> np
 
 
 def delta_orthogonal_kernel_1d(kernel_size, c_in, c_out, rng=None, seed=None) -> np.ndarray:
-    """1-D delta-orthogonal kernel, shape (k, c_in, c_out)."""
+    """1-D delta-orthogonal kernel (Algorithm 2 of seed 003 in one spatial dimension).
+
+    Parameters
+    ----------
+    kernel_size : int
+        k (>= 1).
+    c_in, c_out : int
+        Channel counts with ``1 <= c_in <= c_out``.
+    rng, seed
+        Random Generator or seed.
+
+    Returns
+    -------
+    ndarray, shape (k, c_in, c_out)
+        ``H`` (orthonormal rows) at the centre ``k // 2``, zero elsewhere.
+
+    Raises
+    ------
+    ValueError
+        ``c_in > c_out``, or a size < 1.
+    """
     k = check_int(kernel_size, "kernel_size", 1)
     c_in, c_out = _check_channels(c_in, c_out)
     rng = check_rng(rng, seed)
@@ -154,7 +220,7 @@ def delta_orthogonal_kernel_1d(kernel_size, c_in, c_out, rng=None, seed=None) ->
 
 
 def conv_matrix(kernel, spatial_shape) -> np.ndarray:
-    """The dense block-circulant matrix of the periodic cross-correlation by ``kernel``.
+    """The dense block-circulant matrix of the periodic cross-correlation by ``kernel`` (seed 003, eq. 2.1).
 
     Parameters
     ----------

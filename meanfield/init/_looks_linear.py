@@ -27,7 +27,16 @@ def looks_linear(w0) -> np.ndarray:
     Parameters
     ----------
     w0 : array_like, shape (m, n)
-        The submatrix.
+        The submatrix (Gaussian for GSM, orthogonal for the orthogonal looks-linear init).
+
+    Returns
+    -------
+    ndarray, shape (2 m, 2 n)
+
+    Raises
+    ------
+    ValueError
+        ``w0`` not a finite matrix.
     """
     w0 = as_float_array(w0, "w0")
     if w0.ndim != 2:
@@ -38,7 +47,15 @@ def looks_linear(w0) -> np.ndarray:
 def looks_linear_input(x) -> np.ndarray:
     """Map inputs ``x`` (..., n) to ``[relu(x), relu(-x)]`` (..., 2 n), the form a looks-linear layer expects.
 
-    ``looks_linear(W0) @ looks_linear_input(x) == [W0 x, -W0 x]``.
+    ``looks_linear(W0) @ looks_linear_input(x) == [W0 x, -W0 x]`` (seed 001, Sec. 3).
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n)
+
+    Returns
+    -------
+    ndarray, shape (..., 2 n)
     """
     x = as_float_array(x, "x")
     return np.concatenate([np.maximum(x, 0.0), np.maximum(-x, 0.0)], axis=-1)
@@ -61,6 +78,18 @@ def gsm(n_out, n_in, sigma_w2=2.0, rng=None, seed=None) -> np.ndarray:
     sigma_w2 : float
         ``n_in * Var W0_ij``; the paper's He-like choice ``2 / N`` is ``sigma_w2 = 2``, which makes
         the linear half-network of width ``n / 2`` variance preserving.
+    rng, seed
+        Random Generator or seed.
+
+    Returns
+    -------
+    ndarray, shape (n_out, n_in)
+        ``[[W0, -W0], [-W0, W0]]`` (seed 001, Sec. 3).
+
+    Raises
+    ------
+    ValueError
+        Odd or non-positive widths, negative ``sigma_w2``.
     """
     m, n = _half(n_out, "n_out"), _half(n_in, "n_in")
     sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
@@ -73,6 +102,25 @@ def orthogonal_looks_linear(n_out, n_in, gain=1.0, rng=None, seed=None) -> np.nd
 
     With ``n_out = n_in`` and ``gain = 1`` the pre-activation half is propagated by an orthogonal
     matrix: every singular value of its input-output map equals 1 (seed 001, Sec. 3).
+
+    Parameters
+    ----------
+    n_out, n_in : int
+        Even layer widths; ``W0`` has shape ``(n_out / 2, n_in / 2)`` with orthonormal rows or
+        columns.
+    gain : float
+        Scale of ``W0`` (>= 0).
+    rng, seed
+        Random Generator or seed.
+
+    Returns
+    -------
+    ndarray, shape (n_out, n_in)
+
+    Raises
+    ------
+    ValueError
+        Odd or non-positive widths, negative ``gain``.
     """
     m, n = _half(n_out, "n_out"), _half(n_in, "n_in")
     gain = check_nonnegative(gain, "gain")
