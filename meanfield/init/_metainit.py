@@ -74,7 +74,7 @@ LOSSES = ("cross_entropy", "mse")
 
 
 def _mT(a):
-    return np.swapaxes(a, -1, -2)
+    return a.swapaxes(-1, -2)
 
 
 def _dot(a, b):
@@ -98,16 +98,32 @@ def _lin_forward(ws, masks, src):
     return ra, wra, ry
 
 
-def _lin_backward(ws, masks, top, src):
-    """Backward pass ``d_{L-1} = top``, ``d_k = D_k (W_{k+1}^T d_{k+1} + src_k)``."""
-    d = [None] * len(ws)
+def _lin_backward(wts, masks, top, src):
+    """Backward pass ``d_{L-1} = top``, ``d_k = D_k (W_{k+1}^T d_{k+1} + src_k)`` (``wts``: the ``W^T``)."""
+    d = [None] * len(wts)
     d[-1] = top
-    for k in range(len(ws) - 2, -1, -1):
-        t = _mT(ws[k + 1]) @ d[k + 1]
+    for k in range(len(wts) - 2, -1, -1):
+        t = wts[k + 1] @ d[k + 1]
         if src is not None:
             t += src[k]
-        d[k] = masks[k] * t
+        t *= masks[k]
+        d[k] = t
     return d
+
+
+def _flat(arrays):
+    """Concatenate per-layer arrays of shape (K, ...) into (K, total)."""
+    return np.concatenate([a.reshape(a.shape[0], -1) for a in arrays], axis=1)
+
+
+def _split(flat, like):
+    """Inverse of :func:`_flat`: views of ``flat`` shaped like ``like``."""
+    out, start = [], 0
+    for a in like:
+        stop = start + a[0].size
+        out.append(flat[:, start:stop].reshape(a.shape))
+        start = stop
+    return out
 
 
 @dataclass
@@ -127,7 +143,7 @@ class _Network:
     """
 
     def __init__(self, ws, x, target, slope, loss):
-        self.ws, self.loss = ws, loss
+        self.ws, self.wts, self.loss = ws, [_mT(w) for w in ws], loss
         a, masks, ys = [x], [], []
         y = ws[0] @ x
         for k in range(1, len(ws)):
@@ -137,7 +153,7 @@ class _Network:
             a.append(m * y)
             y = ws[k] @ a[k]
         ys.append(y)
-        self.a, self.masks, self.ys = a, masks, ys
+        self.a, self.at, self.masks, self.ys = a, [_mT(ak) for ak in a], masks, ys
         z = y
         self.batch = b = z.shape[-1]
         if loss == "cross_entropy":
@@ -155,7 +171,7 @@ class _Network:
             r = z - target
             self.value = 0.5 * np.einsum("kij,kij->k", r, r) / b
             self.e = r / b
-        self.delta = _lin_backward(ws, masks, self.e, None)
+        self.delta = _lin_backward(self.wts, masks, self.e, None)
 
     def hz(self, r):
         """Hessian of the loss in logit space times ``r`` (per sample)."""
@@ -177,22 +193,23 @@ class _Network:
 
     def gradient(self):
         """``(dL/dW_k, dL/db_k)``: ``delta_k a_k^T`` and ``delta_k 1``."""
-        return [d @ _mT(a) for d, a in zip(self.delta, self.a)], [d.sum(axis=-1) for d in self.delta]
+        return [d @ at for d, at in zip(self.delta, self.at)], [d.sum(axis=-1) for d in self.delta]
 
     def tangent(self, v, vb=None):
         """R-operator along the weight direction ``v`` (and bias direction ``vb``)."""
         src = [vk @ ak for vk, ak in zip(v, self.a)]
         if vb is not None:
-            src = [s + bk[..., None] for s, bk in zip(src, vb)]
+            for s, bk in zip(src, vb):
+                s += bk[..., None]
         ra, wra, rz = _lin_forward(self.ws, self.masks, src)
         bsrc = [_mT(v[k + 1]) @ self.delta[k + 1] for k in range(len(v) - 1)]
-        rd = _lin_backward(self.ws, self.masks, self.hz(rz), bsrc)
+        rd = _lin_backward(self.wts, self.masks, self.hz(rz), bsrc)
         return _Tangent(ra, wra, rz, rd)
 
     def hvp(self, t):
         """``H v`` (weights, biases) from the tangent pass ``t`` along ``v``."""
-        hv = [t.rd[0] @ _mT(self.a[0])]
-        hv += [rd @ _mT(a) + d @ _mT(ra) for rd, a, d, ra in zip(t.rd[1:], self.a[1:], self.delta[1:], t.ra[1:])]
+        hv = [t.rd[0] @ self.at[0]]
+        hv += [rd @ at + d @ _mT(ra) for rd, at, d, ra in zip(t.rd[1:], self.at[1:], self.delta[1:], t.ra[1:])]
         return hv, [rd.sum(axis=-1) for rd in t.rd]
 
     def hvp_projection(self, t):
@@ -208,7 +225,7 @@ class _Network:
         ma, wma, mz = _lin_forward(ws, self.masks, src)
         top = self.hz(mz) + self.tz(tu.rz, tv.rz)
         bsrc = [_mT(u[k + 1]) @ tv.rd[k + 1] + _mT(v[k + 1]) @ tu.rd[k + 1] for k in range(n - 1)]
-        md = _lin_backward(ws, self.masks, top, bsrc)
+        md = _lin_backward(self.wts, self.masks, top, bsrc)
         out = [_dot(md[0], self.ys[0])]
         for k in range(1, n):
             out.append(_dot(md[k], self.ys[k]) + _dot(tu.rd[k], tv.wra[k]) + _dot(tv.rd[k], tu.wra[k]) + _dot(self.delta[k], wma[k]))
@@ -223,31 +240,24 @@ def _gq_terms(g, h, eps):
     return np.abs(num) / q, np.sign(num) / q, -np.abs(num) * s / (q * q)
 
 
-def _n_params(ws, biases):
-    return sum(w.shape[-1] * w.shape[-2] for w in ws) + (sum(w.shape[-2] for w in ws) if biases else 0)
-
-
 def _gq_and_gradient(ws, x, target, slope, loss, eps, biases, meta_gradient=True):
     """``GQ`` (K,) of the batch and, if ``meta_gradient``, ``<nabla_{W_k} GQ, W_k>`` (K, L)."""
     net = _Network(ws, x, target, slope, loss)
+    nw = len(ws)
     g, gb = net.gradient()
     tv = net.tangent(g, gb if biases else None)
     h, hb = net.hvp(tv)
-    pairs = list(zip(g, h)) + (list(zip(gb, hb)) if biases else [])
-    terms = [_gq_terms(gk, hk, eps) for gk, hk in pairs]
-    n = _n_params(ws, biases)
-    gq = sum(t[0].reshape(t[0].shape[0], -1).sum(axis=1) for t in terms) / n
+    like = g + gb if biases else g
+    value, dh, dg = _gq_terms(_flat(like), _flat(h + hb if biases else h), eps)
+    n = value.shape[1]
+    gq = value.sum(axis=1) / n
     if not meta_gradient:
         return gq, None
-    nw = len(ws)
-    hbar = [t[1] / n for t in terms[:nw]]
-    gbar = [t[2] / n for t in terms[:nw]]
-    hbar_b = [t[1] / n for t in terms[nw:]] if biases else None
-    tu = net.tangent(hbar, hbar_b)
+    hbar = _split(dh / n, like)
+    tu = net.tangent(hbar[:nw], hbar[nw:] if biases else None)
     hu, hub = net.hvp(tu)
-    w = [gk + hk for gk, hk in zip(gbar, hu)]
-    wb = [t[2] / n + hk for t, hk in zip(terms[nw:], hub)] if biases else None
-    proj = net.hvp_projection(net.tangent(w, wb)) + net.third_projection(tu, hbar, tv, g)
+    w = _split(dg / n + _flat(hu + hub if biases else hu), like)
+    proj = net.hvp_projection(net.tangent(w[:nw], w[nw:] if biases else None)) + net.third_projection(tu, hbar[:nw], tv, g)
     return gq, proj
 
 
