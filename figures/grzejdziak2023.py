@@ -4,7 +4,7 @@
   width 10 and depth 100 versus depth (log scale), for He, Glorot, orthogonal, GSM, ZerO, ZerO* and
   MetaInit (seed 002 Fig. 1; inputs: the embedded digits data standardised per feature instead of
   CIFAR-10; 1,000 networks on 256 images by default, 10,000 networks on all 1,797 images with
-  ``--full``; MetaInit 5 / 200 networks, ~3 s of CPU each).
+  ``--full``; MetaInit 4 / 200 networks, ~3 s of CPU each).
 - ``fig_kurtosis``: kurtosis versus depth from Prop. 4.3 (lines) with Monte-Carlo points, for
   widths 2, 10, 50 and Gaussian / uniform / Rademacher weights (ReLU).
 - ``fig_spectral_radius``: ``rho(A) - 1`` of the transition matrix versus width (Lemma 4.5).

@@ -6,8 +6,8 @@ import pytest
 from meanfield.init import MetaInitResult, gradient_quotient, metainit
 from meanfield.init import _metainit as M
 
-#: Tiny network for the derivative checks (widths 4 -> 5 -> 3 -> 5 -> 3 logits), batch 6.
-WIDTHS = (4, 5, 3, 5, 3)
+#: Tiny network for the derivative checks (widths 4 -> 5 -> 5 -> 5 -> 3 logits), batch 6.
+WIDTHS = (4, 5, 5, 5, 3)
 CASES = [(loss, slope) for loss in M.LOSSES for slope in (0.0, 0.2)]
 
 
@@ -28,10 +28,11 @@ def _shift(ws, k, delta):
     return out
 
 
-@pytest.mark.parametrize("loss,slope", CASES)
+@pytest.mark.parametrize("loss,slope", CASES + [("cross_entropy", 1.5), ("mse", -0.5)])
 def test_backprop_gradient_matches_finite_differences(loss, slope):
-    """Central differences of the loss, step 1e-6: truncation ~1e-12, rounding ~1e-10; measured
-    relative error <= 1e-7 (leaky ReLU nets are piecewise linear; no kink lies within 1e-6 here)."""
+    """Central differences of the loss, step 1e-6: truncation ~1e-12, rounding ~2e-10 absolute;
+    measured <= 1e-7 relative except on tiny entries (leaky ReLU nets are piecewise linear; no kink
+    lies within 1e-6 here)."""
     ws, x, t, rng = _setup(loss)
     g, _ = M._Network(ws, x, t, slope, loss).gradient()
     h = 1e-6
@@ -101,7 +102,7 @@ def test_bias_terms_equal_an_augmented_network(loss):
 def test_meta_gradient_matches_finite_differences_of_gq(loss, slope, biases):
     """``<dGQ/dW_l, W_l>`` (exact: two HVPs and the third-derivative pass) against central
     differences of GQ in ``log |W_l|``, step 1e-6 (GQ is smooth away from its |.| kinks, and
-    scaling a matrix moves no ReLU kink); measured relative error <= 2e-8, tolerance 1e-5."""
+    scaling a matrix moves no ReLU kink); measured relative error <= 3e-8, tolerance 1e-5."""
     ws, x, t, _ = _setup(loss, seed=3)
     eps = 1e-5
     _, proj = M._gq_and_gradient(ws, x, t, slope, loss, eps, biases)
