@@ -213,3 +213,15 @@ def test_fig1_metainit_networks_both_engines():
     ws = metainit_weights(2, 12, 10, x.shape[1], np.random.default_rng(3), steps=4)
     y = ws[0] @ x.T[None]
     np.testing.assert_allclose(a[:2, 1], y.reshape(2, -1).var(axis=1, ddof=1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss", M.LOSSES)
+def test_gradient_quotient_stacked_equals_single(loss):
+    """Public entry point: rows as inputs, a stack of networks equals the networks one by one."""
+    ws, x, t, _ = _setup(loss, seed=7, k=3)
+    xs = np.swapaxes(x, 1, 2)  # (K, B, n_0)
+    ts = t if loss == "cross_entropy" else np.swapaxes(t, 1, 2)
+    stacked = gradient_quotient(ws, xs, ts, 0.1, loss=loss, biases=True)
+    single = [gradient_quotient([w[k] for w in ws], xs[k], ts[k], 0.1, loss=loss, biases=True) for k in range(3)]
+    np.testing.assert_allclose(stacked, single, rtol=1e-12)
+    assert single[0] == pytest.approx(M._gq_and_gradient(ws, x, t, 0.1, loss, 1e-5, True, False)[0][0], rel=1e-12)

@@ -53,7 +53,8 @@ Choices the paper leaves open, and what this module does (each follows the autho
 References
 ----------
 .. [1] Y. N. Dauphin, S. S. Schoenholz, "MetaInit: Initializing learning by learning to
-   initialize", NeurIPS 32 (2019), Eq. 1 (gradient quotient), Sec. 3 and Fig. 2 (algorithm).
+   initialize", NeurIPS 32 (2019), Eq. 1 (gradient quotient) and Fig. 2 (the algorithm as
+   PyTorch code, with its defaults).
 .. [2] B. A. Pearlmutter, "Fast exact multiplication by the Hessian", Neural Comput. 6 (1994).
 """
 
@@ -408,8 +409,8 @@ def metainit(
 ) -> MetaInitResult:
     """MetaInit: tune the norm of every weight matrix to minimise the gradient quotient.
 
-    Implements Sec. 3 and Fig. 2 of Dauphin & Schoenholz (2019): each step draws a batch of
-    standard-normal inputs with random targets, computes ``GQ`` (Eq. 1, see the module notes)
+    Implements the algorithm of Fig. 2 (PyTorch code) of Dauphin & Schoenholz (2019): each step
+    draws a batch of standard-normal inputs with random targets, computes ``GQ`` (Eq. 1, see the module notes)
     and its exact derivative with respect to each norm, and updates the norms ``r_l`` by signSGD
     with momentum,
 
@@ -463,23 +464,29 @@ def metainit(
     Notes
     -----
     Cost per step: one forward, one backward, three R-operator passes and one second-order pass,
-    about 25 products of ``(n, n) x (n, B)`` matrices per layer. Measured (width 10, depth 100 plus
-    a read-out, ReLU, batch 32, 500 steps): see ``benchmarks/metainit.py`` and the kurtosis
-    section of the documentation.
+    about 25 products of ``(n, n) x (n, B)`` matrices per layer. Measured (``benchmarks/metainit.py``;
+    width 10, depth 100 plus a read-out, batch 32): 16 ms of CPU per step for one network, 3.6 ms
+    per network with 32 stacked, i.e. 8 s and 1.8 s per network for 500 steps; finite differences
+    over the norms would cost ~550 ms per step. The final iterate does not always have a lower GQ
+    than the start: signSGD with momentum oscillates (see ``gq_history``).
 
     References
     ----------
     Y. N. Dauphin, S. S. Schoenholz, "MetaInit: Initializing learning by learning to initialize",
-    NeurIPS 32 (2019): Eq. 1 (gradient quotient), Sec. 3 and Fig. 2 (algorithm and defaults).
+    NeurIPS 32 (2019): Eq. 1 (gradient quotient) and Fig. 2 (algorithm and defaults, PyTorch code).
 
     Examples
     --------
+    Sixteen ReLU networks of width 10 (five hidden layers and a read-out), He start, stacked:
+
     >>> import numpy as np
     >>> from meanfield.init import dense_weights, metainit
     >>> rng = np.random.default_rng(0)
-    >>> ws = [dense_weights(10, 10, 2.0, rng=rng) for _ in range(6)]
-    >>> res = metainit(ws, steps=50, seed=1)
-    >>> bool(res.gq_after < res.gq_before)
+    >>> ws = [np.stack([dense_weights(10, 10, 2.0, rng=rng) for _ in range(16)]) for _ in range(6)]
+    >>> res = metainit(ws, steps=100, seed=1)
+    >>> res.norms.shape, res.gq_history.shape
+    ((16, 6), (16, 100))
+    >>> bool(np.median(res.gq_after / res.gq_before) < 0.1)
     True
     """
     ws, stacked = _check_weights(weights)
