@@ -1,9 +1,10 @@
 """Figures of Grzejdziak, Loog & Tax (2023), seed 002: vanishing empirical variance.
 
 - ``fig_1``: 0.9 / 0.99 / 0.999 quantiles of the output empirical variance over random networks of
-  width 10 and depth 100 versus depth (log scale), for He, Glorot, orthogonal, GSM, ZerO and ZerO*
-  (seed 002 Fig. 1; inputs: the embedded digits data standardised per feature instead of CIFAR-10;
-  1,000 networks on 256 images by default, 10,000 networks on all 1,797 images with ``--full``).
+  width 10 and depth 100 versus depth (log scale), for He, Glorot, orthogonal, GSM, ZerO, ZerO* and
+  MetaInit (seed 002 Fig. 1; inputs: the embedded digits data standardised per feature instead of
+  CIFAR-10; 1,000 networks on 256 images by default, 10,000 networks on all 1,797 images with
+  ``--full``; MetaInit 4 / 200 networks, ~3 s of CPU each).
 - ``fig_kurtosis``: kurtosis versus depth from Prop. 4.3 (lines) with Monte-Carlo points, for
   widths 2, 10, 50 and Gaussian / uniform / Rademacher weights (ReLU).
 - ``fig_spectral_radius``: ``rho(A) - 1`` of the transition matrix versus width (Lemma 4.5).
@@ -22,17 +23,29 @@ from ._common import plt, progress, save_figure
 __all__ = ["FIGURES", "fig_1", "fig_kurtosis", "fig_spectral_radius"]
 
 QUANTILES = (0.9, 0.99, 0.999)
-_LABELS = {"he": "He", "glorot": "Glorot", "orthogonal": "orthogonal", "gsm": "GSM", "zero": "ZerO", "zero_star": "ZerO*"}
+_LABELS = {
+    "he": "He",
+    "glorot": "Glorot",
+    "orthogonal": "orthogonal",
+    "gsm": "GSM",
+    "zero": "ZerO",
+    "zero_star": "ZerO*",
+    "metainit": "MetaInit",
+}
 
 
-def fig_1(out_dir, full=False, backend="numpy", seed=0, *, n_networks=None, n_inputs=None):
-    """Quantiles of the output empirical variance versus depth for six initialisers (seed 002 Fig. 1).
+def fig_1(out_dir, full=False, backend="numpy", seed=0, *, n_networks=None, n_inputs=None, n_metainit=None, metainit_steps=500):
+    """Quantiles of the output empirical variance versus depth for seven initialisers (seed 002 Fig. 1).
 
-    ``n_networks`` / ``n_inputs`` override the sizes (tests use small ones).
+    ``n_networks`` / ``n_inputs`` / ``n_metainit`` / ``metainit_steps`` override the sizes (tests
+    use small ones).
     """
-    var = fig1_variances(full=full, backend=backend, seed=seed, n_networks=n_networks, n_inputs=n_inputs)
+    var = fig1_variances(
+        full=full, backend=backend, seed=seed, n_networks=n_networks, n_inputs=n_inputs, n_metainit=n_metainit, metainit_steps=metainit_steps
+    )
     depth = np.arange(next(iter(var.values())).shape[1])
-    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5), sharex=True)
+    fig, axes = plt.subplots(2, 4, figsize=(15, 6.5), sharex=True)
+    axes.ravel()[-1].set_axis_off()
     data = {"depth": depth, "quantiles": QUANTILES, "threshold": FIG1_THRESHOLD, "claim_depth": FIG1_DEPTH}
     for ax, (init, v) in zip(axes.ravel(), var.items()):
         q = np.quantile(v, QUANTILES, axis=0)
@@ -42,17 +55,23 @@ def fig_1(out_dir, full=False, backend="numpy", seed=0, *, n_networks=None, n_in
         ax.axhline(FIG1_THRESHOLD, color="k", ls=":", lw=0.8)
         ax.axvline(FIG1_DEPTH, color="k", ls=":", lw=0.8)
         ax.set_yscale("log")
-        ax.set_title(f"{_LABELS[init]}: P(S$^2_{{80}}$ < 1e-3) = {frac:.3f}", fontsize=9)
-        data[init] = {"quantiles": q, "fraction_below_threshold_at_80": frac, "n_networks": v.shape[0]}
+        ax.set_title(f"{_LABELS[init]} ({v.shape[0]} nets): P(S$^2_{{80}}$ < 1e-3) = {frac:.3f}", fontsize=9)
+        data[init] = {
+            "quantiles": q,
+            "fraction_below_threshold_at_80": frac,
+            "fraction_above_input_at_80": float(np.mean(v[:, FIG1_DEPTH] > v[:, 0])),
+            "median": np.median(v, axis=0),
+            "n_networks": v.shape[0],
+        }
         # "all quantiles decrease monotonically after 40 layers": fraction of decreasing steps
         data[init]["decreasing_steps_after_40"] = np.mean(np.diff(q[:, 40:], axis=1) < 0, axis=1)  # per quantile
-    for ax in axes[1]:
+    axes[0, -1].xaxis.set_tick_params(labelbottom=True)
+    for ax in list(axes[1]) + [axes[0, -1]]:
         ax.set_xlabel("layer $l$")
     for ax in axes[:, 0]:
         ax.set_ylabel("empirical variance quantile")
     axes[0, 0].legend(title="quantile", fontsize=7)
-    n_net = next(iter(var.values())).shape[0]
-    fig.suptitle(f"Width 10 ReLU networks on standardised digits: quantiles over {n_net} networks")
+    fig.suptitle("Width 10 ReLU networks on standardised digits: quantiles over networks")
     return save_figure(fig, out_dir, "grzejdziak2023_fig_1", data)
 
 

@@ -9,7 +9,7 @@ from validation import kurtosis as VK
 
 
 def test_fig_1_small(tmp_path):
-    paths = G.fig_1(tmp_path, n_networks=30, n_inputs=60)
+    paths = G.fig_1(tmp_path, n_networks=30, n_inputs=60, n_metainit=2, metainit_steps=5)
     assert [p.suffix for p in paths] == [".png", ".json"] and all(p.exists() for p in paths)
     data = json.loads(paths[1].read_text())
     q = np.array(data["zero"]["quantiles"], dtype=float)
@@ -31,6 +31,6 @@ def test_fig_kurtosis_and_spectral_radius_small(tmp_path):
 def test_validation_pieces_small():
     rows = VK._variance_rows("numpy", False, 0)
     assert len(rows) == 6 and all(r.passed for r in rows)
-    var = VK.fig1_variances(n_networks=20, n_inputs=50, depth=30)
-    assert set(var) == {"he", "glorot", "orthogonal", "gsm", "zero", "zero_star"}
-    assert all(v.shape == (20, 31) for v in var.values())
+    var = VK.fig1_variances(n_networks=20, n_inputs=50, depth=30, n_metainit=2, metainit_steps=5)
+    assert set(var) == {"he", "glorot", "orthogonal", "gsm", "zero", "zero_star", "metainit"}
+    assert all(v.shape == ((2, 31) if k == "metainit" else (20, 31)) for k, v in var.items())

@@ -10,7 +10,8 @@ NumPy backend the Fig. 1 simulator uses the fused Numba kernel of
 Conventions (seed 002): ``y^(0) = x``, ``y^(l) = W^(l) phi_a(y^(l-1))``, i.i.d. weights with
 ``Var W = 2 / (fan_in (a^2 + 1))``. The Fig. 1 networks (:func:`empirical_variances`) apply their
 first layer to the standardised data directly (``y^(1) = W^(1) x``, the extra input matrix of
-Prop. 3.3) and ReLU layers after it.
+Prop. 3.3) and ReLU layers after it. MetaInit networks (:func:`metainit_weights`) are built as
+seed 002's code builds them: He-normal start, a read-out layer, :func:`meanfield.init.metainit`.
 """
 
 from __future__ import annotations
@@ -19,15 +20,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from meanfield.init import he_sigma_w2, zero_weights
+from meanfield.init import he_sigma_w2, metainit, zero_weights
 from validation._runner import progress
 from validation.backend import get_backend, to_numpy
 from validation.networks import random_weights
 
-__all__ = ["FIG1_INITS", "INPUT_MOMENTS", "RENORM_EVERY", "LayerMoments", "empirical_variances", "layer_moments", "nonzero_fraction"]
+__all__ = [
+    "FIG1_INITS",
+    "INPUT_MOMENTS",
+    "METAINIT_CHUNK",
+    "RENORM_EVERY",
+    "LayerMoments",
+    "empirical_variances",
+    "layer_moments",
+    "metainit_weights",
+    "nonzero_fraction",
+]
 
 #: Initialisers of the Fig. 1 experiment.
-FIG1_INITS = ("he", "glorot", "orthogonal", "gsm", "zero", "zero_star")
+FIG1_INITS = ("he", "glorot", "orthogonal", "gsm", "zero", "zero_star", "metainit")
+#: Classes of the MetaInit read-out (CIFAR-10 in seed 002, the digits here: 10 each).
+FIG1_CLASSES = 10
+#: Networks meta-initialised in one vectorised :func:`meanfield.init.metainit` call (memory ~5 MB
+#: per network at depth 100; the per-network cost is flat beyond ~30).
+METAINIT_CHUNK = 32
 
 
 def _leaky(xp, y, slope):
@@ -157,6 +173,29 @@ def _fig1_weights(init, l, n_out, n_in, bsz, rng, b):
     raise ValueError(f"init must be one of {FIG1_INITS}, got {init!r}")
 
 
+def metainit_weights(n_networks, depth, width, w0, rng, steps=500):
+    """MetaInit weights of ``n_networks`` Fig. 1 networks, shape (n_networks, n_out, n_in) per layer.
+
+    As in seed 002's code (its ``metainit_cifar10_from_he_normal``): He-normal start
+    (``Var W = 2 / fan_in`` in every layer, the first included), a ``width -> FIG1_CLASSES``
+    read-out, zero biases counted in the gradient quotient, and the MetaInit defaults of
+    Dauphin & Schoenholz (500 steps, lr 0.1, momentum 0.9, batch 32, cross-entropy on random
+    labels). Returns the ``depth`` matrices of ``y^(1) .. y^(depth)`` (the read-out is dropped).
+    ``rng`` must be a NumPy Generator.
+    """
+    shapes = [(width, w0)] + [(width, width)] * (depth - 1) + [(FIG1_CLASSES, width)]
+    ws = [random_weights((n_networks,) + s, 2.0, "gaussian", rng) for s in shapes]
+    return metainit(ws, 0.0, steps=steps, biases=True, eval_batches=0, rng=rng).weights[:-1]
+
+
+def _chunk_weights(init, depth, width, w0, bsz, rng, b, metainit_steps):
+    """Weights of layers ``1 .. depth`` of a chunk of Fig. 1 networks (see :func:`_fig1_weights`)."""
+    if init == "metainit":
+        host = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(int(rng.integers(2**62)))
+        return [b.asarray(w) for w in metainit_weights(bsz, depth, width, w0, host, metainit_steps)]
+    return [_fig1_weights(init, l, width, w0 if l == 1 else width, bsz, rng, b) for l in range(1, depth + 1)]
+
+
 def _pooled_variance(xp, y):
     """Sample variance (ddof = 1) of each row of ``y`` (shape (b, N)): one pass (sum and sum of
     squares), redone in two float64 passes for rows whose mean is so large that cancellation could
@@ -179,7 +218,18 @@ RENORM_EVERY = 8
 
 
 def empirical_variances(
-    x, init, depth=100, width=10, n_networks=1000, backend="numpy", seed=0, chunk=None, desc=None, dtype="float32", engine=None
+    x,
+    init,
+    depth=100,
+    width=10,
+    n_networks=1000,
+    backend="numpy",
+    seed=0,
+    chunk=None,
+    desc=None,
+    dtype="float32",
+    engine=None,
+    metainit_steps=500,
 ):
     """Empirical variance of the outputs of ``n_networks`` random ReLU networks on the data ``x``.
 
@@ -204,6 +254,10 @@ def empirical_variances(
         beyond which Glorot's 2^-depth decay would underflow); ``"blas"`` (default on CuPy):
         stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. Both draw the same
         weights for the same seed.
+    metainit_steps : int
+        MetaInit steps (``init="metainit"``; the paper's 500 by default, fewer in tests). MetaInit
+        runs on the CPU in chunks of :data:`METAINIT_CHUNK` networks (2-3 s of CPU per network at
+        depth 100, see ``benchmarks/metainit.py``), then the forward pass runs on ``backend``.
 
     Returns
     -------
@@ -215,7 +269,7 @@ def empirical_variances(
     if engine is None:
         engine = "numba" if get_backend(backend).name == "numpy" else "blas"
     if engine == "numba":
-        return _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, desc)
+        return _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, desc, metainit_steps)
     if engine != "blas":
         raise ValueError(f"engine must be 'numba' or 'blas', got {engine!r}")
     b = get_backend(backend)
@@ -230,7 +284,7 @@ def empirical_variances(
     w0, n = xt.shape
     xt_f = xt.astype(ft)
     if chunk is None:
-        chunk = max(1, min(n_sim, 3_000_000 // (width * n)))
+        chunk = max(1, min(n_sim, 3_000_000 // (width * n), METAINIT_CHUNK if init == "metainit" else n_sim))
     out = np.empty((n_sim, depth + 1))
     out[:, 0] = float(to_numpy(xp.var(xt, ddof=1)))
     starts = range(0, n_sim, chunk)
@@ -240,9 +294,9 @@ def empirical_variances(
         y = xp.empty((bsz, width, n), dtype=ft)
         v = xp.empty((bsz, width, n), dtype=ft)
         log_scale = np.zeros(bsz)  # y_true = exp(log_scale) * y
+        mats = _chunk_weights(init, depth, width, w0, bsz, rng, b, metainit_steps)
         for l in range(1, depth + 1):
-            n_in = w0 if l == 1 else width
-            wts = _fig1_weights(init, l, width, n_in, bsz, rng, b)
+            wts = mats[l - 1]
             if l == 1:
                 y[...] = xp.matmul(wts.astype(ft), xt_f)  # broadcasts a deterministic (1, width, w0) matrix
             else:
@@ -263,7 +317,7 @@ def empirical_variances(
     return out
 
 
-def _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, desc):
+def _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, desc, metainit_steps):
     """The NumPy-backend path of :func:`empirical_variances` through the fused Numba kernel."""
     from validation._kurtosis_kernels import fused_relu_sums  # noqa: PLC0415  (compiles on first use)
 
@@ -274,7 +328,7 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, d
     xt = np.ascontiguousarray(np.asarray(x, dtype=np.float64).T)
     w0, n = xt.shape
     if chunk is None:
-        chunk = max(1, min(n_sim, 1_000_000 // (width * n) + 1, 200))
+        chunk = max(1, min(n_sim, 1_000_000 // (width * n) + 1, METAINIT_CHUNK if init == "metainit" else 200))
     out = np.empty((n_sim, depth + 1))
     out[:, 0] = xt.var(ddof=1)
     count = width * n
@@ -282,14 +336,14 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, d
     starts = range(0, n_sim, chunk)
     for start in progress(starts, desc=desc or f"fig1 {init}", total=len(starts)):
         bsz = min(chunk, n_sim - start)
-        w1 = _fig1_weights(init, 1, width, w0, bsz, rng, b)
-        y1 = np.ascontiguousarray(np.broadcast_to(np.matmul(w1, xt), (bsz, width, n)))
+        mats = _chunk_weights(init, depth, width, w0, bsz, rng, b, metainit_steps)
+        y1 = np.ascontiguousarray(np.broadcast_to(np.matmul(mats[0], xt), (bsz, width, n)))
         if identity:
             hidden = np.empty((bsz, depth - 1, 0, 0))
         else:
             hidden = np.empty((bsz, depth - 1, width, width))
             for l in range(2, depth + 1):
-                hidden[:, l - 2] = _fig1_weights(init, l, width, width, bsz, rng, b)
+                hidden[:, l - 2] = mats[l - 1]
         s1, s2 = fused_relu_sums(y1, hidden, identity)
         ss = np.maximum(s2 - s1 * s1 / count, 0.0)
         out[start : start + bsz, 1:] = ss / (count - 1)

@@ -9,6 +9,7 @@ Each family lives in a private submodule and is re-exported here:
 - convolution kernels (``_conv``, seed 003 Sec. 2.4 and Algorithm 1): orthogonal and
   delta-orthogonal kernels;
 - ZerO (``_zero``, seed 002 part 3 Sec. A): deterministic Hadamard-based initialisation and ZerO*;
+- MetaInit (``_metainit``, Dauphin & Schoenholz 2019): norms tuned to minimise the gradient quotient;
 - symmetric initialisations (``_symmetry``, seed 000): ConstNet / LeakyNet weights.
 """
 
@@ -18,9 +19,11 @@ from ._dense import *  # noqa: F401,F403
 from ._dense import __all__ as _dense_all
 from ._looks_linear import *  # noqa: F401,F403
 from ._looks_linear import __all__ as _looks_linear_all
+from ._metainit import *  # noqa: F401,F403
+from ._metainit import __all__ as _metainit_all
 from ._symmetry import *  # noqa: F401,F403
 from ._symmetry import __all__ as _symmetry_all
 from ._zero import *  # noqa: F401,F403
 from ._zero import __all__ as _zero_all
 
-__all__ = list(_dense_all) + list(_looks_linear_all) + list(_conv_all) + list(_zero_all) + list(_symmetry_all)
+__all__ = list(_dense_all) + list(_looks_linear_all) + list(_conv_all) + list(_zero_all) + list(_symmetry_all) + list(_metainit_all)
