@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from figures._runner import all_figures
 from meanfield.cli import main
 from validation._report import Comparison, format_table
@@ -21,6 +23,17 @@ def test_comparison_verdicts_and_table():
     nan = Comparison("c", 1.0, float("nan"), 0.05)
     assert ok.passed and not bad.passed and not nan.passed
     assert format_table("t", [ok, bad]).splitlines()[-1] == "t: 1 passed, 1 failed"
+
+
+def test_one_sided_comparisons():
+    # "at least 0.9": any estimate above passes, one more than z standard errors below fails
+    assert Comparison("a", 0.9, 5.0, 0.01, side="above").passed
+    assert Comparison("a", 0.9, 0.9 - 4.0 * 0.01, 0.01, side="above").passed
+    assert not Comparison("a", 0.9, 0.9 - 5.0 * 0.01, 0.01, side="above").passed
+    assert Comparison("b", 0.9, -5.0, 0.01, side="below").passed
+    assert not Comparison("b", 0.9, 0.96, 0.01, side="below").passed
+    with pytest.raises(ValueError, match="side"):
+        Comparison("c", 0.0, 0.0, 0.0, side="left")
 
 
 def test_cli_help_and_figure_list():

@@ -1,7 +1,9 @@
 """Theory-versus-Monte-Carlo comparisons, their verdicts and the printed table.
 
 A :class:`Comparison` holds one prediction, its Monte-Carlo estimate and the estimate's standard
-error. The verdict is ``|theory - estimate| <= z * stderr + systematic``: ``z`` is the number of
+error. The verdict is ``|theory - estimate| <= z * stderr + systematic`` (or, for a one-sided claim
+such as "at least 90 %", ``estimate >= theory - tolerance`` with ``side="above"`` and
+``estimate <= theory + tolerance`` with ``side="below"``): ``z`` is the number of
 standard errors allowed (a named constant, :data:`Z_DEFAULT`, chosen so that a correct theory
 fails a table of ~100 rows with probability < 1e-3), and ``systematic`` an explicit, documented
 bound on effects the theory neglects on purpose (e.g. the O(1/width) finite-width correction of
@@ -42,6 +44,9 @@ class Comparison:
         Documented bound on the bias the theory neglects (absolute units of ``theory``).
     note : str
         Where the tolerance comes from, or anything a reader should know.
+    side : {"both", "above", "below"}
+        ``"both"``: the estimate must equal the theory; ``"above"`` / ``"below"``: the claim is a
+        bound, the estimate must not fall significantly below / above ``theory``.
     """
 
     name: str
@@ -51,6 +56,11 @@ class Comparison:
     z: float = Z_DEFAULT
     systematic: float = 0.0
     note: str = field(default="", compare=False)
+    side: str = "both"
+
+    def __post_init__(self):
+        if self.side not in ("both", "above", "below"):
+            raise ValueError(f"side must be 'both', 'above' or 'below', got {self.side!r}")
 
     @property
     def tolerance(self) -> float:
@@ -61,7 +71,12 @@ class Comparison:
         values = (self.theory, self.estimate, self.stderr)
         if not all(math.isfinite(float(v)) for v in values):
             return False
-        return abs(float(self.theory) - float(self.estimate)) <= self.tolerance
+        diff = float(self.estimate) - float(self.theory)
+        if self.side == "above":
+            return diff >= -self.tolerance
+        if self.side == "below":
+            return diff <= self.tolerance
+        return abs(diff) <= self.tolerance
 
     @property
     def verdict(self) -> str:

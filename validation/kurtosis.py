@@ -50,6 +50,10 @@ DEPTHS = (1, 2, 3, 5, 10, 15, 20)
 FIG1_THRESHOLD = 1e-3
 FIG1_DEPTH = 80
 FIG1_FRACTION = 0.9
+#: "Explode": the mean over MetaInit networks of log10(S^2_80 / S^2_0) is at least one decade.
+FIG1_EXPLOSION_LOG10 = 1.0
+#: Networks needed before a binomial fraction row can fail (standard-error floor 1/n, z = 4.5).
+FIG1_MIN_FRACTION_NETWORKS = 50
 #: MetaInit networks in Fig. 1 (default, ``--full``): ~3 s of CPU each (500 signSGD steps), so the
 #: default run stays within ~20 s of its cost without MetaInit.
 FIG1_METAINIT_NETWORKS = (4, 200)
@@ -154,29 +158,28 @@ def _fig1_rows(backend, full, seed):
         f = float(np.mean(v < FIG1_THRESHOLD))
         se = math.sqrt(max(f * (1 - f), 1.0 / v.size) / v.size)
         rows.append(
-            Comparison(
-                f"Fig.1 {init}: frac(S^2 < 1e-3) at l=80 (claim >= 0.9)",
-                1.0,
-                f,
-                se,
-                systematic=1.0 - FIG1_FRACTION,
-                note="passes iff fraction >= 0.9 - z se",
-            )
+            Comparison(f"Fig.1 {init}: frac(S^2 < 1e-3) at l=80 (claim >= 0.9)", FIG1_FRACTION, f, se, side="above")
         )
     for init in ("zero", "zero_star"):
         v = var[init][:, 2:]
         dev = float(np.max(np.abs(v / v[:, :1] - 1.0)))
         rows.append(Comparison(f"Fig.1 {init}: max_l>=2 |S^2_l / S^2_2 - 1|", 0.0, dev, 0.0, systematic=ZERO_RTOL))
-    # MetaInit: "empirical variances explode" (the 90 % claim above fails for it)
+    # MetaInit: "empirical variances explode" (the 90 % claim above fails for it). On the log scale
+    # a few networks resolve the claim: mean log10(S^2_80 / S^2_0) over the networks whose output
+    # is not exactly zero must be at least FIG1_EXPLOSION_LOG10; the binomial fraction rows need
+    # FIG1_MIN_FRACTION_NETWORKS networks (their standard error has the floor 1 / n).
     v = var["metainit"]
+    alive = v[:, FIG1_DEPTH] > 0
+    logs = np.log10(v[alive, FIG1_DEPTH] / v[alive, 0])
+    if logs.size >= 2:
+        m, se = mean_and_stderr(logs)
+        note = f"{int(alive.sum())} of {v.shape[0]} networks with a non-zero output"
+        rows.append(Comparison("Fig.1 metainit: mean log10(S^2_80 / S^2_0) (claim: explode, >= 1)", FIG1_EXPLOSION_LOG10, float(m), float(se), side="above", note=note))
     n = v.shape[0]
-    for name, f, target, slack in (
-        ("frac(S^2 < 1e-3) at l=80 (claim: the 90 % rule fails)", float(np.mean(v[:, FIG1_DEPTH] < FIG1_THRESHOLD)), 0.0, FIG1_FRACTION),
-        ("frac(S^2_80 > S^2_0) (claim: variances explode)", float(np.mean(v[:, FIG1_DEPTH] > v[:, 0])), 1.0, 0.5),
-    ):
+    if n >= FIG1_MIN_FRACTION_NETWORKS:
+        f = float(np.mean(v[:, FIG1_DEPTH] < FIG1_THRESHOLD))
         se = math.sqrt(max(f * (1 - f), 1.0 / n) / n)
-        note = f"{n} networks, one-sided; the s.e. floor 1/n makes the row informative only with --full"
-        rows.append(Comparison(f"Fig.1 metainit: {name}", target, f, se, systematic=slack, note=note))
+        rows.append(Comparison("Fig.1 metainit: frac(S^2 < 1e-3) at l=80 (claim: the 90 % rule fails)", FIG1_FRACTION, f, se, side="below"))
     return rows
 
 
