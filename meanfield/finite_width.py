@@ -1047,7 +1047,7 @@ def relu_correlation(rho):
         ``|rho| > 1`` or non-finite input.
     """
     rho = check_correlation(rho, "rho")
-    g = 0.5 - np.arccos(rho) / (2 * np.pi)
+    g = orthant_probability(rho)
     return (np.sqrt(np.maximum(1 - rho * rho, 0.0)) - 1 + 2 * np.pi * rho * g) / (np.pi - 1)
 
 
