@@ -468,16 +468,19 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, c0=0.0):
     deflated residual H(c) = h(c) / (1 - c), with H(1) = 1 - chi_1, has c* as a simple root.
     Safeguarded Newton on H over the bracket [lo, hi], H(lo) >= 0 > H(hi), started at ``c0`` (a
     neighbouring grid point's c* in :func:`phase_diagram`; any c0 in [0, 1) is safe).
+
+    Returns ``(c*, chi_c)``: Newton's last slope integral is ``chi_c`` at an iterate within 1e-15 of
+    c*, which saves the 2-D integral of a separate evaluation (NaN where it is not available).
     """
     if chi1 <= 1.0 + 1e-12 or q == 0.0:
-        return 1.0
+        return 1.0, chi1  # at c* = 1 the two arguments coincide: chi_c = chi_1
     lo = 0.0
     hi = 1.0
     c = c0 if 0.0 <= c0 < 1.0 else 0.0
     for _ in range(200):
         h = (sw * pair_value(code, a, 0, 0, q, q, c, z, w) + sb) / q - c
         if h == 0.0:
-            return c
+            return c, math.nan
         dh = sw * pair_value(code, a, 1, 1, q, q, c, z, w) - 1.0
         one_minus = 1.0 - c
         big_h = h / one_minus
@@ -489,13 +492,13 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, c0=0.0):
         if slope < 0.0:
             nc = c - big_h / slope
             if abs(nc - c) <= 1e-15:  # converged; checked before the bracket test, which c itself may fail
-                return nc
+                return nc, dh + 1.0
         if slope >= 0.0 or not (lo < nc < hi):
             nc = 0.5 * (lo + hi)
         if hi - lo <= 1e-15:
-            return nc
+            return nc, dh + 1.0
         c = nc
-    return c
+    return c, math.nan
 
 
 @numba.njit(cache=True)
@@ -506,12 +509,10 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out, c0=0.0):
         qe = 1.0 if homogeneous else 1e12  # homogeneous: chi's do not depend on q; else large-q limit
     chi1 = sw * single_value(code, a, 1, 1, qe, z, w)
     if math.isinf(q) and homogeneous:
-        c = 1.0
+        c, chic = 1.0, chi1
     else:
-        c = _solve_c(code, a, sw, sb, qe, chi1, z, w, c0)
-    if c == 1.0:
-        chic = chi1  # at c* = 1 the two arguments coincide: chi_c = chi_1 (a 1-D integral)
-    else:
+        c, chic = _solve_c(code, a, sw, sb, qe, chi1, z, w, c0)
+    if math.isnan(chic):
         chic = sw * pair_value(code, a, 1, 1, qe, qe, c, z, w)
     chiq = sw * variance_derivative_value(code, a, qe, z, w)
     out[0] = q
