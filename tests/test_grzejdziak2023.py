@@ -34,3 +34,16 @@ def test_validation_pieces_small():
     var = VK.fig1_variances(n_networks=20, n_inputs=50, depth=30, n_metainit=2, metainit_steps=5)
     assert set(var) == {"he", "glorot", "orthogonal", "gsm", "zero", "zero_star", "metainit"}
     assert all(v.shape == ((2, 31) if k == "metainit" else (20, 31)) for k, v in var.items())
+
+
+def test_metainit_claim_row_fails_rather_than_vanishing_when_networks_die(monkeypatch):
+    import numpy as np
+
+    from validation import kurtosis as vk
+
+    var = {k: np.full((20, 101), 1e-6) for k in ("he", "glorot", "orthogonal", "gsm", "zero", "zero_star")}
+    var["metainit"] = np.zeros((4, 101))
+    var["metainit"][:, 0] = 1.0  # every output exactly zero by layer 80
+    monkeypatch.setattr(vk, "fig1_variances", lambda *a, **k: var)
+    rows = [r for r in vk._fig1_rows("numpy", False, 0) if "metainit" in r.name]
+    assert len(rows) == 1 and not rows[0].passed

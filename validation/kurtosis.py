@@ -150,13 +150,21 @@ def fig1_variances(
     }
 
 
+def _fraction_below_threshold(v):
+    """Fraction of networks with ``S^2 < FIG1_THRESHOLD`` and its binomial standard error.
+
+    The standard error has the floor ``1 / n`` (a fraction of exactly 0 or 1 still has an error).
+    """
+    n = v.size
+    f = float(np.mean(v < FIG1_THRESHOLD))
+    return f, math.sqrt(max(f * (1 - f), 1.0 / n) / n)
+
+
 def _fig1_rows(backend, full, seed):
     rows = []
     var = fig1_variances(full, backend, seed)
     for init in ("he", "glorot", "orthogonal", "gsm"):
-        v = var[init][:, FIG1_DEPTH]
-        f = float(np.mean(v < FIG1_THRESHOLD))
-        se = math.sqrt(max(f * (1 - f), 1.0 / v.size) / v.size)
+        f, se = _fraction_below_threshold(var[init][:, FIG1_DEPTH])
         rows.append(
             Comparison(f"Fig.1 {init}: frac(S^2 < 1e-3) at l=80 (claim >= 0.9)", FIG1_FRACTION, f, se, side="above")
         )
@@ -168,17 +176,15 @@ def _fig1_rows(backend, full, seed):
     # a few networks resolve the claim: mean log10(S^2_80 / S^2_0) over the networks whose output
     # is not exactly zero must be at least FIG1_EXPLOSION_LOG10; the binomial fraction rows need
     # FIG1_MIN_FRACTION_NETWORKS networks (their standard error has the floor 1 / n).
+    # Fewer than 2 live networks give a NaN estimate, which fails: the row never silently drops out.
     v = var["metainit"]
     alive = v[:, FIG1_DEPTH] > 0
     logs = np.log10(v[alive, FIG1_DEPTH] / v[alive, 0])
-    if logs.size >= 2:
-        m, se = mean_and_stderr(logs)
-        note = f"{int(alive.sum())} of {v.shape[0]} networks with a non-zero output"
-        rows.append(Comparison("Fig.1 metainit: mean log10(S^2_80 / S^2_0) (claim: explode, >= 1)", FIG1_EXPLOSION_LOG10, float(m), float(se), side="above", note=note))
-    n = v.shape[0]
-    if n >= FIG1_MIN_FRACTION_NETWORKS:
-        f = float(np.mean(v[:, FIG1_DEPTH] < FIG1_THRESHOLD))
-        se = math.sqrt(max(f * (1 - f), 1.0 / n) / n)
+    m, se = mean_and_stderr(logs) if logs.size >= 2 else (math.nan, math.nan)
+    note = f"{int(alive.sum())} of {v.shape[0]} networks with a non-zero output"
+    rows.append(Comparison("Fig.1 metainit: mean log10(S^2_80 / S^2_0) (claim: explode, >= 1)", FIG1_EXPLOSION_LOG10, float(m), float(se), side="above", note=note))
+    if v.shape[0] >= FIG1_MIN_FRACTION_NETWORKS:
+        f, se = _fraction_below_threshold(v[:, FIG1_DEPTH])
         rows.append(Comparison("Fig.1 metainit: frac(S^2 < 1e-3) at l=80 (claim: the 90 % rule fails)", FIG1_FRACTION, f, se, side="below"))
     return rows
 
