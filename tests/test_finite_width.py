@@ -592,3 +592,41 @@ def test_cosine_law_does_not_depend_on_sigma_w_without_bias():
     assert np.allclose(c_he, c_small, rtol=1e-12)
     _, c_bias = simulate_pair(x1, x2, 50, 1 / 50, 0.5, 500, seed=3)
     assert c_bias.mean() > c_he.mean()  # a bias adds a shared component: cosines increase
+
+
+#: sd of the cosine law ~ 1/sqrt(N) (CLT); O(1/N) corrections at N = 100, 200 are ~1 %, and the sample
+#: sd of 10^5 draws is accurate to 1/sqrt(2 * 10^5) = 0.2 %: a 5 % allowance on the ratio sqrt(2).
+COSINE_SD_RATIO_RTOL = 0.05
+
+
+def test_fig_2_claims(tmp_path):
+    """Fig. 2: cosines after one ReLU layer lie in [0, 1], their mean grows with <x1, x2>, N = 100 is wider."""
+    import json
+
+    from figures.burkholz2019 import fig_2
+
+    data = json.loads(next(p for p in fig_2(tmp_path) if p.suffix == ".json").read_text())
+    bins = np.array(data["bins"])
+    for n in (100, 200):
+        laws = [data[f"N={n},c={c}"] for c in (0.0, 0.25, 0.5, 0.75)]
+        means = [law["mean"] for law in laws]
+        assert np.all(np.diff(means) > 0)
+        for law in laws:
+            density = np.array(law["density"])
+            assert np.all(density[bins[1:] <= 0.0] == 0.0)  # relu outputs are non-negative
+    for c in (0.0, 0.25, 0.5, 0.75):
+        ratio = data[f"N=100,c={c}"]["sd"] / data[f"N=200,c={c}"]["sd"]
+        assert ratio == pytest.approx(math.sqrt(2.0), rel=COSINE_SD_RATIO_RTOL)
+
+
+def test_fig_thm5_claims(tmp_path):
+    """Thm. 5: Cor(x1, x2) <= rho on [0, 1] (equality at 0 and 1) and > rho on [-1, 0)."""
+    import json
+
+    from figures.burkholz2019 import fig_thm5
+
+    data = json.loads(next(p for p in fig_thm5(tmp_path) if p.suffix == ".json").read_text())
+    rho, cor = np.array(data["rho"]), np.array(data["correlation"])
+    inner = (rho > 0) & (rho < 1)
+    assert np.all(cor[inner] < rho[inner]) and np.all(cor[rho < 0] > rho[rho < 0])
+    assert cor[-1] == pytest.approx(1.0, abs=1e-12) and cor[0] == pytest.approx(-1 / (math.pi - 1), abs=1e-12)

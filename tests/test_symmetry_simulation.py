@@ -148,3 +148,33 @@ def test_table_of_correlations(tmp_path):
 def test_subnetwork_count_of_symmetric_widths_is_depth_times_log_width():
     c = symmetry.subnetwork_counts(16, 12)
     assert c.log2()["all_to_all"] == pytest.approx(12 * math.log2(17))
+
+
+#: Fig. 9: a '1' layer at an odd position must cut the forward ratio by at least this factor (measured
+#: 150-600x); Fig. 10: the last '1' layer cuts the backward ratio by at least this much (measured 4e4x).
+FORWARD_DROP = 10.0
+BACKWARD_DROP = 1e3
+#: 'I' layers pass the backward ratio unchanged up to the per-step gradient noise (measured 2.4 %).
+IDENTITY_BACKWARD_RTOL = 0.1
+
+
+def test_fig_9_and_10_claims(tmp_path):
+    """Figs. 9-10: ratios exactly 0 at initialisation; '1' layers remove the perturbation, 'I' keep it."""
+    import json
+
+    from figures.blumenfeld2020 import LEAKY_CONFIGS, fig_9, fig_10
+
+    fwd = json.loads(next(p for p in fig_9(tmp_path) if p.suffix == ".json").read_text())
+    bwd = json.loads(next(p for p in fig_10(tmp_path) if p.suffix == ".json").read_text())
+    for name in LEAKY_CONFIGS:
+        assert np.max(fwd[name][0]) == 0.0 and np.max(bwd[name][0]) == 0.0
+    f_last = np.array(fwd["12 1"][-1])
+    for layer in range(1, 12, 2):
+        assert f_last[layer] * FORWARD_DROP <= f_last[layer - 1]
+    b_identity = np.array(bwd["12 I"][-1])
+    assert b_identity.max() / b_identity.min() <= 1 + IDENTITY_BACKWARD_RTOL
+    for name, kinds in LEAKY_CONFIGS.items():
+        if "1" in kinds:
+            last_one = kinds.rindex("1") + 1  # index 0 is the first conv, layer k at index k
+            b = np.array(bwd[name][-1])
+            assert b[last_one - 1] * BACKWARD_DROP <= b[-1]
