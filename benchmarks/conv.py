@@ -12,7 +12,7 @@ import numpy as np
 
 from meanfield import conv, gaussian
 from meanfield.init import orthogonal_conv_kernel
-from validation.networks import simulate_conv
+from meanfield.validation.networks import simulate_conv
 
 
 def best_of(f, repeat=3):
@@ -68,8 +68,8 @@ def orthogonal_kernels():
 
 def monte_carlo_throughput():
     print("== Monte-Carlo CNN throughput vs NumPy GEMM (float64) ==")
-    from validation.backend import get_backend
-    from validation.networks import conv_kernels, periodic_conv
+    from meanfield.validation.backend import get_backend
+    from meanfield.validation.networks import conv_kernels, periodic_conv
 
     n, c, nets, depth = 16, 128, 16, 8
     v = np.full(3, 1 / 3)

@@ -108,7 +108,7 @@ def bench_phase_diagram():
 
 
 def bench_monte_carlo():
-    from validation.networks import simulate_dense
+    from meanfield.validation.networks import simulate_dense
 
     for n in (512, 1024):
         a = np.random.default_rng(0).standard_normal((n, n))

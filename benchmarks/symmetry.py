@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from meanfield import symmetry
-from validation._symmetry_networks import ConstNet, conv, train
-from validation.networks import periodic_conv
+from meanfield.validation._symmetry_networks import ConstNet, conv, train
+from meanfield.validation.networks import periodic_conv
 
 
 def best_of(f, repeat=3):

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from validation._runner import progress  # noqa: E402,F401  (re-exported for figure modules)
+from meanfield.validation._runner import progress  # noqa: E402,F401  (re-exported for figure modules)
 
 __all__ = ["plt", "progress", "save_figure", "to_jsonable"]
 

@@ -1,4 +1,4 @@
-"""``python -m figures``: discover the figure modules and run the figures asked for."""
+"""``python -m meanfield.figures``: discover the figure modules and run the figures asked for."""
 
 from __future__ import annotations
 
@@ -9,20 +9,20 @@ import sys
 import time
 from pathlib import Path
 
-from validation._runner import progress
+from meanfield.validation._runner import progress
 
 __all__ = ["all_figures", "main", "run_figures"]
 
 
 def all_figures() -> dict[str, callable]:
     """Every registered figure as ``{"paper.fig_name": function}``."""
-    import figures
+    import meanfield.figures as figures
 
     registry = {}
     for info in pkgutil.iter_modules(figures.__path__):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"figures.{info.name}")
+        module = importlib.import_module(f"meanfield.figures.{info.name}")
         for fig_name, func in getattr(module, "FIGURES", {}).items():
             registry[f"{info.name}.{fig_name}"] = func
     return registry
@@ -33,7 +33,7 @@ def _select(names, registry):
     for name in names:
         matches = [k for k in registry if k == name or k.split(".")[0] == name]
         if not matches:
-            raise SystemExit(f"unknown figure {name!r}; run `python -m figures --list`")
+            raise SystemExit(f"unknown figure {name!r}; run `python -m meanfield.figures --list`")
         chosen.extend(m for m in matches if m not in chosen)
     return chosen
 
@@ -51,7 +51,7 @@ def run_figures(names, out="results/figures", full=False, backend="numpy", seed=
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m figures", description="Regenerate the papers' figures.")
+    p = argparse.ArgumentParser(prog="python -m meanfield.figures", description="Regenerate the papers' figures.")
     p.add_argument("names", nargs="*", help="figures as PAPER.FIG, or PAPER for all of a paper's")
     p.add_argument("--all", action="store_true", help="every figure")
     p.add_argument("--list", action="store_true", help="list the figures and exit")

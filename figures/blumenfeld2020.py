@@ -32,7 +32,7 @@ import numpy as np
 from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.data import load_digits
-from validation._symmetry_networks import ConstNet, LeakyNet, replicated_feature_experiment, train
+from meanfield.validation._symmetry_networks import ConstNet, LeakyNet, replicated_feature_experiment, train
 
 from ._common import plt, progress, save_figure
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from meanfield import finite_width as fw
 from meanfield.data import load_digits
-from validation._finite_width_networks import simulate_squared_norms
+from meanfield.validation._finite_width_networks import simulate_squared_norms
 
 from ._common import plt, progress, save_figure
 

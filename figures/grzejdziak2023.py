@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from meanfield import kurtosis
-from validation._kurtosis_networks import layer_moments
-from validation.kurtosis import FIG1_DEPTH, FIG1_THRESHOLD, KAPPA_MAX, fig1_variances
+from meanfield.validation._kurtosis_networks import layer_moments
+from meanfield.validation.kurtosis import FIG1_DEPTH, FIG1_THRESHOLD, KAPPA_MAX, fig1_variances
 
 from ._common import plt, progress, save_figure
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from meanfield import conv, dense
 from meanfield.data import gaussian_inputs
-from validation.networks import simulate_conv, simulate_dense
+from meanfield.validation.networks import simulate_conv, simulate_dense
 
 from ._common import plt, progress, save_figure
 
@@ -231,7 +231,7 @@ def fig_s3(out_dir, full=False, backend="numpy", seed=0):
 
 def fig_s4(out_dir, full=False, backend="numpy", seed=0):
     """|Fourier amplitude| of the first cyclic diagonal of eps^l through random erf CNNs (Sec. F)."""
-    from validation.conv import fig_s4_theory, simulate_fig_s4  # noqa: PLC0415
+    from meanfield.validation.conv import fig_s4_theory, simulate_fig_s4  # noqa: PLC0415
 
     depth = 40 if full else 20
     channels, n_net = (1024, 64) if full else (256, 32)

@@ -5,9 +5,9 @@ Subcommands
 ``meanfield reproduce [--out DIR] [--full] [--backend numpy|cupy]``
     The main job: regenerate every figure, then run every validation comparison.
 ``meanfield figures [NAME ...] [--all] [--list]``
-    Same as ``python -m figures``.
+    Same as ``python -m meanfield.figures``.
 ``meanfield validate [NAME ...]``
-    Same as ``python -m validation``.
+    Same as ``python -m meanfield.validation``.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ def main(argv=None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "figures":
-        from figures._runner import main as figures_main
+        from meanfield.figures._runner import main as figures_main
 
         return figures_main(rest)
     if command == "validate":
-        from validation._runner import main as validation_main
+        from meanfield.validation._runner import main as validation_main
 
         return validation_main(rest)
     if command == "reproduce":
@@ -39,8 +39,8 @@ def main(argv=None) -> int:
         r.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
         r.add_argument("--seed", type=int, default=0)
         args = r.parse_args(rest)
-        from figures._runner import all_figures, run_figures
-        from validation._runner import comparison_modules, run_modules
+        from meanfield.figures._runner import all_figures, run_figures
+        from meanfield.validation._runner import comparison_modules, run_modules
 
         run_figures(sorted(all_figures()), out=f"{args.out}/figures", full=args.full, backend=args.backend, seed=args.seed)
         ok = run_modules(comparison_modules(), backend=args.backend, full=args.full, seed=args.seed)

@@ -18,7 +18,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 def _backends():
-    from validation.backend import available_backends
+    from meanfield.validation.backend import available_backends
 
     return available_backends()
 

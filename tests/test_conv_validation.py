@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from meanfield import conv
-from validation import conv as vconv
-from validation.networks import conv_kernels, simulate_conv
+from meanfield.validation import conv as vconv
+from meanfield.validation.networks import conv_kernels, simulate_conv
 
 #: Standard errors allowed: every quantity below is an unbiased estimate (first layer, or the
 #: first backward step from an independent output gradient), so only sampling noise remains;
@@ -43,7 +43,7 @@ def test_first_layer_covariance_and_gradients_are_unbiased(activation, v, init):
 
 
 def test_gaussian_kernel_variances_follow_v():
-    from validation.backend import get_backend
+    from meanfield.validation.backend import get_backend
 
     b = get_backend("numpy")
     v = np.array([0.1, 0.6, 0.3])
@@ -85,7 +85,7 @@ def test_isometry_rows_pass():
 
 
 def test_block_circulant_singular_values_match_conv_matrix():
-    from figures.xiao2018 import block_circulant_singular_values
+    from meanfield.figures.xiao2018 import block_circulant_singular_values
     from meanfield.init import conv_matrix
 
     rng = np.random.default_rng(0)
@@ -96,7 +96,7 @@ def test_block_circulant_singular_values_match_conv_matrix():
 
 def test_fig_s3_claim_block_circulant_approaches_marchenko_pastur():
     """Sec. 2.2.1 / Fig. S3: with growing c the spectrum of i.i.d. block-circulant weights tends to MP."""
-    from figures.xiao2018 import block_circulant_singular_values
+    from meanfield.figures.xiao2018 import block_circulant_singular_values
 
     rng = np.random.default_rng(1)
     grid = np.linspace(0, 2, 2001)
@@ -114,7 +114,7 @@ def test_fig_s3_claim_block_circulant_approaches_marchenko_pastur():
 
 
 def test_fast_figures_write_png_and_json(tmp_path):
-    from figures.xiao2018 import fig_2_theory, fig_4b
+    from meanfield.figures.xiao2018 import fig_2_theory, fig_4b
 
     for fig in (fig_2_theory, fig_4b):
         paths = fig(tmp_path)

@@ -8,8 +8,8 @@ import pytest
 
 from meanfield import dense
 from meanfield.data import gaussian_inputs
-from validation._report import Z_DEFAULT, mean_and_stderr
-from validation.networks import simulate_dense
+from meanfield.validation._report import Z_DEFAULT, mean_and_stderr
+from meanfield.validation.networks import simulate_dense
 
 #: Networks per width; the verdict is Richardson-extrapolated in the width (as validation.dense).
 N_NETWORKS = 120
@@ -57,7 +57,7 @@ def _load(paths):
 
 
 def test_fig_s1_phase_diagram_claims(tmp_path):
-    from figures.xiao2018 import fig_s1
+    from meanfield.figures.xiao2018 import fig_s1
 
     data = _load(fig_s1(tmp_path))
     sw, sb = np.array(data["sigma_w2"]), np.array(data["sigma_b2"])
@@ -75,7 +75,7 @@ def test_fig_s1_phase_diagram_claims(tmp_path):
 
 
 def test_fig_depth_scales_diverge_at_the_edge_of_chaos(tmp_path):
-    from figures.xiao2018 import fig_depth_scales
+    from meanfield.figures.xiao2018 import fig_depth_scales
 
     data = _load(fig_depth_scales(tmp_path))
     sw = np.array(data["sigma_w2"])
@@ -87,7 +87,7 @@ def test_fig_depth_scales_diverge_at_the_edge_of_chaos(tmp_path):
 
 
 def test_fig_qc_maps_points_follow_theory(tmp_path):
-    from figures.xiao2018 import fig_qc_maps
+    from meanfield.figures.xiao2018 import fig_qc_maps
 
     data = _load(fig_qc_maps(tmp_path))
     for phase in ("ordered", "critical", "chaotic"):

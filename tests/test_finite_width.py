@@ -206,7 +206,7 @@ def test_operator_reproduces_eigenvalue_on_log_grid():
         for m in (-3.0, -2.0, -1.5):
             v = np.concatenate([[0.0, 0.0], (e[1:] ** (m + 1) - e[:-1] ** (m + 1)) / (m + 1)])
             est.setdefault(m, []).append((op.matrix @ v)[i] / v[i])
-    from validation.finite_width import _domain_truncation
+    from meanfield.validation.finite_width import _domain_truncation
 
     for m, (coarse, fine) in est.items():
         # Richardson (O(h^2)); |fine - coarse| / 3 estimates the error of `fine` and so bounds
@@ -415,7 +415,7 @@ def test_cosine_similarity_samples():
         return x.mean(), x.std(ddof=1) / math.sqrt(x.size)
 
     # the iid-component sampler against actual random one-layer networks (validation simulator)
-    from validation._finite_width_networks import simulate_pair
+    from meanfield.validation._finite_width_networks import simulate_pair
 
     x1 = np.eye(16)[0]
     x2 = 0.5 * x1 + math.sqrt(0.75) * np.eye(16)[1]
@@ -539,7 +539,7 @@ def test_fig_1a_claim_mean_preserved_and_right_tail_grows():
 
 
 def test_simulator_squared_norms_he_preserves_mean():
-    from validation._finite_width_networks import simulate_squared_norms
+    from meanfield.validation._finite_width_networks import simulate_squared_norms
 
     x = np.random.default_rng(0).standard_normal((4, 10))
     sim = simulate_squared_norms(x, [(50, 0.04)] * 3, 400, 4, seed=1)
@@ -551,7 +551,7 @@ def test_simulator_squared_norms_he_preserves_mean():
 
 
 def test_validation_eigen_rows_pass():
-    from validation.finite_width import _eigen_rows
+    from meanfield.validation.finite_width import _eigen_rows
 
     rows = []
     _eigen_rows(rows)
@@ -561,7 +561,7 @@ def test_validation_eigen_rows_pass():
 def test_fig_1b_writes_files(tmp_path):
     import json
 
-    from figures.burkholz2019 import fig_1b
+    from meanfield.figures.burkholz2019 import fig_1b
 
     paths = fig_1b(tmp_path)
     assert all(p.exists() for p in paths)
@@ -584,7 +584,7 @@ def test_depth_ten_thousand_atom_mass_exact():
 def test_cosine_law_does_not_depend_on_sigma_w_without_bias():
     """Sec. 2.3 says a smaller sigma_w than He lowers the mean cosine similarity; with sigma_b = 0
     a ReLU network is positively homogeneous, so every layer's cosine is independent of sigma_w."""
-    from validation._finite_width_networks import simulate_pair
+    from meanfield.validation._finite_width_networks import simulate_pair
 
     x1, x2 = np.eye(8)[0], (np.eye(8)[0] + np.eye(8)[1]) / math.sqrt(2)
     _, c_he = simulate_pair(x1, x2, 50, 2 / 50, 0.0, 500, seed=3)
@@ -603,7 +603,7 @@ def test_fig_2_claims(tmp_path):
     """Fig. 2: cosines after one ReLU layer lie in [0, 1], their mean grows with <x1, x2>, N = 100 is wider."""
     import json
 
-    from figures.burkholz2019 import fig_2
+    from meanfield.figures.burkholz2019 import fig_2
 
     data = json.loads(next(p for p in fig_2(tmp_path) if p.suffix == ".json").read_text())
     bins = np.array(data["bins"])
@@ -623,7 +623,7 @@ def test_fig_thm5_claims(tmp_path):
     """Thm. 5: Cor(x1, x2) <= rho on [0, 1] (equality at 0 and 1) and > rho on [-1, 0)."""
     import json
 
-    from figures.burkholz2019 import fig_thm5
+    from meanfield.figures.burkholz2019 import fig_thm5
 
     data = json.loads(next(p for p in fig_thm5(tmp_path) if p.suffix == ".json").read_text())
     rho, cor = np.array(data["rho"]), np.array(data["correlation"])

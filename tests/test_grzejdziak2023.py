@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 
-from figures import grzejdziak2023 as G
-from validation import kurtosis as VK
+from meanfield.figures import grzejdziak2023 as G
+from meanfield.validation import kurtosis as VK
 
 
 def test_fig_1_small(tmp_path):
@@ -39,7 +39,7 @@ def test_validation_pieces_small():
 def test_metainit_claim_row_fails_rather_than_vanishing_when_networks_die(monkeypatch):
     import numpy as np
 
-    from validation import kurtosis as vk
+    from meanfield.validation import kurtosis as vk
 
     var = {k: np.full((20, 101), 1e-6) for k in ("he", "glorot", "orthogonal", "gsm", "zero", "zero_star")}
     var["metainit"] = np.zeros((4, 101))

@@ -14,7 +14,7 @@ from meanfield.init import (
     orthogonal_conv_kernel_1d,
     symmetric_projection,
 )
-from validation.networks import periodic_conv
+from meanfield.validation.networks import periodic_conv
 
 #: Isometry is exact; float64 rounding over O(k^2) products of c x c orthogonal factors stays
 #: below 1e-13 at these sizes (measured <= 1e-15).

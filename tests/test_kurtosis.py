@@ -11,7 +11,7 @@ from scipy import integrate, stats
 
 from meanfield import kurtosis as K
 from meanfield.init import dense_weights
-from validation._kurtosis_networks import INPUT_MOMENTS, layer_moments, nonzero_fraction
+from meanfield.validation._kurtosis_networks import INPUT_MOMENTS, layer_moments, nonzero_fraction
 
 #: Standard errors allowed in Monte-Carlo checks (two-sided 1e-5 per check).
 Z = 4.5

@@ -469,7 +469,7 @@ def test_permutation_counts():
 
 
 def test_validation_landscape_rows_pass():
-    from validation import landscape as V
+    from meanfield.validation import landscape as V
 
     # the default run at reduced size: 2 targets instead of 3, 5 rescaled nets instead of 20
     rows = V._landscape_rows(2, 5, 0) + V._bias_rows(1, 5, 0) + V._exact_rows(0) + V._rescaling_rows(5, 0) + V._mode_rows(0)
@@ -481,7 +481,7 @@ def test_validation_landscape_rows_pass():
 def test_figures_orhan2017(tmp_path):
     import json
 
-    from figures import orhan2017
+    from meanfield.figures import orhan2017
 
     assert set(orhan2017.FIGURES) >= {"fig_4", "fig_5", "fig_6"}
     paths = orhan2017.fig_4(tmp_path)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from meanfield import dense
-from validation.networks import periodic_conv, periodic_conv_transpose, random_weights, simulate_dense
+from meanfield.validation.networks import periodic_conv, periodic_conv_transpose, random_weights, simulate_dense
 
 
 def direct_conv_1d(x, k):
@@ -35,7 +35,7 @@ def test_periodic_conv_matches_the_definition_and_its_adjoint():
 
 @pytest.mark.parametrize("law", ["gaussian", "uniform", "rademacher", "orthogonal"])
 def test_random_weight_laws_have_the_mean_field_variance(law, backend):
-    from validation.backend import get_backend, to_numpy
+    from meanfield.validation.backend import get_backend, to_numpy
 
     b = get_backend(backend)
     w = to_numpy(random_weights((20, 64, 32), 2.0, law, b.rng(1), b))
@@ -57,7 +57,7 @@ def test_simulated_first_layer_matches_input_covariance_in_mean():
 
 
 def test_cupy_backend_reports_what_to_install():
-    from validation.backend import available_backends, get_backend
+    from meanfield.validation.backend import available_backends, get_backend
 
     if "cupy" in available_backends():
         pytest.skip("CuPy is installed here")

@@ -5,10 +5,10 @@ import sys
 
 import pytest
 
-from figures._runner import all_figures
+from meanfield.figures._runner import all_figures
 from meanfield.cli import main
-from validation._report import Comparison, format_table
-from validation._runner import comparison_modules
+from meanfield.validation._report import Comparison, format_table
+from meanfield.validation._runner import comparison_modules
 
 
 def test_registries_discover_modules():

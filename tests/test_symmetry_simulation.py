@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from meanfield import symmetry
 from meanfield.data import load_digits
-from validation._symmetry_networks import (
+from meanfield.validation._symmetry_networks import (
     ConstNet,
     LeakyNet,
     conv,
@@ -18,7 +18,7 @@ from validation._symmetry_networks import (
     softmax_xent,
     train,
 )
-from validation.networks import periodic_conv, periodic_conv_transpose
+from meanfield.validation.networks import periodic_conv, periodic_conv_transpose
 
 #: Central finite differences with step 1e-6 on O(1) losses: truncation O(h^2) ~ 1e-12, rounding
 #: ~ 1e-16 / 1e-6 = 1e-10; 1e-6 relative leaves a wide margin and still catches any wrong term.
@@ -126,7 +126,7 @@ def test_replicated_features_degrade_short_training_on_digits():
 
 
 def test_validation_symmetry_passes():
-    from validation import symmetry as vs
+    from meanfield.validation import symmetry as vs
 
     rows = vs.run()
     assert len(rows) >= 25
@@ -134,7 +134,7 @@ def test_validation_symmetry_passes():
 
 
 def test_table_of_correlations(tmp_path):
-    from figures.blumenfeld2020 import table_correlations
+    from meanfield.figures.blumenfeld2020 import table_correlations
 
     paths = table_correlations(tmp_path)
     import json
@@ -162,7 +162,7 @@ def test_fig_9_and_10_claims(tmp_path):
     """Figs. 9-10: ratios exactly 0 at initialisation; '1' layers remove the perturbation, 'I' keep it."""
     import json
 
-    from figures.blumenfeld2020 import LEAKY_CONFIGS, fig_9, fig_10
+    from meanfield.figures.blumenfeld2020 import LEAKY_CONFIGS, fig_9, fig_10
 
     fwd = json.loads(next(p for p in fig_9(tmp_path) if p.suffix == ".json").read_text())
     bwd = json.loads(next(p for p in fig_10(tmp_path) if p.suffix == ".json").read_text())

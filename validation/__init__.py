@@ -2,7 +2,7 @@
 
 ``validation.networks`` simulates dense and periodic convolutional networks (NumPy, or CuPy via
 ``backend="cupy"``); one module per theory compares the library's predictions with simulation.
-``python -m validation`` runs every comparison; ``python -m validation.NAME`` runs one.
+``python -m meanfield.validation`` runs every comparison; ``python -m meanfield.validation.NAME`` runs one.
 """
 
 __all__ = ["backend", "networks"]

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from meanfield.init import he_sigma_w2, metainit, zero_weights
-from validation._runner import progress
-from validation.backend import get_backend, to_numpy
-from validation.networks import random_weights
+from meanfield.validation._runner import progress
+from meanfield.validation.backend import get_backend, to_numpy
+from meanfield.validation.networks import random_weights
 
 __all__ = [
     "FIG1_INITS",
@@ -319,7 +319,7 @@ def empirical_variances(
 
 def _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, desc, metainit_steps):
     """The NumPy-backend path of :func:`empirical_variances` through the fused Numba kernel."""
-    from validation._kurtosis_kernels import fused_relu_sums  # noqa: PLC0415  (compiles on first use)
+    from meanfield.validation._kurtosis_kernels import fused_relu_sums  # noqa: PLC0415  (compiles on first use)
 
     b = get_backend("numpy")
     rng = b.rng(seed)

@@ -1,4 +1,4 @@
-"""Command-line plumbing shared by every comparison module and by ``python -m validation``.
+"""Command-line plumbing shared by every comparison module and by ``python -m meanfield.validation``.
 
 A comparison module ``validation/NAME.py`` defines ``run(backend="numpy", full=False, seed=0)``
 returning a list of :class:`validation._report.Comparison` and ends with::
@@ -6,7 +6,7 @@ returning a list of :class:`validation._report.Comparison` and ends with::
     if __name__ == "__main__":
         raise SystemExit(main_for(run, __name__))
 
-``python -m validation`` discovers every such module (any public module of the package with a
+``python -m meanfield.validation`` discovers every such module (any public module of the package with a
 ``run`` function) and runs them all; it exits with status 1 when any comparison fails.
 """
 
@@ -34,13 +34,13 @@ def progress(iterable=None, desc: str = "", total: int | None = None, **kwargs):
 
 def comparison_modules() -> list[str]:
     """Names of the modules of ``validation`` that define a ``run`` comparison."""
-    import validation
+    import meanfield.validation as validation
 
     names = []
     for info in pkgutil.iter_modules(validation.__path__):
         if info.name.startswith("_") or info.name in {"backend", "networks"}:
             continue
-        module = importlib.import_module(f"validation.{info.name}")
+        module = importlib.import_module(f"meanfield.validation.{info.name}")
         if callable(getattr(module, "run", None)):
             names.append(info.name)
     return sorted(names)
@@ -59,7 +59,7 @@ def run_modules(names, backend="numpy", full=False, seed=0) -> bool:
     all_ok = True
     total_passed = total_failed = 0
     for name in progress(names, desc="validation"):
-        module = importlib.import_module(f"validation.{name}")
+        module = importlib.import_module(f"meanfield.validation.{name}")
         t0 = time.perf_counter()
         rows = module.run(backend=backend, full=full, seed=seed)
         elapsed = time.perf_counter() - t0
@@ -73,19 +73,19 @@ def run_modules(names, backend="numpy", full=False, seed=0) -> bool:
 
 
 def main_for(run, module_name: str, argv=None) -> int:
-    """Entry point of ``python -m validation.NAME``: run one module's comparisons."""
+    """Entry point of ``python -m meanfield.validation.NAME``: run one module's comparisons."""
     name = module_name.rsplit(".", 1)[-1]
     if module_name == "__main__":  # executed with python -m: recover the real name from argv[0]
         name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
-    args = _parser(f"python -m validation.{name}").parse_args(argv)
+    args = _parser(f"python -m meanfield.validation.{name}").parse_args(argv)
     rows = run(backend=args.backend, full=args.full, seed=args.seed)
     print(format_table(f"validation.{name}", rows))
     return 0 if rows and all(r.passed for r in rows) else 1
 
 
 def main(argv=None) -> int:
-    """Entry point of ``python -m validation``: every registered comparison."""
-    p = _parser("python -m validation")
+    """Entry point of ``python -m meanfield.validation``: every registered comparison."""
+    p = _parser("python -m meanfield.validation")
     p.add_argument("names", nargs="*", help="comparison modules to run (default: all)")
     args = p.parse_args(argv)
     names = args.names or comparison_modules()

@@ -1,6 +1,6 @@
 """Seed 002 (Grzejdziak et al. 2023): kurtosis recursion, P(output != 0), Fig. 1, S_n^2 variance.
 
-``python -m validation.kurtosis [--full] [--backend cupy]`` compares:
+``python -m meanfield.validation.kurtosis [--full] [--backend cupy]`` compares:
 
 (a) ``meanfield.kurtosis.propagate`` with the Monte-Carlo kurtosis ``E y^4 / sigma^4`` and
     squared-output covariance ``E y_i^2 y_j^2 - sigma^4`` per layer, widths 2, 10, 50, slopes 0
@@ -36,9 +36,9 @@ from scipy import stats
 
 from meanfield import kurtosis
 from meanfield.data import load_digits
-from validation._kurtosis_networks import FIG1_INITS, INPUT_MOMENTS, empirical_variances, layer_moments, nonzero_fraction
-from validation._report import Comparison, mean_and_stderr
-from validation._runner import main_for, progress
+from meanfield.validation._kurtosis_networks import FIG1_INITS, INPUT_MOMENTS, empirical_variances, layer_moments, nonzero_fraction
+from meanfield.validation._report import Comparison, mean_and_stderr
+from meanfield.validation._runner import main_for, progress
 
 __all__ = ["FIG1_DEPTH", "FIG1_THRESHOLD", "KAPPA_MAX", "run"]
 
