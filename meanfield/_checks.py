@@ -21,6 +21,8 @@ __all__ = [
     "check_positive",
     "check_probability_vector",
     "check_rng",
+    "check_bool",
+    "check_scalar",
 ]
 
 #: Relative tolerance below which a negative eigenvalue of a covariance is rounding, not a defect.
@@ -29,6 +31,8 @@ PSD_RTOL = 1e-10
 
 def as_float_array(x, name: str) -> np.ndarray:
     """Return ``x`` as a contiguous float64 array; reject NaN and infinity."""
+    if np.iscomplexobj(x):
+        raise TypeError(f"{name} must be real, got a complex value")
     try:
         arr = np.asarray(x, dtype=np.float64)
         if arr.ndim:  # ascontiguousarray would turn a scalar into shape (1,)
@@ -114,13 +118,52 @@ def check_probability_vector(v, name: str = "v", atol: float = 1e-10) -> np.ndar
 
 
 def check_rng(rng=None, seed=None) -> np.random.Generator:
-    """Return a Generator from ``rng`` (a Generator), ``seed`` (an int), or fresh entropy."""
+    """The library's one randomness rule: a ``numpy.random.Generator`` from ``rng``.
+
+    ``None`` draws fresh OS entropy; a non-negative ``int`` ``n`` gives exactly the stream of
+    ``numpy.random.default_rng(n)``; a ``numpy.random.SeedSequence`` seeds a new Generator; a
+    ``Generator`` is used as it is (and advanced). ``seed`` is the older keyword for the same thing.
+    Anything else (bool, float, str, negative int) raises ``TypeError``/``ValueError``.
+    """
     if rng is not None and seed is not None:
         raise ValueError("pass either rng or seed, not both")
     if rng is None:
-        return np.random.default_rng(seed)
-    if isinstance(rng, (int, np.integer)):
-        return np.random.default_rng(int(rng))
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator or an int seed, got {type(rng).__name__}")
-    return rng
+        rng = seed
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    if isinstance(rng, (bool, np.bool_)) or not isinstance(rng, (numbers.Integral, np.integer)):
+        raise TypeError(
+            f"rng must be None, a non-negative int or a numpy.random.Generator, got {type(rng).__name__}"
+        )
+    if int(rng) < 0:
+        raise ValueError(f"rng must be a non-negative int seed, got {int(rng)}")
+    return np.random.default_rng(int(rng))
+
+
+def check_bool(flag, name: str) -> bool:
+    """A real boolean (``bool`` or ``numpy.bool_``); anything else raises ``TypeError``."""
+    if not isinstance(flag, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {flag!r}")
+    return bool(flag)
+
+
+def check_scalar(x, name: str) -> float:
+    """A finite real scalar (a Python or NumPy number, or a 0-d array); arrays, complex, bools and
+    strings raise ``TypeError``, NaN and infinity ``ValueError``."""
+    if isinstance(x, (bool, np.bool_)) or isinstance(x, (str, bytes)):
+        raise TypeError(f"{name} must be a real number, got {x!r}")
+    if np.iscomplexobj(x):
+        raise TypeError(f"{name} must be a real number, got the complex {x!r}")
+    arr = np.asarray(x)
+    if arr.ndim != 0:
+        raise TypeError(f"{name} must be a scalar, got an array of shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
+    value = float(arr)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite (no NaN or infinity), got {value}")
+    return value

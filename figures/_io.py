@@ -1,0 +1,191 @@
+"""Self-describing figure data: the JSON written beside every PNG, and its loader.
+
+Every figure writes ``NAME.json`` with three blocks::
+
+    {"metadata": {"library": "meanfield", "version": ..., "commit": ..., "created": ...,
+                  "paper": "Xiao et al. 2018", "figure": "Fig. S4", "name": "xiao2018_fig_s4",
+                  "seed": 0, "full": false, "backend": "numpy",
+                  "params": {...every parameter the figure used...},
+                  "units": {"array name": "unit", ...}, "notes": "..."},
+     "axes": {"array name": ["axis 0 name", "axis 1 name", ...], ...},
+     "data": {"array name": [...], ...}}
+
+Arrays of two or more dimensions must name their axes (``save_figure`` refuses otherwise).
+Non-finite floats are written as the strings ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no such
+numbers) and read back as floats by :func:`load`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import subprocess
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["FigureData", "figure_metadata", "load", "to_jsonable", "write_json"]
+
+_NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
+
+
+def to_jsonable(obj):
+    """Convert NumPy arrays and scalars (recursively) to JSON-serialisable Python objects."""
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (np.floating, float)):
+        value = float(obj)
+        return value if np.isfinite(value) else str(value)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+def _commit() -> str | None:
+    """The git commit of the source tree the library runs from, when it is a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def figure_metadata(*, paper: str, figure: str, name: str, seed, full: bool, backend: str,
+                    params: dict | None = None, units: dict | None = None, notes: str = "") -> dict:
+    """The metadata block of a figure's JSON (library version, commit, time, sizes, parameters)."""
+    from meanfield import __version__
+
+    return {
+        "library": "meanfield",
+        "version": __version__,
+        "commit": _commit(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "paper": paper,
+        "figure": figure,
+        "name": name,
+        "seed": seed,
+        "full": bool(full),
+        "backend": backend,
+        "params": dict(params or {}),
+        "units": dict(units or {}),
+        "notes": notes,
+    }
+
+
+def _check_axes(data: dict, axes: dict) -> None:
+    for key, value in data.items():
+        if isinstance(value, dict):
+            continue
+        try:
+            arr = np.asarray(value)
+        except ValueError:  # ragged lists
+            arr = None
+        if arr is None or arr.dtype == object:
+            if isinstance(value, (list, tuple)) and key not in axes:
+                raise ValueError(f"data[{key!r}] is a ragged list: name its axes in axes[{key!r}]")
+            continue
+        if arr.ndim >= 2:
+            names = axes.get(key)
+            if names is None or len(names) != arr.ndim:
+                raise ValueError(
+                    f"data[{key!r}] has shape {arr.shape}: axes[{key!r}] must name its {arr.ndim} axes"
+                )
+    unknown = sorted(set(axes) - set(data))
+    if unknown:
+        raise ValueError(f"axes names arrays that are not in data: {unknown}")
+
+
+def write_json(path, metadata: dict, data: dict, axes: dict | None = None, check_axes: bool = True) -> Path:
+    """Write the three-block JSON of a figure (or any result) to ``path``."""
+    axes = {k: list(v) for k, v in (axes or {}).items()}
+    if check_axes:
+        _check_axes(data, axes)
+    path = Path(path)
+    path.write_text(json.dumps(to_jsonable({"metadata": metadata, "axes": axes, "data": data}), indent=1))
+    return path
+
+
+@dataclass(frozen=True)
+class FigureData:
+    """A figure's numbers read back by :func:`load`.
+
+    Attributes
+    ----------
+    metadata : dict
+        Library version, commit, creation time, paper and figure, seed, ``full``, backend,
+        ``params`` (every parameter used), ``units`` and ``notes``.
+    axes : dict
+        ``{array name: [axis names]}`` for every array of two or more dimensions (and any other the
+        figure names).
+    data : dict
+        The arrays (NumPy, float where numeric) and scalars behind the figure.
+    """
+
+    metadata: dict = field(default_factory=dict)
+    axes: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+
+    def replace(self, **changes) -> FigureData:
+        """A copy with some fields replaced (``dataclasses.replace``)."""
+        return replace(self, **changes)
+
+    def __getitem__(self, key):
+        return self.data[key]
+
+
+def _restore(value):
+    if isinstance(value, str):
+        return _NONFINITE.get(value, value)
+    if isinstance(value, dict):
+        return {k: _restore(v) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [_restore(v) for v in value]
+        try:
+            arr = np.asarray(items)
+        except ValueError:  # ragged
+            return items
+        if arr.dtype.kind in "biuf" and arr.ndim >= 1:
+            return arr
+        return items
+    return value
+
+
+def load(path) -> FigureData:
+    """Read a figure's JSON (written by ``meanfield reproduce`` or ``meanfield figures``).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        ``NAME.json`` or ``NAME.png`` (the JSON beside it is read).
+
+    Returns
+    -------
+    FigureData
+        ``metadata``, ``axes`` and ``data`` with numeric lists as NumPy arrays and the strings
+        ``"inf"``, ``"-inf"``, ``"nan"`` restored to floats.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a figure JSON of this library (no ``metadata``/``data`` blocks).
+    """
+    path = Path(path)
+    if path.suffix == ".png":
+        path = path.with_suffix(".json")
+    try:
+        raw = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"path {str(path)!r} is not a JSON file: {exc}") from exc
+    if not isinstance(raw, dict) or "metadata" not in raw or "data" not in raw:
+        raise ValueError(f"path {str(path)!r} is not a meanfield figure JSON (needs 'metadata' and 'data' blocks)")
+    return FigureData(metadata=raw["metadata"], axes=raw.get("axes", {}), data=_restore(raw["data"]))
