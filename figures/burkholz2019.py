@@ -122,7 +122,7 @@ def fig_2(out_dir, full=False, backend="numpy", seed=0):
     markers = dict(zip((0.0, 0.25, 0.5, 0.75), ("o", "s", "D", "^")))
     jobs = [(n, c) for n in (100, 200) for c in (0.0, 0.25, 0.5, 0.75)]
     for k, (n, c) in enumerate(progress(jobs, desc="fig_2")):
-        s = fw.cosine_similarity_samples(n, c, n_samples=n_samples, seed=seed + k, dtype=np.float32)
+        s = fw.cosine_similarity_samples(n, c, n_samples=n_samples, rng=seed + k, dtype=np.float32)
         hist, _ = np.histogram(s, bins=bins, density=True)
         filled = n == 100
         ax.plot(centers, hist, color=colors[c], ls="--" if filled else "-", lw=1.0,
