@@ -997,6 +997,7 @@ def folded_orthogonal(n: int, n_orthonormal: int, rng=None, seed=None) -> np.nda
     ValueError
         ``n < 1`` or ``n_orthonormal`` not of the form ``n / 2^f``.
     """
+    from ._checks import check_rng
     from .init import haar_orthogonal
 
     n = check_int(n, "n", minimum=1)
@@ -1004,7 +1005,7 @@ def folded_orthogonal(n: int, n_orthonormal: int, rng=None, seed=None) -> np.nda
     f = n // k
     if n % k or f & (f - 1):
         raise ValueError(f"n_orthonormal must be n / 2^f for an integer f >= 0 (n = {n}), got {k}")
-    q = haar_orthogonal(n, n, rng=rng, seed=seed)
+    q = haar_orthogonal(n, n, rng=check_rng(rng, seed))
     return np.ascontiguousarray(q[:, np.arange(n) % k])
 
 

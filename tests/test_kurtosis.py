@@ -264,7 +264,7 @@ KURT_ROUND = 1e-12
 
 @pytest.mark.parametrize("law", ["gaussian", "uniform", "rademacher"])
 def test_weight_kurtosis_matches_sampled_weights(law):
-    w = dense_weights(400, 500, 2.0, law, seed=5).ravel()  # i.i.d. entries
+    w = dense_weights(400, 500, 2.0, law, rng=5).ravel()  # i.i.d. entries
     k, se = _kurtosis_and_se(w)
     assert abs(k - K.weight_kurtosis(law)) <= Z * se + KURT_ROUND
 
