@@ -297,6 +297,30 @@ def test_bools_and_complex_numbers_are_typeerrors(call, name, value):
         call(value)
 
 
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda a: fw.discretize_operator(a, 10, 0.2), "grid"),
+        (lambda a: fw.kernel_masses(a[:2], GRID, 10, 0.2), "y"),
+        (lambda a: fw.grid_masses(a, GRID), "samples"),
+        (lambda a: fw.propagate_distribution(a / a.real.sum(), GRID, []), "p0"),
+        (lambda a: fw.preactivation_covariance(np.diag(a[1:4]), 0.2), "gram"),
+        (lambda a: fw.relu_product_density(a[1:], 1.0, 1.0, 0.5), "t"),
+        (lambda a: fw.inner_product_law(a, 10, 1.0, 1.0, 0.5), "grid"),
+    ],
+)
+def test_complex_arrays_are_typeerrors(call, name):
+    """Fuzz: complex grid, y, samples, p0, gram, t: imaginary parts were dropped silently."""
+    with pytest.raises(TypeError, match=name):
+        call(GRID + 1j * GRID)
+
+
+def test_log_flag_must_be_a_bool():
+    for bad in ("no", None, 1, float("nan"), [True]):
+        with pytest.raises(TypeError, match="log"):
+            fw.relu_product_density(1.0, 1.0, 1.0, 0.5, log=bad)
+
+
 def test_scalars_reject_arrays():
     """sigma_w2=[1, 2] was accepted (broadcast into a wrong-shaped result) or raised a foreign message."""
     for call in (lambda: fw.relu_kernel(1.0, 1.0, 10, [1.0, 2.0]), lambda: fw.preactivation_covariance(np.eye(2), 0.2, [1.0, 2.0]),
