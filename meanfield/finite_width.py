@@ -21,7 +21,7 @@ Code name                         paper symbol / statement
 :func:`quasi_stationary_exponent` the ``m`` of the discretised operator's positive eigenvector ``~ y^m``
 :func:`discretize_operator`       ``T_l`` on a grid (Sec. 2.2: "approximated numerically ... FFT")
 :func:`propagate_distribution`    ``p_L = prod_l T_l p_0`` (Fig. 1a)
-:func:`expected_squared_norm`     Cor. 3, eqs. 5-6
+:func:`expected_squared_norm`     Cor. 3, eqs. 5-6 (:func:`log_expected_squared_norm` at any depth)
 :func:`preactivation_covariance`  Prop. 2, eq. 4
 :func:`orthant_probability`       ``g(rho)`` of Thm. 5
 :func:`relu_correlation`          ``Cor(x1, x2)`` of Thm. 5
@@ -30,6 +30,15 @@ Code name                         paper symbol / statement
 :func:`inner_product_law`         ``f_prod^{*N}``, the law of ``<x1, x2>`` given the previous layer
 :func:`cosine_similarity_samples` the Fig. 2 simulation (iid bivariate normal components, ReLU, cosine)
 ================================  ======================================================================
+
+Numerical range. Widths run up to ``MAX_WIDTH`` (10^7). Quantities that leave float64 at depth
+10^4 or width 10^5 are carried on a log scale (:func:`log_expected_squared_norm`,
+:func:`relu_log_eigenvalue`, ``TransitionKernel.log_atom`` / ``log_density``,
+``relu_product_density(..., log=True)``); their linear versions raise ``ValueError`` naming the
+log-scale one instead of returning 0 or inf (densities are correctly rounded, 0 only below
+5e-324). Grid masses are probabilities with absolute accuracy ~1e-15; those below the smallest
+normal float64 are 0. Bools, complex numbers and strings where numbers are expected raise
+``TypeError``; absurd sizes (more than 2^29 numbers) raise ``ValueError``.
 
 Where the printed paper and the derivation differ (each verified numerically by the tests):
 

@@ -37,6 +37,15 @@ The proof of Lemma 4.5 has a missing display; the condition it needs is
 ``w > 1``, ``kappa_w >= 1`` (checked in the tests). Prop. B.2's "symmetric and uncorrelated"
 justification is insufficient: see :func:`nonzero_probability` for the assumptions it needs.
 
+Numerical range. Widths up to ``MAX_WIDTH`` (2^53), ``sigma_x2`` in ``SIGMA_X2_RANGE``
+([1e-100, 1e100]), ``weight_kurtosis`` in ``[1, MAX_WEIGHT_KURTOSIS]`` (1e100), any finite slope.
+The recursions run on a log scale: ``KurtosisPropagation.log_kappa`` and ``LemmaProduct.log_*``
+are finite at any depth; ``kappa``, ``c``, ``alpha`` ... raise ``ValueError`` when a value leaves
+float64 instead of returning inf. Input moments must be moments of some signal of the input
+width (``propagate`` checks the three bounds), which keeps every ``kappa_l >= 1``. Far tails of
+the empirical-variance law are available as ``log_prob_below`` / ``log_quantile``;
+``nonzero_probability(..., log=True)`` at any depth.
+
 References
 ----------
 .. [1] M. Grzejdziak, M. Loog, D. M. J. Tax, "Vanishing Empirical Variance in Randomly

@@ -68,7 +68,7 @@ import numpy as np
 from .._checks import check_bool, check_rng
 from ._args import check_size, int_arg, real, real_array
 
-__all__ = ["EPS_RANGE", "LOSSES", "MAX_STEPS", "MetaInitResult", "gradient_quotient", "metainit"]
+__all__ = ["EPS_RANGE", "LOSSES", "MAX_EVAL_BATCHES", "MAX_STEPS", "MetaInitResult", "gradient_quotient", "metainit"]
 
 #: Losses of the MetaInit objective: cross-entropy with uniformly random labels (the paper's
 #: classification setting) or half the mean squared error to standard-normal targets.
