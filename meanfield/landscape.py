@@ -56,6 +56,19 @@ within ``rtol`` resolve to the lowest bit index) while that neighbour is better,
 at a local minimum; the basin of a local minimum is the set of configurations whose walk ends
 there, and the basins partition the configurations.
 
+Limits and failure modes
+------------------------
+Every function validates its arguments (``ValueError`` naming the argument and the allowed range;
+``TypeError`` for complex, boolean-where-numeric or non-numeric input and for flags that are not
+``bool``) and returns finite values. Sizes that cannot be computed in bounded time or memory are
+refused with the named limit: :data:`MAX_BINARY_PARAMETERS` and :data:`MAX_LANDSCAPE_WORK`
+(enumeration), :data:`MAX_DECODE_PARAMETERS`, :data:`MAX_SKIP_SIZE` and :data:`MAX_TAU_SPREAD`
+(skip matrices), :data:`MAX_MODE_LAYERS`, :data:`MAX_THREE_LAYER_ENTRIES`,
+:data:`MAX_FLOW_DIMENSION` and :data:`MAX_FLOW_EVALUATIONS` (flows), :data:`MAX_FACTORIAL_ARGUMENT`.
+Results that would overflow double precision raise ``ValueError`` saying so (energies and norms
+are formed without intermediate overflow, so only a result beyond the float64 range does);
+:func:`column_covariance_spectrum` has ``log=True`` for spectra that underflow.
+
 References
 ----------
 Orhan, A. E. (2017). Skip connections as effective symmetry-breaking. arXiv:1701.09175.

@@ -26,6 +26,13 @@ fully correlated (:math:`C_f = C_b = 1`). The library extends this pairwise: a p
 filters has correlation 1 (they are the same feature), a pair of a zero and a non-zero filter has
 correlation 0 (the cosine with the zero vector taken as 0). A zero tensor therefore gives exactly 1.
 
+Limits. Arguments are validated whatever path uses them (``ValueError`` naming the argument and
+its range; ``TypeError`` for complex or non-numeric input and non-``bool`` flags). The exact
+integer counts are refused beyond :data:`MAX_SUBNETWORK_BITS` (``d * n_layers``; 2^23 keeps
+App. F's ``d = 640, L = 10^4``), :data:`MAX_SUBNETWORK_BITS_EXCLUSIVE` and
+:data:`MAX_PERMUTATION_UNITS`; :func:`propagate_perturbation` is bounded by
+:data:`MAX_PROPAGATION_DEPTH` and :data:`MAX_PROPAGATION_WORK` and never overflows.
+
 References
 ----------
 Y. Blumenfeld, D. Gilboa, D. Soudry, "Beyond Signal Propagation: Is Feature Diversity Necessary in
