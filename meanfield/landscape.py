@@ -246,10 +246,10 @@ def regression_task(grid_size: int = 5, extent: float = 1.0, n_components: int =
     omega = gen.normal(0.0, math.pi / extent, size=(n_components, 2))
     phi = gen.uniform(0.0, 2 * math.pi, size=n_components)
     alpha = gen.normal(0.0, math.sqrt(2.0 / n_components), size=n_components)
-    g = np.linspace(-extent, extent, grid_size)
-    xx, yy = np.meshgrid(g, g, indexing="ij")
-    inputs = np.ascontiguousarray(np.stack([xx.ravel(), yy.ravel()], axis=1))
     with np.errstate(over="ignore", invalid="ignore"):
+        g = np.linspace(-extent, extent, grid_size)
+        xx, yy = np.meshgrid(g, g, indexing="ij")
+        inputs = np.ascontiguousarray(np.stack([xx.ravel(), yy.ravel()], axis=1))
         targets = np.cos(inputs @ omega.T + phi) @ alpha
     if not (np.all(np.isfinite(inputs)) and np.all(np.isfinite(targets))):  # only for absurd extents
         raise ValueError(f"extent = {extent!r} makes the grid or the target overflow; use an extent within [1e-150, 1e150]")
