@@ -27,7 +27,7 @@ COLORS = {"plain": "tab:blue", "path_residual": "tab:green", "residual": "tab:re
 
 def _landscape_figure(out_dir, name, full, seed, random_biases):
     grid = 10 if full else 5
-    task = L.regression_task(grid_size=grid, seed=seed)
+    task = L.regression_task(grid_size=grid, rng=seed)
     biases = np.random.default_rng(seed + 1).standard_normal((6, 2)) if random_biases else None
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     data = {"grid_size": grid, "seed": seed, "biases": biases, "architectures": {}}

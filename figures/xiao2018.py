@@ -76,7 +76,7 @@ def fig_qc_maps(out_dir, full=False, backend="numpy", seed=0):
     width, n_net, depth = (1000, 50, 30) if full else (256, 16, 15)
     sb = 0.05
     points = [(0.8, "ordered"), (float(dense.critical_sigma_w2("tanh", sb)), "critical"), (3.0, "chaotic")]
-    x = gaussian_inputs(2, 100, q=1.0, c=0.5, seed=seed + 7)
+    x = gaussian_inputs(2, 100, q=1.0, c=0.5, rng=seed + 7)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     data = {"depth": np.arange(depth + 1), "width": width, "n_networks": n_net, "sigma_b2": sb}
     for k, (sw, label) in enumerate(progress(points, desc="fig_qc_maps")):

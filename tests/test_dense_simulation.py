@@ -25,7 +25,7 @@ def _extrapolated(a, b):
 
 @pytest.mark.parametrize("act,sw,sb", [("tanh", 2.5, 0.05), ("erf", 0.5, 0.05), ("relu", 1.5, 0.1)])
 def test_trajectories_and_gradients_agree_with_finite_networks(act, sw, sb):
-    x = gaussian_inputs(2, 32, q=1.0, c=0.6, seed=5)
+    x = gaussian_inputs(2, 32, q=1.0, c=0.6, rng=5)
     cov0 = dense.input_covariance(x, sw, sb)
     theory = dense.propagate(cov0, act, sw, sb, DEPTH)
     grad = dense.backward_variance(act, sw, sb, DEPTH + 1, float(np.mean(np.diag(cov0))))
@@ -45,7 +45,7 @@ def test_trajectories_and_gradients_agree_with_finite_networks(act, sw, sb):
 
 def test_simulation_detects_a_wrong_theory():
     """The same check rejects the theory of a 20 % smaller sigma_w2 (q^6: 0.73 instead of 1.07)."""
-    x = gaussian_inputs(2, 32, q=1.0, c=0.6, seed=5)
+    x = gaussian_inputs(2, 32, q=1.0, c=0.6, rng=5)
     wrong = dense.propagate(dense.input_covariance(x, 2.0, 0.05), "tanh", 2.0, 0.05, DEPTH)
     sims = [simulate_dense(x, "tanh", 2.5, 0.05, DEPTH, n, N_NETWORKS, seed=11 + n) for n in WIDTHS]
     q, se = _extrapolated(*(s.cov[:, DEPTH, 0, 0] for s in sims))
