@@ -1,13 +1,44 @@
-"""Shared helpers for figure modules: saving a PNG with the numbers behind it, progress bars.
+"""Shared helpers for figure modules: the figure declaration, sizes, saving a PNG with its numbers.
 
-A figure module ``figures/PAPER.py`` defines figure functions named after the paper's figures and
-a registry ``FIGURES = {"fig_1b": fig_1b, ...}``. Each function has the signature
-``fig(out_dir, full=False, backend="numpy", seed=0) -> list[pathlib.Path]`` and writes
-``PAPER_FIG.png`` plus ``PAPER_FIG.json`` (every array plotted) into ``out_dir``.
+A figure module ``figures/PAPER.py`` defines one function per figure of the paper, declared with the
+:func:`figure` decorator, and a registry ``FIGURES = {"fig_1b": fig_1b, ...}``::
+
+    @figure(paper="Xiao et al. 2018", figure="Fig. S4", honours_backend=True)
+    def fig_s4(out_dir, *, size, backend, seed):
+        channels = by_size(size, smoke=16, default=256, full=1024)
+        ...
+        return save_figure(fig, out_dir, "xiao2018_fig_s4", data, paper=fig_s4.paper,
+                           figure=fig_s4.figure, seed=seed, size=size, backend=backend,
+                           params={...}, axes={...}, units={...})
+
+Callers see ``fig_s4(out_dir, *, size="default", full=None, backend="numpy", seed=0, **extra)``:
+
+``size``
+    ``"smoke"`` (a few seconds at most: for tests that render every figure), ``"default"`` (minutes
+    for all figures together: ``meanfield reproduce``) or ``"full"`` (the paper's sizes).
+``full``
+    ``True`` is an alias of ``size="full"``, ``False`` of the default size (the older keyword).
+``backend``
+    ``"numpy"`` or ``"cupy"``. A figure declared ``honours_backend=False`` (it does not simulate, or
+    its simulations run on the CPU only) accepts ``"numpy"`` alone and raises ``ValueError`` for
+    ``"cupy"``; ``meanfield figures PAPER`` / ``--all`` / ``meanfield reproduce`` run such figures on
+    the CPU and say so.
+``seed``
+    A non-negative int, recorded in the JSON; the figure derives its independent random streams from
+    it with ``numpy.random.SeedSequence(seed).spawn`` (:func:`streams`).
+
+Every argument is checked before any work (``out_dir`` is created and a file test-written in it);
+bad values raise ``TypeError``/``ValueError`` naming the argument. The decorated function carries the
+attributes ``paper``, ``figure``, ``honours_backend`` and ``sizes`` that the runner and the tests read.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import numbers
+import os
+import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -18,9 +49,218 @@ import numpy as np  # noqa: E402
 
 from meanfield.validation._runner import progress  # noqa: E402,F401  (re-exported for figure modules)
 
-__all__ = ["plt", "progress", "save_figure", "to_jsonable"]
-
 from ._io import figure_metadata, to_jsonable, write_json  # noqa: E402
+
+__all__ = [
+    "SIZES",
+    "by_size",
+    "check_backend",
+    "check_out_dir",
+    "check_seed",
+    "check_size",
+    "figure",
+    "plt",
+    "progress",
+    "save_figure",
+    "streams",
+    "to_jsonable",
+]
+
+#: The sizes every figure function accepts, smallest first.
+SIZES = ("smoke", "default", "full")
+
+#: The array backends a figure may be asked for.
+BACKENDS = ("numpy", "cupy")
+
+
+def check_size(size=None, full=None) -> str:
+    """The figure size from ``size`` (``"smoke"``, ``"default"``, ``"full"``) and its alias ``full``.
+
+    ``full=True`` means ``"full"``, ``full=False`` the default size; passing both is allowed only
+    when they agree. Raises ``TypeError`` for a non-string ``size`` or a non-bool ``full``, and
+    ``ValueError`` for an unknown size or a contradiction.
+    """
+    if full is not None and not isinstance(full, (bool, np.bool_)):
+        raise TypeError(f"full must be True or False, got {full!r}")
+    if size is not None and not isinstance(size, str):
+        raise TypeError(f"size must be one of {SIZES}, got {size!r}")
+    if size is not None and size not in SIZES:
+        raise ValueError(f"size must be one of {SIZES}, got {size!r}")
+    if full is None:
+        return size or "default"
+    implied = "full" if full else "default"
+    if size is not None and size != implied and (full or size == "full"):
+        raise ValueError(f"size={size!r} contradicts full={bool(full)}; pass size alone")
+    return size or implied
+
+
+def by_size(size: str, *, smoke, default, full):
+    """The value for ``size``: ``by_size(size, smoke=16, default=256, full=1024)``."""
+    return {"smoke": smoke, "default": default, "full": full}[check_size(size)]
+
+
+def check_backend(backend, honours_backend: bool = True, what: str = "this figure") -> str:
+    """``"numpy"`` or ``"cupy"``; ``"cupy"`` must be importable and honoured by ``what``.
+
+    Raises ``TypeError`` for a non-string, ``ValueError`` for an unknown backend, for ``"cupy"``
+    when CuPy is not installed (the message says what to install), and for ``"cupy"`` when
+    ``honours_backend`` is False (``what`` runs on the CPU only).
+    """
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend != "numpy" and not honours_backend:
+        raise ValueError(f"{what} runs on the CPU only (backend must be 'numpy'), got backend={backend!r}")
+    if backend == "cupy":
+        try:
+            import cupy  # noqa: F401, PLC0415
+        except ImportError:
+            raise ValueError(
+                "backend='cupy' needs CuPy, which is not installed: `pip install meanfield[gpu]` "
+                "on a machine with a CUDA GPU, or use backend='numpy'"
+            ) from None
+    return backend
+
+
+def check_seed(seed) -> int:
+    """A non-negative int seed (``bool`` and non-integers raise ``TypeError``, negatives ``ValueError``)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (numbers.Integral, np.integer)):
+        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative int, got {int(seed)}")
+    return int(seed)
+
+
+def check_out_dir(out_dir) -> Path:
+    """Create ``out_dir`` (with parents) and test-write a file in it; the folder as a ``Path``.
+
+    Raises ``TypeError`` when ``out_dir`` is not a str or path, ``ValueError`` (one line, naming the
+    folder) when it cannot be created or written.
+    """
+    if isinstance(out_dir, bytes) or not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"out_dir must be a folder path (str or pathlib.Path), got {out_dir!r}")
+    path = Path(out_dir)
+    if str(out_dir) == "":
+        raise ValueError("out_dir must be a folder path, got ''")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".meanfield-write-test-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ValueError(f"out_dir {str(path)!r} is not a writable folder ({reason})") from None
+    return path
+
+
+def streams(seed: int, n: int) -> list[np.random.Generator]:
+    """``n`` independent Generators spawned from ``numpy.random.SeedSequence(seed)`` (no seed arithmetic)."""
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(check_seed(seed)).spawn(n)]
+
+
+_BACKEND_NOTE = {
+    True: "Simulations run on ``backend`` (``'numpy'`` or ``'cupy'``).",
+    False: "Runs on the CPU only: ``backend`` must be ``'numpy'`` (``'cupy'`` raises ``ValueError``).",
+}
+
+
+def _figure_doc(func, paper, figure, honours_backend, extra_params) -> str:
+    """The function's own docstring with numpydoc Parameters / Returns / Raises for the common
+    arguments inserted before its first section (a figure documents only its extra keywords)."""
+    lines = inspect.cleandoc(func.__doc__ or f"{paper}, {figure}.").splitlines()
+    cut = next((i for i in range(len(lines) - 1)
+                if lines[i + 1].strip() and set(lines[i + 1].strip()) == {"-"}), len(lines))
+    head, tail = lines[:cut], lines[cut:]
+    own = []
+    if tail and tail[0].strip() == "Parameters":  # the figure's extra keywords: merged below
+        end = next((i for i in range(2, len(tail) - 1)
+                    if tail[i + 1].strip() and set(tail[i + 1].strip()) == {"-"}), len(tail))
+        own, tail = tail[2:end], tail[end:]
+    common = f"""
+Reproduces {paper}, {figure}. {_BACKEND_NOTE[honours_backend]}
+
+Parameters
+----------
+out_dir : str or pathlib.Path
+    Output folder, created if needed (a file is test-written before any work).
+size : {{'smoke', 'default', 'full'}}, optional
+    ``'smoke'``: seconds (tests), ``'default'``: the reduced size of ``meanfield reproduce``,
+    ``'full'``: the paper's sizes. Default ``'default'``.
+full : bool, optional
+    Alias: ``True`` is ``size='full'``, ``False`` the default size.
+backend : {{'numpy', 'cupy'}}, optional
+    Array backend of the simulations{"" if honours_backend else "; only ``'numpy'`` is accepted"}.
+seed : int, optional
+    Non-negative seed of every random stream (spawned with ``numpy.random.SeedSequence``); recorded in
+    the JSON. Default 0.
+""".strip("\n").splitlines()
+    while head and not head[-1].strip():
+        head.pop()
+    while own and not own[-1].strip():
+        own.pop()
+    common += own
+    common += """
+Returns
+-------
+list of pathlib.Path
+    The PNG and the JSON beside it (read it back with :func:`meanfield.figures.load`).
+
+Raises
+------
+TypeError
+    An argument of the wrong type (``full`` not a bool, ``seed`` not an int, ...).
+ValueError
+    An unknown ``size`` or ``backend``, a negative ``seed``, an ``out_dir`` that cannot be written,
+    or ``backend='cupy'`` without CuPy (or for a CPU-only figure).
+""".splitlines()
+    return "\n".join(head + [""] + common + ([""] + tail if tail else []))
+
+
+def figure(*, paper: str, figure: str, honours_backend: bool):
+    """Declare a figure function: its paper, the paper's figure it reproduces, and its backend use.
+
+    Parameters
+    ----------
+    paper : str
+        Authors and year as the title shows them, e.g. ``"Xiao et al. 2018"``.
+    figure : str
+        The paper's figure, e.g. ``"Fig. S4"``, or ``"not in the paper: ..."``.
+    honours_backend : bool
+        True when the figure's simulations run on ``backend``; False when it does not simulate or
+        simulates on the CPU only (then ``backend="cupy"`` raises ``ValueError``).
+
+    The decorated function is written as ``def f(out_dir, *, size, backend, seed, **extra)`` and
+    receives validated arguments (see the module docstring); callers may pass ``size`` or ``full``.
+    """
+    if not isinstance(honours_backend, bool):
+        raise TypeError(f"honours_backend must be True or False, got {honours_backend!r}")
+
+    def decorate(func):
+        extra_params = [p for name, p in inspect.signature(func).parameters.items()
+                        if name not in {"out_dir", "size", "backend", "seed", "full"}]
+
+        @functools.wraps(func)
+        def wrapper(out_dir, *, size=None, full=None, backend="numpy", seed=0, **extra):
+            size = check_size(size, full)
+            backend = check_backend(backend, honours_backend, f"{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}")
+            seed = check_seed(seed)
+            out_dir = check_out_dir(out_dir)
+            return func(out_dir, size=size, backend=backend, seed=seed, **extra)
+
+        wrapper.__signature__ = inspect.Signature(
+            [inspect.Parameter("out_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+            + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d)
+               for n, d in (("size", None), ("full", None), ("backend", "numpy"), ("seed", 0))]
+            + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in extra_params]
+        )
+        wrapper.paper = paper
+        wrapper.figure = figure
+        wrapper.honours_backend = honours_backend
+        wrapper.sizes = SIZES
+        wrapper.__doc__ = _figure_doc(func, paper, figure, honours_backend, extra_params)
+        return wrapper
+
+    return decorate
 
 
 def _has_text(fig, needle: str) -> bool:
@@ -31,25 +271,30 @@ def _has_text(fig, needle: str) -> bool:
 
 def save_figure(fig, out_dir, name: str, data: dict, *, paper: str | None = None, figure: str | None = None,
                 seed=None, full: bool = False, backend: str = "numpy", params: dict | None = None,
-                axes: dict | None = None, units: dict | None = None, notes: str = "") -> list[Path]:
+                axes: dict | None = None, units: dict | None = None, notes: str = "",
+                size: str | None = None) -> list[Path]:
     """Save ``fig`` as ``out_dir/name.png`` and its numbers as ``out_dir/name.json``; close the figure.
 
     ``paper`` ("Xiao et al. 2018") and ``figure`` ("Fig. S4") name what is reproduced; when no title
     of the figure names the paper, a suptitle "paper, figure" is added. ``params`` holds every
     parameter the figure used (sizes, variances, activation, ...), ``units`` the unit of each array
     whose unit is not obvious, ``axes`` the axis names of every array of two or more dimensions
-    (required; see :mod:`meanfield.figures._io`). The JSON carries the metadata block of
-    :func:`figure_metadata`.
+    (required; see :mod:`meanfield.figures._io`). ``size`` (``"smoke"``, ``"default"``, ``"full"``)
+    is recorded with ``full`` derived from it; without ``size``, ``full`` is recorded as given. The
+    JSON carries the metadata block of :func:`figure_metadata`.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     png = out_dir / f"{name}.png"
     js = out_dir / f"{name}.json"
+    if size is not None:
+        size = check_size(size)
+        full = size == "full"
     if paper is None:
         meta = {"name": name, "seed": seed, "full": bool(full), "backend": backend}
     else:
         meta = figure_metadata(paper=paper, figure=figure or "", name=name, seed=seed, full=full,
-                               backend=backend, params=params, units=units, notes=notes)
+                               backend=backend, params=params, units=units, notes=notes, size=size)
         if not _has_text(fig, paper):
             fig.suptitle(f"{paper}, {figure}" if figure else paper, fontsize=10)
     write_json(js, meta, data, axes, check_axes=paper is not None)  # validates the axes before anything is written

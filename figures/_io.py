@@ -61,8 +61,12 @@ def _commit() -> str | None:
 
 
 def figure_metadata(*, paper: str, figure: str, name: str, seed, full: bool, backend: str,
-                    params: dict | None = None, units: dict | None = None, notes: str = "") -> dict:
-    """The metadata block of a figure's JSON (library version, commit, time, sizes, parameters)."""
+                    params: dict | None = None, units: dict | None = None, notes: str = "",
+                    size: str | None = None) -> dict:
+    """The metadata block of a figure's JSON (library version, commit, time, sizes, parameters).
+
+    ``size`` is ``"smoke"``, ``"default"`` or ``"full"``; when omitted it is derived from ``full``.
+    """
     from meanfield import __version__
 
     return {
@@ -74,6 +78,7 @@ def figure_metadata(*, paper: str, figure: str, name: str, seed, full: bool, bac
         "figure": figure,
         "name": name,
         "seed": seed,
+        "size": size if size is not None else ("full" if full else "default"),
         "full": bool(full),
         "backend": backend,
         "params": dict(params or {}),
