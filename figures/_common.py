@@ -37,8 +37,6 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -47,7 +45,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from meanfield.validation._runner import progress  # noqa: E402,F401  (re-exported for figure modules)
+from meanfield.validation._runner import check_backend_available, check_out_dir, progress  # noqa: E402,F401  (re-exported for figure modules)
 
 from ._io import figure_metadata, to_jsonable, write_json  # noqa: E402
 
@@ -112,14 +110,7 @@ def check_backend(backend, honours_backend: bool = True, what: str = "this figur
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend != "numpy" and not honours_backend:
         raise ValueError(f"{what} runs on the CPU only (backend must be 'numpy'), got backend={backend!r}")
-    if backend == "cupy":
-        try:
-            import cupy  # noqa: F401, PLC0415
-        except ImportError:
-            raise ValueError(
-                "backend='cupy' needs CuPy, which is not installed: `pip install meanfield[gpu]` "
-                "on a machine with a CUDA GPU, or use backend='numpy'"
-            ) from None
+    check_backend_available(backend)
     return backend
 
 
@@ -130,27 +121,6 @@ def check_seed(seed) -> int:
     if int(seed) < 0:
         raise ValueError(f"seed must be a non-negative int, got {int(seed)}")
     return int(seed)
-
-
-def check_out_dir(out_dir) -> Path:
-    """Create ``out_dir`` (with parents) and test-write a file in it; the folder as a ``Path``.
-
-    Raises ``TypeError`` when ``out_dir`` is not a str or path, ``ValueError`` (one line, naming the
-    folder) when it cannot be created or written.
-    """
-    if isinstance(out_dir, bytes) or not isinstance(out_dir, (str, os.PathLike)):
-        raise TypeError(f"out_dir must be a folder path (str or pathlib.Path), got {out_dir!r}")
-    path = Path(out_dir)
-    if str(out_dir) == "":
-        raise ValueError("out_dir must be a folder path, got ''")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".meanfield-write-test-"):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ValueError(f"out_dir {str(path)!r} is not a writable folder ({reason})") from None
-    return path
 
 
 def streams(seed: int, n: int) -> list[np.random.Generator]:

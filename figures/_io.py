@@ -17,47 +17,17 @@ numbers) and read back as floats by :func:`load`.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from meanfield.validation._report import run_metadata, to_jsonable
+
 __all__ = ["FigureData", "figure_metadata", "load", "to_jsonable", "write_json"]
 
 _NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
-
-
-def to_jsonable(obj):
-    """Convert NumPy arrays and scalars (recursively) to JSON-serialisable Python objects."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (np.floating, float)):
-        value = float(obj)
-        return value if np.isfinite(value) else str(value)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
-
-
-def _commit() -> str | None:
-    """The git commit of the source tree the library runs from, when it is a git checkout."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-            capture_output=True, text=True, timeout=5, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def figure_metadata(*, paper: str, figure: str, name: str, seed, full: bool, backend: str,
@@ -67,24 +37,19 @@ def figure_metadata(*, paper: str, figure: str, name: str, seed, full: bool, bac
 
     ``size`` is ``"smoke"``, ``"default"`` or ``"full"``; when omitted it is derived from ``full``.
     """
-    from meanfield import __version__
-
-    return {
-        "library": "meanfield",
-        "version": __version__,
-        "commit": _commit(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "paper": paper,
-        "figure": figure,
-        "name": name,
-        "seed": seed,
-        "size": size if size is not None else ("full" if full else "default"),
-        "full": bool(full),
-        "backend": backend,
-        "params": dict(params or {}),
-        "units": dict(units or {}),
-        "notes": notes,
-    }
+    return run_metadata(
+        kind="figure",
+        paper=paper,
+        figure=figure,
+        name=name,
+        seed=seed,
+        size=size if size is not None else ("full" if full else "default"),
+        full=bool(full),
+        backend=backend,
+        params=dict(params or {}),
+        units=dict(units or {}),
+        notes=notes,
+    )
 
 
 def _check_axes(data: dict, axes: dict) -> None:

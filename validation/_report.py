@@ -12,12 +12,19 @@ mean-field theory); it defaults to zero.
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
 import math
+import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Comparison", "Z_DEFAULT", "format_table", "mean_and_stderr"]
+__all__ = [
+    "Comparison", "Z_DEFAULT", "format_table", "mean_and_stderr", "run_metadata", "table_records", "to_jsonable",
+    "write_table_json",
+]
 
 #: Standard errors allowed by default: two-sided P(|Z| > 4.5) = 6.8e-6, so 100 correct rows all
 #: pass with probability > 0.999.
@@ -107,3 +114,88 @@ def format_table(title: str, rows: list[Comparison]) -> str:
     failed = sum(not r.passed for r in rows)
     lines.append(f"{title}: {len(rows) - failed} passed, {failed} failed")
     return "\n".join(lines)
+
+
+# --- self-describing output (shared with meanfield.figures._io) ----------------------------------
+
+
+def to_jsonable(obj):
+    """Convert NumPy arrays and scalars (recursively) to JSON-serialisable Python objects.
+
+    Non-finite floats become the strings ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no such numbers;
+    :func:`meanfield.figures.load` turns them back into floats).
+    """
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (np.floating, float)):
+        value = float(obj)
+        return value if math.isfinite(value) else str(value)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def _commit() -> str | None:
+    """The git commit of the source tree the library runs from, when it is a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def run_metadata(**fields) -> dict:
+    """The common head of every metadata block: library, version, commit (when a git checkout) and
+    creation time (UTC, ISO 8601), followed by ``fields``."""
+    from meanfield import __version__  # noqa: PLC0415
+
+    return {
+        "library": "meanfield",
+        "version": __version__,
+        "commit": _commit(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **fields,
+    }
+
+
+#: Fields of one row in a validation table's JSON, in order.
+ROW_FIELDS = ("name", "theory", "estimate", "stderr", "z", "systematic", "tolerance", "side", "passed", "note")
+
+
+def table_records(rows) -> list[dict]:
+    """One dict per :class:`Comparison` with the fields of :data:`ROW_FIELDS`."""
+    return [{f: getattr(r, f) for f in ROW_FIELDS} for r in rows]
+
+
+def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, seconds: float | None = None) -> Path:
+    """Write a validation table as JSON with the metadata block of every output of the library.
+
+    The file has the three blocks of a figure's JSON (``metadata``, ``axes``, ``data``) and is read
+    back by :func:`meanfield.figures.load`; ``data["rows"]`` holds one record per comparison
+    (:data:`ROW_FIELDS`), ``data["passed"]`` / ``data["failed"]`` the counts.
+    """
+    rows = list(rows)
+    failed = sum(not r.passed for r in rows)
+    meta = run_metadata(
+        kind="validation", name=title, seed=seed, size="full" if full else "default", full=bool(full),
+        backend=backend, params={}, seconds=seconds,
+        units={"theory": "unit of the compared quantity (see the row name)", "estimate": "same as theory",
+               "stderr": "same as theory", "tolerance": "same as theory", "z": "standard errors"},
+        notes="verdict: |estimate - theory| <= z * stderr + systematic (side='both'); one-sided for "
+              "side='above'/'below' (see meanfield.validation._report)",
+    )
+    data = {"rows": table_records(rows), "passed": len(rows) - failed, "failed": failed}
+    path = Path(path)
+    path.write_text(json.dumps(to_jsonable({"metadata": meta, "axes": {"rows": ["comparison"]}, "data": data}), indent=1))
+    return path
