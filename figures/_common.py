@@ -42,6 +42,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -50,17 +51,23 @@ from meanfield.validation._runner import check_backend_available, check_out_dir,
 from ._io import figure_metadata, to_jsonable, write_json  # noqa: E402
 
 __all__ = [
+    "BLUE_RED",
     "SIZES",
     "by_size",
     "check_backend",
     "check_out_dir",
     "check_seed",
     "check_size",
+    "colors",
     "figure",
+    "mark_floor",
+    "plot_log_floor",
     "plt",
     "progress",
+    "rng_kwargs",
     "save_figure",
     "streams",
+    "title",
     "to_jsonable",
 ]
 
@@ -231,6 +238,62 @@ def figure(*, paper: str, figure: str, honours_backend: bool):
         return wrapper
 
     return decorate
+
+
+def rng_kwargs(func, generator: np.random.Generator) -> dict:
+    """The keyword that gives ``generator``'s stream to ``func``: ``{"rng": generator}`` when ``func``
+    takes ``rng``, else ``{"seed": int}`` drawn from ``generator`` (simulators that still take an
+    integer ``seed``)."""
+    if "rng" in inspect.signature(func).parameters:
+        return {"rng": generator}
+    return {"seed": int(generator.integers(2**63 - 1))}
+
+
+#: Blue (ordered / small) to red (chaotic / large) through purple: no near-white colour, unlike
+#: ``coolwarm`` whose middle is invisible on a white background.
+BLUE_RED = matplotlib.colors.LinearSegmentedColormap.from_list(
+    "meanfield_blue_red", ["#1b3a9c", "#6a3d9a", "#b5179e", "#d62828"]
+)
+
+
+def colors(n: int, cmap=BLUE_RED, lo: float = 0.0, hi: float = 1.0) -> list:
+    """``n`` colours spread over ``cmap`` from ``lo`` to ``hi`` (one colour when ``n == 1``)."""
+    return [cmap(t) for t in (np.linspace(lo, hi, n) if n > 1 else [lo])]
+
+
+def plot_log_floor(ax, x, y, floor: float, *, yerr=None, marker="o", color=None, label=None, **kwargs):
+    """Points ``(x, y)`` on a log axis where values at or below ``floor`` (zeros included) are shown.
+
+    Points above ``floor`` are drawn normally (with error bars ``yerr`` whose lower ends are clipped
+    at ``floor``); points at or below it are drawn *on* ``floor`` with a downward triangle, so that a
+    zero or a value consistent with zero is visible instead of silently dropped. Returns the number
+    of points drawn on the floor. Call :func:`mark_floor` once per axes to explain the triangles.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    low = ~(y > floor)
+    if yerr is not None:
+        yerr = np.asarray(yerr, dtype=float)
+        lower = np.clip(np.minimum(yerr, y - floor), 0, None)
+        ax.errorbar(x[~low], y[~low], yerr=[lower[~low], yerr[~low]], fmt=marker, color=color, label=label,
+                    elinewidth=0.8, capsize=1.5, **kwargs)
+    else:
+        ax.plot(x[~low], y[~low], marker, color=color, label=label, ls="none", **kwargs)
+    if low.any():
+        ax.plot(x[low], np.full(low.sum(), floor), "v", color=color, ms=kwargs.get("ms", 4))
+    return int(low.sum())
+
+
+def mark_floor(ax, floor: float, what: str = "value") -> None:
+    """Draw the floor of :func:`plot_log_floor` and a legend entry explaining its triangles."""
+    ax.axhline(floor, color="0.6", lw=0.6, ls=":")
+    ax.plot([], [], "v", color="0.4", label=f"{what} $\leq$ {floor:.0e} (incl. 0), drawn on the floor")
+    ax.set_ylim(bottom=floor / 1.5)
+
+
+def title(fig, paper: str, figure: str, what: str, details: str = "") -> None:
+    """Suptitle ``"paper, figure: what"`` and, on a second line, ``details`` (sizes and parameters)."""
+    head = f"{paper}, {figure}: {what}"
+    fig.suptitle(head + (f"\n{details}" if details else ""), fontsize=9)
 
 
 def _has_text(fig, needle: str) -> bool:
