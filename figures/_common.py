@@ -286,7 +286,7 @@ def plot_log_floor(ax, x, y, floor: float, *, yerr=None, marker="o", color=None,
 def mark_floor(ax, floor: float, what: str = "value") -> None:
     """Draw the floor of :func:`plot_log_floor` and a legend entry explaining its triangles."""
     ax.axhline(floor, color="0.6", lw=0.6, ls=":")
-    ax.plot([], [], "v", color="0.4", label=f"{what} $\leq$ {floor:.0e} (incl. 0), drawn on the floor")
+    ax.plot([], [], "v", color="0.4", label=f"{what} $\\leq$ {floor:.0e} (incl. 0), drawn on the floor")
     ax.set_ylim(bottom=floor / 1.5)
 
 

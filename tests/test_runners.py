@@ -38,5 +38,7 @@ def test_one_sided_comparisons():
 
 def test_cli_help_and_figure_list():
     assert main(["--help"]) == 0
-    out = subprocess.run([sys.executable, "-m", "figures", "--list"], capture_output=True, text=True, check=True).stdout
-    assert "xiao2018.fig_s1" in out
+    # the installed name, from a folder where no local ``figures`` package can shadow it
+    out = subprocess.run([sys.executable, "-m", "meanfield.figures", "--list"], capture_output=True, text=True,
+                         check=True, cwd="/").stdout
+    assert "xiao2018.fig_s1" in out and "Xiao et al. 2018, Fig. S1" in out
