@@ -316,8 +316,13 @@ def save_figure(fig, out_dir, name: str, data: dict, *, paper: str | None = None
     is recorded with ``full`` derived from it; without ``size``, ``full`` is recorded as given. The
     JSON carries the metadata block of :func:`figure_metadata`.
     """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not isinstance(name, str) or not name or any(c in name for c in "/\\"):
+        raise ValueError(f"name must be a non-empty file name without a folder, got {name!r}")
+    if not isinstance(data, dict):
+        raise TypeError(f"data must be a dict of arrays and scalars, got {type(data).__name__}")
+    if paper is not None and not isinstance(paper, str):
+        raise TypeError(f"paper must be a str such as 'Xiao et al. 2018', got {paper!r}")
+    out_dir = check_out_dir(out_dir)
     png = out_dir / f"{name}.png"
     js = out_dir / f"{name}.json"
     if size is not None:

@@ -169,6 +169,8 @@ def _listing(registry) -> str:
 
 def main(argv=None, prog: str = "meanfield figures") -> int:
     """Entry point of ``meanfield figures`` and ``python -m meanfield.figures``; the exit status."""
+    if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of strings, got {argv!r}")
     p = CliParser(prog=prog, description="Regenerate the papers' figures: a PNG and a self-describing JSON "
                   "(read back with meanfield.figures.load) per figure.")
     add_arguments(p)

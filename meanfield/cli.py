@@ -108,6 +108,8 @@ def _reproduce(args, parser) -> int:
 
 def main(argv=None) -> int:
     """Run the ``meanfield`` command line with ``argv`` (default ``sys.argv[1:]``); the exit status."""
+    if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of strings, got {argv!r}")
     argv = list(sys.argv[1:] if argv is None else argv)
     p, subs = _parser()
     if not argv:

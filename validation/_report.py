@@ -66,8 +66,24 @@ class Comparison:
     side: str = "both"
 
     def __post_init__(self):
-        if self.side not in ("both", "above", "below"):
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a str, got {self.name!r}")
+        if not isinstance(self.note, str):
+            raise TypeError(f"note must be a str, got {self.note!r}")
+        if not isinstance(self.side, str) or self.side not in ("both", "above", "below"):
             raise ValueError(f"side must be 'both', 'above' or 'below', got {self.side!r}")
+        for attr in ("theory", "estimate", "stderr", "z", "systematic"):
+            value = getattr(self, attr)
+            if isinstance(value, (bool, np.bool_, str, bytes)) or np.iscomplexobj(value):
+                raise TypeError(f"{attr} must be a real number, got {value!r}")
+            arr = np.asarray(value)
+            if arr.ndim != 0 or not np.issubdtype(arr.dtype, np.number):
+                raise TypeError(f"{attr} must be a real scalar, got {value!r}")
+            # NaN/inf in theory, estimate or stderr is allowed: the row then FAILs (a visible verdict)
+            if attr in ("stderr", "z", "systematic") and float(arr) < 0:
+                raise ValueError(f"{attr} must be >= 0, got {float(arr)}")
+            if attr in ("z", "systematic") and not math.isfinite(float(arr)):
+                raise ValueError(f"{attr} must be finite, got {float(arr)}")
 
     @property
     def tolerance(self) -> float:
@@ -91,18 +107,57 @@ class Comparison:
 
 
 def mean_and_stderr(samples, axis=0):
-    """Sample mean and its standard error (ddof = 1) along ``axis``."""
-    samples = np.asarray(samples, dtype=np.float64)
+    """Sample mean and its standard error (ddof = 1) along ``axis``.
+
+    Parameters
+    ----------
+    samples : array_like of real numbers
+        Independent samples along ``axis`` (at least 2).
+    axis : int
+        The sample axis.
+
+    Returns
+    -------
+    mean, stderr : ndarray or float
+        Non-finite samples (an overflowing simulation) give a non-finite mean or standard error on
+        purpose: a :class:`Comparison` built from them FAILs, so the table shows the problem.
+
+    Raises
+    ------
+    TypeError
+        Complex, boolean or non-numeric samples, or an axis that is not an int.
+    ValueError
+        Fewer than 2 samples along ``axis``, or ``axis`` out of range.
+    """
+    if np.iscomplexobj(samples):
+        raise TypeError("samples must be real, got complex values")
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be an int, got {axis!r}")
+    arr = np.asarray(samples)
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.number) or arr.size == 0):
+        raise TypeError(f"samples must be real numbers, got dtype {arr.dtype}")
+    samples = arr.astype(np.float64)
+    if samples.ndim == 0 or not -samples.ndim <= axis < samples.ndim:
+        raise ValueError(f"axis {axis} is out of range for samples of shape {samples.shape}")
     n = samples.shape[axis]
     if n < 2:
-        raise ValueError("need at least 2 independent samples for a standard error")
+        raise ValueError(f"samples needs at least 2 independent samples along axis {axis} for a standard error, got {n}")
     mean = samples.mean(axis=axis)
     stderr = samples.std(axis=axis, ddof=1) / math.sqrt(n)
     return mean, stderr
 
 
 def format_table(title: str, rows: list[Comparison]) -> str:
-    """The table ``theory | Monte-Carlo | standard error | tolerance | verdict``."""
+    """The table ``theory | Monte-Carlo | standard error | tolerance | verdict``.
+
+    ``rows`` is a list of :class:`Comparison` (``TypeError`` otherwise); the last line counts the
+    passed and failed rows.
+    """
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a str, got {title!r}")
+    rows = list(rows)
+    if not all(isinstance(r, Comparison) for r in rows):
+        raise TypeError("rows must be Comparison objects")
     width = max([len(r.name) for r in rows] + [len("comparison")])
     head = f"{'comparison':<{width}} | {'theory':>12} | {'Monte-Carlo':>12} | {'std. error':>10} | {'tolerance':>10} | verdict"
     lines = [f"== {title} ==", head, "-" * len(head)]
@@ -186,6 +241,8 @@ def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, 
     (:data:`ROW_FIELDS`), ``data["passed"]`` / ``data["failed"]`` the counts.
     """
     rows = list(rows)
+    if not all(isinstance(r, Comparison) for r in rows):
+        raise TypeError("rows must be Comparison objects")
     failed = sum(not r.passed for r in rows)
     meta = run_metadata(
         kind="validation", name=title, seed=seed, size="full" if full else "default", full=bool(full),

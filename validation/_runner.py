@@ -27,6 +27,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from ._report import format_table, write_table_json
@@ -180,10 +181,29 @@ def check_out_dir(out_dir) -> Path:
 def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
     """Run the named comparison modules and print their tables; True when every row passed.
 
+    Arguments are checked before any module runs: ``names`` must be known modules
+    (:func:`comparison_modules`), ``backend`` ``'numpy'`` or an importable ``'cupy'``, ``full`` a
+    bool, ``seed`` a non-negative int, ``out`` a writable folder (``TypeError``/``ValueError``).
+
     With ``out`` (a folder) each module's table is also written as ``out/validation_NAME.json``
     with the metadata block (library version, commit, seed, ``full``, backend) and one record per
     row (name, theory, estimate, stderr, z, systematic, tolerance, side, passed, note).
     """
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"names must be a list of module names such as ['dense', 'conv'], got {names!r}")
+    known = comparison_modules()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown comparison module(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    if not isinstance(full, (bool, np.bool_)):
+        raise TypeError(f"full must be True or False, got {full!r}")
+    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
+        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+    check_backend_available(backend)
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed}")
     if out is not None:
         out = check_out_dir(out)
     all_ok = True
@@ -210,6 +230,7 @@ def main_for(run, module_name: str, argv=None) -> int:
     name = module_name.rsplit(".", 1)[-1]
     if module_name == "__main__":  # executed with python -m: recover the real name from argv[0]
         name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    _check_argv(argv)
     p = _parser(f"python -m meanfield.validation.{name}")
     p.add_argument("--out", default=None, metavar="DIR", help="also write the table as DIR/validation_NAME.json")
     add_common_arguments(p)
@@ -240,8 +261,14 @@ def add_arguments(p: argparse.ArgumentParser, *, names: bool = True) -> None:
     add_common_arguments(p)
 
 
+def _check_argv(argv):
+    if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of strings, got {argv!r}")
+
+
 def main(argv=None, prog: str = "meanfield validate") -> int:
     """Entry point of ``meanfield validate`` and ``python -m meanfield.validation``; the exit status."""
+    _check_argv(argv)
     p = _parser(prog)
     add_arguments(p)
     try:
