@@ -74,6 +74,9 @@ __all__ = [
 #: The sizes every figure function accepts, smallest first.
 SIZES = ("smoke", "default", "full")
 
+#: Resolution of the PNGs; smoke-size figures (tests) are saved at a lower one, which halves their time.
+DPI, SMOKE_DPI = 120, 60
+
 #: The array backends a figure may be asked for.
 BACKENDS = ("numpy", "cupy")
 
@@ -314,7 +317,8 @@ def save_figure(fig, out_dir, name: str, data: dict, *, paper: str | None = None
     whose unit is not obvious, ``axes`` the axis names of every array of two or more dimensions
     (required; see :mod:`meanfield.figures._io`). ``size`` (``"smoke"``, ``"default"``, ``"full"``)
     is recorded with ``full`` derived from it; without ``size``, ``full`` is recorded as given. The
-    JSON carries the metadata block of :func:`figure_metadata`.
+    JSON carries the metadata block of :func:`figure_metadata`. The PNG has :data:`DPI` dots per
+    inch (:data:`SMOKE_DPI` at the smoke size).
     """
     if not isinstance(name, str) or not name or any(c in name for c in "/\\"):
         raise ValueError(f"name must be a non-empty file name without a folder, got {name!r}")
@@ -336,6 +340,6 @@ def save_figure(fig, out_dir, name: str, data: dict, *, paper: str | None = None
         if not _has_text(fig, paper):
             fig.suptitle(f"{paper}, {figure}" if figure else paper, fontsize=10)
     write_json(js, meta, data, axes, check_axes=paper is not None)  # validates the axes before anything is written
-    fig.savefig(png, dpi=120, bbox_inches="tight")
+    fig.savefig(png, dpi=SMOKE_DPI if size == "smoke" else DPI, bbox_inches="tight")
     plt.close(fig)
     return [png, js]

@@ -204,10 +204,8 @@ def test_fig_s1_names_the_axes_of_its_grids(tmp_path):
 
 
 def test_same_seed_same_figure_numbers(tmp_path):
-    from meanfield.figures import burkholz2019
+    from meanfield.figures import xiao2018
 
-    a = load(burkholz2019.fig_thm5(tmp_path / "a", size="smoke", seed=1)[1])
-    b = load(burkholz2019.fig_thm5(tmp_path / "b", size="smoke", seed=1)[1])
-    c = load(burkholz2019.fig_thm5(tmp_path / "c", size="smoke", seed=2)[1])
-    assert np.array_equal(a["correlation_mc"], b["correlation_mc"])
-    assert not np.array_equal(a["correlation_mc"], c["correlation_mc"])
+    a, b, c = (load(xiao2018.fig_s3(tmp_path / str(k), size="smoke", seed=s)[1]) for k, s in enumerate((1, 1, 2)))
+    assert np.array_equal(a["conv_density"], b["conv_density"])
+    assert not np.array_equal(a["conv_density"], c["conv_density"])
