@@ -210,15 +210,30 @@ def _commit() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def _modified() -> bool | None:
+    """Whether the git checkout the library runs from has uncommitted changes (None: not a checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=Path(__file__).resolve().parent,
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
 def run_metadata(**fields) -> dict:
-    """The common head of every metadata block: library, version, commit (when a git checkout) and
-    creation time (UTC, ISO 8601), followed by ``fields``."""
+    """The common head of every metadata block: library, version, commit and whether the checkout had
+    uncommitted changes (``None`` when not run from a git checkout), creation time (UTC, ISO 8601),
+    followed by ``fields``."""
     from meanfield import __version__  # noqa: PLC0415
 
+    commit = _commit()
     return {
         "library": "meanfield",
         "version": __version__,
-        "commit": _commit(),
+        "commit": commit,
+        "modified": _modified() if commit else None,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **fields,
     }
