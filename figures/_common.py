@@ -305,13 +305,13 @@ def _has_text(fig, needle: str) -> bool:
     return any(needle in t for t in texts)
 
 
-def save_figure(fig, out_dir, name: str, data: dict, *, paper: str | None = None, figure: str | None = None,
+def save_figure(fig, out_dir, name: str, data: dict, *, paper: str, figure: str | None = None,
                 seed=None, full: bool = False, backend: str = "numpy", params: dict | None = None,
                 axes: dict | None = None, units: dict | None = None, notes: str = "",
                 size: str | None = None) -> list[Path]:
     """Save ``fig`` as ``out_dir/name.png`` and its numbers as ``out_dir/name.json``; close the figure.
 
-    ``paper`` ("Xiao et al. 2018") and ``figure`` ("Fig. S4") name what is reproduced; when no title
+    ``paper`` ("Xiao et al. 2018", required) and ``figure`` ("Fig. S4") name what is reproduced; when no title
     of the figure names the paper, a suptitle "paper, figure" is added. ``params`` holds every
     parameter the figure used (sizes, variances, activation, ...), ``units`` the unit of each array
     whose unit is not obvious, ``axes`` the axis names of every array of two or more dimensions
@@ -324,7 +324,7 @@ def save_figure(fig, out_dir, name: str, data: dict, *, paper: str | None = None
         raise ValueError(f"name must be a non-empty file name without a folder, got {name!r}")
     if not isinstance(data, dict):
         raise TypeError(f"data must be a dict of arrays and scalars, got {type(data).__name__}")
-    if paper is not None and not isinstance(paper, str):
+    if not isinstance(paper, str) or not paper:
         raise TypeError(f"paper must be a str such as 'Xiao et al. 2018', got {paper!r}")
     out_dir = check_out_dir(out_dir)
     png = out_dir / f"{name}.png"
@@ -332,14 +332,11 @@ def save_figure(fig, out_dir, name: str, data: dict, *, paper: str | None = None
     if size is not None:
         size = check_size(size)
         full = size == "full"
-    if paper is None:
-        meta = {"name": name, "seed": seed, "full": bool(full), "backend": backend}
-    else:
-        meta = figure_metadata(paper=paper, figure=figure or "", name=name, seed=seed, full=full,
-                               backend=backend, params=params, units=units, notes=notes, size=size)
-        if not _has_text(fig, paper):
-            fig.suptitle(f"{paper}, {figure}" if figure else paper, fontsize=10)
-    write_json(js, meta, data, axes, check_axes=paper is not None)  # validates the axes before anything is written
+    meta = figure_metadata(paper=paper, figure=figure or "", name=name, seed=seed, full=full,
+                           backend=backend, params=params, units=units, notes=notes, size=size)
+    if not _has_text(fig, paper):
+        fig.suptitle(f"{paper}, {figure}" if figure else paper, fontsize=10)
+    write_json(js, meta, data, axes)  # validates the axes before anything is written
     fig.savefig(png, dpi=SMOKE_DPI if size == "smoke" else DPI, bbox_inches="tight")
     plt.close(fig)
     return [png, js]

@@ -62,7 +62,7 @@ def select_figures(names, registry=None) -> list[str]:
 
 
 def _cpu_only(func) -> bool:
-    return getattr(func, "honours_backend", True) is False
+    return not func.honours_backend
 
 
 def _plan(names, registry, backend):
@@ -74,13 +74,6 @@ def _plan(names, registry, backend):
             raise ValueError(f"{', '.join(explicit)} run(s) on the CPU only (no GPU simulation); "
                              f"drop --backend {backend}")
     return [(k, "numpy" if _cpu_only(registry[k]) else backend) for k in keys]
-
-
-def _call(func, out, size, backend, seed):
-    if hasattr(func, "sizes"):  # declared with @figure
-        return func(out, size=size, backend=backend, seed=seed)
-    # a figure not yet declared with @figure: no smoke size, the older full= keyword
-    return func(out, full=size == "full", backend=backend, seed=seed)
 
 
 def run_figures(names, out="results/figures", size=None, backend="numpy", seed=0, *, full=None,
@@ -131,7 +124,7 @@ def run_figures(names, out="results/figures", size=None, backend="numpy", seed=0
     for key, fig_backend in progress(plan, desc="figures"):
         t0 = time.perf_counter()
         try:
-            paths = _call(registry[key], out, size, fig_backend, seed)
+            paths = registry[key](out, size=size, backend=fig_backend, seed=seed)
         except Exception as exc:  # noqa: BLE001 - one line per failed figure, the others still run
             if not keep_going:
                 raise
@@ -161,8 +154,8 @@ def _listing(registry) -> str:
     lines = []
     for key in sorted(registry):
         func = registry[key]
-        what = f"{func.paper}, {func.figure}" if hasattr(func, "paper") else ""
-        where = "CPU only" if _cpu_only(func) else ("numpy/cupy" if hasattr(func, "honours_backend") else "")
+        what = f"{func.paper}, {func.figure}"
+        where = "CPU only" if _cpu_only(func) else "numpy/cupy"
         lines.append(f"{key:<34} {what:<44} {where}".rstrip())
     return "\n".join(lines)
 

@@ -46,6 +46,14 @@ def test_save_and_load_round_trip(tmp_path):
     assert load(paths[0]).metadata == meta  # the PNG's path reads the JSON beside it
 
 
+def test_paper_is_required(tmp_path):
+    with pytest.raises(TypeError, match="paper"):
+        save_figure(_figure(), tmp_path, "legacy", {"x": [1, 2]})
+    with pytest.raises(TypeError, match="paper"):
+        save_figure(_figure(), tmp_path, "legacy", {"x": [1, 2]}, paper=None)
+    assert not list(tmp_path.iterdir())
+
+
 def test_arrays_of_two_or_more_dimensions_need_axis_names(tmp_path):
     with pytest.raises(ValueError, match="axes"):
         save_figure(_figure(), tmp_path, "bad", {"grid": np.zeros((2, 3))}, paper="Doe et al. 2020", figure="Fig. 1")
