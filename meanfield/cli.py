@@ -57,8 +57,10 @@ def _parser() -> CliParser:
     sub = p.add_subparsers(dest="command", title="commands", metavar="COMMAND", parser_class=CliParser)
     r = sub.add_parser("reproduce", help="the main job: every figure, then every validation comparison",
                        description="The main job: every figure into OUT/figures, then every validation "
-                       "comparison, its tables also as JSON into OUT/validation. Exit status 1 when a "
-                       "figure or a comparison failed.")
+                       "comparison, its tables also as JSON into OUT/validation. --size applies to the "
+                       "figures; the comparisons run at the default size unless --size full / --full. "
+                       "Figures that run on the CPU only do so under --backend cupy (and say so). Exit "
+                       "status 1 when a figure or a comparison failed.")
     r.add_argument("--out", default="results", metavar="DIR",
                    help="output folder: DIR/figures and DIR/validation (default: %(default)s)")
     from meanfield.figures._common import SIZES
