@@ -39,7 +39,6 @@ from meanfield.data import gaussian_inputs
 from meanfield.validation.networks import simulate_conv, simulate_dense
 
 from ._common import (
-    BLUE_RED,
     by_size,
     colors,
     figure,
