@@ -1,6 +1,5 @@
 """Dense mean field against finite networks at reduced size, and the dense figures' claims."""
 
-import json
 import math
 
 import numpy as np
@@ -53,7 +52,9 @@ def test_simulation_detects_a_wrong_theory():
 
 
 def _load(paths):
-    return json.loads(next(p for p in paths if p.suffix == ".json").read_text())
+    from meanfield.figures import load
+
+    return load(next(p for p in paths if p.suffix == ".json")).data
 
 
 def test_fig_s1_phase_diagram_claims(tmp_path):
