@@ -436,7 +436,7 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
     floor = zero_floor(ratio[:, shown])
     cmap = plt.get_cmap("viridis")
     color = {t: cmap(0.85 * k / max(len(shown) - 1, 1)) for k, t in enumerate(shown)}  # no pale yellow end
-    fig, axes = plt.subplots(1, len(runs), figsize=(3.6 * len(runs), 4.0), sharey=True)
+    fig, axes = plt.subplots(1, len(runs), figsize=(3.9 * len(runs), 4.0), sharey=True)
     layers = np.arange(ratio.shape[2])
     for ax, (name, kinds), arr in zip(axes, LEAKY_CONFIGS.items(), ratio):
         for t in shown:
@@ -449,10 +449,11 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in axes:
         zero_band(ax, floor, top=2.0)
-    if which == "forward":
-        axes[0].set_ylabel(r"$\|(I - 11^T/n)\,\alpha^{(\ell)}\| \,/\, \|\alpha^{(\ell)}\|$")
-    else:
-        axes[0].set_ylabel(r"$\|(I - 11^T/n)\,\partial L/\partial\alpha^{(\ell)}\| \,/\, \|\partial L/\partial\alpha^{(\ell)}\|$")
+    for ax in axes:  # every panel labelled: a reader may look at one alone
+        if which == "forward":
+            ax.set_ylabel(r"$\|(I - 11^T/n)\,\alpha^{(\ell)}\| \,/\, \|\alpha^{(\ell)}\|$")
+        else:
+            ax.set_ylabel(r"$\|(I - 11^T/n)\,\partial L/\partial\alpha^{(\ell)}\| \,/\, \|\partial L/\partial\alpha^{(\ell)}\|$")
     axes[0].legend(fontsize=7, title="training step", title_fontsize=7, loc="upper left")
     fig.suptitle(
         f"{PAPER}, analogue of Fig. {9 if which == 'forward' else 10}: {which} symmetry-breaking perturbation, layer by layer, "

@@ -252,7 +252,8 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(f"width {w}: {n_networks[widths.index(w), 0]:,} networks per law", fontsize=9)
         ax.set_xlabel("layer $l$")
-    axes[0].set_ylabel(r"kurtosis $\kappa_l = E[y^4] / E[y^2]^2$ of an output unit")
+    for ax in axes:
+        ax.set_ylabel(r"kurtosis $\kappa_l = E[y^4] / E[y^2]^2$ of an output unit")
     axes[0].legend(title="weight law", fontsize=7, title_fontsize=7)
     fig.suptitle(
         f"{PAPER} (not a figure of the paper): kurtosis over random ReLU networks, Prop. 4.3 (lines) "
