@@ -37,17 +37,28 @@ import math
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
+from meanfield.validation._symmetry_networks import ConstNet, LeakyNet, replicated_feature_experiment, train
 
 from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.data import load_digits
-from meanfield.validation._symmetry_networks import ConstNet, LeakyNet, replicated_feature_experiment, train
 
 from ._common import by_size, figure, plt, progress, save_figure
 from ._logzero import plot_with_zeros, zero_band, zero_floor
 
-__all__ = ["FIGURES", "LEAKY_CONFIGS", "PAPER", "fig_1", "fig_10", "fig_12", "fig_3", "fig_5", "fig_6", "fig_9",
-           "table_correlations"]
+__all__ = [
+    "FIGURES",
+    "LEAKY_CONFIGS",
+    "PAPER",
+    "fig_1",
+    "fig_3",
+    "fig_5",
+    "fig_6",
+    "fig_9",
+    "fig_10",
+    "fig_12",
+    "table_correlations",
+]
 
 #: How the figures' titles and metadata name the paper.
 PAPER = "Blumenfeld et al. 2020"
@@ -366,7 +377,9 @@ def fig_6(out_dir, *, size, backend, seed):
             if label == "C_b" and name == "first":
                 continue  # one input channel: C_b undefined (recorded as 0 by convention)
             plot_with_zeros(ax, steps, arr[:, j], floor, color=colors[j % 10], label=_tensor_label(name))
-        ax.set_title(f"{word} correlation: $1 - {label}$", fontsize=9)
+        always = [_tensor_label(n) for j, n in enumerate(rec.names) if not np.any(arr[:, j]) and not (label == "C_b" and n == "first")]
+        ax.set_title(f"{word} correlation: $1 - {label}$" + ("\nexactly 0 at every step:\n" + "\n".join(always) if always else ""),
+                     fontsize=9)
         ax.set_xlabel("full-batch gradient step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(f"$1 - {label}$")
@@ -436,7 +449,7 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
     floor = zero_floor(ratio[:, shown])
     cmap = plt.get_cmap("viridis")
     color = {t: cmap(0.85 * k / max(len(shown) - 1, 1)) for k, t in enumerate(shown)}  # no pale yellow end
-    fig, axes = plt.subplots(1, len(runs), figsize=(3.9 * len(runs), 4.0), sharey=True)
+    fig, axes = plt.subplots(1, len(runs), figsize=(3.9 * len(runs), 4.6), sharey=True)
     layers = np.arange(ratio.shape[2])
     for ax, (name, kinds), arr in zip(axes, LEAKY_CONFIGS.items(), ratio):
         for t in shown:
@@ -454,7 +467,9 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
             ax.set_ylabel(r"$\|(I - 11^T/n)\,\alpha^{(\ell)}\| \,/\, \|\alpha^{(\ell)}\|$")
         else:
             ax.set_ylabel(r"$\|(I - 11^T/n)\,\partial L/\partial\alpha^{(\ell)}\| \,/\, \|\partial L/\partial\alpha^{(\ell)}\|$")
-    axes[0].legend(fontsize=7, title="training step", title_fontsize=7, loc="upper left")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(shown), fontsize=8, frameon=False,
+               title="training step (exact zeros in the grey band at 0; step 0: every ratio is 0)", title_fontsize=8)
     fig.suptitle(
         f"{PAPER}, analogue of Fig. {9 if which == 'forward' else 10}: {which} symmetry-breaking perturbation, layer by layer, "
         f"of 12-layer LeakyNets\n{LEAKY_CHANNELS} channels, leaky-ReLU slope {LEAKY_RHO:g}, identity ($I$) or averaging "
@@ -462,7 +477,7 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
         f"{LEAKY_NOISE:g}) on {sz['n_images']} 8x8 digits",
         fontsize=10,
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     data = {"step": np.arange(steps + 1), "layer": layers, "configuration": list(LEAKY_CONFIGS),
             "layer_kinds": list(LEAKY_CONFIGS.values()), "steps_drawn": np.array(shown), "ratio": ratio,
             "loss": np.stack([r.loss for r in runs.values()])}
@@ -545,6 +560,9 @@ def fig_12(out_dir, *, size, backend, seed):
     axes[0].set_xlabel("full-batch gradient step")
     axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].set_ylabel("training loss (cross-entropy) [nats]")
+    spread = float(np.max(np.ptp(np.stack(loss), axis=0)))
+    axes[0].set_title(f"largest difference between the {len(gammas)} curves: {spread:.1g} nats"
+                      + (" (they coincide)" if spread < 1e-3 else ""), fontsize=9)
     axes[0].legend(fontsize=8)
     axes[1].set_xlabel("layer $\\ell$ (0 = input conv)")
     axes[1].set_ylabel(f"$C_f$ after {steps} steps (dotted: at initialisation)")
@@ -596,7 +614,7 @@ def table_correlations(out_dir, *, size, backend, seed):
 
     rand = mean_se([_pair(rng_random.standard_normal((3, 3, n, n))) for _ in range(n_rand)])
     rep = mean_se([_pair(np.repeat(rng_replicated.standard_normal((d // r, n)), r, axis=0)) for _ in range(n_rand)])
-    exact = lambda w: (np.array(_pair(w)), np.zeros(2))  # noqa: E731  (the same value for every draw)
+    exact = lambda w: (np.array(_pair(w)), np.zeros(2))
     rows = [
         (f"random i.i.d. N(0,1), 3x3 kernel, {n}x{n} channels", symmetry.closed_form_correlations("random"), rand,
          f"mean of {n_rand} draws"),
@@ -610,7 +628,7 @@ def table_correlations(out_dir, *, size, backend, seed):
          "deterministic"),
         (f"{d // r} random rows, each {r} times ({d}x{n})", symmetry.closed_form_correlations("replicated_features", d, replicas=r),
          rep, f"mean of {n_rand} draws"),
-        (f"LeakyNet averaging layer 11^T/n, n = {n}", symmetry.closed_form_correlations("constant"),
+        (f"LeakyNet averaging layer $11^T/n$, n = {n}", symmetry.closed_form_correlations("constant"),
          exact(delta * mf_init.channel_matrix(n, "1")), "deterministic"),
         (f"looks-linear delta-orth. (eq. 8), n = {n}", symmetry.ClosedFormCorrelations("looks_linear", -1 / (n - 1), -1 / (n - 1), True),
          exact(mf_init.looks_linear_delta_orthogonal(n, rng=rng_ll)), "one draw (exact for all)"),
@@ -625,7 +643,7 @@ def table_correlations(out_dir, *, size, backend, seed):
     text = [[name, num(th.c_f), cell(m[0], s[0], how), num(th.c_b), cell(m[1], s[1], how), how]
             for name, th, (m, s), how in rows]
     cols = ["tensor", "$C_f$ closed form", "$C_f$ measured", "$C_b$ closed form", "$C_b$ measured", "measured on"]
-    fig, ax = plt.subplots(figsize=(13.5, 0.3 * (len(text) + 1) + 0.8))
+    fig, ax = plt.subplots(figsize=(13.5, 0.28 * (len(text) + 1) + 0.6))
     ax.axis("off")
     tab = ax.table(cellText=text, colLabels=cols, loc="upper center", cellLoc="center",
                    colWidths=[0.31, 0.11, 0.15, 0.11, 0.15, 0.17])

@@ -21,11 +21,11 @@ import math
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
+from meanfield.validation._kurtosis_networks import layer_moments
+from meanfield.validation.kurtosis import FIG1_DEPTH, FIG1_FRACTION, FIG1_THRESHOLD, KAPPA_MAX, fig1_variances
 
 from meanfield import kurtosis
 from meanfield._checks import check_scalar
-from meanfield.validation._kurtosis_networks import layer_moments
-from meanfield.validation.kurtosis import FIG1_DEPTH, FIG1_FRACTION, FIG1_THRESHOLD, KAPPA_MAX, fig1_variances
 
 from ._common import by_size, figure, plt, progress, save_figure
 from ._logzero import plot_with_zeros, zero_band, zero_floor
@@ -234,7 +234,7 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
         th = kurtosis.propagate(3.0, 0.0, [w] * depth, 0.0, kw)
         ax.plot(np.arange(depth + 1), th.kappa, color=_LAW_COLORS[law], label=f"{law} ($\\kappa_w$ = {kw:g})")
         last = int(np.max(np.nonzero(th.kappa <= KAPPA_MAX)[0]))
-        n_net = max(2, int(round(scale * base[w])))
+        n_net = max(2, round(scale * base[w]))
         sim = layer_moments([w] * (last + 1), 0.0, law, n_net, backend=backend, seed=np.random.default_rng(child))
         m = sim.m4.mean(axis=0)
         se = sim.m4.std(axis=0, ddof=1) / math.sqrt(n_net)
@@ -275,7 +275,7 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
              "layer": "layer index l (0 = input)"}
     params = {"depth": depth, "widths": list(widths), "weight_laws": list(laws), "activation": "relu",
               "slope": 0.0, "input": "gaussian (kappa0 = 3, c0 = 0)", "sigma_w2": "He: 2 / fan_in",
-              "networks_per_width": {str(w): int(round(scale * base[w])) for w in widths}, "scale": scale,
+              "networks_per_width": {str(w): int(n_networks[i, 0]) for i, w in enumerate(widths)}, "scale": scale,
               "error_bar_standard_errors": KURTOSIS_BAR_SE}
     return save_figure(fig, out_dir, "grzejdziak2023_fig_kurtosis", data, paper=PAPER, figure=fig_kurtosis.figure,
                        seed=seed, size=size, backend=backend, params=params, axes=axes_names, units=units)

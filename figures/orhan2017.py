@@ -186,11 +186,12 @@ def fig_5(out_dir, *, size, backend, seed):
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
     n_pts = by_size(size, smoke=21, default=201, full=801)
     init_sd = 1e-4
+    b_plain = np.array([[1.0, 1.0], [-1.0, -1.0]]) / math.sqrt(2)
     setups = {
-        "a": dict(lr=0.1, steps=150, plain=(rng.normal(0, init_sd, (2, 2)), rng.normal(0, init_sd, (2, 2))),
-                  init=f"every weight ~ N(0, {init_sd:g}^2)"),
-        "b": dict(lr=0.01, steps=600, plain=(np.full((2, 2), 1 / math.sqrt(2)), np.array([[1.0, 1.0], [-1.0, -1.0]]) / math.sqrt(2)),
-                  init="plain a = [1, 1]/sqrt 2, b = [1, -1]/sqrt 2; residual all 0 (equal initial norms)"),
+        "a": {"lr": 0.1, "steps": 150, "plain": (rng.normal(0, init_sd, (2, 2)), rng.normal(0, init_sd, (2, 2))),
+              "init": f"every weight ~ N(0, {init_sd:g}^2)"},
+        "b": {"lr": 0.01, "steps": 600, "plain": (np.full((2, 2), 1 / math.sqrt(2)), b_plain),
+              "init": "plain a = [1, 1]/sqrt 2, b = [1, -1]/sqrt 2; residual all 0 (equal initial norms)"},
     }
     setups["a"]["residual"] = setups["a"]["plain"]
     setups["b"]["residual"] = (np.zeros((2, 2)), np.zeros((2, 2)))
@@ -305,8 +306,8 @@ def fig_6(out_dir, *, size, backend, seed):
     ax.set_yscale("symlog", linthresh=10.0, linscale=5.0)
     top = max(float(np.max(products)), 10.0)
     ax.set_ylim(-1.0, 2 * top)
-    ax.set_yticks([0, 1, 2, 3, 5] + [10.0**k for k in range(1, int(math.log10(top)) + 2)])
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, pos: f"{v:g}" if v < 10 else f"$10^{{{int(round(math.log10(v)))}}}$"))
+    ax.set_yticks([0, 1, 2, 3, 5] + [10.0**k for k in range(1, math.floor(math.log10(top)) + 2)])
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, pos: f"{v:g}" if v < 10 else f"$10^{{{round(math.log10(v))}}}$"))
     ax.yaxis.set_minor_locator(NullLocator())
     ax.set_xlim(t_min, t_max)
     ax.set_xlabel("flow time $t$ (= iteration $\\times$ learning rate), log scale")

@@ -13,14 +13,13 @@ import numpy as np
 import pytest
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-
-from meanfield.figures import blumenfeld2020 as B  # noqa: E402
-from meanfield.figures import grzejdziak2023 as G  # noqa: E402
-from meanfield.figures import load  # noqa: E402
-from meanfield.figures import orhan2017 as O  # noqa: E402
-from meanfield.figures._logzero import plot_with_zeros, zero_band, zero_floor  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from meanfield.figures import blumenfeld2020 as B
+from meanfield.figures import grzejdziak2023 as G
+from meanfield.figures import load
+from meanfield.figures import orhan2017 as O
+from meanfield.figures._logzero import plot_with_zeros, zero_band, zero_floor
 
 #: Standard errors allowed between a closed form and a Monte-Carlo mean (normal tail ~7e-6).
 Z = 4.5

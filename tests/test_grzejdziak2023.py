@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from meanfield.figures import grzejdziak2023 as G
 from meanfield.figures import load
 from meanfield.validation import kurtosis as VK
@@ -66,7 +65,6 @@ def test_validation_pieces_small():
 
 def test_metainit_claim_row_fails_rather_than_vanishing_when_networks_die(monkeypatch):
     import numpy as np
-
     from meanfield.validation import kurtosis as vk
 
     var = {k: np.full((20, 101), 1e-6) for k in ("he", "glorot", "orthogonal", "gsm", "zero", "zero_star")}
