@@ -43,7 +43,7 @@ from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.data import load_digits
 
-from ._common import by_size, figure, plt, progress, save_figure
+from ._common import by_size, figure, plt, progress, rng_kwargs, save_figure
 from ._logzero import plot_with_zeros, zero_band, zero_floor
 
 __all__ = [
@@ -97,7 +97,8 @@ def _replicated_errors(split, rep_children, width, unique, noise, lr, steps):
     stream in every cell, so differences between cells are not seed noise)."""
     xtr, ytr, xte, yte = split
     return np.array([100.0 * replicated_feature_experiment(xtr, ytr, xte, yte, width, unique, noise, steps=steps, lr=lr,
-                                                           batch=BATCH, seed=np.random.default_rng(child))[0]
+                                                           batch=BATCH,
+                                                           **rng_kwargs(replicated_feature_experiment, np.random.default_rng(child)))[0]
                      for child in rep_children])
 
 
@@ -277,7 +278,8 @@ def _constnet_runs(size, seed):
     for name in progress(variants, desc="ConstNet training"):
         make, kw = variants[name]
         # common random numbers: every variant draws its dropout masks / noise from the same stream
-        runs[name] = train(make(), x, y, sz["steps"], lr=CONSTNET_LR, seed=np.random.default_rng(train_ss), **kw)
+        runs[name] = train(make(), x, y, sz["steps"], lr=CONSTNET_LR, **kw,
+                           **rng_kwargs(train, np.random.default_rng(train_ss)))
     return runs, sz
 
 
@@ -437,7 +439,7 @@ def _leaky_runs(size, seed):
     for name in progress(LEAKY_CONFIGS, desc="LeakyNet training"):
         net = LeakyNet.initial(list(LEAKY_CONFIGS[name]), n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO)
         runs[name] = train(net, x, y, sz["steps"], lr=LEAKY_LR, grad_noise=LEAKY_NOISE, relative_noise=True,
-                           seed=np.random.default_rng(train_ss), ratios=True)
+                           ratios=True, **rng_kwargs(train, np.random.default_rng(train_ss)))
     return runs, sz
 
 
@@ -550,7 +552,8 @@ def fig_12(out_dir, *, size, backend, seed):
     loss, cf0, cf1 = [], [], []
     for g in progress(gammas, desc="fig_12"):
         net = LeakyNet.initial(["I"] * 12, n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO, gamma=[g] * 12)
-        rec = train(net, x, y, steps, lr=lr, grad_noise=LEAKY_NOISE, relative_noise=True, seed=np.random.default_rng(train_ss))
+        rec = train(net, x, y, steps, lr=lr, grad_noise=LEAKY_NOISE, relative_noise=True,
+                    **rng_kwargs(train, np.random.default_rng(train_ss)))
         line = axes[0].plot(np.arange(steps + 1), rec.loss, label=f"$\\gamma$ = {g:g}")[0]
         axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[-1], "o-", color=line.get_color(), label=f"$\\gamma$ = {g:g}")
         axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[0], ":", color=line.get_color())

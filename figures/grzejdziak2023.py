@@ -17,6 +17,7 @@ back with :func:`meanfield.figures.load`).
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -27,7 +28,7 @@ from meanfield.validation.kurtosis import FIG1_DEPTH, FIG1_FRACTION, FIG1_THRESH
 from meanfield import kurtosis
 from meanfield._checks import check_scalar
 
-from ._common import by_size, figure, plt, progress, save_figure
+from ._common import by_size, figure, plt, progress, rng_kwargs, save_figure
 from ._logzero import plot_with_zeros, zero_band, zero_floor
 
 __all__ = ["FIGURES", "PAPER", "fig_1", "fig_kurtosis", "fig_spectral_radius"]
@@ -55,6 +56,11 @@ KURTOSIS_BAR_SE = 2.0
 
 #: Largest ``scale`` of ``fig_kurtosis`` (80 million simulated networks at width 2: hours).
 MAX_SCALE = 1000.0
+
+
+def _seed_keyword(func, seed: int) -> dict:
+    """``{"rng": seed}`` for a function that takes ``rng``, else ``{"seed": seed}`` (older signature)."""
+    return {"rng" if "rng" in inspect.signature(func).parameters else "seed": seed}
 
 
 def _count(value, name: str, maximum: int) -> int:
@@ -102,7 +108,8 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
     for key, value in given.items():
         if value is not None:
             sizes[key] = _count(value, key, limits[key])
-    var = fig1_variances(backend=backend, seed=seed, depth=FIG1_NET_DEPTH, **sizes)
+    # the int seed itself (not a stream drawn from it): the validation table's Fig. 1 rows use the same numbers
+    var = fig1_variances(backend=backend, depth=FIG1_NET_DEPTH, **sizes, **_seed_keyword(fig1_variances, seed))
     inits = list(var)
     depth = np.arange(FIG1_NET_DEPTH + 1)
     fig, axes = plt.subplots(2, 4, figsize=(15, 7.2), sharex=False)
@@ -235,7 +242,8 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
         ax.plot(np.arange(depth + 1), th.kappa, color=_LAW_COLORS[law], label=f"{law} ($\\kappa_w$ = {kw:g})")
         last = int(np.max(np.nonzero(th.kappa <= KAPPA_MAX)[0]))
         n_net = max(2, round(scale * base[w]))
-        sim = layer_moments([w] * (last + 1), 0.0, law, n_net, backend=backend, seed=np.random.default_rng(child))
+        sim = layer_moments([w] * (last + 1), 0.0, law, n_net, backend=backend,
+                            **rng_kwargs(layer_moments, np.random.default_rng(child)))
         m = sim.m4.mean(axis=0)
         se = sim.m4.std(axis=0, ddof=1) / math.sqrt(n_net)
         # a log axis cannot draw a bar below 0: a bar that reaches 0 runs off the bottom of the panel
