@@ -481,21 +481,20 @@ def test_validation_landscape_rows_pass():
 
 
 def test_figures_orhan2017(tmp_path):
-    import json
-
-    from meanfield.figures import orhan2017
+    from meanfield.figures import load, orhan2017
 
     assert set(orhan2017.FIGURES) >= {"fig_4", "fig_5", "fig_6"}
     paths = orhan2017.fig_4(tmp_path)
-    data = json.loads(paths[1].read_text())["data"]["architectures"]
-    minima = [data[a]["n_local_minima"] for a in ("plain", "path_residual", "residual", "hyper_residual")]
-    assert minima == sorted(minima, reverse=True)
+    fd = load(paths[1])
+    minima = dict(zip(fd["architecture"], fd["n_local_minima"]))
+    assert [minima[a] for a in ("plain", "path_residual", "residual", "hyper_residual")] == sorted(minima.values(), reverse=True)
     for name in ("fig_5", "fig_6"):
         for p in orhan2017.FIGURES[name](tmp_path):
             assert p.exists() and p.stat().st_size > 0
-    fig6 = json.loads((tmp_path / "orhan2017_fig_6.json").read_text())["data"]
-    assert fig6["residual"]["saddle"] == [-1.0, -1.0]
-    assert fig6["hyper_residual"]["saddle"] == [-1.0, -2.0]
+    fig6 = load(tmp_path / "orhan2017_fig_6.json")
+    saddles = dict(zip(fig6["architecture"], fig6["saddle"].tolist()))
+    assert saddles["residual"] == [-1.0, -1.0]
+    assert saddles["hyper_residual"] == [-1.0, -2.0]
 
 
 def test_argument_errors_name_the_argument():
