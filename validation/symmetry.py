@@ -38,6 +38,7 @@ import numpy as np
 
 from meanfield import init as mf_init
 from meanfield import symmetry
+from meanfield.activations import get_activation
 
 from ._report import Comparison, mean_and_stderr
 from ._runner import main_for, progress
@@ -50,7 +51,7 @@ __all__ = ["EXACT_ABS", "EXACT_REL", "GRAD_NOISE", "run"]
 #: operations (each rounding <= 1.1e-16 relative; a random walk of 1,000 steps stays < 1e-13).
 EXACT_ABS = 1e-10
 #: Relative rounding bound for identities between quantities of arbitrary scale (LeakyNet values
-#: reach 1 / rho = 100 times the input).
+#: reach 1 / slope = 100 times the input).
 EXACT_REL = 1e-10
 #: Standard deviation of the Gaussian noise added to every gradient entry in the symmetry-breaking
 #: row (e): a model of non-deterministic rounding, far below the gradients' size.
@@ -180,20 +181,20 @@ def _leakynet_rows(full, seed):
     rows = []
     rng = np.random.default_rng(seed + 20)
     depth = 1000
-    rho = 0.01
+    slope = 0.01  # the leaky ReLU's negative slope, the paper's rho
     kinds = list(rng.choice(["I", "1"], depth))
-    net = LeakyNet.initial(kinds, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=rho)
+    net = LeakyNet.initial(kinds, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=slope)
     x = rng.standard_normal((2, 6, 6, 3))
     _, feats = net.forward(x, keep=True)
     a0 = feats[0]
-    leaky = lambda v: np.where(v > 0, v, rho * v)  # noqa: E731
-    cycle = [a0, -leaky(a0) / rho, -a0, -leaky(-a0) / rho]
-    scale = float(np.max(np.abs(a0))) / rho
+    leaky = get_activation("leaky_relu", slope=slope).phi
+    cycle = [a0, -leaky(a0) / slope, -a0, -leaky(-a0) / slope]
+    scale = float(np.max(np.abs(a0))) / slope
     dev = max(float(np.max(np.abs(f - cycle[i % 4]))) for i, f in enumerate(feats))
-    rows.append(Comparison(f"App. H LeakyNet ({depth} mixed I/1 layers): max|a^l - 4-periodic|/(max|a^0|/rho)", 0.0, dev / scale, 0.0,
+    rows.append(Comparison(f"App. H LeakyNet ({depth} mixed I/1 layers): max|a^l - 4-periodic|/(max|a^0|/slope)", 0.0, dev / scale, 0.0,
                            systematic=EXACT_REL, note="symmetric features: 4-periodic"))
     # all-'I' Jacobian = identity after 4k layers: push a random cotangent back (vector-Jacobian product)
-    net_i = LeakyNet.initial(["I"] * 400, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=rho,
+    net_i = LeakyNet.initial(["I"] * 400, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=slope,
                              head=rng.standard_normal((5, 4)))
     logits, feats = net_i.forward(x, keep=True)
     _, betas = net_i.backward(rng.standard_normal(logits.shape), keep=True)
