@@ -61,7 +61,7 @@ def fig_1(out_dir, full=False, backend="numpy", seed=0):
     results = {}
     for r, lam, k in progress(jobs, desc="fig_1"):
         lr, steps = regimes[r]
-        errs = [replicated_feature_experiment(xtr, ytr, xte, yte, width, k, lam, steps=steps, lr=lr, seed=seed * 1000 + s)[0]
+        errs = [replicated_feature_experiment(xtr, ytr, xte, yte, width, k, lam, steps=steps, lr=lr, rng=np.random.SeedSequence(seed, spawn_key=(s,)))[0]
                 for s in range(n_seeds)]
         results[(r, lam, k)] = (float(np.mean(errs)), float(np.std(errs, ddof=1) / np.sqrt(n_seeds)))
     for ax, r in zip(axes, regimes):
@@ -94,7 +94,7 @@ def fig_5(out_dir, full=False, backend="numpy", seed=0):
         for label, net_width in (("width N, K unique (replicated)", lambda k: width), ("width K (replicas removed)", lambda k: k)):
             m, se = [], []
             for k in progress(ks, desc=f"fig_5 {r} {label}"):
-                errs = [replicated_feature_experiment(xtr, ytr, xte, yte, net_width(k), k, 0.0, steps=steps, lr=lr, seed=seed * 1000 + s)[0]
+                errs = [replicated_feature_experiment(xtr, ytr, xte, yte, net_width(k), k, 0.0, steps=steps, lr=lr, rng=np.random.SeedSequence(seed, spawn_key=(s,)))[0]
                         for s in range(n_seeds)]
                 m.append(np.mean(errs))
                 se.append(np.std(errs, ddof=1) / np.sqrt(n_seeds))
@@ -135,7 +135,7 @@ def _constnet_runs(full, seed):
     }
     for name in progress(variants, desc="ConstNet training"):
         make, kw = variants[name]
-        runs[name] = train(make(), x, y, steps, lr=0.1, seed=seed, **kw)
+        runs[name] = train(make(), x, y, steps, lr=0.1, rng=seed, **kw)
     return runs, steps
 
 
@@ -197,7 +197,7 @@ def _leaky_runs(full, seed):
     runs = {}
     for name in progress(LEAKY_CONFIGS, desc="LeakyNet training"):
         net = LeakyNet.initial(list(LEAKY_CONFIGS[name]), n=8, n_input=1, n_classes=10, rho=0.01)
-        runs[name] = train(net, x, y, steps, lr=0.02, grad_noise=1e-6, relative_noise=True, seed=seed, ratios=True)
+        runs[name] = train(net, x, y, steps, lr=0.02, grad_noise=1e-6, relative_noise=True, rng=seed, ratios=True)
     return runs, steps
 
 
@@ -247,7 +247,7 @@ def fig_12(out_dir, full=False, backend="numpy", seed=0):
     data = {"gamma": gammas, "steps": steps}
     for g in progress(gammas, desc="fig_12"):
         net = LeakyNet.initial(["I"] * 12, n=8, n_input=1, n_classes=10, rho=0.01, gamma=[g] * 12)
-        rec = train(net, x, y, steps, lr=0.2, grad_noise=1e-6, relative_noise=True, seed=seed)
+        rec = train(net, x, y, steps, lr=0.2, grad_noise=1e-6, relative_noise=True, rng=seed)
         line = axes[0].plot(rec.loss, label=f"$\\gamma$={g}")[0]
         axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[-1], "o-", color=line.get_color(), label=f"$\\gamma$={g}")
         axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[0], ":", color=line.get_color())

@@ -39,7 +39,7 @@ def fig_1a(out_dir, full=False, backend="numpy", seed=0):
     grid = np.linspace(0.0, 3.0 * y0.max(), cells + 1)
     layers = [fw.Layer(width, 2.0 / width)] * depth
     laws = fw.propagate_distribution(fw.grid_masses(y0, grid), grid, layers, nodes_per_cell=2)
-    sim = simulate_squared_norms(pool, layers, n_net, per_net, backend=backend, seed=seed)
+    sim = simulate_squared_norms(pool, layers, n_net, per_net, backend=backend, rng=seed)
     dz = np.diff(grid)
     mid = 0.5 * (grid[1:] + grid[:-1])
     fig, ax = plt.subplots(figsize=(6.4, 4.2))

@@ -93,7 +93,7 @@ def fig_kurtosis(out_dir, full=False, backend="numpy", seed=0, *, scale=None):
         line = ax.plot(th.kappa, label=f"{law} ($\\kappa_w$={kurtosis.weight_kurtosis(law)})")[0]
         last = int(np.max(np.nonzero(th.kappa <= KAPPA_MAX)[0]))
         n_net = max(2, int(scale * {2: 20_000, 10: 10_000, 50: 2_000}[w]))
-        sim = layer_moments([w] * (last + 1), 0.0, law, n_net, backend=backend, seed=seed + k)
+        sim = layer_moments([w] * (last + 1), 0.0, law, n_net, backend=backend, rng=np.random.SeedSequence(seed, spawn_key=(k,)))
         mc = sim.m4.mean(axis=0)
         se = sim.m4.std(axis=0, ddof=1) / np.sqrt(n_net)
         ax.errorbar(np.arange(last + 1), mc, yerr=np.minimum(2.0 * se, 0.9 * mc), fmt="o", ms=3, color=line.get_color())

@@ -82,7 +82,7 @@ def fig_qc_maps(out_dir, full=False, backend="numpy", seed=0):
     for k, (sw, label) in enumerate(progress(points, desc="fig_qc_maps")):
         cov0 = dense.input_covariance(x, sw, sb)
         th = dense.propagate(cov0, "tanh", sw, sb, depth)
-        sim = simulate_dense(x, "tanh", sw, sb, depth, width, n_net, backend=backend, seed=seed + k)
+        sim = simulate_dense(x, "tanh", sw, sb, depth, width, n_net, backend=backend, rng=np.random.SeedSequence(seed, spawn_key=(k,)))
         q_mc = sim.cov[:, :, 0, 0].mean(0)
         c_mc = (sim.cov[:, :, 0, 1] / np.sqrt(sim.cov[:, :, 0, 0] * sim.cov[:, :, 1, 1])).mean(0)
         c_th = th[:, 0, 1] / np.sqrt(th[:, 0, 0] * th[:, 1, 1])
@@ -171,7 +171,7 @@ def fig_s2(out_dir, full=False, backend="numpy", seed=0):
     data = {"layers": layers, "channels": channels, "n_networks": n_net, "sigma_b2": sb, "curves": []}
     for k, (sw, col) in enumerate(zip(progress(sws, desc="fig_s2"), colors)):
         th = conv.gradient_variance_decay(cov0, "tanh", sw, sb, v, depth).weight_grad_sq
-        sim = simulate_conv(cov0, "tanh", sw, sb, v, depth, channels, n_net, gradients=True, backend=backend, seed=seed + 17 * k)
+        sim = simulate_conv(cov0, "tanh", sw, sb, v, depth, channels, n_net, gradients=True, backend=backend, rng=np.random.SeedSequence(seed, spawn_key=(k,)))
         wg = sim.weight_grad_sq[:, :, 0]
         mc = wg.mean(0) / wg[:, -1].mean()
         ax.semilogy(layers, mc, color=col, label=f"$\\sigma_w^2$={sw:.2f}")
@@ -235,7 +235,7 @@ def fig_s4(out_dir, full=False, backend="numpy", seed=0):
 
     depth = 40 if full else 20
     channels, n_net = (1024, 64) if full else (256, 32)
-    modes = simulate_fig_s4(depth, channels, n_net, backend, seed + 7).real.mean(0)
+    modes = simulate_fig_s4(depth, channels, n_net, backend, rng=seed).real.mean(0)
     exact, lin = fig_s4_theory(depth)
     layers = np.arange(depth + 1)
     fig, ax = plt.subplots(figsize=(5.5, 4))
