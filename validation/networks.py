@@ -252,7 +252,8 @@ def periodic_conv(x, kernel, spatial_dims: int, backend="numpy"):
     Eq. 2.1 of Xiao et al. (2018), seed 003, with periodic boundaries.
     """
     b, sd, x, kernel = _conv_arguments(x, "x", kernel, spatial_dims, backend, -2)
-    out = _periodic_conv(x, kernel, sd, b.xp)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _periodic_conv(x, kernel, sd, b.xp)
     _check_finite_output(b.xp, out, "periodic_conv's result", "|x| * |kernel| overflows float64; rescale x or kernel")
     return out
 
@@ -279,7 +280,8 @@ def periodic_conv_transpose(g, kernel, spatial_dims: int, backend="numpy"):
         As :func:`periodic_conv` (``g`` takes the place of ``x``; its channels must equal c_out).
     """
     b, sd, g, kernel = _conv_arguments(g, "g", kernel, spatial_dims, backend, -1)
-    out = _periodic_conv_transpose(g, kernel, sd, b.xp)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _periodic_conv_transpose(g, kernel, sd, b.xp)
     _check_finite_output(b.xp, out, "periodic_conv_transpose's result", "|g| * |kernel| overflows float64; rescale g or kernel")
     return out
 
@@ -359,7 +361,8 @@ class _Act:
 
     def _checked(self, f, h, what, layer, scale_log):
         xp = self.xp
-        out = f(h)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # non-finite output is checked below
+            out = f(h)
         if np.iscomplexobj(out):
             raise TypeError(f"activation {self.name!r}: {what} returned complex values at layer {layer}")
         try:
@@ -675,7 +678,7 @@ def simulate_dense(
     gradients = check_bool(gradients, "gradients")
     generator = check_rng(rng)
     d, n_in = x.shape
-    _check_elements(n_networks * width * max(width, n_in), "one layer's weights (n_networks x width x max(width, n0))")
+    _check_elements(n_networks * width * (max(width, n_in) if depth else n_in), "one layer's weights (n_networks x width x fan-in)")
     _check_elements(n_networks * (depth + 1) * d * max(d, width if gradients else 1), "the recorded statistics")
 
     seqs = spawn_sequences(generator, depth + 2)  # layer l: seqs[l]; output gradient: seqs[-1]
@@ -833,10 +836,10 @@ def conv_kernels(n_networks, kernel_shape, channels, sigma_w2, v=None, init="gau
     c = check_int(channels, "channels", 1)
     sigma_w2 = _variance(sigma_w2, "sigma_w2")
     init = _check_init(init)
+    _check_elements(n_networks * math.prod(ks) * c * c, "the kernels (n_networks x kernel x c x c)")
     v = _check_conv_v(v, ks)
     if init != "gaussian" and len(set(ks)) != 1:
         raise ValueError(f"{init} kernels are square: kernel_shape {ks}")
-    _check_elements(n_networks * math.prod(ks) * c * c, "the kernels (n_networks x kernel x c x c)")
     b = _backend(backend)
     generator = check_rng(rng)
     gen = b.rng(generator) if init == "gaussian" else generator
