@@ -328,3 +328,23 @@ def test_wide_first_layer_matches_the_input_covariance():
     theory = 1.5 * X2 @ X2.T / X2.shape[1] + 0.2
     c = sim.cov[:, 0]
     assert np.all(np.abs(c.mean(0) - theory) <= Z * c.std(0, ddof=1) / math.sqrt(n_net))
+
+
+def test_saturated_tanh_gradients_raise_instead_of_returning_underflowed_zeros():
+    """sigma_w2 = 1e300 (fuzz: simulate_conv [1]): tanh saturates at |h| ~ 1e150, phi'(h) = sech^2(h)
+    ~ e^(-1e150) is not a float64; the old simulators returned inf, now the forward statistics are
+    finite and the backward pass raises."""
+    sim = N.simulate_conv(np.eye(6), "tanh", 1e300, 0.1, V3, 2, 8, 4, rng=1)
+    assert np.all(np.isfinite(sim.cov)) and sim.cov[:, 1:].max() > 1e299
+    with pytest.raises(ValueError, match="gradient underflows"):
+        N.simulate_conv(np.eye(6), "tanh", 1e300, 0.1, V3, 2, 8, 4, gradients=True, rng=1)
+    with pytest.raises(ValueError, match="gradient underflows"):
+        N.simulate_dense(X2, "tanh", 1e300, 0.1, 2, 8, 4, gradients=True, rng=1)
+
+
+def test_tanh_and_sigmoid_derivatives_keep_relative_precision_in_the_tails():
+    """phi' as sech^2: 1 - tanh^2 cancelled to exactly 0 beyond |x| ~ 19 (closed form 4 e^-2x / (1 + e^-2x)^2)."""
+    x = np.array([0.3, 5.0, 20.0, 300.0])
+    exact = 4 * np.exp(-2 * x) / (1 + np.exp(-2 * x)) ** 2
+    np.testing.assert_allclose(N.activation_fn("tanh")[1](x), exact, rtol=1e-13)
+    np.testing.assert_allclose(N.activation_fn("sigmoid")[1](2 * x), exact / 4, rtol=1e-13)

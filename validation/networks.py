@@ -288,9 +288,15 @@ def periodic_conv_transpose(g, kernel, spatial_dims: int, backend="numpy"):
 
 # --- activations -------------------------------------------------------------------------------
 
+def _sech2(xp, x):
+    with np.errstate(over="ignore"):  # cosh overflows beyond |x| ~ 710: sech^2 = 0 there (e^-1420)
+        return 1.0 / xp.cosh(x) ** 2
+
+
 _XP_ACTIVATIONS = {
     "linear": (lambda xp, x, a: x, lambda xp, x, a: xp.ones_like(x)),
-    "tanh": (lambda xp, x, a: xp.tanh(x), lambda xp, x, a: 1.0 - xp.tanh(x) ** 2),
+    # derivatives as sech^2 (not 1 - tanh^2, which cancels to 0 beyond |x| ~ 19): full relative precision
+    "tanh": (lambda xp, x, a: xp.tanh(x), lambda xp, x, a: _sech2(xp, x)),
     "relu": (lambda xp, x, a: xp.maximum(x, 0.0), lambda xp, x, a: (x > 0).astype(x.dtype)),
     "leaky_relu": (
         lambda xp, x, a: xp.where(x > 0, x, a * x),
@@ -299,7 +305,7 @@ _XP_ACTIVATIONS = {
     "hard_tanh": (lambda xp, x, a: xp.clip(x, -1.0, 1.0), lambda xp, x, a: (xp.abs(x) < 1).astype(x.dtype)),
     "sigmoid": (
         lambda xp, x, a: 0.5 * (1.0 + xp.tanh(0.5 * x)),
-        lambda xp, x, a: 0.25 * (1.0 - xp.tanh(0.5 * x) ** 2),
+        lambda xp, x, a: 0.25 * _sech2(xp, 0.5 * x),
     ),
 }
 
@@ -356,6 +362,8 @@ class _Act:
         act = get_activation(activation)
         self.name = act.name
         self.homogeneous = act.is_builtin and _base_name(act) in _HOMOGENEOUS
+        # phi' > 0 everywhere: a back-propagated signal that becomes exactly zero has underflowed
+        self.positive_derivative = act.is_builtin and _base_name(act) in ("linear", "tanh", "erf", "sigmoid")
         self.phi, self.dphi = activation_fn(act, b)
         self.xp = b.xp
 
@@ -410,6 +418,21 @@ class _Act:
         if self.homogeneous:
             return self._checked(self.dphi, u, "dphi", layer, 0.0)
         return self._checked(self.dphi, self.expand(u, log_u), "dphi", layer, float(self.xp.max(log_u)))
+
+    def backward(self, u, log_u, layer, upstream):
+        """``phi'(exp(L) u) * upstream``; a ValueError when it underflows to zero for a whole network."""
+        xp = self.xp
+        step = self.derivative(u, log_u, layer) * upstream
+        if self.positive_derivative:
+            n = step.shape[0]
+            lost = (xp.max(xp.abs(step.reshape(n, -1)), axis=1) == 0) & (xp.max(xp.abs(upstream.reshape(n, -1)), axis=1) > 0)
+            if bool(xp.any(lost)):
+                raise ValueError(
+                    f"the back-propagated gradient underflows at layer {layer}: activation {self.name!r} saturates "
+                    f"(pre-activations up to exp({float(xp.max(log_u)):.4g})), so phi'(h) is below the float64 range; "
+                    "use a smaller sigma_w2 or input scale"
+                )
+        return step
 
 
 def _normalize(xp, u):
@@ -720,7 +743,7 @@ def simulate_dense(
             else:  # regenerate W^{layer+2}: the first draw of its layer's stream
                 w = _unit_weights((n_networks, width, width), law, b.generator(seqs[layer + 1]), b)
             u, log_u = pre[layer]
-            step = act.derivative(u, log_u, layer + 1) * (xp.swapaxes(w, 1, 2) @ delta)
+            step = act.backward(u, log_u, layer + 1, xp.swapaxes(w, 1, 2) @ delta)
             delta, log_d = _combine(xp, step, log_d + log_w, None, None)
             grad_n[:, layer] = xp.mean(delta**2, axis=1)
             grad_logs[:, layer] = 2.0 * log_d
@@ -1066,7 +1089,7 @@ def simulate_conv(
             wgrad_n[:, layer - 1] = total / c**2
             finite = xp.isfinite(log_x)
             wgrad_logs[:, layer - 1] = xp.where(finite, 2.0 * (log_x + log_d), 0.0)
-            step = act.derivative(*pre[layer - 1], layer - 1) * _periodic_conv_transpose(delta, kernel(layer), sd, xp)
+            step = act.backward(*pre[layer - 1], layer - 1, _periodic_conv_transpose(delta, kernel(layer), sd, xp))
             delta, log_d = _combine(xp, step, log_d + log_w, None, None)
             grad_n[:, layer - 1] = xp.mean(delta**2, axis=-1).reshape(n_networks, n_in, p)
             grad_logs[:, layer - 1] = 2.0 * log_d
