@@ -53,7 +53,7 @@ def test_simulation_detects_a_wrong_theory():
 
 
 def _load(paths):
-    return json.loads(next(p for p in paths if p.suffix == ".json").read_text())
+    return json.loads(next(p for p in paths if p.suffix == ".json").read_text())["data"]  # the figure's data block
 
 
 def test_fig_s1_phase_diagram_claims(tmp_path):

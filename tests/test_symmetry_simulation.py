@@ -139,7 +139,7 @@ def test_table_of_correlations(tmp_path):
     paths = table_correlations(tmp_path)
     import json
 
-    data = json.loads(paths[1].read_text())
+    data = json.loads(paths[1].read_text())["data"]
     assert data["constant"]["c_f_measured"] == 1.0
     assert abs(data["replicated identity P=4"]["c_f_measured"] - 3 / 63) < 1e-12
     assert all(p.exists() for p in paths)
@@ -164,8 +164,8 @@ def test_fig_9_and_10_claims(tmp_path):
 
     from meanfield.figures.blumenfeld2020 import LEAKY_CONFIGS, fig_9, fig_10
 
-    fwd = json.loads(next(p for p in fig_9(tmp_path) if p.suffix == ".json").read_text())
-    bwd = json.loads(next(p for p in fig_10(tmp_path) if p.suffix == ".json").read_text())
+    fwd = json.loads(next(p for p in fig_9(tmp_path) if p.suffix == ".json").read_text())["data"]
+    bwd = json.loads(next(p for p in fig_10(tmp_path) if p.suffix == ".json").read_text())["data"]
     for name in LEAKY_CONFIGS:
         assert np.max(fwd[name][0]) == 0.0 and np.max(bwd[name][0]) == 0.0
     f_last = np.array(fwd["12 1"][-1])
