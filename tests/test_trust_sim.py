@@ -348,3 +348,50 @@ def test_tanh_and_sigmoid_derivatives_keep_relative_precision_in_the_tails():
     exact = 4 * np.exp(-2 * x) / (1 + np.exp(-2 * x)) ** 2
     np.testing.assert_allclose(N.activation_fn("tanh")[1](x), exact, rtol=1e-13)
     np.testing.assert_allclose(N.activation_fn("sigmoid")[1](2 * x), exact / 4, rtol=1e-13)
+
+
+def _private_simulator_calls():
+    from meanfield.validation import _finite_width_networks as FW
+    from meanfield.validation import _kurtosis_networks as K
+    from meanfield.validation import _symmetry_networks as S
+
+    xd = np.random.default_rng(0).standard_normal((20, 5))
+    yd = np.arange(20) % 3
+    return [
+        (N.conv_kernels, dict(n_networks=2, kernel_shape=(3,), channels=4, sigma_w2=1.5, v=V3, init="gaussian", rng=0)),
+        (N.simulate_dense, dict(x=X2, activation="tanh", sigma_w2=1.5, sigma_b2=0.1, depth=2, width=6, n_networks=3, rng=0)),
+        (FW.simulate_squared_norms, dict(inputs=X2, layers=[(5, 0.4)], n_networks=3, inputs_per_network=2, rng=0)),
+        (FW.simulate_pair, dict(x1=X2[0], x2=X2[1], width=5, sigma_w2=0.4, sigma_b2=0.1, n_networks=4, rng=0)),
+        (K.layer_moments, dict(widths=[3, 3], slope=0.1, n_networks=5, rng=0)),
+        (K.nonzero_fraction, dict(widths=[3, 3], n_networks=50, rng=0)),
+        (K.empirical_variances, dict(x=xd, init="he", depth=3, width=4, n_networks=3, rng=0)),
+        (K.metainit_weights, dict(n_networks=2, depth=2, width=4, w0=5, rng=0, steps=1)),
+        (S.replicated_feature_experiment, dict(x_train=xd, y_train=yd, x_test=xd, y_test=yd, width=4, unique=2, noise=0.3, steps=2,
+                                               rng=0, n_classes=3)),
+        (S.looks_linear_delta_orthogonal_forward, dict(x=np.ones((2, 4, 2)), depth=2, n=4, kernel_shape=(3,), rng=0)),
+    ]
+
+
+@pytest.mark.parametrize("bad", [1e300, 2**64, 10**12, np.nan, -1, True, "abc", 1 + 1j])
+def test_every_simulator_argument_gets_a_value_or_type_error_at_once(bad):
+    """Sizes like 1e300 (OverflowError in the error message), 10**12 networks (hang / MemoryError),
+    labels and progress labels of the wrong type (IndexError) now raise ValueError / TypeError
+    before any work: sizes are bounded by MAX_ELEMENTS (memory) and MAX_WORK (time)."""
+    import time
+
+    for f, base in _private_simulator_calls():
+        assert all(np.all(np.isfinite(a)) for a in _flat(f(**base)) if a.dtype.kind == "f"), f.__name__  # the valid call works
+        for arg in base:
+            if arg == "rng" and bad in (2**64, 10**12):
+                continue  # valid seeds
+            kw = dict(base, **{arg: bad})
+            start = time.perf_counter()
+            try:
+                f(**kw)
+            except (ValueError, TypeError):
+                pass
+            assert time.perf_counter() - start < 5.0, (f.__name__, arg, bad)
+    from meanfield.validation import _kurtosis_networks as K
+
+    with pytest.raises(TypeError, match="desc"):
+        K.empirical_variances(np.ones((4, 3)), "he", 2, 4, 2, rng=0, desc=3)

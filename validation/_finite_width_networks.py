@@ -20,7 +20,7 @@ import numpy as np
 from meanfield._checks import as_float_array, check_int, check_rng, check_scalar
 
 from .backend import get_backend, spawn_sequences, to_numpy
-from .networks import _check_elements
+from .networks import _check_elements, _check_work
 
 __all__ = ["simulate_squared_norms", "simulate_pair"]
 
@@ -108,6 +108,8 @@ def simulate_squared_norms(inputs, layers, n_networks, inputs_per_network, backe
     widest = max([pool.shape[1]] + [w for w, _, _ in lays])
     _check_elements(widest * widest, "one network's weights")
     _check_elements(inputs_per_network * widest, "one network's signals")
+    dims = [pool.shape[1]] + [w for w, _, _ in lays]
+    _check_work(n_networks * inputs_per_network * sum(a * b for a, b in zip(dims, dims[1:])), "simulate_squared_norms")
     out = np.empty((n_networks, inputs_per_network, len(lays) + 1))
     batch = max(1, min(_BATCH_ELEMENTS // (widest * widest), _BATCH_ELEMENTS // (inputs_per_network * widest)))
     starts = range(0, n_networks, batch)
@@ -175,6 +177,8 @@ def simulate_pair(x1, x2, width, sigma_w2, sigma_b2, n_networks, backend="numpy"
     generator = check_rng(rng)
     d = x1.shape[0]
     _check_elements(d * width, "one network's weights")
+    _check_elements(n_networks, "the outputs")
+    _check_work(n_networks * d * width, "simulate_pair")
     # the inputs' scale is factored out (relu(s h) = s relu(h)), so large inputs cannot overflow
     scale = max(float(np.max(np.abs(x1))), float(np.max(np.abs(x2))))
     if scale == 0.0:

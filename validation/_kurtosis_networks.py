@@ -29,7 +29,7 @@ from meanfield._checks import as_float_array, check_int, check_rng, check_scalar
 from meanfield.init import he_sigma_w2, metainit, zero_weights
 from meanfield.validation._runner import progress
 from meanfield.validation.backend import get_backend, to_numpy
-from meanfield.validation.networks import WEIGHT_LAWS, _check_elements, _draw_weights, random_weights
+from meanfield.validation.networks import WEIGHT_LAWS, _check_elements, _check_work, _draw_weights, random_weights
 
 __all__ = [
     "FIG1_INITS",
@@ -146,6 +146,8 @@ def layer_moments(widths, slope=0.0, law="gaussian", n_networks=10_000, input_ki
     xp = b.xp
     widths = _check_widths(widths)
     slope = check_scalar(slope, "slope")
+    if abs(slope) > 1e100:
+        raise ValueError(f"slope must satisfy |slope| <= 1e100, got {slope}")
     if not isinstance(law, str) or law not in WEIGHT_LAWS:
         raise ValueError(f"law must be one of {WEIGHT_LAWS}, got {law!r}")
     if not isinstance(input_kind, str) or input_kind not in INPUT_KINDS:
@@ -159,6 +161,7 @@ def layer_moments(widths, slope=0.0, law="gaussian", n_networks=10_000, input_ki
     chunk = check_int(chunk, "chunk", 1)
     _check_elements(min(chunk, n_networks) * max(w * w for w in widths), "one chunk's weights")
     _check_elements(n_networks * (depth + 1), "the moments")
+    _check_work(n_networks * sum(a * b for a, b in zip(widths, widths[1:])), "layer_moments")
     m4 = np.empty((n_networks, depth + 1))
     m22 = np.empty((n_networks, depth + 1))
     for start in range(0, n_networks, chunk):
@@ -213,6 +216,7 @@ def nonzero_fraction(widths, law="gaussian", n_networks=100_000, input_kind="gau
     depth = len(widths) - 1
     chunk = max(1, min(n_networks, 2_000_000 // max(w * w for w in widths)))
     _check_elements(chunk * max(w * w for w in widths), "one chunk's weights")
+    _check_work(n_networks * sum(a * b for a, b in zip(widths, widths[1:])), "nonzero_fraction")
     count = np.zeros(depth + 1)
     for start in range(0, n_networks, chunk):
         bsz = min(chunk, n_networks - start)
@@ -282,6 +286,8 @@ def metainit_weights(n_networks, depth, width, w0, rng=None, steps=500):
     width = check_int(width, "width", 1)
     w0 = check_int(w0, "w0", 1)
     steps = check_int(steps, "steps", 0)
+    _check_elements(n_networks * (depth * width * max(width, w0) + FIG1_CLASSES * width), "the MetaInit weights")
+    _check_work(n_networks * (steps + 1) * 32 * (depth * width * max(width, w0) + FIG1_CLASSES * width), "MetaInit")
     shapes = [(width, w0)] + [(width, width)] * (depth - 1) + [(FIG1_CLASSES, width)]
     ws = [random_weights((n_networks,) + s, 2.0, "gaussian", rng) for s in shapes]
     return metainit(ws, 0.0, steps=steps, biases=True, eval_batches=0, rng=rng).weights[:-1]
@@ -386,6 +392,13 @@ def empirical_variances(
     metainit_steps = check_int(metainit_steps, "metainit_steps", 0)
     if chunk is not None:
         chunk = check_int(chunk, "chunk", 1)
+    if desc is not None and not isinstance(desc, str):
+        raise TypeError(f"desc must be a string or None, got {type(desc).__name__}")
+    n_inputs = x.shape[0]
+    _check_elements(n_networks * (depth + 1), "the variances (n_networks x (depth + 1))")
+    _check_elements(width * max(width, x.shape[1]) * depth, "one network's weights")
+    _check_elements(width * max(n_inputs, x.shape[1]), "one network's signal")
+    _check_work(n_networks * depth * width * max(width, x.shape[1]) * n_inputs, "empirical_variances")
     b = get_backend(backend)
     host = check_rng(rng)
     if engine is None:

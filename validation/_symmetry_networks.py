@@ -26,6 +26,7 @@ from meanfield import symmetry
 from meanfield._checks import as_float_array, check_bool, check_int, check_rng, check_scalar
 
 from .backend import get_backend, to_numpy
+from .networks import _check_elements, _check_work
 
 __all__ = [
     "ConstNet",
@@ -486,6 +487,7 @@ def looks_linear_delta_orthogonal_forward(x, depth, n, kernel_shape=(3, 3), rng=
     n = check_int(n, "n", 2)
     if n % 2 or x.ndim < 2 or x.shape[-1] != n // 2:
         raise ValueError(f"n must be even and x of shape (batch, *spatial, n/2), got n={n}, x.shape={x.shape}")
+    _check_elements(x.size * 2 * depth * (2 if tangent is not None else 1), "the pre-activations of all layers")
     if tangent is not None:
         tangent = as_float_array(tangent, "tangent")
         if tangent.shape != x.shape:
@@ -528,6 +530,11 @@ def replicated_feature_experiment(x_train, y_train, x_test, y_test, width, uniqu
     width = check_int(width, "width", 1)
     unique = check_int(unique, "unique", 1)
     noise = check_scalar(noise, "noise")
+    if not 0.0 <= noise <= 1.0:
+        raise ValueError(f"noise (lambda of eq. 10) must lie in [0, 1], got {noise}")
+    lr = check_scalar(lr, "lr")
+    if lr <= 0:
+        raise ValueError(f"lr must be > 0, got {lr}")
     steps = check_int(steps, "steps", 0)
     batch = check_int(batch, "batch", 1)
     dropout = _fraction(dropout, "dropout")
@@ -535,7 +542,13 @@ def replicated_feature_experiment(x_train, y_train, x_test, y_test, width, uniqu
     x_train, x_test = as_float_array(x_train, "x_train"), as_float_array(x_test, "x_test")
     if x_train.ndim != 2 or x_test.ndim != 2 or x_train.shape[1] != x_test.shape[1] or len(x_train) < 1 or len(x_test) < 1:
         raise ValueError(f"x_train and x_test must be non-empty (n, d) arrays of equal d, got {x_train.shape}, {x_test.shape}")
+    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
+    for name, yy, xx in (("y_train", y_train, x_train), ("y_test", y_test, x_test)):
+        if yy.shape != (len(xx),) or not np.issubdtype(yy.dtype, np.integer) or yy.min() < 0 or yy.max() >= n_classes:
+            raise ValueError(f"{name} must be integer labels in [0, n_classes) of shape ({len(xx)},), got {yy.dtype} {yy.shape}")
     d = x_train.shape[1]
+    _check_elements(max(width, unique, n_classes) * max(d, width), "the weights")
+    _check_work(steps * batch * width * (d + n_classes), "replicated_feature_experiment")
     he = lambda *shape: rng.standard_normal(shape) * np.sqrt(2.0 / shape[-1])  # noqa: E731
     wt, wh, w2 = he(unique, d), he(width, d), he(n_classes, width)
     w1 = (1.0 - noise) * wt[np.arange(width) % unique] + noise * wh
@@ -555,5 +568,7 @@ def replicated_feature_experiment(x_train, y_train, x_test, y_test, width, uniqu
         gw1 = dh.T @ xb
         w1 -= lr * gw1
         w2 -= lr * gw2
+    if not (np.all(np.isfinite(w1)) and np.all(np.isfinite(w2))):
+        raise ValueError(f"SGD diverged (non-finite weights): lower lr (got {lr})")
     pred = np.argmax(np.maximum(x_test @ w1.T, 0.0) @ w2.T, axis=1)
     return float(np.mean(pred != y_test)), (symmetry.forward_correlation(w1) if width >= 2 else None)

@@ -61,6 +61,7 @@ from .backend import Backend, get_backend, spawn_sequences, to_numpy
 
 __all__ = [
     "MAX_ELEMENTS",
+    "MAX_WORK",
     "UNDERFLOW_LOG",
     "WEIGHT_LAWS",
     "DenseSimulation",
@@ -74,6 +75,9 @@ __all__ = [
 #: Largest array (number of float64 elements, 16 GiB) a simulator allocates; a call that would
 #: need more raises ``ValueError`` (split it into calls with spawned ``rng`` streams instead).
 MAX_ELEMENTS = 2**31
+#: Largest amount of arithmetic (multiply-adds, ~minutes on one CPU core) a simulator whose run
+#: time is not bounded by :data:`MAX_ELEMENTS` accepts; more raises ``ValueError`` at once.
+MAX_WORK = 2**38
 #: Natural log of the smallest pre-activation scale (max |h| of a network) that a
 #: non-homogeneous activation is evaluated at: ``log(tiny * 2**53)`` ~ log(2.0e-292), so every
 #: entry within 2^-53 of the largest keeps full relative precision. Below it a ``ValueError``.
@@ -106,10 +110,25 @@ def _elements(shape) -> int:
     return math.prod(int(s) for s in shape)
 
 
+def _fmt(count: int) -> str:
+    try:
+        return f"{float(count):.3g}"
+    except OverflowError:
+        return f"~1e{len(str(int(count))) - 1}"
+
+
+def _check_work(count: int, what: str) -> None:
+    if count > MAX_WORK:
+        raise ValueError(
+            f"{what} would need {_fmt(count)} multiply-adds, more than MAX_WORK = {MAX_WORK}: "
+            "simulate fewer networks (or steps, or layers) per call"
+        )
+
+
 def _check_elements(count: int, what: str) -> None:
     if count > MAX_ELEMENTS:
         raise ValueError(
-            f"{what} would need {count:.3g} float64 elements, more than MAX_ELEMENTS = {MAX_ELEMENTS} "
+            f"{what} would need {_fmt(count)} float64 elements, more than MAX_ELEMENTS = {MAX_ELEMENTS} "
             f"({8 * MAX_ELEMENTS / 2**30:.0f} GiB): simulate fewer networks (or a smaller width) per call and "
             "combine calls made with independent rng streams (numpy.random.SeedSequence.spawn)"
         )
