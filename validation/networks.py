@@ -87,7 +87,7 @@ WEIGHT_LAWS = ("gaussian", "uniform", "rademacher", "orthogonal")
 #: Built-in activations with phi(s h) = s phi(h) for s > 0 (carried exactly on the log scale).
 _HOMOGENEOUS = ("linear", "relu", "leaky_relu")
 #: Weights kept in memory for the backward pass up to this many elements; beyond, regenerated.
-_STORE_ELEMENTS = 2**27
+_STORE_ELEMENTS = 2**29
 _LOG_MAX = math.log(np.finfo(np.float64).max)
 _LOG_TINY = math.log(np.finfo(np.float64).tiny)
 
@@ -515,24 +515,32 @@ def _diag2(a, b):
 # --- weights -----------------------------------------------------------------------------------
 
 
-def _unit_weights(shape, law, gen, b: Backend):
-    """Weights with ``E W^2 = 1 / n_in`` (``sigma_w2 = 1``) drawn from the backend Generator ``gen``."""
+def _raw_weights(shape, law, gen, b: Backend):
+    """``(M, log_f)`` with ``exp(log_f) M`` the weights of ``sigma_w2 = 1`` (``E W^2 = 1 / n_in``),
+    drawn from the backend Generator ``gen``; the simulators fold ``log_f`` into their log-scale
+    instead of spending a pass over the matrix on it."""
     xp = b.xp
     n_out, n_in = shape[-2], shape[-1]
-    std = 1.0 / math.sqrt(n_in)
+    log_std = -0.5 * math.log(n_in)
     if law == "gaussian":
-        return std * gen.standard_normal(shape)
+        return gen.standard_normal(shape), log_std
     if law == "uniform":
-        return (std * math.sqrt(3.0)) * (2.0 * gen.random(shape) - 1.0)
+        return 2.0 * gen.random(shape) - 1.0, log_std + 0.5 * math.log(3.0)
     if law == "rademacher":
-        return std * (2.0 * gen.integers(0, 2, size=shape).astype(xp.float64) - 1.0)
+        return 2.0 * gen.integers(0, 2, size=shape).astype(xp.float64) - 1.0, log_std
     big, small = max(n_out, n_in), min(n_out, n_in)
     z = gen.standard_normal(tuple(shape[:-2]) + (big, small))
     q, r = xp.linalg.qr(z)
     q = q * xp.sign(xp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
     if n_out < n_in:
         q = xp.swapaxes(q, -1, -2)
-    return math.sqrt(big / n_in) * q
+    return q, 0.5 * math.log(big / n_in)
+
+
+def _unit_weights(shape, law, gen, b: Backend):
+    """Weights with ``E W^2 = 1 / n_in`` (``sigma_w2 = 1``) drawn from the backend Generator ``gen``."""
+    m, log_f = _raw_weights(shape, law, gen, b)
+    return math.exp(log_f) * m
 
 
 def _draw_weights(shape, sigma_w2, law, gen, b: Backend):
@@ -733,14 +741,17 @@ def simulate_dense(
     cov_n = xp.empty((n_networks, depth + 1, d, d))
     logs = xp.empty((n_networks, depth + 1))
     pre, weights = [], []
+    log_f_hidden = 0.0  # log of the hidden layers' weight factor (the same for every hidden layer)
     for layer in range(depth + 1):
         gen = b.generator(seqs[layer])
         fan_in = n_in if layer == 0 else width
-        w = _unit_weights((n_networks, width, fan_in), law, gen, b)
+        w, log_f = _raw_weights((n_networks, width, fan_in), law, gen, b)
         bias = gen.standard_normal((n_networks, width, 1)) if sigma_b2 > 0 else None
-        u, log_u = _combine(xp, w @ a, log_a + log_w, bias, log_b)
+        u, log_u = _combine(xp, w @ a, log_a + (log_w + log_f), bias, log_b)
         cov_n[:, layer] = xp.swapaxes(u, 1, 2) @ u / width
         logs[:, layer] = 2.0 * log_u
+        if layer > 0:
+            log_f_hidden = log_f
         if gradients:
             pre.append((u, log_u))
             if store and layer > 0:
@@ -760,10 +771,10 @@ def simulate_dense(
             if store:
                 w = weights[layer]
             else:  # regenerate W^{layer+2}: the first draw of its layer's stream
-                w = _unit_weights((n_networks, width, width), law, b.generator(seqs[layer + 1]), b)
+                w = _raw_weights((n_networks, width, width), law, b.generator(seqs[layer + 1]), b)[0]
             u, log_u = pre[layer]
             step = act.backward(u, log_u, layer + 1, xp.swapaxes(w, 1, 2) @ delta)
-            delta, log_d = _combine(xp, step, log_d + log_w, None, None)
+            delta, log_d = _combine(xp, step, log_d + (log_w + log_f_hidden), None, None)
             grad_n[:, layer] = xp.mean(delta**2, axis=1)
             grad_logs[:, layer] = 2.0 * log_d
         grad_n, grad_logs = to_numpy(grad_n), to_numpy(grad_logs)
