@@ -216,6 +216,7 @@ def nonzero_fraction(widths, law="gaussian", n_networks=100_000, input_kind="gau
     depth = len(widths) - 1
     chunk = max(1, min(n_networks, 2_000_000 // max(w * w for w in widths)))
     _check_elements(chunk * max(w * w for w in widths), "one chunk's weights")
+    _check_elements(n_networks, "n_networks (one network at a time)")
     _check_work(n_networks * sum(a * b for a, b in zip(widths, widths[1:])), "nonzero_fraction")
     count = np.zeros(depth + 1)
     for start in range(0, n_networks, chunk):

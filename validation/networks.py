@@ -75,9 +75,10 @@ __all__ = [
 #: Largest array (number of float64 elements, 16 GiB) a simulator allocates; a call that would
 #: need more raises ``ValueError`` (split it into calls with spawned ``rng`` streams instead).
 MAX_ELEMENTS = 2**31
-#: Largest amount of arithmetic (multiply-adds, ~minutes on one CPU core) a simulator whose run
-#: time is not bounded by :data:`MAX_ELEMENTS` accepts; more raises ``ValueError`` at once.
-MAX_WORK = 2**38
+#: Largest amount of arithmetic (multiply-adds: 1.8e13, hours on one CPU core; the full-size
+#: seed-002 Fig. 1 needs 1.8e12) a simulator whose run time is not bounded by :data:`MAX_ELEMENTS`
+#: accepts; more raises ``ValueError`` at once.
+MAX_WORK = 2**44
 #: Natural log of the smallest pre-activation scale (max |h| of a network) that a
 #: non-homogeneous activation is evaluated at: ``log(tiny * 2**53)`` ~ log(2.0e-292), so every
 #: entry within 2^-53 of the largest keeps full relative precision. Below it a ``ValueError``.
