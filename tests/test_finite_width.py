@@ -559,13 +559,12 @@ def test_validation_eigen_rows_pass():
 
 
 def test_fig_1b_writes_files(tmp_path):
-    import json
-
+    from meanfield.figures import load
     from meanfield.figures.burkholz2019 import fig_1b
 
     paths = fig_1b(tmp_path)
     assert all(p.exists() for p in paths)
-    data = json.loads(paths[1].read_text())
+    data = load(paths[1]).data
     assert data["N=10"]["critical"]["lower"] == pytest.approx(-2.0, abs=1e-6)
 
 
@@ -601,11 +600,10 @@ COSINE_SD_RATIO_RTOL = 0.05
 
 def test_fig_2_claims(tmp_path):
     """Fig. 2: cosines after one ReLU layer lie in [0, 1], their mean grows with <x1, x2>, N = 100 is wider."""
-    import json
-
+    from meanfield.figures import load
     from meanfield.figures.burkholz2019 import fig_2
 
-    data = json.loads(next(p for p in fig_2(tmp_path) if p.suffix == ".json").read_text())
+    data = load(fig_2(tmp_path)[1]).data
     bins = np.array(data["bins"])
     for n in (100, 200):
         laws = [data[f"N={n},c={c}"] for c in (0.0, 0.25, 0.5, 0.75)]
@@ -621,11 +619,10 @@ def test_fig_2_claims(tmp_path):
 
 def test_fig_thm5_claims(tmp_path):
     """Thm. 5: Cor(x1, x2) <= rho on [0, 1] (equality at 0 and 1) and > rho on [-1, 0)."""
-    import json
-
+    from meanfield.figures import load
     from meanfield.figures.burkholz2019 import fig_thm5
 
-    data = json.loads(next(p for p in fig_thm5(tmp_path) if p.suffix == ".json").read_text())
+    data = load(fig_thm5(tmp_path)[1]).data
     rho, cor = np.array(data["rho"]), np.array(data["correlation"])
     inner = (rho > 0) & (rho < 1)
     assert np.all(cor[inner] < rho[inner]) and np.all(cor[rho < 0] > rho[rho < 0])
