@@ -96,12 +96,12 @@ def test_replicated_identity_closed_form(n_in, p, k):
 
 @given(n=st.integers(2, 12), seed=st.integers(0, 1000))
 def test_orthogonal_and_delta_orthogonal_are_uncorrelated(n, seed):
-    u = init.haar_orthogonal(n, n, seed=seed)
+    u = init.haar_orthogonal(n, n, rng=seed)
     for w in (u, init.delta_kernel((3, 3))[..., None, None] * u):
         assert abs(symmetry.forward_correlation(w)) < EXACT
         assert abs(symmetry.backward_correlation(w)) < EXACT
     # looks-linear delta-orthogonal (eq. 8): rows i and i + n pair with cosine -1, others 0
-    ll = init.looks_linear_delta_orthogonal(2 * n, seed=seed)
+    ll = init.looks_linear_delta_orthogonal(2 * n, rng=seed)
     assert symmetry.forward_correlation(ll) == pytest.approx(-1.0 / (2 * n - 1), abs=EXACT)
 
 
@@ -226,7 +226,7 @@ def test_constnet_initialisation_structure(widths, b):
 def test_looks_linear_delta_orthogonal_rotates_pre_activations(half, seed):
     """Eq. 9: relu then W maps [a, -a] to [U a, -U a], hence diag(U, U) on pre-activations."""
     n = 2 * half
-    w = init.looks_linear_delta_orthogonal(n, kernel_shape=(3,), seed=seed)
+    w = init.looks_linear_delta_orthogonal(n, kernel_shape=(3,), rng=seed)
     m = w[1]
     u = m[:half, :half]
     assert np.allclose(u @ u.T, np.eye(half), atol=EXACT)
