@@ -1038,3 +1038,15 @@ def test_docstring_examples_pass():
         assert result.failed == 0, mod.__name__
         attempted += result.attempted
     assert attempted >= 5
+
+
+@pytest.mark.parametrize("kwargs,error", [({"backend": "gpu"}, ValueError), ({"backend": None}, ValueError),
+                                          ({"full": "yes"}, TypeError), ({"full": 1}, TypeError),
+                                          ({"seed": -1}, ValueError), ({"seed": True}, TypeError), ({"seed": 1.5}, TypeError)])
+def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):
+    """A direct call of meanfield.validation.landscape.run validated nothing (backend was unused, full any
+    truthy value); the runner's checks now apply there too, before the landscapes are enumerated."""
+    from meanfield.validation import landscape as V
+
+    with deadline(5.0), pytest.raises(error, match=next(iter(kwargs))):
+        V.run(**kwargs)

@@ -259,8 +259,44 @@ def _breaking_rows(backend, full, seed):
     return rows
 
 
-def run(backend="numpy", full=False, seed=0) -> list[Comparison]:
-    """All comparisons of the module docstring."""
+def _check_run_arguments(backend: object, full: object, seed: object) -> tuple[str, bool, int]:
+    """The checks of ``_runner.run_modules`` for a direct call of :func:`run` (before any work)."""
+    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
+        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+    if not isinstance(full, (bool, np.bool_)):
+        raise TypeError(f"full must be True or False, got {full!r}")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed}")
+    return backend, bool(full), int(seed)
+
+
+def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
+    """All comparisons of the module docstring.
+
+    Parameters
+    ----------
+    backend : str
+        Array backend of the simulators (``"numpy"`` or ``"cupy"``).
+    full : bool
+        The paper's sizes (more input pairs, depths and draws) instead of the quick default.
+    seed : int
+        Base seed of the random streams.
+
+    Returns
+    -------
+    list of Comparison
+        One row per prediction: theory, estimate, standard error, verdict.
+
+    Raises
+    ------
+    ValueError
+        ``backend`` not ``"numpy"`` or ``"cupy"``; a negative ``seed``.
+    TypeError
+        ``full`` not a bool; ``seed`` not an int.
+    """
+    backend, full, seed = _check_run_arguments(backend, full, seed)
     rows = []
     for part in progress(range(5), desc="validation.symmetry"):
         if part == 0:
