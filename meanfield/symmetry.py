@@ -82,6 +82,13 @@ MAX_PROPAGATION_DEPTH = 10**5
 MAX_PROPAGATION_WORK = 10**9
 
 
+def _int(n: object, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """:func:`meanfield._checks.check_int`, with complex numbers a ``TypeError`` (the library's rule)."""
+    if isinstance(n, (complex, np.complexfloating)) or (isinstance(n, np.ndarray) and n.dtype.kind == "c"):
+        raise TypeError(f"{name} must be an integer, got the complex {n!r}")
+    return check_int(n, name, minimum, maximum)
+
+
 def _weight(w: ArrayLike, name: str = "W") -> np.ndarray:
     w = as_float_array(w, name)
     if w.ndim not in (2, 3, 4):
@@ -263,7 +270,7 @@ def effective_width(c_f: ArrayLike, n: int) -> float | np.ndarray:
         Complex ``c_f``.
     """
     c = check_correlation(c_f, "c_f")
-    n = check_int(n, "n", 1, 2**53)
+    n = _int(n, "n", 1, 2**53)
     out = 1.0 + (n - 1) * np.sqrt(1.0 - np.asarray(c) ** 2)
     return float(out) if np.ndim(out) == 0 else out
 
@@ -342,10 +349,10 @@ def closed_form_correlations(
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
     if n_out is not None:
-        n_out = check_int(n_out, "n_out", 2)
+        n_out = _int(n_out, "n_out", 2)
     if n_in is not None:
-        n_in = check_int(n_in, "n_in", 1)
-    replicas = check_int(replicas, "replicas", 1)
+        n_in = _int(n_in, "n_in", 1)
+    replicas = _int(replicas, "replicas", 1)
     if n_out is not None and replicas > n_out:
         raise ValueError(f"replicas must be <= n_out = {n_out}, got {replicas}")
     if gamma is not None:
@@ -407,7 +414,7 @@ def perturbation_ratio(a: ArrayLike, axis: int = -1) -> float:
     a = as_float_array(a, "a")
     if a.ndim == 0:
         raise ValueError("a must have a channel axis")
-    axis = check_int(axis, "axis", -a.ndim, a.ndim - 1)
+    axis = _int(axis, "axis", -a.ndim, a.ndim - 1)
     if a.size == 0:
         raise ValueError(f"a must not be empty, got shape {a.shape}")
     return _ratio(a, axis)
@@ -600,8 +607,8 @@ def subnetwork_counts(d: int, n_layers: int, include_empty: bool = True) -> Subn
         ``include_empty`` not a bool.
     """
     include_empty = check_bool(include_empty, "include_empty")
-    d = check_int(d, "d", 1)
-    n_layers = check_int(n_layers, "n_layers", 1)
+    d = _int(d, "d", 1)
+    n_layers = _int(n_layers, "n_layers", 1)
     if d * n_layers > MAX_SUBNETWORK_BITS:
         raise ValueError(
             f"d * n_layers must be <= {MAX_SUBNETWORK_BITS} (MAX_SUBNETWORK_BITS: the exact counts have "

@@ -1050,3 +1050,30 @@ def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):
 
     with deadline(5.0), pytest.raises(error, match=next(iter(kwargs))):
         V.run(**kwargs)
+
+
+COMPLEX_INTEGER_ARGUMENTS = {
+    "n_layers": lambda c: L.n_binary_parameters(c),
+    "width": lambda c: L.n_binary_parameters(7, c),
+    "c": lambda c: L.decode_configuration(c),
+    "grid_size": lambda c: L.regression_task(c, rng=0),
+    "n_components": lambda c: L.regression_task(3, n_components=c, rng=0),
+    "top_bits": lambda c: L.binary_landscape("plain", np.ones((2, 2)), np.ones(2), n_layers=3, top_bits=c),
+    "n_weights": lambda c: L.mode_offsets("plain", c),
+    "n": lambda c: L.folded_orthogonal(c, 1),
+    "n_orthonormal": lambda c: L.folded_orthogonal(4, c),
+    "n ": lambda c: L.column_covariance_spectrum(c, 0.1),
+    "k": lambda c: L.rescaling_deviation("plain", np.ones((2, 2)), [np.eye(2)] * 3, c, 2),
+    "l": lambda c: L.rescaling_deviation("plain", np.ones((2, 2)), [np.eye(2)] * 3, 0, c),
+    "widths": lambda c: L.permutation_counts([c]),
+    "n_classes": lambda c: L.permutation_counts(4, c),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_INTEGER_ARGUMENTS))
+@pytest.mark.parametrize("value", [2 + 0j, np.complex128(2), np.array(2 + 1j)])
+def test_complex_integer_arguments_are_type_errors(name, value):
+    """Integer arguments given a complex number raised ValueError ('must be an integer'); the library's
+    rule is TypeError for complex input."""
+    with pytest.raises(TypeError, match=name.strip()):
+        COMPLEX_INTEGER_ARGUMENTS[name](value)

@@ -589,3 +589,22 @@ def test_docstring_examples_pass(module):
     """Packaging issue: the modules' >>> examples run (python -m pytest --doctest-modules)."""
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+COMPLEX_INTEGER_ARGUMENTS = {
+    "n": lambda c: symmetry.effective_width(0.5, c),
+    "n_out": lambda c: symmetry.closed_form_correlations("random", n_out=c),
+    "n_in": lambda c: symmetry.closed_form_correlations("random", n_in=c),
+    "replicas": lambda c: symmetry.closed_form_correlations("random", replicas=c),
+    "axis": lambda c: symmetry.perturbation_ratio(np.ones((2, 2)), axis=c),
+    "d": lambda c: symmetry.subnetwork_counts(c, 2),
+    "n_layers": lambda c: symmetry.subnetwork_counts(2, c),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_INTEGER_ARGUMENTS))
+@pytest.mark.parametrize("value", [1 + 0j, np.complex128(1), np.array(1 + 1j)])
+def test_complex_integer_arguments_are_type_errors(name, value):
+    """Integer arguments given a complex number raised ValueError; complex input is a TypeError."""
+    with pytest.raises(TypeError, match=name):
+        COMPLEX_INTEGER_ARGUMENTS[name](value)

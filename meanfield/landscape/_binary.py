@@ -19,9 +19,9 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._checks import as_float_array, check_bool, check_int, check_rng, check_scalar
+from .._checks import as_float_array, check_bool, check_rng, check_scalar
 from .._results import Result
-from ._common import _check_architecture
+from ._common import _check_architecture, _int
 
 __all__ = [
     "ARCHITECTURES",
@@ -111,8 +111,8 @@ def regression_task(
         A complex, boolean or non-numeric ``extent``; an ``rng`` that is not None, an int or a
         Generator.
     """
-    grid_size = check_int(grid_size, "grid_size", minimum=2, maximum=1000)
-    n_components = check_int(n_components, "n_components", minimum=1, maximum=10_000)
+    grid_size = _int(grid_size, "grid_size", minimum=2, maximum=1000)
+    n_components = _int(n_components, "n_components", minimum=1, maximum=10_000)
     extent = check_scalar(extent, "extent")
     if extent <= 0 or not math.isfinite(math.pi / extent):
         raise ValueError(f"extent must be a finite number > 0 (and pi / extent finite), got {extent!r}")
@@ -162,8 +162,8 @@ def n_binary_parameters(n_layers: int = 7, width: int = 2, output_bias_bit: bool
     TypeError
         ``output_bias_bit`` not a bool.
     """
-    n_layers = check_int(n_layers, "n_layers", minimum=3)
-    width = check_int(width, "width", minimum=1)
+    n_layers = _int(n_layers, "n_layers", minimum=3)
+    width = _int(width, "width", minimum=1)
     output_bias_bit = check_bool(output_bias_bit, "output_bias_bit")
     return (n_layers - 2) * width * width + width + int(output_bias_bit)
 
@@ -209,7 +209,7 @@ def decode_configuration(
             f"{MAX_DECODE_PARAMETERS} (MAX_DECODE_PARAMETERS) are decoded"
         )
     n_layers, width = int(n_layers), int(width)
-    c = check_int(c, "c", minimum=0)
+    c = _int(c, "c", minimum=0)
     if c.bit_length() > n:
         raise ValueError(f"c must be < 2^{n} (the net has {n} binary parameters), got {c}")
     raw = np.frombuffer(c.to_bytes((n + 7) // 8, "big"), dtype=np.uint8)
@@ -598,7 +598,7 @@ def binary_landscape(
     t = as_float_array(targets, "targets")
     if t.shape != (x.shape[0],):
         raise ValueError(f"targets must have shape ({x.shape[0]},) to match inputs, got {t.shape}")
-    n_layers = check_int(n_layers, "n_layers", minimum=3, maximum=64)
+    n_layers = _int(n_layers, "n_layers", minimum=3, maximum=64)
     output_bias_bit = check_bool(output_bias_bit, "output_bias_bit")
     width = x.shape[1]
     n_h = n_layers - 2
@@ -622,7 +622,7 @@ def binary_landscape(
         b = as_float_array(biases, "biases")
         if b.shape != (n_h + 1, width):
             raise ValueError(f"biases must have shape (n_layers - 1, width) = {(n_h + 1, width)}, got {b.shape}")
-    top_bits = check_int(top_bits, "top_bits", minimum=0)
+    top_bits = _int(top_bits, "top_bits", minimum=0)
     top_bits = min(top_bits, n)
     group_of_bit = np.empty(n, dtype=np.int64)
     for j in range(n):

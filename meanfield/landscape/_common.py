@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._checks import as_float_array, check_scalar
+from .._checks import as_float_array, check_int, check_scalar
 
 #: Largest number of unknowns of an integrated flow (:func:`mode_flow`, :func:`three_layer_flow`):
 #: LSODA's stiff steps factorise a dense Jacobian of this size.
@@ -33,6 +33,13 @@ def _check_architecture(architecture: object, allowed: Iterable[str]) -> str:
     if architecture not in allowed:
         raise ValueError(f"architecture must be one of {list(allowed)}, got {architecture!r}")
     return architecture
+
+
+def _int(n: object, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """:func:`meanfield._checks.check_int`, with complex numbers a ``TypeError`` (the library's rule)."""
+    if isinstance(n, (complex, np.complexfloating)) or (isinstance(n, np.ndarray) and n.dtype.kind == "c"):
+        raise TypeError(f"{name} must be an integer, got the complex {n!r}")
+    return check_int(n, name, minimum, maximum)
 
 
 class _FlowBudgetExceeded(Exception):

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._checks import as_float_array, check_int, check_scalar
+from .._checks import as_float_array, check_scalar
 from .._results import Result
-from ._common import MAX_FLOW_DIMENSION, _check_architecture, _check_times, _check_tolerances, _integrate
+from ._common import MAX_FLOW_DIMENSION, _check_architecture, _check_times, _check_tolerances, _int, _integrate
 
 __all__ = [
     "ModeTrajectory",
@@ -58,7 +58,7 @@ def mode_offsets(architecture: str, n_weights: int) -> np.ndarray:
         ``architecture`` not a str.
     """
     _check_architecture(architecture, _MODE_ARCHITECTURES)
-    n_weights = check_int(n_weights, "n_weights", minimum=1, maximum=MAX_MODE_LAYERS)
+    n_weights = _int(n_weights, "n_weights", minimum=1, maximum=MAX_MODE_LAYERS)
     if architecture == "plain":
         return np.zeros(n_weights)
     if architecture == "residual":

@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-from .._checks import check_bool, check_int, check_rng, check_scalar
+from .._checks import check_bool, check_rng, check_scalar
+from ._common import _int
 
 __all__ = ["column_covariance_spectrum", "controlled_skip_matrix", "folded_orthogonal", "supp4_skip_matrix"]
 
@@ -64,8 +65,8 @@ def folded_orthogonal(n: int, n_orthonormal: int, rng: int | np.random.Generator
     TypeError
         An ``rng`` that is not None, an int or a Generator.
     """
-    n = check_int(n, "n", minimum=1, maximum=MAX_SKIP_SIZE)
-    k = check_int(n_orthonormal, "n_orthonormal", minimum=1, maximum=n)
+    n = _int(n, "n", minimum=1, maximum=MAX_SKIP_SIZE)
+    k = _int(n_orthonormal, "n_orthonormal", minimum=1, maximum=n)
     f = n // k
     if n % k or f & (f - 1):
         raise ValueError(f"n_orthonormal must be n / 2^f for an integer f >= 0 (n = {n}), got {k}")
@@ -74,7 +75,7 @@ def folded_orthogonal(n: int, n_orthonormal: int, rng: int | np.random.Generator
 
 
 def _check_n_tau(n, tau, limit=True):
-    n = check_int(n, "n", minimum=1, maximum=MAX_SKIP_SIZE if limit else None)
+    n = _int(n, "n", minimum=1, maximum=MAX_SKIP_SIZE if limit else None)
     tau = check_scalar(tau, "tau")
     if tau < 0:
         raise ValueError(f"tau must be >= 0 (0: orthogonal), got {tau!r}")

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._checks import as_float_array, check_int, check_scalar
+from .._checks import as_float_array, check_scalar
 from .._results import Result
-from ._common import _check_architecture
+from ._common import _check_architecture, _int
 
 __all__ = ["PermutationCounts", "permutation_counts", "rescaling_deviation", "skip_network"]
 
@@ -176,8 +176,8 @@ def rescaling_deviation(
     n = len(ws)
     if n < 2:
         raise ValueError(f"weights must hold at least 2 matrices to rescale a pair, got {n}")
-    k = check_int(k, "k", minimum=0, maximum=n - 2)
-    l = check_int(l, "l", minimum=k + 1, maximum=n - 1)
+    k = _int(k, "k", minimum=0, maximum=n - 2)
+    l = _int(l, "l", minimum=k + 1, maximum=n - 1)
     g = check_scalar(g, "g")
     if not g > 0:
         raise ValueError(f"g must be a finite number > 0, got {g!r}")
@@ -315,7 +315,7 @@ def permutation_counts(widths: int | Sequence[int], n_classes: int | Sequence[in
     >>> permutation_counts([3, 4]).undifferentiated  # 3! 4!
     144
     """
-    ws = [check_int(n, "widths", minimum=1, maximum=MAX_FACTORIAL_ARGUMENT) for n in _count_list(widths, "widths")[0]]
+    ws = [_int(n, "widths", minimum=1, maximum=MAX_FACTORIAL_ARGUMENT) for n in _count_list(widths, "widths")[0]]
     total = sum(ws)
     if total > MAX_FACTORIAL_ARGUMENT:
         raise ValueError(
@@ -323,7 +323,7 @@ def permutation_counts(widths: int | Sequence[int], n_classes: int | Sequence[in
             f"integers), got {total}"
         )
     ks, scalar = _count_list(n_classes, "n_classes")
-    ks = [check_int(k, "n_classes", minimum=1, maximum=MAX_FACTORIAL_ARGUMENT) for k in ks]
+    ks = [_int(k, "n_classes", minimum=1, maximum=MAX_FACTORIAL_ARGUMENT) for k in ks]
     if scalar:
         ks = ks * len(ws)
     elif len(ks) != len(ws):
