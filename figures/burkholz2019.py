@@ -26,7 +26,7 @@ import numpy as np
 
 from meanfield import finite_width as fw
 from meanfield.data import load_digits
-from meanfield.validation._finite_width_networks import simulate_squared_norms
+from meanfield.validation.simulators import simulate_squared_norms
 
 from ._common import by_size, colors, figure, plt, progress, rng_kwargs, save_figure, streams, title
 
