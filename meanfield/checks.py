@@ -52,19 +52,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import (
-    as_float_array,
-    check_bool,
-    check_correlation,
-    check_covariance,
-    check_finite,
-    check_int,
-    check_nonnegative,
-    check_positive,
-    check_probability_vector,
-    check_rng,
-    check_scalar,
-)
+from . import _checks
 
 __all__ = [
     "as_float_array",
@@ -82,6 +70,134 @@ __all__ = [
     "check_variance_vector",
     "resolve_spatial_shape",
 ]
+
+
+# --- the checks of meanfield._checks, typed and documented here ------------------------------------
+
+
+def as_float_array(x: ArrayLike, name: str) -> np.ndarray:
+    """``x`` as a contiguous float64 array (a scalar stays 0-d).
+
+    Raises
+    ------
+    TypeError
+        Complex input.
+    ValueError
+        Non-numeric input, NaN or infinity.
+    """
+    return _checks.as_float_array(x, name)
+
+
+def check_finite(x: ArrayLike, name: str) -> np.ndarray:
+    """Alias of :func:`as_float_array` for readability at call sites."""
+    return _checks.check_finite(x, name)
+
+
+def check_scalar(x: object, name: str) -> float:
+    """One finite real number (Python or NumPy number, or a 0-d array).
+
+    Raises
+    ------
+    TypeError
+        Arrays, complex numbers, bools and strings.
+    ValueError
+        NaN or infinity.
+    """
+    return _checks.check_scalar(x, name)
+
+
+def check_int(n: object, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer (not a bool; a float with an integral value is accepted) in ``[minimum, maximum]``.
+
+    Raises
+    ------
+    ValueError
+        A non-integer or a value out of range (the message names the argument and the range).
+    """
+    return _checks.check_int(n, name, minimum, maximum)
+
+
+def check_bool(flag: object, name: str) -> bool:
+    """A real boolean (``bool`` or ``numpy.bool_``).
+
+    Raises
+    ------
+    TypeError
+        Anything else (``0``, ``1``, ``"yes"``, ``None``, ...).
+    """
+    return _checks.check_bool(flag, name)
+
+
+def check_nonnegative(x: ArrayLike, name: str) -> float | np.ndarray:
+    """Finite real numbers ``>= 0``: a float for scalar input, else a float64 array.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`as_float_array`; a negative entry (``ValueError``).
+    """
+    return _checks.check_nonnegative(x, name)
+
+
+def check_positive(x: ArrayLike, name: str) -> float | np.ndarray:
+    """Finite real numbers ``> 0``: a float for scalar input, else a float64 array.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`as_float_array`; an entry ``<= 0`` (``ValueError``).
+    """
+    return _checks.check_positive(x, name)
+
+
+def check_correlation(c: ArrayLike, name: str = "c") -> float | np.ndarray:
+    """Correlations in ``[-1, 1]``: a float for scalar input, else a float64 array.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`as_float_array`; an entry outside ``[-1, 1]`` (``ValueError``).
+    """
+    return _checks.check_correlation(c, name)
+
+
+def check_covariance(cov: ArrayLike, name: str = "cov") -> np.ndarray:
+    """A finite, symmetric, positive semi-definite matrix (or stack ``(..., D, D)``), symmetrised.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`as_float_array`; not square, not symmetric or not PSD (``ValueError``).
+    """
+    return _checks.check_covariance(cov, name)
+
+
+def check_probability_vector(v: ArrayLike, name: str = "v", atol: float = 1e-10) -> np.ndarray:
+    """Non-empty, non-negative entries summing to 1 (to ``atol``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`as_float_array`; empty, negative or a sum other than 1 (``ValueError``).
+    """
+    return _checks.check_probability_vector(v, name, atol)
+
+
+def check_rng(rng: None | int | np.random.SeedSequence | np.random.Generator = None) -> np.random.Generator:
+    """The library's one randomness rule: a ``numpy.random.Generator`` from ``rng``.
+
+    ``None`` draws fresh OS entropy; a non-negative ``int`` ``n`` gives exactly the stream of
+    ``numpy.random.default_rng(n)``; a ``SeedSequence`` seeds a new Generator; a ``Generator`` is
+    used as it is (and advanced).
+
+    Raises
+    ------
+    TypeError
+        A bool, float, string or any other object.
+    ValueError
+        A negative int.
+    """
+    return _checks.check_rng(rng)
 
 
 def check_variance(x: object, name: str) -> float:

@@ -8,7 +8,7 @@ import pytest
 from meanfield import dense
 from meanfield.data import gaussian_inputs
 from meanfield.validation.report import Z_DEFAULT, mean_and_stderr
-from meanfield.validation.networks import simulate_dense
+from meanfield.validation.simulators import simulate_dense
 
 #: Networks per width; the verdict is Richardson-extrapolated in the width (as validation.dense).
 N_NETWORKS = 120

@@ -190,10 +190,11 @@ class _Scanner(ast.NodeVisitor):
             if alias.name == "*":
                 continue
             full = f"{source}.{alias.name}"
-            if _is_private(alias.name):
-                self._use(source, alias.name)
-            if full in MODULES:
+            if full in MODULES:  # a submodule: judged as a module path (private ones only inside their package)
+                self._module_path(full)
                 self.aliases[alias.asname or alias.name] = full
+            elif _is_private(alias.name):
+                self._use(source, alias.name)
 
     # attribute access -----------------------------------------------------------------------
 
@@ -289,7 +290,7 @@ def test_scanner_catches_each_form():
     assert _offences_of("from ._common import check_elements\nfrom meanfield.validation._runner import progress", v) == []
     # (b) inside meanfield: private shared modules yes, another module's private names no
     m = "meanfield/conv.py"
-    assert _offences_of("from ._checks import check_rng\nfrom .init._args import int_arg", m) == []
+    assert _offences_of("from ._checks import check_rng\nfrom .init._args import int_arg\nfrom . import _checks", m) == []
     assert _offences_of("from ._common import _int", "meanfield/landscape/_binary.py") == []
     assert _offences_of("from .dense import _map_stack", m) == [f"{m}: meanfield.dense._map_stack"]
     assert _offences_of("from . import dense\ndense._HOMOGENEOUS", m) == [f"{m}: meanfield.dense._HOMOGENEOUS"]

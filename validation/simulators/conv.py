@@ -292,6 +292,13 @@ def simulate_conv(
     -----
     Seed 003, eqs. 2.1-2.5 (forward covariance map), 2.15-2.16 (backward) and Fig. S2 (weight
     gradients).
+
+    Examples
+    --------
+    >>> sim = simulate_conv(np.eye(6), "tanh", 1.5, 0.05, np.full(3, 1 / 3), depth=2, width=8, n_networks=4,
+    ...                     gradients=True, rng=0)
+    >>> sim.cov.shape, sim.weight_grad_sq.shape
+    ((4, 3, 1, 6, 6), (4, 2, 1))
     """
     b = get_backend(backend)
     xp = b.xp

@@ -158,6 +158,15 @@ def simulate_dense(
     -----
     The finite-width networks behind the mean-field recursion of seed 003, eqs. 2.2-2.4 in the
     one-tap (dense) case, and the backward variance of its eq. 2.16.
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).standard_normal((2, 50))
+    >>> sim = simulate_dense(x, "relu", 2.0, 0.0, depth=3, width=64, n_networks=8, rng=1)
+    >>> sim.cov.shape                     # (networks, layers, inputs, inputs)
+    (8, 4, 2, 2)
+    >>> bool(np.allclose(sim.cov, sim.cov_normalized * np.exp(sim.log_scale)[..., None, None]))
+    True
     """
     b = get_backend(backend)
     xp = b.xp

@@ -209,6 +209,12 @@ def simulate_pair(
     Notes
     -----
     Seed 001, Prop. 2 and Thm. 5 (the joint law of two outputs of one layer).
+
+    Examples
+    --------
+    >>> sim = simulate_pair(np.ones(4), np.arange(4.0), width=16, sigma_w2=2 / 16, sigma_b2=0.0, n_networks=5, rng=0)
+    >>> sim.inner.shape, bool(np.all(np.abs(sim.cosine) <= 1))
+    ((5,), True)
     """
     be = get_backend(backend)
     xp = be.xp

@@ -156,6 +156,12 @@ def layer_moments(
     Notes
     -----
     Seed 002, Prop. 4.3 (the moments whose recursion the kurtosis matrices A^(l) describe).
+
+    Examples
+    --------
+    >>> m = layer_moments([4, 4, 4], slope=0.1, n_networks=3, rng=0)
+    >>> m.m4.shape, bool(np.all(m.m4 > 0))
+    ((3, 3), True)
     """
     b = get_backend(backend)
     xp = b.xp

@@ -173,9 +173,13 @@ class ConstNet:
     def forward(self, x: ArrayLike, dropout: float = 0.0, rng: Any = None, keep: bool = False) -> Any:
         """Logits; with ``keep=True`` also the list of pre-activations ``a^0, a^1, ...``.
 
-        ``rng`` (a Generator of the network's backend) draws the dropout masks when ``dropout > 0``.
+        ``rng`` (None, an int, a SeedSequence, a NumPy Generator or one of the network's backend)
+        draws the dropout masks when ``dropout > 0``; ``dropout`` in [0, 1), ``keep`` a bool.
         """
         b = get_backend(self.backend)
+        dropout = _fraction(dropout, "dropout")
+        keep = check_bool(keep, "keep")
+        rng = b.rng(rng) if dropout > 0 or rng is not None else None
         xp = b.xp
         sd, s = self.spatial_dims, self.stride
         p = self.params
@@ -306,8 +310,14 @@ class LeakyNet:
         return activation_fn(get_activation("leaky_relu", slope=self.slope), self.backend)
 
     def forward(self, x: ArrayLike, dropout: float = 0.0, rng: Any = None, keep: bool = False) -> Any:
-        """Logits; with ``keep=True`` also the pre-activations ``h^0 .. h^depth``."""
+        """Logits; with ``keep=True`` also the pre-activations ``h^0 .. h^depth``.
+
+        ``rng`` draws the dropout masks when ``dropout > 0`` (as in :meth:`ConstNet.forward`).
+        """
         b = get_backend(self.backend)
+        dropout = _fraction(dropout, "dropout")
+        keep = check_bool(keep, "keep")
+        rng = b.rng(rng) if dropout > 0 or rng is not None else None
         sd, p = self.spatial_dims, self.params
         phi = self._phi()[0]
         h = periodic_conv(b.asarray(x), p["first"], sd, b)
@@ -569,7 +579,18 @@ def looks_linear_delta_orthogonal_forward(
 
     Notes
     -----
-    Seed 000, App. B, eqs. 7-9: the network is linear on the augmented input, ``h^l = [U_l ... U_1 x, 0]``.
+    Seed 000, App. B, eqs. 7-9: the network is linear on the augmented input,
+    ``h^l = [v^l, -v^l]`` with ``v^l = U_l ... U_1 x`` (``relu(v) - relu(-v) = v``).
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).standard_normal((2, 5, 2))   # batch 2, 5 positions, width / 2 = 2
+    >>> out = looks_linear_delta_orthogonal_forward(x, depth=3, width=4, kernel_shape=3, rng=0)
+    >>> v = x
+    >>> for u in out.us:
+    ...     v = v @ u.T
+    >>> bool(np.allclose(out.pre[-1], np.concatenate([v, -v], axis=-1)))
+    True
     """
     rng = check_rng(rng)
     x = as_float_array(x, "x")
