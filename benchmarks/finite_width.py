@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Callable
 
 import numpy as np
 from scipy import integrate, special, stats
@@ -24,7 +25,7 @@ from scipy import integrate, special, stats
 from meanfield import finite_width as fw
 
 
-def _time(f, repeat=3):
+def _time(f: Callable[[], object], repeat: int = 3) -> float:
     best = math.inf
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -33,7 +34,7 @@ def _time(f, repeat=3):
     return best
 
 
-def bench_eigenvalue():
+def bench_eigenvalue() -> None:
     m = np.linspace(-6, -0.6, 200)
     for n in (20, 1000):
         sw = 2.0 / n
@@ -62,7 +63,7 @@ def bench_eigenvalue():
     print(f"one eigenvalue N=20: closed form {t_1 * 1e6:.0f} us, quadrature {t_q * 1e3:.0f} ms (ratio {t_q / t_1:.0f})")
 
 
-def bench_operator():
+def bench_operator() -> None:
     n, sw = 200, 0.01  # He: sigma_w2 = sw * n = 2
     grid = np.linspace(0, 60, 301)
     t_fast = _time(lambda: fw.discretize_operator(grid, n, sw * n, nodes_per_cell=2), repeat=2)
@@ -84,7 +85,7 @@ def bench_operator():
           f"(ratio {t_naive / t_fast:.1f})")
 
 
-def bench_cosine():
+def bench_cosine() -> None:
     for n in (100, 200):
         t = _time(lambda: fw.cosine_similarity_samples(n, 0.5, n_samples=1_000_000, rng=0), repeat=1)
         t32 = _time(lambda: fw.cosine_similarity_samples(n, 0.5, n_samples=1_000_000, rng=0, dtype=np.float32), repeat=1)
