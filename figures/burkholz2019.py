@@ -26,6 +26,8 @@ conversion (``Layer.unscaled_sigma_w2``) happens at that call. Both values are r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from meanfield import finite_width as fw
@@ -40,13 +42,13 @@ __all__ = ["FIGURES", "fig_1a", "fig_1b", "fig_2", "fig_thm5"]
 PAPER = "Burkholz & Dubatovka 2019"
 
 
-def _save(func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes=""):
+def _save(func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes="") -> list[Path]:
     return save_figure(fig, out_dir, name, data, paper=func.paper, figure=func.figure, seed=seed, size=size,
                        backend=backend, params=params, axes=axes, units=units, notes=notes)
 
 
 @figure(paper=PAPER, figure="Fig. 1a", honours_backend=True)
-def fig_1a(out_dir, *, size, backend, seed):
+def fig_1a(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     """Squared-norm laws at depths 0..9, N = 200, He: theory lines and network histograms.
 
     Notes
@@ -100,7 +102,7 @@ def fig_1a(out_dir, *, size, backend, seed):
                  notes="sigma_w2_unscaled is the paper's per-weight variance (2/N); sigma_w2 the library's (times fan_in = N)")
 
 
-def _operator_ratio(m_values, n, sigma_w2, pts):
+def _operator_ratio(m_values, n: int, sigma_w2: float, pts: int) -> np.ndarray:
     edges = np.concatenate([[0.0], np.logspace(-6, 6, pts)])
     op = fw.discretize_operator(edges, n, sigma_w2, nodes_per_cell=2)
     e = edges[1:]
@@ -114,7 +116,7 @@ def _operator_ratio(m_values, n, sigma_w2, pts):
 
 
 @figure(paper=PAPER, figure="Fig. 1b", honours_backend=False)
-def fig_1b(out_dir, *, size, backend, seed):
+def fig_1b(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     """Eigenvalues vs m (He): derived eq. 8, printed eq. 8, discretised operator.
 
     Notes
@@ -175,7 +177,7 @@ def fig_1b(out_dir, *, size, backend, seed):
 
 
 @figure(paper=PAPER, figure="Fig. 2", honours_backend=False)
-def fig_2(out_dir, *, size, backend, seed):
+def fig_2(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     """Cosine-similarity laws for <x1, x2> = 0, 0.25, 0.5, 0.75 and N = 100, 200.
 
     Notes
@@ -216,7 +218,7 @@ def fig_2(out_dir, *, size, backend, seed):
 
 
 @figure(paper=PAPER, figure="not in the paper (Thm. 5, eqs. 9-10)", honours_backend=False)
-def fig_thm5(out_dir, *, size, backend, seed):
+def fig_thm5(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     """Thm. 5: ReLU correlation map against the identity, and eq. 9 against its linearisation eq. 10.
 
     Notes

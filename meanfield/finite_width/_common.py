@@ -36,24 +36,24 @@ MAX_QUANTILES = 2**24
 # --------------------------------------------------------------------------------------------------
 
 
-def int_arg(n, name: str, minimum: int, maximum: int | None = None) -> int:
+def int_arg(n: object, name: str, minimum: int, maximum: int | None = None) -> int:
     """An integer in range; complex input is a ``TypeError`` (never a dropped imaginary part)."""
     if isinstance(n, (complex, np.complexfloating)):
         raise TypeError(f"{name} must be an integer, got the complex {n!r}")
     return check_int(n, name, minimum, maximum)
 
 
-def width_arg(width, name: str = "width") -> int:
+def width_arg(width: object, name: str = "width") -> int:
     """``1 <= width <= MAX_WIDTH``."""
     return int_arg(width, name, 1, MAX_WIDTH)
 
 
-def fan_in_arg(fan_in, width: int, name: str = "fan_in") -> int:
+def fan_in_arg(fan_in: object, width: int, name: str = "fan_in") -> int:
     """The fan-in ``1 <= fan_in <= MAX_WIDTH``; ``None`` means ``width`` (square weight matrices)."""
     return width if fan_in is None else int_arg(fan_in, name, 1, MAX_WIDTH)
 
 
-def nonneg(x, name: str) -> float:
+def nonneg(x: object, name: str) -> float:
     """A finite real scalar ``>= 0`` (bools, complex, strings and arrays rejected)."""
     v = check_scalar(x, name)
     if v < 0:
@@ -61,7 +61,7 @@ def nonneg(x, name: str) -> float:
     return v
 
 
-def positive(x, name: str) -> float:
+def positive(x: object, name: str) -> float:
     v = check_scalar(x, name)
     if v <= 0:
         raise ValueError(f"{name} must be > 0, got {v!r}")
@@ -79,7 +79,7 @@ def unscaled(sigma_w2: float, fan_in: int, name: str = "sigma_w2") -> float:
     return v
 
 
-def real_array(x, name: str) -> np.ndarray:
+def real_array(x: object, name: str) -> np.ndarray:
     """A finite float64 array of real numbers; bools, complex numbers, strings and objects raise ``TypeError``."""
     if x is None or isinstance(x, (str, bytes)) or np.iscomplexobj(x):
         raise TypeError(f"{name} must be a real number or array of real numbers, got {type(x).__name__}")
@@ -92,14 +92,14 @@ def real_array(x, name: str) -> np.ndarray:
     return as_float_array(arr, name)
 
 
-def nonneg_array(x, name: str) -> np.ndarray:
+def nonneg_array(x: object, name: str) -> np.ndarray:
     arr = real_array(x, name)
     if np.any(arr < 0):
         raise ValueError(f"{name} must be >= 0, got values down to {float(arr.min())!r}")
     return arr
 
 
-def correlation(rho, name: str = "rho") -> float | np.ndarray:
+def correlation(rho: object, name: str = "rho") -> float | np.ndarray:
     arr = real_array(rho, name)
     if np.any(np.abs(arr) > 1.0):
         raise ValueError(f"{name} must lie in [-1, 1], got {rho!r}")
@@ -111,13 +111,13 @@ def check_size(n_elements: int, what: str) -> None:
         raise ValueError(f"{what} would need {n_elements} float64 numbers (more than 2**29 = 4 GiB); reduce it")
 
 
-def check_method(method) -> str:
+def check_method(method: object) -> str:
     if not isinstance(method, str) or method not in ("auto", "closed", "fft"):
         raise ValueError(f"method must be 'auto', 'closed' or 'fft', got {method!r}")
     return method
 
 
-def check_grid(grid) -> np.ndarray:
+def check_grid(grid: object) -> np.ndarray:
     g = real_array(grid, "grid")
     if g.ndim != 1 or g.size < 2:
         raise ValueError(f"grid must be a 1-d array of at least 2 cell edges, got shape {g.shape}")
@@ -133,7 +133,7 @@ def is_equidistant(g: np.ndarray) -> bool:
     return bool(np.allclose(steps, steps[0], rtol=1e-9, atol=0.0))
 
 
-def check_pair(v11, v22, v12) -> tuple[float, float, np.ndarray, np.ndarray, float]:
+def check_pair(v11: object, v22: object, v12: object) -> tuple[float, float, np.ndarray, np.ndarray, float]:
     """``v11, v22 > 0`` (scalars), ``v12`` (array), ``rho = v12 / sqrt(v11 v22)`` and ``sqrt(v11 v22)`` without overflow."""
     v11 = positive(v11, "v11")
     v22 = positive(v22, "v22")
@@ -146,7 +146,7 @@ def check_pair(v11, v22, v12) -> tuple[float, float, np.ndarray, np.ndarray, flo
     return v11, v22, v12, np.clip(rho, -1.0, 1.0), scale
 
 
-def exp_or_raise(log_values, name: str, alternative: str) -> float | np.ndarray:
+def exp_or_raise(log_values: object, name: str, alternative: str) -> float | np.ndarray:
     """``exp`` of a finite log, or ``ValueError`` naming ``alternative`` when it leaves the normal float64 range."""
     lv = np.asarray(log_values, dtype=np.float64)
     if lv.size and (np.max(lv) > LOG_MAX or np.min(lv) < LOG_TINY):
