@@ -33,11 +33,11 @@ quantities are dimensionless (variances of pre-activations in units of the input
 from __future__ import annotations
 
 import numpy as np
+from meanfield.validation.simulators import simulate_conv, simulate_dense
 
 from meanfield import conv, dense
 from meanfield.data import gaussian_inputs
 from meanfield.init import conv_singular_values
-from meanfield.validation.simulators import simulate_conv, simulate_dense
 
 from ._common import (
     by_size,
@@ -385,7 +385,7 @@ def fig_s4(out_dir, *, size, backend, seed):
     mean-field map. Modes whose mean is at or below :data:`FIG_S4_FLOOR` (or zero) are drawn on the
     floor with a triangle.
     """
-    from meanfield.validation.conv import fig_s4_setup, fig_s4_theory, simulate_fig_s4  # noqa: PLC0415
+    from meanfield.validation.conv import fig_s4_setup, fig_s4_theory, simulate_fig_s4
 
     depth = by_size(size, smoke=4, default=20, full=40)
     channels, n_net = by_size(size, smoke=(16, 4), default=(256, 32), full=(1024, 64))

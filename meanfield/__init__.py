@@ -14,6 +14,7 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``data``          Input sets: synthetic Gaussian inputs, embedded digits, MNIST / CIFAR-10 readers.
 ``checks``        The argument checks every layer validates its inputs with.
 ``backend``       Array backends (NumPy, CuPy) of the weight samplers and the simulators.
+``numerics``      Numerical helpers: the one Richardson extrapolation.
 
 :class:`Result` is the base class of every result dataclass (frozen, with ``.replace()``).
 """
@@ -37,6 +38,7 @@ _SUBMODULES = {
     "init",
     "kurtosis",
     "landscape",
+    "numerics",
     "symmetry",
 }
 

@@ -173,7 +173,7 @@ def get_backend(name: str | Backend = "numpy") -> Backend:
         return Backend("numpy", np)
     if name == "cupy":
         try:
-            import cupy  # noqa: PLC0415 - optional dependency imported lazily
+            import cupy
         except ImportError as exc:  # pragma: no cover - depends on the machine
             raise ImportError(
                 "backend='cupy' needs CuPy: install it with `pip install 'meanfield-theory[gpu]'` "
@@ -189,7 +189,7 @@ def available_backends() -> list[str]:
     try:
         get_backend("cupy").xp.cuda.runtime.getDeviceCount()
         names.append("cupy")
-    except Exception:  # noqa: BLE001 - CuPy missing or no device: NumPy only
+    except Exception:
         pass
     return names
 

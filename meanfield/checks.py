@@ -183,7 +183,7 @@ def check_probability_vector(v: ArrayLike, name: str = "v", atol: float = 1e-10)
     return _checks.check_probability_vector(v, name, atol)
 
 
-def check_rng(rng: None | int | np.random.SeedSequence | np.random.Generator = None) -> np.random.Generator:
+def check_rng(rng: int | np.random.SeedSequence | np.random.Generator | None = None) -> np.random.Generator:
     """The library's one randomness rule: a ``numpy.random.Generator`` from ``rng``.
 
     ``None`` draws fresh OS entropy; a non-negative ``int`` ``n`` gives exactly the stream of

@@ -3,10 +3,10 @@ and the validation.conv set-ups at reduced size."""
 
 import numpy as np
 import pytest
-
-from meanfield import conv
 from meanfield.validation import conv as vconv
 from meanfield.validation.simulators import ConvSimulation, conv_kernels, simulate_conv
+
+from meanfield import conv
 
 #: Standard errors allowed: every quantity below is an unbiased estimate (first layer, or the
 #: first backward step from an independent output gradient), so only sampling noise remains;

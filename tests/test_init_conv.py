@@ -145,7 +145,7 @@ def torch_conv_circular(x_cf, weight):
     """PyTorch's Conv1d / Conv2d with ``padding=k // 2, padding_mode="circular"`` and no bias, written
     out from its documented formula: ``out[co, a] = sum_ci sum_t W[co, ci, t] x[ci, (a + t - k // 2) mod n]``
     on channels-first signals ``x_cf`` (c_in, *spatial), weights (c_out, c_in, *k)."""
-    c_out, c_in, *ks = weight.shape
+    c_out, _, *ks = weight.shape
     spatial = x_cf.shape[1:]
     out = np.zeros((c_out,) + spatial)
     for a in np.ndindex(*spatial):

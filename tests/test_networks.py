@@ -3,10 +3,10 @@ backend, and the dense Monte-Carlo simulator (meanfield.validation.simulators)."
 
 import numpy as np
 import pytest
+from meanfield.validation.simulators import simulate_dense
 
 from meanfield import dense
 from meanfield.init import dense_weights, periodic_conv, periodic_conv_transpose
-from meanfield.validation.simulators import simulate_dense
 
 
 def direct_conv_1d(x, k):
@@ -73,8 +73,9 @@ def test_cupy_backend_reports_what_to_install():
 
 def test_simulate_pair_returns_a_frozen_dataclass_that_still_unpacks():
     """Packaging issue: ``simulate_pair`` returned a bare tuple; now a PairSimulation (a Result)."""
-    from meanfield import Result
     from meanfield.validation.simulators import PairSimulation, simulate_pair
+
+    from meanfield import Result
 
     x = np.random.default_rng(0).standard_normal((2, 6))
     sim = simulate_pair(x[0], x[1], 8, 0.3, 0.1, 5, rng=1)
@@ -90,8 +91,9 @@ def test_simulate_pair_returns_a_frozen_dataclass_that_still_unpacks():
 def test_every_result_dataclass_of_the_simulators_is_frozen_with_replace():
     import dataclasses
 
-    from meanfield import Result
     from meanfield.validation import simulators
+
+    from meanfield import Result
 
     classes = [getattr(simulators, n) for n in simulators.__all__ if isinstance(getattr(simulators, n), type)]
     results = [c for c in classes if dataclasses.is_dataclass(c) and c.__name__ not in ("ConstNet", "LeakyNet")]
@@ -139,8 +141,9 @@ def test_the_kurtosis_networks_use_the_activation_table_and_the_samplers():
     slope a (checked against an independent NumPy evaluation of the same stream); GSM networks of
     nonzero_fraction never lose a live signal after the first layer (looks-linear: relu([u, -u]) = 0 only
     if u = 0, and then W maps [relu(u), relu(-u)] to [W0 u, -W0 u])."""
-    from meanfield.init import he_sigma_w2
     from meanfield.validation.simulators import layer_moments, nonzero_fraction
+
+    from meanfield.init import he_sigma_w2
 
     a, n = 0.3, 7
     m = layer_moments([3, 5], a, "gaussian", n, rng=2)
@@ -152,3 +155,13 @@ def test_the_kurtosis_networks_use_the_activation_table_and_the_samplers():
     np.testing.assert_allclose(m.m4[:, 0], np.mean(x**4, axis=1), rtol=1e-15)
     f = nonzero_fraction([4, 4, 4, 4], "gsm", 300, rng=1)
     assert f[0] == 1.0 and f[1] < 1.0 and f[3] == f[2] == f[1]
+
+
+def test_zero_inputs_give_the_bias_only_statistics():
+    """x = 0: the first layer is the bias alone (E h h^T = sigma_b2 11^T), and zero without bias."""
+    sim = simulate_dense(np.zeros((2, 3)), "relu", 2.0, 0.0, 2, 4, 3, gradients=True, rng=0)
+    assert np.all(sim.cov == 0) and np.all(np.isfinite(sim.log_scale))
+    sim = simulate_dense(np.zeros((2, 3)), "tanh", 1.0, 0.5, 1, 256, 64, rng=0)
+    c = sim.cov[:, 0]
+    assert np.all(c[:, 0, 0] == c[:, 0, 1])  # the same bias for both inputs
+    assert abs(c[:, 0, 0].mean() - 0.5) <= 4.5 * c[:, 0, 0].std(ddof=1) / 8

@@ -52,11 +52,7 @@ KNOWN_LEAD_TODO = {
 #: public with a docstring, or the test rewritten against the public API, by the file's owner.
 #: TODO(lead): empty after the owners' fixes merge (the test below fails on a stale entry).
 KNOWN_OWNER_TODO = {
-    # pkg-fw (finite_width, kurtosis, init._metainit; the first four are already fixed on its branch)
-    "benchmarks/finite_width.py: meanfield.finite_width._binomial_log_weights",
-    "benchmarks/finite_width.py: meanfield.finite_width._source_nodes",
-    "tests/test_finite_width.py: meanfield.validation.finite_width._domain_truncation",
-    "tests/test_finite_width.py: meanfield.validation.finite_width._eigen_rows",
+    # pkg-fw (kurtosis, init._metainit): row builders of validation.kurtosis, MetaInit internals, a kurtosis helper
     "tests/test_grzejdziak2023.py: meanfield.validation.kurtosis._fig1_rows",
     "tests/test_grzejdziak2023.py: meanfield.validation.kurtosis._variance_rows",
     "tests/test_kurtosis.py: meanfield.kurtosis._log_kappa_power",
@@ -212,7 +208,7 @@ class _Scanner(ast.NodeVisitor):
         dotted = self._chain(node)
         if dotted is not None and _is_private(node.attr):
             owner = dotted.rpartition(".")[0]
-            if owner in MODULES or _package_of(owner) is not None and owner in self.aliases.values():
+            if owner in MODULES or (_package_of(owner) is not None and owner in self.aliases.values()):
                 self._use(owner, node.attr)
             self.generic_visit(node)
             return

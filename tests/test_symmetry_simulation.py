@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from meanfield.validation.simulators import ConstNet, LeakyNet, replicated_feature_experiment, softmax_xent, train
 
 from meanfield import symmetry
 from meanfield.data import load_digits
-from meanfield.validation.simulators import ConstNet, LeakyNet, replicated_feature_experiment, softmax_xent, train
 
 #: Central finite differences with step 1e-6 on O(1) losses: truncation O(h^2) ~ 1e-12, rounding
 #: ~ 1e-16 / 1e-6 = 1e-10; 1e-6 relative leaves a wide margin and still catches any wrong term.
@@ -182,8 +182,14 @@ def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):
 
 def test_simulator_results_are_frozen_results_and_tuples_still_unpack():
     """Packaging issue: frozen-dataclass results with .replace(); the former tuples still unpack."""
+    from meanfield.validation.simulators import (
+        LooksLinearForward,
+        ReplicatedFeatureResult,
+        TrainingRecord,
+        looks_linear_delta_orthogonal_forward,
+    )
+
     from meanfield import Result
-    from meanfield.validation.simulators import LooksLinearForward, ReplicatedFeatureResult, TrainingRecord, looks_linear_delta_orthogonal_forward
 
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 5, 2))

@@ -7,11 +7,11 @@ import types
 
 import numpy as np
 import pytest
+from meanfield.validation import simulators as N
 
 from meanfield.activations import Activation
 from meanfield.backend import Backend, spawn_sequences, substream
 from meanfield.init import dense_weights, periodic_conv, periodic_conv_transpose
-from meanfield.validation import simulators as N
 
 V3 = np.full(3, 1 / 3)
 X2 = np.random.default_rng(2).standard_normal((2, 6))
@@ -280,7 +280,7 @@ def test_relu_statistics_are_exactly_scale_equivariant_at_any_scale():
         _close(sim.log_scale - base.log_scale, 2 * math.log(s), rtol=1e-12)
         np.testing.assert_allclose(sim.grad_sq, base.grad_sq, rtol=1e-12)  # gradients do not depend on the input scale
         with pytest.raises(ValueError, match="log_scale"):
-            sim.cov
+            sim.cov  # noqa: B018 -- the property raises
     big = N.simulate_dense(X2, "relu", 2e300, 0.0, 3, 16, 4, gradients=True, rng=5)
     np.testing.assert_allclose(big.cov_normalized, base.cov_normalized, rtol=1e-12, atol=1e-15)
     _close(big.log_scale - base.log_scale, np.arange(1, 5) * math.log(1e300), rtol=1e-12)

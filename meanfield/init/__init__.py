@@ -31,18 +31,17 @@ raise ``ValueError`` at once.
 
 from __future__ import annotations
 
-
-from ._conv import *  # noqa: F401,F403
+from ._conv import *  # noqa: F403
 from ._conv import __all__ as _conv_all
-from ._dense import *  # noqa: F401,F403
+from ._dense import *  # noqa: F403
 from ._dense import __all__ as _dense_all
-from ._looks_linear import *  # noqa: F401,F403
+from ._looks_linear import *  # noqa: F403
 from ._looks_linear import __all__ as _looks_linear_all
-from ._metainit import *  # noqa: F401,F403
+from ._metainit import *  # noqa: F403
 from ._metainit import __all__ as _metainit_all
-from ._symmetry import *  # noqa: F401,F403
+from ._symmetry import *  # noqa: F403
 from ._symmetry import __all__ as _symmetry_all
-from ._zero import *  # noqa: F401,F403
+from ._zero import *  # noqa: F403
 from ._zero import __all__ as _zero_all
 
 __all__ = list(_dense_all) + list(_looks_linear_all) + list(_conv_all) + list(_zero_all) + list(_symmetry_all) + list(_metainit_all)

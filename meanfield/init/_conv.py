@@ -59,7 +59,7 @@ from numpy.typing import ArrayLike
 
 from .._checks import as_float_array, check_int, check_probability_vector, check_rng
 from ..backend import Backend, get_backend
-from ._args import MAX_BATCH_ELEMENTS, batch_shape, check_batch_size, check_size, int_arg, nonneg, real_array
+from ._args import batch_shape, check_batch_size, check_size, int_arg, nonneg, real_array
 from ._dense import haar_orthogonal
 
 __all__ = [
@@ -910,7 +910,7 @@ def orthogonal_kernel_variance(kernel_size: int, ndim: int = 2) -> np.ndarray:
     >>> orthogonal_kernel_variance(3, ndim=1)
     array([0.25, 0.5 , 0.25])
     """
-    from scipy.special import comb, gammaln  # noqa: PLC0415
+    from scipy.special import comb, gammaln
 
     k = int_arg(kernel_size, "kernel_size", 1)
     ndim = int_arg(ndim, "ndim", 1, 2)

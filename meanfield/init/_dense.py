@@ -19,8 +19,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from ..backend import Backend, get_backend
 from ._args import batch_shape, check_batch_size, check_law, check_size, int_arg, nonneg, real
 

@@ -9,10 +9,10 @@ finite. The public names among them are re-exported by the subpackage.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from meanfield.activations import Activation, get_activation
 from meanfield.backend import Backend, get_backend, to_numpy
@@ -163,9 +163,9 @@ def activation_fn(activation: str | Activation, backend: str | Backend = "numpy"
         return (lambda x: f(xp, x, act.param)), (lambda x: df(xp, x, act.param))
     if act.is_builtin and base == "erf":
         if b.name == "cupy":
-            from cupyx.scipy.special import erf  # noqa: PLC0415
+            from cupyx.scipy.special import erf
         else:
-            from scipy.special import erf  # noqa: PLC0415
+            from scipy.special import erf
         c = 2.0 / np.sqrt(np.pi)
         return erf, (lambda x: c * xp.exp(-x * x))
     if b.name == "numpy":

@@ -24,6 +24,7 @@ float64.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 

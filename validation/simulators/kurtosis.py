@@ -506,7 +506,7 @@ _LOG_TINY = math.log(np.finfo(np.float64).tiny)
 
 def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, desc, metainit_steps):
     """The NumPy-backend path of :func:`empirical_variances` through the fused Numba kernel."""
-    from ._kurtosis_kernels import fused_relu_sums  # noqa: PLC0415  (compiles on first use)
+    from ._kurtosis_kernels import fused_relu_sums
 
     b = get_backend("numpy")
     deterministic = init == "zero"
