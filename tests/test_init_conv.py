@@ -264,3 +264,21 @@ def test_gaussian_kernels_follow_eq_2_2():
     for bad, exc in ((np.array([0.5, 0.6, -0.1, 0, 0]), ValueError), (np.ones(3) / 3, ValueError), (v + 0j, TypeError)):
         with pytest.raises(exc, match="v"):
             gaussian_conv_kernel(5, 6, 4, v=bad, rng=0)
+
+
+def test_check_finite_is_a_bool_and_only_skips_the_finite_checks():
+    """check_finite=False (the simulators, whose signals are normalised) skips the NaN / infinity passes;
+    shapes and types are still checked, and the flag itself must be a bool."""
+    x = np.ones((4, 3, 2))
+    k = np.ones((3, 5, 2))
+    x_nan = x.copy()
+    x_nan[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        periodic_conv(x_nan, k, 1)
+    assert np.isnan(periodic_conv(x_nan, k, 1, check_finite=False)).any()
+    with pytest.raises(ValueError, match="channels"):
+        periodic_conv(x, np.ones((3, 5, 4)), 1, check_finite=False)
+    for f in (lambda c: periodic_conv(x, k, 1, check_finite=c), lambda c: periodic_conv_transpose(np.ones((4, 3, 5)), k, 1, check_finite=c),
+              lambda c: periodic_conv_weight_grad(x, np.ones((4, 3, 5)), (3,), check_finite=c)):
+        with pytest.raises(TypeError, match="check_finite"):
+            f(1)

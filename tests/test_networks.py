@@ -165,3 +165,20 @@ def test_zero_inputs_give_the_bias_only_statistics():
     c = sim.cov[:, 0]
     assert np.all(c[:, 0, 0] == c[:, 0, 1])  # the same bias for both inputs
     assert abs(c[:, 0, 0].mean() - 0.5) <= 4.5 * c[:, 0, 0].std(ddof=1) / 8
+
+
+def test_symmetry_models_raise_instead_of_returning_overflowed_logits():
+    """The convolutions inside ConstNet / LeakyNet run without per-call finite checks; the input, the
+    logits and the gradients are checked instead, so an overflow raises ValueError (not NaN)."""
+    from meanfield.validation.simulators import LeakyNet
+
+    net = LeakyNet.initial(list("I1I1I1"), 4, 1, 3, kernel_shape=(3,), slope=0.01)  # odd layers scale by -1/slope
+    x = np.full((2, 5, 1), 1e307)  # the first odd layer multiplies by -1/slope = -100: beyond float64
+    with pytest.raises(ValueError, match="not finite"):
+        net.forward(x)
+    with pytest.raises(ValueError, match="finite"):
+        net.forward(np.full((2, 5, 1), np.nan))
+    with pytest.raises(TypeError):
+        net.forward(np.ones((2, 5, 1)) + 1j)
+    logits = net.forward(np.ones((2, 5, 1)))
+    assert np.all(np.isfinite(logits))

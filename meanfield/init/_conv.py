@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._checks import as_float_array, check_int, check_probability_vector, check_rng
+from .._checks import as_float_array, check_bool, check_int, check_probability_vector, check_rng
 from ..backend import Backend, get_backend
 from ._args import batch_shape, check_batch_size, check_size, int_arg, nonneg, real_array
 from ._dense import haar_orthogonal
@@ -116,8 +116,9 @@ def _elements(shape: Sequence[int]) -> int:
     return math.prod(int(s) for s in shape)
 
 
-def _backend_array(x: Any, name: str, b: Backend) -> Any:
-    """A finite float64 array on backend ``b`` (NumPy input is validated by ``as_float_array``)."""
+def _backend_array(x: Any, name: str, b: Backend, check_finite: bool = True) -> Any:
+    """A finite float64 array on backend ``b`` (NumPy input is validated by ``as_float_array``);
+    ``check_finite=False`` skips the pass over a float64 array that looks for NaN and infinity."""
     if isinstance(x, (bool, np.bool_)) or (isinstance(x, np.ndarray) and x.dtype == np.bool_):
         raise TypeError(f"{name} must be real numbers, got booleans")
     if b.name != "numpy" and isinstance(x, b.xp.ndarray):
@@ -126,11 +127,11 @@ def _backend_array(x: Any, name: str, b: Backend) -> Any:
         if x.dtype.kind not in "fiu":
             raise TypeError(f"{name} must be a real array, got dtype {x.dtype}")
         x = x.astype(b.xp.float64, copy=False)
-        if not bool(b.xp.all(b.xp.isfinite(x))):
+        if check_finite and not bool(b.xp.all(b.xp.isfinite(x))):
             raise ValueError(f"{name} must be finite (no NaN or infinity)")
         return x
-    if isinstance(x, np.ndarray) and x.dtype == np.float64:  # the common case: one pass, no copy
-        if not np.isfinite(x).all():
+    if isinstance(x, np.ndarray) and x.dtype == np.float64:  # the common case: at most one pass, no copy
+        if check_finite and not np.isfinite(x).all():
             raise ValueError(f"{name} must be finite (no NaN or infinity)")
         return b.asarray(x)
     return b.asarray(as_float_array(x, name))
@@ -140,13 +141,14 @@ def _taps(kernel: Any, sd: int) -> tuple[int, ...]:
     return tuple(kernel.shape[kernel.ndim - 2 - sd : kernel.ndim - 2])
 
 
-def _tap_matrix(kernel: Any, index: tuple[int, ...], sd: int, transpose: bool, xp: Any) -> Any:
-    """Tap ``index`` of ``kernel`` as the right operand of a channels-last product: ``K(beta)^T``
+def _tap_matrix(k: Any, sd: int, transpose: bool, xp: Any) -> Any:
+    """Tap ``k = kernel[..., index, :, :]`` as the right operand of a channels-last product: ``K(beta)^T``
     (forward) or ``K(beta)`` (adjoint), with unit axes so that it broadcasts over the rows of a 2-D
     image (a stack of small products, not one flattened tall GEMM: see ``benchmarks/symmetry.py``)."""
-    k = kernel[(Ellipsis,) + index + (slice(None), slice(None))]
-    # contiguous: NumPy's stacked matmul falls back to a slow loop for a transposed right operand
-    m = xp.ascontiguousarray(k if transpose else xp.swapaxes(k, -1, -2))
+    m = k if transpose else xp.swapaxes(k, -1, -2)
+    if m.strides[-1] != m.itemsize or m.strides[-2] != m.shape[-1] * m.itemsize:
+        # row-major matrices: NumPy's stacked matmul falls back to a slow loop for a transposed operand
+        m = xp.ascontiguousarray(m)
     if m.ndim == 2:  # one kernel for every signal: a plain 2-D right operand
         return m
     return m.reshape(m.shape[:-2] + (1,) * (sd - 1) + m.shape[-2:])
@@ -157,9 +159,10 @@ def _correlate(x: Any, kernel: Any, sd: int, xp: Any, transpose: bool, out_chann
     axes = tuple(range(x.ndim - 1 - sd, x.ndim - 1))
     out = None
     for index, beta in kernel_offsets(_taps(kernel, sd)):
-        m = _tap_matrix(kernel, index, sd, transpose, xp)
-        if not bool(xp.any(m)):
+        k = kernel[(Ellipsis,) + index + (slice(None), slice(None))]
+        if not k.any():
             continue  # delta kernels (ConstNet, LeakyNet, delta-orthogonal): most taps are zero
+        m = _tap_matrix(k, sd, transpose, xp)
         if any(beta):
             shifted = xp.roll(x, beta if transpose else tuple(-s for s in beta), axis=axes)
         else:
@@ -171,12 +174,13 @@ def _correlate(x: Any, kernel: Any, sd: int, xp: Any, transpose: bool, out_chann
     return out
 
 
-def _conv_arguments(x: Any, x_name: str, kernel: Any, spatial_dims: int, backend: Any, channel_axis: int):
+def _conv_arguments(x: Any, x_name: str, kernel: Any, spatial_dims: int, backend: Any, channel_axis: int, check_finite: bool):
     """Validate :func:`periodic_conv` (``channel_axis=-1``: x has c_in channels) or its adjoint (-2)."""
     b = get_backend(backend)
     sd = check_int(spatial_dims, "spatial_dims", 1, 2)
-    x = _backend_array(x, x_name, b)
-    kernel = _backend_array(kernel, "kernel", b)
+    check_finite = check_bool(check_finite, "check_finite")
+    x = _backend_array(x, x_name, b, check_finite)
+    kernel = _backend_array(kernel, "kernel", b, check_finite)
     if x.ndim < sd + 1:
         raise ValueError(f"{x_name} must have shape (..., *spatial ({sd} axes), channels), got shape {x.shape}")
     if kernel.ndim < sd + 2:
@@ -200,16 +204,18 @@ def _conv_arguments(x: Any, x_name: str, kernel: Any, spatial_dims: int, backend
         ) from None
     out_channels = kernel.shape[-2] if channel_axis == -1 else kernel.shape[-1]
     check_batch_size(_elements(lead) * x.shape[-2] * out_channels, "the convolution's output")
-    return b, sd, x, kernel, tuple(lead[: len(lead) - (sd - 1)]), out_channels
+    return b, sd, x, kernel, tuple(lead[: len(lead) - (sd - 1)]), out_channels, check_finite
 
 
-def _finite_result(xp: Any, out: Any, what: str, hint: str) -> Any:
-    if not bool(xp.all(xp.isfinite(out))):
+def _finite_result(xp: Any, out: Any, what: str, hint: str, check_finite: bool = True) -> Any:
+    if check_finite and not bool(xp.all(xp.isfinite(out))):
         raise ValueError(f"{what} is not finite: {hint}")
     return out
 
 
-def periodic_conv(x: ArrayLike, kernel: ArrayLike, spatial_dims: int, backend: str | Backend = "numpy") -> Any:
+def periodic_conv(
+    x: ArrayLike, kernel: ArrayLike, spatial_dims: int, backend: str | Backend = "numpy", *, check_finite: bool = True
+) -> Any:
     """Periodic cross-correlation ``y_j(a) = sum_beta sum_i K_ji(beta) x_i(a + beta)`` (seed 003, eq. 2.1).
 
     The library's one periodic convolution: the CNN simulators of
@@ -228,6 +234,11 @@ def periodic_conv(x: ArrayLike, kernel: ArrayLike, spatial_dims: int, backend: s
     spatial_dims : {1, 2}
     backend : str or Backend
         ``"numpy"`` or ``"cupy"``.
+    check_finite : bool
+        Check that ``x``, ``kernel`` and the result hold no NaN or infinity (default; as
+        ``scipy.linalg``'s ``check_finite``). ``False`` skips those passes over the arrays, for
+        callers that guarantee finite float64 input whose product cannot overflow (the simulators:
+        their signals are normalised to ``max |u| = 1``); shapes and types are checked regardless.
 
     Returns
     -------
@@ -237,11 +248,12 @@ def periodic_conv(x: ArrayLike, kernel: ArrayLike, spatial_dims: int, backend: s
     Raises
     ------
     TypeError
-        Complex or boolean ``x`` / ``kernel``; a ``backend`` that is not a string.
+        Complex or boolean ``x`` / ``kernel``; a ``backend`` that is not a string; a
+        ``check_finite`` that is not a bool.
     ValueError
-        Non-finite or non-numeric entries, empty arrays, wrong numbers of axes, even kernel sizes,
-        mismatched channels, leading axes that do not broadcast, an output beyond 2^31 entries, or
-        a result that overflows float64.
+        Non-finite (with ``check_finite``) or non-numeric entries, empty arrays, wrong numbers of
+        axes, even kernel sizes, mismatched channels, leading axes that do not broadcast, an output
+        beyond 2^31 entries, or a result that overflows float64 (with ``check_finite``).
 
     Notes
     -----
@@ -253,13 +265,15 @@ def periodic_conv(x: ArrayLike, kernel: ArrayLike, spatial_dims: int, backend: s
     >>> periodic_conv(np.arange(4.0)[:, None], k, 1)[:, 0]
     array([1., 2., 3., 0.])
     """
-    b, sd, x, kernel, lead, c_out = _conv_arguments(x, "x", kernel, spatial_dims, backend, -1)
+    b, sd, x, kernel, lead, c_out, check = _conv_arguments(x, "x", kernel, spatial_dims, backend, -1, check_finite)
     with np.errstate(over="ignore", invalid="ignore"):
         out = _correlate(x, kernel, sd, b.xp, False, c_out, lead)
-    return _finite_result(b.xp, out, "periodic_conv's result", "|x| * |kernel| overflows float64; rescale x or kernel")
+    return _finite_result(b.xp, out, "periodic_conv's result", "|x| * |kernel| overflows float64; rescale x or kernel", check)
 
 
-def periodic_conv_transpose(g: ArrayLike, kernel: ArrayLike, spatial_dims: int, backend: str | Backend = "numpy") -> Any:
+def periodic_conv_transpose(
+    g: ArrayLike, kernel: ArrayLike, spatial_dims: int, backend: str | Backend = "numpy", *, check_finite: bool = True
+) -> Any:
     """Adjoint of :func:`periodic_conv` in ``x``: ``dx_i(a) = sum_beta sum_j K_ji(beta) g_j(a - beta)``.
 
     Parameters
@@ -270,6 +284,8 @@ def periodic_conv_transpose(g: ArrayLike, kernel: ArrayLike, spatial_dims: int, 
         As in :func:`periodic_conv`.
     spatial_dims : {1, 2}
     backend : str or Backend
+    check_finite : bool
+        As in :func:`periodic_conv`.
 
     Returns
     -------
@@ -284,14 +300,20 @@ def periodic_conv_transpose(g: ArrayLike, kernel: ArrayLike, spatial_dims: int, 
     -----
     The backward pass of eq. 2.1 (seed 003, eq. 2.15): ``<g, K * x> = <K^T * g, x>``.
     """
-    b, sd, g, kernel, lead, c_in = _conv_arguments(g, "g", kernel, spatial_dims, backend, -2)
+    b, sd, g, kernel, lead, c_in, check = _conv_arguments(g, "g", kernel, spatial_dims, backend, -2, check_finite)
     with np.errstate(over="ignore", invalid="ignore"):
         out = _correlate(g, kernel, sd, b.xp, True, c_in, lead)
-    return _finite_result(b.xp, out, "periodic_conv_transpose's result", "|g| * |kernel| overflows float64; rescale g or kernel")
+    return _finite_result(b.xp, out, "periodic_conv_transpose's result", "|g| * |kernel| overflows float64; rescale g or kernel", check)
 
 
 def periodic_conv_weight_grad(
-    x: ArrayLike, g: ArrayLike, kernel_shape: Sequence[int], *, sum_leading: int = 0, backend: str | Backend = "numpy"
+    x: ArrayLike,
+    g: ArrayLike,
+    kernel_shape: Sequence[int],
+    *,
+    sum_leading: int = 0,
+    backend: str | Backend = "numpy",
+    check_finite: bool = True,
 ) -> Any:
     """Gradient of ``<g, periodic_conv(x, K)>`` with respect to ``K``: ``sum_a g_j(a) x_i(a + beta)``.
 
@@ -307,6 +329,8 @@ def periodic_conv_weight_grad(
         How many of the leading axes are summed over (0 <= sum_leading <= len(lead)): e.g. 1 for
         the gradient of a loss summed over a batch, 0 for one gradient per leading index.
     backend : str or Backend
+    check_finite : bool
+        As in :func:`periodic_conv`.
 
     Returns
     -------
@@ -333,8 +357,9 @@ def periodic_conv_weight_grad(
     if len(ks) not in (1, 2) or any(s % 2 == 0 for s in ks):
         raise ValueError(f"kernel_shape must be 1 or 2 odd sizes (2k+1), got {ks}")
     sd = len(ks)
-    x = _backend_array(x, "x", b)
-    g = _backend_array(g, "g", b)
+    check_finite = check_bool(check_finite, "check_finite")
+    x = _backend_array(x, "x", b, check_finite)
+    g = _backend_array(g, "g", b, check_finite)
     if x.ndim < sd + 1 or g.ndim != x.ndim or x.shape[:-1] != g.shape[:-1] or x.size == 0 or g.size == 0:
         raise ValueError(f"x and g must be non-empty arrays (*lead, *spatial ({sd} axes), channels) with the same leading "
                          f"and spatial axes, got shapes {x.shape} and {g.shape}")
@@ -342,20 +367,24 @@ def periodic_conv_weight_grad(
     sum_leading = int_arg(sum_leading, "sum_leading", 0, n_lead)
     keep = tuple(x.shape[sum_leading:n_lead])
     c_in, c_out = x.shape[-1], g.shape[-1]
+    summed = tuple(x.shape[:sum_leading])
+    check_batch_size(_elements(keep) * _elements(summed) * c_in * c_out, "the weight gradient per summed index")
     check_batch_size(_elements(keep) * _elements(ks) * c_in * c_out, "the weight gradient")
     axes = tuple(range(n_lead, n_lead + sd))
-    order = tuple(range(sum_leading, n_lead)) + tuple(range(sum_leading)) + tuple(range(n_lead, x.ndim))
 
-    def rows(a: Any) -> Any:  # keep + (summed positions, channels)
-        return xp.transpose(a, order).reshape(keep + (-1, a.shape[-1]))
+    def rows(a: Any) -> Any:  # (*summed, *keep, positions, channels)
+        return a.reshape(summed + keep + (-1, a.shape[-1]))
 
+    # stacks of small products summed afterwards, not one tall GEMM over all summed positions: its
+    # multi-threaded BLAS spins on an oversubscribed machine (benchmarks/symmetry.py)
     gt = xp.swapaxes(rows(g), -1, -2)
     out = xp.empty(keep + ks + (c_out, c_in))
     with np.errstate(over="ignore", invalid="ignore"):
         for index, beta in kernel_offsets(ks):
             shifted = xp.roll(x, tuple(-s for s in beta), axis=axes) if any(beta) else x
-            out[(Ellipsis,) + index + (slice(None), slice(None))] = gt @ rows(shifted)
-    return _finite_result(xp, out, "periodic_conv_weight_grad's result", "|x| * |g| overflows float64; rescale x or g")
+            prod = gt @ rows(shifted)
+            out[(Ellipsis,) + index + (slice(None), slice(None))] = prod.sum(axis=tuple(range(sum_leading))) if sum_leading else prod
+    return _finite_result(xp, out, "periodic_conv_weight_grad's result", "|x| * |g| overflows float64; rescale x or g", check_finite)
 
 
 def _kernel_array(kernel: ArrayLike, name: str = "kernel") -> np.ndarray:

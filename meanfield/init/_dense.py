@@ -153,6 +153,7 @@ def haar_orthogonal(n_out: int, n_in: int, rng: Any = None, *, batch: int | tupl
 
     Examples
     --------
+    >>> import numpy as np
     >>> q = haar_orthogonal(4, 2, rng=0)
     >>> bool(np.allclose(q.T @ q, np.eye(2)))
     True
@@ -218,6 +219,7 @@ def dense_weights(
 
     Examples
     --------
+    >>> import numpy as np
     >>> w = dense_weights(300, 200, 2.0, rng=0)
     >>> round(float(np.mean(w**2) * 200), 1)
     2.0

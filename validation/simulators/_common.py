@@ -8,6 +8,7 @@ finite. The public names among them are re-exported by the subpackage.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -156,6 +157,17 @@ def activation_fn(activation: str | Activation, backend: str | Backend = "numpy"
     """
     act = get_activation(activation)
     b = get_backend(backend)
+    if act.is_builtin:  # cached: the models call this on every pass
+        return _builtin_fn(act, b)
+    return _activation_fn(act, b)
+
+
+@functools.lru_cache(maxsize=64)
+def _builtin_fn(act: Activation, b: Backend) -> tuple[Callable, Callable]:
+    return _activation_fn(act, b)
+
+
+def _activation_fn(act: Activation, b: Backend) -> tuple[Callable, Callable]:
     xp = b.xp
     base = _base_name(act)
     if act.is_builtin and base in _XP_ACTIVATIONS:

@@ -72,6 +72,27 @@ def softmax_xent(logits: Any, labels: Any, xp: Any = np) -> tuple[float, Any]:
     return loss, g / n
 
 
+def _input(x: Any, b: Backend) -> Any:
+    """A network's input as a finite float64 array of backend ``b`` (the one check of a forward pass:
+    the convolutions inside run unchecked, and the logits and gradients are checked at the end)."""
+    if b.name != "numpy" and isinstance(x, b.xp.ndarray):
+        if x.dtype.kind not in "fiu":
+            raise TypeError(f"x must be a real array, got dtype {x.dtype}")
+        x = x.astype(b.xp.float64, copy=False)
+        if not bool(b.xp.all(b.xp.isfinite(x))):
+            raise ValueError("x must be finite (no NaN or infinity)")
+        return x
+    if isinstance(x, (bool, np.bool_)) or (isinstance(x, np.ndarray) and x.dtype == np.bool_):
+        raise TypeError("x must be real numbers, got booleans")
+    return b.asarray(as_float_array(to_numpy(x) if hasattr(x, "get") else x, "x"))
+
+
+def _finite(xp: Any, arrays: Any, what: str) -> None:
+    """``ValueError`` when a forward or backward pass overflowed (unchecked convolutions inside)."""
+    if not all(bool(xp.all(xp.isfinite(a))) for a in arrays):
+        raise ValueError(f"the {what} are not finite: the signal overflowed float64 (rescale the input or the weights)")
+
+
 def _bn_forward(a, xp, eps=1e-5):
     axes = tuple(range(a.ndim - 1))
     mu = a.mean(axis=axes, keepdims=True)
@@ -183,8 +204,8 @@ class ConstNet:
         xp = b.xp
         sd, s = self.spatial_dims, self.stride
         p = self.params
-        x = b.asarray(x)
-        a = periodic_conv(x, p["first"], sd, b)
+        x = _input(x, b)
+        a = periodic_conv(x, p["first"], sd, b, check_finite=False)
         bn0 = None
         if self.batchnorm:
             a, bn0 = _bn_forward(a, xp)
@@ -199,17 +220,18 @@ class ConstNet:
         for kind, key in self.order:
             g, gc = self._g(a, xp, mask_for(a.shape))
             if kind == "block":
-                out = a + periodic_conv(g, p[key], sd, b)
+                out = a + periodic_conv(g, p[key], sd, b, check_finite=False)
                 tape.append((kind, key, a, g, gc))
             else:
                 sub = _subsample(a, s, sd)
-                out = periodic_conv(sub, p[f"skip{key}"], sd, b) + _subsample(periodic_conv(g, p[f"branch{key}"], sd, b), s, sd)
+                out = periodic_conv(sub, p[f"skip{key}"], sd, b, check_finite=False) + _subsample(periodic_conv(g, p[f"branch{key}"], sd, b, check_finite=False), s, sd)
                 tape.append((kind, key, a, g, gc, sub))
             a = out
             if keep:
                 feats.append(a)
         pooled = a.mean(axis=tuple(range(1, 1 + sd)))
         logits = pooled @ p["head"].T + p["bias"]
+        _finite(xp, [logits, pooled], "logits")
         self._last = (x, bn0, tape, a, pooled)
         return (logits, feats) if keep else logits
 
@@ -230,18 +252,18 @@ class ConstNet:
             kind, key, a, g, gc = entry[:5]
             if kind == "block":
                 w = p[key]
-                grads[key] = periodic_conv_weight_grad(g, beta, ks(w), sum_leading=1, backend=b)
-                dg = periodic_conv_transpose(beta, w, sd, b)
+                grads[key] = periodic_conv_weight_grad(g, beta, ks(w), sum_leading=1, backend=b, check_finite=False)
+                dg = periodic_conv_transpose(beta, w, sd, b, check_finite=False)
                 beta = beta + self._g_back(dg, gc)
             else:
                 sub = entry[5]
                 wskip, wb = p[f"skip{key}"], p[f"branch{key}"]
-                grads[f"skip{key}"] = periodic_conv_weight_grad(sub, beta, ks(wskip), sum_leading=1, backend=b)
-                dsub = periodic_conv_transpose(beta, wskip, sd, b)
+                grads[f"skip{key}"] = periodic_conv_weight_grad(sub, beta, ks(wskip), sum_leading=1, backend=b, check_finite=False)
+                dsub = periodic_conv_transpose(beta, wskip, sd, b, check_finite=False)
                 full_shape = g.shape[:-1] + (wb.shape[-2],)
                 dconv = _upsample_zeros(beta, s, full_shape, xp)
-                grads[f"branch{key}"] = periodic_conv_weight_grad(g, dconv, ks(wb), sum_leading=1, backend=b)
-                dg = periodic_conv_transpose(dconv, wb, sd, b)
+                grads[f"branch{key}"] = periodic_conv_weight_grad(g, dconv, ks(wb), sum_leading=1, backend=b, check_finite=False)
+                dg = periodic_conv_transpose(dconv, wb, sd, b, check_finite=False)
                 beta = _upsample_zeros(dsub, s, a.shape, xp) + self._g_back(dg, gc)
             if keep:
                 betas.append(beta)
@@ -249,7 +271,8 @@ class ConstNet:
             beta_in = _bn_backward(beta, bn0)
         else:
             beta_in = beta
-        grads["first"] = periodic_conv_weight_grad(x, beta_in, ks(p["first"]), sum_leading=1, backend=b)
+        grads["first"] = periodic_conv_weight_grad(x, beta_in, ks(p["first"]), sum_leading=1, backend=b, check_finite=False)
+        _finite(xp, grads.values(), "gradients")
         if keep:
             return grads, betas[::-1]
         return grads
@@ -320,7 +343,8 @@ class LeakyNet:
         rng = b.rng(rng) if dropout > 0 or rng is not None else None
         sd, p = self.spatial_dims, self.params
         phi = self._phi()[0]
-        h = periodic_conv(b.asarray(x), p["first"], sd, b)
+        x = _input(x, b)
+        h = periodic_conv(x, p["first"], sd, b, check_finite=False)
         feats = [h]
         acts, masks = [], []
         for layer in range(1, self.depth + 1):
@@ -331,11 +355,12 @@ class LeakyNet:
                 act = act * mask
             acts.append(act)
             masks.append(mask)
-            h = periodic_conv(act, p[f"layer{layer}"], sd, b)
+            h = periodic_conv(act, p[f"layer{layer}"], sd, b, check_finite=False)
             feats.append(h)
         pooled = h.mean(axis=tuple(range(1, 1 + sd)))
-        self._last = (b.asarray(x), feats, acts, masks, pooled)
+        self._last = (x, feats, acts, masks, pooled)
         logits = pooled @ p["head"].T + p["bias"]
+        _finite(b.xp, [logits, pooled], "logits")
         return (logits, feats) if keep else logits
 
     def backward(self, dlogits: Any, keep: bool = False) -> Any:
@@ -352,13 +377,14 @@ class LeakyNet:
         betas = [beta]
         for layer in range(self.depth, 0, -1):
             w = p[f"layer{layer}"]
-            grads[f"layer{layer}"] = periodic_conv_weight_grad(acts[layer - 1], beta, w.shape[:sd], sum_leading=1, backend=b)
-            dact = periodic_conv_transpose(beta, w, sd, b)
+            grads[f"layer{layer}"] = periodic_conv_weight_grad(acts[layer - 1], beta, w.shape[:sd], sum_leading=1, backend=b, check_finite=False)
+            dact = periodic_conv_transpose(beta, w, sd, b, check_finite=False)
             if masks[layer - 1] is not None:
                 dact = dact * masks[layer - 1]
             beta = dact * dphi(feats[layer - 1])
             betas.append(beta)
-        grads["first"] = periodic_conv_weight_grad(x, beta, p["first"].shape[:sd], sum_leading=1, backend=b)
+        grads["first"] = periodic_conv_weight_grad(x, beta, p["first"].shape[:sd], sum_leading=1, backend=b, check_finite=False)
+        _finite(xp, grads.values(), "gradients")
         return (grads, betas[::-1]) if keep else grads
 
     def conv_names(self) -> list[str]:
