@@ -1,6 +1,5 @@
 """Dense mean field against finite networks at reduced size, and the dense figures' claims."""
 
-import json
 import math
 
 import numpy as np
@@ -25,11 +24,11 @@ def _extrapolated(a, b):
 
 @pytest.mark.parametrize("act,sw,sb", [("tanh", 2.5, 0.05), ("erf", 0.5, 0.05), ("relu", 1.5, 0.1)])
 def test_trajectories_and_gradients_agree_with_finite_networks(act, sw, sb):
-    x = gaussian_inputs(2, 32, q=1.0, c=0.6, seed=5)
+    x = gaussian_inputs(2, 32, q=1.0, c=0.6, rng=5)
     cov0 = dense.input_covariance(x, sw, sb)
     theory = dense.propagate(cov0, act, sw, sb, DEPTH)
     grad = dense.backward_variance(act, sw, sb, DEPTH + 1, float(np.mean(np.diag(cov0))))
-    sims = [simulate_dense(x, act, sw, sb, DEPTH, n, N_NETWORKS, gradients=True, seed=11 + n) for n in WIDTHS]
+    sims = [simulate_dense(x, act, sw, sb, DEPTH, n, N_NETWORKS, gradients=True, rng=np.random.SeedSequence(11, spawn_key=(n,))) for n in WIDTHS]
     # the O(1/N^2) remainder after extrapolation, bounded by scale / N^2 as in validation.dense
     bias = 1.0 / WIDTHS[0] ** 2
     for layer in (1, DEPTH):
@@ -45,15 +44,17 @@ def test_trajectories_and_gradients_agree_with_finite_networks(act, sw, sb):
 
 def test_simulation_detects_a_wrong_theory():
     """The same check rejects the theory of a 20 % smaller sigma_w2 (q^6: 0.73 instead of 1.07)."""
-    x = gaussian_inputs(2, 32, q=1.0, c=0.6, seed=5)
+    x = gaussian_inputs(2, 32, q=1.0, c=0.6, rng=5)
     wrong = dense.propagate(dense.input_covariance(x, 2.0, 0.05), "tanh", 2.0, 0.05, DEPTH)
-    sims = [simulate_dense(x, "tanh", 2.5, 0.05, DEPTH, n, N_NETWORKS, seed=11 + n) for n in WIDTHS]
+    sims = [simulate_dense(x, "tanh", 2.5, 0.05, DEPTH, n, N_NETWORKS, rng=np.random.SeedSequence(11, spawn_key=(n,))) for n in WIDTHS]
     q, se = _extrapolated(*(s.cov[:, DEPTH, 0, 0] for s in sims))
     assert abs(q - wrong[DEPTH, 0, 0]) > Z_DEFAULT * se + wrong[DEPTH, 0, 0] / WIDTHS[0] ** 2
 
 
 def _load(paths):
-    return json.loads(next(p for p in paths if p.suffix == ".json").read_text())
+    from meanfield.figures import load
+
+    return load(next(p for p in paths if p.suffix == ".json")).data
 
 
 def test_fig_s1_phase_diagram_claims(tmp_path):

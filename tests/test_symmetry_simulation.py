@@ -86,9 +86,9 @@ def test_deterministic_training_keeps_symmetry_and_dropout_or_noise_breaks_it():
     det = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3)
     assert np.all(det.one_minus_cf[:, 1:] == 0) and np.all(det.one_minus_cb[:, 1:] == 0)
     assert det.loss[-1] < det.loss[0]  # it does learn (the head and the symmetric weights move)
-    drop = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3, dropout=0.05, seed=1)
+    drop = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3, dropout=0.05, rng=1)
     assert drop.one_minus_cf[-1, 1:].max() > 0
-    noisy = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3, grad_noise=1e-8, seed=1)
+    noisy = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3, grad_noise=1e-8, rng=1)
     assert noisy.one_minus_cf[-1, 1:].max() > 0 and noisy.one_minus_cb[-1, 1:].max() > 0
 
 
@@ -105,7 +105,7 @@ def test_leakynet_one_layers_remove_a_forward_perturbation_and_identity_layers_k
     assert r[0] > 1e-6 and r[1] > 1e-6 and r[2] > 1e-6  # 'I' layers carry it on
     assert r[3] < 1e-14 and r[4] < 1e-14  # after the '1' layer the features are symmetric again
     # a train record starts exactly symmetric too
-    rec = train(LeakyNet.initial(list("I1"), 4, 1, 3), x[..., :1], rng.integers(0, 3, 4), 1, grad_noise=1e-6, ratios=True)
+    rec = train(LeakyNet.initial(list("I1"), 4, 1, 3), x[..., :1], rng.integers(0, 3, 4), 1, grad_noise=1e-6, ratios=True, rng=0)
     assert np.all(rec.forward_ratio[0] == 0)
 
 
@@ -115,13 +115,13 @@ def test_replicated_features_degrade_short_training_on_digits():
     perm = np.random.default_rng(0).permutation(len(d.y))
     x, y = d.x[perm], d.y[perm]
     tr, te = slice(0, 1297), slice(1297, None)
-    errs = {k: [replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 64, k, 0.0, steps=300, lr=0.01, seed=s)[0]
+    errs = {k: [replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 64, k, 0.0, steps=300, lr=0.01, rng=s)[0]
                 for s in range(5)] for k in (1, 64)}
     m1, m64 = np.mean(errs[1]), np.mean(errs[64])
     se = math.sqrt(np.var(errs[1], ddof=1) / 5 + np.var(errs[64], ddof=1) / 5)
     assert m1 - m64 > Z * se
     # lambda = 0, K = 1: one unique row at initialisation
-    _, cf = replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 8, 1, 0.0, steps=0, seed=0)
+    _, cf = replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 8, 1, 0.0, steps=0, rng=0)
     assert cf == 1.0
 
 
@@ -134,14 +134,16 @@ def test_validation_symmetry_passes():
 
 
 def test_table_of_correlations(tmp_path):
+    from meanfield.figures import load
     from meanfield.figures.blumenfeld2020 import table_correlations
 
     paths = table_correlations(tmp_path)
-    import json
-
-    data = json.loads(paths[1].read_text())
-    assert data["constant"]["c_f_measured"] == 1.0
-    assert abs(data["replicated identity P=4"]["c_f_measured"] - 3 / 63) < 1e-12
+    fd = load(paths[1])
+    rows = list(fd["tensor"])
+    constant = next(i for i, r in enumerate(rows) if r.startswith("constant"))
+    replicated = next(i for i, r in enumerate(rows) if r.startswith("identity replicated 4 times"))
+    assert fd["c_f_measured"][constant] == 1.0
+    assert abs(fd["c_f_measured"][replicated] - 3 / 63) < 1e-12
     assert all(p.exists() for p in paths)
 
 
@@ -160,21 +162,22 @@ IDENTITY_BACKWARD_RTOL = 0.1
 
 def test_fig_9_and_10_claims(tmp_path):
     """Figs. 9-10: ratios exactly 0 at initialisation; '1' layers remove the perturbation, 'I' keep it."""
-    import json
-
+    from meanfield.figures import load
     from meanfield.figures.blumenfeld2020 import LEAKY_CONFIGS, fig_9, fig_10
 
-    fwd = json.loads(next(p for p in fig_9(tmp_path) if p.suffix == ".json").read_text())
-    bwd = json.loads(next(p for p in fig_10(tmp_path) if p.suffix == ".json").read_text())
-    for name in LEAKY_CONFIGS:
-        assert np.max(fwd[name][0]) == 0.0 and np.max(bwd[name][0]) == 0.0
-    f_last = np.array(fwd["12 1"][-1])
+    fwd = load(next(p for p in fig_9(tmp_path) if p.suffix == ".json"))
+    bwd = load(next(p for p in fig_10(tmp_path) if p.suffix == ".json"))
+    assert fwd.axes["ratio"] == ["configuration", "step", "layer"]
+    configs = list(fwd["configuration"])
+    assert list(fwd["layer_kinds"]) == list(LEAKY_CONFIGS.values())
+    f, b = fwd["ratio"], bwd["ratio"]  # (configuration, step, layer)
+    assert np.max(f[:, 0]) == 0.0 and np.max(b[:, 0]) == 0.0
+    f_last = f[configs.index("averaging in all 12 layers"), -1]
     for layer in range(1, 12, 2):
         assert f_last[layer] * FORWARD_DROP <= f_last[layer - 1]
-    b_identity = np.array(bwd["12 I"][-1])
+    b_identity = b[configs.index("identity in all 12 layers"), -1]
     assert b_identity.max() / b_identity.min() <= 1 + IDENTITY_BACKWARD_RTOL
-    for name, kinds in LEAKY_CONFIGS.items():
+    for k, kinds in enumerate(LEAKY_CONFIGS.values()):
         if "1" in kinds:
             last_one = kinds.rindex("1") + 1  # index 0 is the first conv, layer k at index k
-            b = np.array(bwd[name][-1])
-            assert b[last_one - 1] * BACKWARD_DROP <= b[-1]
+            assert b[k, -1, last_one - 1] * BACKWARD_DROP <= b[k, -1, -1]
