@@ -31,3 +31,11 @@ def test_python_blocks_run(page, tmp_path, monkeypatch):
             exec(compile(code, f"{page.name}[block {i}]", "exec"), namespace)
         except Exception as exc:  # pragma: no cover - the failure message is the point
             raise AssertionError(f"{page.relative_to(ROOT)} block {i} failed: {type(exc).__name__}: {exc}\n{code}") from exc
+
+
+def test_gallery_shows_every_registered_figure():
+    from meanfield.figures._runner import all_figures
+
+    gallery = "\n".join(p.read_text() for p in (ROOT / "examples").glob("plot_*.py"))
+    missing = [name for name in all_figures() if f"show({name})" not in gallery]
+    assert missing == [], f"figures missing from examples/plot_*.py: {missing}"
