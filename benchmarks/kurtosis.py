@@ -29,9 +29,9 @@ from meanfield.validation._kurtosis_networks import empirical_variances  # noqa:
 DEPTH, WIDTH = 100, 10
 
 
-def naive(x, n_networks, seed=0):
-    """One network at a time (the baseline the batched simulator replaces)."""
-    rng = np.random.default_rng(seed)
+def naive(x: np.ndarray, n_networks: int, rng: None | int | np.random.Generator = 0) -> np.ndarray:
+    """One network at a time (the baseline the batched simulator replaces); ``rng`` as ``numpy.random.default_rng``."""
+    rng = np.random.default_rng(rng)
     xt = x.T
     out = np.empty((n_networks, DEPTH + 1))
     for k in range(n_networks):
@@ -48,7 +48,7 @@ def naive(x, n_networks, seed=0):
 REPEATS = 3
 
 
-def main():
+def main() -> None:
     x = load_digits(standardized=True).x
     n = x.shape[0]
     print(f"cores visible: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f} (best of {REPEATS}, interleaved)")

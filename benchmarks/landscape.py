@@ -19,7 +19,7 @@ import numpy as np
 from meanfield import landscape as L
 
 
-def main():
+def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--grid", type=int, default=5, help="inputs per axis (P = grid^2)")
     p.add_argument("--bias-bit", action="store_true", help="23 bits (paper's count)")

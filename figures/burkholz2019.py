@@ -1,7 +1,7 @@
 """Figures of Burkholz & Dubatovka (2019), seed 001: exact finite-width signal propagation.
 
 - ``fig_1a``: law of the squared signal norm ``|x^(l)|^2`` at depths 0..9 of ReLU networks of width
-  N = 200 with He parameters (``sigma_w2 = 2 / N``, ``sigma_b = 0``), inputs from the embedded digits
+  N = 200 with He parameters (``sigma_w2 = 2``, ``fan_in = N``, ``sigma_b = 0``), inputs from the embedded digits
   data set (pixels / 16; the paper uses MNIST): lines = :func:`propagate_distribution`, steps =
   histograms over random networks.
 - ``fig_1b``: eigenvalue ``lambda_m`` of the eigenfunction ``y^m`` against ``m`` for N = 10, 20, 100
@@ -16,15 +16,22 @@
   simulation points (mean +- standard error).
 
 Every figure takes ``size="smoke" | "default" | "full"`` (see :mod:`meanfield.figures._common`).
-The paper writes weight variances unscaled by width (``sigma_w^2 = 2 / N`` is He); the figures use
-the same numbers and record them in their JSON ``params``.
+Parametrisation: the library's ``sigma_w2`` (``W_ij ~ N(0, sigma_w2 / fan_in)``, He = 2) with
+``fan_in`` = the layer's width, which is the paper's per-weight variance ``sigma_w^2 = 2 / N``
+(seed 001 uses ``2 / N_l`` also for the first layer, whose input has 64 pixels here). The random
+networks of ``fig_1a`` come from a simulator that takes the paper's per-weight variance: the
+conversion (``Layer.unscaled_sigma_w2``) happens at that call. Both values are recorded in the JSON
+``params`` (``sigma_w2`` and ``sigma_w2_unscaled``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from meanfield import finite_width as fw
+from meanfield._numerics import richardson
 from meanfield.data import load_digits
 from meanfield.validation._finite_width_networks import simulate_squared_norms
 
@@ -35,13 +42,13 @@ __all__ = ["FIGURES", "fig_1a", "fig_1b", "fig_2", "fig_thm5"]
 PAPER = "Burkholz & Dubatovka 2019"
 
 
-def _save(func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes=""):
+def _save(func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes="") -> list[Path]:
     return save_figure(fig, out_dir, name, data, paper=func.paper, figure=func.figure, seed=seed, size=size,
                        backend=backend, params=params, axes=axes, units=units, notes=notes)
 
 
 @figure(paper=PAPER, figure="Fig. 1a", honours_backend=True)
-def fig_1a(out_dir, *, size, backend, seed):
+def fig_1a(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     """Squared-norm laws at depths 0..9, N = 200, He: theory lines and network histograms.
 
     Notes
@@ -57,10 +64,11 @@ def fig_1a(out_dir, *, size, backend, seed):
     pool = load_digits().x / 16.0
     y0 = (pool * pool).sum(1)
     grid = np.linspace(0.0, 3.0 * y0.max(), cells + 1)
-    layers = [fw.Layer(width, 2.0 / width)] * depth
+    layers = [fw.Layer(width, 2.0)] * depth  # He; fan_in = width: the paper's 2 / N in every layer
     laws = fw.propagate_distribution(fw.grid_masses(y0, grid), grid, layers, nodes_per_cell=2)
     (rng,) = streams(seed, 1)
-    sim = simulate_squared_norms(pool, layers, n_net, per_net, backend=backend, **rng_kwargs(simulate_squared_norms, rng))
+    paper_layers = [(lay.width, lay.unscaled_sigma_w2, lay.sigma_b2) for lay in layers]  # the simulator's parametrisation
+    sim = simulate_squared_norms(pool, paper_layers, n_net, per_net, backend=backend, **rng_kwargs(simulate_squared_norms, rng))
     dz = np.diff(grid)
     mid = 0.5 * (grid[1:] + grid[:-1])
     fig, ax = plt.subplots(figsize=(6.6, 4.6), layout="constrained")
@@ -82,7 +90,7 @@ def fig_1a(out_dir, *, size, backend, seed):
           f"{n_net} networks x {per_net} digit inputs; grid of {cells} cells")
     data = {"grid": grid, "laws": laws, "bins": bins, "histograms": np.array(hists),
             "mean_theory": laws @ np.concatenate([[0.0], mid]), "mean_mc": sim.reshape(-1, depth + 1).mean(0)}
-    params = {"width": width, "depth": depth, "sigma_w2_unscaled": 2.0 / width, "sigma_w2": 2.0, "sigma_b2": 0.0,
+    params = {"width": width, "depth": depth, "sigma_w2_unscaled": layers[0].unscaled_sigma_w2, "sigma_w2": 2.0, "fan_in": width, "sigma_b2": 0.0,
               "activation": "relu", "n_networks": n_net, "inputs_per_network": per_net, "grid_cells": cells,
               "inputs": "embedded 8x8 digits (scikit-learn), pixels / 16"}
     axes = {"laws": ["layer (0..depth)", "grid cell (index 0 = atom at 0, then the cells of grid)"],
@@ -91,12 +99,12 @@ def fig_1a(out_dir, *, size, backend, seed):
              "grid": "squared norm", "bins": "squared norm", "mean_theory": "squared norm", "mean_mc": "squared norm"}
     return _save(fig_1a, fig, out_dir, "burkholz2019_fig_1a", data, size=size, backend=backend, seed=seed,
                  params=params, axes=axes, units=units,
-                 notes="sigma_w2_unscaled is the paper's variance (2/N); sigma_w2 the library's (times fan-in)")
+                 notes="sigma_w2_unscaled is the paper's per-weight variance (2/N); sigma_w2 the library's (times fan_in = N)")
 
 
-def _operator_ratio(m_values, n, sw, pts):
+def _operator_ratio(m_values, n: int, sigma_w2: float, pts: int) -> np.ndarray:
     edges = np.concatenate([[0.0], np.logspace(-6, 6, pts)])
-    op = fw.discretize_operator(edges, n, sw, nodes_per_cell=2)
+    op = fw.discretize_operator(edges, n, sigma_w2, nodes_per_cell=2)
     e = edges[1:]
     i = int(np.searchsorted(edges, 1.0))
     out = []
@@ -108,7 +116,7 @@ def _operator_ratio(m_values, n, sw, pts):
 
 
 @figure(paper=PAPER, figure="Fig. 1b", honours_backend=False)
-def fig_1b(out_dir, *, size, backend, seed):
+def fig_1b(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     """Eigenvalues vs m (He): derived eq. 8, printed eq. 8, discretised operator.
 
     Notes
@@ -128,11 +136,12 @@ def fig_1b(out_dir, *, size, backend, seed):
     data = {"m": m, "m_operator": m_op}
     styles = {10: ("k", "o"), 20: ("tab:blue", "^"), 100: ("tab:red", "s")}
     for n in progress((10, 20, 100), desc="fig_1b"):
-        sw = 2.0 / n
+        sigma_w2 = 2.0  # He (fan_in = N: the paper's 2 / N)
         color, marker = styles[n]
-        lam = fw.relu_eigenvalue(m, n, sw)
-        lam_p = fw.relu_eigenvalue_printed(m, n, sw)
-        op = (4 * _operator_ratio(m_op, n, sw, 2 * pts - 1) - _operator_ratio(m_op, n, sw, pts)) / 3
+        lam = fw.relu_eigenvalue(m, n, sigma_w2)
+        lam_p = fw.relu_eigenvalue_printed(m, n, sigma_w2)
+        # cell averaging of y^m: O(h^2) in the log-grid step, halved from pts to 2 pts - 1 points
+        op = richardson(_operator_ratio(m_op, n, sigma_w2, pts), _operator_ratio(m_op, n, sigma_w2, 2 * pts - 1), order=2).value
         ce = fw.critical_exponents(n)
         axes[0].plot([ce.paper_relation], [1.0], color=color, marker="x", ms=9, mew=2, ls="none")
         for ax in axes:
@@ -168,7 +177,7 @@ def fig_1b(out_dir, *, size, backend, seed):
 
 
 @figure(paper=PAPER, figure="Fig. 2", honours_backend=False)
-def fig_2(out_dir, *, size, backend, seed):
+def fig_2(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     """Cosine-similarity laws for <x1, x2> = 0, 0.25, 0.5, 0.75 and N = 100, 200.
 
     Notes
@@ -209,7 +218,7 @@ def fig_2(out_dir, *, size, backend, seed):
 
 
 @figure(paper=PAPER, figure="not in the paper (Thm. 5, eqs. 9-10)", honours_backend=False)
-def fig_thm5(out_dir, *, size, backend, seed):
+def fig_thm5(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     """Thm. 5: ReLU correlation map against the identity, and eq. 9 against its linearisation eq. 10.
 
     Notes

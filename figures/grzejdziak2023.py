@@ -17,13 +17,13 @@ back with :func:`meanfield.figures.load`).
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 from meanfield.validation._kurtosis_networks import layer_moments
-from meanfield.validation.kurtosis import FIG1_DEPTH, FIG1_FRACTION, FIG1_THRESHOLD, KAPPA_MAX, fig1_variances
+from meanfield.validation.backend import substream
+from meanfield.validation.kurtosis import FIG1_DEPTH, FIG1_FRACTION, FIG1_STREAM, FIG1_THRESHOLD, KAPPA_MAX, fig1_variances
 
 from meanfield import kurtosis
 from meanfield._checks import check_scalar
@@ -56,11 +56,6 @@ KURTOSIS_BAR_SE = 2.0
 
 #: Largest ``scale`` of ``fig_kurtosis`` (80 million simulated networks at width 2: hours).
 MAX_SCALE = 1000.0
-
-
-def _seed_keyword(func, seed: int) -> dict:
-    """``{"rng": seed}`` for a function that takes ``rng``, else ``{"seed": seed}`` (older signature)."""
-    return {"rng" if "rng" in inspect.signature(func).parameters else "seed": seed}
 
 
 def _count(value, name: str, maximum: int) -> int:
@@ -108,8 +103,8 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
     for key, value in given.items():
         if value is not None:
             sizes[key] = _count(value, key, limits[key])
-    # the int seed itself (not a stream drawn from it): the validation table's Fig. 1 rows use the same numbers
-    var = fig1_variances(backend=backend, depth=FIG1_NET_DEPTH, **sizes, **_seed_keyword(fig1_variances, seed))
+    # the validation table's stream for Fig. 1: at the default size its Fig. 1 rows use the same numbers
+    var = fig1_variances(backend=backend, depth=FIG1_NET_DEPTH, **sizes, rng=substream(seed, FIG1_STREAM))
     inits = list(var)
     depth = np.arange(FIG1_NET_DEPTH + 1)
     fig, axes = plt.subplots(2, 4, figsize=(15, 7.2), sharex=False)

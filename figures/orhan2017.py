@@ -17,7 +17,6 @@ named axes; read it back with :func:`meanfield.figures.load`).
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import numpy as np
@@ -40,11 +39,6 @@ LABELS = {"plain": "plain", "path_residual": "path-residual", "residual": "resid
 TOY_WIDTH = 2
 
 
-def _seed_keyword(func, seed: int) -> dict:
-    """``{"rng": seed}`` for a function that takes ``rng``, else ``{"seed": seed}`` (older signature)."""
-    return {"rng" if "rng" in inspect.signature(func).parameters else "seed": seed}
-
-
 def _landscape_sizes(size):
     return {
         "n_layers": by_size(size, smoke=4, default=7, full=7),
@@ -62,7 +56,7 @@ def _basin_bins(largest: int) -> np.ndarray:
 def _landscape_figure(out_dir, name, size, backend, seed, random_biases, func):
     sz = _landscape_sizes(size)
     grid, n_layers, bias_bit = sz["grid_size"], sz["n_layers"], sz["output_bias_bit"]
-    task = L.regression_task(grid_size=grid, **_seed_keyword(L.regression_task, seed))
+    task = L.regression_task(grid_size=grid, rng=seed)
     bias_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
     biases = bias_rng.standard_normal((n_layers - 1, TOY_WIDTH)) if random_biases else None
     results = {arch: L.binary_landscape(arch, task.inputs, task.targets, biases=biases, n_layers=n_layers,

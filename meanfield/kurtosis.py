@@ -56,13 +56,15 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special, stats
 
 from ._checks import as_float_array, check_bool, check_int, check_scalar
+from ._results import Result
 
 __all__ = [
     "MAX_WEIGHT_KURTOSIS",
@@ -199,7 +201,7 @@ def _coefficients(width: int, r: float, kw: float):
 # --------------------------------------------------------------------------------------------
 
 
-def transition_matrix(width, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0) -> np.ndarray:
+def transition_matrix(width: int, slope: float = 0.0, weight_kurtosis: float = 3.0, sigma_x2: float = 1.0) -> np.ndarray:
     r"""The 3 x 3 matrix ``A^(l)`` of Prop. 4.3 (seed 002), ``k^(l+1) = A^(l) k^(l)``.
 
     .. math::
@@ -237,6 +239,15 @@ def transition_matrix(width, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0) -> np
     -----
     Prop. 4.3 of seed 002, re-derived from Lemmas 4.1-4.2: identical to the printed matrix (see the
     module notes for the assumptions the derivation needs).
+
+    Examples
+    --------
+    ReLU (``a = 0``, so ``2 (a^4 + 1) / (a^2 + 1)^2 = 2``), Gaussian weights, width 2:
+
+    >>> transition_matrix(2)
+    array([[ 3. ,  1.5,  1.5],
+           [ 1. ,  0.5, -0.5],
+           [ 0. ,  0. ,  1. ]])
     """
     width = _int(width, "width", 1, MAX_WIDTH)
     r = _slope_ratio(_check_slope(slope))
@@ -260,7 +271,7 @@ def _exp_checked(log_values, what: str, alternative: str):
 
 
 @dataclass(frozen=True)
-class KurtosisPropagation:
+class KurtosisPropagation(Result):
     """Kurtosis and squared-output covariance through a network (Prop. 4.3), on a log scale.
 
     The recursion is carried as ``log_scale`` plus rescaled values, so that depth 10^4 (``kappa``
@@ -315,9 +326,6 @@ class KurtosisPropagation:
         mag = _exp_checked(np.where(exact, 0.0, logc), "c", "c_scaled and log_scale (c = c_scaled sigma_x2^2 exp(log_scale))")
         return np.where(exact, self.c_scaled * s4, np.sign(self.c_scaled) * mag)
 
-    def replace(self, **changes: Any) -> "KurtosisPropagation":
-        return replace(self, **changes)
-
 
 #: Relative rounding allowance of the input-moment bounds (inputs estimated by input_statistics).
 _MOMENT_RTOL = 1e-12
@@ -351,7 +359,14 @@ def _check_input_moments(kappa0, c0, sigma_x2, width0):
     return kappa0, min(max(cn, lower), upper)
 
 
-def propagate(kappa0, c0, widths, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0) -> KurtosisPropagation:
+def propagate(
+    kappa0: float,
+    c0: float,
+    widths: Sequence[int] | ArrayLike,
+    slope: float = 0.0,
+    weight_kurtosis: float = 3.0,
+    sigma_x2: float = 1.0,
+) -> KurtosisPropagation:
     """Iterate ``k^(l+1) = A^(l) k^(l)`` (Prop. 4.3 of seed 002) from ``k^(0) = [kappa0, c0, 1]``.
 
     Parameters
@@ -388,6 +403,15 @@ def propagate(kappa0, c0, widths, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0) 
     -----
     Prop. 4.3 of seed 002. ``A^(l)`` acts on ``c / sigma_x^4`` without ``sigma_x2``; only the unit of
     ``c`` depends on it.
+
+    Examples
+    --------
+    Two ReLU layers of width 2 from Gaussian inputs: ``k^(1) = A k^(0)`` with ``A`` of
+    :func:`transition_matrix`, ``k^(0) = (3, 0, 1)``:
+
+    >>> res = propagate(3.0, 0.0, [2, 2])
+    >>> res.kappa, res.c
+    (array([ 3.  , 10.5 , 36.75]), array([ 0.  ,  2.5 , 11.25]))
     """
     widths = _check_widths(widths)
     slope = _check_slope(slope)
@@ -422,7 +446,7 @@ def propagate(kappa0, c0, widths, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0) 
 
 
 @dataclass(frozen=True)
-class LemmaProduct:
+class LemmaProduct(Result):
     """``B = A^(d) ... A^(0)`` in the form of Lemma 4.4, on a log scale.
 
     ``B = [[alpha, beta / s4, beta], [gamma s4, delta, s4 (delta - 1)], [0, 0, 1]]`` with
@@ -458,14 +482,45 @@ class LemmaProduct:
             return float(self.scaled[i])
         return float(_exp_checked(self._log(i), name, f"log_{name}"))
 
-    alpha = property(lambda self: self._value(0, "alpha"), doc="``alpha`` (``ValueError`` beyond float64).")
-    beta = property(lambda self: self._value(1, "beta"), doc="``beta`` (``ValueError`` beyond float64).")
-    gamma = property(lambda self: self._value(2, "gamma"), doc="``gamma`` (``ValueError`` beyond float64).")
-    delta = property(lambda self: self._value(3, "delta"), doc="``delta`` (``ValueError`` beyond float64).")
-    log_alpha = property(lambda self: self._log(0), doc="``log alpha``.")
-    log_beta = property(lambda self: self._log(1), doc="``log beta`` (``-inf`` for an exact zero).")
-    log_gamma = property(lambda self: self._log(2), doc="``log gamma``.")
-    log_delta = property(lambda self: self._log(3), doc="``log delta`` (``-inf`` for an exact zero).")
+    @property
+    def alpha(self) -> float:
+        """``alpha`` (``ValueError`` beyond float64)."""
+        return self._value(0, "alpha")
+
+    @property
+    def beta(self) -> float:
+        """``beta`` (``ValueError`` beyond float64)."""
+        return self._value(1, "beta")
+
+    @property
+    def gamma(self) -> float:
+        """``gamma`` (``ValueError`` beyond float64)."""
+        return self._value(2, "gamma")
+
+    @property
+    def delta(self) -> float:
+        """``delta`` (``ValueError`` beyond float64)."""
+        return self._value(3, "delta")
+
+    @property
+    def log_alpha(self) -> float:
+        """``log alpha``."""
+        return self._log(0)
+
+    @property
+    def log_beta(self) -> float:
+        """``log beta`` (``-inf`` for an exact zero)."""
+        return self._log(1)
+
+    @property
+    def log_gamma(self) -> float:
+        """``log gamma``."""
+        return self._log(2)
+
+    @property
+    def log_delta(self) -> float:
+        """``log delta`` (``-inf`` for an exact zero)."""
+        return self._log(3)
 
     @property
     def matrix(self) -> np.ndarray:
@@ -478,11 +533,8 @@ class LemmaProduct:
             raise ValueError("matrix has entries beyond the float64 range; use the log_* properties")
         return m
 
-    def replace(self, **changes: Any) -> "LemmaProduct":
-        return replace(self, **changes)
 
-
-def product(widths, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0) -> LemmaProduct:
+def product(widths: Sequence[int] | ArrayLike, slope: float = 0.0, weight_kurtosis: float = 3.0, sigma_x2: float = 1.0) -> LemmaProduct:
     r"""The product ``prod_{l=0}^{d} A^(d-l)`` of Lemma 4.4 in its ``(alpha, beta, gamma, delta)`` form.
 
     Computed by the lemma's own recursion (``alpha = alpha1 alpha2 + beta1 gamma2`` ...), which is
@@ -522,6 +574,12 @@ def product(widths, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0) -> LemmaProduc
     -----
     Lemma 4.4 of seed 002 (stated for ``w > 1``); a width of 1 gives ``delta = 0`` there, which
     the lemma excludes (``log_delta = -inf``).
+
+    Examples
+    --------
+    >>> b = product([2, 2])       # A^(1) A^(0) for ReLU, width 2, Gaussian weights
+    >>> b.alpha, b.beta, b.gamma, b.delta
+    (10.5, 5.25, 3.5, 1.75)
     """
     widths = _check_widths(widths)
     r = _slope_ratio(_check_slope(slope))
@@ -539,7 +597,7 @@ def product(widths, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0) -> LemmaProduc
 
 
 @dataclass(frozen=True)
-class TraceDeterminant:
+class TraceDeterminant(Result):
     """Trace, determinant and eigenvalues of ``A_-^(l)`` (``A^(l)`` without row and column 3), Lemma 4.5.
 
     Attributes
@@ -560,7 +618,7 @@ class TraceDeterminant:
     gap: float
 
 
-def trace_determinant(width, slope=0.0, weight_kurtosis=3.0) -> TraceDeterminant:
+def trace_determinant(width: int, slope: float = 0.0, weight_kurtosis: float = 3.0) -> TraceDeterminant:
     r"""Trace, determinant and eigenvalues of the 2 x 2 block ``A_-^(l)`` (Lemma 4.5 of seed 002).
 
     .. math::
@@ -594,6 +652,12 @@ def trace_determinant(width, slope=0.0, weight_kurtosis=3.0) -> TraceDeterminant
     -----
     The printed proof of Lemma 4.5 omits the condition it needs for ``1 <= tr < 2``:
     ``lambda_max > 1  <=>  det + 1 < tr``, which holds for every ``w > 1`` (tested).
+
+    Examples
+    --------
+    >>> td = trace_determinant(2)     # Gaussian weights: det = 0 (kappa_w = 3)
+    >>> td.trace, td.determinant, td.lambda_max, td.gap
+    (3.5, 0.0, 3.5, 2.5)
     """
     width = float(_int(width, "width", 1, MAX_WIDTH))
     r = _slope_ratio(_check_slope(slope))  # in [1, 2]
@@ -617,7 +681,7 @@ def trace_determinant(width, slope=0.0, weight_kurtosis=3.0) -> TraceDeterminant
     return TraceDeterminant(trace, det, lam_max, lam_min, gap)
 
 
-def spectral_radius(width, slope=0.0, weight_kurtosis=3.0) -> float:
+def spectral_radius(width: int | ArrayLike, slope: float = 0.0, weight_kurtosis: float = 3.0) -> float | np.ndarray:
     """Spectral radius of ``A^(l)``: ``max(lambda_max(A_-), 1)``; ``> 1`` for every ``w > 1`` (Lemma 4.5 of seed 002).
 
     The eigenvalues of ``A^(l)`` are those of ``A_-^(l)`` and the 1 of its last row.
@@ -640,6 +704,11 @@ def spectral_radius(width, slope=0.0, weight_kurtosis=3.0) -> float:
         As :func:`trace_determinant`; an empty array of widths.
     TypeError
         Bools, complex numbers or strings where numbers are expected.
+
+    Examples
+    --------
+    >>> spectral_radius(2), spectral_radius([2, 4]).round(4)
+    (3.5, array([3.5 , 2.25]))
     """
     if np.ndim(width):
         flat = _check_widths(np.ravel(width), "width")
@@ -647,7 +716,16 @@ def spectral_radius(width, slope=0.0, weight_kurtosis=3.0) -> float:
     return max(trace_determinant(width, slope, weight_kurtosis).lambda_max, 1.0)
 
 
-def depth_to_kurtosis(threshold, kappa0, c0, width, slope=0.0, weight_kurtosis=3.0, sigma_x2=1.0, max_depth=10**9) -> int:
+def depth_to_kurtosis(
+    threshold: float,
+    kappa0: float,
+    c0: float,
+    width: int,
+    slope: float = 0.0,
+    weight_kurtosis: float = 3.0,
+    sigma_x2: float = 1.0,
+    max_depth: int = 10**9,
+) -> int:
     """The first depth ``d`` with ``kappa_d >= threshold`` for a constant-width network (Prop. 4.3, Thm. 4.7).
 
     Scans the first 10^4 layers one by one, then (the kurtosis being eventually increasing, Thm. 4.7)
@@ -680,6 +758,11 @@ def depth_to_kurtosis(threshold, kappa0, c0, width, slope=0.0, weight_kurtosis=3
         with ``|a| = 1`` and ``kappa_w = 1``, where the spectral radius is 1).
     TypeError
         Bools, complex numbers or strings where numbers are expected.
+
+    Examples
+    --------
+    >>> depth_to_kurtosis(100.0, 3.0, 0.0, width=2)     # kappa_l = 3, 10.5, 36.75, 128.6, ...
+    3
     """
     threshold = check_scalar(threshold, "threshold")
     if threshold <= 0:
@@ -758,7 +841,7 @@ def _log_kappa_power(width, slope, kw, sigma_x2, kappa0, c0, d):
 # --------------------------------------------------------------------------------------------
 
 
-def weight_kurtosis(distribution) -> float:
+def weight_kurtosis(distribution: str | Any) -> float:
     """Kurtosis ``E (w - mu)^4 / Var(w)^2`` of a weight law.
 
     Parameters
@@ -778,6 +861,12 @@ def weight_kurtosis(distribution) -> float:
     ValueError
         Unknown name (``"orthogonal"`` is not an i.i.d. law), infinite or undefined fourth moment,
         an unfrozen distribution that needs parameters.
+
+    Examples
+    --------
+    >>> from scipy import stats
+    >>> weight_kurtosis("uniform"), weight_kurtosis(stats.t(df=7))   # Student t: 3 + 6 / (df - 4)
+    (1.8, 5.0)
     """
     if isinstance(distribution, str):
         key = distribution.lower()
@@ -801,7 +890,7 @@ def weight_kurtosis(distribution) -> float:
 
 
 @dataclass(frozen=True)
-class InputStatistics:
+class InputStatistics(Result):
     """Input moments ``sigma_x2``, ``kappa0``, ``c0`` of a data set (the start of Prop. 4.3).
 
     Attributes
@@ -819,7 +908,7 @@ class InputStatistics:
     c0: float
 
 
-def input_statistics(x, method="pairs", weight_kurtosis=3.0) -> InputStatistics:
+def input_statistics(x: ArrayLike, method: str = "pairs", weight_kurtosis: float = 3.0) -> InputStatistics:
     """``kappa_0`` and ``c_0`` of a data set (the start of the recursion of Prop. 4.3).
 
     The paper (supplement E) estimates them "using 10^7 random samples" for channel-standardised
@@ -863,6 +952,12 @@ def input_statistics(x, method="pairs", weight_kurtosis=3.0) -> InputStatistics:
         (checked for both methods).
     TypeError
         ``x`` complex, boolean or not numeric.
+
+    Examples
+    --------
+    >>> st = input_statistics([[1.0, -1.0], [2.0, 0.0]])
+    >>> round(st.sigma_x2, 12), round(st.kappa0, 12), round(st.c0, 12)
+    (1.5, 2.0, -1.75)
     """
     x = _real_array(x, "x")
     if x.ndim != 2 or x.shape[1] < 2 or x.shape[0] < 1:
@@ -947,7 +1042,7 @@ def _log_gamma_lower(a: float, log_x: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class EmpiricalVarianceDistribution:
+class EmpiricalVarianceDistribution(Result):
     """The law of the sample variance ``S_n^2`` of ``n`` i.i.d. draws of kurtosis ``kappa`` (Sec. 5).
 
     Attributes
@@ -986,7 +1081,7 @@ class EmpiricalVarianceDistribution:
             raise ValueError(f"{name} must lie in {'(0' if open_left else '[0'}, 1) (the 1-quantile is +inf), got {p}")
         return p
 
-    def log_quantile(self, p):
+    def log_quantile(self, p: ArrayLike) -> float | np.ndarray:
         """``log`` of the ``p``-quantile of the Gamma approximation, ``p`` in (0, 1); finite.
 
         Below the smallest normal float the quantile solves ``P(k, x) = p`` with
@@ -1003,7 +1098,7 @@ class EmpiricalVarianceDistribution:
         out = out + math.log(self.scale)
         return float(out) if out.ndim == 0 else out
 
-    def quantile(self, p):
+    def quantile(self, p: ArrayLike) -> float | np.ndarray:
         """Quantiles of the Gamma approximation, ``p`` in [0, 1).
 
         Raises ``ValueError`` where a quantile is below the smallest normal float64 (``p > 0``) or
@@ -1017,7 +1112,7 @@ class EmpiricalVarianceDistribution:
             raise ValueError("p gives quantiles beyond the float64 range (they underflow to 0 or overflow); use log_quantile")
         return float(q) if q.ndim == 0 else q
 
-    def log_prob_below(self, v):
+    def log_prob_below(self, v: ArrayLike) -> float | np.ndarray:
         """``log P(S_n^2 < v)`` under the Gamma approximation, ``v > 0``; finite (accurate in the far lower tail)."""
         v = _real_array(v, "v")
         if not np.all(v > 0):
@@ -1025,7 +1120,7 @@ class EmpiricalVarianceDistribution:
         out = _log_gamma_lower(self.shape, np.log(v) - math.log(self.scale))
         return float(out) if out.ndim == 0 else out
 
-    def prob_below(self, v):
+    def prob_below(self, v: ArrayLike) -> float | np.ndarray:
         """``P(S_n^2 < v)`` under the Gamma approximation (0 for ``v <= 0``).
 
         Raises ``ValueError`` where the probability is positive but below the smallest normal
@@ -1039,7 +1134,7 @@ class EmpiricalVarianceDistribution:
         return float(out) if out.ndim == 0 else out
 
 
-def empirical_variance_distribution(kappa, n, sigma2=1.0) -> EmpiricalVarianceDistribution:
+def empirical_variance_distribution(kappa: float, n: int, sigma2: float = 1.0) -> EmpiricalVarianceDistribution:
     """Variance of ``S_n^2`` and its Gamma approximation, Sec. 5 of seed 002.
 
     Parameters
@@ -1073,6 +1168,14 @@ def empirical_variance_distribution(kappa, n, sigma2=1.0) -> EmpiricalVarianceDi
     approximation. As ``kappa -> inf`` the shape ``k -> 0``: the law concentrates at 0 (the
     "vanishing empirical variance"). In a network the ``n`` outputs of one network share weights and
     are not i.i.d.; the paper applies the formula heuristically.
+
+    Examples
+    --------
+    Gaussian samples (``kappa = 3``): ``S_n^2 ~ chi^2_{n-1} / (n - 1)`` exactly, so ``DF_n = n - 1``:
+
+    >>> ev = empirical_variance_distribution(3.0, 10)
+    >>> round(ev.var_s2, 12), round(ev.df, 12), round(ev.shape, 12)
+    (0.222222222222, 9.0, 4.5)
     """
     kappa = check_scalar(kappa, "kappa")
     if kappa < 1.0:
@@ -1107,7 +1210,7 @@ def empirical_variance_distribution(kappa, n, sigma2=1.0) -> EmpiricalVarianceDi
 # --------------------------------------------------------------------------------------------
 
 
-def nonzero_probability(widths, log=False):
+def nonzero_probability(widths: Sequence[int] | ArrayLike, log: bool = False) -> np.ndarray:
     """``P(y^(d) != 0)`` for a ReLU network (Prop. B.2): ``prod_{l=0}^{d-1} (1 - 2^{-w_l})``.
 
     Parameters
@@ -1149,6 +1252,13 @@ def nonzero_probability(widths, log=False):
     References
     ----------
     Seed 002, supplement B: Prop. B.1 (width 1) and Prop. B.2 (any widths).
+
+    Examples
+    --------
+    >>> nonzero_probability([1, 1, 1])       # Prop. B.1: 2^-d at width 1
+    array([1.   , 0.5  , 0.25 , 0.125])
+    >>> nonzero_probability([2, 3])
+    array([1.     , 0.75   , 0.65625])
     """
     widths = _check_widths(widths)
     log = check_bool(log, "log")

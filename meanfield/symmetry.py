@@ -1,7 +1,8 @@
 """Feature symmetry: weight correlations, effective width, symmetry-breaking perturbations, counts.
 
-Implements the measures of Blumenfeld, Gilboa & Soudry (2020), seed ``000`` (Sec. 4.1, App. F, G),
-and the permutation count of Orhan (2017), seed ``004`` (Sec. 2.1, Fig. 1a).
+Implements the measures of Blumenfeld, Gilboa & Soudry (2020), seed ``000`` (Sec. 4.1, App. F, G).
+The hidden-unit permutation count of Orhan (2017), seed ``004``, lives with the other symmetries
+of that paper: :func:`meanfield.landscape.permutation_counts`.
 
 Code name                       Paper symbol
 ------------------------------  ------------------------------------------------------------------
@@ -15,8 +16,8 @@ Code name                       Paper symbol
 ``closed_form_correlations``    the values listed after eq. 6
 ``perturbation_ratio(a)``       :math:`\\|(I - \\tfrac1n 11^T) a\\| / \\|a\\|`, App. G, Figs. 9-10
 ``propagate_perturbation``      that ratio through a LeakyNet stack of ``'I'``/``'1'`` layers
+                                (leaky-ReLU ``slope``, :math:`\\rho` in the paper)
 ``subnetwork_counts``           sub-network counts of App. F
-``permutation_count``           :math:`\\prod_\\ell n_\\ell!`, hidden-unit permutation symmetry (seed 004)
 
 Tensor layout follows the paper (Sec. 4.1): a dense weight has shape ``(n_out, n_in)``, a
 convolution ``(k_1, ..., k_d, n_out, n_in)`` (``d = 1`` or ``2``), channel axes last.
@@ -29,25 +30,31 @@ correlation 0 (the cosine with the zero vector taken as 0). A zero tensor theref
 Limits. Arguments are validated whatever path uses them (``ValueError`` naming the argument and
 its range; ``TypeError`` for complex or non-numeric input and non-``bool`` flags). The exact
 integer counts are refused beyond :data:`MAX_SUBNETWORK_BITS` (``d * n_layers``; 2^23 keeps
-App. F's ``d = 640, L = 10^4``), :data:`MAX_SUBNETWORK_BITS_EXCLUSIVE` and
-:data:`MAX_PERMUTATION_UNITS`; :func:`propagate_perturbation` is bounded by
-:data:`MAX_PROPAGATION_DEPTH` and :data:`MAX_PROPAGATION_WORK` and never overflows.
+App. F's ``d = 640, L = 10^4``) and :data:`MAX_SUBNETWORK_BITS_EXCLUSIVE`;
+:func:`propagate_perturbation` is bounded by :data:`MAX_PROPAGATION_DEPTH` and
+:data:`MAX_PROPAGATION_WORK` and never overflows.
+
+Results. :class:`ClosedFormCorrelations` and :class:`SubnetworkCounts` are frozen dataclasses with
+``.replace()`` (:class:`meanfield._results.Result`).
 
 References
 ----------
 Y. Blumenfeld, D. Gilboa, D. Soudry, "Beyond Signal Propagation: Is Feature Diversity Necessary in
 Deep Neural Network Initialization?", ICML 2020 (seed 000).
-A. E. Orhan, "Skip Connections as Effective Symmetry-Breaking", 2017 (seed 004).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._checks import as_float_array, check_bool, check_correlation, check_int, check_scalar
+from ._results import Result
+from .activations import get_activation
 
 __all__ = [
     "ClosedFormCorrelations",
@@ -57,7 +64,6 @@ __all__ = [
     "effective_width",
     "forward_correlation",
     "pairwise_mean_cosine",
-    "permutation_count",
     "perturbation_ratio",
     "propagate_perturbation",
     "subnetwork_counts",
@@ -71,16 +77,19 @@ MAX_SUBNETWORK_BITS = 2**23
 #: Largest ``d * n_layers`` with ``include_empty=False`` (inclusion-exclusion: ``L + 1`` binomials).
 MAX_SUBNETWORK_BITS_EXCLUSIVE = 2**19
 
-#: Largest total width ``sum(widths)`` of :func:`permutation_count` (``prod n_l!`` is exact; the
-#: factorial of 10^5 has 1.5 million bits).
-MAX_PERMUTATION_UNITS = 10**5
-
 #: Largest depth of :func:`propagate_perturbation`, and largest ``depth * alpha.size``.
 MAX_PROPAGATION_DEPTH = 10**5
 MAX_PROPAGATION_WORK = 10**9
 
 
-def _weight(w, name="W") -> np.ndarray:
+def _int(n: object, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """:func:`meanfield._checks.check_int`, with complex numbers a ``TypeError`` (the library's rule)."""
+    if isinstance(n, (complex, np.complexfloating)) or (isinstance(n, np.ndarray) and n.dtype.kind == "c"):
+        raise TypeError(f"{name} must be an integer, got the complex {n!r}")
+    return check_int(n, name, minimum, maximum)
+
+
+def _weight(w: ArrayLike, name: str = "W") -> np.ndarray:
     w = as_float_array(w, name)
     if w.ndim not in (2, 3, 4):
         raise ValueError(
@@ -91,7 +100,7 @@ def _weight(w, name="W") -> np.ndarray:
     return w
 
 
-def pairwise_mean_cosine(vectors, complement: bool = False) -> float:
+def pairwise_mean_cosine(vectors: ArrayLike, complement: bool = False) -> float:
     """Mean cosine over ordered pairs ``i != j`` of the rows of ``vectors`` (shape (m, p), m >= 2).
 
     With unit rows ``u_i`` and ``d_i = u_i - u_0``,
@@ -147,7 +156,7 @@ def pairwise_mean_cosine(vectors, complement: bool = False) -> float:
     return float(deficit) if complement else float(1.0 - deficit)
 
 
-def forward_correlation(w, complement: bool = False) -> float:
+def forward_correlation(w: ArrayLike, complement: bool = False) -> float:
     """Forward correlation :math:`C_f` of a weight tensor (eq. 5 of seed 000).
 
     .. math::
@@ -189,7 +198,7 @@ def forward_correlation(w, complement: bool = False) -> float:
     return pairwise_mean_cosine(np.moveaxis(w, -2, 0).reshape(n_out, -1), complement)
 
 
-def backward_correlation(w, complement: bool = False) -> float:
+def backward_correlation(w: ArrayLike, complement: bool = False) -> float:
     """Backward correlation :math:`C_b` (eq. 6 of seed 000): eq. 5 over the input slices ``W[..., :, i]``.
 
     Parameters, return and errors as :func:`forward_correlation`, with ``n_in >= 2``.
@@ -202,7 +211,7 @@ def backward_correlation(w, complement: bool = False) -> float:
     return pairwise_mean_cosine(np.moveaxis(w, -1, 0).reshape(n_in, -1), complement)
 
 
-def total_correlation(w, complement: bool = False) -> float:
+def total_correlation(w: ArrayLike, complement: bool = False) -> float:
     """Total correlation :math:`C_t` (Fig. 6 of seed 000): mean pairwise cosine of all spatial filters.
 
     The paper defines :math:`C_t` only in words ("correlation between all filters"); a *filter* is
@@ -238,7 +247,7 @@ def total_correlation(w, complement: bool = False) -> float:
     return pairwise_mean_cosine(w.reshape(spatial, n_filters).T, complement)
 
 
-def effective_width(c_f, n):
+def effective_width(c_f: ArrayLike, n: int) -> float | np.ndarray:
     """Effective width :math:`1 + (n - 1)\\sqrt{1 - C_f^2}` of a layer of ``n`` features (Sec. 4.1).
 
     Parameters
@@ -261,13 +270,13 @@ def effective_width(c_f, n):
         Complex ``c_f``.
     """
     c = check_correlation(c_f, "c_f")
-    n = check_int(n, "n", 1, 2**53)
+    n = _int(n, "n", 1, 2**53)
     out = 1.0 + (n - 1) * np.sqrt(1.0 - np.asarray(c) ** 2)
     return float(out) if np.ndim(out) == 0 else out
 
 
 @dataclass(frozen=True)
-class ClosedFormCorrelations:
+class ClosedFormCorrelations(Result):
     """Closed-form :math:`C_f`, :math:`C_b` of one initialisation (the list after eq. 6 of seed 000).
 
     Attributes
@@ -286,14 +295,13 @@ class ClosedFormCorrelations:
     c_b: float
     exact: bool
 
-    def replace(self, **changes) -> ClosedFormCorrelations:
-        return replace(self, **changes)
-
 
 _KINDS = ("random", "orthogonal", "replicated_identity", "constant", "zero", "replicated_features", "mixture")
 
 
-def closed_form_correlations(kind, n_out=None, n_in=None, replicas=1, gamma=None) -> ClosedFormCorrelations:
+def closed_form_correlations(
+    kind: str, n_out: int | None = None, n_in: int | None = None, replicas: int = 1, gamma: float | None = None
+) -> ClosedFormCorrelations:
     """The closed-form correlations listed after eq. 6 of seed 000.
 
     Parameters
@@ -341,10 +349,10 @@ def closed_form_correlations(kind, n_out=None, n_in=None, replicas=1, gamma=None
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
     if n_out is not None:
-        n_out = check_int(n_out, "n_out", 2)
+        n_out = _int(n_out, "n_out", 2)
     if n_in is not None:
-        n_in = check_int(n_in, "n_in", 1)
-    replicas = check_int(replicas, "replicas", 1)
+        n_in = _int(n_in, "n_in", 1)
+    replicas = _int(replicas, "replicas", 1)
     if n_out is not None and replicas > n_out:
         raise ValueError(f"replicas must be <= n_out = {n_out}, got {replicas}")
     if gamma is not None:
@@ -376,7 +384,7 @@ def closed_form_correlations(kind, n_out=None, n_in=None, replicas=1, gamma=None
     return ClosedFormCorrelations(kind, (replicas - 1) / (n_out - 1), 0.0, exact=False)
 
 
-def perturbation_ratio(a, axis=-1):
+def perturbation_ratio(a: ArrayLike, axis: int = -1) -> float:
     """Relative size of the symmetry-breaking part of features (App. G, Figs. 9-10 of seed 000).
 
     .. math:: \\frac{\\|(I - \\tfrac1n \\mathbf 1 \\mathbf 1^T) a\\|_F}{\\|a\\|_F},
@@ -406,13 +414,13 @@ def perturbation_ratio(a, axis=-1):
     a = as_float_array(a, "a")
     if a.ndim == 0:
         raise ValueError("a must have a channel axis")
-    axis = check_int(axis, "axis", -a.ndim, a.ndim - 1)
+    axis = _int(axis, "axis", -a.ndim, a.ndim - 1)
     if a.size == 0:
         raise ValueError(f"a must not be empty, got shape {a.shape}")
     return _ratio(a, axis)
 
 
-def _ratio(a, axis):
+def _ratio(a: np.ndarray, axis: int) -> float:
     scale = float(np.max(np.abs(a)))
     if scale == 0.0:
         return 0.0
@@ -422,17 +430,20 @@ def _ratio(a, axis):
     return float(np.sqrt(np.sum(pert * pert) / np.sum(a * a)))
 
 
-def _leaky(x, rho):
-    return np.where(x > 0, x, rho * x)
-
-
-def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
+def propagate_perturbation(
+    alpha: ArrayLike,
+    epsilon: ArrayLike,
+    kinds: Iterable[str],
+    slope: float = 0.01,
+    gamma: ArrayLike | None = None,
+) -> np.ndarray:
     """Propagate symmetric features plus a perturbation through a LeakyNet stack (App. G, H of seed 000).
 
-    Layer ``l`` (1-based) computes ``h^l = s_l M_l sigma_rho(h^{l-1})`` at every spatial location
-    (delta kernel, eq. 7), with ``M_l = I`` (``'I'``) or ``11^T / n`` (``'1'``) and ``s_l = -1 / rho``
-    on odd layers, 1 on even ones, so that two layers compose to ``-x``
-    (``sigma_rho(-sigma_rho(x) / rho) = -x``) and the features repeat with period 4 (App. H).
+    Layer ``l`` (1-based) computes ``h^l = s_l M_l phi(h^{l-1})`` at every spatial location
+    (delta kernel, eq. 7), with ``phi`` the leaky ReLU of negative slope ``slope`` (the paper's
+    :math:`\\sigma_\\rho`, ``rho = slope``), ``M_l = I`` (``'I'``) or ``11^T / n`` (``'1'``) and
+    ``s_l = -1 / slope`` on odd layers, 1 on even ones, so that two layers compose to ``-x``
+    (``phi(-phi(x) / slope) = -x``) and the features repeat with period 4 (App. H).
     The input is ``h^0 = alpha + epsilon``.
 
     Parameters
@@ -444,8 +455,9 @@ def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
         Perturbation.
     kinds : sequence of {"I", "1"}
         Channel matrix of each layer.
-    rho : float
-        Leaky-ReLU slope in (0, 1].
+    slope : float
+        Negative slope of the leaky ReLU (``meanfield.activations.get_activation("leaky_relu",
+        slope=slope)``), in (0, 1]; the paper's ``rho``.
     gamma : sequence of float, optional
         If given, layer ``l`` uses ``gamma_l I + (1 - gamma_l) 11^T / n`` instead (App. J's
         mixture); ``kinds`` then only sets the depth.
@@ -462,19 +474,26 @@ def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
     Raises
     ------
     ValueError
-        ``alpha`` and ``epsilon`` of different shapes, scalar or empty, or non-finite; ``rho``
+        ``alpha`` and ``epsilon`` of different shapes, scalar or empty, or non-finite; ``slope``
         outside (0, 1]; ``kinds`` with anything but ``'I'`` and ``'1'``, deeper than
         :data:`MAX_PROPAGATION_DEPTH`, or ``depth * alpha.size > MAX_PROPAGATION_WORK``; ``gamma``
         not one value in [0, 1] per layer.
     TypeError
-        Complex or non-numeric arrays or ``rho``; ``kinds`` not iterable.
+        Complex or non-numeric arrays or ``slope``; ``kinds`` not iterable.
 
     Notes
     -----
     The ratio is invariant to a positive rescaling of the features, and every layer is positively
-    homogeneous (``sigma_rho(c x) = c sigma_rho(x)`` for ``c > 0``), so the computation drops the
-    factor ``1 / rho`` of ``s_l`` (keeping its sign) and renormalises each layer by a power of two:
-    features never overflow or underflow as a whole, whatever the depth and ``rho``.
+    homogeneous (``phi(c x) = c phi(x)`` for ``c > 0``), so the computation drops the factor
+    ``1 / slope`` of ``s_l`` (keeping its sign) and renormalises each layer by a power of two:
+    features never overflow or underflow as a whole, whatever the depth and ``slope``.
+
+    Examples
+    --------
+    >>> alpha = np.ones((1, 4))  # symmetric features: every channel equal
+    >>> eps = np.array([[0.1, -0.1, 0.0, 0.0]])
+    >>> propagate_perturbation(alpha, eps, ["I", "1", "I"], slope=0.1).round(4)
+    array([0.0705, 0.0705, 0.    , 0.    ])
     """
     a = as_float_array(alpha, "alpha")
     e = as_float_array(epsilon, "epsilon")
@@ -482,9 +501,9 @@ def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
         raise ValueError(f"alpha and epsilon must have the same shape (..., n), got {a.shape} and {e.shape}")
     if a.size == 0:
         raise ValueError(f"alpha must not be empty, got shape {a.shape}")
-    rho = check_scalar(rho, "rho")
-    if not 0.0 < rho <= 1.0:
-        raise ValueError(f"rho must lie in (0, 1], got {rho!r}")
+    slope = check_scalar(slope, "slope")
+    if not 0.0 < slope <= 1.0:
+        raise ValueError(f"slope must lie in (0, 1], got {slope!r}")
     try:
         kinds = list(kinds)
     except TypeError:
@@ -501,17 +520,18 @@ def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
         gamma = as_float_array(gamma, "gamma")
         if gamma.shape != (len(kinds),) or np.any((gamma < 0) | (gamma > 1)):
             raise ValueError(f"gamma must have one value in [0, 1] per layer ({len(kinds)}), got {gamma}")
+    phi = get_activation("leaky_relu", slope=slope).phi
     scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(e))))
     h = a / scale + e / scale if scale > 0 else np.zeros_like(a)
     ratios = [_ratio(h, -1)]
     for layer, kind in enumerate(kinds, start=1):
-        x = _leaky(h, rho)
+        x = phi(h)
         mean = x.mean(axis=-1, keepdims=True)
         if gamma is not None:
             mixed = gamma[layer - 1] * x + (1.0 - gamma[layer - 1]) * mean
         else:
             mixed = x if kind == "I" else np.broadcast_to(mean, x.shape)
-        h = -mixed if layer % 2 else np.array(mixed)  # s_l = -1/rho or 1, up to a positive factor
+        h = -mixed if layer % 2 else np.array(mixed)  # s_l = -1/slope or 1, up to a positive factor
         top = float(np.max(np.abs(h)))
         if top > 0.0:
             h = np.ldexp(h, -np.frexp(top)[1])  # exact renormalisation to max |h| in [0.5, 1)
@@ -520,7 +540,7 @@ def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
 
 
 @dataclass(frozen=True)
-class SubnetworkCounts:
+class SubnetworkCounts(Result):
     """Numbers of distinct neuron-masked sub-networks of ``L`` layers of width ``d`` (App. F of seed 000).
 
     Attributes
@@ -552,12 +572,12 @@ class SubnetworkCounts:
     one_to_one: int
     include_empty: bool
 
-    def log2(self) -> dict:
+    def log2(self) -> dict[str, float]:
         """The three counts as base-2 logarithms (floats; exact ints can have millions of digits)."""
         return {k: math.log2(getattr(self, k)) for k in ("random", "all_to_all", "one_to_one")}
 
 
-def subnetwork_counts(d, n_layers, include_empty: bool = True) -> SubnetworkCounts:
+def subnetwork_counts(d: int, n_layers: int, include_empty: bool = True) -> SubnetworkCounts:
     """Distinct sub-networks obtained by masking neurons (App. F of seed 000); exact integers.
 
     Parameters
@@ -587,8 +607,8 @@ def subnetwork_counts(d, n_layers, include_empty: bool = True) -> SubnetworkCoun
         ``include_empty`` not a bool.
     """
     include_empty = check_bool(include_empty, "include_empty")
-    d = check_int(d, "d", 1)
-    n_layers = check_int(n_layers, "n_layers", 1)
+    d = _int(d, "d", 1)
+    n_layers = _int(n_layers, "n_layers", 1)
     if d * n_layers > MAX_SUBNETWORK_BITS:
         raise ValueError(
             f"d * n_layers must be <= {MAX_SUBNETWORK_BITS} (MAX_SUBNETWORK_BITS: the exact counts have "
@@ -607,42 +627,3 @@ def subnetwork_counts(d, n_layers, include_empty: bool = True) -> SubnetworkCoun
     one = sum((-1) ** k * math.comb(n_layers, k) * math.comb(2 ** (n_layers - k) + d - 1, d) for k in range(n_layers + 1))
     return SubnetworkCounts(d, n_layers, (2**d - 1) ** n_layers, d**n_layers, one, False)
 
-
-def permutation_count(widths) -> int:
-    """Number of hidden-unit permutations leaving a plain network's function unchanged: ``prod n_l!``.
-
-    The permutation symmetry of nodes within a layer (seed 004, Sec. 2.1, Fig. 1a); skip
-    connections between adjacent layers of equal width break it (the count becomes 1).
-
-    Parameters
-    ----------
-    widths : sequence of int
-        Hidden-layer widths (each >= 1, in total at most :data:`MAX_PERMUTATION_UNITS`). An empty
-        sequence (no hidden layer) gives 1.
-
-    Returns
-    -------
-    int
-        The exact integer ``prod_l n_l!``.
-
-    Raises
-    ------
-    ValueError
-        A width that is not an integer >= 1, or ``sum(widths) > MAX_PERMUTATION_UNITS``.
-    TypeError
-        ``widths`` not a sequence (a str, a bare number).
-    """
-    if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
-        raise TypeError(f"widths must be a sequence of ints, got {type(widths).__name__}")
-    widths = np.asarray(widths, dtype=object).ravel().tolist() if isinstance(widths, np.ndarray) else list(widths)
-    widths = [check_int(n, "widths", 1) for n in widths]
-    total = sum(widths)
-    if total > MAX_PERMUTATION_UNITS:
-        raise ValueError(
-            f"widths must sum to at most {MAX_PERMUTATION_UNITS} (MAX_PERMUTATION_UNITS: prod n_l! is computed "
-            f"exactly), got {total}"
-        )
-    out = 1
-    for n in widths:
-        out *= math.factorial(n)
-    return out

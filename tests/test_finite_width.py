@@ -2,6 +2,10 @@
 
 Every formula is checked against an independent computation: direct quadrature of its defining
 integral with SciPy's chi-square law, or simulation of the random variables it describes.
+
+The library takes ``sigma_w2`` with ``W_ij ~ N(0, sigma_w2 / fan_in)`` (He = 2; ``fan_in`` defaults
+to the width). The independent references below (``_kernel_scipy``, the simulations) are written in
+seed 001's per-weight variance ``sw = sigma_w2 / fan_in``; each test converts at that boundary.
 """
 
 import math
@@ -17,7 +21,7 @@ from meanfield.gaussian import pair_expectation
 from meanfield.init import gsm, looks_linear, looks_linear_input, orthogonal_looks_linear
 
 #: Relative rounding of relu_eigenvalue's log-space sum (Stirling-difference Gamma ratios, error
-#: < 3e-14 per term, see meanfield.finite_width._stirling_tail) plus float64 accumulation.
+#: < 3e-14 per term, see the private meanfield.finite_width._eigen) plus float64 accumulation.
 EIGEN_RTOL = 1e-12
 #: Relative accuracy requested from scipy.integrate.quad (epsrel, with epsabs = 0).
 QUAD_RTOL = 1e-10
@@ -30,7 +34,7 @@ REFINEMENT_FACTOR = 2.0
 
 
 def _kernel_scipy(y, z, n, sw, sb=0.0):
-    """Independent ReLU kernel density: 0.5^N sum_k C(N, k) chi2_k(z / s) / s, via scipy.stats."""
+    """Independent ReLU kernel density: 0.5^N sum_k C(N, k) chi2_k(z / s) / s, via scipy.stats (sw unscaled)."""
     s = sw * y + sb
     return sum(math.comb(n, k) * 0.5**n * stats.chi2.pdf(z / s, k) / s for k in range(1, n + 1))
 
@@ -43,26 +47,35 @@ def _kernel_scipy(y, z, n, sw, sb=0.0):
 @given(st.integers(1, 40), st.floats(0.05, 5.0), st.floats(0.0, 1.0), st.floats(0.05, 5.0), st.floats(0.01, 8.0))
 @settings(max_examples=25)
 def test_kernel_matches_chi_square_mixture(n, sw, sb, y, z):
-    k = fw.relu_kernel(y, z, n, sw, sb)
+    k = fw.relu_kernel(y, z, n, sw * n, sb)  # sigma_w2 = sw * fan_in, fan_in = width
     assert k.atom == pytest.approx(0.5**n)
     assert k.density == pytest.approx(_kernel_scipy(y, z, n, sw, sb), rel=1e-9, abs=1e-300)
 
 
+@given(st.integers(1, 40), st.integers(1, 500), st.floats(0.05, 5.0), st.floats(0.05, 5.0), st.floats(0.01, 8.0))
+@settings(max_examples=15)
+def test_kernel_fan_in_scales_the_weight_variance(n, fan_in, sigma_w2, y, z):
+    """W_ij ~ N(0, sigma_w2 / fan_in): the kernel is seed 001's with sw = sigma_w2 / fan_in."""
+    k = fw.relu_kernel(y, z, n, sigma_w2, 0.1, fan_in=fan_in)
+    assert k.density == pytest.approx(_kernel_scipy(y, z, n, sigma_w2 / fan_in, 0.1), rel=1e-9, abs=1e-300)
+
+
 def test_kernel_is_a_probability_law_and_matches_simulation():
-    n, sw, sb, y = 7, 0.4, 0.2, 1.3
-    mass = integrate.quad(lambda z: fw.relu_kernel(y, z, n, sw, sb).density, 0, np.inf, limit=400)[0]
+    n, sigma_w2, sb, y = 7, 2.8, 0.2, 1.3
+    sw = sigma_w2 / n  # seed 001's per-weight variance, for the simulation
+    mass = integrate.quad(lambda z: fw.relu_kernel(y, z, n, sigma_w2, sb).density, 0, np.inf, limit=400)[0]
     assert mass + 0.5**n == pytest.approx(1.0, abs=1e-8)
     rng = np.random.default_rng(1)
     h = rng.standard_normal((200_000, n)) * math.sqrt(sw * y + sb)
     zs = (np.maximum(h, 0) ** 2).sum(1)
     for t in (0.5, 1.5, 3.0):
-        cdf = 0.5**n + integrate.quad(lambda z: fw.relu_kernel(y, z, n, sw, sb).density, 0, t, limit=400)[0]
+        cdf = 0.5**n + integrate.quad(lambda z: fw.relu_kernel(y, z, n, sigma_w2, sb).density, 0, t, limit=400)[0]
         p = (zs <= t).mean()
         assert abs(p - cdf) < Z * math.sqrt(cdf * (1 - cdf) / zs.size)
 
 
 def test_kernel_wide_layer_is_finite():
-    k = fw.relu_kernel(1.0, np.array([0.9, 1.0, 1.1]), 100_000, 2e-5)
+    k = fw.relu_kernel(1.0, np.array([0.9, 1.0, 1.1]), 100_000, 2.0)  # He
     assert np.all(np.isfinite(k.density)) and np.all(k.density > 0)
     # concentrated around z = y with sd sqrt(2 * (3 - 1) / N) ~ 0.0063 (relative)
     assert k.density[1] > 10 * k.density[0]
@@ -73,9 +86,9 @@ def test_kernel_wide_layer_is_finite():
 # ------------------------------------------------------------------------------------------------
 
 
-@given(st.integers(1, 3000), st.floats(1e-3, 10.0))
-def test_lambda_minus_one(n, sw):
-    assert fw.relu_eigenvalue(-1.0, n, sw) == pytest.approx(1 - 0.5**n, rel=1e-12)
+@given(st.integers(1, 3000), st.floats(1e-3, 10.0), st.integers(1, 10**6))
+def test_lambda_minus_one(n, sigma_w2, fan_in):
+    assert fw.relu_eigenvalue(-1.0, n, sigma_w2, fan_in=fan_in) == pytest.approx(1 - 0.5**n, rel=1e-12)
 
 
 @given(st.integers(1, 25), st.floats(0.1, 4.0), st.floats(-4.0, -0.6), st.floats(0.2, 3.0))
@@ -89,25 +102,25 @@ def test_eigenvalue_equals_direct_quadrature(n, sw, m, z):
     edges = (0, z / sw / 50, z / sw / 5, z / sw, z / sw * 5, np.inf)
     parts = [integrate.quad(f, a, b, limit=500, epsabs=0.0, epsrel=QUAD_RTOL) for a, b in zip(edges[:-1], edges[1:])]
     val, err = sum(p[0] for p in parts), sum(p[1] for p in parts)
-    lam = fw.relu_eigenvalue(m, n, sw)
+    lam = fw.relu_eigenvalue(m, n, sw * n)  # sigma_w2 = sw * fan_in, fan_in = width
     assert abs(lam - val / z**m) <= (QUAD_RTOL * abs(val) + err) / z**m + EIGEN_RTOL * lam
 
 
 def test_printed_eigenvalue_differs_by_four_to_m_plus_one():
     m = np.array([-3.0, -2.0, -1.5])
-    assert np.allclose(fw.relu_eigenvalue_printed(m, 10, 0.2), fw.relu_eigenvalue(m, 10, 0.2) * 4.0 ** (m + 1))
+    assert np.allclose(fw.relu_eigenvalue_printed(m, 10, 2.0), fw.relu_eigenvalue(m, 10, 2.0) * 4.0 ** (m + 1))
     # ... and the printed one is not the quadrature value (m = -2, He: derived = 1, printed = 1/4)
-    assert fw.relu_eigenvalue(-2.0, 10, 0.2) == pytest.approx(1.0)
-    assert fw.relu_eigenvalue_printed(-2.0, 10, 0.2) == pytest.approx(0.25)
+    assert fw.relu_eigenvalue(-2.0, 10, 2.0) == pytest.approx(1.0)
+    assert fw.relu_eigenvalue_printed(-2.0, 10, 2.0) == pytest.approx(0.25)
 
 
 @pytest.mark.parametrize("n", [1, 10, 1000, 100_000])
 def test_eigenvalue_he_minus_two_is_one_and_stable(n):
-    assert fw.relu_eigenvalue(-2.0, n, 2.0 / n) == pytest.approx(1.0, rel=1e-10)
+    assert fw.relu_eigenvalue(-2.0, n, 2.0) == pytest.approx(1.0, rel=1e-10)
     # beyond float64: an error naming the log-scale function, never inf or NaN; the log is finite
     with pytest.raises(ValueError, match="relu_log_eigenvalue"):
-        fw.relu_eigenvalue(-1e4, n, 2.0 / n)
-    assert math.isfinite(fw.relu_log_eigenvalue(-1e4, n, 2.0 / n)) and fw.relu_log_eigenvalue(-1e4, n, 2.0 / n) > 709
+        fw.relu_eigenvalue(-1e4, n, 2.0)
+    assert math.isfinite(fw.relu_log_eigenvalue(-1e4, n, 2.0)) and fw.relu_log_eigenvalue(-1e4, n, 2.0) > 709
 
 
 def test_critical_exponents_he():
@@ -121,10 +134,10 @@ def test_critical_exponents_he():
         assert ce.lower == pytest.approx(-2.0, abs=1e-8)
         assert -1.0 - 1e-12 < ce.upper < -0.5
         mid = 0.5 * (ce.lower + ce.upper)
-        assert fw.relu_eigenvalue(mid, n, 2.0 / n) < 1 < fw.relu_eigenvalue(ce.lower - 0.5, n, 2.0 / n)
+        assert fw.relu_eigenvalue(mid, n, 2.0) < 1 < fw.relu_eigenvalue(ce.lower - 0.5, n, 2.0)
         # roots really are roots of their formulas (Brent to 1e-13 in m)
         for root in (ce.printed_lower, ce.printed_upper):
-            assert math.log(fw.relu_eigenvalue_printed(root, n, 2.0 / n)) == pytest.approx(0.0, abs=1e-9)
+            assert math.log(fw.relu_eigenvalue_printed(root, n, 2.0)) == pytest.approx(0.0, abs=1e-9)
         printed.append(ce.printed_lower)
     # the paper's relation is linear in N with slope -1.6207: the derived lower root has slope 0,
     # the printed formula's slope -1.6186 (fit over N = 10..100): the paper used the printed form.
@@ -134,15 +147,15 @@ def test_critical_exponents_he():
 
 def test_critical_exponents_have_no_fixed_scan_range():
     """Small sigma_w2 pushes the lower root far below -1000; both roots are still found (no NaN)."""
-    ce = fw.critical_exponents(10, 1e-3)
+    ce = fw.critical_exponents(10, 1e-2)
     assert ce.lower < -1000 and -1.0 < ce.upper < -0.5
     for root in (ce.lower, ce.upper):
-        assert fw.relu_log_eigenvalue(root, 10, 1e-3) == pytest.approx(0.0, abs=1e-9)
+        assert fw.relu_log_eigenvalue(root, 10, 1e-2) == pytest.approx(0.0, abs=1e-9)
     # quasi-stationary exponent on either side of -1 (supercritical sigma_w2: in (-1, -1/2))
-    for sw in (2.0 / 10, 3.0 / 10):
-        m = fw.quasi_stationary_exponent(10, sw)
+    for sigma_w2 in (2.0, 3.0):
+        m = fw.quasi_stationary_exponent(10, sigma_w2)
         assert abs(m + 1) > 0.1
-        assert fw.relu_eigenvalue(m, 10, sw) == pytest.approx(1 - 0.5**10, rel=1e-12)
+        assert fw.relu_eigenvalue(m, 10, sigma_w2) == pytest.approx(1 - 0.5**10, rel=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -153,7 +166,7 @@ def test_critical_exponents_have_no_fixed_scan_range():
 @given(st.integers(5, 40), st.integers(1, 30), st.floats(0.01, 3.0), st.floats(0.0, 1.0), st.floats(0.5, 20.0))
 @settings(max_examples=8)
 def test_operator_conserves_probability(g, n, sw, sb, top):
-    op = fw.discretize_operator(np.linspace(0, top, g), n, sw, sb, nodes_per_cell=2)
+    op = fw.discretize_operator(np.linspace(0, top, g), n, sw * n, sb, nodes_per_cell=2)
     assert np.all(op.matrix >= 0)
     assert np.allclose(op.matrix.sum(0), 1.0, atol=1e-12)
 
@@ -161,7 +174,7 @@ def test_operator_conserves_probability(g, n, sw, sb, top):
 def test_operator_second_eigenvalue_is_lambda_minus_one():
     """Every column puts exactly 0.5^N on the atom, so the cell block has Perron root 1 - 0.5^N."""
     for n in (3, 10):
-        op = fw.discretize_operator(np.linspace(0, 6, 61), n, 2.0 / n)
+        op = fw.discretize_operator(np.linspace(0, 6, 61), n, 2.0)
         w, _ = op.eig()
         assert w[0].real == pytest.approx(1.0)
         assert w[1].real == pytest.approx(1 - 0.5**n, abs=1e-10)
@@ -174,7 +187,7 @@ def test_operator_positive_eigenvector_is_power_law(factor):
     slopes = []
     for cells in (200, 400):
         g = np.linspace(0, 8, cells + 1)
-        op = fw.discretize_operator(g, n, factor / n, nodes_per_cell=2)
+        op = fw.discretize_operator(g, n, factor, nodes_per_cell=2)
         w, v = op.eig()
         assert w[1].real == pytest.approx(1 - 0.5**n)
         dens = np.abs(np.real(v[1:, 1])) / np.diff(g)
@@ -183,13 +196,13 @@ def test_operator_positive_eigenvector_is_power_law(factor):
         slopes.append(np.polyfit(np.log(c[sel]), np.log(dens[sel]), 1)[0])
     # cell averaging of a power law: O(h^2); Richardson with its own error estimate |fine - coarse| / 3
     rich = (4 * slopes[1] - slopes[0]) / 3
-    assert abs(rich - fw.quasi_stationary_exponent(n, factor / n)) <= abs(slopes[1] - slopes[0]) / 3
+    assert abs(rich - fw.quasi_stationary_exponent(n, factor)) <= abs(slopes[1] - slopes[0]) / 3
 
 
 def test_operator_spectrum_converges_under_refinement():
     eig = []
     for g in (51, 101, 201):
-        w, _ = fw.discretize_operator(np.linspace(0, 8, g), 10, 0.1, 0.5, nodes_per_cell=2).eig()
+        w, _ = fw.discretize_operator(np.linspace(0, 8, g), 10, 1.0, 0.5, nodes_per_cell=2).eig()
         eig.append(np.real(w[1:4]))
     d1, d2 = np.abs(eig[1] - eig[0]), np.abs(eig[2] - eig[1])
     # observed order log2(d1 / d2) between 0.6 and 2: convergent, first order or better
@@ -198,23 +211,23 @@ def test_operator_spectrum_converges_under_refinement():
 
 def test_operator_reproduces_eigenvalue_on_log_grid():
     """Apply the matrix to the cell masses of y^m; the interior ratio -> lambda_m (O(h^2), Richardson)."""
-    n, sw = 20, 0.1
+    n, sigma_w2 = 20, 2.0
     est = {}
     for pts in (121, 241):
         edges = np.concatenate([[0.0], np.logspace(-6, 6, pts)])
-        op = fw.discretize_operator(edges, n, sw, nodes_per_cell=2)
+        op = fw.discretize_operator(edges, n, sigma_w2, nodes_per_cell=2)
         e = edges[1:]
         i = np.searchsorted(edges, 1.0)
         for m in (-3.0, -2.0, -1.5):
             v = np.concatenate([[0.0, 0.0], (e[1:] ** (m + 1) - e[:-1] ** (m + 1)) / (m + 1)])
             est.setdefault(m, []).append((op.matrix @ v)[i] / v[i])
-    from meanfield.validation.finite_width import _domain_truncation
+    from meanfield.validation.finite_width import domain_truncation
 
     for m, (coarse, fine) in est.items():
         # Richardson (O(h^2)); |fine - coarse| / 3 estimates the error of `fine` and so bounds
         # that of the extrapolate; plus the sources beyond the grid's top (1e6)
-        tol = abs(fine - coarse) / 3 + _domain_truncation(m, n, sw, 1e6)
-        assert abs((4 * fine - coarse) / 3 - fw.relu_eigenvalue(m, n, sw)) <= tol
+        tol = abs(fine - coarse) / 3 + domain_truncation(m, n, sigma_w2, 1e6)
+        assert abs((4 * fine - coarse) / 3 - fw.relu_eigenvalue(m, n, sigma_w2)) <= tol
 
 
 def _coarse_columns(fine):
@@ -226,9 +239,9 @@ def _coarse_columns(fine):
 def test_fft_path_matches_closed_form():
     """The general (FFT) path converges to the closed form; its error is within the refinement estimate."""
     g, gf = np.linspace(0, 5, 101), np.linspace(0, 5, 201)
-    a = fw.discretize_operator(g, 20, 0.1, nodes_per_cell=2)
-    b = fw.discretize_operator(g, 20, 0.1, nodes_per_cell=2, method="fft", n_quantiles=1024)
-    bf = fw.discretize_operator(gf, 20, 0.1, nodes_per_cell=2, method="fft", n_quantiles=4096)
+    a = fw.discretize_operator(g, 20, 2.0, nodes_per_cell=2)
+    b = fw.discretize_operator(g, 20, 2.0, nodes_per_cell=2, method="fft", n_quantiles=1024)
+    bf = fw.discretize_operator(gf, 20, 2.0, nodes_per_cell=2, method="fft", n_quantiles=4096)
     cdf_f, mean_f = _coarse_columns(bf)
     err = np.abs(np.cumsum(a.matrix - b.matrix, 0)).max(0)
     est = np.abs(np.cumsum(b.matrix, 0) - cdf_f).max(0)
@@ -241,9 +254,9 @@ def test_fft_path_matches_closed_form():
 
 def test_kernel_masses_relu_closed_vs_fft_vs_simulation():
     g, gf = np.linspace(0, 6, 121), np.linspace(0, 6, 241)
-    closed = fw.kernel_masses(2.0, g, 16, 0.125)[0]
-    fft = fw.kernel_masses(2.0, g, 16, 0.125, method="fft", n_quantiles=1024)[0]
-    fft_fine = fw.kernel_masses(2.0, gf, 16, 0.125, method="fft", n_quantiles=4096)[0]
+    closed = fw.kernel_masses(2.0, g, 16, 2.0)[0]  # He: per-weight variance 2 / 16 = 0.125
+    fft = fw.kernel_masses(2.0, g, 16, 2.0, method="fft", n_quantiles=1024)[0]
+    fft_fine = fw.kernel_masses(2.0, gf, 16, 2.0, method="fft", n_quantiles=4096)[0]
     assert closed.sum() == pytest.approx(1.0) and fft.sum() == pytest.approx(1.0)
     assert closed[0] == pytest.approx(0.5**16) and fft[0] == pytest.approx(0.5**16)
     # FFT error (lattice step and quantile count) within its refinement estimate
@@ -256,7 +269,7 @@ def test_kernel_masses_relu_closed_vs_fft_vs_simulation():
 
 def test_fft_path_other_activation_conserves_and_matches_simulation():
     g = np.linspace(0, 20, 201)
-    op = fw.discretize_operator(g, 8, 1.0, 0.1, activation="tanh", nodes_per_cell=1)
+    op = fw.discretize_operator(g, 8, 8.0, 0.1, activation="tanh", nodes_per_cell=1)  # per-weight variance 1
     assert np.allclose(op.matrix.sum(0), 1.0)
     j = 50  # source cell (4.9, 5.0]
     y = op.centers[j]
@@ -266,14 +279,14 @@ def test_fft_path_other_activation_conserves_and_matches_simulation():
     cdf_mc = np.array([(zs <= t).mean() for t in g])
     # the source cell (4.9, 5.0] is a single point with nodes_per_cell=1: the same law on the
     # twice finer grid (and 4x the quantiles) estimates the FFT path's discretisation error
-    fine = fw.kernel_masses(y, np.linspace(0, 20, 401), 8, 1.0, 0.1, activation="tanh", n_quantiles=4 * 4096)[0]
+    fine = fw.kernel_masses(y, np.linspace(0, 20, 401), 8, 8.0, 0.1, activation="tanh", n_quantiles=4 * 4096)[0]
     est = np.abs(cdf_th - np.cumsum(fine)[::2])
     se = np.sqrt(cdf_mc * (1 - cdf_mc) / zs.size)
     assert np.all(np.abs(cdf_th - cdf_mc) <= Z * np.maximum(se, 0.5 / zs.size) + REFINEMENT_FACTOR * est)
 
 
 def test_propagate_distribution_mean_follows_corollary_3():
-    layers = [(30, 2 / 30), (20, 2 / 20, 0.05), fw.Layer(40, 0.04, 0.0)]
+    layers = [(30, 2.0), (20, 2.0, 0.05), fw.Layer(40, 0.8, 0.0, fan_in=20)]
     means = []
     for cells in (200, 400):  # the same source law (uniform on (0.9, 1.0]) on two grids
         g = np.linspace(0, 20, cells + 1)
@@ -292,16 +305,18 @@ def test_propagate_distribution_mean_follows_corollary_3():
 
 def test_expected_squared_norm_against_simulation():
     rng = np.random.default_rng(5)
-    widths, sws, sbs = [50, 30, 40], [0.05, 0.06, 0.05], [0.1, 0.0, 0.2]
+    widths, sigma_w2s, sbs = [50, 30, 40], [1.0, 3.0, 1.5], [0.1, 0.0, 0.2]
     x0 = rng.standard_normal(20)
     y0 = x0 @ x0
     reps = 20_000
     x = np.broadcast_to(x0, (reps, 20))
-    for n, sw, sb in zip(widths, sws, sbs):
-        w = rng.standard_normal((reps, x.shape[1], n)) * math.sqrt(sw)
+    fan_ins = []
+    for n, sigma_w2, sb in zip(widths, sigma_w2s, sbs):
+        fan_ins.append(x.shape[1])  # W_ij ~ N(0, sigma_w2 / fan_in)
+        w = rng.standard_normal((reps, x.shape[1], n)) * math.sqrt(sigma_w2 / x.shape[1])
         x = np.maximum(np.einsum("ri,rij->rj", x, w) + rng.standard_normal((reps, n)) * math.sqrt(sb), 0)
     z = (x * x).sum(1)
-    th = fw.expected_squared_norm(y0, list(zip(widths, sws, sbs)))[-1]
+    th = fw.expected_squared_norm(y0, list(zip(widths, sigma_w2s, sbs, fan_ins)))[-1]
     assert abs(z.mean() - th) < Z * z.std() / math.sqrt(reps)
 
 
@@ -316,17 +331,17 @@ def test_grid_masses():
 
 
 def test_preactivation_covariance_against_simulation():
-    """Prop. 2: given the previous signals, one neuron's pre-activations are N(0, sigma_w2 G + sigma_b2)."""
+    """Prop. 2: given the previous signals, one neuron's pre-activations are N(0, sigma_w2 / fan_in G + sigma_b2)."""
     rng = np.random.default_rng(17)
-    x = rng.standard_normal((3, 12)) * 0.4  # three previous-layer signals
-    sw, sb, reps = 0.3, 0.1, 200_000
-    h = rng.standard_normal((reps, 12)) @ x.T * math.sqrt(sw) + rng.standard_normal((reps, 1)) * math.sqrt(sb)
-    v = fw.preactivation_covariance(x @ x.T, sw, sb)
+    x = rng.standard_normal((3, 12)) * 0.4  # three previous-layer signals of dimension 12
+    sigma_w2, sb, reps = 3.6, 0.1, 200_000
+    h = rng.standard_normal((reps, 12)) @ x.T * math.sqrt(sigma_w2 / 12) + rng.standard_normal((reps, 1)) * math.sqrt(sb)
+    v = fw.preactivation_covariance(x @ x.T, sigma_w2, sb, fan_in=12)
     emp = h.T @ h / reps
     se = np.sqrt((np.outer(np.diag(v), np.diag(v)) + v**2) / reps)  # Var(h_i h_j) for a normal pair
     assert np.all(np.abs(emp - v) <= Z * se)
     with pytest.raises(ValueError, match="gram"):
-        fw.preactivation_covariance(np.array([[1.0, 2.0], [2.0, 1.0]]), 1.0)
+        fw.preactivation_covariance(np.array([[1.0, 2.0], [2.0, 1.0]]), 1.0, fan_in=2)
 
 
 @given(st.floats(-0.999, 0.999))
@@ -421,7 +436,7 @@ def test_cosine_similarity_samples():
 
     x1 = np.eye(16)[0]
     x2 = 0.5 * x1 + math.sqrt(0.75) * np.eye(16)[1]
-    _, net = simulate_pair(x1, x2, 100, 2.0 / 100, 0.0, 20_000, rng=4)
+    _, net = simulate_pair(x1, x2, 100, 2.0 / 100, 0.0, 20_000, rng=4)  # the simulator takes seed 001's variance 2 / N
     (ma, sa), (mn, sn) = mean_se(a), mean_se(net)
     assert abs(ma - mn) <= Z * math.hypot(sa, sn)
     for t in np.quantile(a, [0.1, 0.5, 0.9]):
@@ -519,7 +534,7 @@ def test_fig_1a_claim_mean_preserved_and_right_tail_grows():
         k = cells // 200
         p0 = np.zeros(grid.size)
         p0[24 * k + 1 : 25 * k + 1] = 1.0 / k
-        laws = fw.propagate_distribution(p0, grid, [(200, 0.01)] * 9, nodes_per_cell=1)
+        laws = fw.propagate_distribution(p0, grid, [(200, 2.0)] * 9, nodes_per_cell=1)  # He
         c = np.concatenate([[0.0], 0.5 * (grid[1:] + grid[:-1])])
         mean = laws @ c
         var = laws @ c**2 - mean**2
@@ -544,7 +559,7 @@ def test_simulator_squared_norms_he_preserves_mean():
     from meanfield.validation._finite_width_networks import simulate_squared_norms
 
     x = np.random.default_rng(0).standard_normal((4, 10))
-    sim = simulate_squared_norms(x, [(50, 0.04)] * 3, 400, 4, rng=1)
+    sim = simulate_squared_norms(x, [(50, 0.04)] * 3, 400, 4, rng=1)  # seed 001's variances: He is 2 / N
     assert sim.shape == (400, 4, 4)
     y0 = (x * x).sum(1).mean()
     m, se = sim[:, :, 3].mean(), sim[:, :, 3].mean(1).std() / math.sqrt(400)
@@ -553,10 +568,9 @@ def test_simulator_squared_norms_he_preserves_mean():
 
 
 def test_validation_eigen_rows_pass():
-    from meanfield.validation.finite_width import _eigen_rows
+    from meanfield.validation.finite_width import eigen_rows
 
-    rows = []
-    _eigen_rows(rows)
+    rows = eigen_rows()
     assert len(rows) == 9 and all(r.passed for r in rows)
 
 
@@ -576,7 +590,7 @@ def test_depth_ten_thousand_atom_mass_exact():
     grid = np.linspace(0, 5, 41)
     p0 = np.zeros(grid.size)
     p0[8] = 1.0
-    laws = fw.propagate_distribution(p0, grid, [(n, 2.0 / n)] * depth, nodes_per_cell=1)
+    laws = fw.propagate_distribution(p0, grid, [(n, 2.0)] * depth, nodes_per_cell=1)
     assert np.all(np.isfinite(laws)) and np.allclose(laws.sum(1), 1.0, atol=1e-9)
     layers = np.array([1, 100, depth])
     assert np.allclose(laws[layers, 0], 1 - (1 - 0.5**n) ** layers, rtol=1e-9)
@@ -629,3 +643,135 @@ def test_fig_thm5_claims(tmp_path):
     inner = (rho > 0) & (rho < 1)
     assert np.all(cor[inner] < rho[inner]) and np.all(cor[rho < 0] > rho[rho < 0])
     assert cor[-1] == pytest.approx(1.0, abs=1e-12) and cor[0] == pytest.approx(-1 / (math.pi - 1), abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# one meaning of sigma_w2 (W_ij ~ N(0, sigma_w2 / fan_in), He = 2), fan_in, the package layout
+# ------------------------------------------------------------------------------------------------
+
+
+def test_sigma_w2_means_variance_times_fan_in_as_in_dense():
+    """E|x^l|^2 / N_l (Cor. 3) is half the dense q-map's pre-activation variance q_l for ReLU, with
+    fan_in = the previous width: sigma_w2 means the same in finite_width and meanfield.dense. (With
+    the old unscaled sigma_w2, 2.0 meant W_ij ~ N(0, 2) and E|x^1|^2 was 100 times too large here.)"""
+    from meanfield import dense
+
+    d, y0 = 30, 4.5
+    widths, sigma_w2s, sigma_b2s = [100, 60, 150], [2.0, 1.3, 2.7], [0.0, 0.05, 0.2]
+    layers, fan_in = [], d
+    for n, sw, sb in zip(widths, sigma_w2s, sigma_b2s):
+        layers.append(fw.Layer(n, sw, sb, fan_in=fan_in))
+        fan_in = n
+    e = fw.expected_squared_norm(y0, layers)
+    q = sigma_w2s[0] * y0 / d + sigma_b2s[0]  # layer 1: sigma_w2 * (mean of x_i^2) + sigma_b2
+    for l, (n, sw, sb) in enumerate(zip(widths, sigma_w2s, sigma_b2s), start=1):
+        if l > 1:
+            q = float(dense.qmap(q, "relu", sw, sb))  # closed form (arc-cosine kernel), q_{l} from q_{l-1}
+        assert e[l] / n == pytest.approx(q / 2, rel=1e-13)
+    # He preserves the mean of x_i^2 (not |x|^2) when widths change
+    he = fw.expected_squared_norm(1.0, [fw.Layer(50, 2.0, fan_in=100), fw.Layer(200, 2.0, fan_in=50)])
+    np.testing.assert_allclose(he, [1.0, 0.5, 2.0], rtol=1e-15)
+
+
+@pytest.mark.parametrize("fan_in", [1, 3, 40])
+def test_fan_in_is_the_per_weight_variance_sigma_w2_over_fan_in(fan_in):
+    """Every function with sigma_w2 depends on it only through sigma_w2 / fan_in (fan_in default: width):
+    the call with fan_in equals the square call with sigma_w2 * width / fan_in."""
+    n, sw = 8, 1.7
+    eq = sw * n / fan_in
+    g = np.linspace(0, 6, 31)
+    np.testing.assert_allclose(fw.relu_kernel(1.3, [0.5, 2.0], n, sw, 0.1, fan_in=fan_in).density,
+                               fw.relu_kernel(1.3, [0.5, 2.0], n, eq, 0.1).density, rtol=1e-13)
+    np.testing.assert_allclose(fw.relu_log_eigenvalue([-3.0, -1.5], n, sw, fan_in=fan_in),
+                               fw.relu_log_eigenvalue([-3.0, -1.5], n, eq), rtol=1e-13)
+    assert fw.quasi_stationary_exponent(n, sw, fan_in=fan_in) == pytest.approx(fw.quasi_stationary_exponent(n, eq), rel=1e-9)
+    assert fw.critical_exponents(n, sw, fan_in=fan_in).lower == pytest.approx(fw.critical_exponents(n, eq).lower, rel=1e-9)
+    np.testing.assert_allclose(fw.kernel_masses([1.0, 2.0], g, n, sw, fan_in=fan_in), fw.kernel_masses([1.0, 2.0], g, n, eq),
+                               rtol=1e-12, atol=1e-15)
+    op = fw.discretize_operator(g, n, sw, 0.1, nodes_per_cell=1, fan_in=fan_in)
+    assert op.layer == fw.Layer(n, sw, 0.1, fan_in)
+    np.testing.assert_allclose(op.matrix, fw.discretize_operator(g, n, eq, 0.1, nodes_per_cell=1).matrix, rtol=1e-12, atol=1e-15)
+    p0 = fw.grid_masses([1.0], g)
+    np.testing.assert_allclose(fw.propagate_distribution(p0, g, [(n, sw, 0.0, fan_in)] * 2, nodes_per_cell=1),
+                               fw.propagate_distribution(p0, g, [(n, eq)] * 2, nodes_per_cell=1), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(fw.preactivation_covariance(np.eye(2), sw, 0.1, fan_in=fan_in),
+                               np.eye(2) * sw / fan_in + 0.1, rtol=1e-15)
+    # the conversion helpers are each other's inverse and match Layer.unscaled_sigma_w2
+    assert fw.unscaled_sigma_w2(sw, fan_in) == sw / fan_in == fw.Layer(n, sw, fan_in=fan_in).unscaled_sigma_w2
+    assert fw.sigma_w2_from_unscaled(fw.unscaled_sigma_w2(sw, fan_in), fan_in) == pytest.approx(sw, rel=1e-15)
+    assert fw.Layer(n, sw).unscaled_sigma_w2 == sw / n
+
+
+@pytest.mark.parametrize("bad,exc", [(0, ValueError), (-3, ValueError), (2.5, ValueError), (10**8, ValueError),
+                                     (float("nan"), ValueError), (True, (TypeError, ValueError)), (1 + 1j, TypeError),
+                                     ("4", (TypeError, ValueError)), ([4], (TypeError, ValueError))])
+def test_fan_in_is_validated_naming_it(bad, exc):
+    g = np.linspace(0, 4, 9)
+    calls = [
+        lambda: fw.relu_kernel(1.0, 1.0, 5, 2.0, fan_in=bad),
+        lambda: fw.relu_log_eigenvalue(-2.0, 5, fan_in=bad),
+        lambda: fw.relu_eigenvalue(-2.0, 5, fan_in=bad),
+        lambda: fw.relu_eigenvalue_printed(-2.0, 5, fan_in=bad),
+        lambda: fw.critical_exponents(5, fan_in=bad),
+        lambda: fw.quasi_stationary_exponent(5, fan_in=bad),
+        lambda: fw.kernel_masses(1.0, g, 5, 2.0, fan_in=bad),
+        lambda: fw.discretize_operator(g, 5, 2.0, fan_in=bad),
+        lambda: fw.preactivation_covariance(np.eye(2), 2.0, fan_in=bad),
+        lambda: fw.expected_squared_norm(1.0, [fw.Layer(5, 2.0, fan_in=bad)]),
+        lambda: fw.propagate_distribution(fw.grid_masses([1.0], g), g, [(5, 2.0, 0.0, bad)]),
+        lambda: fw.unscaled_sigma_w2(2.0, bad),
+        lambda: fw.sigma_w2_from_unscaled(0.4, bad),
+    ]
+    for call in calls:
+        with pytest.raises(exc, match="fan_in"):
+            call()
+
+
+def test_preactivation_covariance_requires_fan_in():
+    """A Gram matrix does not carry the signals' dimension: fan_in is a required keyword."""
+    with pytest.raises(TypeError, match="fan_in"):
+        fw.preactivation_covariance(np.eye(2), 2.0)
+
+
+def test_sigma_w2_underflowing_per_weight_variance_is_refused():
+    """sigma_w2 / fan_in must not round to 0 for a positive sigma_w2 (a silently linear, bias-only layer)."""
+    with pytest.raises(ValueError, match="underflow"):
+        fw.relu_kernel(1.0, 1.0, 5, 1e-320, fan_in=10**6)
+    with pytest.raises(ValueError, match="underflow"):
+        fw.expected_squared_norm(1.0, [(5, 1e-320, 0.0, 10**6)])
+
+
+def test_finite_width_is_a_package_with_the_same_public_names():
+    """The module became a subpackage of private submodules; every public name of the module is still there."""
+    import importlib
+
+    names = {"MAX_WIDTH", "RELU_EIGEN_M_MAX", "RELU_EIGEN_M_MIN", "CriticalExponents", "DiscreteOperator", "Layer",
+             "TransitionKernel", "cosine_similarity_samples", "critical_exponents", "discretize_operator",
+             "expected_squared_norm", "grid_masses", "inner_product_law", "kernel_masses", "log_expected_squared_norm",
+             "mean_inner_product", "orthant_probability", "preactivation_covariance", "propagate_distribution",
+             "quasi_stationary_exponent", "relu_correlation", "relu_eigenvalue", "relu_eigenvalue_printed", "relu_kernel",
+             "relu_log_eigenvalue", "relu_product_density"}
+    assert hasattr(fw, "__path__")  # a package
+    assert names <= set(fw.__all__) and all(hasattr(fw, n) for n in fw.__all__)
+    assert len(fw.__all__) == len(set(fw.__all__))
+    for sub in ("_kernel", "_eigen", "_layer", "_operator", "_norms", "_correlation", "_joint"):
+        mod = importlib.import_module(f"meanfield.finite_width.{sub}")
+        assert set(mod.__all__) <= set(fw.__all__)
+
+
+def test_result_dataclasses_are_frozen_with_replace():
+    import dataclasses
+
+    from meanfield._results import Result
+
+    k = fw.relu_kernel(1.0, 1.0, 3, 2.0)
+    ce = fw.critical_exponents(5)
+    op = fw.discretize_operator(np.linspace(0, 4, 9), 3, 2.0, nodes_per_cell=1)
+    lay = fw.Layer(3, 2.0)
+    for obj in (k, ce, op, lay):
+        assert isinstance(obj, Result) and dataclasses.is_dataclass(obj)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            obj.__setattr__(dataclasses.fields(obj)[0].name, None)
+    assert ce.replace(lower=-7.0).lower == -7.0 and ce.lower != -7.0
+    assert lay.replace(fan_in=6).unscaled_sigma_w2 == pytest.approx(2.0 / 6)
+    assert op.replace(activation="x").activation == "x"

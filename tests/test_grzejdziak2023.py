@@ -58,7 +58,7 @@ def test_fig_kurtosis_scale_is_checked(tmp_path, scale, error):
 def test_validation_pieces_small():
     rows = VK._variance_rows("numpy", False, 0)
     assert len(rows) == 6 and all(r.passed for r in rows)
-    var = VK.fig1_variances(n_networks=20, n_inputs=50, depth=30, n_metainit=2, metainit_steps=5)
+    var = VK.fig1_variances(n_networks=20, n_inputs=50, depth=30, n_metainit=2, metainit_steps=5, rng=0)
     assert set(var) == {"he", "glorot", "orthogonal", "gsm", "zero", "zero_star", "metainit"}
     assert all(v.shape == ((2, 31) if k == "metainit" else (20, 31)) for k, v in var.items())
 
@@ -73,3 +73,20 @@ def test_metainit_claim_row_fails_rather_than_vanishing_when_networks_die(monkey
     monkeypatch.setattr(vk, "fig1_variances", lambda *a, **k: var)
     rows = [r for r in vk._fig1_rows("numpy", False, 0) if "metainit" in r.name]
     assert len(rows) == 1 and not rows[0].passed
+
+
+def test_fig1_variances_takes_rng_not_seed():
+    """fig1_variances follows the rng rule (it took an int ``seed``): an int n is default_rng(n),
+    a Generator or SeedSequence is accepted, bools and the old keyword are refused."""
+    import numpy as np
+
+    kw = dict(n_networks=3, n_inputs=20, depth=5, n_metainit=1, metainit_steps=2)
+    a = VK.fig1_variances(rng=3, **kw)
+    b = VK.fig1_variances(rng=np.random.default_rng(3), **kw)
+    c = VK.fig1_variances(rng=np.random.SeedSequence(3), **kw)
+    assert all(np.array_equal(a[k], b[k]) and np.array_equal(a[k], c[k]) for k in a)
+    assert not np.array_equal(a["he"], VK.fig1_variances(rng=4, **kw)["he"])
+    with pytest.raises(TypeError, match="rng"):
+        VK.fig1_variances(rng=True, **kw)
+    with pytest.raises(TypeError):
+        VK.fig1_variances(seed=3, **kw)

@@ -225,3 +225,15 @@ def test_gradient_quotient_stacked_equals_single(loss):
     single = [gradient_quotient([w[k] for w in ws], xs[k], ts[k], 0.1, loss=loss, biases=True) for k in range(3)]
     np.testing.assert_allclose(stacked, single, rtol=1e-12)
     assert single[0] == pytest.approx(M._gq_and_gradient(ws, x, t, 0.1, loss, 1e-5, True, False)[0][0], rel=1e-12)
+
+
+def test_metainit_result_inherits_result():
+    import dataclasses
+
+    from meanfield._results import Result
+
+    rng = np.random.default_rng(0)
+    ws = [rng.standard_normal((4, 4)) / 2 for _ in range(3)]
+    res = metainit(ws, steps=2, eval_batches=0, rng=1)
+    assert isinstance(res, MetaInitResult) and isinstance(res, Result) and dataclasses.is_dataclass(res)
+    assert res.replace(gq_before=1.0).gq_before == 1.0 and res.gq_before is None

@@ -423,3 +423,21 @@ def test_prop_b2_fails_for_rademacher_at_width_two():
 def test_bad_input_raises_naming_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_result_dataclasses_inherit_result_with_replace():
+    """Every result of meanfield.kurtosis is a frozen dataclass inheriting meanfield._results.Result."""
+    import dataclasses
+
+    from meanfield._results import Result
+
+    results = [K.propagate(3.0, 0.0, [4, 4]), K.product([4, 5]), K.trace_determinant(4),
+               K.input_statistics(np.array([[1.0, -1.0], [2.0, 0.5]])), K.empirical_variance_distribution(3.0, 10)]
+    for res in results:
+        assert isinstance(res, Result) and dataclasses.is_dataclass(res)
+        first = dataclasses.fields(res)[0].name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(res, first, None)
+    p = results[1]
+    assert p.replace(log_scale=2.0).log_alpha == pytest.approx(p.log_alpha + 2.0)
+    assert results[2].replace(gap=0.5).gap == 0.5

@@ -1,6 +1,7 @@
 """Tests of meanfield.landscape (Orhan 2017, seed 004)."""
 
 import contextlib
+import itertools
 import math
 import signal
 import time
@@ -453,10 +454,20 @@ def test_mode_overflow_is_an_error():
         L.mode_energy(np.zeros(400), 1.0, "hyper_residual")  # 400! overflows
 
 
+def _brute_force_class_respecting(n, k):
+    """Permutations of range(n) that map every class {c d, ..., c d + d - 1} onto a class (enumerated)."""
+    d = n // k
+    return sum(
+        all(len({perm[c * d + j] // d for j in range(d)}) == 1 for c in range(k))
+        for perm in itertools.permutations(range(n))
+    )
+
+
 def test_permutation_counts():
     p = L.permutation_counts(128, 4)
     assert p.undifferentiated == math.factorial(128)
     assert p.class_respecting == 24 * math.factorial(32) ** 4
+    assert (p.widths, p.n_classes, p.n) == ((128,), (4,), 128)
     for n in range(2, 13):
         for k in range(2, n):
             if n % k == 0:
@@ -465,6 +476,30 @@ def test_permutation_counts():
     assert L.permutation_counts(6, 1).class_respecting == L.permutation_counts(6, 6).class_respecting == 720
     with pytest.raises(ValueError, match="n_classes"):
         L.permutation_counts(10, 3)
+
+
+@pytest.mark.parametrize("n,k", [(1, 1), (4, 2), (6, 2), (6, 3), (6, 6), (8, 4)])
+def test_permutation_counts_by_enumeration(n, k):
+    """K! (d!)^K against the permutations of n units that respect K classes, enumerated; n! likewise."""
+    p = L.permutation_counts(n, k)
+    assert p.class_respecting == _brute_force_class_respecting(n, k)
+    assert p.undifferentiated == _brute_force_class_respecting(n, 1)
+
+
+def test_permutation_counts_of_several_layers():
+    """One function for seed 004: prod_l n_l! of a plain net (formerly symmetry.permutation_count) and
+    the class-respecting count per layer."""
+    p = L.permutation_counts([3, 4])
+    assert (p.undifferentiated, p.class_respecting, p.widths, p.n_classes, p.n) == (144, 144, (3, 4), (1, 1), 7)
+    assert L.permutation_counts(np.array([3, 4])) == p
+    q = L.permutation_counts([4, 6, 1], [2, 3, 1])
+    assert q.undifferentiated == math.factorial(4) * math.factorial(6)
+    assert q.class_respecting == _brute_force_class_respecting(4, 2) * _brute_force_class_respecting(6, 3)
+    assert L.permutation_counts([4, 6], 2).class_respecting == (2 * 2**2) * (2 * 6**2)  # one K for every layer
+    assert q.log10_ratio == pytest.approx(math.log10(q.undifferentiated / q.class_respecting), rel=1e-12)
+    empty = L.permutation_counts([])
+    assert (empty.undifferentiated, empty.class_respecting, empty.widths, empty.n) == (1, 1, (), 0)
+    assert empty.log10_ratio == 0.0
 
 
 # ------------------------------------------------------------------ validation and figures (reduced size)
@@ -547,7 +582,8 @@ def deadline(seconds=HANG_LIMIT_S):
 
 @pytest.fixture
 def small_flow_budget(monkeypatch):
-    monkeypatch.setattr(L, "MAX_FLOW_EVALUATIONS", TEST_FLOW_EVALUATIONS, raising=False)
+    # the integrator reads the limit from the submodule that defines it (the package re-exports a copy)
+    monkeypatch.setattr(L._common, "MAX_FLOW_EVALUATIONS", TEST_FLOW_EVALUATIONS)
 
 
 NOT_BOOLS = ["yes", None, np.nan, [True], 1]
@@ -810,10 +846,31 @@ def test_regression_task_records_its_seed_and_draw_order():
 
 
 def test_permutation_counts_sizes_are_bounded():
-    """Fuzz: n = 1e300 / 2**64 raised OverflowError, n = 10**12 hung."""
-    for n in (1e300, 2**64, 10**12, L.MAX_FACTORIAL_ARGUMENT + 1):
-        with deadline(), pytest.raises(ValueError, match="MAX_FACTORIAL_ARGUMENT|n must be"):
-            L.permutation_counts(n, 1)
+    """Fuzz: n = 1e300 / 2**64 raised OverflowError, n = 10**12 hung (one layer and several)."""
+    start = time.perf_counter()
+    for widths in (1e300, 2**64, 10**12, L.MAX_FACTORIAL_ARGUMENT + 1, [1e300], [10**12], [3, 2**64],
+                   [L.MAX_FACTORIAL_ARGUMENT, 1], np.ones(L.MAX_FACTORIAL_ARGUMENT + 1, dtype=int)):
+        with deadline(), pytest.raises(ValueError, match="MAX_FACTORIAL_ARGUMENT|widths must be"):
+            L.permutation_counts(widths)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_permutation_counts_arguments():
+    """Every argument validated, naming it; complex values are TypeErrors."""
+    for bad in ("34", None, b"3", object(), {3: 4}, 3 + 0j, [3 + 1j], np.array([3 + 0j])):
+        with pytest.raises(TypeError, match="widths"):
+            L.permutation_counts(bad)
+    for bad in ([0], [2.5], [np.nan], [True], -3, np.ones((2, 2), dtype=int)):
+        with pytest.raises(ValueError, match="widths"):
+            L.permutation_counts(bad)
+    for bad in ("2", None, 2 + 0j, [2j]):
+        with pytest.raises(TypeError, match="n_classes"):
+            L.permutation_counts([4], bad)
+    for bad in (0, 3, 5, 2.5, np.nan, True, [2, 2], [[2]]):
+        with pytest.raises(ValueError, match="n_classes"):
+            L.permutation_counts([4], bad)
+    with pytest.raises(ValueError, match="n_classes"):  # validated even with no layer to apply it to
+        L.permutation_counts([], 0)
 
 
 def test_skip_network_and_rescaling_deviation_validation():
@@ -853,3 +910,170 @@ def test_rescaling_deviation_without_intermediate_overflow():
     base = L.rescaling_deviation("residual", x, ws, 0, 2, 10.0, bs)
     big = L.rescaling_deviation("residual", x * 1e200, ws, 0, 2, 10.0, [b * 1e200 for b in bs])
     assert big == pytest.approx(base, rel=1e-12)
+
+
+# ------------------------------------------------------------------ packaging (wave 2): one concept per submodule
+
+import dataclasses  # noqa: E402
+import doctest  # noqa: E402
+import importlib  # noqa: E402
+import inspect  # noqa: E402
+import typing  # noqa: E402
+
+from meanfield._results import Result  # noqa: E402
+
+#: The public names of meanfield.landscape before the split (they must all keep working).
+PUBLIC_NAMES = {
+    "ARCHITECTURES", "LandscapeResult", "ModeTrajectory", "PermutationCounts", "RegressionTask", "ThreeLayerHessian",
+    "ThreeLayerTrajectory", "binary_landscape", "column_covariance_spectrum", "controlled_skip_matrix",
+    "decode_configuration", "folded_orthogonal", "forward_binary", "mode_energy", "mode_flow", "mode_gradient",
+    "mode_hessian", "mode_offsets", "mode_saddle", "n_binary_parameters", "permutation_counts", "regression_task",
+    "rescaling_deviation", "skip_network", "supp4_skip_matrix", "three_layer_energy", "three_layer_flow",
+    "three_layer_gradient_field", "three_layer_hessian",
+}
+LIMITS = {
+    "MAX_BINARY_PARAMETERS", "MAX_DECODE_PARAMETERS", "MAX_FACTORIAL_ARGUMENT", "MAX_FLOW_DIMENSION",
+    "MAX_FLOW_EVALUATIONS", "MAX_LANDSCAPE_WORK", "MAX_MODE_LAYERS", "MAX_SKIP_SIZE", "MAX_TAU_SPREAD",
+    "MAX_THREE_LAYER_ENTRIES",
+}
+SUBMODULES = {
+    "_binary": {"ARCHITECTURES", "LandscapeResult", "RegressionTask", "binary_landscape", "decode_configuration",
+                "forward_binary", "n_binary_parameters", "regression_task"},
+    "_three_layer": {"ThreeLayerHessian", "ThreeLayerTrajectory", "three_layer_energy", "three_layer_flow",
+                     "three_layer_gradient_field", "three_layer_hessian"},
+    "_modes": {"ModeTrajectory", "mode_energy", "mode_flow", "mode_gradient", "mode_hessian", "mode_offsets", "mode_saddle"},
+    "_skip_matrices": {"column_covariance_spectrum", "controlled_skip_matrix", "folded_orthogonal", "supp4_skip_matrix"},
+    "_symmetries": {"PermutationCounts", "permutation_counts", "rescaling_deviation", "skip_network"},
+}
+
+
+def _submodule(name):
+    return importlib.import_module(f"meanfield.landscape.{name}")
+
+
+def test_landscape_is_a_package_of_one_concept_per_private_submodule():
+    """Packaging issue: landscape.py (1.8k lines, five concepts) split like meanfield.init."""
+    assert hasattr(L, "__path__")  # a package
+    assert set(L.__all__) == PUBLIC_NAMES and len(L.__all__) == len(PUBLIC_NAMES)
+    assert set().union(*SUBMODULES.values()) == PUBLIC_NAMES
+    for sub, names in SUBMODULES.items():
+        mod = _submodule(sub)
+        assert set(mod.__all__) == names
+        for name in names:
+            assert getattr(L, name) is getattr(mod, name)
+    for name in LIMITS:
+        assert isinstance(getattr(L, name), (int, float)) and name not in L.__all__
+
+
+def test_flow_budget_is_read_from_the_submodule(monkeypatch):
+    """The evaluation budget the integrator obeys is meanfield.landscape._common.MAX_FLOW_EVALUATIONS."""
+    monkeypatch.setattr(L._common, "MAX_FLOW_EVALUATIONS", 5)
+    with pytest.raises(ValueError, match="more than 5 .MAX_FLOW_EVALUATIONS."):
+        L.mode_flow([0.1, 0.2], 2.0, np.linspace(0, 5, 11))
+
+
+RESULTS = {
+    "RegressionTask": (lambda: L.regression_task(2, rng=0), {"seed": 5}),
+    "LandscapeResult": (lambda: L.binary_landscape("plain", *_tiny_task(), n_layers=3), {"rtol": 0.5}),
+    "ThreeLayerTrajectory": (lambda: L.three_layer_flow(np.full((2, 2), 0.1), np.full((2, 2), 0.1), [1.0, 0.5], [0.0, 0.1]),
+                             {"t": None}),
+    "ThreeLayerHessian": (lambda: L.three_layer_hessian(np.eye(2), np.eye(2), [1.0, 0.5]), {"aa": None}),
+    "ModeTrajectory": (lambda: L.mode_flow([0.1, 0.2], 1.0, [0.0, 0.1]), {"architecture": "residual"}),
+    "PermutationCounts": (lambda: L.permutation_counts(4, 2), {"class_respecting": 1}),
+}
+
+
+def _tiny_task():
+    t = L.regression_task(2, rng=0)
+    return t.inputs, t.targets
+
+
+@pytest.mark.parametrize("name", sorted(RESULTS))
+def test_result_dataclasses_are_frozen_results_with_replace(name):
+    """Packaging issue: every public result is @dataclass(frozen=True) inheriting meanfield._results.Result
+    (PermutationCounts had no .replace())."""
+    cls = getattr(L, name)
+    make, change = RESULTS[name]
+    r = make()
+    assert type(r) is cls and issubclass(cls, Result)
+    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    assert "replace" not in vars(cls)  # the one definition is Result's
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(r, next(iter(change)), None)
+    r2 = r.replace(**change)
+    assert type(r2) is cls and all(getattr(r2, k) is v or getattr(r2, k) == v for k, v in change.items())
+    assert all(getattr(r2, f.name) is getattr(r, f.name) for f in dataclasses.fields(cls) if f.name not in change)
+    assert {n for n in L.__all__ if inspect.isclass(getattr(L, n))} == set(RESULTS)
+
+
+def _public_callables(module):
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if inspect.isfunction(obj):
+            yield name, obj
+        elif inspect.isclass(obj):
+            for attr, member in vars(obj).items():
+                if attr.startswith("_"):
+                    continue
+                member = member.fget if isinstance(member, property) else member
+                if inspect.isfunction(member):
+                    yield f"{name}.{attr}", member
+
+
+def test_public_functions_have_complete_type_hints():
+    """Packaging issue: type hints on every public function and method (parameters and return)."""
+    missing = []
+    for name, f in _public_callables(L):
+        hints = typing.get_type_hints(f)
+        params = [p for p in inspect.signature(f).parameters if p not in ("self", "cls")]
+        missing += [f"{name}({p})" for p in params if p not in hints] + ([f"{name} -> ?"] if "return" not in hints else [])
+    assert missing == []
+
+
+def test_docstring_examples_pass():
+    """Packaging issue: the >>> examples of the package and its submodules run (--doctest-modules)."""
+    attempted = 0
+    for mod in [L] + [_submodule(s) for s in sorted(SUBMODULES)]:
+        result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
+        assert result.failed == 0, mod.__name__
+        attempted += result.attempted
+    assert attempted >= 5
+
+
+@pytest.mark.parametrize("kwargs,error", [({"backend": "gpu"}, ValueError), ({"backend": None}, ValueError),
+                                          ({"full": "yes"}, TypeError), ({"full": 1}, TypeError),
+                                          ({"seed": -1}, ValueError), ({"seed": True}, TypeError), ({"seed": 1.5}, TypeError)])
+def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):
+    """A direct call of meanfield.validation.landscape.run validated nothing (backend was unused, full any
+    truthy value); the runner's checks now apply there too, before the landscapes are enumerated."""
+    from meanfield.validation import landscape as V
+
+    with deadline(5.0), pytest.raises(error, match=next(iter(kwargs))):
+        V.run(**kwargs)
+
+
+COMPLEX_INTEGER_ARGUMENTS = {
+    "n_layers": lambda c: L.n_binary_parameters(c),
+    "width": lambda c: L.n_binary_parameters(7, c),
+    "c": lambda c: L.decode_configuration(c),
+    "grid_size": lambda c: L.regression_task(c, rng=0),
+    "n_components": lambda c: L.regression_task(3, n_components=c, rng=0),
+    "top_bits": lambda c: L.binary_landscape("plain", np.ones((2, 2)), np.ones(2), n_layers=3, top_bits=c),
+    "n_weights": lambda c: L.mode_offsets("plain", c),
+    "n": lambda c: L.folded_orthogonal(c, 1),
+    "n_orthonormal": lambda c: L.folded_orthogonal(4, c),
+    "n ": lambda c: L.column_covariance_spectrum(c, 0.1),
+    "k": lambda c: L.rescaling_deviation("plain", np.ones((2, 2)), [np.eye(2)] * 3, c, 2),
+    "l": lambda c: L.rescaling_deviation("plain", np.ones((2, 2)), [np.eye(2)] * 3, 0, c),
+    "widths": lambda c: L.permutation_counts([c]),
+    "n_classes": lambda c: L.permutation_counts(4, c),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_INTEGER_ARGUMENTS))
+@pytest.mark.parametrize("value", [2 + 0j, np.complex128(2), np.array(2 + 1j)])
+def test_complex_integer_arguments_are_type_errors(name, value):
+    """Integer arguments given a complex number raised ValueError ('must be an integer'); the library's
+    rule is TypeError for complex input."""
+    with pytest.raises(TypeError, match=name.strip()):
+        COMPLEX_INTEGER_ARGUMENTS[name](value)

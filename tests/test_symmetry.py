@@ -9,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from meanfield import init, symmetry
+from meanfield._results import Result
+from meanfield.activations import get_activation
 
 #: Rounding tolerance of exact identities computed in float64 (sums of O(100) terms of size O(1)).
 EXACT = 1e-12
@@ -147,8 +149,8 @@ def test_bad_inputs_raise_value_error():
         symmetry.effective_width(0.5, 0)
     with pytest.raises(ValueError, match="kind"):
         symmetry.closed_form_correlations("gaussian")
-    with pytest.raises(ValueError, match="rho"):
-        init.leakynet(["I"], 4, rho=0.0)
+    with pytest.raises(ValueError, match="slope"):
+        init.leakynet(["I"], 4, slope=0.0)
     with pytest.raises(ValueError, match="kind"):
         init.channel_matrix(4, "J")
     with pytest.raises(ValueError, match="even"):
@@ -167,7 +169,7 @@ def test_perturbation_is_killed_by_a_one_layer_and_kept_by_a_linear_identity(n, 
     rng = np.random.default_rng(seed)
     alpha = np.repeat(1.0 + np.abs(rng.standard_normal((5, 1))), n, axis=1)  # symmetric, positive features
     eps = 1e-3 * rng.standard_normal((5, n))  # too small to flip a sign
-    r = symmetry.propagate_perturbation(alpha, eps, kinds, rho=0.1)
+    r = symmetry.propagate_perturbation(alpha, eps, kinds, slope=0.1)
     assert r[0] == pytest.approx(symmetry.perturbation_ratio(alpha + eps))
     first_one = kinds.index("1") + 1 if "1" in kinds else len(kinds) + 1
     assert np.all(r[first_one:] == 0.0)  # '1' makes the features exactly symmetric again
@@ -187,27 +189,33 @@ def test_one_layer_moves_one_over_n_of_an_isotropic_perturbation_into_the_mean()
 # --- exact identities of the constructions --------------------------------------------------
 
 
-@given(rho=st.floats(1e-3, 1.0), seed=st.integers(0, 1000), n=st.integers(1, 20))
-def test_leaky_relu_sign_flip(rho, seed, n):
+def leaky_reference(v, slope):
+    """The leaky ReLU written out (independent of meanfield.activations, which the library uses)."""
+    return np.where(v > 0, v, slope * v)
+
+
+@given(slope=st.floats(1e-3, 1.0), seed=st.integers(0, 1000), n=st.integers(1, 20))
+def test_leaky_relu_sign_flip(slope, seed, n):
+    """Sec. 5.1: phi(-phi(x) / slope) = -x for the library's leaky ReLU, which equals the reference."""
     x = np.random.default_rng(seed).standard_normal(n) * 10.0
-    leaky = lambda v: np.where(v > 0, v, rho * v)  # noqa: E731
-    assert np.allclose(leaky(-leaky(x) / rho), -x, rtol=1e-13, atol=0)
+    phi = get_activation("leaky_relu", slope=slope).phi
+    np.testing.assert_array_equal(phi(x), leaky_reference(x, slope))
+    assert np.allclose(phi(-phi(x) / slope), -x, rtol=1e-13, atol=0)
 
 
 @given(n=st.integers(1, 10), seed=st.integers(0, 1000), kinds=st.lists(st.sampled_from("I1"), min_size=8, max_size=8))
 def test_leakynet_tensors_preserve_symmetric_features_and_have_period_four(n, seed, kinds):
-    rho = 0.01
-    ws = init.leakynet(kinds, n, rho=rho, kernel_shape=(3,))
+    slope = 0.01
+    ws = init.leakynet(kinds, n, slope=slope, kernel_shape=(3,))
     assert ws[0].shape == (3, n, n)
     a0 = np.repeat(np.random.default_rng(seed).standard_normal((6, 1)), n, axis=1)
-    leaky = lambda v: np.where(v > 0, v, rho * v)  # noqa: E731
-    h = [a0, ws[0][1] @ leaky(a0).T]  # h^1 = W_1 sigma(h^0); delta kernel: centre tap only
+    h = [a0, ws[0][1] @ leaky_reference(a0, slope).T]  # h^1 = W_1 sigma(h^0); delta kernel: centre tap only
     h[1] = h[1].T
     for w in ws[1:]:
-        h.append(leaky(h[-1]) @ w[1].T)
-    expected = [a0, -leaky(a0) / rho, -a0, -leaky(-a0) / rho]
+        h.append(leaky_reference(h[-1], slope) @ w[1].T)
+    expected = [a0, -leaky_reference(a0, slope) / slope, -a0, -leaky_reference(-a0, slope) / slope]
     for layer, hl in enumerate(h):
-        assert np.allclose(hl, expected[layer % 4], rtol=1e-12, atol=1e-12 * np.abs(a0).max() / rho)
+        assert np.allclose(hl, expected[layer % 4], rtol=1e-12, atol=1e-12 * np.abs(a0).max() / slope)
 
 
 @given(widths=st.lists(st.integers(1, 6), min_size=1, max_size=3), b=st.integers(0, 3))
@@ -264,7 +272,6 @@ def test_subnetwork_counts_paper_numbers_and_scale():
     # one-to-one, 2^L >> d: C(2^L + d - 1, d) ~ 2^(dL) / d!  (the paper writes / d^d)
     c2 = symmetry.subnetwork_counts(8, 40)
     assert math.log2(c2.one_to_one) == pytest.approx(8 * 40 - math.log2(math.factorial(8)), abs=1e-6)
-    assert symmetry.permutation_count([3, 4]) == 6 * 24
 
 
 def test_complement_resolves_correlations_within_rounding_of_one():
@@ -289,7 +296,7 @@ def test_mixture_closed_form_of_appendix_j(n, gamma):
 def test_depth_ten_thousand_and_width_hundred_thousand_stay_finite():
     rng = np.random.default_rng(5)
     alpha = np.repeat(1.0 + np.abs(rng.standard_normal((3, 1))), 4, axis=1)
-    r = symmetry.propagate_perturbation(alpha, 1e-6 * rng.standard_normal((3, 4)), ["I"] * 10_000, rho=0.01)
+    r = symmetry.propagate_perturbation(alpha, 1e-6 * rng.standard_normal((3, 4)), ["I"] * 10_000, slope=0.01)
     assert np.all(np.isfinite(r)) and np.allclose(r, r[0], rtol=1e-6)  # 4-periodic features, no growth
     w = rng.standard_normal((100_000, 3)) * 1e-200  # tiny entries: no underflow of the squared norms
     assert abs(symmetry.forward_correlation(w)) < 1e-3  # (|sum u|^2 - m) / m^2 of 1e5 random unit rows is ~ 1/m = 1e-5
@@ -351,8 +358,8 @@ def test_complex_input_is_a_type_error():
         symmetry.propagate_perturbation(w, np.zeros((3, 3)), ["I"])
     with pytest.raises(TypeError, match="epsilon"):
         symmetry.propagate_perturbation(np.ones((3, 3)), w, ["I"])
-    with pytest.raises(TypeError, match="rho"):
-        symmetry.propagate_perturbation(np.ones((3, 3)), np.zeros((3, 3)), ["I"], rho=0.1 + 1j)
+    with pytest.raises(TypeError, match="slope"):
+        symmetry.propagate_perturbation(np.ones((3, 3)), np.zeros((3, 3)), ["I"], slope=0.1 + 1j)
 
 
 BAD_SIZES = [np.nan, np.inf, -np.inf, -1, -1e-3, "abc", ["a", "b"], 1 + 1j, np.float64(np.nan), 2.5]
@@ -401,18 +408,18 @@ def test_perturbation_ratio_rejects_empty():
             symmetry.perturbation_ratio(a)
 
 
-def _naive_propagation(alpha, eps, kinds, rho, gamma=None):
-    """App. G / H written out with the -1/rho factors (reference for moderate sizes)."""
+def _naive_propagation(alpha, eps, kinds, slope, gamma=None):
+    """App. G / H written out with the -1/slope factors (reference for moderate sizes)."""
     h = alpha + eps
     out = [symmetry.perturbation_ratio(h)]
     for layer, kind in enumerate(kinds, start=1):
-        x = np.where(h > 0, h, rho * h)
+        x = leaky_reference(h, slope)
         n = x.shape[-1]
         if gamma is not None:
             m = gamma[layer - 1] * np.eye(n) + (1 - gamma[layer - 1]) * np.ones((n, n)) / n
         else:
             m = np.eye(n) if kind == "I" else np.ones((n, n)) / n
-        h = (-1.0 / rho if layer % 2 else 1.0) * x @ m.T
+        h = (-1.0 / slope if layer % 2 else 1.0) * x @ m.T
         out.append(symmetry.perturbation_ratio(h))
     return np.array(out)
 
@@ -423,14 +430,14 @@ def test_propagation_matches_the_naive_stack_and_survives_extreme_scales(seed, k
     alpha = np.repeat(rng.standard_normal((4, 1)), 5, axis=1)
     eps = 0.3 * rng.standard_normal((4, 5))  # flips signs: the nonlinear regime
     gamma = rng.uniform(0, 1, len(kinds)) if mix else None
-    r = symmetry.propagate_perturbation(alpha, eps, kinds, rho=0.1, gamma=gamma)
+    r = symmetry.propagate_perturbation(alpha, eps, kinds, slope=0.1, gamma=gamma)
     np.testing.assert_allclose(r, _naive_propagation(alpha, eps, kinds, 0.1, gamma), rtol=1e-9, atol=1e-12)
     # positive homogeneity: the ratios do not depend on a common scale, even where h^0 = alpha + eps overflows
     m = max(np.abs(alpha).max(), np.abs(eps).max())  # at max entry 1.5e308, alpha + eps overflows
-    big = symmetry.propagate_perturbation(alpha / m * 1.5e308, eps / m * 1.5e308, kinds, rho=0.1, gamma=gamma)
+    big = symmetry.propagate_perturbation(alpha / m * 1.5e308, eps / m * 1.5e308, kinds, slope=0.1, gamma=gamma)
     np.testing.assert_allclose(big, r, rtol=1e-9, atol=1e-12)
-    tiny_rho = symmetry.propagate_perturbation(alpha, eps, kinds * 30, rho=5e-324, gamma=None if gamma is None else np.tile(gamma, 30))
-    assert np.all(np.isfinite(tiny_rho)) and np.all((tiny_rho >= 0) & (tiny_rho <= 1))
+    tiny_slope = symmetry.propagate_perturbation(alpha, eps, kinds * 30, slope=5e-324, gamma=None if gamma is None else np.tile(gamma, 30))
+    assert np.all(np.isfinite(tiny_slope)) and np.all((tiny_slope >= 0) & (tiny_slope <= 1))
 
 
 def test_propagate_perturbation_bounded_depth_and_kinds():
@@ -439,9 +446,9 @@ def test_propagate_perturbation_bounded_depth_and_kinds():
         symmetry.propagate_perturbation(a, a, ["I"] * (symmetry.MAX_PROPAGATION_DEPTH + 1))
     with pytest.raises(TypeError, match="kinds"):
         symmetry.propagate_perturbation(a, a, 3)
-    for rho in (0.0, -0.1, 1.5, np.nan):
-        with pytest.raises(ValueError, match="rho"):
-            symmetry.propagate_perturbation(a, a, ["I"], rho=rho)
+    for slope in (0.0, -0.1, 1.5, np.nan):
+        with pytest.raises(ValueError, match="slope"):
+            symmetry.propagate_perturbation(a, a, ["I"], slope=slope)
     with pytest.raises(ValueError, match="empty"):
         symmetry.propagate_perturbation(np.zeros((0, 3)), np.zeros((0, 3)), ["I"])
 
@@ -459,21 +466,145 @@ def test_subnetwork_counts_refuse_sizes_that_cannot_be_computed(args):
         symmetry.subnetwork_counts(2**14, 64, include_empty=False)
 
 
-@pytest.mark.parametrize("widths", [[1e300], [10**12], [3, 2**64], [symmetry.MAX_PERMUTATION_UNITS, 1]])
-def test_permutation_count_refuses_sizes_that_cannot_be_computed(widths):
-    """Fuzz: widths x1e300 raised OverflowError, an entry 10**12 hung."""
-    start = time.perf_counter()
-    with deadline(), pytest.raises(ValueError, match="MAX_PERMUTATION_UNITS"):
-        symmetry.permutation_count(widths)
-    assert time.perf_counter() - start < 1.0
+# --- packaging (wave 2): one leaky slope name, sigma_w2, results, hints, doctests -------------
+
+import dataclasses  # noqa: E402
+import doctest  # noqa: E402
+import inspect  # noqa: E402
+import typing  # noqa: E402
+
+from meanfield.init import _symmetry as init_symmetry  # noqa: E402
 
 
-def test_permutation_count_arguments():
-    assert symmetry.permutation_count([]) == 1
-    assert symmetry.permutation_count(np.array([3, 4])) == 6 * 24
-    for bad in (5, "34", None):
-        with pytest.raises(TypeError, match="widths"):
-            symmetry.permutation_count(bad)
-    for bad in ([0], [2.5], [np.nan], [True]):
-        with pytest.raises(ValueError, match="widths"):
-            symmetry.permutation_count(bad)
+def test_leaky_slope_is_called_slope_everywhere():
+    """Issue: ``rho`` was the leaky slope in symmetry and init; meanfield.kurtosis and init call it ``slope``."""
+    a = np.ones((2, 3))
+    for call in (lambda **kw: symmetry.propagate_perturbation(a, a, ["I"], **kw), lambda **kw: init.leakynet(["I"], 3, **kw)):
+        call(slope=0.5)
+        with pytest.raises(TypeError, match="rho"):
+            call(rho=0.5)
+    for f in (symmetry.propagate_perturbation, init.leakynet):
+        assert "slope" in inspect.signature(f).parameters and "rho" not in inspect.signature(f).parameters
+    assert not hasattr(symmetry, "_leaky")  # the private leaky ReLU copy is gone (meanfield.activations has it)
+
+
+def test_propagate_perturbation_uses_the_library_leaky_relu(monkeypatch):
+    """Issue: leaky ReLU was defined several times; propagate_perturbation takes meanfield.activations's."""
+    calls = []
+    real = get_activation
+
+    def spy(name, **params):
+        calls.append((name, params))
+        return real(name, **params)
+
+    monkeypatch.setattr(symmetry, "get_activation", spy)
+    symmetry.propagate_perturbation(np.ones((2, 3)), 0.1 * np.eye(2, 3), ["I", "1"], slope=0.25)
+    assert calls == [("leaky_relu", {"slope": 0.25})]
+
+
+@given(half=st.integers(1, 6), seed=st.integers(0, 1000), sigma_w2=st.sampled_from([0.0, 0.5, 1.0, 2.0, 9.0]))
+def test_looks_linear_delta_orthogonal_takes_sigma_w2(half, seed, sigma_w2):
+    """Issue: ``gain`` and ``sigma_w2`` both scaled weights; U = sqrt(sigma_w2) Q with Q Haar (gain = sqrt(sigma_w2))."""
+    n = 2 * half
+    w = init.looks_linear_delta_orthogonal(n, kernel_shape=(3,), sigma_w2=sigma_w2, rng=seed)
+    q = init.haar_orthogonal(half, half, rng=seed)  # the same stream: the construction draws Q first
+    np.testing.assert_allclose(w[1], np.block([[q, -q], [-q, q]]) * math.sqrt(sigma_w2), rtol=0, atol=EXACT)
+    assert np.all(w[0] == 0) and np.all(w[2] == 0)
+    u = w[1][:half, :half]
+    np.testing.assert_allclose(u @ u.T, sigma_w2 * np.eye(half), atol=EXACT)
+
+
+def test_looks_linear_delta_orthogonal_rejects_gain_and_bad_sigma_w2():
+    with pytest.raises(TypeError, match="gain"):
+        init.looks_linear_delta_orthogonal(4, gain=1.0)
+    for bad in (-1.0, np.nan, np.inf):
+        with pytest.raises(ValueError, match="sigma_w2"):
+            init.looks_linear_delta_orthogonal(4, sigma_w2=bad)
+    for bad in (True, 1 + 1j, "1", [1.0]):
+        with pytest.raises(TypeError, match="sigma_w2"):
+            init.looks_linear_delta_orthogonal(4, sigma_w2=bad)
+    # the default is the unscaled construction of the previous version (same numbers)
+    np.testing.assert_array_equal(init.looks_linear_delta_orthogonal(4, rng=3),
+                                  init.looks_linear_delta_orthogonal(4, sigma_w2=1.0, rng=3))
+
+
+def test_permutation_count_lives_in_landscape_only():
+    """Issue: symmetry.permutation_count (seed 004) sat apart from landscape.permutation_counts."""
+    from meanfield import landscape
+
+    assert not hasattr(symmetry, "permutation_count") and "permutation_count" not in symmetry.__all__
+    assert not hasattr(symmetry, "MAX_PERMUTATION_UNITS")
+    assert landscape.permutation_counts([3, 4]).undifferentiated == 6 * 24  # what permutation_count([3, 4]) gave
+
+
+RESULTS = [
+    (symmetry.ClosedFormCorrelations, lambda: symmetry.closed_form_correlations("mixture", 4, gamma=0.5), {"c_f": 0.0}),
+    (symmetry.SubnetworkCounts, lambda: symmetry.subnetwork_counts(2, 3), {"d": 5}),
+    (init.ConstNetInit, lambda: init.constnet((2, 4), 1, n_input=1, n_classes=2, kernel_shape=(3,)), {"stride": 1}),
+]
+
+
+@pytest.mark.parametrize("cls,make,change", RESULTS, ids=[r[0].__name__ for r in RESULTS])
+def test_result_dataclasses_are_frozen_results_with_replace(cls, make, change):
+    """Issue: every public result is @dataclass(frozen=True) inheriting meanfield._results.Result."""
+    r = make()
+    assert isinstance(r, cls) and issubclass(cls, Result)
+    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(r, next(iter(change)), 0)
+    r2 = r.replace(**change)
+    assert type(r2) is cls and all(getattr(r2, k) == v for k, v in change.items())
+    untouched = [f.name for f in dataclasses.fields(cls) if f.name not in change]
+    assert all(getattr(r2, k) is getattr(r, k) for k in untouched)
+
+
+def _public_callables(module):
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if inspect.isfunction(obj):
+            yield name, obj
+        elif inspect.isclass(obj):
+            for attr, member in vars(obj).items():
+                if attr.startswith("_") or attr in ("replace",):
+                    continue
+                if isinstance(member, property):
+                    member = member.fget
+                if inspect.isfunction(member):
+                    yield f"{name}.{attr}", member
+
+
+@pytest.mark.parametrize("module", [symmetry, init_symmetry], ids=lambda m: m.__name__)
+def test_public_functions_have_complete_type_hints(module):
+    """Packaging issue: type hints on every public function and method (parameters and return)."""
+    missing = []
+    for name, f in _public_callables(module):
+        hints = typing.get_type_hints(f)
+        params = [p for p in inspect.signature(f).parameters if p not in ("self", "cls")]
+        missing += [f"{name}({p})" for p in params if p not in hints] + ([f"{name} -> ?"] if "return" not in hints else [])
+    assert missing == []
+
+
+@pytest.mark.parametrize("module", [symmetry, init_symmetry], ids=lambda m: m.__name__)
+def test_docstring_examples_pass(module):
+    """Packaging issue: the modules' >>> examples run (python -m pytest --doctest-modules)."""
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
+    assert result.attempted > 0 and result.failed == 0
+
+
+COMPLEX_INTEGER_ARGUMENTS = {
+    "n": lambda c: symmetry.effective_width(0.5, c),
+    "n_out": lambda c: symmetry.closed_form_correlations("random", n_out=c),
+    "n_in": lambda c: symmetry.closed_form_correlations("random", n_in=c),
+    "replicas": lambda c: symmetry.closed_form_correlations("random", replicas=c),
+    "axis": lambda c: symmetry.perturbation_ratio(np.ones((2, 2)), axis=c),
+    "d": lambda c: symmetry.subnetwork_counts(c, 2),
+    "n_layers": lambda c: symmetry.subnetwork_counts(2, c),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_INTEGER_ARGUMENTS))
+@pytest.mark.parametrize("value", [1 + 0j, np.complex128(1), np.array(1 + 1j)])
+def test_complex_integer_arguments_are_type_errors(name, value):
+    """Integer arguments given a complex number raised ValueError; complex input is a TypeError."""
+    with pytest.raises(TypeError, match=name):
+        COMPLEX_INTEGER_ARGUMENTS[name](value)

@@ -181,3 +181,18 @@ def test_fig_9_and_10_claims(tmp_path):
         if "1" in kinds:
             last_one = kinds.rindex("1") + 1  # index 0 is the first conv, layer k at index k
             assert b[k, -1, last_one - 1] * BACKWARD_DROP <= b[k, -1, -1]
+
+
+@pytest.mark.parametrize("kwargs,error", [({"backend": "gpu"}, ValueError), ({"full": "yes"}, TypeError),
+                                          ({"seed": -1}, ValueError), ({"seed": True}, TypeError)])
+def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):
+    """A direct call of meanfield.validation.symmetry.run took any truthy ``full`` and a bool ``seed``;
+    the runner's checks now apply there too, before any network is simulated."""
+    import time
+
+    from meanfield.validation import symmetry as V
+
+    start = time.perf_counter()
+    with pytest.raises(error, match=next(iter(kwargs))):
+        V.run(**kwargs)
+    assert time.perf_counter() - start < 5.0

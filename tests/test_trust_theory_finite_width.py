@@ -19,14 +19,14 @@ GRID = np.linspace(0.0, 4.0, 33)
 # ------------------------------------------------------------------ expected squared norm (Cor. 3)
 
 
-@pytest.mark.parametrize("gain", [0.5, 1.5])  # sigma_w2 N / 2 below / above criticality
+@pytest.mark.parametrize("gain", [0.5, 1.5])  # sigma_w2 / 2 below / above criticality (square layers)
 def test_expected_squared_norm_at_depth_1e4_carries_a_log_scale(gain):
     """Issue: below criticality the value stuck at 4.94e-322 (true: ~1e-3010); above it overflowed.
 
-    Without biases eq. 6 is E_L = y0 (sigma_w2 N / 2)^L exactly, so log E_L = log y0 + L log(gain);
+    Without biases eq. 6 is E_L = y0 (sigma_w2 / 2)^L exactly, so log E_L = log y0 + L log(gain);
     L additions of logs round to at most L * EPS relative."""
     n, depth, y0 = 10, 10**4, 3.0
-    layers = [(n, 2.0 * gain / n)] * depth
+    layers = [(n, 2.0 * gain)] * depth
     log_e = fw.log_expected_squared_norm(y0, layers)
     exact = math.log(y0) + np.arange(depth + 1) * math.log(gain)
     np.testing.assert_allclose(log_e, exact, rtol=depth * EPS, atol=depth * EPS)
@@ -39,13 +39,13 @@ def test_expected_squared_norm_at_depth_1e4_carries_a_log_scale(gain):
 
 
 def test_log_expected_squared_norm_with_biases_matches_the_geometric_series():
-    """With biases, E_L = a^L y0 + b (a^L - 1) / (a - 1), a = sigma_w2 N / 2, b = sigma_b2 N / 2 (eq. 6)."""
-    n, sw, sb, y0 = 8, 0.1, 0.3, 2.0
-    a, b = sw * n / 2, sb * n / 2
+    """With biases, E_L = a^L y0 + b (a^L - 1) / (a - 1), a = sigma_w2 / 2, b = sigma_b2 N / 2 (eq. 6, square layers)."""
+    n, sigma_w2, sb, y0 = 8, 0.8, 0.3, 2.0
+    a, b = sigma_w2 / 2, sb * n / 2
     for depth in (1, 7, 60, 10**4):
         closed = a**depth * y0 + b * (a**depth - 1) / (a - 1)
-        assert fw.log_expected_squared_norm(y0, [(n, sw, sb)] * depth)[-1] == pytest.approx(math.log(closed), rel=1e-12)
-    assert fw.expected_squared_norm(y0, [(n, sw, sb)] * 10**4)[-1] == pytest.approx(b / (1 - a), rel=1e-12)
+        assert fw.log_expected_squared_norm(y0, [(n, sigma_w2, sb)] * depth)[-1] == pytest.approx(math.log(closed), rel=1e-12)
+    assert fw.expected_squared_norm(y0, [(n, sigma_w2, sb)] * 10**4)[-1] == pytest.approx(b / (1 - a), rel=1e-12)
 
 
 def test_expected_squared_norm_exact_zeros_stay_zero():
@@ -57,7 +57,7 @@ def test_expected_squared_norm_exact_zeros_stay_zero():
 
 @pytest.mark.parametrize(
     "layers,exc",
-    [("abc", TypeError), (3, TypeError), ([(10,)], TypeError), ([(10, 0.2, 0.1, 4)], TypeError), ([(0, 0.2)], ValueError),
+    [("abc", TypeError), (3, TypeError), ([(10,)], TypeError), ([(10, 0.2, 0.1, 4, 5)], TypeError), ([(0, 0.2)], ValueError),
      ([(10, -0.2)], ValueError), ([(10, True)], TypeError), ([(10.5, 0.2)], ValueError), ([(10, 1 + 1j)], TypeError)],
 )
 def test_layers_are_validated_naming_the_layer(layers, exc):
@@ -84,11 +84,11 @@ def test_masses_on_a_tiny_grid_are_finite(activation, method):
     Given y = 1, z = sum phi(h_i)^2 exceeds 4e-300 unless every phi(h_i) = 0 (ReLU: probability
     0.5^N, the atom) or it is that tiny (probability ~ 1e-150 at most): the last cell gets the rest."""
     n = 10
-    m = fw.kernel_masses([1.0], GRID * 1e-300, n, 0.2, activation=activation, method=method, n_quantiles=64)
+    m = fw.kernel_masses([1.0], GRID * 1e-300, n, 2.0, activation=activation, method=method, n_quantiles=64)
     assert np.all(np.isfinite(m)) and m.sum() == pytest.approx(1.0, abs=1e-12)
     atom = 0.5**n if activation == "relu" else 0.0
     assert m[0, -1] == pytest.approx(1.0 - atom, abs=1e-12)
-    op = fw.discretize_operator(GRID * 1e-300, n, 0.2, activation=activation, method=method, n_quantiles=64)
+    op = fw.discretize_operator(GRID * 1e-300, n, 2.0, activation=activation, method=method, n_quantiles=64)
     assert np.all(np.isfinite(op.matrix)) and np.allclose(op.matrix.sum(0), 1.0)
     law = fw.inner_product_law(GRID * 1e-300, n, 1.0, 1.0, 0.3)
     assert np.all(np.isfinite(law)) and law.sum() == pytest.approx(1.0)
@@ -98,9 +98,9 @@ def test_activation_with_nan_is_a_valueerror_naming_it():
     """Issue: a custom sqrt activation (NaN for h < 0) gave IndexError on the FFT path."""
     sq = Activation.from_functions("sqrt", np.sqrt, lambda x: 0.5 / np.sqrt(x))
     calls = [
-        lambda: fw.kernel_masses([1.0], GRID, 10, 0.2, activation=sq, n_quantiles=64),
-        lambda: fw.discretize_operator(GRID, 10, 0.2, activation=sq, n_quantiles=64),
-        lambda: fw.propagate_distribution(np.eye(33)[3], GRID, [(10, 0.2)], activation=sq, n_quantiles=64),
+        lambda: fw.kernel_masses([1.0], GRID, 10, 2.0, activation=sq, n_quantiles=64),
+        lambda: fw.discretize_operator(GRID, 10, 2.0, activation=sq, n_quantiles=64),
+        lambda: fw.propagate_distribution(np.eye(33)[3], GRID, [(10, 2.0)], activation=sq, n_quantiles=64),
     ]
     for call in calls:
         with pytest.raises(ValueError, match="activation 'sqrt'"):
@@ -111,7 +111,7 @@ def test_custom_activation_named_relu_takes_the_fft_path():
     """The closed form is chosen by the activation's code, not its name: a user 'relu' that is
     really |h| must not get the ReLU kernel (|h|^2 ~ sigma^2 chi^2_N: no atom at 0)."""
     fake = Activation.from_functions("relu", np.abs, np.sign)
-    m = fw.kernel_masses([1.0], np.linspace(0, 8, 161), 4, 0.5, activation=fake, n_quantiles=4096)
+    m = fw.kernel_masses([1.0], np.linspace(0, 8, 161), 4, 2.0, activation=fake, n_quantiles=4096)
     assert m[0, 0] == 0.0  # the true ReLU has an atom 0.5^4 there
 
 
@@ -139,7 +139,7 @@ def test_deep_and_wide_propagation_stays_a_probability_law():
     0.5^N of the non-zero mass per layer, 0 to float64 at N = 10^5 (mass accuracy ~1e-16 absolute)."""
     grid = np.linspace(0.0, 3.0, 31)
     p0 = fw.grid_masses([1.0], grid)
-    out = fw.propagate_distribution(p0, grid, [(10**5, 2e-5)] * 10**4, nodes_per_cell=1)
+    out = fw.propagate_distribution(p0, grid, [(10**5, 2.0)] * 10**4, nodes_per_cell=1)
     assert np.all(np.isfinite(out)) and np.all(out >= 0)
     np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-10)
 
@@ -150,7 +150,7 @@ def test_deep_and_wide_propagation_stays_a_probability_law():
 def test_relu_kernel_at_width_1e5_carries_log_fields():
     """The atom 0.5^N underflows to 0 for N > 1074: log_atom carries it exactly; the far tail of the
     density underflows too: log_density carries it. N = 1 has the closed form 0.5 chi^2_1 / s."""
-    k = fw.relu_kernel(1.0, [0.5, 1.0, 1e4], 10**5, 2e-5)
+    k = fw.relu_kernel(1.0, [0.5, 1.0, 1e4], 10**5, 2.0)
     assert np.all(k.log_atom == -(10**5) * math.log(2.0)) and np.all(k.atom == 0.0)
     assert np.all(np.isfinite(k.log_density))
     np.testing.assert_allclose(np.exp(k.log_density[:2]), k.density[:2], rtol=1e-12)
@@ -183,12 +183,12 @@ def test_critical_exponents_unresolvable_sigma_w2_names_it(sw):
 
 
 def test_critical_exponents_resolved_over_the_documented_range():
-    """Every sigma_w2 N in [1e-12, 2] resolves (checked at the ends and He); the roots are roots."""
+    """Every sigma_w2 in [1e-12, 2] (square layers) resolves (checked at the ends and He); the roots are roots."""
     for n in (3, 200):
         for c in (1e-12, 1e-3, 2.0):
-            ce = fw.critical_exponents(n, c / n)
+            ce = fw.critical_exponents(n, c)
             for root in (ce.lower, ce.upper):
-                assert abs(fw.relu_log_eigenvalue(root, n, c / n)) < 1e-9 * max(1.0, abs(root))
+                assert abs(fw.relu_log_eigenvalue(root, n, c)) < 1e-9 * max(1.0, abs(root))
 
 
 @pytest.mark.parametrize(
@@ -280,7 +280,7 @@ def test_cosine_similarity_samples_refuses_absurd_sizes():
         (lambda v: fw.discretize_operator(GRID, 10, v), "sigma_w2"),
         (lambda v: fw.grid_masses([v], GRID), "samples"),
         (lambda v: fw.expected_squared_norm(v, [(10, 0.2)]), "y0"),
-        (lambda v: fw.preactivation_covariance(np.eye(2), v), "sigma_w2"),
+        (lambda v: fw.preactivation_covariance(np.eye(2), v, fan_in=2), "sigma_w2"),
         (lambda v: fw.orthant_probability(v), "rho"),
         (lambda v: fw.relu_correlation(v), "rho"),
         (lambda v: fw.mean_inner_product(10, v, 1.0, 0.5), "v11"),
@@ -304,7 +304,7 @@ def test_bools_and_complex_numbers_are_typeerrors(call, name, value):
         (lambda a: fw.kernel_masses(a[:2], GRID, 10, 0.2), "y"),
         (lambda a: fw.grid_masses(a, GRID), "samples"),
         (lambda a: fw.propagate_distribution(a / a.real.sum(), GRID, []), "p0"),
-        (lambda a: fw.preactivation_covariance(np.diag(a[1:4]), 0.2), "gram"),
+        (lambda a: fw.preactivation_covariance(np.diag(a[1:4]), 0.2, fan_in=3), "gram"),
         (lambda a: fw.relu_product_density(a[1:], 1.0, 1.0, 0.5), "t"),
         (lambda a: fw.inner_product_law(a, 10, 1.0, 1.0, 0.5), "grid"),
     ],
@@ -323,7 +323,7 @@ def test_log_flag_must_be_a_bool():
 
 def test_scalars_reject_arrays():
     """sigma_w2=[1, 2] was accepted (broadcast into a wrong-shaped result) or raised a foreign message."""
-    for call in (lambda: fw.relu_kernel(1.0, 1.0, 10, [1.0, 2.0]), lambda: fw.preactivation_covariance(np.eye(2), 0.2, [1.0, 2.0]),
+    for call in (lambda: fw.relu_kernel(1.0, 1.0, 10, [1.0, 2.0]), lambda: fw.preactivation_covariance(np.eye(2), 0.2, [1.0, 2.0], fan_in=2),
                  lambda: fw.mean_inner_product(10, [1.0, 2.0], 1.0, 0.5), lambda: fw.discretize_operator(GRID, 10, [0.2, 0.3])):
         with pytest.raises(TypeError, match="scalar"):
             call()

@@ -3,8 +3,8 @@
 Rows:
 
 1. **Squared-norm laws** (Fig. 1a setting): inputs from the embedded digits data set (pixels / 16),
-   9 ReLU layers of width N = 200 with He parameters (``sigma_w2 = 2 / N``, ``sigma_b = 0``, the
-   paper's unscaled parametrisation). The law of ``|x^(l)|^2`` from
+   9 ReLU layers of width N = 200 with He parameters (``sigma_w2 = 2`` with ``fan_in = N``, i.e.
+   the paper's per-weight variance ``2 / N`` also in the first layer; ``sigma_b = 0``). The law of ``|x^(l)|^2`` from
    :func:`meanfield.finite_width.propagate_distribution` against the histogram over random networks:
    ``P(|x^(l)|^2 <= t)`` at the theory's 10/50/90 % quantiles (standard error from the spread over
    independent networks) and the Kolmogorov-Smirnov distance (tolerance 1.95 / sqrt(networks), the
@@ -12,7 +12,7 @@ Rows:
    correlated, so the effective sample size is at least the number of networks). The grid error
    (difference between the grid and a twice finer one) is added as the systematic term.
 2. **Expected squared norm with biases** (Cor. 3, eq. 6) for layers of different widths and
-   variances.
+   variances (``fan_in`` = the previous layer's width, the input dimension for the first).
 3. **Two inputs** (Thm. 5, Fig. 2): mean inner product (eq. 9), the law of ``<x1, x2>`` (the K0 /
    FFT law) and the cosine-similarity law from :func:`cosine_similarity_samples` (iid components)
    against actual random one-layer networks.
@@ -20,9 +20,15 @@ Rows:
    grid, Richardson-extrapolated in the grid step; these rows are deterministic, so the tolerance
    is the extrapolation's own error estimate ``|fine - coarse| / 3`` (the estimated error of the
    finer, un-extrapolated value, which bounds that of the extrapolate; ``z = 1``, not a number of
-   standard errors) plus the part of the integral beyond the grid. Also ``lambda_{-1} = 1 - 0.5^N``
-   as the operator's second eigenvalue (to :data:`EIG_ATOL`), and the power ``m`` of its
-   eigenvector (:func:`quasi_stationary_exponent`).
+   standard errors) plus the part of the integral beyond the grid (:func:`domain_truncation`). Also
+   ``lambda_{-1} = 1 - 0.5^N`` as the operator's second eigenvalue (to :data:`EIG_ATOL`), and the
+   power ``m`` of its eigenvector (:func:`quasi_stationary_exponent`).
+
+Parametrisation. The theory takes the library's ``sigma_w2`` (``W_ij ~ N(0, sigma_w2 / fan_in)``,
+He = 2). The simulators (``simulate_squared_norms``, ``simulate_pair``) take seed 001's per-weight
+variance ``sigma_w2 / fan_in``; the conversion happens at those calls
+(:func:`meanfield.finite_width.unscaled_sigma_w2`, ``Layer.unscaled_sigma_w2``). Every row has the
+same numbers as with the paper's parametrisation: it is a reparametrisation.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import math
 import numpy as np
 
 from meanfield import finite_width as fw
+from meanfield._numerics import richardson
 from meanfield.data import load_digits
 
 from ._finite_width_networks import simulate_pair, simulate_squared_norms
@@ -39,7 +46,7 @@ from .backend import substream
 from ._report import Comparison, mean_and_stderr
 from ._runner import main_for, progress
 
-__all__ = ["EIG_ATOL", "KS_Z", "run"]
+__all__ = ["EIG_ATOL", "KS_Z", "LOG_GRID_TOP", "domain_truncation", "eigen_rows", "run"]
 
 #: Kolmogorov distribution 0.999 quantile: P(sqrt(n) D_n > 1.95) ~ 1e-3 for n iid samples.
 KS_Z = 1.95
@@ -55,19 +62,24 @@ def _cdf_at(law, grid, t):
     return float(np.interp(t, grid, cdf))
 
 
+def _unscaled(layers):
+    """``(width, sigma_w2 / fan_in, sigma_b2)``: seed 001's parametrisation, which the simulators take."""
+    return [(lay.width, lay.unscaled_sigma_w2, lay.sigma_b2) for lay in layers]
+
+
 def _squared_norm_rows(backend, full, seed, rows):
     width, depth = 200, 9
     n_net, per_net = (2000, 32) if full else (400, 16)
     pool = load_digits().x / 16.0
     y0 = (pool * pool).sum(1)
-    layers = [fw.Layer(width, 2.0 / width)] * depth
+    layers = [fw.Layer(width, 2.0)] * depth  # He; fan_in = width (the paper's 2 / N, first layer too)
     top = 3.0 * y0.max()
     theory = {}
     for g in (300, 600):
         grid = np.linspace(0.0, top, g + 1)
         p0 = fw.grid_masses(y0, grid)
         theory[g] = (grid, fw.propagate_distribution(p0, grid, layers, nodes_per_cell=2))
-    sim = simulate_squared_norms(pool, layers, n_net, per_net, backend=backend, rng=substream(seed, 0))
+    sim = simulate_squared_norms(pool, _unscaled(layers), n_net, per_net, backend=backend, rng=substream(seed, 0))
     grid, laws = theory[600]
     grid_c, laws_c = theory[300]
     for layer in LAYERS_COMPARED:
@@ -98,10 +110,12 @@ def _squared_norm_rows(backend, full, seed, rows):
 
 
 def _expected_norm_rows(backend, full, seed, rows):
-    layers = [fw.Layer(100, 0.015, 0.05), fw.Layer(60, 0.04, 0.0), fw.Layer(150, 0.01, 0.2), fw.Layer(80, 0.03, 0.1)]
+    # fan_in = the previous width (30 = input dimension): per-weight variances 0.015, 0.04, 0.01, 0.03
+    layers = [fw.Layer(100, 0.45, 0.05, fan_in=30), fw.Layer(60, 4.0, 0.0, fan_in=100), fw.Layer(150, 0.6, 0.2, fan_in=60),
+              fw.Layer(80, 4.5, 0.1, fan_in=150)]
     x0 = np.random.default_rng(substream(seed, 1)).standard_normal((8, 30)) * 0.25
     n_net = 6000 if full else 1500
-    sim = simulate_squared_norms(x0, layers, n_net, 8, backend=backend, rng=substream(seed, 2))
+    sim = simulate_squared_norms(x0, _unscaled(layers), n_net, 8, backend=backend, rng=substream(seed, 2))
     # each network's inputs are drawn from the pool of 8: theory averaged over the pool
     y0 = (x0 * x0).sum(1)
     theory = fw.expected_squared_norm(y0, layers).mean(1)
@@ -121,9 +135,9 @@ def _pair_rows(backend, full, seed, rows):
         b -= (b @ a) * a
         b /= np.linalg.norm(b)
         x1, x2 = a, c * a + math.sqrt(1 - c * c) * b
-        sw = 2.0 / width
+        sw = 2.0 / width  # seed 001's He per-weight variance 2 / N (the simulator's parametrisation)
         inner, cosine = simulate_pair(x1, x2, width, sw, 0.0, n_net, backend=backend, rng=substream(seed, 4, width))
-        v = fw.preactivation_covariance(np.array([[1.0, c], [c, 1.0]]), sw)
+        v = fw.preactivation_covariance(np.array([[1.0, c], [c, 1.0]]), fw.sigma_w2_from_unscaled(sw, d), fan_in=d)
         m, se = mean_and_stderr(inner)
         rows.append(Comparison(f"N={width}, <x1,x2>={c}: E<x1',x2'> (eq. 9)", float(fw.mean_inner_product(width, v[0, 0], v[1, 1], v[0, 1])), m, se))
         grid = np.linspace(0.0, 3.0, 1501)
@@ -154,23 +168,77 @@ def _pair_rows(backend, full, seed, rows):
 LOG_GRID_TOP = 1e6
 
 
-def _domain_truncation(m, n, sw, top):
-    """Bound on the part of ``T[y^m](1)`` from sources ``y > top`` that the grid leaves out.
+def domain_truncation(m: float, width: int, sigma_w2: float, top: float, *, fan_in: int | None = None) -> float:
+    """Bound on the part of ``T[y^m](1)`` from sources ``y > top`` that a grid ending at ``top`` leaves out.
 
-    For ``z = 1`` and large ``s = sw * y`` the kernel is dominated by its ``k = 1`` term,
+    For ``z = 1`` and large ``s = sw * y`` (``sw = sigma_w2 / fan_in``, seed 001's per-weight
+    variance) the ReLU kernel (seed 001, Prop. 4 eq. 7) is dominated by its ``k = 1`` term,
     ``N 0.5^N s^{-1/2} / sqrt(2 pi)``; integrating ``y^m`` times it over ``(top, inf)`` gives
     ``N 0.5^N top^{m + 1/2} / (|m + 1/2| sqrt(2 pi sw))``; doubled for the ``k >= 2`` terms.
     Sources below ``1 / top`` contribute ``exp(-top / (2 sw))``: nothing.
+
+    Parameters
+    ----------
+    m : float
+        Exponent of the eigenfunction ``y^m``, ``-1e300 <= m < -1/2``.
+    width : int
+        ``1 <= N <= meanfield.finite_width.MAX_WIDTH``.
+    sigma_w2 : float
+        ``> 0``, the weight variance times fan-in (``W_ij ~ N(0, sigma_w2 / fan_in)``).
+    top : float
+        ``> 0``, the grid's last edge.
+    fan_in : int, optional
+        Default ``width`` (square layers).
+
+    Returns
+    -------
+    float
+        The bound (``>= 0``; 0 when it underflows).
+
+    Raises
+    ------
+    ValueError
+        Arguments out of range, or a bound beyond float64 (``top`` tiny with ``m + 1/2`` negative).
+    TypeError
+        Bools, complex numbers or strings.
+
+    Examples
+    --------
+    >>> f"{domain_truncation(-2.0, 20, 2.0, 1e6):.3g}"   # 2 N 0.5^N top^-1.5 / (1.5 sqrt(2 pi 0.1))
+    '3.21e-14'
     """
-    return 2 * n * 0.5**n * top ** (m + 0.5) / (abs(m + 0.5) * math.sqrt(2 * math.pi * sw))
+    fw.relu_log_eigenvalue(m, width, sigma_w2, fan_in=fan_in)  # validates m, width, sigma_w2 and fan_in (ValueError / TypeError)
+    m, n = float(m), int(width)
+    sw = fw.unscaled_sigma_w2(sigma_w2, n if fan_in is None else fan_in)
+    if isinstance(top, (bool, np.bool_)) or not isinstance(top, (int, float, np.integer, np.floating)):
+        raise TypeError(f"top must be a real number, got {type(top).__name__}")
+    top = float(top)
+    if not (math.isfinite(top) and top > 0):
+        raise ValueError(f"top must be finite and > 0 (the grid's last edge), got {top!r}")
+    try:
+        power = top ** (m + 0.5)
+    except OverflowError:
+        power = math.inf
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = 2 * n * 0.5**n * power / (abs(m + 0.5) * math.sqrt(2 * math.pi * sw))
+    if not math.isfinite(out):
+        raise ValueError("the truncation bound is beyond float64 (top too small for this m, or sigma_w2 / fan_in tiny); use a larger top")
+    return float(out)
+
+
+def eigen_rows() -> list[Comparison]:
+    """The deterministic eigenvalue rows of :func:`run` (part 4 of the module docstring), without simulation."""
+    rows: list[Comparison] = []
+    _eigen_rows(rows)
+    return rows
 
 
 def _eigen_rows(rows):
-    n, sw = 20, 0.1
+    n, sigma_w2 = 20, 2.0  # He (seed 001's per-weight variance 2 / N = 0.1)
     est = {}
     for pts in (121, 241):
         edges = np.concatenate([[0.0], np.logspace(-math.log10(LOG_GRID_TOP), math.log10(LOG_GRID_TOP), pts)])
-        op = fw.discretize_operator(edges, n, sw, nodes_per_cell=2)
+        op = fw.discretize_operator(edges, n, sigma_w2, nodes_per_cell=2)
         e = edges[1:]
         i = int(np.searchsorted(edges, 1.0))
         for m in (-3.0, -2.0, -1.5, -1.0, -0.8):
@@ -181,34 +249,34 @@ def _eigen_rows(rows):
             v = np.concatenate([[0.0, 0.0], v])  # y^m not integrable at 0 for m <= -1: drop (0, 1e-6]
             est.setdefault(m, []).append((op.matrix @ v)[i] / v[i])
     for m, (coarse, fine) in est.items():
-        rich = (4 * fine - coarse) / 3
+        rich = richardson(coarse, fine, order=2)  # cell averaging of a power law: O(h^2), h -> h / 2
         rows.append(
-            Comparison(f"lambda_m, N={n}, sw2={sw}, m={m}: eq. 8 vs operator", fw.relu_eigenvalue(m, n, sw), rich,
-                       abs(fine - coarse) / 3, z=1.0, systematic=_domain_truncation(m, n, sw, LOG_GRID_TOP),
+            Comparison(f"lambda_m, N={n}, sigma_w2={sigma_w2:g}, m={m}: eq. 8 vs operator", fw.relu_eigenvalue(m, n, sigma_w2),
+                       rich.value, rich.error, z=1.0, systematic=domain_truncation(m, n, sigma_w2, LOG_GRID_TOP),
                        note="deterministic; stderr = Richardson error estimate; systematic = sources beyond the grid")
         )
     for factor in (2.0, 1.5):
         n = 10
         slopes = []
         for g in (201, 401):
-            op = fw.discretize_operator(np.linspace(0, 8, g), n, factor / n, nodes_per_cell=2)
+            op = fw.discretize_operator(np.linspace(0, 8, g), n, factor, nodes_per_cell=2)
             w, v = op.eig()
             dens = np.abs(np.real(v[1:, 1])) / np.diff(op.grid)
             c = op.centers[1:]
             sel = (c > 0.2) & (c < 2.0)
             slopes.append(np.polyfit(np.log(c[sel]), np.log(dens[sel]), 1)[0])
-        rich = (4 * slopes[1] - slopes[0]) / 3
+        rich = richardson(slopes[0], slopes[1], order=2)
         rows.append(
-            Comparison(f"positive eigenvector ~ y^m, N={n}, sw2={factor}/N: m", fw.quasi_stationary_exponent(n, factor / n), rich,
-                       abs(slopes[1] - slopes[0]) / 3, z=1.0, note="deterministic; Richardson over grids 201/401")
+            Comparison(f"positive eigenvector ~ y^m, N={n}, sigma_w2={factor:g}: m", fw.quasi_stationary_exponent(n, factor), rich.value,
+                       rich.error, z=1.0, note="deterministic; Richardson over grids 201/401")
         )
     for n in (5, 12):
-        w, _ = fw.discretize_operator(np.linspace(0, 8, 81), n, 2.0 / n).eig()
+        w, _ = fw.discretize_operator(np.linspace(0, 8, 81), n, 2.0).eig()
         rows.append(Comparison(f"lambda_-1 = 1 - 0.5^N, N={n}: operator's 2nd eigenvalue", 1 - 0.5**n, float(w[1].real), 0.0,
                                systematic=EIG_ATOL, note="exact identity; tolerance = eig rounding"))
 
 
-def run(backend="numpy", full=False, seed=0) -> list[Comparison]:
+def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons (see the module docstring)."""
     rows: list[Comparison] = []
     steps = [

@@ -37,11 +37,11 @@ from scipy import stats
 from meanfield import kurtosis
 from meanfield.data import load_digits
 from meanfield.validation._kurtosis_networks import FIG1_INITS, INPUT_MOMENTS, empirical_variances, layer_moments, nonzero_fraction
-from meanfield.validation.backend import substream
+from meanfield.validation.backend import get_backend, spawn_sequences, substream
 from meanfield.validation._report import Comparison, mean_and_stderr
 from meanfield.validation._runner import main_for, progress
 
-__all__ = ["FIG1_DEPTH", "FIG1_THRESHOLD", "KAPPA_MAX", "run"]
+__all__ = ["FIG1_DEPTH", "FIG1_STREAM", "FIG1_THRESHOLD", "KAPPA_MAX", "fig1_variances", "run"]
 
 #: Largest predicted kurtosis compared with Monte-Carlo (see the module notes on heavy tails).
 KAPPA_MAX = 30.0
@@ -130,22 +130,53 @@ def _nonzero_rows(backend, full, seed):
     return rows
 
 
+#: The part of a comparison's integer ``seed`` that feeds the Fig. 1 networks: :func:`run` passes
+#: ``rng=substream(seed, FIG1_STREAM)`` to :func:`fig1_variances` (the figure does the same, so that
+#: its default size repeats the table's numbers).
+FIG1_STREAM = 4
+
+
 def fig1_variances(
-    full=False, backend="numpy", seed=0, n_networks=None, n_inputs=None, depth=100, n_metainit=None, metainit_steps=500
-):
+    full: bool = False,
+    backend: str = "numpy",
+    rng: None | int | np.random.SeedSequence | np.random.Generator = None,
+    n_networks: int | None = None,
+    n_inputs: int | None = None,
+    depth: int = 100,
+    n_metainit: int | None = None,
+    metainit_steps: int = 500,
+) -> dict[str, np.ndarray]:
     """Empirical variances of the Fig. 1 experiment: ``{init: (networks, depth + 1) array}``.
 
     Width 10, ReLU; 1,000 networks on the first 256 standardised digits by default, 10,000 networks
     on all 1,797 with ``full``; MetaInit: :data:`FIG1_METAINIT_NETWORKS` networks
     (``n_networks`` / ``n_inputs`` / ``n_metainit`` / ``metainit_steps`` override, e.g. for tests).
+
+    Parameters
+    ----------
+    full : bool
+        Paper-size run.
+    backend : str
+        ``"numpy"`` or ``"cupy"``.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        Randomness (the library's rule: an int ``n`` is ``numpy.random.default_rng(n)``); the
+        initialisers in ``FIG1_INITS`` get the children spawned off it, in that order.
+    n_networks, n_inputs, depth, n_metainit, metainit_steps : int
+        Sizes (see above).
+
+    Returns
+    -------
+    dict of str to ndarray
+        Per initialiser, the empirical variance of the output after layers ``0 .. depth`` for each network.
     """
+    children = spawn_sequences(get_backend("numpy").rng(rng), len(FIG1_INITS))
     n_net = n_networks or (10_000 if full else 1_000)
     n_mi = n_metainit or FIG1_METAINIT_NETWORKS[bool(full)]
     data = load_digits(standardized=True).x
     x = data[: n_inputs or (data.shape[0] if full else 256)]
     return {
         init: empirical_variances(
-            x, init, depth, 10, n_mi if init == "metainit" else n_net, backend=backend, rng=substream(seed, 4, k), metainit_steps=metainit_steps
+            x, init, depth, 10, n_mi if init == "metainit" else n_net, backend=backend, rng=children[k], metainit_steps=metainit_steps
         )
         for k, init in enumerate(FIG1_INITS)
     }
@@ -163,7 +194,7 @@ def _fraction_below_threshold(v):
 
 def _fig1_rows(backend, full, seed):
     rows = []
-    var = fig1_variances(full, backend, seed)
+    var = fig1_variances(full, backend, substream(seed, FIG1_STREAM))  # children substream(seed, 4, k), as before
     for init in ("he", "glorot", "orthogonal", "gsm"):
         f, se = _fraction_below_threshold(var[init][:, FIG1_DEPTH])
         rows.append(
@@ -207,7 +238,7 @@ def _variance_rows(backend, full, seed):
     return rows
 
 
-def run(backend="numpy", full=False, seed=0):
+def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons of seed 002 (see the module docstring)."""
     rows = []
     rows += _kurtosis_rows(backend, full, seed)

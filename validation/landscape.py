@@ -162,8 +162,44 @@ def _mode_rows(seed):
     return rows
 
 
-def run(backend="numpy", full=False, seed=0):
-    """All comparisons; ``full`` uses 10 targets on a 10x10 grid (default 3 targets, 5x5)."""
+def _check_run_arguments(backend: object, full: object, seed: object) -> tuple[str, bool, int]:
+    """The checks of ``_runner.run_modules`` for a direct call of :func:`run` (before any work)."""
+    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
+        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+    if not isinstance(full, (bool, np.bool_)):
+        raise TypeError(f"full must be True or False, got {full!r}")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed}")
+    return backend, bool(full), int(seed)
+
+
+def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
+    """All comparisons; ``full`` uses 10 targets on a 10x10 grid (default 3 targets, 5x5).
+
+    Parameters
+    ----------
+    backend : str
+        ``"numpy"`` or ``"cupy"``; validated but unused (the landscapes and flows are CPU theory).
+    full : bool
+        The paper's sizes (10 targets on a 10x10 grid, 100 rescaled nets) instead of the quick default.
+    seed : int
+        Base seed of the random streams.
+
+    Returns
+    -------
+    list of Comparison
+        One row per prediction: theory, estimate, standard error, verdict.
+
+    Raises
+    ------
+    ValueError
+        ``backend`` not ``"numpy"`` or ``"cupy"``; a negative ``seed``.
+    TypeError
+        ``full`` not a bool; ``seed`` not an int.
+    """
+    backend, full, seed = _check_run_arguments(backend, full, seed)
     n_targets, grid, n_nets = (10, 10, 100) if full else (3, 5, 20)
     rows = _landscape_rows(n_targets, grid, seed)
     rows += _bias_rows(n_targets, grid, seed)

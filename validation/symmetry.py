@@ -38,6 +38,7 @@ import numpy as np
 
 from meanfield import init as mf_init
 from meanfield import symmetry
+from meanfield.activations import get_activation
 
 from ._report import Comparison, mean_and_stderr
 from ._runner import main_for, progress
@@ -50,7 +51,7 @@ __all__ = ["EXACT_ABS", "EXACT_REL", "GRAD_NOISE", "run"]
 #: operations (each rounding <= 1.1e-16 relative; a random walk of 1,000 steps stays < 1e-13).
 EXACT_ABS = 1e-10
 #: Relative rounding bound for identities between quantities of arbitrary scale (LeakyNet values
-#: reach 1 / rho = 100 times the input).
+#: reach 1 / slope = 100 times the input).
 EXACT_REL = 1e-10
 #: Standard deviation of the Gaussian noise added to every gradient entry in the symmetry-breaking
 #: row (e): a model of non-deterministic rounding, far below the gradients' size.
@@ -180,20 +181,20 @@ def _leakynet_rows(full, seed):
     rows = []
     rng = np.random.default_rng(substream(seed, 5))
     depth = 1000
-    rho = 0.01
+    slope = 0.01  # the leaky ReLU's negative slope, the paper's rho
     kinds = list(rng.choice(["I", "1"], depth))
-    net = LeakyNet.initial(kinds, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=rho)
+    net = LeakyNet.initial(kinds, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=slope)
     x = rng.standard_normal((2, 6, 6, 3))
     _, feats = net.forward(x, keep=True)
     a0 = feats[0]
-    leaky = lambda v: np.where(v > 0, v, rho * v)  # noqa: E731
-    cycle = [a0, -leaky(a0) / rho, -a0, -leaky(-a0) / rho]
-    scale = float(np.max(np.abs(a0))) / rho
+    leaky = get_activation("leaky_relu", slope=slope).phi
+    cycle = [a0, -leaky(a0) / slope, -a0, -leaky(-a0) / slope]
+    scale = float(np.max(np.abs(a0))) / slope
     dev = max(float(np.max(np.abs(f - cycle[i % 4]))) for i, f in enumerate(feats))
-    rows.append(Comparison(f"App. H LeakyNet ({depth} mixed I/1 layers): max|a^l - 4-periodic|/(max|a^0|/rho)", 0.0, dev / scale, 0.0,
+    rows.append(Comparison(f"App. H LeakyNet ({depth} mixed I/1 layers): max|a^l - 4-periodic|/(max|a^0|/slope)", 0.0, dev / scale, 0.0,
                            systematic=EXACT_REL, note="symmetric features: 4-periodic"))
     # all-'I' Jacobian = identity after 4k layers: push a random cotangent back (vector-Jacobian product)
-    net_i = LeakyNet.initial(["I"] * 400, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=rho,
+    net_i = LeakyNet.initial(["I"] * 400, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=slope,
                              head=rng.standard_normal((5, 4)))
     logits, feats = net_i.forward(x, keep=True)
     _, betas = net_i.backward(rng.standard_normal(logits.shape), keep=True)
@@ -258,8 +259,44 @@ def _breaking_rows(backend, full, seed):
     return rows
 
 
-def run(backend="numpy", full=False, seed=0) -> list[Comparison]:
-    """All comparisons of the module docstring."""
+def _check_run_arguments(backend: object, full: object, seed: object) -> tuple[str, bool, int]:
+    """The checks of ``_runner.run_modules`` for a direct call of :func:`run` (before any work)."""
+    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
+        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+    if not isinstance(full, (bool, np.bool_)):
+        raise TypeError(f"full must be True or False, got {full!r}")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed}")
+    return backend, bool(full), int(seed)
+
+
+def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
+    """All comparisons of the module docstring.
+
+    Parameters
+    ----------
+    backend : str
+        Array backend of the simulators (``"numpy"`` or ``"cupy"``).
+    full : bool
+        The paper's sizes (more input pairs, depths and draws) instead of the quick default.
+    seed : int
+        Base seed of the random streams.
+
+    Returns
+    -------
+    list of Comparison
+        One row per prediction: theory, estimate, standard error, verdict.
+
+    Raises
+    ------
+    ValueError
+        ``backend`` not ``"numpy"`` or ``"cupy"``; a negative ``seed``.
+    TypeError
+        ``full`` not a bool; ``seed`` not an int.
+    """
+    backend, full, seed = _check_run_arguments(backend, full, seed)
     rows = []
     for part in progress(range(5), desc="validation.symmetry"):
         if part == 0:

@@ -60,12 +60,14 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._checks import check_bool, check_rng
+from .._results import Result
 from ._args import check_size, int_arg, real, real_array
 
 __all__ = ["EPS_RANGE", "LOSSES", "MAX_EVAL_BATCHES", "MAX_STEPS", "MetaInitResult", "gradient_quotient", "metainit"]
@@ -320,7 +322,16 @@ def _random_batch(rng, k, n_in, n_out, batch, loss):
     return x, rng.standard_normal((k, n_out, batch))
 
 
-def gradient_quotient(weights, x, targets, slope=0.0, *, eps=1e-5, loss="cross_entropy", biases=False):
+def gradient_quotient(
+    weights: Sequence[ArrayLike],
+    x: ArrayLike,
+    targets: ArrayLike,
+    slope: float = 0.0,
+    *,
+    eps: float = 1e-5,
+    loss: str = "cross_entropy",
+    biases: bool = False,
+) -> float | np.ndarray:
     """Gradient quotient (Eq. 1 of Dauphin & Schoenholz 2019) of a network on one batch.
 
     Parameters
@@ -359,6 +370,16 @@ def gradient_quotient(weights, x, targets, slope=0.0, *, eps=1e-5, loss="cross_e
     References
     ----------
     Y. N. Dauphin, S. S. Schoenholz, NeurIPS 32 (2019), Eq. 1 and Fig. 2.
+
+    Examples
+    --------
+    One linear unit ``z = w . x`` with loss ``z^2 / 2``: ``g = z x``, ``H = x x^T``, so
+    ``H g = z |x|^2 x`` and every term of GQ is ``|x|^2`` (1.25 here, up to ``eps``):
+
+    >>> import numpy as np
+    >>> gq = gradient_quotient([np.array([[2.0, 1.0]])], np.array([[1.0, 0.5]]), np.array([[0.0]]), slope=1.0, loss="mse")
+    >>> round(gq, 4)
+    1.25
     """
     ws, stacked = _check_weights(weights)
     kn, n_in, n_out = ws[0].shape[0], ws[0].shape[2], ws[-1].shape[1]
@@ -391,7 +412,7 @@ def gradient_quotient(weights, x, targets, slope=0.0, *, eps=1e-5, loss="cross_e
 
 
 @dataclass(frozen=True)
-class MetaInitResult:
+class MetaInitResult(Result):
     """Result of :func:`metainit`.
 
     Attributes
@@ -419,23 +440,20 @@ class MetaInitResult:
     gq_after: Any
     sign_flips: np.ndarray
 
-    def replace(self, **changes: Any) -> "MetaInitResult":
-        return replace(self, **changes)
-
 
 def metainit(
-    weights,
-    slope=0.0,
+    weights: Sequence[ArrayLike],
+    slope: float = 0.0,
     *,
-    steps=500,
-    lr=0.1,
-    momentum=0.9,
-    eps=1e-5,
-    batch_size=32,
-    loss="cross_entropy",
-    biases=False,
-    eval_batches=4,
-    rng=None,
+    steps: int = 500,
+    lr: float = 0.1,
+    momentum: float = 0.9,
+    eps: float = 1e-5,
+    batch_size: int = 32,
+    loss: str = "cross_entropy",
+    biases: bool = False,
+    eval_batches: int = 4,
+    rng: None | int | np.random.Generator = None,
 ) -> MetaInitResult:
     """MetaInit: tune the norm of every weight matrix to minimise the gradient quotient.
 

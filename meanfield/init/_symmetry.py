@@ -5,22 +5,29 @@
   kernel, the constant widening convolution (App. A);
 - :func:`constnet`: every tensor of a ConstNet at initialisation (Sec. 2.2, 3.1, App. A);
 - :func:`channel_matrix`, :func:`leakynet`: LeakyNet's ``Delta (x) s_l M_l`` tensors with ``M_l``
-  the identity (``'I'``) or ``1 1^T / n`` (``'1'``) and ``s_l = -1 / rho`` on odd layers (Sec. 5.1,
-  App. H);
-- :func:`looks_linear_delta_orthogonal`: ``Delta (x) [[U, -U], [-U, U]]`` with Haar ``U`` (eq. 8, App. B).
+  the identity (``'I'``) or ``1 1^T / n`` (``'1'``) and ``s_l = -1 / slope`` on odd layers (Sec. 5.1,
+  App. H), ``slope`` the leaky ReLU's negative slope (the paper's ``rho``);
+- :func:`looks_linear_delta_orthogonal`: ``Delta (x) [[U, -U], [-U, U]]`` with Haar ``U`` scaled by
+  ``sqrt(sigma_w2)`` (eq. 8, App. B).
 
 Layout: convolution tensors have the paper's shape ``(k_1, ..., k_d, n_out, n_in)`` (Sec. 4.1),
 the layout of :mod:`meanfield.symmetry`; dense tensors ``(n_out, n_in)``. (The periodic-conv
-simulator of :mod:`validation.networks` takes ``(..., c_in, c_out)``: swap the last two axes.)
+simulator of :mod:`meanfield.validation.networks` takes ``(..., c_in, c_out)``: swap the last two
+axes.) Weight scales follow the library's ``sigma_w2`` convention (for an orthogonal construction,
+``sigma_w2 = gain^2``: ``U`` is multiplied by ``sqrt(sigma_w2)``). :class:`ConstNetInit` is a
+frozen dataclass with ``.replace()``.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._checks import check_rng
+from .._results import Result
 from ._args import check_size, int_arg, nonneg, positive
 from ._dense import haar_orthogonal
 from ._looks_linear import looks_linear
@@ -40,7 +47,7 @@ __all__ = [
 MAX_LAYERS = 10**5
 
 
-def _kernel_shape(kernel_shape):
+def _kernel_shape(kernel_shape: int | Sequence[int]) -> tuple[int, ...]:
     if isinstance(kernel_shape, (int, np.integer)) and not isinstance(kernel_shape, (bool, np.bool_)):
         kernel_shape = (kernel_shape,)
     if not isinstance(kernel_shape, (tuple, list)):
@@ -52,7 +59,7 @@ def _kernel_shape(kernel_shape):
     return ks
 
 
-def delta_kernel(kernel_shape=(3, 3)) -> np.ndarray:
+def delta_kernel(kernel_shape: int | Sequence[int] = (3, 3)) -> np.ndarray:
     """The delta kernel of eq. 7: ``Delta_ij = delta_i0 delta_j0`` with offsets indexed ``-k .. k``.
 
     Parameters
@@ -77,15 +84,26 @@ def delta_kernel(kernel_shape=(3, 3)) -> np.ndarray:
     return d
 
 
-def _kron_delta(ks, m):
+def _kron_delta(ks: tuple[int, ...], m: np.ndarray) -> np.ndarray:
     return delta_kernel(ks)[(...,) + (None, None)] * m
 
 
-def averaging_conv(n_out, n_in, kernel_shape=(3, 3)) -> np.ndarray:
+def averaging_conv(n_out: int, n_in: int, kernel_shape: int | Sequence[int] = (3, 3)) -> np.ndarray:
     """``Delta (x) (1 / n_in) 1 1^T`` of shape ``(*kernel_shape, n_out, n_in)``: averages the input channels.
 
     ConstNet's first convolution (App. A: ``F_kl = delta_k1 delta_l1 / n_in``) and, with
     ``kernel_shape=(1, 1)``, the constant ``1 / n`` widening convolution.
+
+    Parameters
+    ----------
+    n_out, n_in : int
+        Output and input channels, >= 1.
+    kernel_shape : int or tuple of odd int
+        ``(2k+1,)`` or ``(2k+1, 2k+1)``.
+
+    Returns
+    -------
+    ndarray, shape (*kernel_shape, n_out, n_in)
 
     Raises
     ------
@@ -102,7 +120,7 @@ def averaging_conv(n_out, n_in, kernel_shape=(3, 3)) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class ConstNetInit:
+class ConstNetInit(Result):
     """Every tensor of a ConstNet at initialisation (seed 000, Sec. 3.1 eq. 4, App. A, Fig. 13).
 
     The network is ``first -> [blocks of stage 0] -> widen -> [blocks of stage 1] -> ... -> pool -> head``:
@@ -119,15 +137,22 @@ class ConstNetInit:
     """
 
     first: np.ndarray
-    blocks: tuple
-    widen_skip: tuple
-    widen_branch: tuple
+    blocks: tuple[tuple[np.ndarray, ...], ...]
+    widen_skip: tuple[np.ndarray, ...]
+    widen_branch: tuple[np.ndarray, ...]
     head: np.ndarray
-    widths: tuple
+    widths: tuple[int, ...]
     stride: int
 
 
-def constnet(widths=(16, 32, 64), blocks_per_stage=2, n_input=3, n_classes=10, kernel_shape=(3, 3), stride=2) -> ConstNetInit:
+def constnet(
+    widths: Sequence[int] = (16, 32, 64),
+    blocks_per_stage: int | Sequence[int] = 2,
+    n_input: int = 3,
+    n_classes: int = 10,
+    kernel_shape: int | Sequence[int] = (3, 3),
+    stride: int = 2,
+) -> ConstNetInit:
     """ConstNet at initialisation: averaging first layer, zero single-operation residual blocks,
     widening blocks with stride and a constant ``1 / n`` 1 x 1 conv, zero head (seed 000, App. A).
 
@@ -190,7 +215,7 @@ def constnet(widths=(16, 32, 64), blocks_per_stage=2, n_input=3, n_classes=10, k
     )
 
 
-def channel_matrix(n, kind="I", gamma=None) -> np.ndarray:
+def channel_matrix(n: int, kind: str = "I", gamma: float | None = None) -> np.ndarray:
     """LeakyNet's channel matrix: ``I`` (``'I'``), ``1 1^T / n`` (``'1'``), or ``gamma I + (1 - gamma) 1 1^T / n`` (App. J).
 
     Both ``'I'`` and ``'1'`` map symmetric features (all channels equal) to themselves (App. H).
@@ -229,12 +254,20 @@ def channel_matrix(n, kind="I", gamma=None) -> np.ndarray:
     return np.full((n, n), 1.0 / n)
 
 
-def leakynet(kinds, n, rho=0.01, kernel_shape=(3, 3), gamma=None) -> list:
-    """LeakyNet tensors ``W_l = s_l Delta (x) M_l``, ``s_l = -1 / rho`` for odd ``l`` (1-based), else 1.
+def leakynet(
+    kinds: Sequence[str],
+    n: int,
+    slope: float = 0.01,
+    kernel_shape: int | Sequence[int] = (3, 3),
+    gamma: Sequence[float] | np.ndarray | None = None,
+) -> list[np.ndarray]:
+    """LeakyNet tensors ``W_l = s_l Delta (x) M_l``, ``s_l = -1 / slope`` for odd ``l`` (1-based), else 1.
 
-    With leaky-ReLU slope ``rho`` and ``h^l = W_l * sigma_rho(h^{l-1})``, two consecutive layers
-    compose to ``-x`` on symmetric features (``sigma_rho(-sigma_rho(x) / rho) = -x``, Sec. 5.1), so
-    the pre-activations repeat with period 4 (App. H): ``h^0, -sigma(h^0)/rho, -h^0, -sigma(-h^0)/rho``.
+    With the leaky ReLU ``phi`` of negative slope ``slope`` (the paper's ``sigma_rho``,
+    ``rho = slope``; :func:`meanfield.activations.get_activation` ``("leaky_relu", slope=slope)``)
+    and ``h^l = W_l * phi(h^{l-1})``, two consecutive layers compose to ``-x`` on symmetric
+    features (``phi(-phi(x) / slope) = -x``, Sec. 5.1 of seed 000), so the pre-activations repeat
+    with period 4 (App. H): ``h^0, -phi(h^0)/slope, -h^0, -phi(-h^0)/slope``.
 
     Parameters
     ----------
@@ -242,8 +275,8 @@ def leakynet(kinds, n, rho=0.01, kernel_shape=(3, 3), gamma=None) -> list:
         Channel matrix of each layer.
     n : int
         Channels.
-    rho : float
-        Leaky-ReLU slope in (0, 1].
+    slope : float
+        Negative slope of the leaky ReLU, in (0, 1].
     kernel_shape : tuple of odd int
     gamma : sequence of float, optional
         Mixture ``gamma_l I + (1 - gamma_l) 11^T / n`` per layer (App. J) instead of ``kinds``.
@@ -255,15 +288,23 @@ def leakynet(kinds, n, rho=0.01, kernel_shape=(3, 3), gamma=None) -> list:
     Raises
     ------
     ValueError
-        ``rho`` outside (0, 1], unknown kinds, ``gamma`` values outside [0, 1] or of the wrong
+        ``slope`` outside (0, 1], unknown kinds, ``gamma`` values outside [0, 1] or of the wrong
         length, more than 10^5 layers or 2^29 numbers in all.
     TypeError
         ``kinds`` or ``gamma`` not sequences; bools, complex numbers or strings where numbers are
         expected.
+
+    Examples
+    --------
+    >>> w = leakynet(["I", "1"], 2, slope=0.5, kernel_shape=(1,))
+    >>> w[0][0], w[1][0]  # s_1 I with s_1 = -1 / slope, then 11^T / n
+    (array([[-2., -0.],
+           [-0., -2.]]), array([[0.5, 0.5],
+           [0.5, 0.5]]))
     """
-    rho = positive(rho, "rho")
-    if rho > 1:
-        raise ValueError(f"rho must lie in (0, 1], got {rho}")
+    slope = positive(slope, "slope")
+    if slope > 1:
+        raise ValueError(f"slope must lie in (0, 1], got {slope}")
     if isinstance(kinds, (str, bytes)) or not isinstance(kinds, (tuple, list)):
         raise TypeError(f"kinds must be a list of 'I' / '1', got {kinds!r}")
     kinds = list(kinds)
@@ -283,24 +324,30 @@ def leakynet(kinds, n, rho=0.01, kernel_shape=(3, 3), gamma=None) -> list:
     out = []
     for layer, kind in enumerate(kinds, start=1):
         m = channel_matrix(n, kind, None if gamma is None else gamma[layer - 1])
-        out.append(_kron_delta(ks, (-1.0 / rho if layer % 2 else 1.0) * m))
+        out.append(_kron_delta(ks, (-1.0 / slope if layer % 2 else 1.0) * m))
     return out
 
 
-def looks_linear_delta_orthogonal(n, kernel_shape=(3, 3), gain=1.0, rng=None) -> np.ndarray:
-    """``Delta (x) [[U, -U], [-U, U]]`` with ``U`` Haar orthogonal of size ``n / 2`` (eq. 8 of seed 000).
+def looks_linear_delta_orthogonal(
+    n: int,
+    kernel_shape: int | Sequence[int] = (3, 3),
+    sigma_w2: float = 1.0,
+    rng: int | np.random.Generator | None = None,
+) -> np.ndarray:
+    """``Delta (x) [[U, -U], [-U, U]]`` with ``U = sqrt(sigma_w2) Q``, ``Q`` Haar orthogonal of size ``n / 2`` (eq. 8 of seed 000).
 
     For an input ``[x, 0]`` (or any pre-activation of the form ``[a, -a]`` after a ReLU), the
-    pre-activations of consecutive layers are related by the rotation ``diag(U, U)`` (eq. 9) surely,
-    at any width.
+    pre-activations of consecutive layers are related by ``diag(U, U)`` (eq. 9) surely, at any
+    width: a rotation for the default ``sigma_w2 = 1``.
 
     Parameters
     ----------
     n : int
         Channels (even, >= 2).
     kernel_shape : tuple of odd int
-    gain : float
-        Multiplies ``U`` (>= 0, finite).
+    sigma_w2 : float
+        Weight variance scale, finite and >= 0: ``U`` is multiplied by ``sqrt(sigma_w2)`` (the
+        library's convention for orthogonal constructions, ``sigma_w2 = gain^2``).
     rng : None, int or numpy.random.Generator
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
@@ -311,16 +358,25 @@ def looks_linear_delta_orthogonal(n, kernel_shape=(3, 3), gain=1.0, rng=None) ->
     Raises
     ------
     ValueError
-        ``n`` odd or < 2, a bad ``kernel_shape``, negative ``gain``, more than 2^29 entries.
+        ``n`` odd or < 2, a bad ``kernel_shape``, negative ``sigma_w2``, more than 2^29 entries.
     TypeError
         Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+
+    Examples
+    --------
+    >>> w = looks_linear_delta_orthogonal(4, kernel_shape=(3,), sigma_w2=4.0, rng=0)
+    >>> w.shape
+    (3, 4, 4)
+    >>> u = w[1, :2, :2]  # centre tap, top-left block: 2 Q
+    >>> bool(np.allclose(u @ u.T, 4.0 * np.eye(2)))
+    True
     """
     n = int_arg(n, "n", 2)
     if n % 2:
         raise ValueError(f"n must be even for a looks-linear layer, got {n}")
-    gain = nonneg(gain, "gain")
+    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     ks = _kernel_shape(kernel_shape)
     check_size(int(np.prod(ks)) * n * n, "prod(kernel_shape) * n^2")
     rng = check_rng(rng)
-    u = gain * haar_orthogonal(n // 2, n // 2, rng=rng)
+    u = math.sqrt(sigma_w2) * haar_orthogonal(n // 2, n // 2, rng=rng)
     return _kron_delta(ks, looks_linear(u))

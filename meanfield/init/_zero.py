@@ -16,6 +16,8 @@ only, so neither the kurtosis nor the empirical variance drifts with depth.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from .._checks import check_rng
@@ -46,6 +48,14 @@ def hadamard(m: int) -> np.ndarray:
         ``m`` out of range.
     TypeError
         ``m`` a bool, complex number or string.
+
+    Examples
+    --------
+    >>> hadamard(2)
+    array([[ 1.,  1.,  1.,  1.],
+           [ 1., -1.,  1., -1.],
+           [ 1.,  1., -1., -1.],
+           [ 1., -1., -1.,  1.]])
     """
     m = int_arg(m, "m", 0, 14)
     return _hadamard_block(1 << m, 1 << m)
@@ -79,6 +89,15 @@ def zero_weights(n_out: int, n_in: int) -> np.ndarray:
         ``n_out`` or ``n_in`` < 1, or ``n_out * n_in > 2**29``.
     TypeError
         Bools, complex numbers or strings as sizes.
+
+    Examples
+    --------
+    >>> zero_weights(2, 3)          # partial identity
+    array([[1., 0., 0.],
+           [0., 1., 0.]])
+    >>> w = zero_weights(4, 2)      # m = 2, c = 2^(-1/2): the top-left block of c H_2
+    >>> bool(np.allclose(w * np.sqrt(2.0), hadamard(2)[:, :2])), bool(np.allclose(w.T @ w, 2 * np.eye(2)))
+    (True, True)
     """
     n_out = int_arg(n_out, "n_out", 1)
     n_in = int_arg(n_in, "n_in", 1)
@@ -90,7 +109,7 @@ def zero_weights(n_out: int, n_in: int) -> np.ndarray:
     return c * _hadamard_block(n_out, n_in)
 
 
-def zero_network(widths) -> list[np.ndarray]:
+def zero_network(widths: Sequence[int]) -> list[np.ndarray]:
     """ZerO matrices of a dense network with widths ``widths[0] -> widths[1] -> ...`` (seed 002, Fig. 1's ZerO).
 
     Parameters
@@ -110,6 +129,11 @@ def zero_network(widths) -> list[np.ndarray]:
         Fewer than two widths, a width < 1, or more than 2^29 entries in all.
     TypeError
         ``widths`` not a sequence of integers.
+
+    Examples
+    --------
+    >>> [w.shape for w in zero_network([3, 4, 4, 2])]
+    [(4, 3), (4, 4), (2, 4)]
     """
     widths = _check_widths(widths)
     return [zero_weights(o, i) for i, o in zip(widths[:-1], widths[1:])]
@@ -125,7 +149,7 @@ def _check_widths(widths) -> list:
     return widths
 
 
-def zero_star_network(widths, law="gaussian", rng=None) -> list[np.ndarray]:
+def zero_star_network(widths: Sequence[int], law: str = "gaussian", rng: None | int | np.random.Generator = None) -> list[np.ndarray]:
     """ZerO* (seed 002, part 3 Sec. A): random first layer with ``Var W = 1 / widths[0]``, ZerO elsewhere.
 
     Parameters
@@ -148,6 +172,12 @@ def zero_star_network(widths, law="gaussian", rng=None) -> list[np.ndarray]:
         Bad ``widths`` or unknown ``law``.
     TypeError
         ``widths`` not a sequence of integers; a bad ``rng``.
+
+    Examples
+    --------
+    >>> mats = zero_star_network([3, 4, 4], law="rademacher", rng=0)
+    >>> bool(np.allclose(np.abs(mats[0]), 1 / np.sqrt(3))), bool(np.array_equal(mats[1], np.eye(4)))  # Var W = 1 / 3
+    (True, True)
     """
     law = check_law(law, ("gaussian", "uniform", "rademacher"))
     mats = zero_network(widths)
