@@ -47,7 +47,7 @@ show(xiao2018.fig_2_theory)
 show(xiao2018.fig_4b)
 
 # %%
-# ``xiao2018.fig_s2`` (Fig. S2): Weight-gradient norms \|dE/dW^l\|^2 / \|dE/dW^L\|^2 of random tanh CNNs across the phase transition.
+# ``xiao2018.fig_s2`` (Fig. S2): Weight-gradient norms ``|dE/dW^l|^2 / |dE/dW^L|^2`` of random tanh CNNs across the phase transition.
 show(xiao2018.fig_s2)
 
 # %%
@@ -55,5 +55,5 @@ show(xiao2018.fig_s2)
 show(xiao2018.fig_s3)
 
 # %%
-# ``xiao2018.fig_s4`` (Fig. S4): \|Fourier amplitude\| of the first cyclic diagonal of eps^l through random erf CNNs (Sec. F).
+# ``xiao2018.fig_s4`` (Fig. S4): Absolute Fourier amplitudes of the first cyclic diagonal of eps^l through random erf CNNs (Sec. F).
 show(xiao2018.fig_s4)
