@@ -50,9 +50,10 @@ numpydoc_show_class_members = False
 # eq."; the docstrings cite equations, sections and figures everywhere, so treat these as abbreviations.
 import sphinx.ext.autosummary as _autosummary  # noqa: E402
 
-_autosummary.WELL_KNOWN_ABBREVIATIONS = tuple(_autosummary.WELL_KNOWN_ABBREVIATIONS) + tuple(
-    f"{word}." for word in ("eq", "eqs", "Eq", "Eqs", "Sec", "Secs", "Fig", "Figs", "Prop", "Props", "Thm",
-                            "App", "Supp", "Cor", "Alg", "cf", "resp", "approx", "Ref", "Refs", "No", "i.i.d")
+_ABBREVIATIONS = "eq eqs Eq Eqs Sec Secs Fig Figs Prop Props Thm App Supp Cor Alg cf resp approx Ref Refs No i.i.d"
+_autosummary.WELL_KNOWN_ABBREVIATIONS = (
+    *_autosummary.WELL_KNOWN_ABBREVIATIONS,
+    *(f"{word}." for word in _ABBREVIATIONS.split()),
 )
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks: set[str] = set()

@@ -31,7 +31,9 @@ def test_python_blocks_run(page, tmp_path, monkeypatch):
         try:
             exec(compile(code, f"{page.name}[block {i}]", "exec"), namespace)
         except Exception as exc:  # pragma: no cover - the failure message is the point
-            raise AssertionError(f"{page.relative_to(ROOT)} block {i} failed: {type(exc).__name__}: {exc}\n{code}") from exc
+            raise AssertionError(
+                f"{page.relative_to(ROOT)} block {i} failed: {type(exc).__name__}: {exc}\n{code}"
+            ) from exc
 
 
 def test_gallery_shows_every_registered_figure():
@@ -50,13 +52,30 @@ def test_gallery_shows_every_registered_figure():
 # docutils (Sphinx-only roles and directives registered as no-ops), in a few seconds.
 
 API_MODULES = [
-    "meanfield.gaussian", "meanfield.activations", "meanfield.dense", "meanfield.conv", "meanfield.init",
-    "meanfield.finite_width", "meanfield.kurtosis", "meanfield.symmetry", "meanfield.landscape",
-    "meanfield.data", "meanfield.validation.networks", "meanfield.validation.backend",
-    "meanfield.validation.dense", "meanfield.validation.conv", "meanfield.validation.finite_width",
-    "meanfield.validation.kurtosis", "meanfield.validation.landscape", "meanfield.validation.symmetry",
-    "meanfield.figures", "meanfield.figures.xiao2018", "meanfield.figures.burkholz2019",
-    "meanfield.figures.grzejdziak2023", "meanfield.figures.blumenfeld2020", "meanfield.figures.orhan2017",
+    "meanfield.gaussian",
+    "meanfield.activations",
+    "meanfield.dense",
+    "meanfield.conv",
+    "meanfield.init",
+    "meanfield.finite_width",
+    "meanfield.kurtosis",
+    "meanfield.symmetry",
+    "meanfield.landscape",
+    "meanfield.data",
+    "meanfield.validation.networks",
+    "meanfield.validation.backend",
+    "meanfield.validation.dense",
+    "meanfield.validation.conv",
+    "meanfield.validation.finite_width",
+    "meanfield.validation.kurtosis",
+    "meanfield.validation.landscape",
+    "meanfield.validation.symmetry",
+    "meanfield.figures",
+    "meanfield.figures.xiao2018",
+    "meanfield.figures.burkholz2019",
+    "meanfield.figures.grzejdziak2023",
+    "meanfield.figures.blumenfeld2020",
+    "meanfield.figures.orhan2017",
 ]
 
 # Docstrings with RST errors in files being rewritten by other engineers; they are left out of
@@ -97,22 +116,57 @@ def _docutils_parser():
         def run(self):
             return []
 
-    for role in ("func", "class", "data", "meth", "attr", "mod", "obj", "exc", "ref", "doc", "term",
-                 "math", "py:func", "py:class", "py:data", "py:meth", "py:attr", "py:mod", "py:obj"):
+    for role in (
+        "func",
+        "class",
+        "data",
+        "meth",
+        "attr",
+        "mod",
+        "obj",
+        "exc",
+        "ref",
+        "doc",
+        "term",
+        "math",
+        "py:func",
+        "py:class",
+        "py:data",
+        "py:meth",
+        "py:attr",
+        "py:mod",
+        "py:obj",
+    ):
         roles.register_generic_role(role, nodes.literal)
-    for name in ("math", "autosummary", "only", "seealso", "versionadded", "versionchanged",
-                 "deprecated", "plot", "currentmodule", "autofunction", "autoclass"):
+    for name in (
+        "math",
+        "autosummary",
+        "only",
+        "seealso",
+        "versionadded",
+        "versionchanged",
+        "deprecated",
+        "plot",
+        "currentmodule",
+        "autofunction",
+        "autoclass",
+    ):
         directives.register_directive(name, _NoOp)
 
     def parse(text):
         stream = io.StringIO()  # every warning or error docutils reports, transforms' included
-        doc = publish_doctree(text, settings_overrides={"report_level": 2, "halt_level": 5,
-                                                         "warning_stream": stream})
-        problems = [line for line in stream.getvalue().splitlines() if "(WARNING/" in line or "(ERROR/" in line
-                    or "(SEVERE/" in line]
+        doc = publish_doctree(text, settings_overrides={"report_level": 2, "halt_level": 5, "warning_stream": stream})
+        problems = [
+            line
+            for line in stream.getvalue().splitlines()
+            if "(WARNING/" in line or "(ERROR/" in line or "(SEVERE/" in line
+        ]
         cited = {ref["refname"] for ref in doc.findall(nodes.citation_reference) if "refname" in ref}
-        problems += [f"citation [{c['names'][0]}] is not referenced" for c in doc.findall(nodes.citation)
-                     if c["names"] and c["names"][0] not in cited]
+        problems += [
+            f"citation [{c['names'][0]}] is not referenced"
+            for c in doc.findall(nodes.citation)
+            if c["names"] and c["names"][0] not in cited
+        ]
         return problems
 
     return parse
@@ -141,7 +195,7 @@ def _public_docstrings(module_name):
                 if isinstance(value, property) or inspect.isfunction(value):
                     if value.__doc__:
                         yield f"{module_name}.{name}.{member}", rendered(value, "method")
-        elif inspect.isfunction(obj) or inspect.ismodule(obj) is False and callable(obj):
+        elif callable(obj) and not inspect.ismodule(obj):
             yield f"{module_name}.{name}", rendered(obj, "function")
     try:  # module attributes documented with "#:" comments (what autodoc shows for constants)
         from sphinx.pycode import ModuleAnalyzer
@@ -153,7 +207,7 @@ def _public_docstrings(module_name):
         pass
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rst_problems(module_name):
     """{label: [problems]} of every public docstring of a module that does not parse cleanly."""
     import warnings
@@ -175,9 +229,9 @@ def test_docstrings_are_valid_rst(module_name):
     assert problems == {}, "\n".join(f"{k}: {p}" for k, v in problems.items() for p in v)
 
 
-@pytest.mark.parametrize("label", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=v))
-                                   for k, v in KNOWN_RST_WARNINGS.items()])
+@pytest.mark.parametrize(
+    "label", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=v)) for k, v in KNOWN_RST_WARNINGS.items()]
+)
 def test_known_rst_warnings(label):
-    module_name = next(m for m in sorted(API_MODULES, key=len, reverse=True)
-                       if label == m or label.startswith(m + "."))
+    module_name = next(m for m in sorted(API_MODULES, key=len, reverse=True) if label == m or label.startswith(m + "."))
     assert label not in _rst_problems(module_name)
