@@ -187,7 +187,8 @@ def load_digits(n_samples=None, standardized: bool = False) -> Dataset:
     TypeError
         ``standardized`` not a bool.
     ImportError
-        scikit-learn is missing: install the ``data`` extra (``pip install meanfield[data]``).
+        scikit-learn is missing: install the ``data`` extra (``pip install meanfield-theory[data]``,
+        or ``pip install -e ".[data]"`` from a clone).
     """
     standardized = check_bool(standardized, "standardized")
     if n_samples is not None:
