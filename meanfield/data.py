@@ -198,7 +198,7 @@ def load_digits(n_samples=None, standardized: bool = False) -> Dataset:
     except ImportError as exc:
         raise ImportError(
             "the embedded digits data set ships with scikit-learn: install it with "
-            "`pip install meanfield[data]` (or `pip install scikit-learn`)"
+            "`pip install meanfield-theory[data]` (or `pip install scikit-learn`)"
         ) from exc
     bunch = _sk_load_digits()
     x = np.asarray(bunch.data, dtype=np.float64)
