@@ -53,7 +53,7 @@ def fig_1a(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
 
     Notes
     -----
-    Seed 001 Prop. 1 and Fig. 1a: the law of |x^(l)|^2 propagated by the operator T_l on a grid
+    Seed 001 Prop. 1 and Fig. 1a: the law of ``|x^(l)|^2`` propagated by the operator T_l on a grid
     (:func:`meanfield.finite_width.propagate_distribution`) against histograms of random ReLU
     networks (He, no bias); inputs are the embedded 8 x 8 digits scaled to [0, 1] (pixels / 16;
     the paper uses MNIST), so the input law is the empirical law of that pool.

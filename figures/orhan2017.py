@@ -243,7 +243,7 @@ def fig_5(out_dir, *, size, backend, seed):
 
 @figure(paper=PAPER, figure="Fig. 6", honours_backend=False)
 def fig_6(out_dir, *, size, backend, seed):
-    """(a) Phase portraits of eqs. 21-23 for two weight layers (``s = 2``); (b) 10-layer products (``s = 3``).
+    """Phase portraits of eqs. 21-23 for two weight layers (a, ``s = 2``) and 10-layer products (b, ``s = 3``).
 
     (a) The gradient flow of ``E = (s - (a + c_1)(b + c_2))^2 / 2`` for the plain (``c = (0, 0)``),
     residual (``c = (1, 1)``) and hyper-residual (``c = (1, 2)``) energies, with the minima

@@ -238,7 +238,7 @@ def _red_to_black(n):
 
 @figure(paper=PAPER, figure="Fig. 4b", honours_backend=False)
 def fig_4b(out_dir, *, size, backend, seed):
-    """Singular values of A_v (descending; each has 64 copies on 64 x 64 covariances) for GS0 ... GS4.
+    """Singular values of A_v (descending; each has 64 copies on 64 x 64 covariances) for GS0 to GS4.
 
     Notes
     -----
@@ -268,7 +268,7 @@ def fig_4b(out_dir, *, size, backend, seed):
 
 @figure(paper=PAPER, figure="Fig. S2", honours_backend=True)
 def fig_s2(out_dir, *, size, backend, seed):
-    """Weight-gradient norms |dE/dW^l|^2 / |dE/dW^L|^2 of random tanh CNNs across the phase transition.
+    """Weight-gradient norms ``|dE/dW^l|^2 / |dE/dW^L|^2`` of random tanh CNNs across the phase transition.
 
     Notes
     -----
@@ -374,13 +374,13 @@ FIG_S4_FLOOR = 1e-4
 
 @figure(paper=PAPER, figure="Fig. S4", honours_backend=True)
 def fig_s4(out_dir, *, size, backend, seed):
-    """|Fourier amplitude| of the first cyclic diagonal of eps^l through random erf CNNs (Sec. F).
+    """Absolute Fourier amplitudes of the first cyclic diagonal of eps^l through random erf CNNs (Sec. F).
 
     Notes
     -----
     Seed 003 Fig. S4 and App. F: erf, sigma_w2 = 1.5^2, sigma_b2 = 0.5^2, n = 10,
     v = [0.025, 0.95, 0.025]; eps^0 is zero except its first cyclic diagonal, whose DFT is
-    -1/6 [1, r, r^3, r^5, r^4, r^2, r^4, r^5, r^3, r], r = 2/3. Points: |mean over networks| of each
+    -1/6 [1, r, r^3, r^5, r^4, r^2, r^4, r^5, r^3, r], r = 2/3. Points: absolute mean over networks of each
     mode with one standard error; dashed green: the linearised decay (eq. 2.12); dotted: the exact
     mean-field map. Modes whose mean is at or below :data:`FIG_S4_FLOOR` (or zero) are drawn on the
     floor with a triangle.

@@ -187,7 +187,8 @@ def load_digits(n_samples=None, standardized: bool = False) -> Dataset:
     TypeError
         ``standardized`` not a bool.
     ImportError
-        scikit-learn is missing: install the ``data`` extra (``pip install meanfield[data]``).
+        scikit-learn is missing: install the ``data`` extra (``pip install meanfield-theory[data]``,
+        or ``pip install -e ".[data]"`` from a clone).
     """
     standardized = check_bool(standardized, "standardized")
     if n_samples is not None:
@@ -197,7 +198,7 @@ def load_digits(n_samples=None, standardized: bool = False) -> Dataset:
     except ImportError as exc:
         raise ImportError(
             "the embedded digits data set ships with scikit-learn: install it with "
-            "`pip install meanfield[data]` (or `pip install scikit-learn`)"
+            "`pip install meanfield-theory[data]` (or `pip install scikit-learn`)"
         ) from exc
     bunch = _sk_load_digits()
     x = np.asarray(bunch.data, dtype=np.float64)
@@ -409,7 +410,7 @@ def _batch_field(batch, key):
 
 
 def read_cifar10_batch(path) -> Dataset:
-    """Read a CIFAR-10 python batch (``data_batch_1`` ... ``test_batch``), treating it as untrusted.
+    """Read a CIFAR-10 python batch (``data_batch_1`` to ``test_batch``), treating it as untrusted.
 
     The batches are pickles, and ``pickle.load`` on a file from elsewhere can run arbitrary code.
     This reader uses a restricted unpickler that resolves only the globals a batch is made of

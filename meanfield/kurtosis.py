@@ -7,18 +7,18 @@ slope ``a`` and i.i.d. zero-mean symmetric weights of variance ``2 / (w (a^2 + 1
 
 Code names and the paper's symbols:
 
-=====================  ==========================================================================
-code                   paper
-=====================  ==========================================================================
-``width`` / ``widths`` ``w_l`` = width of ``y^(l)`` = fan-in of layer ``l + 1``
-``slope``              ``a``
-``weight_kurtosis``    ``kappa_w``
-``sigma_x2``           ``sigma_x^2`` (the variance kept by He initialisation, Prop. 3.2)
-``kappa``, ``c``       ``kappa_l = Kurt[y_i^(l)]``, ``c_l = Cov[(y_i^(l))^2, (y_j^(l))^2]``, i != j
-:func:`transition_matrix`  ``A^(l)`` of Prop. 4.3
-:func:`product`        ``B = prod_l A^(d - l)`` in the ``(alpha, beta, gamma, delta)`` form of Lemma 4.4
-:func:`trace_determinant`  ``tr``, ``det`` and eigenvalues of ``A_-^(l)`` (Lemma 4.5)
-=====================  ==========================================================================
+===========================  ================================================================================
+code                         paper
+===========================  ================================================================================
+``width`` / ``widths``       ``w_l`` = width of ``y^(l)`` = fan-in of layer ``l + 1``
+``slope``                    ``a``
+``weight_kurtosis``          ``kappa_w``
+``sigma_x2``                 ``sigma_x^2`` (the variance kept by He initialisation, Prop. 3.2)
+``kappa``, ``c``             ``kappa_l = Kurt[y_i^(l)]``, ``c_l = Cov[(y_i^(l))^2, (y_j^(l))^2]``, i != j
+:func:`transition_matrix`    ``A^(l)`` of Prop. 4.3
+:func:`product`              ``B = prod_l A^(d - l)`` in the ``(alpha, beta, gamma, delta)`` form of Lemma 4.4
+:func:`trace_determinant`    ``tr``, ``det`` and eigenvalues of ``A_-^(l)`` (Lemma 4.5)
+===========================  ================================================================================
 
 Derivation check. Re-deriving Prop. 4.3 from Lemmas 4.1-4.2 (multinomial expansion of
 ``E[(sum_j W_ij phi_j)^4]``, rows of ``W`` independent) gives exactly the printed matrix
@@ -48,9 +48,10 @@ the empirical-variance law are available as ``log_prob_below`` / ``log_quantile`
 
 References
 ----------
-.. [1] M. Grzejdziak, M. Loog, D. M. J. Tax, "Vanishing Empirical Variance in Randomly
-   Initialized Networks", MSc thesis / NeurIPS 2023 submission (seed 002).
-.. [2] B. O'Neill, "Some useful moment results in sampling problems", Am. Stat. 68 (2014).
+M. Grzejdziak, M. Loog, D. M. J. Tax, "Vanishing Empirical Variance in Randomly Initialized
+Networks", MSc thesis / NeurIPS 2023 submission (seed 002).
+
+B. O'Neill, "Some useful moment results in sampling problems", Am. Stat. 68 (2014).
 """
 
 from __future__ import annotations
@@ -447,7 +448,7 @@ def propagate(
 
 @dataclass(frozen=True)
 class LemmaProduct(Result):
-    """``B = A^(d) ... A^(0)`` in the form of Lemma 4.4, on a log scale.
+    """The product ``B = prod_l A^(d - l)`` in the form of Lemma 4.4, on a log scale.
 
     ``B = [[alpha, beta / s4, beta], [gamma s4, delta, s4 (delta - 1)], [0, 0, 1]]`` with
     ``s4 = sigma_x2^2``, ``gamma > 0``, ``alpha >= gamma``, ``delta > 0``, ``beta >= delta`` (``w > 1``).

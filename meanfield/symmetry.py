@@ -4,8 +4,9 @@ Implements the measures of Blumenfeld, Gilboa & Soudry (2020), seed ``000`` (Sec
 The hidden-unit permutation count of Orhan (2017), seed ``004``, lives with the other symmetries
 of that paper: :func:`meanfield.landscape.permutation_counts`.
 
+==============================  ==================================================================
 Code name                       Paper symbol
-------------------------------  ------------------------------------------------------------------
+==============================  ==================================================================
 ``forward_correlation(W)``      :math:`C_f`, eq. 5 (mean pairwise cosine of the output filters
                                 :math:`W_f^i`)
 ``backward_correlation(W)``     :math:`C_b`, eq. 6 (mean pairwise cosine of the input slices
@@ -18,6 +19,7 @@ Code name                       Paper symbol
 ``propagate_perturbation``      that ratio through a LeakyNet stack of ``'I'``/``'1'`` layers
                                 (leaky-ReLU ``slope``, :math:`\\rho` in the paper)
 ``subnetwork_counts``           sub-network counts of App. F
+==============================  ==================================================================
 
 Tensor layout follows the paper (Sec. 4.1): a dense weight has shape ``(n_out, n_in)``, a
 convolution ``(k_1, ..., k_d, n_out, n_in)`` (``d = 1`` or ``2``), channel axes last.

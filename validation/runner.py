@@ -154,7 +154,7 @@ def check_backend_available(backend: str) -> str:
             import cupy  # noqa: F401, PLC0415
         except ImportError:
             raise ValueError(
-                "backend 'cupy' needs CuPy, which is not installed: `pip install meanfield[gpu]` "
+                "backend 'cupy' needs CuPy, which is not installed: `pip install meanfield-theory[gpu]` "
                 "on a machine with a CUDA GPU, or use backend 'numpy'"
             ) from None
     return backend

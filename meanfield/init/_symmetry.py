@@ -60,7 +60,7 @@ def _kernel_shape(kernel_shape: int | Sequence[int]) -> tuple[int, ...]:
 
 
 def delta_kernel(kernel_shape: int | Sequence[int] = (3, 3)) -> np.ndarray:
-    """The delta kernel of eq. 7: ``Delta_ij = delta_i0 delta_j0`` with offsets indexed ``-k .. k``.
+    """The delta kernel of eq. 7: ``Delta_ij = delta_i0 delta_j0`` with offsets indexed ``-k`` to ``k``.
 
     Parameters
     ----------
@@ -103,7 +103,7 @@ def averaging_conv(n_out: int, n_in: int, kernel_shape: int | Sequence[int] = (3
 
     Returns
     -------
-    ndarray, shape (*kernel_shape, n_out, n_in)
+    ndarray, shape ``(*kernel_shape, n_out, n_in)``
 
     Raises
     ------
@@ -353,7 +353,7 @@ def looks_linear_delta_orthogonal(
 
     Returns
     -------
-    ndarray, shape (*kernel_shape, n, n)
+    ndarray, shape ``(*kernel_shape, n, n)``
 
     Raises
     ------

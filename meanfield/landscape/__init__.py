@@ -49,7 +49,7 @@ Random functions take ``rng`` (``None``, an int ``n`` meaning ``numpy.random.def
 ``numpy.random.Generator``).
 
 Conventions of the toy networks (Sec. 2.2)
--------------------------------------------
+------------------------------------------
 ``n_layers`` layers: the input ``x_1`` (``width`` units), ``n_layers - 2`` hidden layers of
 ``width`` units produced by square matrices ``W_1 ... W_{n_layers-2}`` and one linear output
 unit ``y = w_out . x_{n_layers-1}`` (no skip into the output, no nonlinearity). Every weight is
@@ -82,6 +82,7 @@ Adaptive walks move from a configuration to its best neighbour (lowest loss; nei
 within ``rtol`` resolve to the lowest bit index) while that neighbour is better, so each walk ends
 at a local minimum; the basin of a local minimum is the set of configurations whose walk ends
 there, and the basins partition the configurations.
+
 Limits and failure modes
 ------------------------
 Every function validates its arguments (``ValueError`` naming the argument and the allowed range;
@@ -98,11 +99,7 @@ are formed without intermediate overflow, so only a result beyond the float64 ra
 References
 ----------
 Orhan, A. E. (2017). Skip connections as effective symmetry-breaking. arXiv:1701.09175.
-Saxe, McClelland, Ganguli (2013). Exact solutions to the nonlinear dynamics of learning in deep
-linear neural networks. arXiv:1312.6120.
-References
-----------
-Orhan, A. E. (2017). Skip connections as effective symmetry-breaking. arXiv:1701.09175.
+
 Saxe, McClelland, Ganguli (2013). Exact solutions to the nonlinear dynamics of learning in deep
 linear neural networks. arXiv:1312.6120.
 

@@ -137,7 +137,7 @@ def rescaling_deviation(
     biases: Sequence[ArrayLike] | np.ndarray | None = None,
 ) -> float:
     """Relative change ``||F' - F|| / ||F||`` of the output when ``W_k -> g W_k``, ``W_l -> W_l / g``
-    and the biases of layers ``k .. l - 1`` are multiplied by ``g`` (Sec. 2.1, Fig. 2c of seed 004).
+    and the biases of layers ``k`` to ``l - 1`` are multiplied by ``g`` (Sec. 2.1, Fig. 2c of seed 004).
 
     Zero (to rounding) for the plain ReLU net (positive homogeneity); non-zero with skips.
 

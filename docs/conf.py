@@ -1,0 +1,91 @@
+"""Sphinx configuration of the meanfield documentation.
+
+Sphinx because the library's docstrings are numpydoc (rendered natively by numpydoc + autosummary),
+its examples are plain scripts (sphinx-gallery executes them and builds the gallery), and the paper
+pages stay Markdown (MyST). Built with warnings as errors in CI: ``sphinx-build -W -b html docs docs/_build/html``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import meanfield
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gallery_order
+
+os.environ.setdefault("MEANFIELD_NO_PROGRESS", "1")
+
+project = "meanfield"
+author = "The meanfield developers"
+copyright = "2026, The meanfield developers"
+release = meanfield.__version__
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py.md5", "**.codeobj.json"]
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3
+
+autosummary_generate = True
+autosummary_imported_members = False
+autosummary_ignore_module_all = False  # subpackages (finite_width, init, landscape) list their re-exported __all__
+autodoc_default_options = {"members": True, "undoc-members": False}
+# signatures without type hints: the numpydoc Parameters / Returns sections state the types, and
+# numpy.typing.ArrayLike would otherwise expand to a dozen lines of _SupportsArray unions
+autodoc_typehints = "none"
+numpydoc_show_class_members = False
+
+# autosummary's one-line summaries end at the first ". ", so "Hessian of eq. 10 ..." became "Hessian of
+# eq."; the docstrings cite equations, sections and figures everywhere, so treat these as abbreviations.
+import sphinx.ext.autosummary as _autosummary  # noqa: E402
+
+_ABBREVIATIONS = "eq eqs Eq Eqs Sec Secs Fig Figs Prop Props Thm App Supp Cor Alg cf resp approx Ref Refs No i.i.d"
+_autosummary.WELL_KNOWN_ABBREVIATIONS = (
+    *_autosummary.WELL_KNOWN_ABBREVIATIONS,
+    *(f"{word}." for word in _ABBREVIATIONS.split()),
+)
+numpydoc_class_members_toctree = False
+numpydoc_validation_checks: set[str] = set()
+
+sphinx_gallery_conf = {
+    "examples_dirs": ["../examples"],
+    "gallery_dirs": ["auto_examples"],
+    "filename_pattern": r"/(plot|run)_",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "gallery_order.PaperOrder",  # docs/gallery_order.py
+    "image_scrapers": ("matplotlib",),
+    "show_memory": False,
+    "show_signature": False,
+}
+
+html_theme = "furo"
+html_title = f"meanfield {release}"
+html_static_path: list[str] = []
+
+sys.setrecursionlimit(3000)
+
+
+def _skip_dataclass_fields(app, what, name, obj, skip, options):
+    """Skip plain data attributes of classes: the result dataclasses document their fields in a
+    numpydoc Attributes section, which autodoc would otherwise repeat as bare ``name: type`` entries.
+    Methods and properties are kept."""
+    if what == "class" and not name.startswith("_"):
+        if not (callable(obj) or isinstance(obj, (property, classmethod, staticmethod))):
+            return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_dataclass_fields)

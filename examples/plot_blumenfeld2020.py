@@ -1,0 +1,59 @@
+"""
+Blumenfeld, Gilboa & Soudry 2020: feature symmetry, ConstNet, LeakyNet (seed 000)
+=================================================================================
+
+Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size
+(seconds each) so that the documentation builds quickly; ``meanfield figures blumenfeld2020 --full`` gives the
+paper's sizes. The numbers behind each figure are written beside its PNG as JSON
+(``meanfield.figures.load``).
+"""
+
+import tempfile
+
+import matplotlib.pyplot as plt
+
+from meanfield.figures import blumenfeld2020
+
+OUT = tempfile.mkdtemp()
+
+
+def show(func):
+    """Render ``func`` at the smoke size and display its PNG."""
+    png = func(OUT, size="smoke")[0]
+    image = plt.imread(png)
+    fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
+    ax.imshow(image)
+    ax.axis("off")
+
+
+# %%
+# ``blumenfeld2020.fig_1`` (analogue of Fig. 1 (digits, small network)): Test error against the number K of unique hidden features (width N = 64), lambda = 0, 0.1, 0.5.
+show(blumenfeld2020.fig_1)
+
+# %%
+# ``blumenfeld2020.fig_3`` (analogue of Fig. 3 (digits, small ConstNet)): Forward and backward weight correlations C_f, C_b of one ConstNet convolution over training.
+show(blumenfeld2020.fig_3)
+
+# %%
+# ``blumenfeld2020.fig_5`` (analogue of Fig. 5 (digits, small network)): Width-N network with K unique features (replicated N/K times) against a width-K network.
+show(blumenfeld2020.fig_5)
+
+# %%
+# ``blumenfeld2020.fig_6`` (analogue of Fig. 6 (digits, small ConstNet)): ``1 - C_f``, ``1 - C_b``, ``1 - C_t`` of every convolution of a '0'-initialised ConstNet with dropout.
+show(blumenfeld2020.fig_6)
+
+# %%
+# ``blumenfeld2020.fig_9`` (analogue of Fig. 9 (digits, small LeakyNet)): Forward symmetry-breaking perturbation ratio by layer during noisy training of LeakyNets.
+show(blumenfeld2020.fig_9)
+
+# %%
+# ``blumenfeld2020.fig_10`` (analogue of Fig. 10 (digits, small LeakyNet)): Backward (gradient) symmetry-breaking perturbation ratio by layer during noisy training of LeakyNets.
+show(blumenfeld2020.fig_10)
+
+# %%
+# ``blumenfeld2020.fig_12`` (analogue of Fig. 12 (digits, small LeakyNet)): App. J: LeakyNets whose 12 layers are all ``gamma I + (1 - gamma) 11^T / n``; loss and C_f per layer.
+show(blumenfeld2020.fig_12)
+
+# %%
+# ``blumenfeld2020.table_correlations`` (not in the paper: closed forms after eq. 6): Closed-form forward / backward correlations C_f, C_b (after eq. 6) next to values measured on tensors.
+show(blumenfeld2020.table_correlations)

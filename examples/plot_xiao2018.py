@@ -1,0 +1,59 @@
+"""
+Xiao et al. 2018: dense and CNN mean field, orthogonal kernels (seed 003)
+=========================================================================
+
+Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size
+(seconds each) so that the documentation builds quickly; ``meanfield figures xiao2018 --full`` gives the
+paper's sizes. The numbers behind each figure are written beside its PNG as JSON
+(``meanfield.figures.load``).
+"""
+
+import tempfile
+
+import matplotlib.pyplot as plt
+
+from meanfield.figures import xiao2018
+
+OUT = tempfile.mkdtemp()
+
+
+def show(func):
+    """Render ``func`` at the smoke size and display its PNG."""
+    png = func(OUT, size="smoke")[0]
+    image = plt.imread(png)
+    fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
+    ax.imshow(image)
+    ax.axis("off")
+
+
+# %%
+# ``xiao2018.fig_s1`` (Fig. S1): Phase diagram of tanh networks: q* (colour) over (sigma_w2, sigma_b2) and the critical line chi_1 = 1.
+show(xiao2018.fig_s1)
+
+# %%
+# ``xiao2018.fig_qc_maps`` (not in the paper (Poole et al. 2016 style)): q^l and c^l of two inputs through tanh layers: theory lines, Monte-Carlo points +- standard error.
+show(xiao2018.fig_qc_maps)
+
+# %%
+# ``xiao2018.fig_depth_scales`` (not in the paper (Schoenholz et al. 2017 style)): xi_c versus sigma_w2 for tanh at several sigma_b2: divergence at the edge of chaos.
+show(xiao2018.fig_depth_scales)
+
+# %%
+# ``xiao2018.fig_2_theory`` (Fig. 2 (theory curve only)): 6 xi_c over (sigma_w2, depth) for tanh at sigma_b2 = 2e-5: deeper networks do not train (Fig. 2).
+show(xiao2018.fig_2_theory)
+
+# %%
+# ``xiao2018.fig_4b`` (Fig. 4b): Singular values of A_v (descending; each has 64 copies on 64 x 64 covariances) for GS0 ... GS4.
+show(xiao2018.fig_4b)
+
+# %%
+# ``xiao2018.fig_s2`` (Fig. S2): Weight-gradient norms ``|dE/dW^l|^2 / |dE/dW^L|^2`` of random tanh CNNs across the phase transition.
+show(xiao2018.fig_s2)
+
+# %%
+# ``xiao2018.fig_s3`` (Fig. S3): Singular values of block-circulant vs dense i.i.d. Gaussian weight matrices vs Marchenko-Pastur.
+show(xiao2018.fig_s3)
+
+# %%
+# ``xiao2018.fig_s4`` (Fig. S4): Absolute Fourier amplitudes of the first cyclic diagonal of eps^l through random erf CNNs (Sec. F).
+show(xiao2018.fig_s4)
