@@ -6,23 +6,23 @@ input, because they call these functions: a ``ValueError`` (bad value: NaN, infi
 range, wrong shape) or a ``TypeError`` (bad type: bools, complex numbers, strings where numbers are
 expected) whose message names the argument and the allowed range.
 
-========================================  =========================================================
-function                                  accepts (else ``ValueError`` / ``TypeError``)
-========================================  =========================================================
-:func:`as_float_array`, :func:`check_finite`  finite real numbers -> contiguous float64 array
-:func:`check_scalar`                      one finite real number (no bool, complex, str, array)
-:func:`check_int`                         an integer in ``[minimum, maximum]`` (no bool)
-:func:`check_bool`                        ``bool`` or ``numpy.bool_`` only
-:func:`check_variance`                    a finite real number ``>= 0``
-:func:`check_nonnegative`                 finite real numbers ``>= 0`` (scalar or array)
-:func:`check_positive`                    finite real numbers ``> 0``
-:func:`check_correlation`                 correlations in ``[-1, 1]``
-:func:`check_covariance`                  a finite, symmetric, positive semi-definite (stack of) matrix
-:func:`check_probability_vector`          non-negative entries summing to 1
-:func:`check_variance_vector`             seed 003's ``v``: a probability vector of odd sizes, 1-D or 2-D
-:func:`resolve_spatial_shape`             the spatial shape of a CNN signal (default from its size)
-:func:`check_rng`                         the randomness rule (None, int, SeedSequence, Generator)
-========================================  =========================================================
+================================  ================================================================================
+function                          accepts (else ``ValueError`` / ``TypeError``)
+================================  ================================================================================
+:func:`as_float_array`            finite real numbers -> contiguous float64 array (:func:`check_finite`: the same)
+:func:`check_scalar`              one finite real number (no bool, complex, str, array)
+:func:`check_int`                 an integer in ``[minimum, maximum]`` (no bool)
+:func:`check_bool`                ``bool`` or ``numpy.bool_`` only
+:func:`check_variance`            a finite real number ``>= 0``
+:func:`check_nonnegative`         finite real numbers ``>= 0`` (scalar or array)
+:func:`check_positive`            finite real numbers ``> 0``
+:func:`check_correlation`         correlations in ``[-1, 1]``
+:func:`check_covariance`          a finite, symmetric, positive semi-definite (stack of) matrix
+:func:`check_probability_vector`  non-negative entries summing to 1
+:func:`check_variance_vector`     seed 003's ``v``: a probability vector of odd sizes, 1-D or 2-D
+:func:`resolve_spatial_shape`     the spatial shape of a CNN signal (default from its size)
+:func:`check_rng`                 the randomness rule (None, int, SeedSequence, Generator)
+================================  ================================================================================
 
 The randomness rule: ``rng=None`` draws fresh OS entropy, a non-negative ``int`` ``n`` gives
 exactly the stream of ``numpy.random.default_rng(n)``, a ``SeedSequence`` seeds a new Generator

@@ -22,7 +22,7 @@ Every Monte-Carlo number in (a) and (c) is Richardson-extrapolated in the channe
 (``2 m_2c - m_c``, standard error ``sqrt(4 se_2c^2 + se_c^2)``) and judged with ``Z_DEFAULT``
 standard errors plus :func:`EXTRAPOLATION_BIAS` (scale / c^2) for the O(1/c^2) remainder. In (b)
 the perturbation is estimated with common random numbers (the same networks and layer-0 noise
-for Sigma^* and Sigma^* - eps^0), whose finite-width bias is O(|eps|/c): bounded by
+for Sigma^* and Sigma^* - eps^0), whose finite-width bias is ``O(|eps| / c)``: bounded by
 :data:`S4_WIDTH_BIAS` times the mode amplitude's scale. The linearised prediction additionally
 differs from the exact map by the second-order terms the linearisation drops; that difference is
 computed (exact map minus linearised, same input) and allowed as the systematic term.
@@ -58,10 +58,10 @@ __all__ = ["COVARIANCE_CASES", "ISOMETRY_ATOL", "S4_WIDTH_BIAS", "fig_s4_setup",
 #: operations (measured <= 4e-15).
 ISOMETRY_ATOL = 1e-10
 #: Relative O(1/c) bias of the common-random-number perturbation estimate, per unit 1/c:
-#: allowed bias = S4_WIDTH_BIAS * |eps^0 mode| / c at layers >= 2 (layer 1 is exactly unbiased:
+#: allowed bias = ``S4_WIDTH_BIAS * |eps^0 mode| / c`` at layers >= 2 (layer 1 is exactly unbiased:
 #: E[Sigma^1 | h^0] = A_v * (sigma_w2 K^0 + sigma_b2), K^0 the channel average of
 #: phi(h^0) phi(h^0)^T, whose mean is exact because h^0 is sampled exactly Gaussian).
-#: Measured coefficient (mean - exact map) * c / |eps^0 mode| over modes 0-5 and layers 2, 5, 10
+#: Measured coefficient ``(mean - exact map) * c / |eps^0 mode|`` over modes 0-5 and layers 2, 5, 10
 #: of depth-10 runs: largest 1.6 +- 0.6 (c = 16, 3000 networks), 2.5 +- 0.6 (c = 32,
 #: 1500), 1.5 +- 0.5 (c = 64, 3000); at c = 128 (2000 networks) the estimates are noisier, largest
 #: 4.9 +- 2.2, consistent with the others. 4 = the best-measured maximum 2.5 plus 2.5 of its

@@ -26,7 +26,7 @@ __all__ = [
     "write_table_json",
 ]
 
-#: Standard errors allowed by default: two-sided P(|Z| > 4.5) = 6.8e-6, so 100 correct rows all
+#: Standard errors allowed by default: two-sided ``P(|Z| > 4.5) = 6.8e-6``, so 100 correct rows all
 #: pass with probability > 0.999.
 Z_DEFAULT = 4.5
 

@@ -224,9 +224,9 @@ def periodic_conv(
 
     Parameters
     ----------
-    x : array, shape (..., *spatial, c_in)
+    x : array, shape ``(..., *spatial, c_in)``
         Finite real signals with ``spatial_dims`` periodic spatial axes before the channel axis.
-    kernel : array, shape (..., *kernel_spatial, c_out, c_in)
+    kernel : array, shape ``(..., *kernel_spatial, c_out, c_in)``
         The library's kernel layout (module notes); odd sizes ``2k + 1``, index ``t`` is offset
         ``beta = t - k``. Leading axes broadcast against the leading axes of ``x`` after the
         spatial axes are aligned (e.g. one kernel per network: ``x`` (nets, batch, n, c),
@@ -242,7 +242,7 @@ def periodic_conv(
 
     Returns
     -------
-    array, shape (..., *spatial, c_out)
+    array, shape ``(..., *spatial, c_out)``
         On ``backend``.
 
     Raises
@@ -278,9 +278,9 @@ def periodic_conv_transpose(
 
     Parameters
     ----------
-    g : array, shape (..., *spatial, c_out)
+    g : array, shape ``(..., *spatial, c_out)``
         Finite real upstream gradient.
-    kernel : array, shape (..., *kernel_spatial, c_out, c_in)
+    kernel : array, shape ``(..., *kernel_spatial, c_out, c_in)``
         As in :func:`periodic_conv`.
     spatial_dims : {1, 2}
     backend : str or Backend
@@ -289,7 +289,7 @@ def periodic_conv_transpose(
 
     Returns
     -------
-    array, shape (..., *spatial, c_in)
+    array, shape ``(..., *spatial, c_in)``
 
     Raises
     ------
@@ -319,9 +319,9 @@ def periodic_conv_weight_grad(
 
     Parameters
     ----------
-    x : array, shape (*lead, *spatial, c_in)
+    x : array, shape ``(*lead, *spatial, c_in)``
         The layer's input.
-    g : array, shape (*lead, *spatial, c_out)
+    g : array, shape ``(*lead, *spatial, c_out)``
         The upstream gradient (same leading and spatial axes as ``x``).
     kernel_shape : sequence of 1 or 2 odd ints
         Spatial sizes of the kernel.
@@ -334,7 +334,7 @@ def periodic_conv_weight_grad(
 
     Returns
     -------
-    array, shape (*lead[sum_leading:], *kernel_shape, c_out, c_in)
+    array, shape ``(*lead[sum_leading:], *kernel_shape, c_out, c_in)``
         In the library's kernel layout, on ``backend``.
 
     Raises
@@ -466,8 +466,8 @@ def conv_matrix(kernel: ArrayLike, spatial_shape: int | Sequence[int]) -> np.nda
 
     Returns
     -------
-    ndarray, shape (P * c_out, P * c_in)
-        ``M @ x.ravel() == periodic_conv(x, kernel).ravel()`` for ``x`` of shape (*spatial, c_in)
+    ndarray, shape ``(P * c_out, P * c_in)``
+        ``M @ x.ravel() == periodic_conv(x, kernel).ravel()`` for ``x`` of shape ``(*spatial, c_in)``
         (positions row-major, channels last). For an orthogonal kernel with ``c_in = c_out`` the
         matrix is orthogonal.
 

@@ -107,7 +107,7 @@ def conv_kernels(
     rng: Any = None,
     backend: str | Backend = "numpy",
 ) -> Any:
-    """One layer's kernels for ``n_networks`` networks, shape (n_networks, *kernel_shape, c, c).
+    """One layer's kernels for ``n_networks`` networks, shape ``(n_networks, *kernel_shape, c, c)``.
 
     In the library's kernel layout ``(..., c_out, c_in)`` (:mod:`meanfield.init`), drawn by
     :func:`meanfield.init.gaussian_conv_kernel` or seed 003's orthogonal initialisers.
@@ -137,7 +137,7 @@ def conv_kernels(
 
     Returns
     -------
-    array, shape (n_networks, *kernel_shape, c, c), on ``backend``
+    array, shape ``(n_networks, *kernel_shape, c, c)``, on ``backend``
 
     Raises
     ------

@@ -465,7 +465,7 @@ def train(
     ----------
     net : ConstNet or LeakyNet
         Trained in place.
-    x : array, shape (batch, *spatial, n_input)
+    x : array, shape ``(batch, *spatial, n_input)``
     y : array of int, shape (batch,)
     steps : int
         Gradient steps (>= 0); the measures are recorded before each and after the last.
@@ -551,7 +551,7 @@ class LooksLinearForward(Result):
 
     Attributes
     ----------
-    pre : list of ndarray, each (batch, *spatial, width)
+    pre : list of ndarray, each ``(batch, *spatial, width)``
         Pre-activations of layers 1 .. depth.
     us : list of ndarray, each (width / 2, width / 2)
         The orthogonal block ``U`` (times ``sqrt(sigma_w2) = 1``) of each layer's centre tap.
@@ -582,7 +582,7 @@ def looks_linear_delta_orthogonal_forward(
 
     Parameters
     ----------
-    x : array_like, shape (batch, *spatial, width / 2)
+    x : array_like, shape ``(batch, *spatial, width / 2)``
     depth : int
         Number of convolutions (>= 0).
     width : int
