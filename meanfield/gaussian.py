@@ -16,7 +16,7 @@ it needs only first derivatives, so it is exact for kinked activations too).
 Closed forms (never quadrature): ``linear``; ``relu`` and ``leaky_relu`` through the arc-cosine
 kernel of Cho & Saul (2009); ``erf`` through the arcsine kernel of Williams (1997); ``hard_tanh``
 (derivative orders <= 1) as moments of a clipped Gaussian: single-variable moments in terms of
-erf, and the bivariate ones through the rectangle probability P(|u1| < 1, |u2| < 1) (Plackett's
+erf, and the bivariate ones through the rectangle probability ``P(|u1| < 1, |u2| < 1)`` (Plackett's
 identity at the four corners) and its integral over c (Price's theorem), both smooth
 one-dimensional integrals over theta = arcsin(t) (:func:`_hard_tanh_pair`). Everything else uses
 quadrature in Numba kernels, :math:`u_1 = \sqrt{q_1} z_1`,
@@ -221,7 +221,7 @@ def _rectangle_theta_integral(a1, a2, absc, weighted):
 def _hard_tanh_pair(d1, d2, s1, s2, c):
     r"""E phi^(d1)(u1) phi^(d2)(u2) of phi = clip(u, -1, 1), d1, d2 in {0, 1}, in closed form.
 
-    phi'phi' is the rectangle probability P(|u1| < 1, |u2| < 1)
+    phi'phi' is the rectangle probability ``P(|u1| < 1, |u2| < 1)``
     :math:`= P_0 + \int_0^c \partial_t P\,dt` with :math:`P_0 = \mathrm{erf}(a_1/\sqrt2)\,\mathrm{erf}(a_2/\sqrt2)`,
     :math:`a_i = 1/\sqrt{q_i}`, and :math:`\partial_t P = 2[\varphi_2(a_1, a_2; t) - \varphi_2(a_1, a_2; -t)]`
     (Plackett's identity at the four corners). Price's theorem,
@@ -913,7 +913,7 @@ def pair_expectation(activation, q1, q2, c, derivatives=(0, 0), degree: int = DE
     Notes
     -----
     hard_tanh has a closed form (:func:`_hard_tanh_pair`): the rectangle probability
-    P(|u1| < 1, |u2| < 1) and, by Price's theorem, its integral over c, both as smooth
+    ``P(|u1| < 1, |u2| < 1)`` and, by Price's theorem, its integral over c, both as smooth
     one-dimensional integrals over theta = arcsin(t).
 
     Examples
