@@ -15,7 +15,11 @@ from meanfield.init import dense_weights, periodic_conv, periodic_conv_transpose
 
 V3 = np.full(3, 1 / 3)
 X2 = np.random.default_rng(2).standard_normal((2, 6))
-SQRT_NAN = Activation.from_functions("sqrt", np.sqrt, lambda x: 0.5 / np.sqrt(x))  # NaN for x < 0
+
+
+def _sqrt_nan():
+    """A user activation that is NaN for x < 0 (refused by ``from_functions`` or by the simulator)."""
+    return Activation.from_functions("sqrt", np.sqrt, lambda x: 0.5 / np.sqrt(x))
 
 
 # --- one rng rule --------------------------------------------------------------------------------
@@ -256,10 +260,12 @@ def test_fuzz_complex_and_empty_inputs():
 
 @pytest.mark.parametrize("gradients", [False, True])
 def test_fuzz_nan_activation_raises_naming_activation_and_layer(gradients):
-    with pytest.raises(ValueError, match=r"activation 'sqrt'.*layer 1"):
-        N.simulate_dense(X2, SQRT_NAN, 1.0, 0.1, 2, 8, 2, gradients=gradients, rng=0)
-    with pytest.raises(ValueError, match=r"activation 'sqrt'.*layer 0"):
-        N.simulate_conv(np.eye(5), SQRT_NAN, 1.0, 0.1, V3, 2, 4, 2, gradients=gradients, rng=0)
+    # ``Activation.from_functions`` now checks phi on the real line and refuses it first; either way the
+    # error is a ValueError naming the activation, never NaN statistics.
+    with pytest.raises(ValueError, match=r"activation 'sqrt'"):
+        N.simulate_dense(X2, _sqrt_nan(), 1.0, 0.1, 2, 8, 2, gradients=gradients, rng=0)
+    with pytest.raises(ValueError, match=r"activation 'sqrt'"):
+        N.simulate_conv(np.eye(5), _sqrt_nan(), 1.0, 0.1, V3, 2, 4, 2, gradients=gradients, rng=0)
 
 
 # --- no overflow / underflow: log-scaled statistics ------------------------------------------------
