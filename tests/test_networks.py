@@ -182,3 +182,18 @@ def test_symmetry_models_raise_instead_of_returning_overflowed_logits():
         net.forward(np.ones((2, 5, 1)) + 1j)
     logits = net.forward(np.ones((2, 5, 1)))
     assert np.all(np.isfinite(logits))
+
+
+def test_symmetry_model_forward_follows_the_rng_rule_and_checks_its_flags():
+    """ConstNet.forward(dropout, rng): an int rng is the stream of default_rng(int) (it raised
+    AttributeError before), dropout must lie in [0, 1) and keep must be a bool."""
+    from meanfield.validation.simulators import ConstNet
+
+    net = ConstNet.initial((2, 4), 1, 1, 3, kernel_shape=(3,), stride=1)
+    net.params["head"] = net.params["head"] + 1.0  # non-zero logits
+    x = np.random.default_rng(0).standard_normal((3, 5, 1))
+    a = net.forward(x, dropout=0.5, rng=3)
+    assert np.array_equal(a, net.forward(x, dropout=0.5, rng=np.random.default_rng(3)))
+    for bad, exc in ((dict(dropout=1.5), ValueError), (dict(keep=1), TypeError), (dict(rng="3"), TypeError)):
+        with pytest.raises(exc):
+            net.forward(x, **bad)
