@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from meanfield.validation.simulators import simulate_conv
 
 from meanfield import conv, gaussian
 from meanfield.init import orthogonal_conv_kernel
-from meanfield.validation.networks import simulate_conv
 
 
 def best_of(f, repeat=3):
@@ -68,8 +68,10 @@ def orthogonal_kernels():
 
 def monte_carlo_throughput():
     print("== Monte-Carlo CNN throughput vs NumPy GEMM (float64) ==")
-    from meanfield.validation.backend import get_backend
-    from meanfield.validation.networks import conv_kernels, periodic_conv
+    from meanfield.validation.simulators import conv_kernels
+
+    from meanfield.backend import get_backend
+    from meanfield.init import periodic_conv
 
     n, c, nets, depth = 16, 128, 16, 8
     v = np.full(3, 1 / 3)
@@ -77,8 +79,8 @@ def monte_carlo_throughput():
     rng = b.rng(0)
     simulate_conv(np.eye(n), "tanh", 1.5, 0.05, v, 1, c, nets)  # warm-up
     t_sim = best_of(lambda: simulate_conv(np.eye(n), "tanh", 1.5, 0.05, v, depth, c, nets), repeat=2) / depth
-    t_rng = best_of(lambda: conv_kernels(nets, (3,), c, 1.5, v, "gaussian", rng, b))
-    k = conv_kernels(nets, (3,), c, 1.5, v, "gaussian", rng, b).reshape(nets, 1, 3, c, c)
+    t_rng = best_of(lambda: conv_kernels(nets, (3,), c, 1.5, v, "gaussian", rng=rng, backend=b))
+    k = conv_kernels(nets, (3,), c, 1.5, v, "gaussian", rng=rng, backend=b)[:, None]
     x = rng.standard_normal((nets, 1, n, c))
     t_conv = best_of(lambda: periodic_conv(x, k, 1), repeat=5)
     a = rng.standard_normal((nets, n, c))

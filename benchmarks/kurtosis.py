@@ -24,7 +24,7 @@ os.environ.setdefault("MEANFIELD_NO_PROGRESS", "1")
 
 from meanfield import kurtosis  # noqa: E402
 from meanfield.data import load_digits  # noqa: E402
-from meanfield.validation._kurtosis_networks import empirical_variances  # noqa: E402
+from meanfield.validation.simulators import empirical_variances  # noqa: E402
 
 DEPTH, WIDTH = 100, 10
 

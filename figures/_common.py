@@ -46,7 +46,7 @@ import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from meanfield.validation._runner import check_backend_available, check_out_dir, progress  # noqa: E402,F401  (re-exported for figure modules)
+from meanfield.validation.runner import check_backend_available, check_out_dir, progress  # noqa: E402,F401  (re-exported for figure modules)
 
 from ._io import figure_metadata, to_jsonable, write_json  # noqa: E402
 

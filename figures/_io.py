@@ -15,7 +15,7 @@ Arrays of two or more dimensions must name their axes (``save_figure`` refuses o
 Non-finite floats are written as the strings ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no such
 numbers) and read back as floats by :func:`load`. Validation tables (``meanfield validate --out``)
 use the same three blocks with ``"kind": "validation"`` (see
-:func:`meanfield.validation._report.write_table_json`); :func:`load` reads both.
+:func:`meanfield.validation.report.write_table_json`); :func:`load` reads both.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield.validation._report import run_metadata, to_jsonable
+from meanfield.validation.report import run_metadata, to_jsonable
 
 __all__ = ["FigureData", "figure_metadata", "load", "to_jsonable", "write_json"]
 

@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
-from meanfield.validation._symmetry_networks import ConstNet, LeakyNet, replicated_feature_experiment, train
+from meanfield.validation.simulators import ConstNet, LeakyNet, replicated_feature_experiment, train
 
 from meanfield import init as mf_init
 from meanfield import symmetry
@@ -98,7 +98,7 @@ def _replicated_errors(split, rep_children, width, unique, noise, lr, steps):
     xtr, ytr, xte, yte = split
     return np.array([100.0 * replicated_feature_experiment(xtr, ytr, xte, yte, width, unique, noise, steps=steps, lr=lr,
                                                            batch=BATCH,
-                                                           **rng_kwargs(replicated_feature_experiment, np.random.default_rng(child)))[0]
+                                                           **rng_kwargs(replicated_feature_experiment, np.random.default_rng(child))).test_error
                      for child in rep_children])
 
 

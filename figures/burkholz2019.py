@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from meanfield import finite_width as fw
-from meanfield._numerics import richardson
+from meanfield.numerics import richardson
 from meanfield.data import load_digits
-from meanfield.validation._finite_width_networks import simulate_squared_norms
+from meanfield.validation.simulators import simulate_squared_norms
 
 from ._common import by_size, colors, figure, plt, progress, rng_kwargs, save_figure, streams, title
 

@@ -21,12 +21,12 @@ import math
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
-from meanfield.validation._kurtosis_networks import layer_moments
+from meanfield.validation.simulators import layer_moments
 from meanfield.validation.backend import substream
 from meanfield.validation.kurtosis import FIG1_DEPTH, FIG1_FRACTION, FIG1_STREAM, FIG1_THRESHOLD, KAPPA_MAX, fig1_variances
 
 from meanfield import kurtosis
-from meanfield._checks import check_scalar
+from meanfield.checks import check_scalar
 
 from ._common import by_size, figure, plt, progress, rng_kwargs, save_figure
 from ._logzero import plot_with_zeros, zero_band, zero_floor

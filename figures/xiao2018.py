@@ -33,10 +33,11 @@ quantities are dimensionless (variances of pre-activations in units of the input
 from __future__ import annotations
 
 import numpy as np
+from meanfield.validation.simulators import simulate_conv, simulate_dense
 
 from meanfield import conv, dense
 from meanfield.data import gaussian_inputs
-from meanfield.validation.networks import simulate_conv, simulate_dense
+from meanfield.init import conv_singular_values
 
 from ._common import (
     by_size,
@@ -54,7 +55,6 @@ from ._common import (
 
 __all__ = [
     "FIGURES",
-    "block_circulant_singular_values",
     "fig_2_theory",
     "fig_4b",
     "fig_depth_scales",
@@ -121,7 +121,7 @@ def fig_qc_maps(out_dir, *, size, backend, seed):
     -----
     The dense background of seed 003 (eqs. 2.2-2.6 for a fully-connected network): the q-map and the
     c-map iterated from the inputs' empirical covariance, against the per-layer covariances of
-    random finite networks (:func:`meanfield.validation.networks.simulate_dense`); error bars are
+    random finite networks (:func:`meanfield.validation.simulators.simulate_dense`); error bars are
     one standard error over networks.
     """
     width, n_net, depth = by_size(size, smoke=(16, 4, 4), default=(256, 16, 15), full=(1000, 50, 30))
@@ -274,7 +274,7 @@ def fig_s2(out_dir, *, size, backend, seed):
     -----
     Seed 003 Fig. S2 and eqs. 2.15-2.16 (backward covariance map); the Monte-Carlo curves average
     the per-layer squared weight gradients over random CNNs
-    (:func:`meanfield.validation.networks.simulate_conv`). The input covariance is a random
+    (:func:`meanfield.validation.simulators.simulate_conv`). The input covariance is a random
     spatial covariance normalised to unit mean variance.
     """
     n, sb, v = 10, 0.05, np.full(3, 1 / 3)
@@ -316,53 +316,6 @@ def fig_s2(out_dir, *, size, backend, seed):
                  params=params, axes=axes, units=units)
 
 
-def block_circulant_singular_values(kernel, n):
-    r"""Singular values of the periodic 1-D convolution by ``kernel`` on ``n`` positions, ascending.
-
-    The block-circulant matrix is block-diagonalised by the DFT over positions: its singular values
-    are those of :math:`\hat K(\theta_m) = \sum_\beta K(\beta) e^{i\theta_m\beta}`,
-    :math:`\theta_m = 2\pi m / n` (O(n c^3) instead of O((n c)^3)).
-
-    Parameters
-    ----------
-    kernel : array_like, shape (2k + 1, c, c)
-        Real kernel: ``kernel[beta]`` is the c x c channel matrix of offset ``beta - k``.
-    n : int
-        Number of spatial positions (>= 1).
-
-    Returns
-    -------
-    ndarray, shape (n * c,)
-        The singular values in ascending order.
-
-    Raises
-    ------
-    TypeError
-        Complex, boolean or non-numeric ``kernel``; ``n`` not an int.
-    ValueError
-        ``kernel`` not of shape (odd, c, c) with c >= 1, non-finite entries, or ``n < 1``.
-    """
-    from meanfield._checks import check_int  # noqa: PLC0415
-
-    if np.iscomplexobj(kernel):
-        raise TypeError("kernel must be real, got a complex array")
-    arr = np.asarray(kernel)
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
-        raise TypeError(f"kernel must be a real numeric array, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64)
-    if arr.ndim != 3 or arr.shape[0] % 2 != 1 or arr.shape[1] != arr.shape[2] or arr.shape[1] < 1:
-        raise ValueError(f"kernel must have shape (2k+1, c, c) with c >= 1, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("kernel must be finite (no NaN or infinity)")
-    n = check_int(n, "n", minimum=1)
-    k = arr.shape[0] // 2
-    beta = np.arange(arr.shape[0]) - k
-    theta = 2 * np.pi * np.arange(n) / n
-    phases = np.exp(1j * np.outer(theta, beta))  # (n, 2k+1)
-    khat = np.einsum("mb,bij->mij", phases, arr)
-    return np.sort(np.linalg.svd(khat, compute_uv=False).ravel())
-
-
 @figure(paper=PAPER, figure="Fig. S3", honours_backend=False)
 def fig_s3(out_dir, *, size, backend, seed):
     """Singular values of block-circulant vs dense i.i.d. Gaussian weight matrices vs Marchenko-Pastur.
@@ -372,6 +325,7 @@ def fig_s3(out_dir, *, size, backend, seed):
     Seed 003 Fig. S3 (App. D): one draw per channel count c of a block-circulant nc x nc matrix
     with entries N(0, 1 / (c (2k+1))) and of a dense nc x nc matrix with entries N(0, 1 / (nc)); the
     square Marchenko-Pastur law of the singular values is the quarter circle sqrt(4 - s^2) / pi.
+    The block-circulant spectrum comes from :func:`meanfield.init.conv_singular_values`.
     Runs on the CPU (NumPy linear algebra).
     """
     n, width = 26, 5
@@ -383,7 +337,7 @@ def fig_s3(out_dir, *, size, backend, seed):
     conv_h, dense_h, conv_s, dense_s = [], [], [], []
     for j, (c, col) in enumerate(zip(progress(cs, desc="fig_s3"), colors(len(cs)))):
         kernel = rngs[2 * j].standard_normal((width, c, c)) / np.sqrt(c * width)
-        s_conv = block_circulant_singular_values(kernel, n)
+        s_conv = conv_singular_values(kernel, n)
         s_dense = np.linalg.svd(rngs[2 * j + 1].standard_normal((n * c, n * c)) / np.sqrt(n * c), compute_uv=False)
         hist, _ = np.histogram(s_conv, bins=bins, density=True)
         hd, _ = np.histogram(s_dense, bins=bins, density=True)
@@ -431,7 +385,7 @@ def fig_s4(out_dir, *, size, backend, seed):
     mean-field map. Modes whose mean is at or below :data:`FIG_S4_FLOOR` (or zero) are drawn on the
     floor with a triangle.
     """
-    from meanfield.validation.conv import fig_s4_setup, fig_s4_theory, simulate_fig_s4  # noqa: PLC0415
+    from meanfield.validation.conv import fig_s4_setup, fig_s4_theory, simulate_fig_s4
 
     depth = by_size(size, smoke=4, default=20, full=40)
     channels, n_net = by_size(size, smoke=(16, 4), default=(256, 32), full=(1024, 64))

@@ -12,16 +12,24 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``symmetry``      Feature-symmetry measures, ConstNet, LeakyNet (Blumenfeld et al. 2020).
 ``landscape``     Binary-weight landscapes and skip connections (Orhan 2017).
 ``data``          Input sets: synthetic Gaussian inputs, embedded digits, MNIST / CIFAR-10 readers.
+``checks``        The argument checks every layer validates its inputs with.
+``backend``       Array backends (NumPy, CuPy) of the weight samplers and the simulators.
+``numerics``      Numerical helpers: the one Richardson extrapolation.
+
+:class:`Result` is the base class of every result dataclass (frozen, with ``.replace()``).
 """
 
 from __future__ import annotations
 
 import importlib
 
+from ._results import Result
 from ._version import __version__
 
 _SUBMODULES = {
     "activations",
+    "backend",
+    "checks",
     "conv",
     "data",
     "dense",
@@ -30,10 +38,11 @@ _SUBMODULES = {
     "init",
     "kurtosis",
     "landscape",
+    "numerics",
     "symmetry",
 }
 
-__all__ = sorted(_SUBMODULES) + ["__version__"]
+__all__ = sorted(_SUBMODULES) + ["Result", "__version__"]
 
 
 def __getattr__(name):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 
-from meanfield.validation._runner import CliParser, ENVIRONMENT_HELP
+from meanfield.validation.runner import ENVIRONMENT_HELP, CliParser
 
 __all__ = ["main"]
 
@@ -41,16 +41,16 @@ examples:
 
 def _version() -> str:
     from meanfield import __version__
-    from meanfield.validation._report import _commit
+    from meanfield.validation.report import git_commit
 
-    commit = _commit()
+    commit = git_commit()
     return f"meanfield {__version__}" + (f" (commit {commit[:12]})" if commit else "")
 
 
 def _parser() -> CliParser:
-    from meanfield.figures._runner import add_arguments as figure_arguments
-    from meanfield.validation._runner import add_arguments as validation_arguments
-    from meanfield.validation._runner import add_common_arguments
+    from meanfield.figures.runner import add_arguments as figure_arguments
+    from meanfield.validation.runner import add_arguments as validation_arguments
+    from meanfield.validation.runner import add_common_arguments
 
     p = CliParser(prog="meanfield", description=_DESCRIPTION, epilog=_EXAMPLES + "\n" + ENVIRONMENT_HELP)
     p.add_argument("--version", action="version", version=_version())
@@ -63,7 +63,7 @@ def _parser() -> CliParser:
                        "status 1 when a figure or a comparison failed.")
     r.add_argument("--out", default="results", metavar="DIR",
                    help="output folder: DIR/figures and DIR/validation (default: %(default)s)")
-    from meanfield.figures._common import SIZES
+    from meanfield.figures.runner import SIZES
 
     add_common_arguments(r, sizes=SIZES)
     f = sub.add_parser("figures", help="regenerate figures: a PNG and a self-describing JSON each",
@@ -80,9 +80,8 @@ def _parser() -> CliParser:
 def _reproduce(args, parser) -> int:
     from pathlib import Path
 
-    from meanfield.figures._common import check_backend
-    from meanfield.figures._runner import all_figures, run_figures
-    from meanfield.validation._runner import check_out_dir, comparison_modules, run_modules, size_from_args
+    from meanfield.figures.runner import all_figures, check_backend, run_figures
+    from meanfield.validation.runner import check_out_dir, comparison_modules, run_modules, size_from_args
 
     try:
         size = size_from_args(args)
@@ -122,11 +121,11 @@ def main(argv=None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     if args.command == "figures":
-        from meanfield.figures._runner import main as figures_main
+        from meanfield.figures.runner import main as figures_main
 
         return figures_main(argv[1:], prog="meanfield figures")
     if args.command == "validate":
-        from meanfield.validation._runner import main as validation_main
+        from meanfield.validation.runner import main as validation_main
 
         return validation_main(argv[1:], prog="meanfield validate")
     return _reproduce(args, subs["reproduce"])

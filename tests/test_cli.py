@@ -10,12 +10,12 @@ import types
 import pytest
 
 import meanfield
-import meanfield.figures._runner as fig_runner
-import meanfield.validation._runner as val_runner
+import meanfield.figures.runner as fig_runner
+import meanfield.validation.runner as val_runner
 from meanfield.cli import main
 from meanfield.figures import load
-from meanfield.figures._common import figure, plt, save_figure
-from meanfield.validation._report import Comparison
+from meanfield.figures.harness import figure, plt, save_figure
+from meanfield.validation.report import Comparison
 
 
 def _has_cupy() -> bool:

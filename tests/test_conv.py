@@ -268,16 +268,19 @@ def test_linearized_off_diagonal_modes_follow_eq_2_11():
 
 
 def test_kappa_closed_path_matches_finite_difference_path():
-    """kappa = sigma_w2/2 E phi''(h1) phi(h2) (eq. S13) equals sigma_w2 d/dq1 E phi(h1) phi(h2)."""
+    """kappa = sigma_w2/2 E phi''(h1) phi(h2) (eq. S13) equals sigma_w2 d/dq1 E phi(h1) phi(h2)
+    (checked through the public ``linearized_decay(...).kappa``)."""
     import dataclasses
 
     from meanfield.activations import get_activation
 
     act = get_activation("erf")
-    fp = dense.fixed_point(act, 2.25, 0.25)
-    k_smooth = conv._kappa(act, 2.25, fp.q_star, fp.c_star, 100)
     kinked = dataclasses.replace(act, smooth=False)  # forces the central-difference path
-    k_diff = conv._kappa(kinked, 2.25, fp.q_star, fp.c_star, 100)
+    eps = 1e-3 * np.eye(4)
+    v = np.array([0.2, 0.5, 0.3])
+    k_smooth = conv.linearized_decay(eps, act, 2.25, 0.25, v, 1).kappa
+    k_diff = conv.linearized_decay(eps, kinked, 2.25, 0.25, v, 1).kappa
+    assert k_smooth != 0.0
     assert k_diff == pytest.approx(k_smooth, rel=1e-8)
 
 

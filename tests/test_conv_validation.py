@@ -1,12 +1,12 @@
-"""Monte-Carlo periodic CNNs (validation.networks.simulate_conv) against meanfield.conv, and the
-validation.conv set-ups at reduced size."""
+"""Monte-Carlo periodic CNNs (meanfield.validation.simulators.simulate_conv) against meanfield.conv,
+and the validation.conv set-ups at reduced size."""
 
 import numpy as np
 import pytest
+from meanfield.validation import conv as vconv
+from meanfield.validation.simulators import ConvSimulation, conv_kernels, simulate_conv
 
 from meanfield import conv
-from meanfield.validation import conv as vconv
-from meanfield.validation.networks import conv_kernels, simulate_conv
 
 #: Standard errors allowed: every quantity below is an unbiased estimate (first layer, or the
 #: first backward step from an independent output gradient), so only sampling noise remains;
@@ -43,11 +43,8 @@ def test_first_layer_covariance_and_gradients_are_unbiased(activation, v, init):
 
 
 def test_gaussian_kernel_variances_follow_v():
-    from meanfield.validation.backend import get_backend
-
-    b = get_backend("numpy")
     v = np.array([0.1, 0.6, 0.3])
-    k = conv_kernels(400, (3,), 8, 2.0, v, "gaussian", 0, b)
+    k = conv_kernels(400, (3,), 8, 2.0, v, "gaussian", rng=0, backend="numpy")
     per_offset = (k**2).mean(axis=(0, 2, 3)) * 8  # E omega^2 * c = sigma_w2 v_beta
     # omega^2 c / (sigma_w2 v) ~ chi^2_1 (variance 2): relative standard error sqrt(2 / samples)
     rel_se = np.sqrt(2.0 / (400 * 8 * 8))
@@ -77,26 +74,37 @@ def test_fig_s4_small_simulation_agrees_with_theory():
 
 
 def test_isometry_rows_pass():
-    rows = vconv._isometry_rows(0)
+    rows = vconv.isometry_rows(0)
     assert rows and all(r.passed for r in rows)
+
+
+def test_conv_results_are_frozen_with_replace():
+    sim = simulate_conv(np.eye(5), "tanh", 1.5, 0.1, np.full(3, 1 / 3), 1, 4, 2, rng=0)
+    assert isinstance(sim, ConvSimulation)
+    other = sim.replace(log_scale=sim.log_scale + 1.0)
+    np.testing.assert_allclose(other.cov, np.e * sim.cov, rtol=1e-14)
+    with pytest.raises(AttributeError):
+        sim.log_scale = None
+
+
+def test_simulators_take_width_and_keyword_backend_and_rng():
+    """One signature style: the channel count is ``width``; ``backend`` and ``rng`` are keywords."""
+    v = np.full(3, 1 / 3)
+    a = simulate_conv(np.eye(5), "relu", 1.5, 0.1, v, 1, width=4, n_networks=2, rng=3)
+    assert np.array_equal(a.cov, simulate_conv(np.eye(5), "relu", 1.5, 0.1, v, 1, 4, 2, rng=np.random.default_rng(3)).cov)
+    with pytest.raises(TypeError):
+        simulate_conv(np.eye(5), "relu", 1.5, 0.1, v, 1, 4, 2, "gaussian", None, False, "numpy", 3)
+    with pytest.raises(TypeError):
+        conv_kernels(2, 3, 4, 1.0, v, "gaussian", 0)
+    assert conv_kernels(2, 3, width=4, sigma_w2=1.0, rng=0).shape == (2, 3, 4, 4)
 
 
 # --- figures (reduced size) -------------------------------------------------------------------
 
 
-def test_block_circulant_singular_values_match_conv_matrix():
-    from meanfield.figures.xiao2018 import block_circulant_singular_values
-    from meanfield.init import conv_matrix
-
-    rng = np.random.default_rng(0)
-    kernel = rng.standard_normal((5, 3, 3))
-    direct = np.sort(np.linalg.svd(conv_matrix(kernel, 7), compute_uv=False))
-    assert np.allclose(block_circulant_singular_values(kernel, 7), direct, atol=1e-10)
-
-
 def test_fig_s3_claim_block_circulant_approaches_marchenko_pastur():
     """Sec. 2.2.1 / Fig. S3: with growing c the spectrum of i.i.d. block-circulant weights tends to MP."""
-    from meanfield.figures.xiao2018 import block_circulant_singular_values
+    from meanfield.init import conv_singular_values as block_circulant_singular_values
 
     rng = np.random.default_rng(1)
     grid = np.linspace(0, 2, 2001)

@@ -4,11 +4,12 @@ import math
 
 import numpy as np
 import pytest
+from meanfield.validation.report import Z_DEFAULT, mean_and_stderr
+from meanfield.validation.simulators import simulate_dense
 
 from meanfield import dense
 from meanfield.data import gaussian_inputs
-from meanfield.validation._report import Z_DEFAULT, mean_and_stderr
-from meanfield.validation.networks import simulate_dense
+from meanfield.numerics import richardson
 
 #: Networks per width; the verdict is Richardson-extrapolated in the width (as validation.dense).
 N_NETWORKS = 120
@@ -19,7 +20,8 @@ DEPTH = 6
 def _extrapolated(a, b):
     """2 m_2N - m_N and its standard error, from per-network samples at widths N and 2N."""
     (m1, s1), (m2, s2) = mean_and_stderr(a), mean_and_stderr(b)
-    return 2 * m2 - m1, math.sqrt(4 * s2**2 + s1**2)
+    est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
+    return est.value, est.stderr
 
 
 @pytest.mark.parametrize("act,sw,sb", [("tanh", 2.5, 0.05), ("erf", 0.5, 0.05), ("relu", 1.5, 0.1)])

@@ -19,7 +19,7 @@ from meanfield.figures import blumenfeld2020 as B
 from meanfield.figures import grzejdziak2023 as G
 from meanfield.figures import load
 from meanfield.figures import orhan2017 as O
-from meanfield.figures._logzero import plot_with_zeros, zero_band, zero_floor
+from meanfield.figures.harness import plot_with_zeros, zero_band, zero_floor
 
 #: Standard errors allowed between a closed form and a Monte-Carlo mean (normal tail ~7e-6).
 Z = 4.5

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 
 from meanfield.figures import load  # noqa: E402
-from meanfield.figures._runner import all_figures  # noqa: E402
+from meanfield.figures.runner import all_figures  # noqa: E402
 
 REGISTRY = all_figures()
 

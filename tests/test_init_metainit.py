@@ -202,7 +202,7 @@ def test_fig1_metainit_networks_both_engines():
     """The Fig. 1 simulator's MetaInit networks: the Numba kernel and the stacked-matmul path draw
     the same meta-initialised weights (same seed and chunks) and agree to float64 rounding."""
     from meanfield.data import load_digits
-    from meanfield.validation._kurtosis_networks import empirical_variances, metainit_weights
+    from meanfield.validation.simulators import empirical_variances, metainit_weights
 
     x = load_digits(n_samples=60, standardized=True).x
     kw = dict(depth=12, width=10, n_networks=4, rng=3, chunk=2, metainit_steps=4)
@@ -230,7 +230,7 @@ def test_gradient_quotient_stacked_equals_single(loss):
 def test_metainit_result_inherits_result():
     import dataclasses
 
-    from meanfield._results import Result
+    from meanfield import Result
 
     rng = np.random.default_rng(0)
     ws = [rng.standard_normal((4, 4)) / 2 for _ in range(3)]

@@ -11,7 +11,7 @@ from scipy import integrate, stats
 
 from meanfield import kurtosis as K
 from meanfield.init import dense_weights
-from meanfield.validation._kurtosis_networks import INPUT_MOMENTS, layer_moments, nonzero_fraction
+from meanfield.validation.simulators import INPUT_MOMENTS, layer_moments, nonzero_fraction
 
 #: float64 machine epsilon (rounding bounds of sums: n terms -> n * EPS relative).
 EPS = float(np.finfo(np.float64).eps)
@@ -429,7 +429,7 @@ def test_result_dataclasses_inherit_result_with_replace():
     """Every result of meanfield.kurtosis is a frozen dataclass inheriting meanfield._results.Result."""
     import dataclasses
 
-    from meanfield._results import Result
+    from meanfield import Result
 
     results = [K.propagate(3.0, 0.0, [4, 4]), K.product([4, 5]), K.trace_determinant(4),
                K.input_statistics(np.array([[1.0, -1.0], [2.0, 0.5]])), K.empirical_variance_distribution(3.0, 10)]

@@ -920,7 +920,7 @@ import importlib  # noqa: E402
 import inspect  # noqa: E402
 import typing  # noqa: E402
 
-from meanfield._results import Result  # noqa: E402
+from meanfield import Result  # noqa: E402
 
 #: The public names of meanfield.landscape before the split (they must all keep working).
 PUBLIC_NAMES = {

@@ -1,4 +1,4 @@
-"""meanfield._numerics: the shared Richardson extrapolation."""
+"""meanfield.numerics: the shared Richardson extrapolation."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meanfield._numerics import RichardsonEstimate, richardson
+from meanfield.numerics import RichardsonEstimate, richardson
 
 #: float64 rounding of a few operations on O(1) numbers.
 RTOL = 1e-13

@@ -2,10 +2,10 @@
 
 import pytest
 
-from meanfield.figures._runner import all_figures
+from meanfield.figures.runner import all_figures
 from meanfield.cli import main
-from meanfield.validation._report import Comparison, format_table
-from meanfield.validation._runner import comparison_modules
+from meanfield.validation.report import Comparison, format_table
+from meanfield.validation.runner import comparison_modules
 
 
 def test_registries_discover_modules():
@@ -35,7 +35,7 @@ def test_one_sided_comparisons():
 
 def test_cli_help_and_figure_list(capsys):
     assert main(["--help"]) == 0
-    from meanfield.figures._runner import main as figures_main
+    from meanfield.figures.runner import main as figures_main
 
     capsys.readouterr()
     assert figures_main(["--list"]) == 0
@@ -64,7 +64,7 @@ def test_comparison_rejects_what_is_not_a_real_number():
 def test_mean_and_stderr_checks_its_samples():
     import numpy as np
 
-    from meanfield.validation._report import mean_and_stderr
+    from meanfield.validation.report import mean_and_stderr
 
     m, se = mean_and_stderr([1.0, 3.0])
     assert m == 2.0 and se == pytest.approx(1.0)
@@ -83,9 +83,9 @@ def test_mean_and_stderr_checks_its_samples():
 
 
 def test_run_modules_checks_arguments_before_running(monkeypatch):
-    from meanfield.validation._runner import run_modules
+    from meanfield.validation.runner import run_modules
 
-    monkeypatch.setattr("meanfield.validation._runner.comparison_modules", lambda: ["dense"])
+    monkeypatch.setattr("meanfield.validation.runner.comparison_modules", lambda: ["dense"])
     monkeypatch.setattr("importlib.import_module", lambda name: pytest.fail(f"{name} imported"))
     cases = [
         (dict(names="dense"), TypeError, "names"),
@@ -101,8 +101,8 @@ def test_run_modules_checks_arguments_before_running(monkeypatch):
 
 
 def test_entry_points_reject_a_string_argv():
-    from meanfield.figures._runner import main as figures_main
-    from meanfield.validation._runner import main as validation_main
+    from meanfield.figures.runner import main as figures_main
+    from meanfield.validation.runner import main as validation_main
 
     for entry in (main, figures_main, validation_main):
         with pytest.raises(TypeError, match="argv"):

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from meanfield import init, symmetry
-from meanfield._results import Result
+from meanfield import Result
 from meanfield.activations import get_activation
 
 #: Rounding tolerance of exact identities computed in float64 (sums of O(100) terms of size O(1)).

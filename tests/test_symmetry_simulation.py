@@ -1,4 +1,4 @@
-"""Simulators of seed 000 (validation._symmetry_networks), validation.symmetry and figures.blumenfeld2020 at reduced size."""
+"""Simulators of seed 000 (meanfield.validation.simulators), validation.symmetry and figures.blumenfeld2020 at reduced size."""
 
 import math
 
@@ -6,19 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from meanfield.validation.simulators import ConstNet, LeakyNet, replicated_feature_experiment, softmax_xent, train
 
 from meanfield import symmetry
 from meanfield.data import load_digits
-from meanfield.validation._symmetry_networks import (
-    ConstNet,
-    LeakyNet,
-    conv,
-    conv_transpose,
-    replicated_feature_experiment,
-    softmax_xent,
-    train,
-)
-from meanfield.validation.networks import periodic_conv, periodic_conv_transpose
 
 #: Central finite differences with step 1e-6 on O(1) losses: truncation O(h^2) ~ 1e-12, rounding
 #: ~ 1e-16 / 1e-6 = 1e-10; 1e-6 relative leaves a wide margin and still catches any wrong term.
@@ -28,19 +19,10 @@ FD_RTOL = 1e-6
 Z = 4.5
 
 
-def test_gemm_conv_equals_the_shared_periodic_conv():
-    rng = np.random.default_rng(0)
-    for x, k, sd in ((rng.standard_normal((3, 6, 5, 4)), rng.standard_normal((3, 3, 4, 2)), 2),
-                     (rng.standard_normal((2, 7, 3)), rng.standard_normal((5, 3, 4)), 1)):
-        assert np.allclose(conv(x, k, sd), periodic_conv(x, k, sd), atol=1e-13)
-        g = rng.standard_normal(conv(x, k, sd).shape)
-        assert np.allclose(conv_transpose(g, k, sd), periodic_conv_transpose(g, k, sd), atol=1e-13)
-
-
 @pytest.mark.parametrize("make", [
     lambda: ConstNet.initial((3, 5), 1, 2, 4, batchnorm=True),
     lambda: ConstNet.initial((3, 5), [2, 0], 2, 4, kernel_shape=(3,)),
-    lambda: LeakyNet.initial(list("I1I"), 3, 2, 4, rho=0.1),
+    lambda: LeakyNet.initial(list("I1I"), 3, 2, 4, slope=0.1),
 ])
 def test_hand_written_gradients_match_finite_differences(make):
     rng = np.random.default_rng(1)
@@ -95,7 +77,7 @@ def test_deterministic_training_keeps_symmetry_and_dropout_or_noise_breaks_it():
 def test_leakynet_one_layers_remove_a_forward_perturbation_and_identity_layers_keep_it():
     """App. G in the simulator: perturb the first conv; '1' layers re-symmetrise, 'I' layers propagate."""
     rng = np.random.default_rng(4)
-    net = LeakyNet.initial(list("II1I"), 6, 2, 3, rho=0.01)
+    net = LeakyNet.initial(list("II1I"), 6, 2, 3, slope=0.01)
     x = rng.standard_normal((4, 5, 5, 2))
     _, feats = net.forward(x, keep=True)
     assert all(symmetry.perturbation_ratio(f) < 1e-15 for f in feats)  # symmetric at initialisation
@@ -115,7 +97,7 @@ def test_replicated_features_degrade_short_training_on_digits():
     perm = np.random.default_rng(0).permutation(len(d.y))
     x, y = d.x[perm], d.y[perm]
     tr, te = slice(0, 1297), slice(1297, None)
-    errs = {k: [replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 64, k, 0.0, steps=300, lr=0.01, rng=s)[0]
+    errs = {k: [replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 64, k, 0.0, steps=300, lr=0.01, rng=s).test_error
                 for s in range(5)] for k in (1, 64)}
     m1, m64 = np.mean(errs[1]), np.mean(errs[64])
     se = math.sqrt(np.var(errs[1], ddof=1) / 5 + np.var(errs[64], ddof=1) / 5)
@@ -196,3 +178,39 @@ def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):
     with pytest.raises(error, match=next(iter(kwargs))):
         V.run(**kwargs)
     assert time.perf_counter() - start < 5.0
+
+
+def test_simulator_results_are_frozen_results_and_tuples_still_unpack():
+    """Packaging issue: frozen-dataclass results with .replace(); the former tuples still unpack."""
+    from meanfield.validation.simulators import (
+        LooksLinearForward,
+        ReplicatedFeatureResult,
+        TrainingRecord,
+        looks_linear_delta_orthogonal_forward,
+    )
+
+    from meanfield import Result
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 5, 2))
+    out = looks_linear_delta_orthogonal_forward(x, 2, 4, (3,), rng=0, tangent=x)
+    assert isinstance(out, LooksLinearForward) and isinstance(out, Result)
+    pre, us, jvp = out
+    assert len(pre) == len(us) == len(jvp) == 2 and out.replace(jvp=None).jvp is None
+    xt, yt = rng.standard_normal((12, 3)), np.arange(12) % 2
+    res = replicated_feature_experiment(xt, yt, xt, yt, 4, 2, 0.5, steps=2, rng=0, n_classes=2)
+    assert isinstance(res, ReplicatedFeatureResult)
+    err, cf = res
+    assert (err, cf) == (res.test_error, res.forward_correlation)
+    rec = train(ConstNet.initial((2, 4), 1, 2, 2, kernel_shape=(3,), stride=1), x, np.array([0, 1]), 1)
+    assert isinstance(rec, TrainingRecord) and rec.replace(loss=None).loss is None
+
+
+def test_leakynet_slope_is_the_leaky_relu_slope():
+    """LeakyNet takes the leaky ReLU's ``slope`` (the paper's rho; ``rho=`` is still accepted)."""
+    a = LeakyNet.initial(list("I1"), 4, 1, 3, slope=0.2)
+    b = LeakyNet.initial(list("I1"), 4, 1, 3, rho=0.2)
+    assert a.slope == b.slope == 0.2
+    assert all(np.array_equal(a.params[k], b.params[k]) for k in a.params)
+    with pytest.raises(TypeError, match="slope"):
+        LeakyNet.initial(list("I1"), 4, 1, 3, slope=0.2, rho=0.2)

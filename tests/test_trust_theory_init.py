@@ -185,7 +185,7 @@ def test_leakynet_and_kernel_shapes_are_validated_naming_them():
         (lambda v: I.he_sigma_w2(v), "slope"),
         (lambda v: I.dense_weights(3, 3, v), "sigma_w2"),
         (lambda v: I.gsm(4, 4, v), "sigma_w2"),
-        (lambda v: I.orthogonal_looks_linear(4, 4, v), "gain"),
+        (lambda v: I.orthogonal_looks_linear(4, 4, v), "sigma_w2"),
         (lambda v: I.channel_matrix(3, gamma=v), "gamma"),
         (lambda v: I.leakynet(["I"], 3, slope=v), "slope"),
         (lambda v: I.looks_linear_delta_orthogonal(4, sigma_w2=v), "sigma_w2"),

@@ -22,7 +22,7 @@ Every Monte-Carlo number in (a) and (c) is Richardson-extrapolated in the channe
 (``2 m_2c - m_c``, standard error ``sqrt(4 se_2c^2 + se_c^2)``) and judged with ``Z_DEFAULT``
 standard errors plus :func:`EXTRAPOLATION_BIAS` (scale / c^2) for the O(1/c^2) remainder. In (b)
 the perturbation is estimated with common random numbers (the same networks and layer-0 noise
-for Sigma^* and Sigma^* - eps^0), whose finite-width bias is O(|eps|/c): bounded by
+for Sigma^* and Sigma^* - eps^0), whose finite-width bias is ``O(|eps| / c)``: bounded by
 :data:`S4_WIDTH_BIAS` times the mode amplitude's scale. The linearised prediction additionally
 differs from the exact map by the second-order terms the linearisation drops; that difference is
 computed (exact map minus linearised, same input) and allowed as the systematic term.
@@ -30,6 +30,8 @@ computed (exact map minus linearised, same input) and allowed as the systematic 
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -40,23 +42,26 @@ from meanfield.init import (
     orthogonal_conv_kernel,
     orthogonal_conv_kernel_1d,
     orthogonal_kernel_variance,
+    periodic_conv,
 )
+from meanfield.numerics import richardson
 
-from ._report import Comparison, mean_and_stderr
-from ._runner import main_for, progress
 from .backend import substream
-from .networks import periodic_conv, simulate_conv
+from .report import Comparison, mean_and_stderr
+from .runner import main_for, progress
+from .simulators import simulate_conv
 
-__all__ = ["COVARIANCE_CASES", "ISOMETRY_ATOL", "S4_WIDTH_BIAS", "fig_s4_setup", "run"]
+__all__ = ["COVARIANCE_CASES", "ISOMETRY_ATOL", "S4_WIDTH_BIAS", "fig_s4_setup", "fig_s4_theory", "isometry_rows", "run",
+           "simulate_fig_s4"]
 
 #: Isometry and singular values of orthogonal kernels: exact up to float64 rounding of O((k c)^3)
 #: operations (measured <= 4e-15).
 ISOMETRY_ATOL = 1e-10
 #: Relative O(1/c) bias of the common-random-number perturbation estimate, per unit 1/c:
-#: allowed bias = S4_WIDTH_BIAS * |eps^0 mode| / c at layers >= 2 (layer 1 is exactly unbiased:
+#: allowed bias = ``S4_WIDTH_BIAS * |eps^0 mode| / c`` at layers >= 2 (layer 1 is exactly unbiased:
 #: E[Sigma^1 | h^0] = A_v * (sigma_w2 K^0 + sigma_b2), K^0 the channel average of
 #: phi(h^0) phi(h^0)^T, whose mean is exact because h^0 is sampled exactly Gaussian).
-#: Measured coefficient (mean - exact map) * c / |eps^0 mode| over modes 0-5 and layers 2, 5, 10
+#: Measured coefficient ``(mean - exact map) * c / |eps^0 mode|`` over modes 0-5 and layers 2, 5, 10
 #: of depth-10 runs: largest 1.6 +- 0.6 (c = 16, 3000 networks), 2.5 +- 0.6 (c = 32,
 #: 1500), 1.5 +- 0.5 (c = 64, 3000); at c = 128 (2000 networks) the estimates are noisier, largest
 #: 4.9 +- 2.2, consistent with the others. 4 = the best-measured maximum 2.5 plus 2.5 of its
@@ -65,7 +70,7 @@ ISOMETRY_ATOL = 1e-10
 S4_WIDTH_BIAS = 4.0
 
 
-def EXTRAPOLATION_BIAS(scale, width):  # noqa: N802 - documented constant-like bound
+def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
     """Bound on the O(1/c^2) remainder after channel extrapolation: scale / c^2."""
     return abs(scale) / width**2
 
@@ -85,9 +90,11 @@ COVARIANCE_CASES = [
 
 
 def _extrapolate(samples_c, samples_2c):
+    """``2 m_2c - m_c`` and its standard error (:func:`meanfield.numerics.richardson`, order 1 in 1/c)."""
     m1, s1 = mean_and_stderr(samples_c)
     m2, s2 = mean_and_stderr(samples_2c)
-    return 2 * m2 - m1, np.sqrt(4 * s2**2 + s1**2)
+    est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
+    return est.value, est.stderr
 
 
 def _input_covariance(p, rng):
@@ -122,7 +129,7 @@ def _covariance_rows(backend, full, seed):
     return rows
 
 
-def fig_s4_setup():
+def fig_s4_setup() -> dict:
     """The Fig. S4 experiment of seed 003 (Sec. F): parameters, Sigma^*, eps^0.
 
     Returns
@@ -146,19 +153,38 @@ def fig_s4_setup():
     return {"activation": act, "sigma_w2": sw, "sigma_b2": sb, "v": v, "n": n, "sigma_star": star, "eps0": eps0, "fixed_point": fp}
 
 
-def simulate_fig_s4(depth, channels, n_networks, backend="numpy", rng=None):
+def simulate_fig_s4(depth: int, width: int, n_networks: int, *, backend: str = "numpy", rng: Any = None) -> np.ndarray:
     """Per-network Fourier amplitudes of the first cyclic diagonal of eps^l, shape (n_networks, depth + 1, n).
 
-    ``rng`` (None, an int, a SeedSequence or a NumPy Generator) is passed to :func:`simulate_conv`.
+    Parameters
+    ----------
+    depth : int
+        Layers (>= 0).
+    width : int
+        Channels of the CNNs (>= 1).
+    n_networks : int
+        Independent CNNs (>= 1).
+    backend : str
+        ``"numpy"`` or ``"cupy"``.
+    rng : None, int, SeedSequence or numpy.random.Generator
+        Passed to :func:`meanfield.validation.simulators.simulate_conv`.
+
+    Returns
+    -------
+    ndarray of complex, shape (n_networks, depth + 1, n)
+
+    Notes
+    -----
+    Seed 003, Fig. S4 and App. F (the set-up of :func:`fig_s4_setup`).
     """
     s = fig_s4_setup()
     cov0 = np.stack([s["sigma_star"], s["sigma_star"] - s["eps0"]])
-    sim = simulate_conv(cov0, s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth, channels, n_networks, backend=backend, rng=rng)
+    sim = simulate_conv(cov0, s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth, width, n_networks, backend=backend, rng=rng)
     eps = sim.cov[:, :, 0] - sim.cov[:, :, 1]
     return conv.cyclic_diagonal_modes(eps)[:, :, 1, :]
 
 
-def fig_s4_theory(depth):
+def fig_s4_theory(depth: int) -> tuple[np.ndarray, np.ndarray]:
     """(exact map, linearised map) Fourier amplitudes of the first cyclic diagonal, each (depth + 1, n)."""
     s = fig_s4_setup()
     args = (s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth)
@@ -171,7 +197,7 @@ def _fig_s4_rows(backend, full, seed):
     depth = 20 if full else 10
     c = 512 if full else 256
     n_net = 128 if full else 64
-    modes_mc = simulate_fig_s4(depth, c, n_net, backend, rng=substream(seed, 2)).real
+    modes_mc = simulate_fig_s4(depth, c, n_net, backend=backend, rng=substream(seed, 2)).real
     exact, lin = fig_s4_theory(depth)
     rows = []
     eps0_modes = np.abs(lin[0])
@@ -189,7 +215,7 @@ def _fig_s4_rows(backend, full, seed):
     return rows
 
 
-def fig_s2_setup(seed=0):
+def fig_s2_setup(seed: int = 0) -> dict:
     """Fig. S2 set-up: tanh, n = 10, kernel 3 (uniform v), sigma_b2 = 0.05, a random spatial input covariance."""
     return {"activation": "tanh", "sigma_b2": 0.05, "v": np.full(3, 1 / 3), "n": 10, "cov0": _input_covariance(10, substream(seed, 3))}
 
@@ -227,17 +253,31 @@ def _fig_s2_rows(backend, full, seed):
     return rows
 
 
-def _isometry_rows(seed):
+def isometry_rows(seed: int = 0) -> list[Comparison]:
+    """Rows (d) of the module notes: exact isometry of orthogonal kernels and Algorithm 1's variance vector.
+
+    Parameters
+    ----------
+    seed : int
+        Non-negative seed; the kernels and inputs come from ``substream(seed, 5)``.
+
+    Returns
+    -------
+    list of Comparison
+        ``||K * x|| / ||x||`` and the singular values of :func:`meanfield.init.conv_matrix` against 1
+        (to :data:`ISOMETRY_ATOL`), and the mean per-offset weight mass of Algorithm-1 kernels
+        against :func:`meanfield.init.orthogonal_kernel_variance`.
+    """
     rng = np.random.default_rng(substream(seed, 5))
     rows = []
     cases = [
-        ("orthogonal 2-D k=3 c_in=4 c_out=8 n=5x6", orthogonal_conv_kernel(3, 4, 8, rng), (5, 6)),
-        ("orthogonal 2-D k=5 c=6 n=7x7", orthogonal_conv_kernel(5, 6, 6, rng), (7, 7)),
-        ("orthogonal 1-D k=3 c_in=5 c_out=7 n=9", orthogonal_conv_kernel_1d(3, 5, 7, rng), (9,)),
-        ("delta-orthogonal 2-D k=3 c_in=3 c_out=5 n=4x4", delta_orthogonal_kernel(3, 3, 5, rng), (4, 4)),
+        ("orthogonal 2-D k=3 c_in=4 c_out=8 n=5x6", orthogonal_conv_kernel(3, 4, 8, rng=rng), (5, 6)),
+        ("orthogonal 2-D k=5 c=6 n=7x7", orthogonal_conv_kernel(5, 6, 6, rng=rng), (7, 7)),
+        ("orthogonal 1-D k=3 c_in=5 c_out=7 n=9", orthogonal_conv_kernel_1d(3, 5, 7, rng=rng), (9,)),
+        ("delta-orthogonal 2-D k=3 c_in=3 c_out=5 n=4x4", delta_orthogonal_kernel(3, 3, 5, rng=rng), (4, 4)),
     ]
     for label, kernel, shape in cases:
-        c_in = kernel.shape[-2]
+        c_in = kernel.shape[-1]  # kernels are (*k, c_out, c_in)
         x = rng.standard_normal((20,) + shape + (c_in,))
         y = periodic_conv(x, kernel[None], len(shape))
         axes = tuple(range(1, x.ndim))
@@ -258,12 +298,12 @@ def _isometry_rows(seed):
     return rows
 
 
-def run(backend="numpy", full=False, seed=0) -> list[Comparison]:
+def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons (a)-(d) of the module docstring."""
     rows = _covariance_rows(backend, full, seed)
     rows += _fig_s4_rows(backend, full, seed)
     rows += _fig_s2_rows(backend, full, seed)
-    rows += _isometry_rows(seed)
+    rows += isometry_rows(seed)
     return rows
 
 

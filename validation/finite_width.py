@@ -38,13 +38,13 @@ import math
 import numpy as np
 
 from meanfield import finite_width as fw
-from meanfield._numerics import richardson
+from meanfield.numerics import richardson
 from meanfield.data import load_digits
 
-from ._finite_width_networks import simulate_pair, simulate_squared_norms
+from .simulators import simulate_pair, simulate_squared_norms
 from .backend import substream
-from ._report import Comparison, mean_and_stderr
-from ._runner import main_for, progress
+from .report import Comparison, mean_and_stderr
+from .runner import main_for, progress
 
 __all__ = ["EIG_ATOL", "KS_Z", "LOG_GRID_TOP", "domain_truncation", "eigen_rows", "run"]
 

@@ -36,10 +36,10 @@ from scipy import stats
 
 from meanfield import kurtosis
 from meanfield.data import load_digits
-from meanfield.validation._kurtosis_networks import FIG1_INITS, INPUT_MOMENTS, empirical_variances, layer_moments, nonzero_fraction
+from meanfield.validation.simulators import FIG1_INITS, INPUT_MOMENTS, empirical_variances, layer_moments, nonzero_fraction
 from meanfield.validation.backend import get_backend, spawn_sequences, substream
-from meanfield.validation._report import Comparison, mean_and_stderr
-from meanfield.validation._runner import main_for, progress
+from meanfield.validation.report import Comparison, mean_and_stderr
+from meanfield.validation.runner import main_for, progress
 
 __all__ = ["FIG1_DEPTH", "FIG1_STREAM", "FIG1_THRESHOLD", "KAPPA_MAX", "fig1_variances", "run"]
 

@@ -25,8 +25,8 @@ import numpy as np
 
 from meanfield import landscape as L
 
-from ._report import Comparison, mean_and_stderr
-from ._runner import main_for, progress
+from .report import Comparison, mean_and_stderr
+from .runner import main_for, progress
 
 __all__ = ["run"]
 
@@ -163,7 +163,7 @@ def _mode_rows(seed):
 
 
 def _check_run_arguments(backend: object, full: object, seed: object) -> tuple[str, bool, int]:
-    """The checks of ``_runner.run_modules`` for a direct call of :func:`run` (before any work)."""
+    """The checks of ``runner.run_modules`` for a direct call of :func:`run` (before any work)."""
     if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
         raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
     if not isinstance(full, (bool, np.bool_)):

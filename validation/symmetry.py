@@ -40,9 +40,9 @@ from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.activations import get_activation
 
-from ._report import Comparison, mean_and_stderr
-from ._runner import main_for, progress
-from ._symmetry_networks import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent, train
+from .report import Comparison, mean_and_stderr
+from .runner import main_for, progress
+from .simulators import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent, train
 from .backend import get_backend, substream, to_numpy
 
 __all__ = ["EXACT_ABS", "EXACT_REL", "GRAD_NOISE", "run"]
@@ -260,7 +260,7 @@ def _breaking_rows(backend, full, seed):
 
 
 def _check_run_arguments(backend: object, full: object, seed: object) -> tuple[str, bool, int]:
-    """The checks of ``_runner.run_modules`` for a direct call of :func:`run` (before any work)."""
+    """The checks of ``runner.run_modules`` for a direct call of :func:`run` (before any work)."""
     if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
         raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
     if not isinstance(full, (bool, np.bool_)):

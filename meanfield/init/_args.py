@@ -14,6 +14,9 @@ from .._checks import as_float_array, check_int, check_scalar
 
 #: Largest number of float64 entries one initialiser allocates (2^29 numbers = 4 GiB).
 MAX_ELEMENTS = 2**29
+#: Largest batched draw (``batch=`` of the samplers, e.g. one matrix per simulated network) and
+#: largest periodic-convolution result: 2^31 numbers = 16 GiB, the simulators' ``MAX_ELEMENTS``.
+MAX_BATCH_ELEMENTS = 2**31
 #: Largest layer size / channel count / count accepted where nothing bounds it more tightly.
 MAX_SIZE = 2**31
 
@@ -61,6 +64,24 @@ def check_size(n_elements: int, what: str) -> None:
     """``ValueError`` when an array of ``n_elements`` numbers would exceed :data:`MAX_ELEMENTS`."""
     if n_elements > MAX_ELEMENTS:
         raise ValueError(f"{what} must be <= 2**29 entries (4 GiB of float64), got {n_elements}")
+
+
+def check_batch_size(n_elements: int, what: str) -> None:
+    """``ValueError`` when a batched array of ``n_elements`` numbers would exceed :data:`MAX_BATCH_ELEMENTS`."""
+    if n_elements > MAX_BATCH_ELEMENTS:
+        raise ValueError(
+            f"{what} must be <= 2**31 entries (16 GiB of float64), got {n_elements}: draw fewer networks per call "
+            "and combine calls made with independent rng streams (numpy.random.SeedSequence.spawn)"
+        )
+
+
+def batch_shape(batch, name: str = "batch") -> tuple[int, ...]:
+    """A batch shape: an int or a tuple of ints, each ``>= 1`` (``()``: no batch axes)."""
+    if isinstance(batch, (int, np.integer)) and not isinstance(batch, (bool, np.bool_)):
+        batch = (batch,)
+    if not isinstance(batch, (tuple, list)):
+        raise TypeError(f"{name} must be an int or a tuple of ints (the leading batch axes), got {batch!r}")
+    return tuple(int_arg(b, name, 1) for b in batch)
 
 
 def check_law(law, allowed) -> str:

@@ -1,10 +1,30 @@
-r"""Orthogonal and delta-orthogonal convolution kernels (Xiao et al. 2018, seed 003, Sec. 2.3-2.4).
+r"""Convolution kernels: one layout, the periodic convolution they define, and seed 003's initialisers.
 
-Kernels have shape ``(k, k, c_in, c_out)`` (2-D) or ``(k, c_in, c_out)`` (1-D) and act, channels
-last, as the periodic cross-correlation of :func:`validation.networks.periodic_conv`:
-:math:`y_j(a) = \sum_i\sum_\beta x_i(a+\beta) K_{ij}(\beta)` with kernel index ``t`` <-> offset
-``beta = t - k // 2``. :func:`conv_matrix` writes that operator as a dense block-circulant matrix.
+Layout
+------
+Every convolution kernel of the library -- the initialisers here and in :mod:`meanfield.init`'s
+seed-000 constructions (:func:`constnet`, :func:`leakynet`, :func:`looks_linear_delta_orthogonal`),
+the correlation measures of :mod:`meanfield.symmetry` and the simulators of
+:mod:`meanfield.validation.simulators` -- has the shape
 
+    ``(*kernel_spatial, c_out, c_in)``  (``(k, c_out, c_in)`` in 1-D, ``(k1, k2, c_out, c_in)`` in 2-D),
+
+optionally with leading batch axes: one ``(c_out, c_in)`` matrix per kernel tap, acting on
+channels-last signals ``x`` of shape ``(..., *spatial, c_in)`` as a dense weight matrix acts on a
+column, ``h = W x`` (``W`` of shape ``(n_out, n_in)``). The operator is the periodic
+cross-correlation of seed 003, eq. 2.1,
+
+.. math:: y_j(a) = \sum_\beta \sum_i K_{ji}(\beta)\, x_i(a + \beta),
+
+with kernel index ``t`` <-> offset ``beta = t - k // 2`` on each axis (odd sizes ``k = 2k' + 1``):
+:func:`periodic_conv`, its adjoint :func:`periodic_conv_transpose`, the gradient with respect to
+the kernel :func:`periodic_conv_weight_grad`, and the dense block-circulant matrix
+:func:`conv_matrix`. PyTorch stores the same weights as ``(c_out, c_in, *kernel_spatial)`` and,
+with ``padding=k // 2, padding_mode="circular"``, computes the same cross-correlation:
+:func:`to_torch_layout` and :func:`from_torch_layout` convert.
+
+Initialisers
+------------
 An *orthogonal kernel* (Definition 2.1) satisfies :math:`\|K * x\|_2 = \|x\|_2` for every input.
 Algorithm 1 builds one from the paraunitary polynomial matrix
 :math:`K(z) = H\prod_{t=1}^{k-1}(P_t + (1-P_t) z_1)(Q_t + (1-Q_t) z_2)` with random symmetric
@@ -12,36 +32,53 @@ projections :math:`P_t, Q_t` (the block products of eq. 2.17) and a ``c_in x c_o
 with orthonormal rows; on the unit torus :math:`K(z)K(z)^* = I_{c_in}`, so the periodic convolution
 is an isometry for every spatial size. The projections are drawn as in TensorFlow's
 ``ConvolutionOrthogonal`` initializer: :math:`P = U D U^T` with Haar ``U`` and a diagonal ``D`` of
-independent fair 0/1 entries (rank ~ Binomial(c, 1/2)).
+independent fair 0/1 entries (rank ~ Binomial(c, 1/2)). Algorithm 2 (delta-orthogonal) puts ``H``
+at the centre tap. :func:`gaussian_conv_kernel` draws the i.i.d. kernels of eq. 2.2,
+``omega_ji(beta) ~ N(0, sigma_w2 v_beta / c_in)``. Every initialiser takes ``sigma_w2`` (the
+orthogonal ones are multiplied by ``sqrt(sigma_w2)``: ``sigma_w2 = gain^2``).
 
 Cost: Algorithm 1 performs O(k^2) products of ``c x c`` matrices per step, O((k c)^3) in total
 (supplement C.1); ``benchmarks/conv.py`` measures it. Requests beyond :data:`MAX_KERNEL_WORK`
 (``k^3 c_out^3`` in 2-D, ``k^2 c_out^3`` in 1-D: hours of computation) or 2^29 output entries
 raise ``ValueError``.
 
-Randomness: every stochastic function takes ``rng`` (``None``, an ``int`` or a
+Randomness: every stochastic function takes ``rng`` (``None``, an ``int``, a ``SeedSequence`` or a
 ``numpy.random.Generator``; an int ``n`` draws exactly the stream of ``numpy.random.default_rng(n)``).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import numbers
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .._checks import check_rng
-from ._args import check_size, int_arg, real_array
+from .._checks import as_float_array, check_bool, check_int, check_probability_vector, check_rng
+from ..backend import Backend, get_backend
+from ._args import batch_shape, check_batch_size, check_size, int_arg, nonneg, real_array
 from ._dense import haar_orthogonal
 
 __all__ = [
     "MAX_KERNEL_WORK",
     "conv_matrix",
+    "conv_singular_values",
     "delta_orthogonal_kernel",
     "delta_orthogonal_kernel_1d",
+    "from_torch_layout",
+    "gaussian_conv_kernel",
+    "kernel_offsets",
     "orthogonal_conv_kernel",
     "orthogonal_conv_kernel_1d",
     "orthogonal_kernel_variance",
+    "periodic_conv",
+    "periodic_conv_transpose",
+    "periodic_conv_weight_grad",
     "symmetric_projection",
+    "to_torch_layout",
 ]
 
 
@@ -50,7 +87,489 @@ __all__ = [
 MAX_KERNEL_WORK = 2**40
 
 
-def symmetric_projection(n, rng=None) -> np.ndarray:
+# --- the layout and the operator ------------------------------------------------------------------
+
+
+def kernel_offsets(kernel_shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The taps of a kernel: ``(index, beta)`` with ``beta = index - k // 2`` per axis (seed 003, eq. 2.1).
+
+    Parameters
+    ----------
+    kernel_shape : sequence of int
+        Spatial sizes of the kernel (odd for a centred kernel).
+
+    Yields
+    ------
+    (tuple of int, tuple of int)
+        The kernel index ``t`` and its offset ``beta``, in row-major order of ``t``.
+
+    Examples
+    --------
+    >>> list(kernel_offsets((3,)))
+    [((0,), (-1,)), ((1,), (0,)), ((2,), (1,))]
+    """
+    for index in itertools.product(*(range(int(s)) for s in kernel_shape)):
+        yield index, tuple(j - int(s) // 2 for j, s in zip(index, kernel_shape))
+
+
+def _elements(shape: Sequence[int]) -> int:
+    return math.prod(int(s) for s in shape)
+
+
+def _backend_array(x: Any, name: str, b: Backend, check_finite: bool = True) -> Any:
+    """A finite float64 array on backend ``b`` (NumPy input is validated by ``as_float_array``);
+    ``check_finite=False`` skips the pass over a float64 array that looks for NaN and infinity."""
+    if isinstance(x, (bool, np.bool_)) or (isinstance(x, np.ndarray) and x.dtype == np.bool_):
+        raise TypeError(f"{name} must be real numbers, got booleans")
+    if b.name != "numpy" and isinstance(x, b.xp.ndarray):
+        if x.dtype.kind == "c":
+            raise TypeError(f"{name} must be real, got a complex array")
+        if x.dtype.kind not in "fiu":
+            raise TypeError(f"{name} must be a real array, got dtype {x.dtype}")
+        x = x.astype(b.xp.float64, copy=False)
+        if check_finite and not bool(b.xp.all(b.xp.isfinite(x))):
+            raise ValueError(f"{name} must be finite (no NaN or infinity)")
+        return x
+    if isinstance(x, np.ndarray) and x.dtype == np.float64:  # the common case: at most one pass, no copy
+        if check_finite and not np.isfinite(x).all():
+            raise ValueError(f"{name} must be finite (no NaN or infinity)")
+        return b.asarray(x)
+    return b.asarray(as_float_array(x, name))
+
+
+def _taps(kernel: Any, sd: int) -> tuple[int, ...]:
+    return tuple(kernel.shape[kernel.ndim - 2 - sd : kernel.ndim - 2])
+
+
+def _tap_matrix(k: Any, sd: int, transpose: bool, xp: Any) -> Any:
+    """Tap ``k = kernel[..., index, :, :]`` as the right operand of a channels-last product: ``K(beta)^T``
+    (forward) or ``K(beta)`` (adjoint), with unit axes so that it broadcasts over the rows of a 2-D
+    image (a stack of small products, not one flattened tall GEMM: see ``benchmarks/symmetry.py``)."""
+    m = k if transpose else xp.swapaxes(k, -1, -2)
+    if m.strides[-1] != m.itemsize or m.strides[-2] != m.shape[-1] * m.itemsize:
+        # row-major matrices: NumPy's stacked matmul falls back to a slow loop for a transposed operand
+        m = xp.ascontiguousarray(m)
+    if m.ndim == 2:  # one kernel for every signal: a plain 2-D right operand
+        return m
+    return m.reshape(m.shape[:-2] + (1,) * (sd - 1) + m.shape[-2:])
+
+
+def _correlate(x: Any, kernel: Any, sd: int, xp: Any, transpose: bool, out_channels: int, lead: tuple[int, ...]) -> Any:
+    """``sum_beta K(beta) x(a + beta)`` (``transpose``: ``sum_beta K(beta)^T g(a - beta)``); zero taps skipped."""
+    axes = tuple(range(x.ndim - 1 - sd, x.ndim - 1))
+    out = None
+    for index, beta in kernel_offsets(_taps(kernel, sd)):
+        k = kernel[(Ellipsis,) + index + (slice(None), slice(None))]
+        if not k.any():
+            continue  # delta kernels (ConstNet, LeakyNet, delta-orthogonal): most taps are zero
+        m = _tap_matrix(k, sd, transpose, xp)
+        if any(beta):
+            shifted = xp.roll(x, beta if transpose else tuple(-s for s in beta), axis=axes)
+        else:
+            shifted = x
+        term = shifted @ m
+        out = term if out is None else out + term
+    if out is None:
+        out = xp.zeros(lead + tuple(x.shape[x.ndim - 1 - sd : x.ndim - 1]) + (out_channels,))
+    return out
+
+
+def _conv_arguments(x: Any, x_name: str, kernel: Any, spatial_dims: int, backend: Any, channel_axis: int, check_finite: bool):
+    """Validate :func:`periodic_conv` (``channel_axis=-1``: x has c_in channels) or its adjoint (-2)."""
+    b = get_backend(backend)
+    sd = check_int(spatial_dims, "spatial_dims", 1, 2)
+    check_finite = check_bool(check_finite, "check_finite")
+    x = _backend_array(x, x_name, b, check_finite)
+    kernel = _backend_array(kernel, "kernel", b, check_finite)
+    if x.ndim < sd + 1:
+        raise ValueError(f"{x_name} must have shape (..., *spatial ({sd} axes), channels), got shape {x.shape}")
+    if kernel.ndim < sd + 2:
+        raise ValueError(f"kernel must have shape (..., *kernel_spatial ({sd} axes), c_out, c_in), got shape {kernel.shape}")
+    if x.size == 0 or kernel.size == 0:
+        raise ValueError(f"{x_name} and kernel must not be empty, got shapes {x.shape} and {kernel.shape}")
+    ks = _taps(kernel, sd)
+    if any(s % 2 == 0 for s in ks):
+        raise ValueError(f"kernel spatial sizes must be odd (2k+1), got {tuple(ks)}")
+    if x.shape[-1] != kernel.shape[channel_axis]:
+        side = "c_in (kernel.shape[-1])" if channel_axis == -1 else "c_out (kernel.shape[-2])"
+        raise ValueError(f"{x_name} has {x.shape[-1]} channels but the kernel's {side} is {kernel.shape[channel_axis]}")
+    stack_x = tuple(x.shape[: x.ndim - 2])
+    stack_k = tuple(kernel.shape[: kernel.ndim - 2 - sd]) + (1,) * (sd - 1)
+    try:
+        lead = np.broadcast_shapes(stack_x, stack_k)
+    except ValueError:
+        raise ValueError(
+            f"the leading axes of {x_name} {x.shape} and kernel {kernel.shape} do not broadcast "
+            f"(after aligning the {sd} spatial axes)"
+        ) from None
+    out_channels = kernel.shape[-2] if channel_axis == -1 else kernel.shape[-1]
+    check_batch_size(_elements(lead) * x.shape[-2] * out_channels, "the convolution's output")
+    return b, sd, x, kernel, tuple(lead[: len(lead) - (sd - 1)]), out_channels, check_finite
+
+
+def _finite_result(xp: Any, out: Any, what: str, hint: str, check_finite: bool = True) -> Any:
+    if check_finite and not bool(xp.all(xp.isfinite(out))):
+        raise ValueError(f"{what} is not finite: {hint}")
+    return out
+
+
+def periodic_conv(
+    x: ArrayLike, kernel: ArrayLike, spatial_dims: int, backend: str | Backend = "numpy", *, check_finite: bool = True
+) -> Any:
+    """Periodic cross-correlation ``y_j(a) = sum_beta sum_i K_ji(beta) x_i(a + beta)`` (seed 003, eq. 2.1).
+
+    The library's one periodic convolution: the CNN simulators of
+    :mod:`meanfield.validation.simulators` (seed 003's random CNNs, seed 000's ConstNet / LeakyNet)
+    run on it. Zero taps are skipped (delta kernels cost one product).
+
+    Parameters
+    ----------
+    x : array, shape ``(..., *spatial, c_in)``
+        Finite real signals with ``spatial_dims`` periodic spatial axes before the channel axis.
+    kernel : array, shape ``(..., *kernel_spatial, c_out, c_in)``
+        The library's kernel layout (module notes); odd sizes ``2k + 1``, index ``t`` is offset
+        ``beta = t - k``. Leading axes broadcast against the leading axes of ``x`` after the
+        spatial axes are aligned (e.g. one kernel per network: ``x`` (nets, batch, n, c),
+        ``kernel`` (nets, 1, 2k+1, c, c)).
+    spatial_dims : {1, 2}
+    backend : str or Backend
+        ``"numpy"`` or ``"cupy"``.
+    check_finite : bool
+        Check that ``x``, ``kernel`` and the result hold no NaN or infinity (default; as
+        ``scipy.linalg``'s ``check_finite``). ``False`` skips those passes over the arrays, for
+        callers that guarantee finite float64 input whose product cannot overflow (the simulators:
+        their signals are normalised to ``max |u| = 1``); shapes and types are checked regardless.
+
+    Returns
+    -------
+    array, shape ``(..., *spatial, c_out)``
+        On ``backend``.
+
+    Raises
+    ------
+    TypeError
+        Complex or boolean ``x`` / ``kernel``; a ``backend`` that is not a string; a
+        ``check_finite`` that is not a bool.
+    ValueError
+        Non-finite (with ``check_finite``) or non-numeric entries, empty arrays, wrong numbers of
+        axes, even kernel sizes, mismatched channels, leading axes that do not broadcast, an output
+        beyond 2^31 entries, or a result that overflows float64 (with ``check_finite``).
+
+    Notes
+    -----
+    Eq. 2.1 of Xiao et al. (2018), seed 003, with periodic boundaries.
+
+    Examples
+    --------
+    >>> k = np.zeros((3, 1, 1)); k[2] = 1.0   # y(a) = x(a + 1)
+    >>> periodic_conv(np.arange(4.0)[:, None], k, 1)[:, 0]
+    array([1., 2., 3., 0.])
+    """
+    b, sd, x, kernel, lead, c_out, check = _conv_arguments(x, "x", kernel, spatial_dims, backend, -1, check_finite)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _correlate(x, kernel, sd, b.xp, False, c_out, lead)
+    return _finite_result(b.xp, out, "periodic_conv's result", "|x| * |kernel| overflows float64; rescale x or kernel", check)
+
+
+def periodic_conv_transpose(
+    g: ArrayLike, kernel: ArrayLike, spatial_dims: int, backend: str | Backend = "numpy", *, check_finite: bool = True
+) -> Any:
+    """Adjoint of :func:`periodic_conv` in ``x``: ``dx_i(a) = sum_beta sum_j K_ji(beta) g_j(a - beta)``.
+
+    Parameters
+    ----------
+    g : array, shape ``(..., *spatial, c_out)``
+        Finite real upstream gradient.
+    kernel : array, shape ``(..., *kernel_spatial, c_out, c_in)``
+        As in :func:`periodic_conv`.
+    spatial_dims : {1, 2}
+    backend : str or Backend
+    check_finite : bool
+        As in :func:`periodic_conv`.
+
+    Returns
+    -------
+    array, shape ``(..., *spatial, c_in)``
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`periodic_conv` (``g`` takes the place of ``x``; its channels must equal c_out).
+
+    Notes
+    -----
+    The backward pass of eq. 2.1 (seed 003, eq. 2.15): ``<g, K * x> = <K^T * g, x>``.
+    """
+    b, sd, g, kernel, lead, c_in, check = _conv_arguments(g, "g", kernel, spatial_dims, backend, -2, check_finite)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _correlate(g, kernel, sd, b.xp, True, c_in, lead)
+    return _finite_result(b.xp, out, "periodic_conv_transpose's result", "|g| * |kernel| overflows float64; rescale g or kernel", check)
+
+
+def periodic_conv_weight_grad(
+    x: ArrayLike,
+    g: ArrayLike,
+    kernel_shape: Sequence[int],
+    *,
+    sum_leading: int = 0,
+    backend: str | Backend = "numpy",
+    check_finite: bool = True,
+) -> Any:
+    """Gradient of ``<g, periodic_conv(x, K)>`` with respect to ``K``: ``sum_a g_j(a) x_i(a + beta)``.
+
+    Parameters
+    ----------
+    x : array, shape ``(*lead, *spatial, c_in)``
+        The layer's input.
+    g : array, shape ``(*lead, *spatial, c_out)``
+        The upstream gradient (same leading and spatial axes as ``x``).
+    kernel_shape : sequence of 1 or 2 odd ints
+        Spatial sizes of the kernel.
+    sum_leading : int
+        How many of the leading axes are summed over (0 <= sum_leading <= len(lead)): e.g. 1 for
+        the gradient of a loss summed over a batch, 0 for one gradient per leading index.
+    backend : str or Backend
+    check_finite : bool
+        As in :func:`periodic_conv`.
+
+    Returns
+    -------
+    array, shape ``(*lead[sum_leading:], *kernel_shape, c_out, c_in)``
+        In the library's kernel layout, on ``backend``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`periodic_conv`; ``x`` and ``g`` with different leading or spatial axes; a
+        ``sum_leading`` out of range; a result beyond 2^31 entries.
+
+    Notes
+    -----
+    Seed 003, Fig. S2 (the weight-gradient norms ``|dE / d omega^l|^2``).
+    """
+    b = get_backend(backend)
+    xp = b.xp
+    if isinstance(kernel_shape, numbers.Integral) and not isinstance(kernel_shape, (bool, np.bool_)):
+        kernel_shape = (kernel_shape,)
+    if isinstance(kernel_shape, (str, bytes)) or not isinstance(kernel_shape, (tuple, list)):
+        raise ValueError(f"kernel_shape must be a tuple of 1 or 2 odd ints, got {kernel_shape!r}")
+    ks = tuple(int_arg(s, "kernel_shape", 1) for s in kernel_shape)
+    if len(ks) not in (1, 2) or any(s % 2 == 0 for s in ks):
+        raise ValueError(f"kernel_shape must be 1 or 2 odd sizes (2k+1), got {ks}")
+    sd = len(ks)
+    check_finite = check_bool(check_finite, "check_finite")
+    x = _backend_array(x, "x", b, check_finite)
+    g = _backend_array(g, "g", b, check_finite)
+    if x.ndim < sd + 1 or g.ndim != x.ndim or x.shape[:-1] != g.shape[:-1] or x.size == 0 or g.size == 0:
+        raise ValueError(f"x and g must be non-empty arrays (*lead, *spatial ({sd} axes), channels) with the same leading "
+                         f"and spatial axes, got shapes {x.shape} and {g.shape}")
+    n_lead = x.ndim - 1 - sd
+    sum_leading = int_arg(sum_leading, "sum_leading", 0, n_lead)
+    keep = tuple(x.shape[sum_leading:n_lead])
+    c_in, c_out = x.shape[-1], g.shape[-1]
+    summed = tuple(x.shape[:sum_leading])
+    check_batch_size(_elements(keep) * _elements(summed) * c_in * c_out, "the weight gradient per summed index")
+    check_batch_size(_elements(keep) * _elements(ks) * c_in * c_out, "the weight gradient")
+    axes = tuple(range(n_lead, n_lead + sd))
+
+    def rows(a: Any) -> Any:  # (*summed, *keep, positions, channels)
+        return a.reshape(summed + keep + (-1, a.shape[-1]))
+
+    # stacks of small products summed afterwards, not one tall GEMM over all summed positions: its
+    # multi-threaded BLAS spins on an oversubscribed machine (benchmarks/symmetry.py)
+    gt = xp.swapaxes(rows(g), -1, -2)
+    out = xp.empty(keep + ks + (c_out, c_in))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for index, beta in kernel_offsets(ks):
+            shifted = xp.roll(x, tuple(-s for s in beta), axis=axes) if any(beta) else x
+            prod = gt @ rows(shifted)
+            out[(Ellipsis,) + index + (slice(None), slice(None))] = prod.sum(axis=tuple(range(sum_leading))) if sum_leading else prod
+    return _finite_result(xp, out, "periodic_conv_weight_grad's result", "|x| * |g| overflows float64; rescale x or g", check_finite)
+
+
+def _kernel_array(kernel: ArrayLike, name: str = "kernel") -> np.ndarray:
+    kernel = real_array(kernel, name)
+    if kernel.ndim not in (3, 4) or min(kernel.shape) == 0:
+        raise ValueError(f"{name} must have shape (k, c_out, c_in) or (k1, k2, c_out, c_in), got shape {kernel.shape}")
+    return kernel
+
+
+def to_torch_layout(kernel: ArrayLike) -> np.ndarray:
+    """The library's kernel ``(*kernel_spatial, c_out, c_in)`` in PyTorch's layout ``(c_out, c_in, *kernel_spatial)``.
+
+    ``torch.nn.Conv1d`` / ``Conv2d`` with ``padding=k // 2, padding_mode="circular"`` (and no
+    bias) then computes :func:`periodic_conv` on channels-first signals: both are the
+    cross-correlation ``y_j(a) = sum_t sum_i W[j, i, t] x_i(a + t - k // 2)``.
+
+    Parameters
+    ----------
+    kernel : array_like, shape (k, c_out, c_in) or (k1, k2, c_out, c_in)
+        Finite real entries.
+
+    Returns
+    -------
+    ndarray, shape (c_out, c_in, k) or (c_out, c_in, k1, k2)
+        A contiguous copy (``torch.from_numpy`` accepts it as it is).
+
+    Raises
+    ------
+    TypeError
+        Complex, boolean or non-numeric entries.
+    ValueError
+        Non-finite entries or a number of axes other than 3 or 4.
+
+    Examples
+    --------
+    >>> k = orthogonal_conv_kernel(3, 2, 4, rng=0)      # (3, 3, c_out=4, c_in=2)
+    >>> to_torch_layout(k).shape
+    (4, 2, 3, 3)
+    >>> bool(np.array_equal(from_torch_layout(to_torch_layout(k)), k))
+    True
+    """
+    kernel = _kernel_array(kernel)
+    return np.ascontiguousarray(np.moveaxis(kernel, (-2, -1), (0, 1)))
+
+
+def from_torch_layout(weight: ArrayLike) -> np.ndarray:
+    """PyTorch's ``(c_out, c_in, *kernel_spatial)`` weight in the library's layout ``(*kernel_spatial, c_out, c_in)``.
+
+    The inverse of :func:`to_torch_layout` (pass ``conv.weight.detach().cpu().numpy()``).
+
+    Parameters
+    ----------
+    weight : array_like, shape (c_out, c_in, k) or (c_out, c_in, k1, k2)
+
+    Returns
+    -------
+    ndarray, shape (k, c_out, c_in) or (k1, k2, c_out, c_in)
+
+    Raises
+    ------
+    TypeError
+        Complex, boolean or non-numeric entries.
+    ValueError
+        Non-finite entries or a number of axes other than 3 or 4.
+    """
+    weight = _kernel_array(weight, "weight")
+    return np.ascontiguousarray(np.moveaxis(weight, (0, 1), (-2, -1)))
+
+
+def conv_matrix(kernel: ArrayLike, spatial_shape: int | Sequence[int]) -> np.ndarray:
+    """The dense block-circulant matrix of the periodic cross-correlation by ``kernel`` (seed 003, eq. 2.1).
+
+    Parameters
+    ----------
+    kernel : array_like, shape (k, c_out, c_in) or (k1, k2, c_out, c_in)
+        Index ``t`` <-> offset ``t - k // 2`` per axis.
+    spatial_shape : int or (int, int)
+        Signal size ``n`` (1-D) or ``(n1, n2)`` (2-D).
+
+    Returns
+    -------
+    ndarray, shape ``(P * c_out, P * c_in)``
+        ``M @ x.ravel() == periodic_conv(x, kernel).ravel()`` for ``x`` of shape ``(*spatial, c_in)``
+        (positions row-major, channels last). For an orthogonal kernel with ``c_in = c_out`` the
+        matrix is orthogonal.
+
+    Raises
+    ------
+    ValueError
+        A non-finite kernel, shapes that do not match, or a matrix above 2^29 entries.
+    TypeError
+        A complex, boolean or non-numeric kernel; sizes that are not integers.
+
+    Examples
+    --------
+    >>> conv_matrix(np.array([[[1.0]], [[2.0]], [[3.0]]]), 3)
+    array([[2., 3., 1.],
+           [1., 2., 3.],
+           [3., 1., 2.]])
+    """
+    kernel = real_array(kernel, "kernel")
+    if isinstance(spatial_shape, (tuple, list)):
+        shape = tuple(int_arg(s, "spatial_shape", 1) for s in spatial_shape)
+    else:
+        shape = (int_arg(spatial_shape, "spatial_shape", 1),)
+    d = len(shape)
+    if d not in (1, 2) or kernel.ndim != d + 2:
+        raise ValueError(f"kernel of shape {kernel.shape} does not match a {len(shape)}-D spatial_shape {shape}")
+    ks = kernel.shape[:d]
+    c_out, c_in = kernel.shape[-2:]
+    p = math.prod(shape)
+    check_size(p * c_out * p * c_in, "(prod(spatial_shape) * c)^2")
+    if min(kernel.shape) == 0:
+        raise ValueError(f"kernel must have non-empty axes, got shape {kernel.shape}")
+    m = np.zeros((p, c_out, p, c_in))
+    positions = list(np.ndindex(*shape))
+    for t, beta in kernel_offsets(ks):
+        for ai, a in enumerate(positions):
+            b = np.ravel_multi_index(tuple((x + y) % n for x, y, n in zip(a, beta, shape)), shape)
+            m[ai, :, b, :] += kernel[t]
+    return m.reshape(p * c_out, p * c_in)
+
+
+def conv_singular_values(kernel: ArrayLike, spatial_shape: int | Sequence[int]) -> np.ndarray:
+    r"""Singular values of the periodic convolution by ``kernel`` on ``spatial_shape``, ascending.
+
+    The block-circulant matrix (:func:`conv_matrix`) is block-diagonalised by the DFT over
+    positions: its singular values are those of the ``c_out x c_in`` symbols
+    :math:`\hat K(\theta) = \sum_\beta K(\beta) e^{i\theta\cdot\beta}` at the ``P`` frequencies
+    :math:`\theta = 2\pi m / n` (per axis): O(P c^3) instead of O((P c)^3).
+
+    Parameters
+    ----------
+    kernel : array_like, shape (2k+1, c_out, c_in) or (2k1+1, 2k2+1, c_out, c_in)
+        Real kernel in the library's layout (odd sizes; index ``t`` is offset ``t - k``).
+    spatial_shape : int or (int, int)
+        Number of positions ``n`` (1-D) or ``(n1, n2)`` (2-D), each >= 1.
+
+    Returns
+    -------
+    ndarray, shape (P * min(c_out, c_in),)
+        The singular values in ascending order (those of ``conv_matrix(kernel, spatial_shape)``).
+
+    Raises
+    ------
+    TypeError
+        Complex, boolean or non-numeric ``kernel``; sizes that are not integers.
+    ValueError
+        ``kernel`` of even sizes or with a number of spatial axes other than ``spatial_shape``'s,
+        non-finite entries, sizes < 1, or more than 2^29 numbers in the symbols.
+
+    Notes
+    -----
+    Seed 003, App. D and Fig. S3 (spectra of block-circulant weight matrices).
+
+    Examples
+    --------
+    >>> conv_singular_values(np.array([[[1.0]], [[2.0]], [[3.0]]]), 3)
+    array([1.73205081, 1.73205081, 6.        ])
+    """
+    kernel = _kernel_array(kernel)
+    sd = kernel.ndim - 2
+    if isinstance(spatial_shape, (tuple, list)):
+        shape = tuple(int_arg(s, "spatial_shape", 1) for s in spatial_shape)
+    else:
+        shape = (int_arg(spatial_shape, "spatial_shape", 1),)
+    if len(shape) != sd:
+        raise ValueError(f"spatial_shape {shape} has {len(shape)} axes but the kernel {kernel.shape} has {sd} spatial axes")
+    ks = kernel.shape[:sd]
+    if any(s % 2 == 0 for s in ks):
+        raise ValueError(f"kernel spatial sizes must be odd (2k+1), got {ks}")
+    c_out, c_in = kernel.shape[-2:]
+    check_size(2 * math.prod(shape) * c_out * c_in, "2 * prod(spatial_shape) * c_out * c_in")
+    khat = np.zeros(shape + (c_out, c_in), dtype=complex)
+    grids = np.meshgrid(*(2 * np.pi * np.arange(n) / n for n in shape), indexing="ij")
+    for t, beta in kernel_offsets(ks):
+        phase = np.exp(1j * sum(g * b for g, b in zip(grids, beta)))
+        khat += phase[..., None, None] * kernel[t]
+    return np.sort(np.linalg.svd(khat, compute_uv=False).ravel())
+
+
+# --- initialisers ------------------------------------------------------------------------------------------
+
+
+def symmetric_projection(n: int, rng: Any = None) -> np.ndarray:
     """A random symmetric orthogonal projection ``P = U diag(m) U^T`` (``U`` Haar, ``m`` i.i.d. fair bits).
 
     The projections ``P_t, Q_t`` of Algorithm 1 (seed 003, eq. 2.17), drawn as in TensorFlow's
@@ -60,7 +579,7 @@ def symmetric_projection(n, rng=None) -> np.ndarray:
     ----------
     n : int
         Size, ``1 <= n``, ``n^2 <= 2**29``.
-    rng : None, int or numpy.random.Generator
+    rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
@@ -82,7 +601,93 @@ def symmetric_projection(n, rng=None) -> np.ndarray:
     return (u * mask) @ u.T
 
 
-def _check_channels(c_in, c_out):
+def gaussian_conv_kernel(
+    kernel_shape: int | Sequence[int],
+    c_in: int,
+    c_out: int,
+    *,
+    sigma_w2: float = 1.0,
+    v: ArrayLike | None = None,
+    rng: Any = None,
+    batch: int | tuple[int, ...] = (),
+    backend: str | Backend = "numpy",
+) -> Any:
+    """I.i.d. Gaussian kernels of seed 003, eq. 2.2: ``omega_ji(beta) ~ N(0, sigma_w2 v_beta / c_in)``.
+
+    Parameters
+    ----------
+    kernel_shape : int or tuple of 1 or 2 odd ints
+        ``2k + 1`` (1-D) or ``(2k1 + 1, 2k2 + 1)`` (2-D).
+    c_in, c_out : int
+        Channel counts (>= 1).
+    sigma_w2 : float
+        Weight variance (>= 0, finite).
+    v : array_like, optional
+        Variance vector of shape ``kernel_shape``, non-negative and summing to 1 (default uniform;
+        one-hot = the delta kernel).
+    rng : None, int, SeedSequence or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
+        a CuPy Generator.
+    batch : int or tuple of int
+        Leading axes of independent kernels (default none).
+    backend : str or Backend
+        ``"numpy"`` (default) or ``"cupy"``.
+
+    Returns
+    -------
+    array, shape ``batch + kernel_shape + (c_out, c_in)``
+        On ``backend``. The entries are drawn in ``(c_in, c_out)`` order (a transposed view is
+        returned), which keeps the networks of a given ``rng`` those of the library's earlier
+        ``(c_in, c_out)`` layout.
+
+    Raises
+    ------
+    ValueError
+        Sizes out of range, even kernel sizes, an invalid ``v`` or ``sigma_w2``, more than 2^29
+        numbers per kernel or 2^31 in all.
+    TypeError
+        Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+
+    Notes
+    -----
+    Seed 003, eq. 2.2 (the weight law of the CNN mean field, :func:`meanfield.conv.propagate`).
+
+    Examples
+    --------
+    >>> k = gaussian_conv_kernel(3, 8, 8, sigma_w2=2.0, v=[0.0, 1.0, 0.0], rng=0, batch=100)
+    >>> k.shape, bool(np.all(k[:, [0, 2]] == 0))
+    ((100, 3, 8, 8), True)
+    >>> round(float(np.mean(k[:, 1] ** 2) * 8), 1)   # sigma_w2 v_0 = 2
+    2.0
+    """
+    if isinstance(kernel_shape, numbers.Integral) and not isinstance(kernel_shape, (bool, np.bool_)):
+        kernel_shape = (kernel_shape,)
+    if isinstance(kernel_shape, (str, bytes)) or not isinstance(kernel_shape, (tuple, list)):
+        raise ValueError(f"kernel_shape must be an odd int or a tuple of 1 or 2 odd ints, got {kernel_shape!r}")
+    ks = tuple(int_arg(s, "kernel_shape", 1) for s in kernel_shape)
+    if len(ks) not in (1, 2) or any(s % 2 == 0 for s in ks):
+        raise ValueError(f"kernel_shape must be 1 or 2 odd sizes (2k+1), got {ks}")
+    c_in = int_arg(c_in, "c_in", 1)
+    c_out = int_arg(c_out, "c_out", 1)
+    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
+    batch = batch_shape(batch)
+    check_size(_elements(ks) * c_in * c_out, "prod(kernel_shape) * c_in * c_out")
+    check_batch_size(_elements(batch) * _elements(ks) * c_in * c_out, "prod(batch) * prod(kernel_shape) * c_in * c_out")
+    if v is None:
+        v = np.full(ks, 1.0 / _elements(ks))
+    else:
+        if isinstance(v, (bool, np.bool_)) or (isinstance(v, np.ndarray) and v.dtype == np.bool_):
+            raise TypeError("v must hold real numbers, got booleans")
+        v = check_probability_vector(v, "v")
+        if v.shape != ks:
+            raise ValueError(f"v has shape {v.shape}, expected the kernel shape {ks}")
+    b = get_backend(backend)
+    gen = b.rng(rng)
+    std = b.asarray(np.sqrt(sigma_w2 * v / c_in)[..., None, None])
+    return b.xp.swapaxes(std * gen.standard_normal(batch + ks + (c_in, c_out)), -1, -2)
+
+
+def _check_channels(c_in: int, c_out: int) -> tuple[int, int]:
     c_in = int_arg(c_in, "c_in", 1)
     c_out = int_arg(c_out, "c_out", 1)
     if c_in > c_out:
@@ -90,6 +695,14 @@ def _check_channels(c_in, c_out):
             f"c_in must be <= c_out for an orthogonal kernel (norm preservation needs c_out >= c_in), got c_in={c_in} > c_out={c_out}"
         )
     return c_in, c_out
+
+
+def _scaled(kernel: np.ndarray, sigma_w2: float) -> np.ndarray:
+    """``sqrt(sigma_w2) K`` in the library layout ``(..., c_out, c_in)`` (Algorithm 1 builds ``(..., c_in, c_out)``)."""
+    out = np.ascontiguousarray(np.swapaxes(kernel, -1, -2))
+    if sigma_w2 != 1.0:
+        out *= math.sqrt(sigma_w2)
+    return out
 
 
 def _block_step(kernel, p, q):
@@ -119,45 +732,54 @@ def _check_kernel_request(k, c_in, c_out, ndim):
         )
 
 
-def orthogonal_conv_kernel(kernel_size, c_in, c_out, rng=None) -> np.ndarray:
+def orthogonal_conv_kernel(kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None) -> np.ndarray:
     """A random 2-D orthogonal convolution kernel, Algorithm 1 of seed 003.
 
     Parameters
     ----------
     kernel_size : int
-        k (>= 1); the kernel is ``k x k``. Odd sizes are needed by the periodic-convolution
-        simulators (offsets ``t - k // 2``); the construction itself works for any k.
+        k (>= 1); the kernel is ``k x k``. Odd sizes are needed by :func:`periodic_conv` (offsets
+        ``t - k // 2``); the construction itself works for any k.
     c_in, c_out : int
         Channel counts with ``1 <= c_in <= c_out``; ``k^3 c_out^3 <= 2**40``.
-    rng : None, int or numpy.random.Generator
+    sigma_w2 : float
+        Weight variance (>= 0, finite): the kernel is ``sqrt(sigma_w2)`` times an orthogonal one
+        (``sigma_w2 = gain^2``).
+    rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
-    ndarray, shape (k, k, c_in, c_out)
-        ``sum_{beta} K(beta) K(beta)^T = I_{c_in}`` and, more strongly, the periodic convolution
-        by K is an isometry (Definition 2.1) for every spatial size. Multiply by
-        ``sqrt(sigma_w2)`` for weight variance ``sigma_w2``.
+    ndarray, shape (k, k, c_out, c_in)
+        The library's layout. At ``sigma_w2 = 1``, ``sum_{beta} K(beta)^T K(beta) = I_{c_in}`` and,
+        more strongly, the periodic convolution by K is an isometry (Definition 2.1) for every
+        spatial size.
 
     Raises
     ------
     ValueError
-        ``c_in > c_out``, a size < 1, or a request beyond ``MAX_KERNEL_WORK`` / 2^29 entries.
+        ``c_in > c_out``, a size < 1, a negative or non-finite ``sigma_w2``, or a request beyond
+        ``MAX_KERNEL_WORK`` / 2^29 entries.
     TypeError
         Bools, complex numbers or strings as sizes; a bad ``rng``.
+
+    Notes
+    -----
+    Seed 003, Algorithm 1 and eq. 2.17.
     """
     k = int_arg(kernel_size, "kernel_size", 1)
     c_in, c_out = _check_channels(c_in, c_out)
+    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     _check_kernel_request(k, c_in, c_out, 2)
     rng = check_rng(rng)
     kernel = np.eye(c_out)[None, None]  # Step 1
     for _ in range(k - 1):  # Step 2
         kernel = _block_step(kernel, symmetric_projection(c_out, rng=rng), symmetric_projection(c_out, rng=rng))
     h = haar_orthogonal(c_out, c_in, rng=rng).T  # Step 3: c_in x c_out, orthonormal rows
-    return np.ascontiguousarray(h @ kernel)
+    return _scaled(h @ kernel, sigma_w2)
 
 
-def orthogonal_conv_kernel_1d(kernel_size, c_in, c_out, rng=None) -> np.ndarray:
+def orthogonal_conv_kernel_1d(kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None) -> np.ndarray:
     """The 1-D analogue of Algorithm 1 (seed 003): ``K(z) = H prod_t (P_t + (1 - P_t) z)``.
 
     Parameters
@@ -166,23 +788,34 @@ def orthogonal_conv_kernel_1d(kernel_size, c_in, c_out, rng=None) -> np.ndarray:
         k (>= 1).
     c_in, c_out : int
         Channel counts with ``1 <= c_in <= c_out``; ``k^2 c_out^3 <= 2**40``.
-    rng : None, int or numpy.random.Generator
+    sigma_w2 : float
+        Weight variance (>= 0, finite): ``sqrt(sigma_w2)`` times an orthogonal kernel.
+    rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
-    ndarray, shape (k, c_in, c_out)
-        The periodic 1-D convolution by K is an isometry for every signal length (Definition 2.1).
+    ndarray, shape (k, c_out, c_in)
+        At ``sigma_w2 = 1`` the periodic 1-D convolution by K is an isometry for every signal length
+        (Definition 2.1).
 
     Raises
     ------
     ValueError
-        ``c_in > c_out``, a size < 1, or a request beyond ``MAX_KERNEL_WORK`` / 2^29 entries.
+        ``c_in > c_out``, a size < 1, a negative or non-finite ``sigma_w2``, or a request beyond
+        ``MAX_KERNEL_WORK`` / 2^29 entries.
     TypeError
         Bools, complex numbers or strings as sizes; a bad ``rng``.
+
+    Examples
+    --------
+    >>> k = orthogonal_conv_kernel_1d(3, 2, 3, rng=0)
+    >>> k.shape, bool(np.allclose(np.einsum("toi,toj->ij", k, k), np.eye(2)))
+    ((3, 3, 2), True)
     """
     k = int_arg(kernel_size, "kernel_size", 1)
     c_in, c_out = _check_channels(c_in, c_out)
+    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     _check_kernel_request(k, c_in, c_out, 1)
     rng = check_rng(rng)
     kernel = np.eye(c_out)[None]
@@ -194,10 +827,10 @@ def orthogonal_conv_kernel_1d(kernel_size, c_in, c_out, rng=None) -> np.ndarray:
         out[1:] += kernel @ (eye - p)
         kernel = out
     h = haar_orthogonal(c_out, c_in, rng=rng).T
-    return np.ascontiguousarray(h @ kernel)
+    return _scaled(h @ kernel, sigma_w2)
 
 
-def delta_orthogonal_kernel(kernel_size, c_in, c_out, rng=None) -> np.ndarray:
+def delta_orthogonal_kernel(kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None) -> np.ndarray:
     """Delta-orthogonal kernel, Algorithm 2 of seed 003: ``H`` at the centre ``[k//2, k//2]``, zero elsewhere.
 
     Parameters
@@ -206,32 +839,35 @@ def delta_orthogonal_kernel(kernel_size, c_in, c_out, rng=None) -> np.ndarray:
         k (>= 1); the kernel is ``k x k``.
     c_in, c_out : int
         Channel counts with ``1 <= c_in <= c_out``.
-    rng : None, int or numpy.random.Generator
+    sigma_w2 : float
+        Weight variance (>= 0, finite): ``sqrt(sigma_w2)`` times ``H``.
+    rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
-    ndarray, shape (k, k, c_in, c_out)
-        ``H`` has orthonormal rows (``c_in <= c_out``); the variance vector is one-hot, so every
-        Fourier mode has ``lambda = 1`` (Sec. 2.4).
+    ndarray, shape (k, k, c_out, c_in)
+        ``H`` (``c_out x c_in``, orthonormal columns) at the centre; the variance vector is one-hot,
+        so every Fourier mode has ``lambda = 1`` (Sec. 2.4).
 
     Raises
     ------
     ValueError
-        ``c_in > c_out``, a size < 1, or more than 2^29 entries.
+        ``c_in > c_out``, a size < 1, a negative or non-finite ``sigma_w2``, or more than 2^29 entries.
     TypeError
         Bools, complex numbers or strings as sizes; a bad ``rng``.
     """
     k = int_arg(kernel_size, "kernel_size", 1)
     c_in, c_out = _check_channels(c_in, c_out)
+    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     check_size(k * k * c_in * c_out, "kernel_size^2 * c_in * c_out")
     rng = check_rng(rng)
     kernel = np.zeros((k, k, c_in, c_out))
     kernel[k // 2, k // 2] = haar_orthogonal(c_out, c_in, rng=rng).T
-    return kernel
+    return _scaled(kernel, sigma_w2)
 
 
-def delta_orthogonal_kernel_1d(kernel_size, c_in, c_out, rng=None) -> np.ndarray:
+def delta_orthogonal_kernel_1d(kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None) -> np.ndarray:
     """1-D delta-orthogonal kernel (Algorithm 2 of seed 003 in one spatial dimension).
 
     Parameters
@@ -240,80 +876,34 @@ def delta_orthogonal_kernel_1d(kernel_size, c_in, c_out, rng=None) -> np.ndarray
         k (>= 1).
     c_in, c_out : int
         Channel counts with ``1 <= c_in <= c_out``.
-    rng : None, int or numpy.random.Generator
+    sigma_w2 : float
+        Weight variance (>= 0, finite): ``sqrt(sigma_w2)`` times ``H``.
+    rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
-    ndarray, shape (k, c_in, c_out)
-        ``H`` (orthonormal rows) at the centre ``k // 2``, zero elsewhere.
+    ndarray, shape (k, c_out, c_in)
+        ``H`` (orthonormal columns) at the centre ``k // 2``, zero elsewhere.
 
     Raises
     ------
     ValueError
-        ``c_in > c_out``, a size < 1, or more than 2^29 entries.
+        ``c_in > c_out``, a size < 1, a negative or non-finite ``sigma_w2``, or more than 2^29 entries.
     TypeError
         Bools, complex numbers or strings as sizes; a bad ``rng``.
     """
     k = int_arg(kernel_size, "kernel_size", 1)
     c_in, c_out = _check_channels(c_in, c_out)
+    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     check_size(k * c_in * c_out, "kernel_size * c_in * c_out")
     rng = check_rng(rng)
     kernel = np.zeros((k, c_in, c_out))
     kernel[k // 2] = haar_orthogonal(c_out, c_in, rng=rng).T
-    return kernel
+    return _scaled(kernel, sigma_w2)
 
 
-def conv_matrix(kernel, spatial_shape) -> np.ndarray:
-    """The dense block-circulant matrix of the periodic cross-correlation by ``kernel`` (seed 003, eq. 2.1).
-
-    Parameters
-    ----------
-    kernel : array_like, shape (k, c_in, c_out) or (k1, k2, c_in, c_out)
-        Index ``t`` <-> offset ``t - k // 2`` per axis.
-    spatial_shape : int or (int, int)
-        Signal size ``n`` (1-D) or ``(n1, n2)`` (2-D).
-
-    Returns
-    -------
-    ndarray, shape (P * c_out, P * c_in)
-        ``M @ x.ravel() == y.ravel()`` for ``x`` of shape (*spatial, c_in) and
-        ``y_j(a) = sum_i sum_beta x_i(a + beta) K_ij(beta)`` (positions row-major, channels last).
-        For an orthogonal kernel with ``c_in = c_out`` the matrix is orthogonal.
-
-    Raises
-    ------
-    ValueError
-        A non-finite kernel, shapes that do not match, or a matrix above 2^29 entries.
-    TypeError
-        A complex, boolean or non-numeric kernel; sizes that are not integers.
-    """
-    kernel = real_array(kernel, "kernel")
-    if isinstance(spatial_shape, (tuple, list)):
-        shape = tuple(int_arg(s, "spatial_shape", 1) for s in spatial_shape)
-    else:
-        shape = (int_arg(spatial_shape, "spatial_shape", 1),)
-    d = len(shape)
-    if d not in (1, 2) or kernel.ndim != d + 2:
-        raise ValueError(f"kernel of shape {kernel.shape} does not match a {len(shape)}-D spatial_shape {shape}")
-    ks = kernel.shape[:d]
-    c_in, c_out = kernel.shape[-2:]
-    p = math.prod(shape)
-    check_size(p * c_out * p * c_in, "(prod(spatial_shape) * c)^2")
-    if min(kernel.shape) == 0:
-        raise ValueError(f"kernel must have non-empty axes, got shape {kernel.shape}")
-    m = np.zeros((p, c_out, p, c_in))
-    positions = list(np.ndindex(*shape))
-    for t in np.ndindex(*ks):
-        beta = tuple(ti - s // 2 for ti, s in zip(t, ks))
-        block = kernel[t].T
-        for ai, a in enumerate(positions):
-            b = np.ravel_multi_index(tuple((x + y) % n for x, y, n in zip(a, beta, shape)), shape)
-            m[ai, :, b, :] += block
-    return m.reshape(p * c_out, p * c_in)
-
-
-def orthogonal_kernel_variance(kernel_size, ndim=2) -> np.ndarray:
+def orthogonal_kernel_variance(kernel_size: int, ndim: int = 2) -> np.ndarray:
     r"""The variance vector ``v`` that Algorithm-1 kernels realise on average: a binomial, not uniform.
 
     With :math:`K(z) = H\prod_{t<k}(P_t + (1-P_t)z)` (per axis) and independent projections of mean
@@ -349,7 +939,7 @@ def orthogonal_kernel_variance(kernel_size, ndim=2) -> np.ndarray:
     >>> orthogonal_kernel_variance(3, ndim=1)
     array([0.25, 0.5 , 0.25])
     """
-    from scipy.special import comb, gammaln  # noqa: PLC0415
+    from scipy.special import comb, gammaln
 
     k = int_arg(kernel_size, "kernel_size", 1)
     ndim = int_arg(ndim, "ndim", 1, 2)

@@ -6,18 +6,21 @@ orthogonal law is scaled so that ``W^T W = sigma_w2 * fan_out / fan_in * I`` whe
 ``fan_out >= fan_in`` (and ``W W^T = sigma_w2 * I`` otherwise): the same mean squared entry, and
 ``|W x|^2 = (fan_out / fan_in) sigma_w2 |x|^2`` exactly in the first case.
 
-Randomness: every stochastic function takes ``rng`` (``None``, an ``int`` or a
+Randomness: every stochastic function takes ``rng`` (``None``, an ``int``, a ``SeedSequence`` or a
 ``numpy.random.Generator``; an int ``n`` draws exactly the stream of ``numpy.random.default_rng(n)``).
+
+Batches and backends: :func:`dense_weights` and :func:`haar_orthogonal` take ``batch`` (leading
+axes of independent matrices, e.g. one per simulated network) and ``backend`` (``"numpy"`` or
+``"cupy"``, :mod:`meanfield.backend`): the Monte-Carlo simulators draw their weights through them.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-import numpy as np
-
-from .._checks import check_rng
-from ._args import check_law, check_size, int_arg, nonneg, real
+from ..backend import Backend, get_backend
+from ._args import batch_shape, check_batch_size, check_law, check_size, int_arg, nonneg, real
 
 __all__ = ["MAX_SLOPE", "WEIGHT_LAWS", "dense_weights", "glorot_sigma_w2", "haar_orthogonal", "he_sigma_w2"]
 
@@ -28,7 +31,7 @@ WEIGHT_LAWS = ("gaussian", "uniform", "rademacher", "orthogonal")
 MAX_SLOPE = 1e150
 
 
-def _leaky_gain(slope) -> float:
+def _leaky_gain(slope: float) -> float:
     """``2 / (1 + slope^2)`` = ``E[y^2] / E[phi_a(y)^2]`` for zero-mean symmetric ``y`` (seed 002, supplement)."""
     slope = real(slope, "slope")
     if abs(slope) > MAX_SLOPE:
@@ -68,7 +71,7 @@ def he_sigma_w2(slope: float = 0.0) -> float:
     return _leaky_gain(slope)
 
 
-def glorot_sigma_w2(fan_in: int, fan_out: int, slope=None) -> float:
+def glorot_sigma_w2(fan_in: int, fan_out: int, slope: float | None = None) -> float:
     """Glorot & Bengio (2010) variance ``2 / (fan_in + fan_out)``, returned as ``sigma_w2 = fan_in * Var W``.
 
     Parameters
@@ -100,7 +103,25 @@ def glorot_sigma_w2(fan_in: int, fan_out: int, slope=None) -> float:
     return gain * 2.0 * fan_in / (fan_in + fan_out)
 
 
-def haar_orthogonal(n_out: int, n_in: int, rng=None) -> np.ndarray:
+def _orthonormal(big: int, small: int, gen: Any, b: Backend, batch: tuple[int, ...]) -> Any:
+    """``batch + (big, small)`` matrices with orthonormal columns, Haar distributed (QR with R's signs absorbed)."""
+    xp = b.xp
+    z = gen.standard_normal(batch + (big, small))
+    q, r = xp.linalg.qr(z)
+    # sign(0) would zero a column; R's diagonal is a.s. non-zero
+    return q * xp.where(xp.diagonal(r, axis1=-2, axis2=-1) < 0, -1.0, 1.0)[..., None, :]
+
+
+def _sizes(n_out, n_in, batch) -> tuple[int, int, tuple[int, ...]]:
+    n_out = int_arg(n_out, "n_out", 1)
+    n_in = int_arg(n_in, "n_in", 1)
+    check_size(n_out * n_in, "n_out * n_in")
+    batch = batch_shape(batch)
+    check_batch_size(math.prod(batch) * n_out * n_in, "prod(batch) * n_out * n_in")
+    return n_out, n_in, batch
+
+
+def haar_orthogonal(n_out: int, n_in: int, rng: Any = None, *, batch: int | tuple[int, ...] = (), backend: str | Backend = "numpy") -> Any:
     """A Haar-distributed matrix with orthonormal columns (``n_out >= n_in``) or rows.
 
     QR of a Gaussian matrix with the signs of R's diagonal absorbed (Mezzadri 2007), which makes
@@ -110,33 +131,56 @@ def haar_orthogonal(n_out: int, n_in: int, rng=None) -> np.ndarray:
     ----------
     n_out, n_in : int
         Shape, each ``>= 1``, ``n_out * n_in <= 2**29``.
-    rng : None, int or numpy.random.Generator
-        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
+    rng : None, int, SeedSequence or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
+        a CuPy Generator (:meth:`meanfield.backend.Backend.rng`).
+    batch : int or tuple of int
+        Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
+    backend : str or Backend
+        ``"numpy"`` (default) or ``"cupy"``: where the matrices are drawn and returned.
 
     Returns
     -------
-    ndarray, shape (n_out, n_in)
+    array, shape ``batch + (n_out, n_in)``
+        On ``backend``.
 
     Raises
     ------
     ValueError
-        Sizes out of range.
+        Sizes out of range, an unknown backend.
     TypeError
         Bools, complex numbers or strings as sizes; a bad ``rng``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q = haar_orthogonal(4, 2, rng=0)
+    >>> bool(np.allclose(q.T @ q, np.eye(2)))
+    True
+    >>> haar_orthogonal(3, 5, rng=0, batch=2).shape
+    (2, 3, 5)
     """
-    n_out = int_arg(n_out, "n_out", 1)
-    n_in = int_arg(n_in, "n_in", 1)
-    check_size(n_out * n_in, "n_out * n_in")
-    rng = check_rng(rng)
-    big, small = max(n_out, n_in), min(n_out, n_in)
-    z = rng.standard_normal((big, small))
-    q, r = np.linalg.qr(z)
-    q *= np.where(np.diag(r) < 0, -1.0, 1.0)  # sign(0) would zero a column; R's diagonal is a.s. non-zero
-    return q if n_out >= n_in else q.T
+    n_out, n_in, batch = _sizes(n_out, n_in, batch)
+    b = get_backend(backend)
+    gen = b.rng(rng)
+    q = _orthonormal(max(n_out, n_in), min(n_out, n_in), gen, b, batch)
+    return q if n_out >= n_in else b.xp.swapaxes(q, -1, -2)
 
 
-def dense_weights(n_out, n_in, sigma_w2=1.0, law="gaussian", rng=None) -> np.ndarray:
-    """One weight matrix of shape ``(n_out, n_in)`` with ``E W_ij^2 = sigma_w2 / n_in``.
+def dense_weights(
+    n_out: int,
+    n_in: int,
+    sigma_w2: float = 1.0,
+    law: str = "gaussian",
+    rng: Any = None,
+    *,
+    batch: int | tuple[int, ...] = (),
+    backend: str | Backend = "numpy",
+) -> Any:
+    """Weight matrices of shape ``(n_out, n_in)`` with ``E W_ij^2 = sigma_w2 / n_in``: the library's one sampler.
+
+    The dense layers of every simulator in :mod:`meanfield.validation.simulators` are drawn here
+    (one matrix per network with ``batch=(n_networks,)``, on the simulation's ``backend``).
 
     Parameters
     ----------
@@ -145,36 +189,57 @@ def dense_weights(n_out, n_in, sigma_w2=1.0, law="gaussian", rng=None) -> np.nda
     sigma_w2 : float
         Weight variance times fan-in (>= 0, finite).
     law : {"gaussian", "uniform", "rademacher", "orthogonal"}
-        Law of the entries (kurtosis 3, 1.8, 1; orthogonal as in the module notes).
-    rng : None, int or numpy.random.Generator
-        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
+        Law of the entries (kurtosis 3, 1.8, 1; orthogonal as in the module notes: Haar matrices with
+        orthonormal columns or rows, scaled to the same mean squared entry).
+    rng : None, int, SeedSequence or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
+        a CuPy Generator (:meth:`meanfield.backend.Backend.rng`).
+    batch : int or tuple of int
+        Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
+    backend : str or Backend
+        ``"numpy"`` (default) or ``"cupy"``.
 
     Returns
     -------
-    ndarray, shape (n_out, n_in)
-        Finite entries.
+    array, shape ``batch + (n_out, n_in)``
+        Finite entries, on ``backend``. For one draw ``batch=(k,)`` gives the numbers of ``k``
+        successive unbatched draws from the same Generator (Gaussian, uniform and Rademacher laws).
 
     Raises
     ------
     ValueError
-        Sizes out of range, a negative or non-finite ``sigma_w2``, an unknown ``law``.
+        Sizes out of range, a negative or non-finite ``sigma_w2``, an unknown ``law`` or backend.
     TypeError
-        Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+        Bools, complex numbers or strings where numbers are expected; a bad ``rng`` or ``batch``.
+
+    Notes
+    -----
+    The dense convention of the design notes, ``W_ij ~ N(0, sigma_w2 / fan_in)`` (seed 003 eq. 2.2
+    for one-tap kernels; seed 002 uses ``sigma_w2 = 2 / (1 + a^2)``, :func:`he_sigma_w2`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w = dense_weights(300, 200, 2.0, rng=0)
+    >>> round(float(np.mean(w**2) * 200), 1)
+    2.0
+    >>> dense_weights(3, 4, law="rademacher", rng=0, batch=(5,)).shape
+    (5, 3, 4)
     """
-    n_out = int_arg(n_out, "n_out", 1)
-    n_in = int_arg(n_in, "n_in", 1)
+    n_out, n_in, batch = _sizes(n_out, n_in, batch)
     sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     law = check_law(law, WEIGHT_LAWS)
-    check_size(n_out * n_in, "n_out * n_in")
-    rng = check_rng(rng)
+    b = get_backend(backend)
+    gen = b.rng(rng)
+    shape = batch + (n_out, n_in)
     std = math.sqrt(sigma_w2 / n_in)
     if law == "gaussian":
-        return std * rng.standard_normal((n_out, n_in))
-    if law == "uniform":
-        return std * np.sqrt(3.0) * rng.uniform(-1.0, 1.0, (n_out, n_in))
+        return std * gen.standard_normal(shape)
+    if law == "uniform":  # U(-sqrt 3, sqrt 3) std: the numbers of Generator.uniform(-1, 1) (-1 + 2 r == 2 r - 1)
+        return (std * math.sqrt(3.0)) * (2.0 * gen.random(shape) - 1.0)
     if law == "rademacher":
-        return std * (2.0 * rng.integers(0, 2, (n_out, n_in)) - 1.0)
+        return std * (2.0 * gen.integers(0, 2, size=shape).astype(b.xp.float64) - 1.0)
     big = sigma_w2 * max(n_out, n_in)
     scale = math.sqrt(big / n_in) if math.isfinite(big) else math.sqrt(sigma_w2) * math.sqrt(max(n_out, n_in) / n_in)
-    return scale * haar_orthogonal(n_out, n_in, rng=rng)
-
+    q = _orthonormal(max(n_out, n_in), min(n_out, n_in), gen, b, batch)
+    return scale * (q if n_out >= n_in else b.xp.swapaxes(q, -1, -2))

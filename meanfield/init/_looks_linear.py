@@ -8,47 +8,72 @@ paper's Gaussian submatrix (GSM) initialisation; with orthogonal ``W0`` it achie
 dynamical isometry of the pre-activation half.
 
 Parametrisation: library convention, ``Var (W0)_ij = sigma_w2 / n_in`` with ``n_in`` the fan-in
-of the full layer ``W``; the paper's ``sigma_w,l^2 = 2 / N_l`` is ``sigma_w2 = 2`` here.
+of the full layer ``W``; the paper's ``sigma_w,l^2 = 2 / N_l`` is ``sigma_w2 = 2`` here. The
+orthogonal construction is scaled by ``sqrt(sigma_w2)`` too (``sigma_w2 = gain^2``).
+
+This module holds the library's one looks-linear construction: the seed-000 delta-orthogonal
+kernels (:func:`meanfield.init.looks_linear_delta_orthogonal`) and the GSM networks of the
+seed-002 simulators (:mod:`meanfield.validation.simulators`) are built with it; :func:`gsm` and
+:func:`orthogonal_looks_linear` take ``batch`` and ``backend`` as :func:`dense_weights` does.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import math
+from typing import Any
 
-from .._checks import check_rng
-from ._args import check_size, int_arg, nonneg, real_array
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..backend import Backend, get_backend
+from ._args import batch_shape, check_batch_size, check_size, int_arg, nonneg, real_array
 from ._dense import haar_orthogonal
 
 __all__ = ["gsm", "looks_linear", "looks_linear_input", "orthogonal_looks_linear"]
 
 
-def looks_linear(w0) -> np.ndarray:
+def _block(xp: Any, w0: Any) -> Any:
+    """``[[W0, -W0], [-W0, W0]]`` over the last two axes of ``w0`` (any batch, any backend)."""
+    top = xp.concatenate([w0, -w0], axis=-1)
+    return xp.concatenate([top, -top], axis=-2)
+
+
+def looks_linear(w0: ArrayLike) -> np.ndarray:
     """The looks-linear block matrix ``[[W0, -W0], [-W0, W0]]`` of shape ``(2 m, 2 n)``.
 
     Parameters
     ----------
-    w0 : array_like, shape (m, n)
-        The submatrix (Gaussian for GSM, orthogonal for the orthogonal looks-linear init).
+    w0 : array_like, shape (..., m, n)
+        The submatrix (Gaussian for GSM, orthogonal for the orthogonal looks-linear init); leading
+        axes are a batch of independent submatrices.
 
     Returns
     -------
-    ndarray, shape (2 m, 2 n)
+    ndarray, shape (..., 2 m, 2 n)
 
     Raises
     ------
     ValueError
-        ``w0`` not a finite matrix, or a result above 2^29 entries.
+        ``w0`` not a finite array of at least two axes, or a result above 2^29 entries per matrix
+        (2^31 in all).
     TypeError
         ``w0`` complex, boolean or not numeric.
+
+    Examples
+    --------
+    >>> looks_linear([[1.0, 2.0]])
+    array([[ 1.,  2., -1., -2.],
+           [-1., -2.,  1.,  2.]])
     """
     w0 = real_array(w0, "w0")
-    if w0.ndim != 2:
-        raise ValueError(f"w0 must be a matrix (m, n), got shape {w0.shape}")
-    check_size(4 * w0.size, "4 * w0.size")
-    return np.block([[w0, -w0], [-w0, w0]])
+    if w0.ndim < 2:
+        raise ValueError(f"w0 must be a matrix (m, n) or a stack of them (..., m, n), got shape {w0.shape}")
+    check_size(4 * w0.shape[-1] * w0.shape[-2], "4 * m * n")
+    check_batch_size(4 * w0.size, "4 * w0.size")
+    return _block(np, w0)
 
 
-def looks_linear_input(x) -> np.ndarray:
+def looks_linear_input(x: ArrayLike) -> np.ndarray:
     """Map inputs ``x`` (..., n) to ``[relu(x), relu(-x)]`` (..., 2 n), the form a looks-linear layer expects.
 
     ``looks_linear(W0) @ looks_linear_input(x) == [W0 x, -W0 x]`` (seed 001, Sec. 3).
@@ -75,14 +100,22 @@ def looks_linear_input(x) -> np.ndarray:
     return np.concatenate([np.maximum(x, 0.0), np.maximum(-x, 0.0)], axis=-1)
 
 
-def _half(n, name):
+def _half(n: int, name: str) -> int:
     n = int_arg(n, name, 2)
     if n % 2:
         raise ValueError(f"{name} must be even for a looks-linear layer, got {n}")
     return n // 2
 
 
-def gsm(n_out, n_in, sigma_w2=2.0, rng=None) -> np.ndarray:
+def gsm(
+    n_out: int,
+    n_in: int,
+    sigma_w2: float = 2.0,
+    rng: Any = None,
+    *,
+    batch: int | tuple[int, ...] = (),
+    backend: str | Backend = "numpy",
+) -> Any:
     """Gaussian submatrix (GSM) initialisation: ``looks_linear(W0)``, ``W0_ij ~ N(0, sigma_w2 / n_in)``.
 
     Parameters
@@ -92,13 +125,18 @@ def gsm(n_out, n_in, sigma_w2=2.0, rng=None) -> np.ndarray:
     sigma_w2 : float
         ``n_in * Var W0_ij``; the paper's He-like choice ``2 / N`` is ``sigma_w2 = 2``, which makes
         the linear half-network of width ``n / 2`` variance preserving.
-    rng : None, int or numpy.random.Generator
-        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
+    rng : None, int, SeedSequence or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
+        a CuPy Generator.
+    batch : int or tuple of int
+        Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
+    backend : str or Backend
+        ``"numpy"`` (default) or ``"cupy"``.
 
     Returns
     -------
-    ndarray, shape (n_out, n_in)
-        ``[[W0, -W0], [-W0, W0]]`` (seed 001, Sec. 3).
+    array, shape ``batch + (n_out, n_in)``
+        ``[[W0, -W0], [-W0, W0]]`` (seed 001, Sec. 3), on ``backend``.
 
     Raises
     ------
@@ -106,43 +144,75 @@ def gsm(n_out, n_in, sigma_w2=2.0, rng=None) -> np.ndarray:
         Odd or non-positive widths, ``n_out * n_in > 2**29``, negative or non-finite ``sigma_w2``.
     TypeError
         Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+
+    Examples
+    --------
+    >>> w = gsm(4, 6, rng=0)
+    >>> bool(np.array_equal(w[:2, :3], -w[2:, :3]) and np.array_equal(w[:2, :3], w[2:, 3:]))
+    True
     """
     m, n = _half(n_out, "n_out"), _half(n_in, "n_in")
     sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     check_size(4 * m * n, "n_out * n_in")
-    rng = check_rng(rng)
-    return looks_linear(np.sqrt(sigma_w2 / n_in) * rng.standard_normal((m, n)))
+    batch = batch_shape(batch)
+    check_batch_size(math.prod(batch) * 4 * m * n, "prod(batch) * n_out * n_in")
+    b = get_backend(backend)
+    gen = b.rng(rng)
+    return _block(b.xp, math.sqrt(sigma_w2 / n_in) * gen.standard_normal(batch + (m, n)))
 
 
-def orthogonal_looks_linear(n_out, n_in, gain=1.0, rng=None) -> np.ndarray:
-    """Orthogonal looks-linear initialisation: ``looks_linear(gain * W0)``, ``W0`` Haar orthogonal.
+def orthogonal_looks_linear(
+    n_out: int,
+    n_in: int,
+    sigma_w2: float = 1.0,
+    rng: Any = None,
+    *,
+    batch: int | tuple[int, ...] = (),
+    backend: str | Backend = "numpy",
+) -> Any:
+    """Orthogonal looks-linear initialisation: ``looks_linear(sqrt(sigma_w2) W0)``, ``W0`` Haar orthogonal.
 
-    With ``n_out = n_in`` and ``gain = 1`` the pre-activation half is propagated by an orthogonal
-    matrix: every singular value of its input-output map equals 1 (seed 001, Sec. 3).
+    With ``n_out = n_in`` and ``sigma_w2 = 1`` the pre-activation half is propagated by an
+    orthogonal matrix: every singular value of its input-output map equals 1 (seed 001, Sec. 3).
 
     Parameters
     ----------
     n_out, n_in : int
         Even layer widths; ``W0`` has shape ``(n_out / 2, n_in / 2)`` with orthonormal rows or
         columns.
-    gain : float
-        Scale of ``W0`` (>= 0, finite).
-    rng : None, int or numpy.random.Generator
-        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
+    sigma_w2 : float
+        Scale of ``W0`` squared (>= 0, finite): ``sigma_w2 = gain^2`` of an orthogonal initialiser.
+    rng : None, int, SeedSequence or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
+        a CuPy Generator.
+    batch : int or tuple of int
+        Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
+    backend : str or Backend
+        ``"numpy"`` (default) or ``"cupy"``.
 
     Returns
     -------
-    ndarray, shape (n_out, n_in)
+    array, shape ``batch + (n_out, n_in)``
+        On ``backend``.
 
     Raises
     ------
     ValueError
-        Odd or non-positive widths, ``n_out * n_in > 2**29``, negative or non-finite ``gain``.
+        Odd or non-positive widths, ``n_out * n_in > 2**29``, negative or non-finite ``sigma_w2``.
     TypeError
         Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+
+    Examples
+    --------
+    >>> w = orthogonal_looks_linear(4, 4, sigma_w2=4.0, rng=0)
+    >>> w0 = w[:2, :2]
+    >>> bool(np.allclose(w0 @ w0.T, 4.0 * np.eye(2)))
+    True
     """
     m, n = _half(n_out, "n_out"), _half(n_in, "n_in")
-    gain = nonneg(gain, "gain")
+    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     check_size(4 * m * n, "n_out * n_in")
-    rng = check_rng(rng)
-    return looks_linear(gain * haar_orthogonal(m, n, rng=rng))
+    batch = batch_shape(batch)
+    check_batch_size(math.prod(batch) * 4 * m * n, "prod(batch) * n_out * n_in")
+    b = get_backend(backend)
+    return _block(b.xp, math.sqrt(sigma_w2) * haar_orthogonal(m, n, rng, batch=batch, backend=b))

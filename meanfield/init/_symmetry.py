@@ -11,9 +11,9 @@
   ``sqrt(sigma_w2)`` (eq. 8, App. B).
 
 Layout: convolution tensors have the paper's shape ``(k_1, ..., k_d, n_out, n_in)`` (Sec. 4.1),
-the layout of :mod:`meanfield.symmetry`; dense tensors ``(n_out, n_in)``. (The periodic-conv
-simulator of :mod:`meanfield.validation.networks` takes ``(..., c_in, c_out)``: swap the last two
-axes.) Weight scales follow the library's ``sigma_w2`` convention (for an orthogonal construction,
+the layout of :mod:`meanfield.symmetry`; dense tensors ``(n_out, n_in)``. It is the library's one
+kernel layout: :func:`meanfield.init.periodic_conv` and the simulators take these tensors as they
+are. Weight scales follow the library's ``sigma_w2`` convention (for an orthogonal construction,
 ``sigma_w2 = gain^2``: ``U`` is multiplied by ``sqrt(sigma_w2)``). :class:`ConstNetInit` is a
 frozen dataclass with ``.replace()``.
 """

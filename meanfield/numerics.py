@@ -1,4 +1,4 @@
-"""Numerical helpers shared across the library (private).
+"""Numerical helpers shared across the library and its validation and figures (public).
 
 :func:`richardson` is the one Richardson extrapolation of the project: the finite-width
 eigenvalue rows (grid step), figures that extrapolate in a grid, and Monte-Carlo numbers

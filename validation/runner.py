@@ -1,7 +1,10 @@
-"""Command-line plumbing shared by every comparison module and by ``meanfield validate``.
+"""Command-line plumbing shared by every comparison module, by ``meanfield validate`` and by ``meanfield figures``.
+
+Public: :mod:`meanfield.figures` and the ``meanfield`` command use it (:func:`progress`,
+:class:`CliParser`, :func:`check_out_dir`, ...), and a new comparison module needs :func:`main_for`.
 
 A comparison module ``validation/NAME.py`` defines ``run(backend="numpy", full=False, seed=0)``
-returning a list of :class:`validation._report.Comparison` and ends with::
+returning a list of :class:`validation.report.Comparison` and ends with::
 
     if __name__ == "__main__":
         raise SystemExit(main_for(run, __name__))
@@ -30,7 +33,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from ._report import format_table, write_table_json
+from .report import format_table, write_table_json
 
 __all__ = [
     "CliParser", "add_arguments", "add_common_arguments", "check_backend_available", "check_out_dir", "comparison_modules", "main", "main_for",
@@ -131,7 +134,7 @@ def comparison_modules() -> list[str]:
 
     names = []
     for info in pkgutil.iter_modules(validation.__path__):
-        if info.name.startswith("_") or info.name in {"backend", "networks"}:
+        if info.name.startswith("_") or info.ispkg or info.name in {"backend", "report", "runner"}:
             continue
         module = importlib.import_module(f"meanfield.validation.{info.name}")
         if callable(getattr(module, "run", None)):

@@ -64,7 +64,7 @@ def _fused(y1, weights, identity, s1, s2):  # pragma: no cover - compiled
                 s2[b, l] += t2
 
 
-def fused_relu_sums(y1, weights, identity=False):
+def fused_relu_sums(y1: np.ndarray, weights: np.ndarray, identity: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Per-layer sums of ``y^(l)`` and ``y^(l)^2`` of ReLU networks from their first-layer outputs.
 
     Parameters

@@ -2,11 +2,16 @@
 
 ``h^(l) = W^(l) x^(l-1) + b^(l)``, ``W_ij ~ N(0, sigma_w2)`` (unscaled by the width: He is
 ``sigma_w2 = 2 / N``), ``b_i ~ N(0, sigma_b2)``, ``x^(l) = relu(h^(l))``. Many independent networks
-are simulated at once as stacked weight tensors on the chosen backend (NumPy or CuPy); each
-network processes a batch of inputs.
+are simulated at once as stacked weight tensors on the chosen backend (NumPy or CuPy), drawn by
+:func:`meanfield.init.dense_weights`; each network processes a batch of inputs.
+
+Parametrisation: these two simulators take seed 001's per-weight variance (``sigma_w2`` is
+``Var W_ij`` itself, He = ``2 / N``), which the comparisons and figures of seed 001 convert to at
+the call (:func:`meanfield.finite_width.unscaled_sigma_w2`); every other simulator takes the
+library's ``sigma_w2`` (``Var W_ij = sigma_w2 / fan_in``).
 
 Randomness: ``rng`` is None, an int, a SeedSequence or a NumPy Generator (the rule of
-:mod:`validation.backend`; an int ``n`` gives the numbers of ``numpy.random.default_rng(n)``).
+:mod:`meanfield.backend`; an int ``n`` gives the numbers of ``numpy.random.default_rng(n)``).
 Each chunk of networks draws from its own child streams spawned off it (input choice and weights),
 never from seeds computed by arithmetic.
 """
@@ -14,27 +19,26 @@ never from seeds computed by arithmetic.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from meanfield._checks import as_float_array, check_int, check_rng, check_scalar
+from meanfield import Result
+from meanfield.backend import Backend, get_backend, spawn_sequences, to_numpy
+from meanfield.checks import as_float_array, check_int, check_rng, check_variance
+from meanfield.init import dense_weights
 
-from .backend import get_backend, spawn_sequences, to_numpy
-from .networks import _check_elements, _check_work
+from ._common import check_elements, check_work
 
-__all__ = ["simulate_squared_norms", "simulate_pair"]
+__all__ = ["PairSimulation", "simulate_pair", "simulate_squared_norms"]
 
 #: Networks per stacked batch (bounded memory: batch * width^2 doubles per layer).
 _BATCH_ELEMENTS = 8_000_000
 #: Squared norms are trusted down to this value (below: subnormal float64, precision lost).
 _NORM_MIN = np.finfo(np.float64).tiny * 2.0**53
-
-
-def _variance(x, name):
-    value = check_scalar(x, name)
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0 (a variance), got {value!r}")
-    return value
 
 
 def _layers(layers):
@@ -49,7 +53,7 @@ def _layers(layers):
                 raise ValueError(f"each layer must be (width, sigma_w2[, sigma_b2]), got {layer!r}")
             w, sw, *rest = layer
             sb = rest[0] if rest else 0.0
-        out.append((check_int(w, "layers width", 1), _variance(sw, "layers sigma_w2"), _variance(sb, "layers sigma_b2")))
+        out.append((check_int(w, "layers width", 1), check_variance(sw, "layers sigma_w2"), check_variance(sb, "layers sigma_b2")))
     if not out:
         raise ValueError("layers must contain at least one layer")
     return out
@@ -64,7 +68,15 @@ def _check_norms(sq, live, layer):
         )
 
 
-def simulate_squared_norms(inputs, layers, n_networks, inputs_per_network, backend="numpy", rng=None):
+def simulate_squared_norms(
+    inputs: ArrayLike,
+    layers: Sequence[Any],
+    n_networks: int,
+    inputs_per_network: int,
+    *,
+    backend: str | Backend = "numpy",
+    rng: Any = None,
+) -> np.ndarray:
     """Squared norms ``|x^(l)|^2`` through ``n_networks`` independent random ReLU networks.
 
     Parameters
@@ -73,7 +85,7 @@ def simulate_squared_norms(inputs, layers, n_networks, inputs_per_network, backe
         Pool of finite input vectors (n, d >= 1); each network receives ``inputs_per_network`` of
         them drawn uniformly with replacement (so the input law is the empirical law of the pool).
     layers : sequence of (width, sigma_w2[, sigma_b2]) or objects with those attributes
-        Widths >= 1, variances >= 0 (seed 001's unscaled ``sigma_w2``).
+        Widths >= 1, variances >= 0 (seed 001's per-weight ``sigma_w2 = Var W_ij``, module notes).
     n_networks, inputs_per_network : int
         >= 1.
     backend : str or Backend
@@ -104,12 +116,12 @@ def simulate_squared_norms(inputs, layers, n_networks, inputs_per_network, backe
     n_networks = check_int(n_networks, "n_networks", 1)
     inputs_per_network = check_int(inputs_per_network, "inputs_per_network", 1)
     generator = check_rng(rng)
-    _check_elements(n_networks * inputs_per_network * (len(lays) + 1), "the squared norms")
+    check_elements(n_networks * inputs_per_network * (len(lays) + 1), "the squared norms")
     widest = max([pool.shape[1]] + [w for w, _, _ in lays])
-    _check_elements(widest * widest, "one network's weights")
-    _check_elements(inputs_per_network * widest, "one network's signals")
+    check_elements(widest * widest, "one network's weights")
+    check_elements(inputs_per_network * widest, "one network's signals")
     dims = [pool.shape[1]] + [w for w, _, _ in lays]
-    _check_work(n_networks * inputs_per_network * sum(a * b for a, b in zip(dims, dims[1:])), "simulate_squared_norms")
+    check_work(n_networks * inputs_per_network * sum(a * b for a, b in zip(dims, dims[1:])), "simulate_squared_norms")
     out = np.empty((n_networks, inputs_per_network, len(lays) + 1))
     batch = max(1, min(_BATCH_ELEMENTS // (widest * widest), _BATCH_ELEMENTS // (inputs_per_network * widest)))
     starts = range(0, n_networks, batch)
@@ -122,7 +134,8 @@ def simulate_squared_norms(inputs, layers, n_networks, inputs_per_network, backe
         norms = [to_numpy((x * x).sum(-1))]
         _check_norms(norms[0], to_numpy(xp.any(x != 0, axis=-1)), 0)
         for layer, (width, sw, sb) in enumerate(lays, start=1):
-            w = rng_w.standard_normal((b, x.shape[-1], width)) * math.sqrt(sw)
+            # W^T as a (fan_in, width) matrix of i.i.d. N(0, 1) entries (dense_weights at unit variance), times sqrt(sw)
+            w = dense_weights(x.shape[-1], width, float(width), "gaussian", rng_w, batch=b, backend=be) * math.sqrt(sw)
             h = xp.matmul(x, w)
             if sb > 0:
                 h = h + rng_w.standard_normal((b, 1, width)) * math.sqrt(sb)
@@ -133,7 +146,39 @@ def simulate_squared_norms(inputs, layers, n_networks, inputs_per_network, backe
     return out
 
 
-def simulate_pair(x1, x2, width, sigma_w2, sigma_b2, n_networks, backend="numpy", rng=None):
+@dataclass(frozen=True)
+class PairSimulation(Result):
+    """Outputs of one random ReLU layer on two inputs, per network (:func:`simulate_pair`).
+
+    Attributes
+    ----------
+    inner : ndarray, shape (n_networks,)
+        ``<x1', x2'>``, the inner product of the two outputs.
+    cosine : ndarray, shape (n_networks,)
+        Their cosine similarity (0 when one output is the zero vector).
+
+    Unpacking ``inner, cosine = simulate_pair(...)`` still works (the result iterates over the two
+    fields in this order), but new code should use the named fields.
+    """
+
+    inner: np.ndarray
+    cosine: np.ndarray
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter((self.inner, self.cosine))
+
+
+def simulate_pair(
+    x1: ArrayLike,
+    x2: ArrayLike,
+    width: int,
+    sigma_w2: float,
+    sigma_b2: float,
+    n_networks: int,
+    *,
+    backend: str | Backend = "numpy",
+    rng: Any = None,
+) -> PairSimulation:
     """One ReLU layer applied to two inputs by ``n_networks`` random networks.
 
     Parameters
@@ -143,7 +188,7 @@ def simulate_pair(x1, x2, width, sigma_w2, sigma_b2, n_networks, backend="numpy"
     width : int
         Output width (>= 1).
     sigma_w2, sigma_b2 : float
-        Seed 001's unscaled weight and bias variances (>= 0).
+        Seed 001's per-weight variance ``Var W_ij`` and the bias variance (>= 0; module notes).
     n_networks : int
         >= 1.
     backend : str or Backend
@@ -152,8 +197,9 @@ def simulate_pair(x1, x2, width, sigma_w2, sigma_b2, n_networks, backend="numpy"
 
     Returns
     -------
-    (inner, cosine) : two ndarrays of shape (n_networks,)
-        ``<x1', x2'>`` and the cosine similarity of the two outputs (0 when one output is zero).
+    PairSimulation
+        ``inner`` (``<x1', x2'>``) and ``cosine`` (the cosine similarity of the two outputs, 0 when
+        one output is zero), each of shape (n_networks,).
 
     Raises
     ------
@@ -163,6 +209,12 @@ def simulate_pair(x1, x2, width, sigma_w2, sigma_b2, n_networks, backend="numpy"
     Notes
     -----
     Seed 001, Prop. 2 and Thm. 5 (the joint law of two outputs of one layer).
+
+    Examples
+    --------
+    >>> sim = simulate_pair(np.ones(4), np.arange(4.0), width=16, sigma_w2=2 / 16, sigma_b2=0.0, n_networks=5, rng=0)
+    >>> sim.inner.shape, bool(np.all(np.abs(sim.cosine) <= 1))
+    ((5,), True)
     """
     be = get_backend(backend)
     xp = be.xp
@@ -171,14 +223,14 @@ def simulate_pair(x1, x2, width, sigma_w2, sigma_b2, n_networks, backend="numpy"
     if x1.ndim != 1 or x1.shape != x2.shape or x1.size < 1:
         raise ValueError(f"x1 and x2 must be 1-D of the same length >= 1, got shapes {x1.shape} and {x2.shape}")
     width = check_int(width, "width", 1)
-    sigma_w2 = _variance(sigma_w2, "sigma_w2")
-    sigma_b2 = _variance(sigma_b2, "sigma_b2")
+    sigma_w2 = check_variance(sigma_w2, "sigma_w2")
+    sigma_b2 = check_variance(sigma_b2, "sigma_b2")
     n_networks = check_int(n_networks, "n_networks", 1)
     generator = check_rng(rng)
     d = x1.shape[0]
-    _check_elements(d * width, "one network's weights")
-    _check_elements(n_networks, "the outputs")
-    _check_work(n_networks * d * width, "simulate_pair")
+    check_elements(d * width, "one network's weights")
+    check_elements(n_networks, "the outputs")
+    check_work(n_networks * d * width, "simulate_pair")
     # the inputs' scale is factored out (relu(s h) = s relu(h)), so large inputs cannot overflow
     scale = max(float(np.max(np.abs(x1))), float(np.max(np.abs(x2))))
     if scale == 0.0:
@@ -192,7 +244,7 @@ def simulate_pair(x1, x2, width, sigma_w2, sigma_b2, n_networks, backend="numpy"
     for i, start in enumerate(starts):
         rng_w = be.generator(seqs[i])
         b = min(batch, n_networks - start)
-        w = rng_w.standard_normal((b, d, width)) * math.sqrt(sigma_w2)
+        w = dense_weights(d, width, float(width), "gaussian", rng_w, batch=b, backend=be) * math.sqrt(sigma_w2)  # W^T, unit entries
         h = xp.matmul(x[None], w)  # (b, 2, width)
         if sigma_b2 > 0:
             h = h + rng_w.standard_normal((b, 1, width)) * (math.sqrt(sigma_b2) / scale)
@@ -210,4 +262,4 @@ def simulate_pair(x1, x2, width, sigma_w2, sigma_b2, n_networks, backend="numpy"
             raise ValueError("the inner products underflow float64 (below ~2e-292): rescale x1, x2, sigma_w2 or sigma_b2")
         inner[start : start + b] = ip
         cosine[start : start + b] = np.divide(ipn, den, out=np.zeros(b), where=den > 0)
-    return inner, cosine
+    return PairSimulation(inner, cosine)

@@ -1,4 +1,4 @@
-"""Theory-versus-Monte-Carlo comparisons, their verdicts and the printed table.
+"""Theory-versus-Monte-Carlo comparisons, their verdicts, the printed table and its JSON (public).
 
 A :class:`Comparison` holds one prediction, its Monte-Carlo estimate and the estimate's standard
 error. The verdict is ``|theory - estimate| <= z * stderr + systematic`` (or, for a one-sided claim
@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
-    "Comparison", "Z_DEFAULT", "format_table", "mean_and_stderr", "run_metadata", "table_records", "to_jsonable",
+    "Comparison", "Z_DEFAULT", "format_table", "git_commit", "mean_and_stderr", "run_metadata", "table_records", "to_jsonable",
     "write_table_json",
 ]
 
-#: Standard errors allowed by default: two-sided P(|Z| > 4.5) = 6.8e-6, so 100 correct rows all
+#: Standard errors allowed by default: two-sided ``P(|Z| > 4.5) = 6.8e-6``, so 100 correct rows all
 #: pass with probability > 0.999.
 Z_DEFAULT = 4.5
 
@@ -198,7 +198,7 @@ def to_jsonable(obj):
     return obj
 
 
-def _commit() -> str | None:
+def git_commit() -> str | None:
     """The git commit of the source tree the library runs from, when it is a git checkout."""
     try:
         out = subprocess.run(
@@ -228,7 +228,7 @@ def run_metadata(**fields) -> dict:
     followed by ``fields``."""
     from meanfield import __version__  # noqa: PLC0415
 
-    commit = _commit()
+    commit = git_commit()
     return {
         "library": "meanfield",
         "version": __version__,
@@ -265,7 +265,7 @@ def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, 
         units={"theory": "unit of the compared quantity (see the row name)", "estimate": "same as theory",
                "stderr": "same as theory", "tolerance": "same as theory", "z": "standard errors"},
         notes="verdict: |estimate - theory| <= z * stderr + systematic (side='both'); one-sided for "
-              "side='above'/'below' (see meanfield.validation._report)",
+              "side='above'/'below' (see meanfield.validation.report)",
     )
     data = {"rows": table_records(rows), "passed": len(rows) - failed, "failed": failed}
     path = Path(path)

@@ -4,11 +4,14 @@ and the empirical output variance of many random networks on a data set (Fig. 1)
 Every simulator runs a chunk of networks at once as stacked matrix products
 (``xp.matmul`` on arrays of shape ``(networks, fan_out, fan_in)``): there is no Python loop over
 networks, only over layers and chunks. NumPy by default, CuPy with ``backend="cupy"``. On the
-NumPy backend the Fig. 1 simulator uses the fused Numba kernel of
-:mod:`validation._kurtosis_kernels` instead (same weights, agreement to 1e-12 tested).
+NumPy backend the Fig. 1 simulator uses a fused Numba kernel instead (same weights, agreement to
+1e-12 tested). Weights are drawn by :func:`meanfield.init.dense_weights` and
+:func:`meanfield.init.gsm` (the library's one sampler and looks-linear construction), the leaky
+ReLU is :func:`meanfield.activations.get_activation` ``("leaky_relu", slope=a)`` evaluated on the
+backend (:func:`~meanfield.validation.simulators.activation_fn`).
 
 Randomness: every simulator takes ``rng`` (None, an int, a SeedSequence or a NumPy Generator, the
-rule of :mod:`validation.backend`); an int ``n`` draws the numbers of ``numpy.random.default_rng(n)``.
+rule of :mod:`meanfield.backend`); an int ``n`` draws the numbers of ``numpy.random.default_rng(n)``.
 On CuPy the device Generator is seeded from a child spawned off the NumPy one.
 
 Conventions (seed 002): ``y^(0) = x``, ``y^(l) = W^(l) phi_a(y^(l-1))``, i.i.d. weights with
@@ -22,17 +25,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from meanfield._checks import as_float_array, check_int, check_rng, check_scalar
-from meanfield.init import he_sigma_w2, metainit, zero_weights
-from meanfield.validation._runner import progress
-from meanfield.validation.backend import get_backend, to_numpy
-from meanfield.validation.networks import WEIGHT_LAWS, _check_elements, _check_work, _draw_weights, random_weights
+from meanfield import Result
+from meanfield.activations import get_activation
+from meanfield.backend import Backend, get_backend, to_numpy
+from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
+from meanfield.init import WEIGHT_LAWS, dense_weights, gsm, he_sigma_w2, metainit, zero_weights
+
+from ..runner import progress
+from ._common import activation_fn, check_elements, check_work
 
 __all__ = [
     "FIG1_INITS",
+    "INPUT_KINDS",
     "INPUT_MOMENTS",
     "METAINIT_CHUNK",
     "RENORM_EVERY",
@@ -50,10 +59,6 @@ FIG1_CLASSES = 10
 #: Networks meta-initialised in one vectorised :func:`meanfield.init.metainit` call (memory ~5 MB
 #: per network at depth 100; the per-network cost is flat beyond ~30).
 METAINIT_CHUNK = 32
-
-
-def _leaky(xp, y, slope):
-    return xp.where(y > 0, y, slope * y) if slope else xp.maximum(y, 0.0)
 
 
 def _inputs(kind, shape, rng, xp):
@@ -100,7 +105,7 @@ INPUT_MOMENTS = {"gaussian": (3.0, 0.0), "rademacher": (1.0, 0.0), "mixture": (6
 
 
 @dataclass(frozen=True)
-class LayerMoments:
+class LayerMoments(Result):
     """Per-network moments of ``y^(l)``, shape ``(n_networks, d + 1)``.
 
     ``m4[k, l]`` is the mean of ``(y_i^(l))^4`` over units of network ``k`` (one input each);
@@ -112,7 +117,17 @@ class LayerMoments:
     m22: np.ndarray
 
 
-def layer_moments(widths, slope=0.0, law="gaussian", n_networks=10_000, input_kind="gaussian", backend="numpy", rng=None, chunk=None):
+def layer_moments(
+    widths: list[int] | tuple[int, ...],
+    slope: float = 0.0,
+    law: str = "gaussian",
+    n_networks: int = 10_000,
+    input_kind: str = "gaussian",
+    *,
+    backend: str | Backend = "numpy",
+    rng: Any = None,
+    chunk: int | None = None,
+) -> LayerMoments:
     """Simulate ``n_networks`` networks with widths ``widths`` (``widths[l]`` = width of ``y^(l)``; the
     output has width ``widths[-1]``) on one independent He input each; return :class:`LayerMoments`
     of every layer (depth ``len(widths) - 1``).
@@ -129,7 +144,7 @@ def layer_moments(widths, slope=0.0, law="gaussian", n_networks=10_000, input_ki
     input_kind : {"gaussian", "rademacher", "mixture"}
     backend : str or Backend
     rng : None, int, SeedSequence or numpy.random.Generator
-        One stream for all chunks (:mod:`validation.backend`).
+        One stream for all chunks (:mod:`meanfield.backend`).
     chunk : int, optional
         Networks per batch (>= 1).
 
@@ -141,6 +156,12 @@ def layer_moments(widths, slope=0.0, law="gaussian", n_networks=10_000, input_ki
     Notes
     -----
     Seed 002, Prop. 4.3 (the moments whose recursion the kurtosis matrices A^(l) describe).
+
+    Examples
+    --------
+    >>> m = layer_moments([4, 4, 4], slope=0.1, n_networks=3, rng=0)
+    >>> m.m4.shape, bool(np.all(m.m4 > 0))
+    ((3, 3), True)
     """
     b = get_backend(backend)
     xp = b.xp
@@ -159,9 +180,11 @@ def layer_moments(widths, slope=0.0, law="gaussian", n_networks=10_000, input_ki
     if chunk is None:
         chunk = max(1, min(n_networks, 4_000_000 // max(w * w for w in widths)))
     chunk = check_int(chunk, "chunk", 1)
-    _check_elements(min(chunk, n_networks) * max(w * w for w in widths), "one chunk's weights")
-    _check_elements(n_networks * (depth + 1), "the moments")
-    _check_work(n_networks * sum(a * b for a, b in zip(widths, widths[1:])), "layer_moments")
+    check_elements(min(chunk, n_networks) * max(w * w for w in widths), "one chunk's weights")
+    check_elements(n_networks * (depth + 1), "the moments")
+    check_work(n_networks * sum(a * b for a, b in zip(widths, widths[1:])), "layer_moments")
+    # ReLU for slope 0 (exactly: maximum(y, 0), no negative zeros), else leaky ReLU
+    phi = activation_fn(get_activation("leaky_relu", slope=slope) if slope else get_activation("relu"), b)[0]
     m4 = np.empty((n_networks, depth + 1))
     m22 = np.empty((n_networks, depth + 1))
     for start in range(0, n_networks, chunk):
@@ -175,13 +198,21 @@ def layer_moments(widths, slope=0.0, law="gaussian", n_networks=10_000, input_ki
             m4[start : start + bsz, l] = to_numpy(s4 / w)
             m22[start : start + bsz, l] = to_numpy((s2 * s2 - s4) / (w * (w - 1))) if w > 1 else np.nan
             if l < depth:
-                wts = _draw_weights((bsz, widths[l + 1], w), sw2, law, rng, b)
-                y = xp.matmul(wts, _leaky(xp, y, slope)[..., None])[..., 0]
+                wts = dense_weights(widths[l + 1], w, sw2, law, rng, batch=bsz, backend=b)
+                y = xp.matmul(wts, phi(y)[..., None])[..., 0]
                 _check_signal(y, l + 1, xp, "layer_moments")
     return LayerMoments(m4, m22)
 
 
-def nonzero_fraction(widths, law="gaussian", n_networks=100_000, input_kind="gaussian", backend="numpy", rng=None):
+def nonzero_fraction(
+    widths: list[int] | tuple[int, ...],
+    law: str = "gaussian",
+    n_networks: int = 100_000,
+    input_kind: str = "gaussian",
+    *,
+    backend: str | Backend = "numpy",
+    rng: Any = None,
+) -> np.ndarray:
     """Fraction of ReLU networks (one input each) whose ``y^(l)`` is not the zero vector, ``l = 0..d``.
 
     ``widths[l]`` is the width of ``y^(l)``, ``d = len(widths) - 1``. ``law`` may also be ``"gsm"``
@@ -189,7 +220,12 @@ def nonzero_fraction(widths, law="gaussian", n_networks=100_000, input_kind="gau
     ``input_kind="shared_sign"`` draws ``x = s |g|`` with one random sign ``s`` for all entries.
     Each network's signal is rescaled to ``max |y| = 1`` after every layer (exact: ReLU networks
     without biases are positively homogeneous), so no depth underflows a live network to zero.
-    ``rng`` follows the rule of :mod:`validation.backend`.
+    ``rng`` follows the rule of :mod:`meanfield.backend`.
+
+    Returns
+    -------
+    ndarray, shape (len(widths),)
+        The fraction at each layer ``l = 0 .. d``.
 
     Raises
     ------
@@ -215,9 +251,9 @@ def nonzero_fraction(widths, law="gaussian", n_networks=100_000, input_kind="gau
     rng = b.rng(rng)
     depth = len(widths) - 1
     chunk = max(1, min(n_networks, 2_000_000 // max(w * w for w in widths)))
-    _check_elements(chunk * max(w * w for w in widths), "one chunk's weights")
-    _check_elements(n_networks, "n_networks (one network at a time)")
-    _check_work(n_networks * sum(a * b for a, b in zip(widths, widths[1:])), "nonzero_fraction")
+    check_elements(chunk * max(w * w for w in widths), "one chunk's weights")
+    check_elements(n_networks, "n_networks (one network at a time)")
+    check_work(n_networks * sum(a * b for a, b in zip(widths, widths[1:])), "nonzero_fraction")
     count = np.zeros(depth + 1)
     for start in range(0, n_networks, chunk):
         bsz = min(chunk, n_networks - start)
@@ -230,11 +266,10 @@ def nonzero_fraction(widths, law="gaussian", n_networks=100_000, input_kind="gau
             count[l] += float(to_numpy(xp.any(y != 0, axis=1).sum()))
             if l < depth:
                 n_out, n_in = widths[l + 1], widths[l]
-                if law == "gsm":
-                    w0 = _draw_weights((bsz, n_out // 2, n_in // 2), 2.0 * (n_in // 2) / n_in, "gaussian", rng, b)
-                    wts = xp.concatenate([xp.concatenate([w0, -w0], axis=2), xp.concatenate([-w0, w0], axis=2)], axis=1)
+                if law == "gsm":  # Var W0 = 2 / n_in
+                    wts = gsm(n_out, n_in, 2.0, rng, batch=bsz, backend=b)
                 else:
-                    wts = _draw_weights((bsz, n_out, n_in), 2.0, law, rng, b)
+                    wts = dense_weights(n_out, n_in, 2.0, law, rng, batch=bsz, backend=b)
                 y = xp.matmul(wts, xp.maximum(y, 0.0)[..., None])[..., 0]
                 m = xp.max(xp.abs(y), axis=1, keepdims=True)
                 y = y / xp.where(m > 0, m, 1.0)  # exact rescaling: relu(s y) = s relu(y)
@@ -249,29 +284,28 @@ def _fig1_weights(init, l, n_out, n_in, bsz, rng, b):
     xp = b.xp
     first = l == 1
     if init == "he":
-        return _draw_weights((bsz, n_out, n_in), 1.0 if first else he_sigma_w2(0.0), "gaussian", rng, b)
+        return dense_weights(n_out, n_in, 1.0 if first else he_sigma_w2(0.0), "gaussian", rng, batch=bsz, backend=b)
     if init == "glorot":
-        return _draw_weights((bsz, n_out, n_in), 2.0 * n_in / (n_in + n_out), "gaussian", rng, b)
+        return dense_weights(n_out, n_in, 2.0 * n_in / (n_in + n_out), "gaussian", rng, batch=bsz, backend=b)
     if init == "orthogonal":
-        return _draw_weights((bsz, n_out, n_in), 1.0 if first else 2.0, "orthogonal", rng, b)
+        return dense_weights(n_out, n_in, 1.0 if first else 2.0, "orthogonal", rng, batch=bsz, backend=b)
     if init == "gsm":
-        if first:  # [W0; -W0] x = [h, -h]: the looks-linear form from the raw input
-            w0 = _draw_weights((bsz, n_out // 2, n_in), 1.0, "gaussian", rng, b)
+        if first:  # [W0; -W0] x = [h, -h]: the looks-linear form from the raw input (rows only, not the 2 x 2 block)
+            w0 = dense_weights(n_out // 2, n_in, 1.0, "gaussian", rng, batch=bsz, backend=b)
             return xp.concatenate([w0, -w0], axis=1)
-        w0 = _draw_weights((bsz, n_out // 2, n_in // 2), 1.0, "gaussian", rng, b)  # Var = 2 / n_in
-        return xp.concatenate([xp.concatenate([w0, -w0], axis=2), xp.concatenate([-w0, w0], axis=2)], axis=1)
+        return gsm(n_out, n_in, 2.0, rng, batch=bsz, backend=b)  # Var W0 = 2 / n_in
     if init == "zero":
         if n_out == n_in:
             return None
         return b.asarray(zero_weights(n_out, n_in))[None]
     if init == "zero_star":
         if first:
-            return _draw_weights((bsz, n_out, n_in), 1.0, "gaussian", rng, b)
+            return dense_weights(n_out, n_in, 1.0, "gaussian", rng, batch=bsz, backend=b)
         return None if n_out == n_in else b.asarray(zero_weights(n_out, n_in))[None]
     raise ValueError(f"init must be one of {FIG1_INITS}, got {init!r}")
 
 
-def metainit_weights(n_networks, depth, width, w0, rng=None, steps=500):
+def metainit_weights(n_networks: int, depth: int, width: int, w0: int, rng: Any = None, steps: int = 500) -> list[np.ndarray]:
     """MetaInit weights of ``n_networks`` Fig. 1 networks, shape (n_networks, n_out, n_in) per layer.
 
     As in seed 002's code (its ``metainit_cifar10_from_he_normal``): He-normal start
@@ -287,10 +321,10 @@ def metainit_weights(n_networks, depth, width, w0, rng=None, steps=500):
     width = check_int(width, "width", 1)
     w0 = check_int(w0, "w0", 1)
     steps = check_int(steps, "steps", 0)
-    _check_elements(n_networks * (depth * width * max(width, w0) + FIG1_CLASSES * width), "the MetaInit weights")
-    _check_work(n_networks * (steps + 1) * 32 * (depth * width * max(width, w0) + FIG1_CLASSES * width), "MetaInit")
+    check_elements(n_networks * (depth * width * max(width, w0) + FIG1_CLASSES * width), "the MetaInit weights")
+    check_work(n_networks * (steps + 1) * 32 * (depth * width * max(width, w0) + FIG1_CLASSES * width), "MetaInit")
     shapes = [(width, w0)] + [(width, width)] * (depth - 1) + [(FIG1_CLASSES, width)]
-    ws = [random_weights((n_networks,) + s, 2.0, "gaussian", rng) for s in shapes]
+    ws = [dense_weights(s[0], s[1], 2.0, "gaussian", rng, batch=n_networks) for s in shapes]
     return metainit(ws, 0.0, steps=steps, biases=True, eval_batches=0, rng=rng).weights[:-1]
 
 
@@ -328,19 +362,20 @@ RENORM_EVERY = 8
 
 
 def empirical_variances(
-    x,
-    init,
-    depth=100,
-    width=10,
-    n_networks=1000,
-    backend="numpy",
-    rng=None,
-    chunk=None,
-    desc=None,
-    dtype="float32",
-    engine=None,
-    metainit_steps=500,
-):
+    x: ArrayLike,
+    init: str,
+    depth: int = 100,
+    width: int = 10,
+    n_networks: int = 1000,
+    *,
+    backend: str | Backend = "numpy",
+    rng: Any = None,
+    chunk: int | None = None,
+    desc: str | None = None,
+    dtype: str = "float32",
+    engine: str | None = None,
+    metainit_steps: int = 500,
+) -> np.ndarray:
     """Empirical variance of the outputs of ``n_networks`` random ReLU networks on the data ``x``.
 
     Parameters
@@ -359,8 +394,7 @@ def empirical_variances(
         scale kept as a float64 logarithm (Glorot's 2^-depth decay is exact at any depth).
 
     engine : {"numba", "blas"}, optional
-        ``"numba"`` (default on the NumPy backend): the fused kernel of
-        :mod:`validation._kurtosis_kernels` in float64 (``dtype`` ignored; fine to depth ~1000,
+        ``"numba"`` (default on the NumPy backend): a fused Numba kernel in float64 (``dtype`` ignored; fine to depth ~1000,
         beyond which Glorot's 2^-depth decay would underflow); ``"blas"`` (default on CuPy):
         stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. Both draw the same
         weights for the same ``rng``.
@@ -370,7 +404,7 @@ def empirical_variances(
         depth 100, see ``benchmarks/metainit.py``), then the forward pass runs on ``backend``.
 
     rng : None, int, SeedSequence or numpy.random.Generator
-        The rule of :mod:`validation.backend` (one stream for all chunks; on CuPy the device
+        The rule of :mod:`meanfield.backend` (one stream for all chunks; on CuPy the device
         Generator is spawned off it and MetaInit draws from it on the host).
 
     Returns
@@ -396,10 +430,10 @@ def empirical_variances(
     if desc is not None and not isinstance(desc, str):
         raise TypeError(f"desc must be a string or None, got {type(desc).__name__}")
     n_inputs = x.shape[0]
-    _check_elements(n_networks * (depth + 1), "the variances (n_networks x (depth + 1))")
-    _check_elements(width * max(width, x.shape[1]) * depth, "one network's weights")
-    _check_elements(width * max(n_inputs, x.shape[1]), "one network's signal")
-    _check_work(n_networks * depth * width * max(width, x.shape[1]) * n_inputs, "empirical_variances")
+    check_elements(n_networks * (depth + 1), "the variances (n_networks x (depth + 1))")
+    check_elements(width * max(width, x.shape[1]) * depth, "one network's weights")
+    check_elements(width * max(n_inputs, x.shape[1]), "one network's signal")
+    check_work(n_networks * depth * width * max(width, x.shape[1]) * n_inputs, "empirical_variances")
     b = get_backend(backend)
     host = check_rng(rng)
     if engine is None:
@@ -472,7 +506,7 @@ _LOG_TINY = math.log(np.finfo(np.float64).tiny)
 
 def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, desc, metainit_steps):
     """The NumPy-backend path of :func:`empirical_variances` through the fused Numba kernel."""
-    from meanfield.validation._kurtosis_kernels import fused_relu_sums  # noqa: PLC0415  (compiles on first use)
+    from ._kurtosis_kernels import fused_relu_sums
 
     b = get_backend("numpy")
     deterministic = init == "zero"

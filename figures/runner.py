@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from meanfield.validation._runner import CliParser, add_common_arguments, progress, size_from_args
+from meanfield.validation.runner import CliParser, add_common_arguments, progress, size_from_args
 
 from ._common import SIZES, check_backend, check_out_dir, check_seed, check_size
 

@@ -1,0 +1,112 @@
+"""Monte-Carlo simulators of finite random networks, one module per theory.
+
+=======================================  ======================================================  ======
+module                                   simulators                                              seed
+=======================================  ======================================================  ======
+:mod:`~.dense`                           :func:`simulate_dense` (:class:`DenseSimulation`)        003
+:mod:`~.conv`                            :func:`simulate_conv` (:class:`ConvSimulation`),         003
+                                         :func:`conv_kernels`
+:mod:`~.finite_width`                    :func:`simulate_squared_norms`, :func:`simulate_pair`    001
+                                         (:class:`PairSimulation`)
+:mod:`~.kurtosis`                        :func:`layer_moments` (:class:`LayerMoments`),           002
+                                         :func:`nonzero_fraction`, :func:`empirical_variances`,
+                                         :func:`metainit_weights`
+:mod:`~.symmetry`                        :class:`ConstNet`, :class:`LeakyNet`, :func:`train`      000
+                                         (:class:`TrainingRecord`),
+                                         :func:`looks_linear_delta_orthogonal_forward`,
+                                         :func:`replicated_feature_experiment`
+=======================================  ======================================================  ======
+
+Every public name is re-exported here: ``from meanfield.validation.simulators import simulate_dense``.
+
+One signature style
+-------------------
+Problem arguments first (inputs, activation, variances), then the sizes under the same names
+everywhere -- ``depth`` (number of layers), ``width`` (hidden width; the channel count of a CNN),
+``n_networks`` (independent networks simulated together) -- and the keyword-only ``backend``
+(``"numpy"`` or ``"cupy"``, :mod:`meanfield.backend`) and ``rng``. Results with several fields are
+frozen dataclasses inheriting :class:`meanfield.Result` (``.replace()``); several-field results
+that used to be tuples still unpack (``inner, cosine = simulate_pair(...)``).
+
+Shared building blocks, one of each in the library: weights are drawn by
+:func:`meanfield.init.dense_weights` / :func:`meanfield.init.gaussian_conv_kernel` and seed 003's
+orthogonal kernels (``batch`` and ``backend`` arguments), convolutions are
+:func:`meanfield.init.periodic_conv` (kernel layout ``(*k, c_out, c_in)``), looks-linear blocks
+:func:`meanfield.init.looks_linear` / :func:`meanfield.init.gsm`, and activations
+:func:`meanfield.activations.get_activation`, evaluated on the backend by :func:`activation_fn`.
+
+Parametrisation: ``sigma_w2`` means ``W_ij ~ N(0, sigma_w2 / fan_in)`` except in the seed-001
+simulators :func:`simulate_squared_norms` and :func:`simulate_pair`, which take the paper's
+per-weight variance (see :mod:`~.finite_width`).
+
+Randomness: ``rng`` is ``None`` (fresh OS entropy), a non-negative ``int`` ``n`` (exactly the stream of
+``numpy.random.default_rng(n)``), a ``SeedSequence`` or a NumPy ``Generator``; independent streams
+(layers, chunks) are children spawned off it, never seeds computed by arithmetic. Sizes are bounded:
+arrays beyond :data:`MAX_ELEMENTS` numbers or work beyond :data:`MAX_WORK` multiply-adds raise
+``ValueError`` at once.
+"""
+
+from __future__ import annotations
+
+from ._common import MAX_ELEMENTS, MAX_WORK, UNDERFLOW_LOG, activation_fn
+from .conv import CONV_INITS, ConvSimulation, conv_kernels, simulate_conv
+from .dense import DenseSimulation, simulate_dense
+from .finite_width import PairSimulation, simulate_pair, simulate_squared_norms
+from .kurtosis import (
+    FIG1_INITS,
+    INPUT_KINDS,
+    INPUT_MOMENTS,
+    METAINIT_CHUNK,
+    RENORM_EVERY,
+    LayerMoments,
+    empirical_variances,
+    layer_moments,
+    metainit_weights,
+    nonzero_fraction,
+)
+from .symmetry import (
+    ConstNet,
+    LeakyNet,
+    LooksLinearForward,
+    ReplicatedFeatureResult,
+    TrainingRecord,
+    looks_linear_delta_orthogonal_forward,
+    replicated_feature_experiment,
+    softmax_xent,
+    train,
+)
+
+__all__ = [
+    "CONV_INITS",
+    "FIG1_INITS",
+    "INPUT_KINDS",
+    "INPUT_MOMENTS",
+    "MAX_ELEMENTS",
+    "MAX_WORK",
+    "METAINIT_CHUNK",
+    "RENORM_EVERY",
+    "UNDERFLOW_LOG",
+    "ConstNet",
+    "ConvSimulation",
+    "DenseSimulation",
+    "LayerMoments",
+    "LeakyNet",
+    "LooksLinearForward",
+    "PairSimulation",
+    "ReplicatedFeatureResult",
+    "TrainingRecord",
+    "activation_fn",
+    "conv_kernels",
+    "empirical_variances",
+    "layer_moments",
+    "looks_linear_delta_orthogonal_forward",
+    "metainit_weights",
+    "nonzero_fraction",
+    "replicated_feature_experiment",
+    "simulate_conv",
+    "simulate_dense",
+    "simulate_pair",
+    "simulate_squared_norms",
+    "softmax_xent",
+    "train",
+]
