@@ -13,6 +13,8 @@ import numpy as np
 
 __all__ = [
     "as_float_array",
+    "as_real_array",
+    "check_nonnegative_scalar",
     "check_correlation",
     "check_covariance",
     "check_finite",
@@ -49,9 +51,13 @@ def check_finite(x, name: str) -> np.ndarray:
     return as_float_array(x, name)
 
 
-def check_nonnegative(x, name: str):
-    """``x >= 0`` elementwise; returns a float (scalar input) or a float64 array."""
-    arr = as_float_array(x, name)
+def check_nonnegative(x, name: str, strict: bool = False):
+    """``x >= 0`` elementwise; returns a float (scalar input) or a float64 array.
+
+    ``strict=True`` applies the type rules of :func:`as_real_array` (bools, complex, strings raise
+    ``TypeError``).
+    """
+    arr = as_real_array(x, name) if strict else as_float_array(x, name)
     if np.any(arr < 0):
         raise ValueError(f"{name} must be >= 0 (a variance), got {x!r}")
     return float(arr) if arr.ndim == 0 else arr
@@ -65,9 +71,9 @@ def check_positive(x, name: str):
     return float(arr) if arr.ndim == 0 else arr
 
 
-def check_correlation(c, name: str = "c"):
-    """``-1 <= c <= 1`` elementwise."""
-    arr = as_float_array(c, name)
+def check_correlation(c, name: str = "c", strict: bool = False):
+    """``-1 <= c <= 1`` elementwise (``strict``: the type rules of :func:`as_real_array`)."""
+    arr = as_real_array(c, name) if strict else as_float_array(c, name)
     if np.any(np.abs(arr) > 1.0):
         raise ValueError(f"{name} must lie in [-1, 1], got {c!r}")
     return float(arr) if arr.ndim == 0 else arr
@@ -88,19 +94,22 @@ def check_int(n, name: str, minimum: int | None = None, maximum: int | None = No
     return n
 
 
-def check_covariance(cov, name: str = "cov") -> np.ndarray:
-    """A finite, symmetric, positive semi-definite square matrix (or stack of them)."""
-    arr = as_float_array(cov, name)
+def check_covariance(cov, name: str = "cov", strict: bool = False) -> np.ndarray:
+    """A finite, symmetric, positive semi-definite square matrix (or stack of them).
+
+    ``strict``: the type rules of :func:`as_real_array`.
+    """
+    arr = as_real_array(cov, name) if strict else as_float_array(cov, name)
     if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
         raise ValueError(f"{name} must be a square matrix (shape (..., D, D)), got shape {arr.shape}")
     scale = max(float(np.max(np.abs(arr))), 1e-300) if arr.size else 1.0
     if not np.allclose(arr, np.swapaxes(arr, -1, -2), rtol=1e-12, atol=1e-12 * scale):
         raise ValueError(f"{name} must be symmetric")
     if arr.size:
-        eig = np.linalg.eigvalsh(arr)
-        if np.any(eig < -PSD_RTOL * scale * arr.shape[-1]):
+        eig = np.linalg.eigvalsh(arr / scale)  # scaled: LAPACK's norms overflow for entries ~1e300
+        if np.any(eig < -PSD_RTOL * arr.shape[-1]):
             raise ValueError(
-                f"{name} must be positive semi-definite (smallest eigenvalue {eig.min():.3g} < 0)"
+                f"{name} must be positive semi-definite (smallest eigenvalue {eig.min() * scale:.3g} < 0)"
             )
     return 0.5 * (arr + np.swapaxes(arr, -1, -2))
 
@@ -166,4 +175,31 @@ def check_scalar(x, name: str) -> float:
     value = float(arr)
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite (no NaN or infinity), got {value}")
+    return value
+
+
+def as_real_array(x, name: str) -> np.ndarray:
+    """Like :func:`as_float_array`, but strict about types: bools (scalar or array), complex values,
+    strings and other non-numeric objects raise ``TypeError`` naming ``name``; NaN and infinity
+    ``ValueError``. Returns a float64 array (0-d for scalars, contiguous otherwise)."""
+    if isinstance(x, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"{name} must be a real number or array of real numbers, got {x!r}")
+    if np.iscomplexobj(x):
+        raise TypeError(f"{name} must be real, got a complex value")
+    try:
+        raw = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real number or array of real numbers") from exc
+    if raw.dtype == np.bool_ or raw.dtype.kind not in "iuf":
+        raise TypeError(
+            f"{name} must be a real number or array of real numbers, got dtype {raw.dtype}"
+        )
+    return as_float_array(raw, name)
+
+
+def check_nonnegative_scalar(x, name: str) -> float:
+    """A finite real scalar ``>= 0`` (see :func:`check_scalar` for the type rules)."""
+    value = check_scalar(x, name)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0 (a variance), got {value!r}")
     return value
