@@ -12,16 +12,19 @@ Built-ins (``get_activation(name, **params)``):
 name          phi(x)                                      Gaussian moments
 ============  ==========================================  ==============================
 linear        x                                           closed form
-tanh          tanh(x)                                     Gauss-Hermite
+tanh          tanh(x)                                     quadrature
 erf           erf(x)  (plain, not erf(sqrt(pi) x / 2))    closed form (arcsine kernel)
 relu          max(x, 0)                                   closed form (arc-cosine kernel)
 leaky_relu    max(x, 0) + slope * min(x, 0)               closed form (arc-cosine kernel)
-hard_tanh     clip(x, -1, 1)                              Gauss-Hermite (kinks: slow)
-sigmoid       1 / (1 + exp(-x))                           Gauss-Hermite
-softplus      log(1 + exp(x))                             Gauss-Hermite
-swish         x * sigmoid(x)                              Gauss-Hermite
-gelu          x * Phi(x)  (exact, Phi the normal CDF)     Gauss-Hermite
+hard_tanh     clip(x, -1, 1)                              closed form (clipped Gaussian)
+sigmoid       1 / (1 + exp(-x))                           quadrature
+softplus      log(1 + exp(x))                             quadrature
+swish         x * sigmoid(x)                              quadrature
+gelu          x * Phi(x)  (exact, Phi the normal CDF)     quadrature
 ============  ==========================================  ==============================
+
+"quadrature" is Gauss-Hermite for small variances and trapezoid / graded Gauss-Legendre rules for
+large ones (see :mod:`meanfield.gaussian`); every rule has a bounded number of nodes at any q.
 
 ``phi''`` of relu, leaky_relu and hard_tanh has Dirac parts that a pointwise ``d2phi`` cannot
 represent; :attr:`Activation.smooth` is False for them and the Gaussian engine refuses
@@ -36,6 +39,8 @@ from typing import Callable
 
 import numba
 import numpy as np
+
+from ._checks import check_bool, check_scalar
 
 __all__ = ["ACTIVATIONS", "Activation", "get_activation"]
 
@@ -56,6 +61,12 @@ _CODES = {
     "gelu": GELU,
 }
 _KINKED = {RELU, LEAKY_RELU, HARD_TANH}
+#: Positively homogeneous built-ins: phi(s u) = s phi(u) for s > 0 (closed-form moments).
+HOMOGENEOUS = (LINEAR, RELU, LEAKY_RELU)
+#: Smooth built-ins that grow like ReLU: phi(u) - relu(u) decays as |u| -> infinity.
+RELU_LIKE = (SOFTPLUS, SWISH, GELU)
+#: Bounded built-ins: phi tends to constants as u -> +-infinity.
+BOUNDED = (TANH, ERF, SIGMOID, HARD_TANH)
 #: Names accepted by :func:`get_activation`.
 ACTIVATIONS = tuple(_CODES)
 
@@ -138,6 +149,28 @@ def evaluate(code, param, deriv, x):
     return math.nan
 
 
+#: :func:`evaluate` as an ordinary compiled call, for paths that are not hot loops (large-variance
+#: rules, values at 0): inlining the ten-way switch there only lengthens the first compilation.
+evaluate_call = numba.njit(cache=True)(evaluate.py_func)
+
+
+@numba.njit(inline="always")
+def asymptotic_slope(code, param):
+    """lim_{q -> inf} E phi(sqrt(q) z)^2 / q of built-in ``code`` (0 for bounded activations).
+
+    The q-map of an activation with slope ``m`` grows like ``sigma_w2 m q`` for large q, so q*
+    is infinite when ``sigma_w2 m > 1`` (ReLU: m = 1/2; softplus, swish and gelu, which differ
+    from ReLU by a term decaying at infinity, also 1/2).
+    """
+    if code == LINEAR:
+        return 1.0
+    if code == LEAKY_RELU:
+        return 0.5 * (1.0 + param * param)
+    if code == RELU or code == SOFTPLUS or code == SWISH or code == GELU:
+        return 0.5
+    return 0.0
+
+
 @numba.njit(cache=True)
 def _apply(code, param, deriv, x, out):
     for i in range(x.size):
@@ -189,9 +222,38 @@ class Activation:
     def from_functions(cls, name, phi, dphi, d2phi=None, smooth=True) -> "Activation":
         """A user-defined activation from NumPy-vectorised callables.
 
-        Gaussian expectations of custom activations use the same Gauss-Hermite rules as the
-        built-ins but evaluate ``phi`` with NumPy on the node grid (uncached, slower; no Numba).
-        Pass ``smooth=False`` if ``phi''`` has Dirac parts (kinks).
+        Gaussian expectations of custom activations use the same quadrature rules as the
+        built-ins (:mod:`meanfield.gaussian`: Gauss-Hermite while sqrt(q) <= ``GH_MAX_SCALE``, a
+        trapezoid rule up to ``TRAPEZOID_MAX_SCALE``, graded Gauss-Legendre panels beyond), built
+        by the same compiled rule builder, but evaluate ``phi`` with NumPy on the nodes (uncached,
+        slower; no Numba). The rules assume what holds for the built-ins: the activation's
+        structure (kinks, transitions) lies within a few units of u = 0 and it is smooth,
+        asymptotically polynomial, further out. Pass ``smooth=False`` if ``phi''`` has Dirac
+        parts (kinks).
+
+        Parameters
+        ----------
+        name : str
+            A non-empty label (used in messages and ``repr``).
+        phi, dphi : callable
+            phi and phi', each mapping a float64 array to a real array of the same shape.
+        d2phi : callable or None
+            phi''; needed only for expectations with derivative order 2.
+        smooth : bool
+            False when phi'' has Dirac parts.
+
+        Returns
+        -------
+        Activation
+            With ``code == -1``.
+
+        Raises
+        ------
+        TypeError
+            ``name`` is not a string, ``smooth`` is not a bool, or a function returns complex values.
+        ValueError
+            ``name`` is empty, a function is not callable, or a function fails on, returns the
+            wrong shape or non-finite values at the probe points ``linspace(-4, 4, 17)``.
 
         Examples
         --------
@@ -200,15 +262,26 @@ class Activation:
         >>> float(cube.phi(2.0))
         8.0
         """
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a non-empty str, got {type(name).__name__} {name!r}")
+        if not name.strip():
+            raise ValueError("name must be a non-empty str, got an empty name")
         for label, f in (("phi", phi), ("dphi", dphi)):
             if not callable(f):
                 raise ValueError(f"{label} must be callable")
         if d2phi is not None and not callable(d2phi):
             raise ValueError("d2phi must be callable or None")
-        return cls(name=str(name), phi=phi, dphi=dphi, d2phi=d2phi, code=CUSTOM, param=0.0, smooth=bool(smooth))
+        smooth = check_bool(smooth, "smooth")
+        probe = np.linspace(-4.0, 4.0, 17)
+        for label, f in (("phi", phi), ("dphi", dphi), ("d2phi", d2phi)):
+            if f is not None:
+                call_user(f, probe, label, name)
+        return cls(name=name, phi=phi, dphi=dphi, d2phi=d2phi, code=CUSTOM, param=0.0, smooth=smooth)
 
     def derivative(self, order: int) -> Callable:
-        """phi, phi' or phi'' for ``order`` 0, 1, 2."""
+        """phi, phi' or phi'' for ``order`` 0, 1, 2 (an int; bools and floats raise ``TypeError``)."""
+        if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)):
+            raise TypeError(f"order must be an integer 0, 1 or 2, got {order!r}")
         if order == 0:
             return self.phi
         if order == 1:
@@ -220,6 +293,44 @@ class Activation:
         raise ValueError(f"order must be 0, 1 or 2, got {order!r}")
 
 
+def call_user(func, u, label, name) -> np.ndarray:
+    """Evaluate a user-supplied activation function on the float64 array ``u``, checked.
+
+    Returns a float64 array of ``u``'s shape. Raises ``ValueError`` when the call fails, returns
+    the wrong shape, or returns NaN or infinity, and ``TypeError`` for complex values, each naming
+    the function (``label``) and the activation (``name``).
+    """
+    try:
+        with np.errstate(all="ignore"):
+            y = func(u)
+    except Exception as exc:  # the user's code: report it as a bad argument, keep the cause
+        raise ValueError(
+            f"{label} of activation {name!r} failed on a float64 array ({type(exc).__name__}: {exc}); "
+            "user-defined activation functions must be NumPy-vectorised"
+        ) from exc
+    if np.iscomplexobj(y):
+        raise TypeError(f"{label} of activation {name!r} returned complex values; it must be real")
+    try:
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{label} of activation {name!r} returned a non-numeric value") from exc
+    if y.shape != np.shape(u):
+        if y.ndim == 0:
+            y = np.full(np.shape(u), float(y))
+        else:
+            raise ValueError(
+                f"{label} of activation {name!r} returned shape {y.shape} for an argument of shape "
+                f"{np.shape(u)}; it must act elementwise"
+            )
+    if not np.all(np.isfinite(y)):
+        bad = np.asarray(u)[~np.isfinite(y)]
+        raise ValueError(
+            f"{label} of activation {name!r} returned NaN or infinity (e.g. at u = {float(bad.flat[0]):.6g}); "
+            "it must be finite on the real line (at quadrature nodes |u| can reach 9 sqrt(q))"
+        )
+    return y
+
+
 def get_activation(activation, **params) -> Activation:
     """Return an :class:`Activation` from its name (or pass an Activation through).
 
@@ -228,12 +339,18 @@ def get_activation(activation, **params) -> Activation:
     activation : str or Activation
         One of :data:`ACTIVATIONS`.
     **params
-        ``slope`` for ``leaky_relu`` (default 0.01, any real number).
+        ``slope`` for ``leaky_relu`` (default 0.01, any finite real number).
+
+    Returns
+    -------
+    Activation
 
     Raises
     ------
     ValueError
-        Unknown name or unexpected / invalid parameter.
+        Unknown name, unexpected parameter, or a non-finite ``slope``.
+    TypeError
+        ``slope`` is not a real scalar (complex, bool, array, string).
     """
     if isinstance(activation, Activation):
         if params:
@@ -248,9 +365,7 @@ def get_activation(activation, **params) -> Activation:
         unknown = set(params) - {"slope"}
         if unknown:
             raise ValueError(f"leaky_relu takes only 'slope', got {sorted(unknown)}")
-        param = float(params.get("slope", 0.01))
-        if not math.isfinite(param):
-            raise ValueError(f"slope must be finite, got {param}")
+        param = check_scalar(params.get("slope", 0.01), "slope")
         name = f"leaky_relu(slope={param:g})"
     elif params:
         raise ValueError(f"activation {activation!r} takes no parameters, got {sorted(params)}")
