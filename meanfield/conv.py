@@ -46,15 +46,16 @@ import numpy as np
 
 from . import dense
 from ._checks import (
-    as_float_array,
+    as_real_array,
     check_correlation,
     check_covariance,
     check_int,
-    check_nonnegative,
+    check_nonnegative_scalar,
     check_probability_vector,
+    check_scalar,
 )
 from .activations import get_activation
-from .gaussian import DEFAULT_DEGREE, pair_expectation
+from .gaussian import DEFAULT_DEGREE, kernel_rule, pair_expectation
 
 __all__ = [
     "BackwardPropagation",
@@ -118,7 +119,7 @@ def spatial_shape(shape) -> tuple:
 
 
 def _check_v(v, ndim=None) -> np.ndarray:
-    v = check_probability_vector(v, "v")
+    v = check_probability_vector(as_real_array(v, "v"), "v")
     if v.ndim not in (1, 2):
         raise ValueError(f"v must be 1-D (length 2k+1) or 2-D (shape (2k1+1, 2k2+1)), got ndim {v.ndim}")
     if any(s % 2 == 0 for s in v.shape):
@@ -184,7 +185,7 @@ def average(cov, v, shape=None) -> np.ndarray:
         simultaneous cyclic shifts of rows and columns).
     """
     v = _check_v(v)
-    cov = as_float_array(cov, "cov")
+    cov = as_real_array(cov, "cov")
     if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
         raise ValueError(f"cov must have shape (..., P, P), got {cov.shape}")
     shape = _resolve_shape(v, shape, cov.shape[-1])
@@ -209,7 +210,7 @@ def average_transpose(cov, v, shape=None) -> np.ndarray:
         The transpose of :func:`average` with respect to the Frobenius inner product.
     """
     v = _check_v(v)
-    cov = as_float_array(cov, "cov")
+    cov = as_real_array(cov, "cov")
     if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
         raise ValueError(f"cov must have shape (..., P, P), got {cov.shape}")
     shape = _resolve_shape(v, shape, cov.shape[-1])
@@ -255,7 +256,7 @@ def covariance_map(cov, activation, sigma_w2, sigma_b2, v, shape=None, degree=DE
     True
     """
     v = _check_v(v)
-    cov = check_covariance(cov, "cov")
+    cov = check_covariance(cov, "cov", strict=True)
     shape = _resolve_shape(v, shape, cov.shape[-1])
     mapped = dense.covariance_map(cov, activation, sigma_w2, sigma_b2, degree)
     return _average(mapped, v, shape, +1)
@@ -292,37 +293,41 @@ def propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape=None, de
     """
     act = get_activation(activation)
     v = _check_v(v)
-    cov0 = check_covariance(cov0, "cov0")
-    if cov0.ndim != 2:
-        raise ValueError(f"cov0 must be a single (P, P) matrix, got shape {cov0.shape}")
+    cov0 = check_covariance(cov0, "cov0", strict=True)
+    if cov0.ndim != 2 or cov0.shape[0] < 1:
+        raise ValueError(f"cov0 must be a single (P, P) matrix with P >= 1, got shape {cov0.shape}")
     shape = _resolve_shape(v, shape, cov0.shape[-1])
-    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
-    sigma_b2 = check_nonnegative(sigma_b2, "sigma_b2")
-    depth = check_int(depth, "depth", 0)
-    homogeneous = act.is_builtin and act.code in _HOMOGENEOUS
+    sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
+    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
+    depth = dense._check_depth(depth, cov0.shape[0])
     out = np.empty((depth + 1,) + cov0.shape)
     logs = np.zeros(depth + 1)
-    k = cov0
-    if homogeneous:
-        m = float(np.max(np.diagonal(k)))
-        if m > 0:
-            k, logs[0] = k / m, math.log(m)
-    out[0] = k
+    out[0], logs[0] = dense._normalised_start(cov0)
+    z, w = kernel_rule(degree)
+    tmp = np.empty(cov0.shape)
+    work = np.empty(cov0.shape)
+    mapped = np.empty(cov0.shape)
     for layer in range(1, depth + 1):
-        if homogeneous:
-            bias = math.exp(min(math.log(sigma_b2) - logs[layer - 1], 700.0)) if sigma_b2 > 0 else 0.0
-        else:
-            bias = sigma_b2
-        k = _average(dense._map_stack(k, act, 0, sigma_w2, bias, degree), v, shape, +1)
-        logs[layer] = logs[layer - 1] if homogeneous else 0.0
-        if homogeneous:
-            m = float(np.max(np.diagonal(k)))
-            if m > 0:
-                k = k / m
-                logs[layer] += math.log(m)
-        out[layer] = k
-    if not (np.all(np.isfinite(out)) and np.all(np.isfinite(logs))):
-        raise FloatingPointError(f"propagation of {act.name} overflowed at these parameters")
+        k, lk = out[layer - 1], logs[layer - 1]
+        if act.is_builtin:  # the dense step on the log scale (exact for every scale), then A_v
+            lm = dense._scaled_step(act.code, act.param, sigma_w2, sigma_b2, k, lk, z, w, tmp, mapped, work)
+        else:  # user-defined: evaluated directly, so the scale must stay in the float64 range
+            if np.max(np.diagonal(k)) > 0 and not dense._LOG_DBL_MIN <= lk <= dense._LOG_DBL_MAX:
+                raise ValueError(
+                    f"propagation of the user-defined activation {act.name!r} leaves the float64 range at "
+                    f"layer {layer} (log q = {lk:.6g}); built-in activations are propagated on a log scale"
+                )
+            cov = math.exp(lk) * k
+            mapped = dense._map_stack(cov, act, 0, sigma_w2, sigma_b2, degree)
+            m = float(np.max(np.diagonal(mapped)))
+            lm = math.log(m) if m > 0 else 0.0
+            mapped = mapped / m if m > 0 else mapped
+        if not math.isfinite(lm):
+            raise ValueError(f"propagation of {act.name} leaves even the log-scale representation at layer {layer}")
+        k = _average(mapped, v, shape, +1)  # linear: commutes with the scale
+        m = float(np.max(np.diagonal(k)))
+        out[layer] = k / m if m > 0 else k
+        logs[layer] = lm + (math.log(m) if m > 0 else 0.0)
     return dense.LogPropagation(log_scale=logs, normalized=out)
 
 
@@ -349,13 +354,17 @@ def propagate(cov0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree
 
     Raises
     ------
-    OverflowError
-        Covariances beyond the float64 range: use :func:`propagate_log`.
+    ValueError
+        Bad arguments, or variances leaving the normal float64 range (overflow in expanding
+        networks, underflow in contracting ones without bias): use :func:`propagate_log`, which
+        represents them exactly.
+    TypeError
+        Complex or boolean arguments; arrays for the variances.
     """
     res = propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
-    if np.max(res.log_scale) > 709.0:
-        raise OverflowError("covariances exceed the float64 range at this depth; use propagate_log")
-    return np.exp(res.log_scale)[:, None, None] * res.normalized
+    out = dense._unscale(res, "conv.propagate")
+    out[0] = check_covariance(cov0, "cov0", strict=True)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -465,7 +474,7 @@ def cyclic_diagonal_modes(cov, shape=None) -> np.ndarray:
         Under the linearised dynamics (eq. 2.11) each entry is multiplied by
         ``chi * lambda_m`` per layer.
     """
-    cov = as_float_array(cov, "cov")
+    cov = as_real_array(cov, "cov")
     if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
         raise ValueError(f"cov must have shape (..., P, P), got {cov.shape}")
     shape = spatial_shape(cov.shape[-1] if shape is None else shape)
@@ -543,7 +552,19 @@ def depth_scales(activation, sigma_w2, sigma_b2, v, shape, degree=DEFAULT_DEGREE
     -------
     ConvDepthScales
         ``xi_c``, ``xi_q`` of shape ``shape``; ``inf`` where ``chi |lambda| >= 1`` or within
-        :data:`CRITICAL_ATOL` of 1 (e.g. every mode of a one-hot ``v`` at criticality).
+        :data:`CRITICAL_ATOL` of 1 (no exponential convergence of that mode: e.g. every mode of a
+        one-hot ``v`` at criticality, every mode with ``chi |lambda| > 1`` in the chaotic phase,
+        where q* may be ``inf`` too, as for relu at ``sigma_w2 > 2``); 0 where ``lambda = 0`` or
+        the chi is 0. These infinities are values, not errors; the chi's are those of
+        :func:`meanfield.dense.fixed_point` (at q* = 0 ``chi_c`` is the c-map's slope 1, so the
+        off-diagonal modes decay by the spatial averaging alone, ``|lambda_m|`` per layer).
+
+    Raises
+    ------
+    ValueError
+        Bad ``v`` or ``shape``; negative or non-finite variances; q* beyond the float64 range.
+    TypeError
+        Complex or boolean arguments; arrays for the variances.
 
     Examples
     --------
@@ -621,8 +642,8 @@ def fixed_point_covariance(q_star, c_star, size) -> np.ndarray:
     ValueError
         ``q_star`` negative or not finite, ``|c_star| > 1``, ``size < 1``.
     """
-    q_star = check_nonnegative(q_star, "q_star")
-    c_star = check_correlation(c_star, "c_star")
+    q_star = check_nonnegative_scalar(q_star, "q_star")
+    c_star = check_correlation(check_scalar(c_star, "c_star"), "c_star")
     size = check_int(size, "size", 1)
     return q_star * (c_star + (1.0 - c_star) * np.eye(size))
 
@@ -651,33 +672,55 @@ def linearized_decay(eps0, activation, sigma_w2, sigma_b2, v, depth, shape=None,
     Returns
     -------
     LinearizedDecay
+        ``chi_c`` is the off-diagonal factor used: the fixed point's chi_c, or chi_1 at q* = 0
+        (where :math:`C(\Sigma) \approx \sigma_w^2\phi'(0)^2\Sigma`).
+
+    Raises
+    ------
+    ValueError
+        Bad arguments; q* infinite; q* = 0 with relu or leaky relu (not differentiable at 0).
+    TypeError
+        Complex or boolean arguments.
     """
     act = get_activation(activation)
     v = _check_v(v)
-    eps0 = as_float_array(eps0, "eps0")
+    eps0 = as_real_array(eps0, "eps0")
     if eps0.ndim != 2 or eps0.shape[0] != eps0.shape[1]:
         raise ValueError(f"eps0 must be a (P, P) matrix, got shape {eps0.shape}")
     if not np.allclose(eps0, eps0.T, rtol=1e-12, atol=1e-14):
         raise ValueError("eps0 must be symmetric")
     shape = _resolve_shape(v, shape, eps0.shape[0])
-    depth = check_int(depth, "depth", 0)
+    depth = dense._check_depth(depth, eps0.shape[0])
     fp = dense.fixed_point(act, sigma_w2, sigma_b2, degree)
     if not math.isfinite(fp.q_star):
         raise ValueError("the fixed point q* is infinite at these parameters: no linearisation exists")
-    kappa = _kappa(act, sigma_w2, fp.q_star, fp.c_star, degree) if fp.q_star > 0 else 0.0
+    if fp.q_star > 0:
+        kappa = _kappa(act, sigma_w2, fp.q_star, fp.c_star, degree)
+        chi_c = fp.chi_c
+    else:
+        # Sigma* = 0: C(Sigma) = sigma_w2 phi'(0)^2 Sigma + O(Sigma^2) for smooth phi with phi(0) = 0,
+        # so every entry of a perturbation scales by chi_1 (the c-map slope 1 is a statement about
+        # ratios). relu and leaky relu are homogeneous, not differentiable at 0.
+        if act.is_builtin and act.code in (dense.RELU, dense.LEAKY_RELU) and act.param != 1.0:
+            raise ValueError(
+                f"q* = 0: the C-map of the positively homogeneous {act.name} is not differentiable at "
+                "Sigma* = 0, so no linearisation exists (add a bias, sigma_b2 > 0)"
+            )
+        kappa = 0.0
+        chi_c = fp.chi_1
     eps = np.empty((depth + 1,) + eps0.shape)
     eps[0] = eps0
     for layer in range(1, depth + 1):
         e = eps[layer - 1]
         diag = np.diag(e)
-        j = fp.chi_c * e + kappa * (diag[:, None] + diag[None, :])
+        j = chi_c * e + kappa * (diag[:, None] + diag[None, :])
         np.fill_diagonal(j, fp.chi_q * diag)
         eps[layer] = _average(j, v, shape, +1)
     return LinearizedDecay(
         eps=eps,
         modes=cyclic_diagonal_modes(eps, shape),
         lambda_=fourier_eigenvalues(v, shape),
-        chi_c=fp.chi_c,
+        chi_c=chi_c,
         chi_q=fp.chi_q,
         kappa=kappa,
         q_star=fp.q_star,
@@ -712,8 +755,8 @@ def backward_covariance_map(cov_grad, cov, activation, sigma_w2, v, shape=None, 
     ndarray, shape (P, P)
     """
     v = _check_v(v)
-    cov_grad = check_covariance(cov_grad, "cov_grad")
-    cov = check_covariance(cov, "cov")
+    cov_grad = check_covariance(cov_grad, "cov_grad", strict=True)
+    cov = check_covariance(cov, "cov", strict=True)
     if cov_grad.shape != cov.shape:
         raise ValueError(f"cov_grad {cov_grad.shape} and cov {cov.shape} must have the same shape")
     shape = _resolve_shape(v, shape, cov.shape[-1])
@@ -772,6 +815,14 @@ def gradient_variance_decay(cov0, activation, sigma_w2, sigma_b2, v, depth, cov_
     Returns
     -------
     BackwardPropagation
+
+    Raises
+    ------
+    ValueError
+        Bad arguments; forward variances or gradient statistics beyond the float64 range
+        (:func:`propagate` raises for the forward pass; use fewer layers or :func:`propagate_log`).
+    TypeError
+        Complex or boolean arguments; arrays for the variances.
     """
     act = get_activation(activation)
     v = _check_v(v)
@@ -779,16 +830,22 @@ def gradient_variance_decay(cov0, activation, sigma_w2, sigma_b2, v, depth, cov_
     cov = propagate(cov0, act, sigma_w2, sigma_b2, v, depth, shape, degree)
     p = cov.shape[-1]
     shape = _resolve_shape(v, shape, p)
-    g = np.eye(p) if cov_grad_out is None else check_covariance(cov_grad_out, "cov_grad_out")
+    g = np.eye(p) if cov_grad_out is None else check_covariance(cov_grad_out, "cov_grad_out", strict=True)
     if g.shape != (p, p):
         raise ValueError(f"cov_grad_out must have shape {(p, p)}, got {g.shape}")
     factors = dense.derivative_covariance_map(cov, act, sigma_w2, degree)
     post = dense._map_stack(cov, act, 0, 1.0, 0.0, degree)  # K^l = E phi phi^T
     grads = np.empty_like(cov)
     grads[depth] = g
-    for layer in range(depth - 1, -1, -1):
-        grads[layer] = _average(grads[layer + 1], v, shape, -1) * factors[layer]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for layer in range(depth - 1, -1, -1):
+            grads[layer] = _average(grads[layer + 1], v, shape, -1) * factors[layer]
     ones = np.ones_like(v)  # weight gradients sum over every kernel offset, unweighted
     k_sum = _average(post[:-1], ones / ones.size, shape, +1) * ones.size
     weight = np.einsum("lab,lab->l", grads[1:], k_sum)
+    if not (np.all(np.isfinite(grads)) and np.all(np.isfinite(weight))):
+        raise ValueError(
+            "gradient_variance_decay: the back-propagated gradient covariance exceeds the float64 range "
+            "(chi_1^depth overflows); reduce depth or sigma_w2"
+        )
     return BackwardPropagation(cov=cov, cov_grad=grads, grad_variance=np.trace(grads, axis1=1, axis2=2) / p, weight_grad_sq=weight)

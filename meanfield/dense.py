@@ -10,14 +10,35 @@ infinite-width limit, by the C-map (Poole et al. 2016, eqs. 3-5; seed 003, eqs. 
 Code name ↔ symbol: ``q`` = :math:`q^l = \Sigma^l_{aa}` (pre-activation variance), ``c`` =
 :math:`c^l_{ab} = \Sigma^l_{ab}/\sqrt{q_a q_b}`, ``q_star``/``c_star`` = :math:`q^*, c^*`,
 ``chi_1`` = :math:`\chi_1 = \sigma_w^2 \mathbb{E}\,\phi'(\sqrt{q^*}z)^2`, ``chi_c`` =
-:math:`\chi_{c^*} = \sigma_w^2 \mathbb{E}\,\phi'(u_1)\phi'(u_2)` at :math:`(q^*, c^*)`, ``chi_q`` =
-:math:`\chi_{q^*} = \sigma_w^2\,\partial_q \mathbb{E}\phi(\sqrt q z)^2|_{q^*}` (seed 003, eq. 2.7),
-``xi_q``/``xi_c`` = :math:`\xi = -1/\log\chi` (Schoenholz et al. 2017, eqs. 6-9).
+:math:`\chi_{c^*} = \sigma_w^2 \mathbb{E}\,\phi'(u_1)\phi'(u_2)` at :math:`(q^*, c^*)` (the slope of
+the c-map at c*), ``chi_q`` = :math:`\chi_{q^*} = \sigma_w^2\,\partial_q \mathbb{E}\phi(\sqrt q z)^2|_{q^*}`
+(seed 003, eq. 2.7), ``xi_q``/``xi_c`` = :math:`\xi = -1/\log\chi` (Schoenholz et al. 2017, eqs. 6-9).
 
-Fixed points are solved by safeguarded Newton iterations inside Numba kernels: q* on a bracket
-found by doubling, c* by Newton from c = 0, which converges monotonically because the c-map is a
-power series in c with non-negative coefficients (Mehler expansion), hence convex on [0, 1]
-with :math:`c^* \in [0, 1]`.
+q*. The stable fixed point reached from small input variances: the smallest root of
+:math:`g(q) = \mathrm{qmap}(q) - q` at which g changes sign from + to - (q = 0 itself when
+:math:`\phi(0) = 0`, :math:`\sigma_b^2 = 0` and the slope :math:`\sigma_w^2\phi'(0)^2 < 1`). It is
+found by scanning q geometrically (factor 2) from the lower bound qmap(0) with a check for a
+dip of g between scan points, then safeguarded Newton. Divergence is decided by the
+asymptotic slope of the q-map, :math:`\mathrm{qmap}(q)/q \to \sigma_w^2 m_\infty` with
+:math:`m_\infty = \lim E\phi(\sqrt q z)^2/q` (1/2 for relu, softplus, swish and gelu, which
+differ from relu by a term decaying at infinity; 0 for bounded activations): when
+:math:`\sigma_w^2 m_\infty > 1` and g is still positive and increasing at q = Q_ASYMPTOTIC, q* is
+infinite. Every loop has an iteration cap.
+
+The edges. q* = inf (relu-like activations in the chaotic phase): the chi's are those of the
+asymptote (:math:`\chi_1 = \chi_{c^*} = \sigma_w^2 E\,\mathrm{relu}'(z)^2 = \sigma_w^2/2`,
+:math:`\chi_{q^*} = \sigma_w^2 m_\infty`), c* = 1, and the c-map is the q-independent
+normalised map of the asymptote. q* = 0 (:math:`\sigma_b^2 = 0`, :math:`\phi(0) = 0`, ordered):
+the c-map is the q -> 0 limit: q-independent (the normalised kernel map) for positively
+homogeneous activations, whose fixed point c* = 1 has slope 1 (correlations converge to 1 only
+polynomially), and the identity :math:`c \mapsto c` for smooth activations
+(:math:`\phi(u) \approx \phi'(0) u`), whose correlations freeze at an input-dependent value
+(``FixedPoint.c_frozen``). In both cases ``chi_c`` reports the c-map's slope, 1, and
+``xi_c = inf``; ``chi_1 = chi_q = sigma_w2 phi'(0)^2``.
+
+c* is solved by Newton from c = 0 on the deflated residual, which converges monotonically
+because the c-map is a power series in c with non-negative coefficients (Mehler expansion),
+hence convex on [0, 1] with :math:`c^* \in [0, 1]`.
 
 References
 ----------
@@ -34,10 +55,32 @@ from dataclasses import dataclass, replace
 import numba
 import numpy as np
 
-from ._checks import as_float_array, check_correlation, check_covariance, check_int, check_nonnegative
-from .activations import LEAKY_RELU, LINEAR, RELU, get_activation
+from ._checks import (
+    as_real_array,
+    check_bool,
+    check_covariance,
+    check_int,
+    check_nonnegative,
+    check_nonnegative_scalar,
+    check_correlation,
+    check_scalar,
+)
+from .activations import (
+    GELU,
+    LEAKY_RELU,
+    LINEAR,
+    RELU,
+    SIGMOID,
+    SOFTPLUS,
+    SWISH,
+    asymptotic_slope,
+    call_user,
+    evaluate_call,
+    get_activation,
+)
 from .gaussian import (
     DEFAULT_DEGREE,
+    excess_value,
     expectation,
     kernel_rule,
     pair_expectation,
@@ -67,14 +110,36 @@ __all__ = [
 CRITICAL_ATOL = 1e-9
 #: Relative tolerance of the fixed-point solvers (the map is satisfied to ~1e-15 relative).
 SOLVER_RTOL = 4e-16
-#: q above which the q* search declares divergence (q* = inf).
+#: q from which the asymptotic slope of the q-map decides divergence (q* = inf): the ReLU-like
+#: activations differ from their asymptote's second moment by O(q^{-1/2}) relative there.
+Q_ASYMPTOTIC = 1e6
+#: Largest q the q* scan visits by doubling; a q-map still above the diagonal there has q* = inf
+#: when its asymptotic slope is >= 1, q* in [Q_SCAN_MAX, sigma_w2 + sigma_b2] for bounded
+#: activations, and q* beyond the float64 range otherwise (a ValueError).
+Q_SCAN_MAX = 1e307
+#: Kept for compatibility: q above which q* counts as infinite.
 Q_INFINITY = 1e300
+#: Probe of the sign of g just above q = 0 when the slope there is exactly 1 (power-law regime).
+_Q_PROBE = 1e-3
+#: First scan point when q = 0 is an unstable fixed point.
+_Q_START_UNSTABLE = 1e-6
+#: Variances below which the C-map is its linearisation at 0 to relative 1e-30 (propagation of
+#: non-homogeneous activations on the log scale).
+Q_LINEAR_BELOW = 1e-30
+#: Variances above which the C-map of a ReLU-like activation is the ReLU C-map to relative 1e-40.
+Q_ASYMPTOTE_ABOVE = 1e40
+#: Most layers a propagation may have (memory: (depth + 1) D^2 floats are returned).
+MAX_DEPTH = 10_000_000
+#: Most floats a propagation may return.
+MAX_PROPAGATION_SIZE = 2**28
 _HOMOGENEOUS = (LINEAR, RELU, LEAKY_RELU)
+_RELU_LIKE = (SOFTPLUS, SWISH, GELU)
+_LOG_DBL_MIN = math.log(np.finfo(np.float64).tiny)
+_LOG_DBL_MAX = math.log(np.finfo(np.float64).max)
 
 
 def _act(activation):
-    act = get_activation(activation)
-    return act
+    return get_activation(activation)
 
 
 def _require_builtin(act, what):
@@ -83,6 +148,19 @@ def _require_builtin(act, what):
             f"{what} runs in compiled kernels and needs a built-in activation; "
             f"{act.name!r} is user-defined (use covariance_map / qmap / cmap, which accept it)"
         )
+
+
+def _variances(sigma_w2, sigma_b2):
+    return check_nonnegative_scalar(sigma_w2, "sigma_w2"), check_nonnegative_scalar(sigma_b2, "sigma_b2")
+
+
+def _finite_result(x, what):
+    if not np.all(np.isfinite(x)):
+        raise ValueError(
+            f"{what} exceeds the float64 range at these parameters (use propagate_log, which keeps "
+            "covariances on a log scale)"
+        )
+    return x
 
 
 # ----------------------------------------------------------------------------------------------
@@ -95,16 +173,47 @@ def input_covariance(x, sigma_w2, sigma_b2) -> np.ndarray:
     Parameters
     ----------
     x : array_like, shape (D, n0)
-        D inputs of dimension n0.
+        D inputs of dimension n0 (D, n0 >= 1).
     sigma_w2, sigma_b2 : float
         Weight and bias variances (>= 0).
+
+    Returns
+    -------
+    ndarray, shape (D, D)
+
+    Raises
+    ------
+    ValueError
+        Wrong shape, negative or non-finite values, or a covariance beyond the float64 range
+        (rescale ``x``; the maps of homogeneous activations are scale-covariant).
+    TypeError
+        Complex, boolean or non-numeric arguments, arrays for the variances.
     """
-    x = as_float_array(x, "x")
-    if x.ndim != 2 or x.shape[1] < 1:
-        raise ValueError(f"x must have shape (D, n0) with n0 >= 1, got {x.shape}")
-    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
-    sigma_b2 = check_nonnegative(sigma_b2, "sigma_b2")
-    return sigma_w2 * (x @ x.T) / x.shape[1] + sigma_b2
+    x = as_real_array(x, "x")
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"x must have shape (D, n0) with D, n0 >= 1, got {x.shape}")
+    sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
+    top = float(np.max(np.abs(x)))
+    if sigma_w2 == 0.0 or top == 0.0:
+        return np.full((x.shape[0], x.shape[0]), sigma_b2)
+    e = math.frexp(top)[1]  # x / 2^e is exact, and sigma_w2 4^e is exact unless it overflows
+    xs = np.ldexp(x, -e)
+    gram = (xs @ xs.T) / x.shape[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.ldexp(sigma_w2, 2 * e) * gram + sigma_b2 if 2 * e < 2000 else np.full(gram.shape, np.inf)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(
+            "input_covariance exceeds the float64 range: rescale x (sigma_w2 |x|^2 / n0 must stay below ~1e308)"
+        )
+    diag = np.diagonal(gram)
+    with np.errstate(divide="ignore"):
+        log_var = math.log(sigma_w2) + 2 * e * math.log(2.0) + np.log(diag)
+    if sigma_b2 == 0.0 and np.any((diag > 0) & (log_var < _LOG_DBL_MIN)):
+        raise ValueError(
+            "input_covariance falls below the smallest normal float64 (underflow): rescale x (the maps of "
+            "homogeneous activations are scale-covariant) or pass sigma_b2 > 0"
+        )
+    return out
 
 
 def qmap(q, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE):
@@ -113,19 +222,49 @@ def qmap(q, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE):
     Parameters
     ----------
     q : float or array_like
-        Pre-activation variances (>= 0).
+        Pre-activation variances (>= 0, finite).
     activation : str or Activation
     sigma_w2, sigma_b2 : float
-        Variances (>= 0).
+        Variances (>= 0), scalars.
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
+
+    Returns
+    -------
+    float or ndarray shaped like ``q``.
+
+    Raises
+    ------
+    ValueError
+        Negative or non-finite arguments; a result beyond the float64 range.
+    TypeError
+        Complex or boolean arguments; arrays for ``sigma_w2``/``sigma_b2``.
 
     Examples
     --------
     >>> qmap(1.0, "relu", 2.0, 0.0)
     1.0
     """
-    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
-    sigma_b2 = check_nonnegative(sigma_b2, "sigma_b2")
-    return sigma_w2 * expectation(activation, q, (0, 0), degree) + sigma_b2
+    sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
+    with np.errstate(over="ignore"):
+        out = sigma_w2 * expectation(activation, q, (0, 0), degree) + sigma_b2
+    return _finite_result(out, "qmap")
+
+
+def _limit_cmap(act, c, sigma_w2, where):
+    """The c-map in the limit q -> 0 (``where == 0``) or q -> inf (``where == inf``) with sigma_b2 = 0."""
+    if sigma_w2 == 0.0:
+        return np.ones_like(c) if np.ndim(c) else 1.0
+    if act.is_builtin and (act.code in _HOMOGENEOUS or (where > 0 and act.code in _RELU_LIKE)):
+        # q-independent normalised kernel map of the activation (or of its asymptote relu)
+        base = act if act.code in _HOMOGENEOUS else get_activation("relu")
+        return pair_expectation(base, 1.0, 1.0, c) / expectation(base, 1.0)
+    if where == 0 and act.is_builtin:
+        return c  # phi(u) ~ phi'(0) u: the linear map, correlations freeze
+    raise ValueError(
+        f"the c-map of the user-defined activation {act.name!r} at q = {where} is 0/0 "
+        "(phi(0) = 0, sigma_b2 = 0) and its limit is not determined: pass q > 0"
+    )
 
 
 def cmap(c, activation, sigma_w2, sigma_b2, q=None, degree=DEFAULT_DEGREE):
@@ -138,27 +277,68 @@ def cmap(c, activation, sigma_w2, sigma_b2, q=None, degree=DEFAULT_DEGREE):
     ----------
     c : float or array_like
         Correlations in [-1, 1].
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+        Variances (>= 0), scalars.
     q : float, optional
-        The common variance; ``None`` means the fixed point q* (where the map is the one iterated
-        by deep networks).
+        The common variance (>= 0, finite); ``None`` means the fixed point q* (where the map is
+        the one iterated by deep networks; a built-in activation is then required).
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
+
+    Returns
+    -------
+    float or ndarray shaped like ``c``
+
+    Raises
+    ------
+    ValueError
+        Bad arguments; a user-defined activation at q = 0 with a 0/0 map; q = None with a
+        user-defined activation.
+    TypeError
+        Complex or boolean arguments; arrays for the scalars.
+
+    Notes
+    -----
+    Where the ratio is 0/0 (q = 0 with :math:`\phi(0) = 0` and :math:`\sigma_b^2 = 0`, e.g. at
+    q* = 0 in the ordered phase without bias) the map is its limit q -> 0: the q-independent
+    normalised kernel map for positively homogeneous activations (relu: the arc-cosine map), the
+    identity for smooth built-ins (:math:`\phi(u) \approx \phi'(0)u`). At q* = inf (relu-like
+    activations in the chaotic phase) it is the limit q -> inf, the normalised map of the
+    activation's asymptote (relu). At exactly q = 0 with a non-zero denominator every input maps
+    to the same pre-activation and the map is 1.
+
+    Examples
+    --------
+    >>> round(float(cmap(0.5, "relu", 2.0, 0.0)), 4)     # q-independent: the arc-cosine map
+    0.609
     """
     act = _act(activation)
-    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
-    sigma_b2 = check_nonnegative(sigma_b2, "sigma_b2")
-    c = check_correlation(c, "c")
+    sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
+    c = check_correlation(c, "c", strict=True)
     if q is None:
         q = fixed_point(act, sigma_w2, sigma_b2, degree=degree).q_star
-        if not math.isfinite(q):
-            if act.code not in _HOMOGENEOUS:
-                raise ValueError("q* is infinite for these parameters; pass q explicitly")
-            q = 1.0  # positively homogeneous: the correlation map does not depend on q (limit q -> inf)
-            sigma_b2 = 0.0
-    q = check_nonnegative(q, "q")
-    num = sigma_w2 * pair_expectation(act, q, q, c, (0, 0), degree) + sigma_b2
-    den = sigma_w2 * expectation(act, q, (0, 0), degree) + sigma_b2
-    if den == 0.0:
+        if math.isinf(q):
+            return _limit_cmap(act, c, sigma_w2, math.inf)
+    else:
+        q = check_nonnegative_scalar(q, "q")
+    if q == 0.0:
+        if act.is_builtin:
+            phi0 = float(evaluate_call(act.code, act.param, 0, 0.0))
+        else:
+            phi0 = float(call_user(act.phi, np.zeros(1), "phi", act.name)[0])
+        if sigma_w2 * phi0 * phi0 + sigma_b2 > 0:
+            return np.ones_like(c) if np.ndim(c) else 1.0
+        return _limit_cmap(act, c, sigma_w2, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        num = sigma_w2 * pair_expectation(act, q, q, c, (0, 0), degree) + sigma_b2
+        den = sigma_w2 * expectation(act, q, (0, 0), degree) + sigma_b2
+        out = num / den
+    if den == 0.0:  # sigma_w2 = sigma_b2 = 0: every pre-activation is 0 (the convention of q = 0)
         return np.ones_like(num) if np.ndim(num) else 1.0
-    return num / den
+    if not np.all(np.isfinite(out)):
+        raise ValueError("cmap: the map's moments exceed the float64 range at these parameters")
+    return np.clip(out, -1.0, 1.0) if np.ndim(out) else float(min(1.0, max(-1.0, out)))
 
 
 @numba.njit(cache=True)
@@ -171,20 +351,44 @@ def _correlation(cov_ab, sa, sb):
 
 
 @numba.njit(cache=True)
+def _cov_map_one(code, a, d, sw, sb, cov, z, w, out):
+    """out = sw * E phi^(d)(h) phi^(d)(h)^T (+ sb if d == 0) for one covariance (h ~ N(0, cov))."""
+    dim = cov.shape[0]
+    bias = sb if d == 0 else 0.0
+    for i in range(dim):
+        qi = max(cov[i, i], 0.0)
+        out[i, i] = sw * single_value(code, a, d, d, qi, z, w) + bias
+        si = math.sqrt(qi)
+        for j in range(i + 1, dim):
+            qj = max(cov[j, j], 0.0)
+            cij = _correlation(cov[i, j], si, math.sqrt(qj))
+            v = sw * pair_value(code, a, d, d, qi, qj, cij, z, w) + bias
+            out[i, j] = v
+            out[j, i] = v
+
+
+@numba.njit(cache=True)
+def _c_map_one(code, a, cov, z, w, out):
+    """out = E phi(h) phi(h)^T for one covariance: :func:`_cov_map_one` with the derivative orders
+    as constants (0), which the compiler folds into the inlined activation switch (~10 % faster
+    propagation than passing them at run time)."""
+    dim = cov.shape[0]
+    for i in range(dim):
+        qi = max(cov[i, i], 0.0)
+        out[i, i] = single_value(code, a, 0, 0, qi, z, w)
+        si = math.sqrt(qi)
+        for j in range(i + 1, dim):
+            qj = max(cov[j, j], 0.0)
+            v = pair_value(code, a, 0, 0, qi, qj, _correlation(cov[i, j], si, math.sqrt(qj)), z, w)
+            out[i, j] = v
+            out[j, i] = v
+
+
+@numba.njit(cache=True)
 def _cov_map_kernel(code, a, d, sw, sb, cov, z, w, out):
-    """out[k] = sw * E phi^(d)(h_a) phi^(d)(h_b) (+ sb if d == 0) for a stack of covariances."""
-    n_mat, dim = cov.shape[0], cov.shape[1]
-    for m in range(n_mat):
-        for i in range(dim):
-            qi = max(cov[m, i, i], 0.0)
-            out[m, i, i] = sw * single_value(code, a, d, d, qi, z, w) + (sb if d == 0 else 0.0)
-            si = math.sqrt(qi)
-            for j in range(i + 1, dim):
-                qj = max(cov[m, j, j], 0.0)
-                cij = _correlation(cov[m, i, j], si, math.sqrt(qj))
-                v = sw * pair_value(code, a, d, d, qi, qj, cij, z, w) + (sb if d == 0 else 0.0)
-                out[m, i, j] = v
-                out[m, j, i] = v
+    """:func:`_cov_map_one` for a stack of covariances."""
+    for m in range(cov.shape[0]):
+        _cov_map_one(code, a, d, sw, sb, cov[m], z, w, out[m])
 
 
 def _map_stack(cov, act, d, sigma_w2, sigma_b2, degree):
@@ -201,10 +405,9 @@ def _map_stack(cov, act, d, sigma_w2, sigma_b2, degree):
         c = np.where(den > 0, stack / np.where(den > 0, den, 1.0), 0.0).clip(-1.0, 1.0)
         qa = np.broadcast_to(q[:, :, None], stack.shape)
         qb = np.broadcast_to(q[:, None, :], stack.shape)
-        out = sigma_w2 * pair_expectation(act, qa, qb, c, (d, d), degree) + (sigma_b2 if d == 0 else 0.0)
-    if not np.all(np.isfinite(out)):
-        raise FloatingPointError("covariance map overflowed (use propagate_log for deep expanding networks)")
-    return out.reshape(shape)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = sigma_w2 * pair_expectation(act, qa, qb, c, (d, d), degree) + (sigma_b2 if d == 0 else 0.0)
+    return _finite_result(out, "the covariance map").reshape(shape)
 
 
 def covariance_map(cov, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> np.ndarray:
@@ -216,7 +419,7 @@ def covariance_map(cov, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -
         Symmetric positive semi-definite covariance(s) of D pre-activations.
     activation : str or Activation
     sigma_w2, sigma_b2 : float
-        Variances (>= 0).
+        Variances (>= 0), scalars.
     degree : int
         Gauss-Hermite degree for activations without closed forms.
 
@@ -224,11 +427,18 @@ def covariance_map(cov, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -
     -------
     ndarray, shape (..., D, D)
         Positive semi-definite (it is a Gram matrix of phi(h) plus a constant).
+
+    Raises
+    ------
+    ValueError
+        ``cov`` not a finite symmetric PSD matrix; negative or non-finite variances; a
+        user-defined activation returning NaN/inf; a result beyond the float64 range.
+    TypeError
+        Complex or boolean arguments; arrays for the variances.
     """
     act = _act(activation)
-    cov = check_covariance(cov, "cov")
-    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
-    sigma_b2 = check_nonnegative(sigma_b2, "sigma_b2")
+    cov = check_covariance(cov, "cov", strict=True)
+    sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
     return _map_stack(cov, act, 0, sigma_w2, sigma_b2, degree)
 
 
@@ -237,15 +447,34 @@ def derivative_covariance_map(cov, activation, sigma_w2, degree=DEFAULT_DEGREE) 
 
     Under the gradient-independence assumption (seed 003, supplement A.1), back-propagated
     signals obey :math:`\tilde\Sigma^l_{ab} = [\sigma_w^2 \mathbb{E}\phi'(h_a)\phi'(h_b)]\,\tilde\Sigma^{l+1}_{ab}` elementwise.
+
+    Parameters
+    ----------
+    cov : array_like, shape (..., D, D)
+        Forward covariance(s), symmetric PSD.
+    activation : str or Activation
+    sigma_w2 : float
+        Weight variance (>= 0), scalar.
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
+
+    Returns
+    -------
+    ndarray, shape (..., D, D)
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`covariance_map`.
     """
     act = _act(activation)
-    cov = check_covariance(cov, "cov")
-    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
+    cov = check_covariance(cov, "cov", strict=True)
+    sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
     return _map_stack(cov, act, 1, sigma_w2, 0.0, degree)
 
 
 # ----------------------------------------------------------------------------------------------
-# Propagation through depth, in a scaled representation that cannot overflow.
+# Propagation through depth on a log scale: cov[l] = exp(log_scale[l]) * normalized[l].
 
 
 @dataclass(frozen=True)
@@ -255,10 +484,9 @@ class LogPropagation:
     Attributes
     ----------
     log_scale : ndarray, shape (depth + 1,)
-        Natural log of the largest variance at each layer (0 for non-homogeneous activations,
-        whose covariances are stored unscaled).
+        Natural log of the largest variance at each layer (0 where every variance is 0).
     normalized : ndarray, shape (depth + 1, D, D)
-        Covariance divided by ``exp(log_scale)``.
+        Covariance divided by ``exp(log_scale)`` (largest diagonal entry 1, or all 0).
     """
 
     log_scale: np.ndarray
@@ -283,91 +511,218 @@ class LogPropagation:
 
 
 @numba.njit(cache=True)
-def _propagate_kernel(code, a, homogeneous, sw, sb, k0, log0, depth, z, w, k_out, logs_out):
+def _combine(tmp, logs, log_rel, const, kout):
+    """Write kout and return L with exp(L) kout = exp(logs + log_rel) tmp + const, max diag(kout) = 1.
+
+    Everything is formed relative to the larger of the two terms, so nothing over- or underflows,
+    and the large ``logs`` receives a single addition (the log scale of deep networks, ~1e4, is
+    not perturbed by more rounding than the one of q^{l+1} / q^l itself); tmp is any symmetric
+    matrix with a non-negative diagonal.
+    """
+    dim = tmp.shape[0]
+    hmax = 0.0
+    for i in range(dim):
+        hmax = max(hmax, tmp[i, i])
+    lh = log_rel + math.log(hmax) if (hmax > 0.0 and log_rel > -math.inf) else -math.inf
+    lc = math.log(const) - logs if const > 0.0 else -math.inf
+    base = max(lh, lc)
+    if base == -math.inf:
+        for i in range(dim):
+            for j in range(dim):
+                kout[i, j] = 0.0
+        return 0.0
+    f = math.exp(lh - base) / hmax if lh > -math.inf else 0.0
+    cr = math.exp(lc - base) if lc > -math.inf else 0.0
+    m = 0.0
+    for i in range(dim):
+        for j in range(dim):
+            kout[i, j] = tmp[i, j] * f + cr
+        m = max(m, kout[i, i])
+    for i in range(dim):
+        for j in range(dim):
+            kout[i, j] /= m
+    return logs + (base + math.log(m))
+
+
+@numba.njit(cache=True)
+def _sign_kernel_map(code, k, out):
+    """E A(h_i) A(h_j) for the asymptote A of a bounded activation (sgn; sigmoid: the step)."""
+    dim = k.shape[0]
+    for i in range(dim):
+        for j in range(dim):
+            qi = k[i, i]
+            qj = k[j, j]
+            if code == SIGMOID:
+                if qi == 0.0 or qj == 0.0:
+                    out[i, j] = 0.25  # sigmoid(0) = 1/2 times E step = 1/2
+                else:
+                    out[i, j] = 0.25 + math.asin(_correlation(k[i, j], math.sqrt(qi), math.sqrt(qj))) / (2.0 * math.pi)
+            else:
+                if qi == 0.0 or qj == 0.0:
+                    out[i, j] = 0.0
+                else:
+                    out[i, j] = (2.0 / math.pi) * math.asin(_correlation(k[i, j], math.sqrt(qi), math.sqrt(qj)))
+
+
+@numba.njit(cache=True)
+def _scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout, work):
+    """One C-map step on Sigma = exp(logs) k (k normalised); writes kout, returns its log scale
+    (``tmp`` and ``work`` are D x D scratch buffers).
+
+    Positively homogeneous activations: C(e^L k) = e^L sw K(k) + sb exactly. Others: the map is
+    evaluated directly while the scale is moderate; below Q_LINEAR_BELOW by its linearisation at
+    0 (relative error O(q)); above Q_ASYMPTOTE_ABOVE (ReLU-like) or 1e300 (bounded) by the map
+    of the activation's asymptote (relative error O(q^{-1/2}) or smaller).
+    """
+    dim = k.shape[0]
+    kmax = 0.0
+    for i in range(dim):
+        kmax = max(kmax, k[i, i])
+    log_sw = math.log(sw) if sw > 0.0 else -math.inf
+    relu_like = code == SOFTPLUS or code == SWISH or code == GELU
+    if kmax > 0.0 and logs < math.log(Q_LINEAR_BELOW) and not (code == LINEAR or code == RELU or code == LEAKY_RELU):
+        phi0 = evaluate_call(code, a, 0, 0.0)
+        d1 = evaluate_call(code, a, 1, 0.0)
+        d2 = evaluate_call(code, a, 2, 0.0)
+        # E phi(u_i) phi(u_j) = phi0^2 + phi0 phi''(0) (q_i + q_j) / 2 + phi'(0)^2 Sigma_ij + O(q^2)
+        for i in range(dim):
+            for j in range(dim):
+                tmp[i, j] = d1 * d1 * k[i, j] + 0.5 * phi0 * d2 * (k[i, i] + k[j, j])
+        return _combine(tmp, logs, log_sw, sw * phi0 * phi0 + sb, kout)
+    if kmax > 0.0 and not relu_like and code != LINEAR and code != RELU and code != LEAKY_RELU and logs > math.log(1e300):
+        _sign_kernel_map(code, k, tmp)
+        return _combine(tmp, 0.0, log_sw, sb, kout)
+    # one call site of the kernel map (every argument a plain runtime value: one compilation)
+    kcode = code
+    ka = a
+    mat = k
+    lf = logs
+    if code == LINEAR or code == RELU or code == LEAKY_RELU:
+        pass  # C(e^L k) = e^L C(k) + sb exactly
+    elif kmax > 0.0 and relu_like and logs > math.log(Q_ASYMPTOTE_ABOVE):
+        kcode = code - code + RELU  # the asymptote's map
+        ka = 0.0
+    else:
+        scale = math.exp(logs) if kmax > 0.0 else 0.0
+        mat = work
+        for i in range(dim):
+            for j in range(dim):
+                mat[i, j] = k[i, j] * scale
+        lf = 0.0
+    _c_map_one(kcode, ka, mat, z, w, tmp)
+    return _combine(tmp, lf, log_sw, sb, kout)
+
+
+@numba.njit(cache=True)
+def _propagate_kernel(code, a, sw, sb, k0, log0, depth, z, w, k_out, logs_out):
     """Iterate the C-map on (log-scale, normalised covariance); see propagate_log."""
     dim = k0.shape[0]
     k_out[0] = k0
     logs_out[0] = log0
     tmp = np.empty((dim, dim))
-    log_sb = math.log(sb) if sb > 0.0 else -math.inf
+    work = np.empty((dim, dim))
     for layer in range(1, depth + 1):
-        prev = k_out[layer - 1]
-        if homogeneous and sb > 0.0:  # bias relative to the current scale; underflow to 0 is the right limit
-            bias = math.exp(min(log_sb - logs_out[layer - 1], 700.0))
-        else:
-            bias = sb if not homogeneous else 0.0
-        for i in range(dim):
-            qi = max(prev[i, i], 0.0)
-            tmp[i, i] = sw * single_value(code, a, 0, 0, qi, z, w) + bias
-            si = math.sqrt(qi)
-            for j in range(i + 1, dim):
-                qj = max(prev[j, j], 0.0)
-                cij = _correlation(prev[i, j], si, math.sqrt(qj))
-                v = sw * pair_value(code, a, 0, 0, qi, qj, cij, z, w) + bias
-                tmp[i, j] = v
-                tmp[j, i] = v
-        logs_out[layer] = logs_out[layer - 1] if homogeneous else 0.0
-        if homogeneous:
-            m = 0.0
-            for i in range(dim):
-                m = max(m, tmp[i, i])
-            if m > 0.0:
-                for i in range(dim):
-                    for j in range(dim):
-                        tmp[i, j] /= m
-                logs_out[layer] += math.log(m)
-        k_out[layer] = tmp
+        logs_out[layer] = _scaled_step(code, a, sw, sb, k_out[layer - 1], logs_out[layer - 1], z, w, tmp, k_out[layer], work)
+        if not math.isfinite(logs_out[layer]):
+            for rest in range(layer + 1, depth + 1):
+                logs_out[rest] = math.nan
+            return
 
 
-def _check_depth(depth):
-    return check_int(depth, "depth", 0)
+def _check_depth(depth, dim=1):
+    depth = check_int(depth, "depth", 0, MAX_DEPTH)
+    if (depth + 1) * dim * dim > MAX_PROPAGATION_SIZE:
+        raise ValueError(
+            f"depth must satisfy (depth + 1) D^2 <= {MAX_PROPAGATION_SIZE} (the size of the returned "
+            f"trajectory), got depth {depth} with D = {dim}"
+        )
+    return depth
+
+
+def _normalised_start(cov0):
+    m = float(np.max(np.diagonal(cov0)))
+    if m > 0:
+        return np.ascontiguousarray(cov0 / m), math.log(m)
+    return np.ascontiguousarray(cov0), 0.0
+
+
+def _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
+    """propagate_log and the validated cov0."""
+    act = _act(activation)
+    _require_builtin(act, "propagate")
+    cov0 = check_covariance(cov0, "cov0", strict=True)
+    if cov0.ndim != 2 or cov0.shape[0] < 1:
+        raise ValueError(f"cov0 must be a single (D, D) matrix with D >= 1, got shape {cov0.shape}")
+    sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
+    depth = _check_depth(depth, cov0.shape[0])
+    k0, log0 = _normalised_start(cov0)
+    z, w = kernel_rule(degree)
+    k_out = np.empty((depth + 1,) + k0.shape)
+    logs = np.empty(depth + 1)
+    _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, k_out, logs)
+    if not (np.all(np.isfinite(logs)) and np.all(np.isfinite(k_out))):
+        raise ValueError(f"propagation of {act.name} leaves even the log-scale representation at these parameters")
+    return LogPropagation(log_scale=logs, normalized=k_out), cov0
 
 
 def propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DEGREE) -> LogPropagation:
     r"""Iterate the C-map ``depth`` times without overflow or underflow of the scale.
 
-    For positively homogeneous activations (``linear``, ``relu``, ``leaky_relu``) the map satisfies
-    :math:`C(s\Sigma) = s\,C(\Sigma)` up to the bias, so the covariance is carried as a log-scale
-    and a normalised matrix: ReLU networks at ``sigma_w2 = 100`` and depth 10^4 (variance
-    ~ 50^{10^4}) are represented exactly. Other activations are iterated unscaled (log_scale 0).
+    The covariance is carried as a log-scale and a normalised matrix. For positively homogeneous
+    activations (``linear``, ``relu``, ``leaky_relu``) the map satisfies
+    :math:`C(s\Sigma) = s\,C(\Sigma)` up to the bias, so ReLU networks at ``sigma_w2 = 100`` and
+    depth 10^4 (variance ~ 50^{10^4}) are represented exactly. For the others the map is
+    evaluated directly at moderate scales, by its linearisation
+    :math:`\phi(u) \approx \phi(0) + \phi'(0)u + \phi''(0)u^2/2` below ``Q_LINEAR_BELOW`` (e.g.
+    tanh without bias in the ordered phase, whose variance decays like chi_1^l), and by the map of
+    its asymptote above ``Q_ASYMPTOTE_ABOVE`` (relu for softplus, swish, gelu in the chaotic phase),
+    each with relative error below 1e-30.
 
     Parameters
     ----------
     cov0 : array_like, shape (D, D)
-        Input-layer pre-activation covariance (index 0).
+        Input-layer pre-activation covariance (index 0), symmetric PSD, D >= 1.
     activation : str or Activation
         A built-in activation.
     sigma_w2, sigma_b2 : float
-        Variances (>= 0).
+        Variances (>= 0), scalars.
     depth : int
-        Number of layers (>= 0).
+        Number of layers (0 <= depth <= MAX_DEPTH, and (depth + 1) D^2 <= MAX_PROPAGATION_SIZE).
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
 
     Returns
     -------
     LogPropagation
+
+    Raises
+    ------
+    ValueError
+        Bad arguments; a user-defined activation; a scale beyond even the log representation
+        (sigma_w2 or sigma_b2 near the float64 maximum).
+    TypeError
+        Complex or boolean arguments; arrays for the variances.
     """
-    act = _act(activation)
-    _require_builtin(act, "propagate")
-    cov0 = check_covariance(cov0, "cov0")
-    if cov0.ndim != 2:
-        raise ValueError(f"cov0 must be a single (D, D) matrix, got shape {cov0.shape}")
-    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
-    sigma_b2 = check_nonnegative(sigma_b2, "sigma_b2")
-    depth = _check_depth(depth)
-    homogeneous = act.code in _HOMOGENEOUS
-    k0 = np.ascontiguousarray(cov0)
-    log0 = 0.0
-    if homogeneous:
-        m = float(np.max(np.diagonal(k0)))
-        if m > 0:
-            k0, log0 = k0 / m, math.log(m)
-    z, w = kernel_rule(degree)
-    k_out = np.empty((depth + 1,) + k0.shape)
-    logs = np.empty(depth + 1)
-    _propagate_kernel(act.code, act.param, homogeneous, sigma_w2, sigma_b2, k0, log0, depth, z, w, k_out, logs)
-    if not (np.all(np.isfinite(k_out)) and np.all(np.isfinite(logs))):
-        raise FloatingPointError(f"propagation of {act.name} overflowed at these parameters")
-    return LogPropagation(log_scale=logs, normalized=k_out)
+    return _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)[0]
+
+
+def _unscale(res: LogPropagation, what):
+    """exp(log_scale) * normalized, or a ValueError naming the layer where float64 over/underflows."""
+    diag = np.diagonal(res.normalized, axis1=1, axis2=2)
+    with np.errstate(over="ignore", under="ignore"):
+        scale = np.exp(res.log_scale)
+        var = scale[:, None] * diag
+    over = ~np.isfinite(var).all(axis=1)
+    under = ((diag > 0) & (var < np.finfo(np.float64).tiny)).any(axis=1)
+    if over.any() or under.any():
+        layer = int(np.argmax(over | under))
+        kind = "exceed the float64 range" if over[layer] else "fall below the smallest normal float64 (underflow)"
+        raise ValueError(
+            f"{what}: the variances {kind} from layer {layer} on (log q = {res.log_scale[layer]:.6g}); "
+            "use propagate_log, which keeps them as log-scale x normalised matrix"
+        )
+    with np.errstate(over="ignore", under="ignore"):
+        return scale[:, None, None] * res.normalized
 
 
 def propagate(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DEGREE) -> np.ndarray:
@@ -376,13 +731,15 @@ def propagate(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DEGREE
     Parameters
     ----------
     cov0 : array_like, shape (D, D)
-        Pre-activation covariance at index 0 (e.g. :func:`input_covariance`).
+        Pre-activation covariance at index 0 (e.g. :func:`input_covariance`), D >= 1.
     activation : str or Activation
         A built-in activation (the loop over layers runs in a compiled kernel).
     sigma_w2, sigma_b2 : float
-        Variances (>= 0).
+        Variances (>= 0), scalars.
     depth : int
-        Number of layers (>= 0).
+        Number of layers (>= 0; see :func:`propagate_log` for the upper limits).
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
 
     Returns
     -------
@@ -391,9 +748,12 @@ def propagate(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DEGREE
 
     Raises
     ------
-    OverflowError
-        The covariances exceed the float64 range (expanding ReLU networks at large depth): use
-        :func:`propagate_log`, which represents them exactly.
+    ValueError
+        Bad arguments, or a variance leaves the normal float64 range (overflow in expanding
+        networks, underflow in contracting networks without bias, e.g. ReLU at
+        ``sigma_w2 = 1.5``, depth 10^4): :func:`propagate_log` represents those exactly.
+    TypeError
+        Complex or boolean arguments; arrays for the variances.
 
     Examples
     --------
@@ -402,13 +762,10 @@ def propagate(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DEGREE
     >>> traj.shape
     (51, 2, 2)
     """
-    res = propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
-    if np.max(res.log_scale) > 709.0:
-        raise OverflowError(
-            "covariances exceed the float64 range at this depth; use propagate_log, which keeps "
-            "them as log-scale x normalised matrix"
-        )
-    return np.exp(res.log_scale)[:, None, None] * res.normalized
+    res, cov0 = _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    out = _unscale(res, "propagate")
+    out[0] = cov0  # exactly the input, not exp(log m) * (cov0 / m)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -417,30 +774,24 @@ def propagate(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DEGREE
 
 @numba.njit(cache=True)
 def _g(code, a, sw, sb, q, z, w):
-    """q-map residual g(q) = qmap(q) - q and its slope g'(q)."""
+    """q-map residual g(q) = qmap(q) - q and its slope g'(q).
+
+    For the ReLU-like activations, g = (sw / 2 - 1) q + sb + sw (E phi^2 - q / 2) with the last
+    term integrated as one localised integrand: at large q, sw E phi^2 - q cancels to a few ulps
+    of q, which would swamp sb (and decide q* by rounding when sw / 2 = 1).
+    """
+    if code == SOFTPLUS or code == SWISH or code == GELU:
+        val = (0.5 * sw - 1.0) * q + sb + sw * excess_value(code, a, 0, q, z, w)
+        slope = (0.5 * sw - 1.0) + sw * excess_value(code, a, 1, q, z, w)
+        return val, slope
     val = sw * single_value(code, a, 0, 0, q, z, w) + sb - q
     slope = sw * variance_derivative_value(code, a, q, z, w) - 1.0
     return val, slope
 
 
 @numba.njit(cache=True)
-def _solve_q(code, a, sw, sb, z, w):
-    """The stable fixed point q* of the q-map, or inf when q grows without bound."""
-    g0, s0 = _g(code, a, sw, sb, 0.0, z, w)
-    if g0 <= 0.0:
-        if s0 <= 0.0:  # 0 is a stable fixed point (phi(0) = 0, sigma_b = 0, slope <= 1)
-            return 0.0
-        lo = 1e-12
-        if _g(code, a, sw, sb, lo, z, w)[0] <= 0.0:
-            return 0.0
-    else:
-        lo = 0.0
-    hi = 1.0
-    while _g(code, a, sw, sb, hi, z, w)[0] > 0.0:
-        lo = hi
-        hi *= 4.0
-        if hi > 1e300:
-            return math.inf
+def _newton_q(code, a, sw, sb, lo, hi, z, w):
+    """The root of g in [lo, hi] with g(lo) > 0 >= g(hi): safeguarded Newton from hi (200 steps at most)."""
     x = hi
     for _ in range(200):
         val, slope = _g(code, a, sw, sb, x, z, w)
@@ -448,14 +799,78 @@ def _solve_q(code, a, sw, sb, z, w):
             lo = x
         else:
             hi = x
-        step_ok = slope < 0.0
-        nx = x - val / slope if slope != 0.0 else 0.5 * (lo + hi)
-        if not step_ok or not (lo < nx < hi):
+        nx = x - val / slope if slope < 0.0 else 0.5 * (lo + hi)
+        if not (lo < nx < hi):
             nx = 0.5 * (lo + hi)
-        if abs(nx - x) <= 4e-16 * max(abs(x), 1e-300) or hi - lo <= 4e-16 * hi:
+        if abs(nx - x) <= SOLVER_RTOL * max(abs(x), 1e-300) or hi - lo <= SOLVER_RTOL * hi:
             return nx
         x = nx
     return x
+
+
+@numba.njit(cache=True)
+def _solve_q(code, a, sw, sb, z, w):
+    """The stable fixed point q* reached from small variances; inf when q grows without bound;
+    NaN when q* exceeds the float64 range. See the module notes."""
+    if sw == 0.0:
+        return sb
+    m = sw * asymptotic_slope(code, a)
+    if code == LINEAR or code == RELU or code == LEAKY_RELU:  # q-map = m q + sb exactly
+        if m < 1.0:
+            q = sb / (1.0 - m)
+            return q if math.isfinite(q) else math.nan
+        if m > 1.0 or sb > 0.0:
+            return math.inf
+        return 0.0  # m = 1, sb = 0: every q is fixed; 0 is reported
+    g0 = sw * single_value(code, a, 0, 0, 0.0, z, w) + sb
+    if g0 <= 0.0:  # q = 0 is a fixed point (phi(0) = 0, sb = 0)
+        s0 = sw * variance_derivative_value(code, a, 0.0, z, w) - 1.0
+        if s0 < 0.0:
+            return 0.0
+        if s0 == 0.0 and _g(code, a, sw, sb, _Q_PROBE, z, w)[0] <= 0.0:
+            return 0.0  # marginal: q decays like a power law
+        lo = 0.0
+        q = _Q_START_UNSTABLE
+    else:  # qmap(q) >= qmap(0) = g0 for every built-in, so no root lies below g0
+        lo = 0.0
+        q = g0
+    if m == 0.0 and math.isfinite(sw + sb):
+        # bounded (tanh, erf, sigmoid, hard_tanh): phi^2 <= 1, so g(sw + sb) <= 0, and the q-map is
+        # concave (a single crossing on (0, inf)): safeguarded Newton from the right converges to it
+        return _newton_q(code, a, sw, sb, lo, max(sw + sb, q), z, w)
+    slo = 0.0
+    for _ in range(4096):
+        gq, sq = _g(code, a, sw, sb, q, z, w)
+        if gq <= 0.0:
+            return _newton_q(code, a, sw, sb, lo, q, z, w)
+        if slo < 0.0 and sq > 0.0 and lo > 0.0:
+            # g has a minimum between two positive scan points: find it (bisection on g') and look
+            a_lo, a_hi = lo, q
+            for _ in range(100):
+                mid = 0.5 * (a_lo + a_hi)
+                if _g(code, a, sw, sb, mid, z, w)[1] < 0.0:
+                    a_lo = mid
+                else:
+                    a_hi = mid
+                if a_hi - a_lo <= 1e-12 * a_hi:
+                    break
+            gm = _g(code, a, sw, sb, a_lo, z, w)[0]
+            if gm <= 0.0:
+                return _newton_q(code, a, sw, sb, lo, a_lo, z, w)
+        if q >= Q_ASYMPTOTIC and m > 1.0 and sq > 0.0:
+            return math.inf
+        if q >= Q_SCAN_MAX:
+            if m >= 1.0:
+                return math.inf
+            if m == 0.0:  # bounded: phi^2 <= 1, so qmap(q) <= sw + sb and g(sw + sb) <= 0
+                hi = sw + sb
+                if math.isfinite(hi) and hi > q and _g(code, a, sw, sb, hi, z, w)[0] <= 0.0:
+                    return _newton_q(code, a, sw, sb, q, hi, z, w)
+            return math.nan
+        lo = q
+        slo = sq
+        q = max(q, min(2.0 * q, Q_SCAN_MAX))
+    return math.nan
 
 
 @numba.njit(cache=True)
@@ -467,7 +882,8 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, c0=0.0):
     converges only linearly (hundreds of iterations), so the known root is divided out: the
     deflated residual H(c) = h(c) / (1 - c), with H(1) = 1 - chi_1, has c* as a simple root.
     Safeguarded Newton on H over the bracket [lo, hi], H(lo) >= 0 > H(hi), started at ``c0`` (a
-    neighbouring grid point's c* in :func:`phase_diagram`; any c0 in [0, 1) is safe).
+    neighbouring grid point's c* in :func:`phase_diagram`; any c0 in [0, 1) is safe); at most
+    200 steps.
 
     Returns ``(c*, chi_c)``: Newton's last slope integral is ``chi_c`` at an iterate within 1e-15 of
     c*, which saves the 2-D integral of a separate evaluation (NaN where it is not available).
@@ -477,6 +893,7 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, c0=0.0):
     lo = 0.0
     hi = 1.0
     c = c0 if 0.0 <= c0 < 1.0 else 0.0
+    nc = c
     for _ in range(200):
         h = (sw * pair_value(code, a, 0, 0, q, q, c, z, w) + sb) / q - c
         if h == 0.0:
@@ -503,23 +920,45 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, c0=0.0):
 
 @numba.njit(cache=True)
 def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out, c0=0.0):
+    """out = (q*, c*, chi_1, chi_c, chi_q, frozen); NaN everywhere when q* overflows."""
     q = _solve_q(code, a, sw, sb, z, w)
-    qe = q
+    if math.isnan(q):
+        for i in range(6):
+            out[i] = math.nan
+        return
+    frozen = 0.0
     if math.isinf(q):
-        qe = 1.0 if homogeneous else 1e12  # homogeneous: chi's do not depend on q; else large-q limit
-    chi1 = sw * single_value(code, a, 1, 1, qe, z, w)
-    if math.isinf(q) and homogeneous:
-        c, chic = 1.0, chi1
+        # q -> inf: the chi's of the asymptote (relu for the ReLU-like; the activation itself if
+        # homogeneous), whose correlation map has the fixed point c* = 1
+        if homogeneous:
+            chi1 = sw * single_value(code, a, 1, 1, 1.0, z, w)
+            chiq = sw * variance_derivative_value(code, a, 1.0, z, w)
+        else:
+            chi1 = 0.5 * sw
+            chiq = sw * asymptotic_slope(code, a)
+        c = 1.0
+        chic = chi1
+    elif q == 0.0:
+        # q -> 0 with sb = 0 and phi(0) = 0: the c-map is q-independent (homogeneous) or the
+        # identity (smooth): its slope at c* = 1 is 1, so correlations converge polynomially or freeze
+        chi1 = sw * single_value(code, a, 1, 1, 0.0 if not homogeneous else 1.0, z, w)
+        chiq = sw * variance_derivative_value(code, a, 0.0 if not homogeneous else 1.0, z, w)
+        c = 1.0
+        chic = 1.0 if sw > 0.0 else 0.0
+        if sw > 0.0 and not (code == RELU or (code == LEAKY_RELU and a != 1.0)):
+            frozen = 1.0
     else:
-        c, chic = _solve_c(code, a, sw, sb, qe, chi1, z, w, c0)
-    if math.isnan(chic):
-        chic = sw * pair_value(code, a, 1, 1, qe, qe, c, z, w)
-    chiq = sw * variance_derivative_value(code, a, qe, z, w)
+        chi1 = sw * single_value(code, a, 1, 1, q, z, w)
+        c, chic = _solve_c(code, a, sw, sb, q, chi1, z, w, c0)
+        if math.isnan(chic):
+            chic = sw * pair_value(code, a, 1, 1, q, q, c, z, w)
+        chiq = sw * variance_derivative_value(code, a, q, z, w)
     out[0] = q
     out[1] = c
     out[2] = chi1
     out[3] = chic
     out[4] = chiq
+    out[5] = frozen
 
 
 @numba.njit(cache=True, parallel=True)
@@ -530,7 +969,7 @@ def _phase_kernel(code, a, homogeneous, sw_grid, sb_grid, z, w, out):
         c_prev = 0.0
         for j in range(sb_grid.size):
             _fixed_point_values(code, a, homogeneous, sw_grid[i], sb_grid[j], z, w, out[i, j], c_prev)
-            c_prev = out[i, j, 1]
+            c_prev = out[i, j, 1] if math.isfinite(out[i, j, 1]) else 0.0
 
 
 def _depth_scale(chi):
@@ -554,26 +993,36 @@ class FixedPoint:
     Attributes
     ----------
     q_star : float
-        Fixed-point variance (inf when q grows without bound, e.g. ReLU with sigma_w2 > 2).
+        Fixed-point variance reached from small input variances: finite and >= 0, or ``inf`` when
+        q grows without bound (relu with sigma_w2 > 2; softplus, swish, gelu when
+        sigma_w2 / 2 > 1 and no finite fixed point lies below; relu at sigma_w2 = 2 with bias).
     c_star : float
-        Fixed-point correlation (1 in the ordered phase).
+        Fixed-point correlation (1 in the ordered phase and wherever q* is 0 or inf).
     chi_1 : float
         sigma_w2 E phi'(sqrt(q*) z)^2: slope of the c-map at c = 1, mean squared singular value
-        of the layer Jacobian, per-layer factor of gradient variance.
+        of the layer Jacobian, per-layer factor of gradient variance. At q* = inf: the value of
+        the asymptote (sigma_w2 / 2 for the ReLU-like); at q* = 0: sigma_w2 phi'(0)^2.
     chi_c : float
-        sigma_w2 E phi'(u1) phi'(u2) at (q*, c*): slope of the c-map at c*.
+        Slope of the c-map at c*: sigma_w2 E phi'(u1) phi'(u2) at (q*, c*) when 0 < q* < inf; at
+        q* = inf, chi_1 (the asymptote's value); at q* = 0, the slope of the limiting c-map, 1
+        (0 when sigma_w2 = 0).
     chi_q : float
-        Slope of the q-map at q*.
+        Slope of the q-map at q* (at q* = inf: sigma_w2 times the asymptotic slope m_inf).
     xi_q, xi_c : float
-        Depth scales -1/log(chi_q), -1/log(chi_c); inf where the chi is >= 1 (no exponential
-        convergence; at criticality the approach is power-law).
+        Depth scales -1/log(chi_q), -1/log(chi_c); ``inf`` where the chi is >= 1 or within
+        CRITICAL_ATOL of 1 (no exponential convergence: power law at criticality, frozen or
+        polynomially converging correlations at q* = 0, growth at q* = inf); 0 where the chi is 0.
     phase : str
         'ordered' (chi_1 < 1), 'chaotic' (chi_1 > 1) or 'critical' (|chi_1 - 1| <= 1e-9).
+    c_frozen : bool
+        True where q* = 0 and the c-map is the identity (smooth phi with phi(0) = 0, no bias, the
+        ordered phase; linear): correlations then stop at an input-dependent value instead of
+        converging to c_star.
 
     Notes
     -----
-    For positively homogeneous activations with q* = inf the chi's are q-independent and are
-    evaluated exactly; for other activations with q* = inf they are evaluated at q = 1e12.
+    ``inf`` values are meaningful, not errors: q* = inf with chi_1 > 1 is the chaotic phase of
+    ReLU-like activations, where the variance grows exponentially (rate chi_q).
     """
 
     q_star: float
@@ -584,9 +1033,16 @@ class FixedPoint:
     xi_q: float
     xi_c: float
     phase: str
+    c_frozen: bool = False
 
     def replace(self, **changes) -> "FixedPoint":
         return replace(self, **changes)
+
+
+def _fixed_point_error(act, sw, sb):
+    return ValueError(
+        f"the fixed point q* of {act.name} at sigma_w2 = {sw!r}, sigma_b2 = {sb!r} exceeds the float64 range"
+    )
 
 
 def fixed_point(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> FixedPoint:
@@ -597,13 +1053,27 @@ def fixed_point(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> FixedP
     activation : str or Activation
         A built-in activation.
     sigma_w2, sigma_b2 : float
-        Variances (>= 0).
+        Variances (>= 0, finite), scalars.
     degree : int
         Gauss-Hermite degree for activations without closed forms.
 
     Returns
     -------
     FixedPoint
+        ``q_star``, ``xi_q``, ``xi_c`` may be ``inf`` (see :class:`FixedPoint`); nothing is NaN.
+
+    Raises
+    ------
+    ValueError
+        Negative or non-finite variances; a user-defined activation; q* beyond the float64 range
+        (e.g. sigma_b2 ~ 1e308).
+    TypeError
+        Complex, boolean or array arguments.
+
+    Notes
+    -----
+    Seed 003, eq. 2.7; the q* = 0 and q* = inf edges as in the module notes. Time is bounded:
+    every loop has an iteration cap (a few ms per point; ~10 ms at variances ~1e300).
 
     Examples
     --------
@@ -613,13 +1083,14 @@ def fixed_point(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> FixedP
     """
     act = _act(activation)
     _require_builtin(act, "fixed_point")
-    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
-    sigma_b2 = check_nonnegative(sigma_b2, "sigma_b2")
+    sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
     z, w = kernel_rule(degree)
-    out = np.empty(5)
+    out = np.empty(6)
     # the serial kernel: a one-point call to the parallel grid kernel pays a thread-pool launch
     _fixed_point_values(act.code, act.param, act.code in _HOMOGENEOUS, sigma_w2, sigma_b2, z, w, out)
-    q, c, chi1, chic, chiq = (float(v) for v in out)
+    if np.isnan(out[0]):
+        raise _fixed_point_error(act, sigma_w2, sigma_b2)
+    q, c, chi1, chic, chiq, frozen = (float(v) for v in out)
     return FixedPoint(
         q_star=q,
         c_star=c,
@@ -629,6 +1100,7 @@ def fixed_point(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> FixedP
         xi_q=_depth_scale(chiq),
         xi_c=_depth_scale(chic),
         phase=_phase(chi1),
+        c_frozen=bool(frozen),
     )
 
 
@@ -641,6 +1113,8 @@ class PhaseDiagram:
     sigma_w2, sigma_b2 : ndarray
         The 1-D grids.
     q_star, c_star, chi_1, chi_c, xi_c : ndarray
+        As in :class:`FixedPoint` (``q_star`` and ``xi_c`` may be ``inf``).
+    c_frozen : ndarray of bool or None
         As in :class:`FixedPoint`.
     """
 
@@ -651,9 +1125,20 @@ class PhaseDiagram:
     chi_1: np.ndarray
     chi_c: np.ndarray
     xi_c: np.ndarray
+    c_frozen: np.ndarray | None = None
 
     def replace(self, **changes) -> "PhaseDiagram":
         return replace(self, **changes)
+
+
+def _grid(x, name):
+    arr = as_real_array(x, name)
+    arr = np.atleast_1d(arr)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D grid, got shape {np.shape(x)}")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be >= 0 (variances)")
+    return np.ascontiguousarray(arr, dtype=np.float64)
 
 
 def phase_diagram(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> PhaseDiagram:
@@ -664,22 +1149,35 @@ def phase_diagram(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> Phas
     activation : str or Activation
         A built-in activation.
     sigma_w2, sigma_b2 : array_like, 1-D
-        Grids of variances (>= 0).
+        Non-empty grids of variances (>= 0, finite).
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
 
     Returns
     -------
     PhaseDiagram
-        The critical line is the level set ``chi_1 == 1``.
+        The critical line is the level set ``chi_1 == 1``; ``q_star`` and ``xi_c`` may be
+        ``inf`` (chaotic ReLU-like points, see :class:`FixedPoint`).
+
+    Raises
+    ------
+    ValueError
+        Empty, multi-dimensional, negative or non-finite grids; q* beyond the float64 range at
+        a grid point; a user-defined activation.
+    TypeError
+        Complex or boolean grids.
     """
     act = _act(activation)
     _require_builtin(act, "phase_diagram")
-    sw = np.atleast_1d(check_nonnegative(sigma_w2, "sigma_w2")).astype(np.float64)
-    sb = np.atleast_1d(check_nonnegative(sigma_b2, "sigma_b2")).astype(np.float64)
-    if sw.ndim != 1 or sb.ndim != 1:
-        raise ValueError("sigma_w2 and sigma_b2 must be 1-D grids")
+    sw = _grid(sigma_w2, "sigma_w2")
+    sb = _grid(sigma_b2, "sigma_b2")
     z, w = kernel_rule(degree)
-    out = np.empty((sw.size, sb.size, 5))
+    out = np.empty((sw.size, sb.size, 6))
     _phase_kernel(act.code, act.param, act.code in _HOMOGENEOUS, sw, sb, z, w, out)
+    bad = np.isnan(out[..., 0])
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise _fixed_point_error(act, float(sw[i]), float(sb[j]))
     return PhaseDiagram(
         sigma_w2=sw,
         sigma_b2=sb,
@@ -688,27 +1186,44 @@ def phase_diagram(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> Phas
         chi_1=out[..., 2],
         chi_c=out[..., 3],
         xi_c=_depth_scale(out[..., 3]),
+        c_frozen=out[..., 5] > 0,
     )
 
 
 def critical_sigma_w2(activation, sigma_b2, degree=DEFAULT_DEGREE, bracket=(1e-6, 100.0)):
     """The edge of chaos: the sigma_w2 at which chi_1 = 1, for each sigma_b2.
 
-    Solved with Brent's method on chi_1(sigma_w2) - 1 (chi_1 increases with sigma_w2).
+    Solved with Brent's method (at most 100 iterations) on chi_1(sigma_w2) - 1 (chi_1 increases
+    with sigma_w2).
 
     Parameters
     ----------
     activation : str or Activation
+        A built-in activation.
     sigma_b2 : float or array_like
-        Bias variances (>= 0).
+        Bias variances (>= 0, finite).
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
     bracket : (float, float)
-        Search interval for sigma_w2. Above sigma_w2 ~ 100 the fixed-point variance of bounded
-        activations exceeds ~100 and Gauss-Hermite quadrature at the default degree no longer
-        resolves phi' (see :mod:`meanfield.gaussian`); widen the bracket only with a higher degree.
+        Search interval ``0 <= lo < hi`` (finite) for sigma_w2.
 
     Returns
     -------
-    float or ndarray like ``sigma_b2``; NaN never: raises ValueError when no crossing lies in ``bracket``.
+    float or ndarray like ``sigma_b2``; never NaN.
+
+    Raises
+    ------
+    ValueError
+        No crossing in ``bracket``; bad arguments.
+    TypeError
+        Complex or boolean arguments; a ``bracket`` that is not a pair of numbers.
+
+    Notes
+    -----
+    Where q* jumps from a finite value (or 0) to infinity as sigma_w2 grows, chi_1 jumps across 1
+    and the returned point is the jump (within 1e-14): gelu and swish at sigma_b2 = 0 are ordered
+    with q* = 0 and chi_1 = sigma_w2 / 4 up to sigma_w2 = 4, and chaotic with q* = inf and
+    chi_1 = sigma_w2 / 2 beyond, so 4 is returned.
 
     Examples
     --------
@@ -719,27 +1234,59 @@ def critical_sigma_w2(activation, sigma_b2, degree=DEFAULT_DEGREE, bracket=(1e-6
 
     act = _act(activation)
     _require_builtin(act, "critical_sigma_w2")
-    sb = check_nonnegative(sigma_b2, "sigma_b2")
-    lo, hi = (float(b) for b in bracket)
+    sb = check_nonnegative(sigma_b2, "sigma_b2", strict=True)
+    if isinstance(bracket, (str, bytes)) or not hasattr(bracket, "__len__") or len(bracket) != 2:
+        raise TypeError(f"bracket must be a pair (lo, hi), got {bracket!r}")
+    lo = check_scalar(bracket[0], "bracket[0]")
+    hi = check_scalar(bracket[1], "bracket[1]")
     if not 0 <= lo < hi:
-        raise ValueError(f"bracket must satisfy 0 <= lo < hi, got {bracket}")
+        raise ValueError(f"bracket must satisfy 0 <= lo < hi, got {tuple(bracket)}")
 
     def f(sw, b):
         return fixed_point(act, sw, b, degree).chi_1 - 1.0
 
     def solve(b):
         flo, fhi = f(lo, b), f(hi, b)
+        if flo == 0.0:
+            return lo
+        if fhi == 0.0:
+            return hi
         if flo * fhi > 0:
-            raise ValueError(f"chi_1 = 1 is not crossed for sigma_w2 in {bracket} at sigma_b2 = {b}")
-        return brentq(f, lo, hi, args=(b,), xtol=1e-14, rtol=1e-15)
+            raise ValueError(f"chi_1 = 1 is not crossed for sigma_w2 in {tuple(bracket)} at sigma_b2 = {b}")
+        return brentq(f, lo, hi, args=(b,), xtol=1e-14, rtol=1e-15, maxiter=200)
 
     if np.ndim(sb) == 0:
         return solve(float(sb))
-    return np.vectorize(solve)(sb)
+    if np.size(sb) == 0:
+        return np.empty(np.shape(sb))
+    return np.vectorize(solve, otypes=[float])(sb)
 
 
 # ----------------------------------------------------------------------------------------------
 # Backward (gradient) variance.
+
+
+def _log_chi1_along(act, sigma_w2, log_q, degree):
+    """log(sigma_w2 E phi'(sqrt(q) z)^2) for q = exp(log_q) anywhere in the log range."""
+    if sigma_w2 == 0.0:
+        return np.full(log_q.shape, -np.inf)
+    log_sw = math.log(sigma_w2)
+    if act.code in _HOMOGENEOUS:
+        return np.full(log_q.shape, log_sw + math.log(expectation(act, 1.0, (1, 1), degree)))
+    out = np.empty(log_q.shape)
+    tiny = log_q < math.log(Q_LINEAR_BELOW)
+    big_relu = (log_q > math.log(Q_ASYMPTOTE_ABOVE)) & (act.code in _RELU_LIKE)
+    big_bounded = (log_q > math.log(1e300)) & (act.code not in _RELU_LIKE)
+    mid = ~(tiny | big_relu | big_bounded)
+    d0 = float(evaluate_call(act.code, act.param, 1, 0.0))
+    with np.errstate(divide="ignore"):
+        out[tiny] = log_sw + math.log(d0 * d0) if d0 != 0 else -np.inf
+        out[big_relu] = log_sw + math.log(0.5)
+        if big_bounded.any():  # E phi'(u)^2 ~ (int phi'^2) / sqrt(2 pi q): relative error O(1/q)
+            out[big_bounded] = log_sw + math.log(expectation(act, 1e300, (1, 1), degree)) - 0.5 * (log_q[big_bounded] - math.log(1e300))
+        if mid.any():
+            out[mid] = log_sw + np.log(expectation(act, np.exp(log_q[mid]), (1, 1), degree))
+    return out
 
 
 def backward_variance(activation, sigma_w2, sigma_b2, depth, q0, log=False, degree=DEFAULT_DEGREE):
@@ -755,41 +1302,49 @@ def backward_variance(activation, sigma_w2, sigma_b2, depth, q0, log=False, degr
     Parameters
     ----------
     activation : str or Activation
+        A built-in activation.
     sigma_w2, sigma_b2 : float
-        Variances (>= 0).
+        Variances (>= 0), scalars.
     depth : int
-        L, the number of layers (>= 1).
+        L, the number of layers (1 <= L <= MAX_DEPTH + 1).
     q0 : float
-        Pre-activation variance of layer 1 (>= 0); ``q^{l+1} = qmap(q^l)``.
+        Pre-activation variance of layer 1 (>= 0, finite); ``q^{l+1} = qmap(q^l)`` (carried on a
+        log scale: any depth).
     log : bool
-        Return the natural log of the ratio (never overflows).
+        Return the natural log of the ratio (never overflows or underflows).
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
 
     Returns
     -------
     ndarray, shape (depth,)
-        Entry l - 1 is the ratio for layer l = 1..L (the last entry is 1, or 0 with ``log``).
+        Entry l - 1 is the ratio for layer l = 1..L (the last entry is 1, or 0 with ``log``). With
+        ``log=True`` an entry is ``-inf`` exactly where the ratio is exactly 0 (sigma_w2 = 0).
+
+    Raises
+    ------
+    ValueError
+        Bad arguments; with ``log=False``, a ratio beyond the float64 range (overflow, or a
+        non-zero ratio below the smallest normal float): pass ``log=True``.
+    TypeError
+        Complex, boolean or array variances; ``log`` not a bool.
     """
     act = _act(activation)
-    depth = check_int(depth, "depth", 1)
-    q0 = check_nonnegative(q0, "q0")
-    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
-    sigma_b2 = check_nonnegative(sigma_b2, "sigma_b2")
+    log = check_bool(log, "log")
+    depth = check_int(depth, "depth", 1, MAX_DEPTH + 1)
+    q0 = check_nonnegative_scalar(q0, "q0")
+    sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
     traj = propagate_log(np.array([[q0]]), act, sigma_w2, sigma_b2, depth - 1, degree)
-    log_q = traj.log_q[:, 0]
-    with np.errstate(over="ignore"):
-        q = np.exp(log_q)
-    if act.code in _HOMOGENEOUS:
-        per_layer = sigma_w2 * expectation(act, np.ones_like(q), (1, 1), degree)
-    else:
-        per_layer = sigma_w2 * expectation(act, q, (1, 1), degree)
-    with np.errstate(divide="ignore"):
-        logs = np.log(per_layer)
+    logs = _log_chi1_along(act, sigma_w2, traj.log_q[:, 0], degree)
     # suffix sums: log ratio at l = sum_{k=l}^{L-1} log chi(q^k)
     log_ratio = np.concatenate([np.cumsum(logs[:-1][::-1])[::-1], [0.0]])
     if log:
         return log_ratio
-    with np.errstate(over="ignore"):
-        ratio = np.exp(log_ratio)
-    if not np.all(np.isfinite(ratio)):
-        raise OverflowError("gradient-variance ratio exceeds the float64 range: pass log=True")
-    return ratio
+    finite = np.isfinite(log_ratio)
+    if np.any(log_ratio[finite] > _LOG_DBL_MAX) or np.any(log_ratio[finite] < _LOG_DBL_MIN):
+        raise ValueError(
+            "the gradient-variance ratio leaves the normal float64 range at this depth (overflow or "
+            "underflow): pass log=True"
+        )
+    with np.errstate(under="ignore"):
+        return np.exp(log_ratio)
