@@ -149,6 +149,11 @@ def evaluate(code, param, deriv, x):
     return math.nan
 
 
+#: :func:`evaluate` as an ordinary compiled call, for paths that are not hot loops (large-variance
+#: rules, values at 0): inlining the ten-way switch there only lengthens the first compilation.
+evaluate_call = numba.njit(cache=True)(evaluate.py_func)
+
+
 @numba.njit(inline="always")
 def asymptotic_slope(code, param):
     """lim_{q -> inf} E phi(sqrt(q) z)^2 / q of built-in ``code`` (0 for bounded activations).

@@ -305,11 +305,12 @@ def propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape=None, de
     out[0], logs[0] = dense._normalised_start(cov0)
     z, w = kernel_rule(degree)
     tmp = np.empty(cov0.shape)
+    work = np.empty(cov0.shape)
     mapped = np.empty(cov0.shape)
     for layer in range(1, depth + 1):
         k, lk = out[layer - 1], logs[layer - 1]
         if act.is_builtin:  # the dense step on the log scale (exact for every scale), then A_v
-            lm = dense._scaled_step(act.code, act.param, sigma_w2, sigma_b2, k, lk, z, w, tmp, mapped)
+            lm = dense._scaled_step(act.code, act.param, sigma_w2, sigma_b2, k, lk, z, w, tmp, mapped, work)
         else:  # user-defined: evaluated directly, so the scale must stay in the float64 range
             if np.max(np.diagonal(k)) > 0 and not dense._LOG_DBL_MIN <= lk <= dense._LOG_DBL_MAX:
                 raise ValueError(

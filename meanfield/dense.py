@@ -75,7 +75,7 @@ from .activations import (
     SWISH,
     asymptotic_slope,
     call_user,
-    evaluate,
+    evaluate_call,
     get_activation,
 )
 from .gaussian import (
@@ -311,7 +311,7 @@ def cmap(c, activation, sigma_w2, sigma_b2, q=None, degree=DEFAULT_DEGREE):
     Examples
     --------
     >>> round(float(cmap(0.5, "relu", 2.0, 0.0)), 4)     # q-independent: the arc-cosine map
-    0.6089
+    0.609
     """
     act = _act(activation)
     sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
@@ -324,7 +324,7 @@ def cmap(c, activation, sigma_w2, sigma_b2, q=None, degree=DEFAULT_DEGREE):
         q = check_nonnegative_scalar(q, "q")
     if q == 0.0:
         if act.is_builtin:
-            phi0 = float(evaluate(act.code, act.param, 0, 0.0))
+            phi0 = float(evaluate_call(act.code, act.param, 0, 0.0))
         else:
             phi0 = float(call_user(act.phi, np.zeros(1), "phi", act.name)[0])
         if sigma_w2 * phi0 * phi0 + sigma_b2 > 0:
@@ -363,6 +363,23 @@ def _cov_map_one(code, a, d, sw, sb, cov, z, w, out):
             qj = max(cov[j, j], 0.0)
             cij = _correlation(cov[i, j], si, math.sqrt(qj))
             v = sw * pair_value(code, a, d, d, qi, qj, cij, z, w) + bias
+            out[i, j] = v
+            out[j, i] = v
+
+
+@numba.njit(cache=True)
+def _c_map_one(code, a, cov, z, w, out):
+    """out = E phi(h) phi(h)^T for one covariance: :func:`_cov_map_one` with the derivative orders
+    as constants (0), which the compiler folds into the inlined activation switch (~10 % faster
+    propagation than passing them at run time)."""
+    dim = cov.shape[0]
+    for i in range(dim):
+        qi = max(cov[i, i], 0.0)
+        out[i, i] = single_value(code, a, 0, 0, qi, z, w)
+        si = math.sqrt(qi)
+        for j in range(i + 1, dim):
+            qj = max(cov[j, j], 0.0)
+            v = pair_value(code, a, 0, 0, qi, qj, _correlation(cov[i, j], si, math.sqrt(qj)), z, w)
             out[i, j] = v
             out[j, i] = v
 
@@ -548,8 +565,9 @@ def _sign_kernel_map(code, k, out):
 
 
 @numba.njit(cache=True)
-def _scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout):
-    """One C-map step on Sigma = exp(logs) k (k normalised); writes kout, returns its log scale.
+def _scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout, work):
+    """One C-map step on Sigma = exp(logs) k (k normalised); writes kout, returns its log scale
+    (``tmp`` and ``work`` are D x D scratch buffers).
 
     Positively homogeneous activations: C(e^L k) = e^L sw K(k) + sb exactly. Others: the map is
     evaluated directly while the scale is moderate; below Q_LINEAR_BELOW by its linearisation at
@@ -561,33 +579,38 @@ def _scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout):
     for i in range(dim):
         kmax = max(kmax, k[i, i])
     log_sw = math.log(sw) if sw > 0.0 else -math.inf
-    if code == LINEAR or code == RELU or code == LEAKY_RELU:
-        _cov_map_one(code, a, 0, 1.0, 0.0, k, z, w, tmp)
-        return _combine(tmp, logs, log_sw, sb, kout)
-    if kmax > 0.0 and logs < math.log(Q_LINEAR_BELOW):
-        phi0 = evaluate(code, a, 0, 0.0)
-        d1 = evaluate(code, a, 1, 0.0)
-        d2 = evaluate(code, a, 2, 0.0)
+    relu_like = code == SOFTPLUS or code == SWISH or code == GELU
+    if kmax > 0.0 and logs < math.log(Q_LINEAR_BELOW) and not (code == LINEAR or code == RELU or code == LEAKY_RELU):
+        phi0 = evaluate_call(code, a, 0, 0.0)
+        d1 = evaluate_call(code, a, 1, 0.0)
+        d2 = evaluate_call(code, a, 2, 0.0)
         # E phi(u_i) phi(u_j) = phi0^2 + phi0 phi''(0) (q_i + q_j) / 2 + phi'(0)^2 Sigma_ij + O(q^2)
         for i in range(dim):
             for j in range(dim):
                 tmp[i, j] = d1 * d1 * k[i, j] + 0.5 * phi0 * d2 * (k[i, i] + k[j, j])
         return _combine(tmp, logs, log_sw, sw * phi0 * phi0 + sb, kout)
-    if kmax > 0.0 and (code == SOFTPLUS or code == SWISH or code == GELU) and logs > math.log(Q_ASYMPTOTE_ABOVE):
-        _cov_map_one(RELU, 0.0, 0, 1.0, 0.0, k, z, w, tmp)
-        return _combine(tmp, logs, log_sw, sb, kout)
-    if kmax > 0.0 and logs > math.log(1e300):
-        if code == SOFTPLUS or code == SWISH or code == GELU:
-            return math.nan
+    if kmax > 0.0 and not relu_like and code != LINEAR and code != RELU and code != LEAKY_RELU and logs > math.log(1e300):
         _sign_kernel_map(code, k, tmp)
         return _combine(tmp, 0.0, log_sw, sb, kout)
-    scale = math.exp(logs) if kmax > 0.0 else 0.0
-    cov = np.empty((dim, dim))
-    for i in range(dim):
-        for j in range(dim):
-            cov[i, j] = k[i, j] * scale
-    _cov_map_one(code, a, 0, 1.0, 0.0, cov, z, w, tmp)
-    return _combine(tmp, 0.0, log_sw, sb, kout)
+    # one call site of the kernel map (every argument a plain runtime value: one compilation)
+    kcode = code
+    ka = a
+    mat = k
+    lf = logs
+    if code == LINEAR or code == RELU or code == LEAKY_RELU:
+        pass  # C(e^L k) = e^L C(k) + sb exactly
+    elif kmax > 0.0 and relu_like and logs > math.log(Q_ASYMPTOTE_ABOVE):
+        kcode = code - code + RELU  # the asymptote's map
+        ka = 0.0
+    else:
+        scale = math.exp(logs) if kmax > 0.0 else 0.0
+        mat = work
+        for i in range(dim):
+            for j in range(dim):
+                mat[i, j] = k[i, j] * scale
+        lf = 0.0
+    _c_map_one(kcode, ka, mat, z, w, tmp)
+    return _combine(tmp, lf, log_sw, sb, kout)
 
 
 @numba.njit(cache=True)
@@ -597,8 +620,9 @@ def _propagate_kernel(code, a, sw, sb, k0, log0, depth, z, w, k_out, logs_out):
     k_out[0] = k0
     logs_out[0] = log0
     tmp = np.empty((dim, dim))
+    work = np.empty((dim, dim))
     for layer in range(1, depth + 1):
-        logs_out[layer] = _scaled_step(code, a, sw, sb, k_out[layer - 1], logs_out[layer - 1], z, w, tmp, k_out[layer])
+        logs_out[layer] = _scaled_step(code, a, sw, sb, k_out[layer - 1], logs_out[layer - 1], z, w, tmp, k_out[layer], work)
         if not math.isfinite(logs_out[layer]):
             for rest in range(layer + 1, depth + 1):
                 logs_out[rest] = math.nan
@@ -620,6 +644,25 @@ def _normalised_start(cov0):
     if m > 0:
         return np.ascontiguousarray(cov0 / m), math.log(m)
     return np.ascontiguousarray(cov0), 0.0
+
+
+def _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
+    """propagate_log and the validated cov0."""
+    act = _act(activation)
+    _require_builtin(act, "propagate")
+    cov0 = check_covariance(cov0, "cov0", strict=True)
+    if cov0.ndim != 2 or cov0.shape[0] < 1:
+        raise ValueError(f"cov0 must be a single (D, D) matrix with D >= 1, got shape {cov0.shape}")
+    sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
+    depth = _check_depth(depth, cov0.shape[0])
+    k0, log0 = _normalised_start(cov0)
+    z, w = kernel_rule(degree)
+    k_out = np.empty((depth + 1,) + k0.shape)
+    logs = np.empty(depth + 1)
+    _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, k_out, logs)
+    if not (np.all(np.isfinite(logs)) and np.all(np.isfinite(k_out))):
+        raise ValueError(f"propagation of {act.name} leaves even the log-scale representation at these parameters")
+    return LogPropagation(log_scale=logs, normalized=k_out), cov0
 
 
 def propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DEGREE) -> LogPropagation:
@@ -660,21 +703,26 @@ def propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DE
     TypeError
         Complex or boolean arguments; arrays for the variances.
     """
-    act = _act(activation)
-    _require_builtin(act, "propagate")
-    cov0 = check_covariance(cov0, "cov0", strict=True)
-    if cov0.ndim != 2 or cov0.shape[0] < 1:
-        raise ValueError(f"cov0 must be a single (D, D) matrix with D >= 1, got shape {cov0.shape}")
-    sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
-    depth = _check_depth(depth, cov0.shape[0])
-    k0, log0 = _normalised_start(cov0)
-    z, w = kernel_rule(degree)
-    k_out = np.empty((depth + 1,) + k0.shape)
-    logs = np.empty(depth + 1)
-    _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, k_out, logs)
-    if not (np.all(np.isfinite(logs)) and np.all(np.isfinite(k_out))):
-        raise ValueError(f"propagation of {act.name} leaves even the log-scale representation at these parameters")
-    return LogPropagation(log_scale=logs, normalized=k_out)
+    return _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)[0]
+
+
+def _unscale(res: LogPropagation, what):
+    """exp(log_scale) * normalized, or a ValueError naming the layer where float64 over/underflows."""
+    diag = np.diagonal(res.normalized, axis1=1, axis2=2)
+    with np.errstate(over="ignore", under="ignore"):
+        scale = np.exp(res.log_scale)
+        var = scale[:, None] * diag
+    over = ~np.isfinite(var).all(axis=1)
+    under = ((diag > 0) & (var < np.finfo(np.float64).tiny)).any(axis=1)
+    if over.any() or under.any():
+        layer = int(np.argmax(over | under))
+        kind = "exceed the float64 range" if over[layer] else "fall below the smallest normal float64 (underflow)"
+        raise ValueError(
+            f"{what}: the variances {kind} from layer {layer} on (log q = {res.log_scale[layer]:.6g}); "
+            "use propagate_log, which keeps them as log-scale x normalised matrix"
+        )
+    with np.errstate(over="ignore", under="ignore"):
+        return scale[:, None, None] * res.normalized
 
 
 def _unscale(res: LogPropagation, what):
@@ -733,9 +781,9 @@ def propagate(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DEGREE
     >>> traj.shape
     (51, 2, 2)
     """
-    res = propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    res, cov0 = _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
     out = _unscale(res, "propagate")
-    out[0] = check_covariance(cov0, "cov0", strict=True)  # exactly the input, not exp(log m) * (cov0 / m)
+    out[0] = cov0  # exactly the input, not exp(log m) * (cov0 / m)
     return out
 
 
@@ -805,6 +853,10 @@ def _solve_q(code, a, sw, sb, z, w):
     else:  # qmap(q) >= qmap(0) = g0 for every built-in, so no root lies below g0
         lo = 0.0
         q = g0
+    if m == 0.0 and math.isfinite(sw + sb):
+        # bounded (tanh, erf, sigmoid, hard_tanh): phi^2 <= 1, so g(sw + sb) <= 0, and the q-map is
+        # concave (a single crossing on (0, inf)): safeguarded Newton from the right converges to it
+        return _newton_q(code, a, sw, sb, lo, max(sw + sb, q), z, w)
     slo = 0.0
     for _ in range(4096):
         gq, sq = _g(code, a, sw, sb, q, z, w)
@@ -1245,7 +1297,7 @@ def _log_chi1_along(act, sigma_w2, log_q, degree):
     big_relu = (log_q > math.log(Q_ASYMPTOTE_ABOVE)) & (act.code in _RELU_LIKE)
     big_bounded = (log_q > math.log(1e300)) & (act.code not in _RELU_LIKE)
     mid = ~(tiny | big_relu | big_bounded)
-    d0 = float(evaluate(act.code, act.param, 1, 0.0))
+    d0 = float(evaluate_call(act.code, act.param, 1, 0.0))
     with np.errstate(divide="ignore"):
         out[tiny] = log_sw + math.log(d0 * d0) if d0 != 0 else -np.inf
         out[big_relu] = log_sw + math.log(0.5)
