@@ -63,7 +63,9 @@ def orthogonal_kernels():
     k, c, t = np.array(rows).T
     slope_c = np.polyfit(np.log(c[k == 5]), np.log(t[k == 5]), 1)[0]
     slope_k = np.polyfit(np.log(k[c == 128]), np.log(t[c == 128]), 1)[0]
-    print(f"fitted exponents: t ~ c^{slope_c:.2f} (k = 5), t ~ k^{slope_k:.2f} (c = 128); supplement C.1 bound: 3 and 3")
+    print(
+        f"fitted exponents: t ~ c^{slope_c:.2f} (k = 5), t ~ k^{slope_k:.2f} (c = 128); supplement C.1 bound: 3 and 3"
+    )
 
 
 def monte_carlo_throughput():
@@ -90,11 +92,15 @@ def monte_carlo_throughput():
     big = rng.standard_normal((1024, 1024))
     t_peak = best_of(lambda: big @ big, repeat=3)
     print(f"NumPy GEMM peak here (1024 x 1024 float64): {2 * 1024**3 / t_peak / 1e9:.2f} GFLOP/s")
-    print(f"1-D, n={n}, c={c}, {nets} networks, kernel 3, per layer: simulate_conv {t_sim * 1e3:.2f} ms, of which drawing "
-          f"the Gaussian kernels {t_rng * 1e3:.2f} ms and the periodic convolution {t_conv * 1e3:.2f} ms")
-    print(f"periodic_conv {flops / t_conv / 1e9:.2f} GFLOP/s vs the same batched GEMMs {flops / t_gemm / 1e9:.2f} GFLOP/s "
-          f"-> {t_gemm / t_conv:.2f} of GEMM speed; whole layer {flops / t_sim / 1e9:.2f} GFLOP/s "
-          f"(each weight is used only 2 n = {2 * n} flops, so drawing it dominates)")
+    print(
+        f"1-D, n={n}, c={c}, {nets} networks, kernel 3, per layer: simulate_conv {t_sim * 1e3:.2f} ms, of which drawing "
+        f"the Gaussian kernels {t_rng * 1e3:.2f} ms and the periodic convolution {t_conv * 1e3:.2f} ms"
+    )
+    print(
+        f"periodic_conv {flops / t_conv / 1e9:.2f} GFLOP/s vs the same batched GEMMs {flops / t_gemm / 1e9:.2f} GFLOP/s "
+        f"-> {t_gemm / t_conv:.2f} of GEMM speed; whole layer {flops / t_sim / 1e9:.2f} GFLOP/s "
+        f"(each weight is used only 2 n = {2 * n} flops, so drawing it dominates)"
+    )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import integrate, special, stats
@@ -42,20 +42,34 @@ def bench_eigenvalue() -> None:
         def naive():
             k = np.arange(1, n + 1)
             with np.errstate(all="ignore"):
-                return np.array([0.5 ** (n + mm + 1) * sw ** (-(mm + 1)) * np.sum(special.comb(n, k) * special.gamma(k / 2 - mm - 1) / special.gamma(k / 2)) for mm in m])
+                return np.array(
+                    [
+                        0.5 ** (n + mm + 1)
+                        * sw ** (-(mm + 1))
+                        * np.sum(special.comb(n, k) * special.gamma(k / 2 - mm - 1) / special.gamma(k / 2))
+                        for mm in m
+                    ]
+                )
 
         t_fast = _time(lambda: fw.relu_eigenvalue(m, n, 2.0))
         t_naive = _time(naive)
         ok = np.isfinite(naive()).all()
-        print(f"relu_eigenvalue, N={n:5d}, 200 m: {t_fast * 1e3:8.2f} ms; naive float sum {t_naive * 1e3:8.2f} ms "
-              f"(ratio {t_naive / t_fast:6.2f}; naive finite: {ok})")
+        print(
+            f"relu_eigenvalue, N={n:5d}, 200 m: {t_fast * 1e3:8.2f} ms; naive float sum {t_naive * 1e3:8.2f} ms "
+            f"(ratio {t_naive / t_fast:6.2f}; naive finite: {ok})"
+        )
     t_big = _time(lambda: fw.relu_eigenvalue(m, 100_000, 2.0), repeat=1)
-    print(f"relu_eigenvalue, N=100000, 200 m: {t_big:.2f} s, lambda_-1 - 1 = {fw.relu_eigenvalue(-1.0, 100_000, 2.0) - 1:.2e}")
+    print(
+        f"relu_eigenvalue, N=100000, 200 m: {t_big:.2f} s, lambda_-1 - 1 = {fw.relu_eigenvalue(-1.0, 100_000, 2.0) - 1:.2e}"
+    )
     n, sw, mm, z = 20, 0.1, -1.5, 1.0
 
     def quad():
         s = lambda y: sw * y  # noqa: E731
-        f = lambda y: sum(math.comb(n, k) * 0.5**n * stats.chi2.pdf(z / s(y), k) / s(y) for k in range(1, n + 1)) * y**mm  # noqa: E731
+
+        def f(y):
+            return sum(math.comb(n, k) * 0.5**n * stats.chi2.pdf(z / s(y), k) / s(y) for k in range(1, n + 1)) * y**mm
+
         return integrate.quad(f, 0, np.inf, limit=500)[0]
 
     t_q = _time(quad, repeat=1)
@@ -81,14 +95,18 @@ def bench_operator() -> None:
         return sum(np.exp(lw) * special.gammainc(kk / 2, x / 2) for kk, lw in zip(k[keep], logw[keep]))
 
     t_naive = _time(naive, repeat=1)
-    print(f"discretize_operator N=200, 301 edges x 601 sources: {t_fast:.2f} s; per-term gammainc CDFs alone {t_naive:.2f} s "
-          f"(ratio {t_naive / t_fast:.1f})")
+    print(
+        f"discretize_operator N=200, 301 edges x 601 sources: {t_fast:.2f} s; per-term gammainc CDFs alone {t_naive:.2f} s "
+        f"(ratio {t_naive / t_fast:.1f})"
+    )
 
 
 def bench_cosine() -> None:
     for n in (100, 200):
         t = _time(lambda: fw.cosine_similarity_samples(n, 0.5, n_samples=1_000_000, rng=0), repeat=1)
-        t32 = _time(lambda: fw.cosine_similarity_samples(n, 0.5, n_samples=1_000_000, rng=0, dtype=np.float32), repeat=1)
+        t32 = _time(
+            lambda: fw.cosine_similarity_samples(n, 0.5, n_samples=1_000_000, rng=0, dtype=np.float32), repeat=1
+        )
         rng = np.random.default_rng(0)
         reps = 2000
 
@@ -102,8 +120,10 @@ def bench_cosine() -> None:
             return out
 
         t_loop = _time(loop, repeat=1) * 1_000_000 / reps
-        print(f"cosine_similarity_samples N={n}, 10^6 repeats: {t:.2f} s (float32 normals: {t32:.2f} s); "
-              f"per-repeat loop (extrapolated) {t_loop:.1f} s (ratio {t_loop / t:.1f}, float32 {t_loop / t32:.1f})")
+        print(
+            f"cosine_similarity_samples N={n}, 10^6 repeats: {t:.2f} s (float32 normals: {t32:.2f} s); "
+            f"per-repeat loop (extrapolated) {t_loop:.1f} s (ratio {t_loop / t:.1f}, float32 {t_loop / t32:.1f})"
+        )
 
 
 if __name__ == "__main__":

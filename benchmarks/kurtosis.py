@@ -22,14 +22,15 @@ import numpy as np
 
 os.environ.setdefault("MEANFIELD_NO_PROGRESS", "1")
 
-from meanfield import kurtosis  # noqa: E402
-from meanfield.data import load_digits  # noqa: E402
-from meanfield.validation.simulators import empirical_variances  # noqa: E402
+from meanfield.validation.simulators import empirical_variances
+
+from meanfield import kurtosis
+from meanfield.data import load_digits
 
 DEPTH, WIDTH = 100, 10
 
 
-def naive(x: np.ndarray, n_networks: int, rng: None | int | np.random.Generator = 0) -> np.ndarray:
+def naive(x: np.ndarray, n_networks: int, rng: int | np.random.Generator | None = 0) -> np.ndarray:
     """One network at a time (the baseline the batched simulator replaces); ``rng`` as ``numpy.random.default_rng``."""
     rng = np.random.default_rng(rng)
     xt = x.T
@@ -75,10 +76,14 @@ def main() -> None:
     }
     print("Fig. 1 forward pass (width 10, depth 100, 1,797 inputs, He), network x input x layer updates / s:")
     for k in methods:
-        print(f"  {labels[k]:45s} {rate[k]:10.3g}   ({nets[k]} nets, {best[k]:.2f} s)  x{rate[k] / rate['naive']:.1f} vs naive")
+        print(
+            f"  {labels[k]:45s} {rate[k]:10.3g}   ({nets[k]} nets, {best[k]:.2f} s)  x{rate[k] / rate['naive']:.1f} vs naive"
+        )
     work = 5 * 10_000 * n * DEPTH
-    print("  projected --full fig_1 (5 random initialisers x 10,000 networks): "
-          + ", ".join(f"{k} {work / rate[k]:.0f} s" for k in methods))
+    print(
+        "  projected --full fig_1 (5 random initialisers x 10,000 networks): "
+        + ", ".join(f"{k} {work / rate[k]:.0f} s" for k in methods)
+    )
 
     widths = [10] * 10_000
     t0 = time.perf_counter()
@@ -91,7 +96,9 @@ def main() -> None:
         k = a @ k
     t_np = time.perf_counter() - t0
     print("Prop. 4.3 at depth 10^4, width 10:")
-    print(f"  meanfield.kurtosis.propagate (scaled, no overflow): {t_prop * 1e3:.1f} ms, log kappa = {res.log_kappa[-1]:.1f}")
+    print(
+        f"  meanfield.kurtosis.propagate (scaled, no overflow): {t_prop * 1e3:.1f} ms, log kappa = {res.log_kappa[-1]:.1f}"
+    )
     print(f"  NumPy loop of A @ k (overflows to {k[0]}):          {t_np * 1e3:.1f} ms  ratio x{t_np / t_prop:.1f}")
 
 

@@ -38,8 +38,10 @@ def main() -> None:
         r = L.binary_landscape(arch, task.inputs, task.targets, output_bias_bit=args.bias_bit)
         dt = time.perf_counter() - t0
         total += dt
-        print(f"{arch:15s} 2^{n_bits} configs x {task.inputs.shape[0]} inputs: {dt:6.2f} s "
-              f"({r.n_configurations / dt / 1e6:.2f} M configs/s), {r.n_local_minima} local minima")
+        print(
+            f"{arch:15s} 2^{n_bits} configs x {task.inputs.shape[0]} inputs: {dt:6.2f} s "
+            f"({r.n_configurations / dt / 1e6:.2f} M configs/s), {r.n_local_minima} local minima"
+        )
     print(f"all four architectures: {total:.2f} s (target <= 60 s on 2 cores)")
     rng = np.random.default_rng(0)
     sample = rng.integers(0, 2**n_bits, args.naive_sample)
@@ -48,8 +50,10 @@ def main() -> None:
         mats, w, b = L.decode_configuration(int(c), 7, 2, args.bias_bit)
         np.mean((L.forward_binary("residual", task.inputs, mats, w, b) - task.targets) ** 2)
     naive = (time.perf_counter() - t0) / args.naive_sample * 2**n_bits
-    print(f"naive NumPy losses only, one architecture (extrapolated from {args.naive_sample} configs): {naive:.0f} s; "
-          f"speed ratio vs full Numba landscape (losses + neighbours + walks): {naive / (total / 4):.0f}x")
+    print(
+        f"naive NumPy losses only, one architecture (extrapolated from {args.naive_sample} configs): {naive:.0f} s; "
+        f"speed ratio vs full Numba landscape (losses + neighbours + walks): {naive / (total / 4):.0f}x"
+    )
 
 
 if __name__ == "__main__":

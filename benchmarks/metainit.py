@@ -52,13 +52,17 @@ def finite_differences(ws, batches, h=1e-6):
             f = np.ones((2 * n, 1, 1))
             f[2 * k], f[2 * k + 1] = 1.0 + h, 1.0 - h
             stacked.append(np.repeat(w, 2 * n, axis=0) * f)
-        gq, _ = M._gq_and_gradient(stacked, np.repeat(x, 2 * n, axis=0), np.repeat(t, 2 * n, axis=0), 0.0, "cross_entropy", 1e-5, True, False)
+        gq, _ = M._gq_and_gradient(
+            stacked, np.repeat(x, 2 * n, axis=0), np.repeat(t, 2 * n, axis=0), 0.0, "cross_entropy", 1e-5, True, False
+        )
         out.append(((gq[0::2] - gq[1::2]) / (2 * h))[None])
     return out
 
 
 def main():
-    print(f"cores visible: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f} (CPU time, best of {REPEATS}, interleaved)")
+    print(
+        f"cores visible: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f} (CPU time, best of {REPEATS}, interleaved)"
+    )
     rng = np.random.default_rng(0)
     one, many = _weights(1, rng), _weights(32, rng)
     b1 = [_batch(rng, 1) for _ in range(STEPS["exact_1"])]
@@ -87,10 +91,14 @@ def main():
     print(f"  stacking 32 networks: x{per['exact_1'] / per['exact_32']:.1f} per network over one per call")
     ex = exact(one, b1[:1])[0][0]
     fd = finite_differences(one, b1[:1])[0][0]
-    print(f"  signs of dGQ/d|W_l| equal in {np.mean(np.sign(ex) == np.sign(fd)):.3f} of the 101 layers; "
-          f"median relative difference {np.median(np.abs(fd - ex) / np.abs(ex)):.1e}")
-    print(f"  projected CPU time of 500 steps per network: exact stacked {500 * per['exact_32']:.1f} s, "
-          f"one per call {500 * per['exact_1']:.1f} s, finite differences {500 * per['fd']:.0f} s")
+    print(
+        f"  signs of dGQ/d|W_l| equal in {np.mean(np.sign(ex) == np.sign(fd)):.3f} of the 101 layers; "
+        f"median relative difference {np.median(np.abs(fd - ex) / np.abs(ex)):.1e}"
+    )
+    print(
+        f"  projected CPU time of 500 steps per network: exact stacked {500 * per['exact_32']:.1f} s, "
+        f"one per call {500 * per['exact_1']:.1f} s, finite differences {500 * per['fd']:.0f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -16,10 +16,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from meanfield.validation.simulators import ConstNet, train
 
 from meanfield import symmetry
 from meanfield.init import periodic_conv
-from meanfield.validation.simulators import ConstNet, train
 
 
 def best_of(f, repeat=3):
@@ -57,10 +57,14 @@ def main():
         w = rng.standard_normal(shape)
         assert abs(symmetry.forward_correlation(w) - gram_cf(w)) < 1e-10
         t_lib, t_gram = best_of(lambda: symmetry.forward_correlation(w)), best_of(lambda: gram_cf(w))
-        print(f"  W {shape}: library {t_lib * 1e3:8.2f} ms, Gram {t_gram * 1e3:8.2f} ms, speed-up {t_gram / t_lib:6.1f}x")
+        print(
+            f"  W {shape}: library {t_lib * 1e3:8.2f} ms, Gram {t_gram * 1e3:8.2f} ms, speed-up {t_gram / t_lib:6.1f}x"
+        )
     w = rng.standard_normal((3, 3, 64, 16))
     t_lib, t_loop = best_of(lambda: symmetry.forward_correlation(w)), best_of(lambda: loop_cf(w), 1)
-    print(f"  W (3, 3, 64, 16): library {t_lib * 1e3:.2f} ms, double loop {t_loop * 1e3:.1f} ms, speed-up {t_loop / t_lib:.0f}x")
+    print(
+        f"  W (3, 3, 64, 16): library {t_lib * 1e3:.2f} ms, double loop {t_loop * 1e3:.1f} ms, speed-up {t_loop / t_lib:.0f}x"
+    )
 
     print("== meanfield.init.periodic_conv (the simulators' convolution) vs one flattened GEMM ==")
 
@@ -76,12 +80,16 @@ def main():
         x = rng.standard_normal((batch, size, size, c))
         k = rng.standard_normal((3, 3, c, c))
         t_lib, t_flat = best_of(lambda: periodic_conv(x, k, 2)), best_of(lambda: flat_conv(x, k))
-        print(f"  x {x.shape}, k (3,3,{c},{c}): periodic_conv {t_lib * 1e3:7.2f} ms, flat GEMM {t_flat * 1e3:7.2f} ms "
-              f"({t_flat / t_lib:4.2f}x)")
+        print(
+            f"  x {x.shape}, k (3,3,{c},{c}): periodic_conv {t_lib * 1e3:7.2f} ms, flat GEMM {t_flat * 1e3:7.2f} ms "
+            f"({t_flat / t_lib:4.2f}x)"
+        )
         k0 = np.zeros_like(k)
         k0[1, 1] = k[1, 1]
         t_delta = best_of(lambda: periodic_conv(x, k0, 2))
-        print(f"    delta kernel (LeakyNet / ConstNet init): periodic_conv {t_delta * 1e3:7.2f} ms ({t_lib / t_delta:4.1f}x faster: zero taps skipped)")
+        print(
+            f"    delta kernel (LeakyNet / ConstNet init): periodic_conv {t_delta * 1e3:7.2f} ms ({t_lib / t_delta:4.1f}x faster: zero taps skipped)"
+        )
 
     print("== ConstNet full-batch training step (128 digits-size 8x8 images) ==")
     x = rng.standard_normal((128, 8, 8, 1))

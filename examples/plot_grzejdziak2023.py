@@ -11,7 +11,6 @@ paper's sizes. The numbers behind each figure are written beside its PNG as JSON
 import tempfile
 
 import matplotlib.pyplot as plt
-
 from meanfield.figures import grzejdziak2023
 
 OUT = tempfile.mkdtemp()
@@ -21,7 +20,7 @@ def show(func):
     """Render ``func`` at the smoke size and display its PNG."""
     png = func(OUT, size="smoke")[0]
     image = plt.imread(png)
-    fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
+    _fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
     ax.imshow(image)
     ax.axis("off")
 

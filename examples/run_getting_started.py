@@ -39,7 +39,9 @@ sim = simulate_dense(x, "tanh", 1.5, 0.05, depth=20, width=512, n_networks=16, r
 mc = sim.cov.mean(axis=0)  # (depth + 1, D, D), index 0 = first layer as in dense.propagate
 se = sim.cov.std(axis=0, ddof=1) / np.sqrt(sim.cov.shape[0])
 for layer in (0, 5, 10, 20):
-    print(f"layer {layer:2d}: q theory {covs[layer, 0, 0]:.4f}   Monte-Carlo {mc[layer, 0, 0]:.4f} +- {se[layer, 0, 0]:.4f}")
+    print(
+        f"layer {layer:2d}: q theory {covs[layer, 0, 0]:.4f}   Monte-Carlo {mc[layer, 0, 0]:.4f} +- {se[layer, 0, 0]:.4f}"
+    )
 
 # %%
 # The q-map and c-map themselves, and a plot of the correlation over depth.

@@ -42,13 +42,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.colors  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.colors
+import matplotlib.pyplot as plt
+import numpy as np
+from meanfield.validation.runner import check_backend_available, check_out_dir, progress
 
-from meanfield.validation.runner import check_backend_available, check_out_dir, progress  # noqa: E402,F401  (re-exported for figure modules)
-
-from ._io import figure_metadata, to_jsonable, write_json  # noqa: E402
+from ._io import figure_metadata, to_jsonable, write_json
 
 __all__ = [
     "BLUE_RED",
@@ -148,13 +147,15 @@ def _figure_doc(func, paper, figure, honours_backend, extra_params) -> str:
     """The function's own docstring with numpydoc Parameters / Returns / Raises for the common
     arguments inserted before its first section (a figure documents only its extra keywords)."""
     lines = inspect.cleandoc(func.__doc__ or f"{paper}, {figure}.").splitlines()
-    cut = next((i for i in range(len(lines) - 1)
-                if lines[i + 1].strip() and set(lines[i + 1].strip()) == {"-"}), len(lines))
+    cut = next(
+        (i for i in range(len(lines) - 1) if lines[i + 1].strip() and set(lines[i + 1].strip()) == {"-"}), len(lines)
+    )
     head, tail = lines[:cut], lines[cut:]
     own = []
     if tail and tail[0].strip() == "Parameters":  # the figure's extra keywords: merged below
-        end = next((i for i in range(2, len(tail) - 1)
-                    if tail[i + 1].strip() and set(tail[i + 1].strip()) == {"-"}), len(tail))
+        end = next(
+            (i for i in range(2, len(tail) - 1) if tail[i + 1].strip() and set(tail[i + 1].strip()) == {"-"}), len(tail)
+        )
         own, tail = tail[2:end], tail[end:]
     common = f"""
 Reproduces {paper}, {figure}. {_BACKEND_NOTE[honours_backend]}
@@ -216,8 +217,11 @@ def figure(*, paper: str, figure: str, honours_backend: bool):
         raise TypeError(f"honours_backend must be True or False, got {honours_backend!r}")
 
     def decorate(func):
-        extra_params = [p for name, p in inspect.signature(func).parameters.items()
-                        if name not in {"out_dir", "size", "backend", "seed", "full"}]
+        extra_params = [
+            p
+            for name, p in inspect.signature(func).parameters.items()
+            if name not in {"out_dir", "size", "backend", "seed", "full"}
+        ]
 
         @functools.wraps(func)
         def wrapper(out_dir, *, size=None, full=None, backend="numpy", seed=0, **extra):
@@ -229,8 +233,10 @@ def figure(*, paper: str, figure: str, honours_backend: bool):
 
         wrapper.__signature__ = inspect.Signature(
             [inspect.Parameter("out_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-            + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d)
-               for n, d in (("size", None), ("full", None), ("backend", "numpy"), ("seed", 0))]
+            + [
+                inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d)
+                for n, d in (("size", None), ("full", None), ("backend", "numpy"), ("seed", 0))
+            ]
             + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in extra_params]
         )
         wrapper.paper = paper
@@ -277,8 +283,17 @@ def plot_log_floor(ax, x, y, floor: float, *, yerr=None, marker="o", color=None,
     if yerr is not None:
         yerr = np.asarray(yerr, dtype=float)
         lower = np.clip(np.minimum(yerr, y - floor), 0, None)
-        ax.errorbar(x[~low], y[~low], yerr=[lower[~low], yerr[~low]], fmt=marker, color=color, label=label,
-                    elinewidth=0.8, capsize=1.5, **kwargs)
+        ax.errorbar(
+            x[~low],
+            y[~low],
+            yerr=[lower[~low], yerr[~low]],
+            fmt=marker,
+            color=color,
+            label=label,
+            elinewidth=0.8,
+            capsize=1.5,
+            **kwargs,
+        )
     else:
         ax.plot(x[~low], y[~low], marker, color=color, label=label, ls="none", **kwargs)
     if low.any():
@@ -305,10 +320,23 @@ def _has_text(fig, needle: str) -> bool:
     return any(needle in t for t in texts)
 
 
-def save_figure(fig, out_dir, name: str, data: dict, *, paper: str, figure: str | None = None,
-                seed=None, full: bool = False, backend: str = "numpy", params: dict | None = None,
-                axes: dict | None = None, units: dict | None = None, notes: str = "",
-                size: str | None = None) -> list[Path]:
+def save_figure(
+    fig,
+    out_dir,
+    name: str,
+    data: dict,
+    *,
+    paper: str,
+    figure: str | None = None,
+    seed=None,
+    full: bool = False,
+    backend: str = "numpy",
+    params: dict | None = None,
+    axes: dict | None = None,
+    units: dict | None = None,
+    notes: str = "",
+    size: str | None = None,
+) -> list[Path]:
     """Save ``fig`` as ``out_dir/name.png`` and its numbers as ``out_dir/name.json``; close the figure.
 
     ``paper`` ("Xiao et al. 2018", required) and ``figure`` ("Fig. S4") name what is reproduced; when no title
@@ -332,8 +360,18 @@ def save_figure(fig, out_dir, name: str, data: dict, *, paper: str, figure: str 
     if size is not None:
         size = check_size(size)
         full = size == "full"
-    meta = figure_metadata(paper=paper, figure=figure or "", name=name, seed=seed, full=full,
-                           backend=backend, params=params, units=units, notes=notes, size=size)
+    meta = figure_metadata(
+        paper=paper,
+        figure=figure or "",
+        name=name,
+        seed=seed,
+        full=full,
+        backend=backend,
+        params=params,
+        units=units,
+        notes=notes,
+        size=size,
+    )
     if not _has_text(fig, paper):
         fig.suptitle(f"{paper}, {figure}" if figure else paper, fontsize=10)
     write_json(js, meta, data, axes)  # validates the axes before anything is written

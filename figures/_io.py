@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-
 from meanfield.validation.report import run_metadata, to_jsonable
 
 __all__ = ["FigureData", "figure_metadata", "load", "to_jsonable", "write_json"]
@@ -34,9 +33,19 @@ __all__ = ["FigureData", "figure_metadata", "load", "to_jsonable", "write_json"]
 _NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
 
 
-def figure_metadata(*, paper: str, figure: str, name: str, seed, full: bool, backend: str,
-                    params: dict | None = None, units: dict | None = None, notes: str = "",
-                    size: str | None = None) -> dict:
+def figure_metadata(
+    *,
+    paper: str,
+    figure: str,
+    name: str,
+    seed,
+    full: bool,
+    backend: str,
+    params: dict | None = None,
+    units: dict | None = None,
+    notes: str = "",
+    size: str | None = None,
+) -> dict:
     """The metadata block of a figure's JSON (library version, commit, time, sizes, parameters).
 
     ``size`` is ``"smoke"``, ``"default"`` or ``"full"``; when omitted it is derived from ``full``.
@@ -71,9 +80,7 @@ def _check_axes(data: dict, axes: dict) -> None:
         if arr.ndim >= 2:
             names = axes.get(key)
             if names is None or len(names) != arr.ndim:
-                raise ValueError(
-                    f"data[{key!r}] has shape {arr.shape}: axes[{key!r}] must name its {arr.ndim} axes"
-                )
+                raise ValueError(f"data[{key!r}] has shape {arr.shape}: axes[{key!r}] must name its {arr.ndim} axes")
     unknown = sorted(set(axes) - set(data))
     if unknown:
         raise ValueError(f"axes names arrays that are not in data: {unknown}")

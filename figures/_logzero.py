@@ -58,8 +58,15 @@ def plot_with_zeros(ax, x, y, floor: float, *, zero_marker: str = "o", **kw):
     line = ax.plot(x, shown, **kw)[0]
     zero = y == 0
     if np.any(zero):
-        ax.plot(np.asarray(x)[zero], np.full(int(zero.sum()), floor), zero_marker, ms=4, mfc="white",
-                mec=line.get_color(), ls="none")
+        ax.plot(
+            np.asarray(x)[zero],
+            np.full(int(zero.sum()), floor),
+            zero_marker,
+            ms=4,
+            mfc="white",
+            mec=line.get_color(),
+            ls="none",
+        )
     return line
 
 
@@ -68,7 +75,9 @@ def zero_band(ax, floor: float, *arrays, top: float | None = None, axis: str = "
     are given), extend it below ``floor`` (up to ``top`` if given), shade the band that holds the
     zeros and label its tick "0". Call it after plotting. Returns whether the band was drawn."""
     y = axis == "y"
-    set_scale, get_lim, set_lim = (ax.set_yscale, ax.get_ylim, ax.set_ylim) if y else (ax.set_xscale, ax.get_xlim, ax.set_xlim)
+    set_scale, get_lim, set_lim = (
+        (ax.set_yscale, ax.get_ylim, ax.set_ylim) if y else (ax.set_xscale, ax.get_xlim, ax.set_xlim)
+    )
     set_scale("log")
     if arrays and not any(np.any(np.asarray(a, dtype=float) == 0) for a in arrays):
         if top is not None:

@@ -96,10 +96,25 @@ def _replicated_errors(split, rep_children, width, unique, noise, lr, steps):
     """Test errors [%] of the repetitions (common random numbers: repetition r uses the same
     stream in every cell, so differences between cells are not seed noise)."""
     xtr, ytr, xte, yte = split
-    return np.array([100.0 * replicated_feature_experiment(xtr, ytr, xte, yte, width, unique, noise, steps=steps, lr=lr,
-                                                           batch=BATCH,
-                                                           **rng_kwargs(replicated_feature_experiment, np.random.default_rng(child))).test_error
-                     for child in rep_children])
+    return np.array(
+        [
+            100.0
+            * replicated_feature_experiment(
+                xtr,
+                ytr,
+                xte,
+                yte,
+                width,
+                unique,
+                noise,
+                steps=steps,
+                lr=lr,
+                batch=BATCH,
+                **rng_kwargs(replicated_feature_experiment, np.random.default_rng(child)),
+            ).test_error
+            for child in rep_children
+        ]
+    )
 
 
 @figure(paper=PAPER, figure="analogue of Fig. 1 (digits, small network)", honours_backend=False)
@@ -133,7 +148,7 @@ def fig_1(out_dir, *, size, backend, seed):
         errs = _replicated_errors(split, children, width, ks[k], lams[j], lr, steps)
         mean[i, j, k], stderr[i, j, k] = errs.mean(), errs.std(ddof=1) / math.sqrt(n_rep)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-    for i, (ax, (title, (lr, steps))) in enumerate(zip(axes, regimes.items())):
+    for i, (ax, (title, (_lr, steps))) in enumerate(zip(axes, regimes.items())):
         for j, lam in enumerate(lams):
             ax.errorbar(ks, mean[i, j], stderr[i, j], marker="o", capsize=2, label=f"$\\lambda$ = {lam:g}")
         ax.set_xscale("log", base=2)
@@ -149,18 +164,46 @@ def fig_1(out_dir, *, size, backend, seed):
         fontsize=10,
     )
     fig.tight_layout()
-    data = {"K": np.array(ks), "lambda": np.array(lams), "regime": list(regimes),
-            "learning_rate": np.array([r[0] for r in regimes.values()]), "steps": np.array([r[1] for r in regimes.values()]),
-            "test_error": mean, "test_error_stderr": stderr}
+    data = {
+        "K": np.array(ks),
+        "lambda": np.array(lams),
+        "regime": list(regimes),
+        "learning_rate": np.array([r[0] for r in regimes.values()]),
+        "steps": np.array([r[1] for r in regimes.values()]),
+        "test_error": mean,
+        "test_error_stderr": stderr,
+    }
     names = ["regime", "lambda", "K"]
     return save_figure(
-        fig, out_dir, "blumenfeld2020_fig_1", data, paper=PAPER, figure=fig_1.figure, seed=seed, size=size, backend=backend,
-        params={"width_N": width, "K": ks, "lambda": lams, "repetitions": n_rep, "n_train": N_TRAIN, "n_test": len(split[3]),
-                "batch": BATCH, "regimes": {t: {"learning_rate": lr, "steps": s} for t, (lr, s) in regimes.items()},
-                "data": "digits 8x8, standardised per feature", "activation": "relu", "initialisation": "He (eqs. 10-11)"},
+        fig,
+        out_dir,
+        "blumenfeld2020_fig_1",
+        data,
+        paper=PAPER,
+        figure=fig_1.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params={
+            "width_N": width,
+            "K": ks,
+            "lambda": lams,
+            "repetitions": n_rep,
+            "n_train": N_TRAIN,
+            "n_test": len(split[3]),
+            "batch": BATCH,
+            "regimes": {t: {"learning_rate": lr, "steps": s} for t, (lr, s) in regimes.items()},
+            "data": "digits 8x8, standardised per feature",
+            "activation": "relu",
+            "initialisation": "He (eqs. 10-11)",
+        },
         axes={"test_error": names, "test_error_stderr": names},
-        units={"test_error": "percent of test images misclassified (as in the PNG)", "test_error_stderr": "percent",
-               "learning_rate": "per SGD step", "steps": "SGD steps"},
+        units={
+            "test_error": "percent of test images misclassified (as in the PNG)",
+            "test_error_stderr": "percent",
+            "learning_rate": "per SGD step",
+            "steps": "SGD steps",
+        },
     )
 
 
@@ -193,10 +236,16 @@ def fig_5(out_dir, *, size, backend, seed):
         errs = _replicated_errors(split, children, net_width, ks[k], 0.0, lr, steps)
         mean[i, j, k], stderr[i, j, k] = errs.mean(), errs.std(ddof=1) / math.sqrt(n_rep)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-    for i, (ax, (title, (lr, steps))) in enumerate(zip(axes, regimes.items())):
+    for i, (ax, (title, (_lr, steps))) in enumerate(zip(axes, regimes.items())):
         for j, label in enumerate(variants):
-            ax.errorbar(ks, mean[i, j], stderr[i, j], marker="o", capsize=2,
-                        label=label.replace("width N", f"width N = {width}"))
+            ax.errorbar(
+                ks,
+                mean[i, j],
+                stderr[i, j],
+                marker="o",
+                capsize=2,
+                label=label.replace("width N", f"width N = {width}"),
+            )
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.set_xlabel("unique features $K$")
@@ -210,18 +259,45 @@ def fig_5(out_dir, *, size, backend, seed):
         fontsize=10,
     )
     fig.tight_layout()
-    data = {"K": np.array(ks), "variant": list(variants), "regime": list(regimes),
-            "learning_rate": np.array([r[0] for r in regimes.values()]), "steps": np.array([r[1] for r in regimes.values()]),
-            "test_error": mean, "test_error_stderr": stderr}
+    data = {
+        "K": np.array(ks),
+        "variant": list(variants),
+        "regime": list(regimes),
+        "learning_rate": np.array([r[0] for r in regimes.values()]),
+        "steps": np.array([r[1] for r in regimes.values()]),
+        "test_error": mean,
+        "test_error_stderr": stderr,
+    }
     names = ["regime", "variant", "K"]
     return save_figure(
-        fig, out_dir, "blumenfeld2020_fig_5", data, paper=PAPER, figure=fig_5.figure, seed=seed, size=size, backend=backend,
-        params={"width_N": width, "K": ks, "lambda": 0.0, "repetitions": n_rep, "n_train": N_TRAIN, "n_test": len(split[3]),
-                "batch": BATCH, "regimes": {t: {"learning_rate": lr, "steps": s} for t, (lr, s) in regimes.items()},
-                "data": "digits 8x8, standardised per feature", "activation": "relu"},
+        fig,
+        out_dir,
+        "blumenfeld2020_fig_5",
+        data,
+        paper=PAPER,
+        figure=fig_5.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params={
+            "width_N": width,
+            "K": ks,
+            "lambda": 0.0,
+            "repetitions": n_rep,
+            "n_train": N_TRAIN,
+            "n_test": len(split[3]),
+            "batch": BATCH,
+            "regimes": {t: {"learning_rate": lr, "steps": s} for t, (lr, s) in regimes.items()},
+            "data": "digits 8x8, standardised per feature",
+            "activation": "relu",
+        },
         axes={"test_error": names, "test_error_stderr": names},
-        units={"test_error": "percent of test images misclassified (as in the PNG)", "test_error_stderr": "percent",
-               "learning_rate": "per SGD step", "steps": "SGD steps"},
+        units={
+            "test_error": "percent of test images misclassified (as in the PNG)",
+            "test_error_stderr": "percent",
+            "learning_rate": "per SGD step",
+            "steps": "SGD steps",
+        },
     )
 
 
@@ -256,7 +332,10 @@ def _he_constnet(widths, blocks, n_input, n_classes, rng):
 
 
 def _constnet_sizes(size):
-    return {"n_images": by_size(size, smoke=16, default=128, full=512), "steps": by_size(size, smoke=3, default=100, full=600)}
+    return {
+        "n_images": by_size(size, smoke=16, default=128, full=512),
+        "steps": by_size(size, smoke=3, default=100, full=600),
+    }
 
 
 @functools.lru_cache(maxsize=4)
@@ -278,19 +357,32 @@ def _constnet_runs(size, seed):
     for name in progress(variants, desc="ConstNet training"):
         make, kw = variants[name]
         # common random numbers: every variant draws its dropout masks / noise from the same stream
-        runs[name] = train(make(), x, y, sz["steps"], lr=CONSTNET_LR, **kw,
-                           **rng_kwargs(train, np.random.default_rng(train_ss)))
+        runs[name] = train(
+            make(), x, y, sz["steps"], lr=CONSTNET_LR, **kw, **rng_kwargs(train, np.random.default_rng(train_ss))
+        )
     return runs, sz
 
 
 def _constnet_params(sz):
-    return {"widths": list(CONSTNET_WIDTHS), "blocks_per_stage": CONSTNET_BLOCKS, "stride": 2, "kernel": [3, 3],
-            "activation": "relu", "batchnorm": False, "optimiser": "full-batch gradient descent",
-            "learning_rate": CONSTNET_LR, "steps": sz["steps"], "n_images": sz["n_images"],
-            "data": "digits 8x8x1, standardised per feature",
-            "variants": {"He init": "He-normal weights", "'0' init, 1% dropout": "ConstNet '0' init, dropout 0.01 on every activation",
-                         "'0' init, gradient noise 1e-8": "ConstNet '0' init, N(0, 1e-8^2) added to every gradient entry",
-                         "'0' init, deterministic": "ConstNet '0' init, nothing random"}}
+    return {
+        "widths": list(CONSTNET_WIDTHS),
+        "blocks_per_stage": CONSTNET_BLOCKS,
+        "stride": 2,
+        "kernel": [3, 3],
+        "activation": "relu",
+        "batchnorm": False,
+        "optimiser": "full-batch gradient descent",
+        "learning_rate": CONSTNET_LR,
+        "steps": sz["steps"],
+        "n_images": sz["n_images"],
+        "data": "digits 8x8x1, standardised per feature",
+        "variants": {
+            "He init": "He-normal weights",
+            "'0' init, 1% dropout": "ConstNet '0' init, dropout 0.01 on every activation",
+            "'0' init, gradient noise 1e-8": "ConstNet '0' init, N(0, 1e-8^2) added to every gradient entry",
+            "'0' init, deterministic": "ConstNet '0' init, nothing random",
+        },
+    }
 
 
 @figure(paper=PAPER, figure="analogue of Fig. 3 (digits, small ConstNet)", honours_backend=False)
@@ -340,17 +432,38 @@ def fig_3(out_dir, *, size, backend, seed):
         fontsize=10,
     )
     fig.tight_layout()
-    data = {"step": steps, "variant": list(runs), "tensor": FIG3_TENSOR, "tensor_label": _tensor_label(FIG3_TENSOR),
-            "C_f": np.stack(c_f), "C_b": np.stack(c_b), "one_minus_C_f": one_minus,
-            "one_minus_C_b": np.stack([r.one_minus_cb[:, r.names.index(FIG3_TENSOR)] for r in runs.values()]),
-            "loss": np.stack([r.loss for r in runs.values()])}
+    data = {
+        "step": steps,
+        "variant": list(runs),
+        "tensor": FIG3_TENSOR,
+        "tensor_label": _tensor_label(FIG3_TENSOR),
+        "C_f": np.stack(c_f),
+        "C_b": np.stack(c_b),
+        "one_minus_C_f": one_minus,
+        "one_minus_C_b": np.stack([r.one_minus_cb[:, r.names.index(FIG3_TENSOR)] for r in runs.values()]),
+        "loss": np.stack([r.loss for r in runs.values()]),
+    }
     two = ["variant", "step"]
     return save_figure(
-        fig, out_dir, "blumenfeld2020_fig_3", data, paper=PAPER, figure=fig_3.figure, seed=seed, size=size, backend=backend,
-        params=_constnet_params(sz), axes={k: two for k in ("C_f", "C_b", "one_minus_C_f", "one_minus_C_b", "loss")},
-        units={"C_f": "cosine similarity (eq. 5), dimensionless", "C_b": "cosine similarity (eq. 6), dimensionless",
-               "one_minus_C_f": "1 - C_f, computed without cancellation", "one_minus_C_b": "1 - C_b",
-               "loss": "cross-entropy [nats], before the step", "step": "full-batch gradient steps"},
+        fig,
+        out_dir,
+        "blumenfeld2020_fig_3",
+        data,
+        paper=PAPER,
+        figure=fig_3.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=_constnet_params(sz),
+        axes={k: two for k in ("C_f", "C_b", "one_minus_C_f", "one_minus_C_b", "loss")},
+        units={
+            "C_f": "cosine similarity (eq. 5), dimensionless",
+            "C_b": "cosine similarity (eq. 6), dimensionless",
+            "one_minus_C_f": "1 - C_f, computed without cancellation",
+            "one_minus_C_b": "1 - C_b",
+            "loss": "cross-entropy [nats], before the step",
+            "step": "full-batch gradient steps",
+        },
     )
 
 
@@ -370,7 +483,11 @@ def fig_6(out_dir, *, size, backend, seed):
     runs, sz = _constnet_runs(size, seed)
     rec = runs["'0' init, 1% dropout"]
     steps = np.arange(sz["steps"] + 1)
-    panels = (("C_f", "forward", rec.one_minus_cf), ("C_b", "backward", rec.one_minus_cb), ("C_t", "total", rec.one_minus_ct))
+    panels = (
+        ("C_f", "forward", rec.one_minus_cf),
+        ("C_b", "backward", rec.one_minus_cb),
+        ("C_t", "total", rec.one_minus_ct),
+    )
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.6), sharey=True)
     floor = zero_floor(*(arr for _, _, arr in panels))
     colors = plt.get_cmap("tab10").colors
@@ -379,9 +496,16 @@ def fig_6(out_dir, *, size, backend, seed):
             if label == "C_b" and name == "first":
                 continue  # one input channel: C_b undefined (recorded as 0 by convention)
             plot_with_zeros(ax, steps, arr[:, j], floor, color=colors[j % 10], label=_tensor_label(name))
-        always = [_tensor_label(n) for j, n in enumerate(rec.names) if not np.any(arr[:, j]) and not (label == "C_b" and n == "first")]
-        ax.set_title(f"{word} correlation: $1 - {label}$" + ("\nexactly 0 at every step:\n" + "\n".join(always) if always else ""),
-                     fontsize=9)
+        always = [
+            _tensor_label(n)
+            for j, n in enumerate(rec.names)
+            if not np.any(arr[:, j]) and not (label == "C_b" and n == "first")
+        ]
+        ax.set_title(
+            f"{word} correlation: $1 - {label}$"
+            + ("\nexactly 0 at every step:\n" + "\n".join(always) if always else ""),
+            fontsize=9,
+        )
         ax.set_xlabel("full-batch gradient step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(f"$1 - {label}$")
@@ -396,18 +520,35 @@ def fig_6(out_dir, *, size, backend, seed):
         fontsize=10,
     )
     fig.tight_layout(rect=(0, 0.12, 1, 1))
-    data = {"step": steps, "tensor": list(rec.names), "tensor_label": [_tensor_label(n) for n in rec.names],
-            "one_minus_C_f": rec.one_minus_cf, "one_minus_C_b": rec.one_minus_cb, "one_minus_C_t": rec.one_minus_ct,
-            "loss": rec.loss}
+    data = {
+        "step": steps,
+        "tensor": list(rec.names),
+        "tensor_label": [_tensor_label(n) for n in rec.names],
+        "one_minus_C_f": rec.one_minus_cf,
+        "one_minus_C_b": rec.one_minus_cb,
+        "one_minus_C_t": rec.one_minus_ct,
+        "loss": rec.loss,
+    }
     two = ["step", "tensor"]
     return save_figure(
-        fig, out_dir, "blumenfeld2020_fig_6", data, paper=PAPER, figure=fig_6.figure, seed=seed, size=size, backend=backend,
+        fig,
+        out_dir,
+        "blumenfeld2020_fig_6",
+        data,
+        paper=PAPER,
+        figure=fig_6.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
         params={**_constnet_params(sz), "variant": "'0' init, 1% dropout"},
         axes={"one_minus_C_f": two, "one_minus_C_b": two, "one_minus_C_t": two},
-        units={"one_minus_C_f": "1 - C_f (eq. 5), dimensionless",
-               "one_minus_C_b": "1 - C_b (eq. 6); 0 by convention for the input conv (one input channel)",
-               "one_minus_C_t": "1 - C_t (all filters), dimensionless", "loss": "cross-entropy [nats]",
-               "step": "full-batch gradient steps"},
+        units={
+            "one_minus_C_f": "1 - C_f (eq. 5), dimensionless",
+            "one_minus_C_b": "1 - C_b (eq. 6); 0 by convention for the input conv (one input channel)",
+            "one_minus_C_t": "1 - C_t (all filters), dimensionless",
+            "loss": "cross-entropy [nats]",
+            "step": "full-batch gradient steps",
+        },
     )
 
 
@@ -425,7 +566,10 @@ LEAKY_LR = 0.02
 
 
 def _leaky_sizes(size):
-    return {"n_images": by_size(size, smoke=16, default=128, full=256), "steps": by_size(size, smoke=3, default=30, full=100)}
+    return {
+        "n_images": by_size(size, smoke=16, default=128, full=256),
+        "steps": by_size(size, smoke=3, default=30, full=100),
+    }
 
 
 @functools.lru_cache(maxsize=4)
@@ -438,8 +582,17 @@ def _leaky_runs(size, seed):
     runs = {}
     for name in progress(LEAKY_CONFIGS, desc="LeakyNet training"):
         net = LeakyNet.initial(list(LEAKY_CONFIGS[name]), n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO)
-        runs[name] = train(net, x, y, sz["steps"], lr=LEAKY_LR, grad_noise=LEAKY_NOISE, relative_noise=True,
-                           ratios=True, **rng_kwargs(train, np.random.default_rng(train_ss)))
+        runs[name] = train(
+            net,
+            x,
+            y,
+            sz["steps"],
+            lr=LEAKY_LR,
+            grad_noise=LEAKY_NOISE,
+            relative_noise=True,
+            ratios=True,
+            **rng_kwargs(train, np.random.default_rng(train_ss)),
+        )
     return runs, sz
 
 
@@ -468,10 +621,20 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
         if which == "forward":
             ax.set_ylabel(r"$\|(I - 11^T/n)\,\alpha^{(\ell)}\| \,/\, \|\alpha^{(\ell)}\|$")
         else:
-            ax.set_ylabel(r"$\|(I - 11^T/n)\,\partial L/\partial\alpha^{(\ell)}\| \,/\, \|\partial L/\partial\alpha^{(\ell)}\|$")
+            ax.set_ylabel(
+                r"$\|(I - 11^T/n)\,\partial L/\partial\alpha^{(\ell)}\| \,/\, \|\partial L/\partial\alpha^{(\ell)}\|$"
+            )
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(shown), fontsize=8, frameon=False,
-               title="training step (exact zeros in the grey band at 0; step 0: every ratio is 0)", title_fontsize=8)
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        ncol=len(shown),
+        fontsize=8,
+        frameon=False,
+        title="training step (exact zeros in the grey band at 0; step 0: every ratio is 0)",
+        title_fontsize=8,
+    )
     fig.suptitle(
         f"{PAPER}, analogue of Fig. {9 if which == 'forward' else 10}: {which} symmetry-breaking perturbation, layer by layer, "
         f"of 12-layer LeakyNets\n{LEAKY_CHANNELS} channels, leaky-ReLU slope {LEAKY_RHO:g}, identity ($I$) or averaging "
@@ -480,20 +643,46 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
         fontsize=10,
     )
     fig.tight_layout(rect=(0, 0.1, 1, 1))
-    data = {"step": np.arange(steps + 1), "layer": layers, "configuration": list(LEAKY_CONFIGS),
-            "layer_kinds": list(LEAKY_CONFIGS.values()), "steps_drawn": np.array(shown), "ratio": ratio,
-            "loss": np.stack([r.loss for r in runs.values()])}
+    data = {
+        "step": np.arange(steps + 1),
+        "layer": layers,
+        "configuration": list(LEAKY_CONFIGS),
+        "layer_kinds": list(LEAKY_CONFIGS.values()),
+        "steps_drawn": np.array(shown),
+        "ratio": ratio,
+        "loss": np.stack([r.loss for r in runs.values()]),
+    }
     name = f"blumenfeld2020_fig_{9 if which == 'forward' else 10}"
     return save_figure(
-        fig, out_dir, name, data, paper=PAPER, figure=func.figure, seed=seed, size=size, backend=backend,
-        params={"depth": 12, "channels": LEAKY_CHANNELS, "leaky_relu_slope": LEAKY_RHO, "kernel": [3, 3],
-                "configurations": LEAKY_CONFIGS, "learning_rate": LEAKY_LR, "relative_gradient_noise": LEAKY_NOISE,
-                "optimiser": "full-batch gradient descent", "steps": steps, "n_images": sz["n_images"],
-                "data": "digits 8x8x1, standardised per feature"},
+        fig,
+        out_dir,
+        name,
+        data,
+        paper=PAPER,
+        figure=func.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params={
+            "depth": 12,
+            "channels": LEAKY_CHANNELS,
+            "leaky_relu_slope": LEAKY_RHO,
+            "kernel": [3, 3],
+            "configurations": LEAKY_CONFIGS,
+            "learning_rate": LEAKY_LR,
+            "relative_gradient_noise": LEAKY_NOISE,
+            "optimiser": "full-batch gradient descent",
+            "steps": steps,
+            "n_images": sz["n_images"],
+            "data": "digits 8x8x1, standardised per feature",
+        },
         axes={"ratio": ["configuration", "step", "layer"], "loss": ["configuration", "step"]},
-        units={"ratio": f"dimensionless, in [0, 1]: the {which} perturbation ratio (App. G) before the step",
-               "loss": "cross-entropy [nats]", "layer": "0 = input (averaging) conv, l = LeakyNet layer l",
-               "layer_kinds": "'I' identity, '1' averaging 11^T/n, layer 1 first"},
+        units={
+            "ratio": f"dimensionless, in [0, 1]: the {which} perturbation ratio (App. G) before the step",
+            "loss": "cross-entropy [nats]",
+            "layer": "0 = input (averaging) conv, l = LeakyNet layer l",
+            "layer_kinds": "'I' identity, '1' averaging 11^T/n, layer 1 first",
+        },
         notes="Exact zeros (symmetric features) are drawn in the grey band whose tick reads 0.",
     )
 
@@ -552,10 +741,20 @@ def fig_12(out_dir, *, size, backend, seed):
     loss, cf0, cf1 = [], [], []
     for g in progress(gammas, desc="fig_12"):
         net = LeakyNet.initial(["I"] * 12, n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO, gamma=[g] * 12)
-        rec = train(net, x, y, steps, lr=lr, grad_noise=LEAKY_NOISE, relative_noise=True,
-                    **rng_kwargs(train, np.random.default_rng(train_ss)))
+        rec = train(
+            net,
+            x,
+            y,
+            steps,
+            lr=lr,
+            grad_noise=LEAKY_NOISE,
+            relative_noise=True,
+            **rng_kwargs(train, np.random.default_rng(train_ss)),
+        )
         line = axes[0].plot(np.arange(steps + 1), rec.loss, label=f"$\\gamma$ = {g:g}")[0]
-        axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[-1], "o-", color=line.get_color(), label=f"$\\gamma$ = {g:g}")
+        axes[1].plot(
+            np.arange(13), 1.0 - rec.one_minus_cf[-1], "o-", color=line.get_color(), label=f"$\\gamma$ = {g:g}"
+        )
         axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[0], ":", color=line.get_color())
         loss.append(rec.loss)
         cf0.append(1.0 - rec.one_minus_cf[0])
@@ -564,8 +763,11 @@ def fig_12(out_dir, *, size, backend, seed):
     axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].set_ylabel("training loss (cross-entropy) [nats]")
     spread = float(np.max(np.ptp(np.stack(loss), axis=0)))
-    axes[0].set_title(f"largest difference between the {len(gammas)} curves: {spread:.1g} nats"
-                      + (" (they coincide)" if spread < 1e-3 else ""), fontsize=9)
+    axes[0].set_title(
+        f"largest difference between the {len(gammas)} curves: {spread:.1g} nats"
+        + (" (they coincide)" if spread < 1e-3 else ""),
+        fontsize=9,
+    )
     axes[0].legend(fontsize=8)
     axes[1].set_xlabel("layer $\\ell$ (0 = input conv)")
     axes[1].set_ylabel(f"$C_f$ after {steps} steps (dotted: at initialisation)")
@@ -577,16 +779,44 @@ def fig_12(out_dir, *, size, backend, seed):
         fontsize=10,
     )
     fig.tight_layout()
-    data = {"gamma": np.array(gammas), "step": np.arange(steps + 1), "layer": np.arange(13), "loss": np.stack(loss),
-            "initial_C_f": np.stack(cf0), "final_C_f": np.stack(cf1), "tensor": list(rec.names)}
+    data = {
+        "gamma": np.array(gammas),
+        "step": np.arange(steps + 1),
+        "layer": np.arange(13),
+        "loss": np.stack(loss),
+        "initial_C_f": np.stack(cf0),
+        "final_C_f": np.stack(cf1),
+        "tensor": list(rec.names),
+    }
     return save_figure(
-        fig, out_dir, "blumenfeld2020_fig_12", data, paper=PAPER, figure=fig_12.figure, seed=seed, size=size, backend=backend,
-        params={"depth": 12, "channels": LEAKY_CHANNELS, "leaky_relu_slope": LEAKY_RHO, "gamma": gammas, "learning_rate": lr,
-                "relative_gradient_noise": LEAKY_NOISE, "optimiser": "full-batch gradient descent", "steps": steps,
-                "n_images": n, "data": "digits 8x8x1, standardised per feature"},
+        fig,
+        out_dir,
+        "blumenfeld2020_fig_12",
+        data,
+        paper=PAPER,
+        figure=fig_12.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params={
+            "depth": 12,
+            "channels": LEAKY_CHANNELS,
+            "leaky_relu_slope": LEAKY_RHO,
+            "gamma": gammas,
+            "learning_rate": lr,
+            "relative_gradient_noise": LEAKY_NOISE,
+            "optimiser": "full-batch gradient descent",
+            "steps": steps,
+            "n_images": n,
+            "data": "digits 8x8x1, standardised per feature",
+        },
         axes={"loss": ["gamma", "step"], "initial_C_f": ["gamma", "layer"], "final_C_f": ["gamma", "layer"]},
-        units={"loss": "cross-entropy [nats]", "initial_C_f": "dimensionless (eq. 5)", "final_C_f": "dimensionless (eq. 5)",
-               "layer": "0 = input (averaging) conv, l = LeakyNet layer l"},
+        units={
+            "loss": "cross-entropy [nats]",
+            "initial_C_f": "dimensionless (eq. 5)",
+            "final_C_f": "dimensionless (eq. 5)",
+            "layer": "0 = input (averaging) conv, l = LeakyNet layer l",
+        },
     )
 
 
@@ -606,7 +836,9 @@ def table_correlations(out_dir, *, size, backend, seed):
     -----
     Seed 000, eqs. 5-6 and the closed forms listed after eq. 6; App. B eq. 8 (looks-linear).
     """
-    rng_random, rng_replicated, rng_orth, rng_ll = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
+    rng_random, rng_replicated, rng_orth, rng_ll = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4)
+    )
     n, p, d, r = 16, 4, 32, 4
     delta = mf_init.delta_kernel((3, 3))[..., None, None]
     n_rand = by_size(size, smoke=10, default=200, full=2000)
@@ -617,24 +849,59 @@ def table_correlations(out_dir, *, size, backend, seed):
 
     rand = mean_se([_pair(rng_random.standard_normal((3, 3, n, n))) for _ in range(n_rand)])
     rep = mean_se([_pair(np.repeat(rng_replicated.standard_normal((d // r, n)), r, axis=0)) for _ in range(n_rand)])
-    exact = lambda w: (np.array(_pair(w)), np.zeros(2))
+
+    def exact(w):
+        return (np.array(_pair(w)), np.zeros(2))
+
     rows = [
-        (f"random i.i.d. N(0,1), 3x3 kernel, {n}x{n} channels", symmetry.closed_form_correlations("random"), rand,
-         f"mean of {n_rand} draws"),
-        (f"delta-orthogonal, {n}x{n} channels", symmetry.closed_form_correlations("orthogonal"),
-         exact(delta * mf_init.haar_orthogonal(n, n, rng=rng_orth)), "one draw (exact for all)"),
-        (f"identity replicated {p} times ({p * n}x{n})", symmetry.closed_form_correlations("replicated_identity", p * n, n),
-         exact(delta * np.tile(np.eye(n), (p, 1))), "deterministic"),
-        (f"constant 0.3, {n}x{n}", symmetry.closed_form_correlations("constant"), exact(np.full((3, 3, n, n), 0.3)),
-         "deterministic"),
-        ("zero tensor (C = 1 by convention)", symmetry.closed_form_correlations("zero"), exact(np.zeros((3, 3, n, n))),
-         "deterministic"),
-        (f"{d // r} random rows, each {r} times ({d}x{n})", symmetry.closed_form_correlations("replicated_features", d, replicas=r),
-         rep, f"mean of {n_rand} draws"),
-        (f"LeakyNet averaging layer $11^T/n$, n = {n}", symmetry.closed_form_correlations("constant"),
-         exact(delta * mf_init.channel_matrix(n, "1")), "deterministic"),
-        (f"looks-linear delta-orth. (eq. 8), n = {n}", symmetry.ClosedFormCorrelations("looks_linear", -1 / (n - 1), -1 / (n - 1), True),
-         exact(mf_init.looks_linear_delta_orthogonal(n, rng=rng_ll)), "one draw (exact for all)"),
+        (
+            f"random i.i.d. N(0,1), 3x3 kernel, {n}x{n} channels",
+            symmetry.closed_form_correlations("random"),
+            rand,
+            f"mean of {n_rand} draws",
+        ),
+        (
+            f"delta-orthogonal, {n}x{n} channels",
+            symmetry.closed_form_correlations("orthogonal"),
+            exact(delta * mf_init.haar_orthogonal(n, n, rng=rng_orth)),
+            "one draw (exact for all)",
+        ),
+        (
+            f"identity replicated {p} times ({p * n}x{n})",
+            symmetry.closed_form_correlations("replicated_identity", p * n, n),
+            exact(delta * np.tile(np.eye(n), (p, 1))),
+            "deterministic",
+        ),
+        (
+            f"constant 0.3, {n}x{n}",
+            symmetry.closed_form_correlations("constant"),
+            exact(np.full((3, 3, n, n), 0.3)),
+            "deterministic",
+        ),
+        (
+            "zero tensor (C = 1 by convention)",
+            symmetry.closed_form_correlations("zero"),
+            exact(np.zeros((3, 3, n, n))),
+            "deterministic",
+        ),
+        (
+            f"{d // r} random rows, each {r} times ({d}x{n})",
+            symmetry.closed_form_correlations("replicated_features", d, replicas=r),
+            rep,
+            f"mean of {n_rand} draws",
+        ),
+        (
+            f"LeakyNet averaging layer $11^T/n$, n = {n}",
+            symmetry.closed_form_correlations("constant"),
+            exact(delta * mf_init.channel_matrix(n, "1")),
+            "deterministic",
+        ),
+        (
+            f"looks-linear delta-orth. (eq. 8), n = {n}",
+            symmetry.ClosedFormCorrelations("looks_linear", -1 / (n - 1), -1 / (n - 1), True),
+            exact(mf_init.looks_linear_delta_orthogonal(n, rng=rng_ll)),
+            "one draw (exact for all)",
+        ),
     ]
 
     def num(value):
@@ -643,13 +910,20 @@ def table_correlations(out_dir, *, size, backend, seed):
     def cell(value, se, how):
         return num(value) if how in ("deterministic", "one draw (exact for all)") else f"{num(value)} ± {se:.4f}"
 
-    text = [[name, num(th.c_f), cell(m[0], s[0], how), num(th.c_b), cell(m[1], s[1], how), how]
-            for name, th, (m, s), how in rows]
+    text = [
+        [name, num(th.c_f), cell(m[0], s[0], how), num(th.c_b), cell(m[1], s[1], how), how]
+        for name, th, (m, s), how in rows
+    ]
     cols = ["tensor", "$C_f$ closed form", "$C_f$ measured", "$C_b$ closed form", "$C_b$ measured", "measured on"]
     fig, ax = plt.subplots(figsize=(13.5, 0.28 * (len(text) + 1) + 0.6))
     ax.axis("off")
-    tab = ax.table(cellText=text, colLabels=cols, loc="upper center", cellLoc="center",
-                   colWidths=[0.31, 0.11, 0.15, 0.11, 0.15, 0.17])
+    tab = ax.table(
+        cellText=text,
+        colLabels=cols,
+        loc="upper center",
+        cellLoc="center",
+        colWidths=[0.31, 0.11, 0.15, 0.11, 0.15, 0.17],
+    )
     tab.auto_set_font_size(False)
     tab.set_fontsize(8)
     tab.scale(1, 1.35)
@@ -673,12 +947,29 @@ def table_correlations(out_dir, *, size, backend, seed):
         "measured_on": [row[3] for row in rows],
     }
     return save_figure(
-        fig, out_dir, "blumenfeld2020_table_correlations", data, paper=PAPER, figure=table_correlations.figure, seed=seed,
-        size=size, backend=backend,
-        params={"n": n, "replication_P": p, "replicated_features_d": d, "replicas_R": r, "random_draws": n_rand, "kernel": [3, 3]},
-        units={"c_f_theory": "dimensionless (eq. 5)", "c_b_theory": "dimensionless (eq. 6)",
-               "c_f_stderr": "standard error of the mean over draws; 0 where the value is the same for every draw",
-               "c_b_stderr": "as c_f_stderr"},
+        fig,
+        out_dir,
+        "blumenfeld2020_table_correlations",
+        data,
+        paper=PAPER,
+        figure=table_correlations.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params={
+            "n": n,
+            "replication_P": p,
+            "replicated_features_d": d,
+            "replicas_R": r,
+            "random_draws": n_rand,
+            "kernel": [3, 3],
+        },
+        units={
+            "c_f_theory": "dimensionless (eq. 5)",
+            "c_b_theory": "dimensionless (eq. 6)",
+            "c_f_stderr": "standard error of the mean over draws; 0 where the value is the same for every draw",
+            "c_b_stderr": "as c_f_stderr",
+        },
     )
 
 

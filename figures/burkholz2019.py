@@ -29,11 +29,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from meanfield.validation.simulators import simulate_squared_norms
 
 from meanfield import finite_width as fw
-from meanfield.numerics import richardson
 from meanfield.data import load_digits
-from meanfield.validation.simulators import simulate_squared_norms
+from meanfield.numerics import richardson
 
 from ._common import by_size, colors, figure, plt, progress, rng_kwargs, save_figure, streams, title
 
@@ -42,9 +42,24 @@ __all__ = ["FIGURES", "fig_1a", "fig_1b", "fig_2", "fig_thm5"]
 PAPER = "Burkholz & Dubatovka 2019"
 
 
-def _save(func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes="") -> list[Path]:
-    return save_figure(fig, out_dir, name, data, paper=func.paper, figure=func.figure, seed=seed, size=size,
-                       backend=backend, params=params, axes=axes, units=units, notes=notes)
+def _save(
+    func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes=""
+) -> list[Path]:
+    return save_figure(
+        fig,
+        out_dir,
+        name,
+        data,
+        paper=func.paper,
+        figure=func.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=params,
+        axes=axes,
+        units=units,
+        notes=notes,
+    )
 
 
 @figure(paper=PAPER, figure="Fig. 1a", honours_backend=True)
@@ -67,8 +82,12 @@ def fig_1a(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     layers = [fw.Layer(width, 2.0)] * depth  # He; fan_in = width: the paper's 2 / N in every layer
     laws = fw.propagate_distribution(fw.grid_masses(y0, grid), grid, layers, nodes_per_cell=2)
     (rng,) = streams(seed, 1)
-    paper_layers = [(lay.width, lay.unscaled_sigma_w2, lay.sigma_b2) for lay in layers]  # the simulator's parametrisation
-    sim = simulate_squared_norms(pool, paper_layers, n_net, per_net, backend=backend, **rng_kwargs(simulate_squared_norms, rng))
+    paper_layers = [
+        (lay.width, lay.unscaled_sigma_w2, lay.sigma_b2) for lay in layers
+    ]  # the simulator's parametrisation
+    sim = simulate_squared_norms(
+        pool, paper_layers, n_net, per_net, backend=backend, **rng_kwargs(simulate_squared_norms, rng)
+    )
     dz = np.diff(grid)
     mid = 0.5 * (grid[1:] + grid[:-1])
     fig, ax = plt.subplots(figsize=(6.6, 4.6), layout="constrained")
@@ -85,21 +104,61 @@ def fig_1a(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     ax.set_xlabel(r"squared signal norm $|x^{(l)}|^2$ after layer $l$")
     ax.set_ylabel(r"probability density of $|x^{(l)}|^2$")
     ax.legend(fontsize=6, ncol=2)
-    title(fig, PAPER, "Fig. 1a", "law of the squared signal norm through ReLU layers",
-          f"N = {width} neurons per layer, He ($\\sigma_w^2 = 2/N$, no bias), {depth} layers; "
-          f"{n_net} networks x {per_net} digit inputs; grid of {cells} cells")
-    data = {"grid": grid, "laws": laws, "bins": bins, "histograms": np.array(hists),
-            "mean_theory": laws @ np.concatenate([[0.0], mid]), "mean_mc": sim.reshape(-1, depth + 1).mean(0)}
-    params = {"width": width, "depth": depth, "sigma_w2_unscaled": layers[0].unscaled_sigma_w2, "sigma_w2": 2.0, "fan_in": width, "sigma_b2": 0.0,
-              "activation": "relu", "n_networks": n_net, "inputs_per_network": per_net, "grid_cells": cells,
-              "inputs": "embedded 8x8 digits (scikit-learn), pixels / 16"}
-    axes = {"laws": ["layer (0..depth)", "grid cell (index 0 = atom at 0, then the cells of grid)"],
-            "histograms": ["layer (0..depth)", "bin"]}
-    units = {"laws": "probability mass per cell", "histograms": "probability density",
-             "grid": "squared norm", "bins": "squared norm", "mean_theory": "squared norm", "mean_mc": "squared norm"}
-    return _save(fig_1a, fig, out_dir, "burkholz2019_fig_1a", data, size=size, backend=backend, seed=seed,
-                 params=params, axes=axes, units=units,
-                 notes="sigma_w2_unscaled is the paper's per-weight variance (2/N); sigma_w2 the library's (times fan_in = N)")
+    title(
+        fig,
+        PAPER,
+        "Fig. 1a",
+        "law of the squared signal norm through ReLU layers",
+        f"N = {width} neurons per layer, He ($\\sigma_w^2 = 2/N$, no bias), {depth} layers; "
+        f"{n_net} networks x {per_net} digit inputs; grid of {cells} cells",
+    )
+    data = {
+        "grid": grid,
+        "laws": laws,
+        "bins": bins,
+        "histograms": np.array(hists),
+        "mean_theory": laws @ np.concatenate([[0.0], mid]),
+        "mean_mc": sim.reshape(-1, depth + 1).mean(0),
+    }
+    params = {
+        "width": width,
+        "depth": depth,
+        "sigma_w2_unscaled": layers[0].unscaled_sigma_w2,
+        "sigma_w2": 2.0,
+        "fan_in": width,
+        "sigma_b2": 0.0,
+        "activation": "relu",
+        "n_networks": n_net,
+        "inputs_per_network": per_net,
+        "grid_cells": cells,
+        "inputs": "embedded 8x8 digits (scikit-learn), pixels / 16",
+    }
+    axes = {
+        "laws": ["layer (0..depth)", "grid cell (index 0 = atom at 0, then the cells of grid)"],
+        "histograms": ["layer (0..depth)", "bin"],
+    }
+    units = {
+        "laws": "probability mass per cell",
+        "histograms": "probability density",
+        "grid": "squared norm",
+        "bins": "squared norm",
+        "mean_theory": "squared norm",
+        "mean_mc": "squared norm",
+    }
+    return _save(
+        fig_1a,
+        fig,
+        out_dir,
+        "burkholz2019_fig_1a",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        axes=axes,
+        units=units,
+        notes="sigma_w2_unscaled is the paper's per-weight variance (2/N); sigma_w2 the library's (times fan_in = N)",
+    )
 
 
 def _operator_ratio(m_values, n: int, sigma_w2: float, pts: int) -> np.ndarray:
@@ -141,39 +200,81 @@ def fig_1b(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
         lam = fw.relu_eigenvalue(m, n, sigma_w2)
         lam_p = fw.relu_eigenvalue_printed(m, n, sigma_w2)
         # cell averaging of y^m: O(h^2) in the log-grid step, halved from pts to 2 pts - 1 points
-        op = richardson(_operator_ratio(m_op, n, sigma_w2, pts), _operator_ratio(m_op, n, sigma_w2, 2 * pts - 1), order=2).value
+        op = richardson(
+            _operator_ratio(m_op, n, sigma_w2, pts), _operator_ratio(m_op, n, sigma_w2, 2 * pts - 1), order=2
+        ).value
         ce = fw.critical_exponents(n)
         axes[0].plot([ce.paper_relation], [1.0], color=color, marker="x", ms=9, mew=2, ls="none")
         for ax in axes:
             ax.plot(m, lam, color=color, lw=1.3)
             ax.plot(m, lam_p, color=color, lw=1.0, ls="--")
             ax.plot(m_op, op, color=color, marker=marker, ls="none", ms=6, mfc="none")
-        data[f"N={n}"] = {"derived": lam, "printed": lam_p, "operator": op,
-                          "critical": {"lower": ce.lower, "upper": ce.upper, "printed_lower": ce.printed_lower,
-                                       "printed_upper": ce.printed_upper, "paper_relation": ce.paper_relation}}
+        data[f"N={n}"] = {
+            "derived": lam,
+            "printed": lam_p,
+            "operator": op,
+            "critical": {
+                "lower": ce.lower,
+                "upper": ce.upper,
+                "printed_lower": ce.printed_lower,
+                "printed_upper": ce.printed_upper,
+                "paper_relation": ce.paper_relation,
+            },
+        }
     axes[0].set_ylim(0, 1.5)
     axes[0].set_xlim(-180, 0)
     axes[1].set_ylim(0.9, 1.1)
     axes[1].set_xlim(-4, -0.5)
-    for ax, what in zip(axes, ("(a) all roots of the printed formula", r"(b) zoom: derived $\lambda_m < 1$ only on $(-2, m_+)$, $m_+ \approx -1$")):
+    for ax, what in zip(
+        axes,
+        (
+            "(a) all roots of the printed formula",
+            r"(b) zoom: derived $\lambda_m < 1$ only on $(-2, m_+)$, $m_+ \approx -1$",
+        ),
+    ):
         ax.axhline(1.0, color="gray", lw=0.5)
         ax.set_xlabel("exponent $m$ of the eigenfunction $y^m$")
         ax.set_ylabel(r"eigenvalue $\lambda_m$")
         ax.set_title(what, fontsize=8)
     by_n = [plt.Line2D([], [], color=styles[n][0], lw=1.3, label=f"N = {n}") for n in (10, 20, 100)]
-    by_kind = [plt.Line2D([], [], color="0.3", lw=1.3, label="eq. 8 derived"),
-               plt.Line2D([], [], color="0.3", lw=1.0, ls="--", label="eq. 8 as printed"),
-               plt.Line2D([], [], color="0.3", marker="o", mfc="none", ls="none", label="operator on a grid"),
-               plt.Line2D([], [], color="0.3", marker="x", mew=2, ls="none", label="paper's $m_{crit} = -3.256 - 1.621N$")]
+    by_kind = [
+        plt.Line2D([], [], color="0.3", lw=1.3, label="eq. 8 derived"),
+        plt.Line2D([], [], color="0.3", lw=1.0, ls="--", label="eq. 8 as printed"),
+        plt.Line2D([], [], color="0.3", marker="o", mfc="none", ls="none", label="operator on a grid"),
+        plt.Line2D([], [], color="0.3", marker="x", mew=2, ls="none", label="paper's $m_{crit} = -3.256 - 1.621N$"),
+    ]
     fig.legend(handles=by_n + by_kind, loc="outside lower center", ncol=7, fontsize=7, frameon=False)
-    title(fig, PAPER, "Fig. 1b", "eigenvalues of $T_l$ for the eigenfunctions $y^m$ (ReLU, He)",
-          f"N = 10, 20, 100 neurons, $\\sigma_w^2 = 2/N$ (paper's scaling), no bias; operator: grids of {pts} and "
-          f"{2 * pts - 1} log-spaced cells, Richardson-extrapolated")
-    params = {"widths": [10, 20, 100], "sigma_w2_unscaled": "2 / N", "sigma_w2": 2.0, "sigma_b2": 0.0,
-              "activation": "relu", "m_points": 2 * k, "operator_grid_cells": [pts, 2 * pts - 1]}
+    title(
+        fig,
+        PAPER,
+        "Fig. 1b",
+        "eigenvalues of $T_l$ for the eigenfunctions $y^m$ (ReLU, He)",
+        f"N = 10, 20, 100 neurons, $\\sigma_w^2 = 2/N$ (paper's scaling), no bias; operator: grids of {pts} and "
+        f"{2 * pts - 1} log-spaced cells, Richardson-extrapolated",
+    )
+    params = {
+        "widths": [10, 20, 100],
+        "sigma_w2_unscaled": "2 / N",
+        "sigma_w2": 2.0,
+        "sigma_b2": 0.0,
+        "activation": "relu",
+        "m_points": 2 * k,
+        "operator_grid_cells": [pts, 2 * pts - 1],
+    }
     units = {"m": "exponent (dimensionless)", "derived": "eigenvalue (dimensionless)"}
-    return _save(fig_1b, fig, out_dir, "burkholz2019_fig_1b", data, size=size, backend=backend, seed=seed,
-                 params=params, units=units, notes="per width N: arrays indexed like m (derived, printed) or m_operator")
+    return _save(
+        fig_1b,
+        fig,
+        out_dir,
+        "burkholz2019_fig_1b",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        units=units,
+        notes="per width N: arrays indexed like m (derived, printed) or m_operator",
+    )
 
 
 @figure(paper=PAPER, figure="Fig. 2", honours_backend=False)
@@ -199,22 +300,58 @@ def fig_2(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
         s = fw.cosine_similarity_samples(n, c, n_samples=n_samples, rng=rng, dtype=np.float32)
         hist, _ = np.histogram(s, bins=bins, density=True)
         narrow = n == 200
-        ax.plot(centers, hist, color=cols[c], ls="-" if narrow else "--", lw=1.0,
-                marker=markers[c], markevery=12, ms=4, mfc="none" if narrow else cols[c],
-                label=f"N = {n}, $\\langle x_1, x_2\\rangle$ = {c}")
-        data[f"N={n},c={c}"] = {"density": hist, "mean": float(s.mean()), "sd": float(s.std()),
-                                "mean_stderr": float(s.std() / np.sqrt(n_samples)),
-                                "limit_mean": 2 * float(fw.mean_inner_product(1, 1.0, 1.0, c))}
+        ax.plot(
+            centers,
+            hist,
+            color=cols[c],
+            ls="-" if narrow else "--",
+            lw=1.0,
+            marker=markers[c],
+            markevery=12,
+            ms=4,
+            mfc="none" if narrow else cols[c],
+            label=f"N = {n}, $\\langle x_1, x_2\\rangle$ = {c}",
+        )
+        data[f"N={n},c={c}"] = {
+            "density": hist,
+            "mean": float(s.mean()),
+            "sd": float(s.std()),
+            "mean_stderr": float(s.std() / np.sqrt(n_samples)),
+            "limit_mean": 2 * float(fw.mean_inner_product(1, 1.0, 1.0, c)),
+        }
     ax.set_xlabel(r"cosine similarity $\cos(x_1^{(1)}, x_2^{(1)})$ after one ReLU layer")
     ax.set_ylabel("probability density")
     ax.legend(fontsize=6, ncol=2)
-    title(fig, PAPER, "Fig. 2", "law of the cosine similarity after one ReLU layer",
-          f"$|x_1| = |x_2| = 1$, no bias, N = 100 (dashed, filled) and 200 (solid, open); {n_samples} samples each")
-    params = {"widths": [100, 200], "inner_products": list(rhos), "input_norms": 1.0, "sigma_b2": 0.0,
-              "activation": "relu", "n_samples": n_samples, "sample_dtype": "float32"}
+    title(
+        fig,
+        PAPER,
+        "Fig. 2",
+        "law of the cosine similarity after one ReLU layer",
+        f"$|x_1| = |x_2| = 1$, no bias, N = 100 (dashed, filled) and 200 (solid, open); {n_samples} samples each",
+    )
+    params = {
+        "widths": [100, 200],
+        "inner_products": list(rhos),
+        "input_norms": 1.0,
+        "sigma_b2": 0.0,
+        "activation": "relu",
+        "n_samples": n_samples,
+        "sample_dtype": "float32",
+    }
     units = {"bins": "cosine similarity (dimensionless)", "density": "probability density"}
-    return _save(fig_2, fig, out_dir, "burkholz2019_fig_2", data, size=size, backend=backend, seed=seed,
-                 params=params, units=units, notes="per (N, <x1,x2>): density over bins, sample mean and sd")
+    return _save(
+        fig_2,
+        fig,
+        out_dir,
+        "burkholz2019_fig_2",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        units=units,
+        notes="per (N, <x1,x2>): density over bins, sample mean and sd",
+    )
 
 
 @figure(paper=PAPER, figure="not in the paper (Thm. 5, eqs. 9-10)", honours_backend=False)
@@ -244,7 +381,9 @@ def fig_thm5(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 4.0), layout="constrained")
     axes[0].plot(rho, fw.relu_correlation(rho), label="Thm. 5: Cor(relu($h_1$), relu($h_2$))")
     axes[0].plot(rho, rho, "k:", lw=0.8, label="identity")
-    axes[0].errorbar(rho_mc, cor_mc, yerr=cor_se, fmt="o", ms=4, capsize=2, label=f"simulation ({n} pairs), $\\pm$ s.e.")
+    axes[0].errorbar(
+        rho_mc, cor_mc, yerr=cor_se, fmt="o", ms=4, capsize=2, label=f"simulation ({n} pairs), $\\pm$ s.e."
+    )
     axes[0].set_xlabel(r"pre-activation correlation $\rho$")
     axes[0].set_ylabel("post-activation correlation")
     axes[0].legend(fontsize=7)
@@ -257,14 +396,37 @@ def fig_thm5(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]
     axes[1].set_ylabel(r"$E\langle x_1, x_2\rangle / (N \sqrt{v_{11} v_{22}})$")
     axes[1].set_title("(b) mean inner product after one ReLU layer", fontsize=8)
     axes[1].legend(fontsize=7)
-    title(fig, PAPER, fig_thm5.figure, "ReLU correlation map and mean inner product",
-          f"standard bivariate normal pre-activations; {rho_mc.size} simulated correlations, {n} pairs each")
-    data = {"rho": rho, "correlation": fw.relu_correlation(rho), "mean_inner_exact": exact, "mean_inner_eq10": (rho + 1) / 4,
-            "rho_mc": rho_mc, "correlation_mc": np.array(cor_mc), "correlation_mc_stderr": np.array(cor_se),
-            "mean_inner_mc": np.array(ip_mc), "mean_inner_mc_stderr": np.array(ip_se)}
+    title(
+        fig,
+        PAPER,
+        fig_thm5.figure,
+        "ReLU correlation map and mean inner product",
+        f"standard bivariate normal pre-activations; {rho_mc.size} simulated correlations, {n} pairs each",
+    )
+    data = {
+        "rho": rho,
+        "correlation": fw.relu_correlation(rho),
+        "mean_inner_exact": exact,
+        "mean_inner_eq10": (rho + 1) / 4,
+        "rho_mc": rho_mc,
+        "correlation_mc": np.array(cor_mc),
+        "correlation_mc_stderr": np.array(cor_se),
+        "mean_inner_mc": np.array(ip_mc),
+        "mean_inner_mc_stderr": np.array(ip_se),
+    }
     params = {"activation": "relu", "pairs": n, "rho_mc": rho_mc, "v11": 1.0, "v22": 1.0}
-    return _save(fig_thm5, fig, out_dir, "burkholz2019_fig_thm5", data, size=size, backend=backend, seed=seed,
-                 params=params, units={"correlation": "dimensionless", "mean_inner_exact": "per neuron, per unit variance"})
+    return _save(
+        fig_thm5,
+        fig,
+        out_dir,
+        "burkholz2019_fig_thm5",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        units={"correlation": "dimensionless", "mean_inner_exact": "per neuron, per unit variance"},
+    )
 
 
 FIGURES = {"fig_1a": fig_1a, "fig_1b": fig_1b, "fig_2": fig_2, "fig_thm5": fig_thm5}

@@ -21,9 +21,16 @@ import math
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
-from meanfield.validation.simulators import layer_moments
 from meanfield.validation.backend import substream
-from meanfield.validation.kurtosis import FIG1_DEPTH, FIG1_FRACTION, FIG1_STREAM, FIG1_THRESHOLD, KAPPA_MAX, fig1_variances
+from meanfield.validation.kurtosis import (
+    FIG1_DEPTH,
+    FIG1_FRACTION,
+    FIG1_STREAM,
+    FIG1_THRESHOLD,
+    KAPPA_MAX,
+    fig1_variances,
+)
+from meanfield.validation.simulators import layer_moments
 
 from meanfield import kurtosis
 from meanfield.checks import check_scalar
@@ -160,7 +167,9 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
         "fraction_below_threshold_at_80_stderr": fraction_se,
         "fraction_above_input_at_80": np.array([float(np.mean(var[i][:, FIG1_DEPTH] > var[i][:, 0])) for i in inits]),
         # "all quantiles decrease monotonically after 40 layers": fraction of decreasing steps per quantile
-        "decreasing_steps_after_40": np.stack([np.mean(np.diff(quantiles[k][:, 40:], axis=1) < 0, axis=1) for k in range(len(inits))]),
+        "decreasing_steps_after_40": np.stack(
+            [np.mean(np.diff(quantiles[k][:, 40:], axis=1) < 0, axis=1) for k in range(len(inits))]
+        ),
         "threshold": FIG1_THRESHOLD,
         "claim_layer": FIG1_DEPTH,
         "claim_fraction": FIG1_FRACTION,
@@ -180,11 +189,30 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
         "decreasing_steps_after_40": "fraction of layer steps 40..100 (0-1)",
         "layer": "layer index l (0 = input)",
     }
-    params = {"width": FIG1_WIDTH, "depth": FIG1_NET_DEPTH, "activation": "relu", "data": "digits 8x8, standardised per feature",
-              "quantile_levels": list(QUANTILES), **sizes, "initialisers": inits}
-    return save_figure(fig, out_dir, "grzejdziak2023_fig_1", data, paper=PAPER, figure=fig_1.figure, seed=seed, size=size,
-                       backend=backend, params=params, axes=axes_names, units=units,
-                       notes="S^2 exactly 0 (every output unit dead) is drawn in the grey band whose tick reads 0.")
+    params = {
+        "width": FIG1_WIDTH,
+        "depth": FIG1_NET_DEPTH,
+        "activation": "relu",
+        "data": "digits 8x8, standardised per feature",
+        "quantile_levels": list(QUANTILES),
+        **sizes,
+        "initialisers": inits,
+    }
+    return save_figure(
+        fig,
+        out_dir,
+        "grzejdziak2023_fig_1",
+        data,
+        paper=PAPER,
+        figure=fig_1.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=params,
+        axes=axes_names,
+        units=units,
+        notes="S^2 exactly 0 (every output unit dead) is drawn in the grey band whose tick reads 0.",
+    )
 
 
 @figure(paper=PAPER, figure="not in the paper: Prop. 4.3 against simulation", honours_backend=True)
@@ -217,8 +245,12 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
     depth = 20
     laws = ("gaussian", "uniform", "rademacher")
     widths = (2, 10, 50)
-    base = by_size(size, smoke={2: 200, 10: 100, 50: 20}, default={2: 20_000, 10: 10_000, 50: 2_000},
-                   full={2: 80_000, 10: 40_000, 50: 8_000})
+    base = by_size(
+        size,
+        smoke={2: 200, 10: 100, 50: 20},
+        default={2: 20_000, 10: 10_000, 50: 2_000},
+        full={2: 80_000, 10: 40_000, 50: 8_000},
+    )
     scale = 1.0 if scale is None else float(scale)
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.4), sharey=True)
     jobs = [(w, law) for w in widths for law in laws]
@@ -237,14 +269,21 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
         ax.plot(np.arange(depth + 1), th.kappa, color=_LAW_COLORS[law], label=f"{law} ($\\kappa_w$ = {kw:g})")
         last = int(np.max(np.nonzero(th.kappa <= KAPPA_MAX)[0]))
         n_net = max(2, round(scale * base[w]))
-        sim = layer_moments([w] * (last + 1), 0.0, law, n_net, backend=backend,
-                            **rng_kwargs(layer_moments, np.random.default_rng(child)))
+        sim = layer_moments(
+            [w] * (last + 1),
+            0.0,
+            law,
+            n_net,
+            backend=backend,
+            **rng_kwargs(layer_moments, np.random.default_rng(child)),
+        )
         m = sim.m4.mean(axis=0)
         se = sim.m4.std(axis=0, ddof=1) / math.sqrt(n_net)
         # a log axis cannot draw a bar below 0: a bar that reaches 0 runs off the bottom of the panel
         lower = np.where(m - KURTOSIS_BAR_SE * se > 0, KURTOSIS_BAR_SE * se, m * (1 - 1e-12))
-        ax.errorbar(np.arange(last + 1), m, yerr=[lower, KURTOSIS_BAR_SE * se], fmt="o", ms=3,
-                    color=_LAW_COLORS[law], capsize=2)
+        ax.errorbar(
+            np.arange(last + 1), m, yerr=[lower, KURTOSIS_BAR_SE * se], fmt="o", ms=3, color=_LAW_COLORS[law], capsize=2
+        )
         theory[i, j], log_theory[i, j] = th.kappa, th.log_kappa
         mc[i, j, : last + 1], mc_se[i, j, : last + 1] = m, se
         n_networks[i, j], last_compared[i, j] = n_net, last
@@ -266,22 +305,61 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
         fontsize=10,
     )
     fig.tight_layout()
-    data = {"layer": np.arange(depth + 1), "width": np.array(widths), "weight_law": list(laws),
-            "weight_kurtosis": np.array([kurtosis.weight_kurtosis(law) for law in laws]),
-            "theory": theory, "log_theory": log_theory, "mc": mc, "mc_stderr": mc_se,
-            "n_networks": n_networks, "last_layer_compared": last_compared, "kappa_max_compared": KAPPA_MAX}
+    data = {
+        "layer": np.arange(depth + 1),
+        "width": np.array(widths),
+        "weight_law": list(laws),
+        "weight_kurtosis": np.array([kurtosis.weight_kurtosis(law) for law in laws]),
+        "theory": theory,
+        "log_theory": log_theory,
+        "mc": mc,
+        "mc_stderr": mc_se,
+        "n_networks": n_networks,
+        "last_layer_compared": last_compared,
+        "kappa_max_compared": KAPPA_MAX,
+    }
     three = ["width", "weight_law", "layer"]
-    axes_names = {"theory": three, "log_theory": three, "mc": three, "mc_stderr": three,
-                  "n_networks": ["width", "weight_law"], "last_layer_compared": ["width", "weight_law"]}
-    units = {"theory": "dimensionless (E y^4 / (E y^2)^2)", "log_theory": "natural log of theory",
-             "mc": "dimensionless; NaN beyond last_layer_compared", "mc_stderr": "standard error of mc",
-             "layer": "layer index l (0 = input)"}
-    params = {"depth": depth, "widths": list(widths), "weight_laws": list(laws), "activation": "relu",
-              "slope": 0.0, "input": "gaussian (kappa0 = 3, c0 = 0)", "sigma_w2": "He: 2 / fan_in",
-              "networks_per_width": {str(w): int(n_networks[i, 0]) for i, w in enumerate(widths)}, "scale": scale,
-              "error_bar_standard_errors": KURTOSIS_BAR_SE}
-    return save_figure(fig, out_dir, "grzejdziak2023_fig_kurtosis", data, paper=PAPER, figure=fig_kurtosis.figure,
-                       seed=seed, size=size, backend=backend, params=params, axes=axes_names, units=units)
+    axes_names = {
+        "theory": three,
+        "log_theory": three,
+        "mc": three,
+        "mc_stderr": three,
+        "n_networks": ["width", "weight_law"],
+        "last_layer_compared": ["width", "weight_law"],
+    }
+    units = {
+        "theory": "dimensionless (E y^4 / (E y^2)^2)",
+        "log_theory": "natural log of theory",
+        "mc": "dimensionless; NaN beyond last_layer_compared",
+        "mc_stderr": "standard error of mc",
+        "layer": "layer index l (0 = input)",
+    }
+    params = {
+        "depth": depth,
+        "widths": list(widths),
+        "weight_laws": list(laws),
+        "activation": "relu",
+        "slope": 0.0,
+        "input": "gaussian (kappa0 = 3, c0 = 0)",
+        "sigma_w2": "He: 2 / fan_in",
+        "networks_per_width": {str(w): int(n_networks[i, 0]) for i, w in enumerate(widths)},
+        "scale": scale,
+        "error_bar_standard_errors": KURTOSIS_BAR_SE,
+    }
+    return save_figure(
+        fig,
+        out_dir,
+        "grzejdziak2023_fig_kurtosis",
+        data,
+        paper=PAPER,
+        figure=fig_kurtosis.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=params,
+        axes=axes_names,
+        units=units,
+    )
 
 
 @figure(paper=PAPER, figure="not in the paper: Lemma 4.5", honours_backend=False)
@@ -307,20 +385,40 @@ def fig_spectral_radius(out_dir, *, size, backend, seed):
         for j, law in enumerate(laws):
             kw = kurtosis.weight_kurtosis(law)
             gap[i, j] = [kurtosis.trace_determinant(int(w), a, kw).gap for w in widths]
-            ax.loglog(widths, gap[i, j], label=f"a = {a:g}, {law}", ls={0.0: "-", 0.1: "--", 1.0: ":"}[a],
-                      color=_LAW_COLORS[law])
+            ax.loglog(
+                widths,
+                gap[i, j],
+                label=f"a = {a:g}, {law}",
+                ls={0.0: "-", 0.1: "--", 1.0: ":"}[a],
+                color=_LAW_COLORS[law],
+            )
     ax.set_xlabel("width $w$ (units per layer)")
     ax.set_ylabel(r"$\rho(A^{(l)}) - 1$ (spectral radius minus 1)")
-    ax.set_title(f"{PAPER} (not a figure of the paper), Lemma 4.5:\nthe spectral radius of $A^{{(l)}}$ exceeds 1 at every width "
-                 "(a: negative slope)", fontsize=9)
+    ax.set_title(
+        f"{PAPER} (not a figure of the paper), Lemma 4.5:\nthe spectral radius of $A^{{(l)}}$ exceeds 1 at every width "
+        "(a: negative slope)",
+        fontsize=9,
+    )
     ax.legend(fontsize=6, ncol=3, title="leaky-ReLU slope a, weight law", title_fontsize=6)
     data = {"width": widths, "slope": np.array(slopes), "weight_law": list(laws), "gap": gap}
-    return save_figure(fig, out_dir, "grzejdziak2023_fig_spectral_radius", data, paper=PAPER, figure=fig_spectral_radius.figure,
-                       seed=seed, size=size, backend=backend,
-                       params={"widths": f"{widths.size} log-spaced integers from 2 to 1e5", "slopes": list(slopes),
-                               "weight_laws": list(laws)},
-                       axes={"gap": ["slope", "weight_law", "width"]},
-                       units={"gap": "dimensionless: rho(A) - 1", "width": "units per layer"})
+    return save_figure(
+        fig,
+        out_dir,
+        "grzejdziak2023_fig_spectral_radius",
+        data,
+        paper=PAPER,
+        figure=fig_spectral_radius.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params={
+            "widths": f"{widths.size} log-spaced integers from 2 to 1e5",
+            "slopes": list(slopes),
+            "weight_laws": list(laws),
+        },
+        axes={"gap": ["slope", "weight_law", "width"]},
+        units={"gap": "dimensionless: rho(A) - 1", "width": "units per layer"},
+    )
 
 
 FIGURES = {"fig_1": fig_1, "fig_kurtosis": fig_kurtosis, "fig_spectral_radius": fig_spectral_radius}

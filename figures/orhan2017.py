@@ -34,7 +34,12 @@ PAPER = "Orhan 2017"
 
 ORDER = ["plain", "path_residual", "residual", "hyper_residual"]
 COLORS = {"plain": "tab:blue", "path_residual": "tab:green", "residual": "tab:red", "hyper_residual": "tab:purple"}
-LABELS = {"plain": "plain", "path_residual": "path-residual", "residual": "residual", "hyper_residual": "hyper-residual"}
+LABELS = {
+    "plain": "plain",
+    "path_residual": "path-residual",
+    "residual": "residual",
+    "hyper_residual": "hyper-residual",
+}
 #: Width of every hidden layer of the binary toy networks (the paper's).
 TOY_WIDTH = 2
 
@@ -59,9 +64,12 @@ def _landscape_figure(out_dir, name, size, backend, seed, random_biases, func):
     task = L.regression_task(grid_size=grid, rng=seed)
     bias_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
     biases = bias_rng.standard_normal((n_layers - 1, TOY_WIDTH)) if random_biases else None
-    results = {arch: L.binary_landscape(arch, task.inputs, task.targets, biases=biases, n_layers=n_layers,
-                                        output_bias_bit=bias_bit)
-               for arch in progress(ORDER, desc=name)}
+    results = {
+        arch: L.binary_landscape(
+            arch, task.inputs, task.targets, biases=biases, n_layers=n_layers, output_bias_bit=bias_bit
+        )
+        for arch in progress(ORDER, desc=name)
+    }
     n_params = next(iter(results.values())).n_params
     better = np.stack([r.better_histogram() for r in results.values()])
     walk_len = max(r.walk_histogram().size for r in results.values())
@@ -70,13 +78,24 @@ def _landscape_figure(out_dir, name, size, backend, seed, random_biases, func):
     basins = np.stack([np.histogram(r.basin_sizes, bins=edges)[0] for r in results.values()])
     centres = np.sqrt((edges[:-1] + 0.5) * (edges[1:] - 0.5))  # geometric middle of the integers in a bin
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.6))
-    panels = ((axes[0], np.arange(better.shape[1]), better), (axes[1], np.arange(walk_len), walks),
-              (axes[2], centres, basins))
+    panels = (
+        (axes[0], np.arange(better.shape[1]), better),
+        (axes[1], np.arange(walk_len), walks),
+        (axes[2], centres, basins),
+    )
     for ax, x, counts in panels:
         floor = zero_floor(counts)
         for arch, row in zip(results, counts):
-            plot_with_zeros(ax, x, row, floor, marker="o", ms=3, color=COLORS[arch],
-                            label=f"{LABELS[arch]} ({results[arch].n_local_minima:,} local minima)")
+            plot_with_zeros(
+                ax,
+                x,
+                row,
+                floor,
+                marker="o",
+                ms=3,
+                color=COLORS[arch],
+                label=f"{LABELS[arch]} ({results[arch].n_local_minima:,} local minima)",
+            )
         zero_band(ax, floor, counts)
     axes[0].set_xlabel(f"better neighbours (of {n_params} single-bit flips)")
     axes[0].set_ylabel("configurations")
@@ -94,7 +113,7 @@ def _landscape_figure(out_dir, name, size, backend, seed, random_biases, func):
     which = "Fig. S1" if random_biases else "Fig. 4"
     fig.suptitle(
         f"{PAPER}, {which}: loss landscapes of toy ReLU networks with weights $\\pm 1$, evaluated exhaustively\n"
-        f"{n_layers} layers of width {TOY_WIDTH}, {n_params} binary parameters ({2 ** n_params:,} configurations"
+        f"{n_layers} layers of width {TOY_WIDTH}, {n_params} binary parameters ({2**n_params:,} configurations"
         f"{', incl. an output bias' if bias_bit else ''}); mean squared error on a random target function over a "
         f"{grid}x{grid} grid" + ("; fixed biases drawn from N(0, 1)" if random_biases else "; zero biases"),
         fontsize=10,
@@ -118,21 +137,45 @@ def _landscape_figure(out_dir, name, size, backend, seed, random_biases, func):
         "targets": task.targets,
         "inputs": task.inputs,
     }
-    axes_names = {"better_histogram": ["architecture", "better_neighbours"], "walk_histogram": ["architecture", "walk_length"],
-                  "basin_size_histogram": ["architecture", "basin_size_bin"], "inputs": ["grid_point", "coordinate"]}
+    axes_names = {
+        "better_histogram": ["architecture", "better_neighbours"],
+        "walk_histogram": ["architecture", "walk_length"],
+        "basin_size_histogram": ["architecture", "basin_size_bin"],
+        "inputs": ["grid_point", "coordinate"],
+    }
     if biases is not None:
         axes_names["biases"] = ["layer", "unit"]
     return save_figure(
-        fig, out_dir, f"orhan2017_{name}", data, paper=PAPER, figure=func.figure, seed=seed, size=size, backend=backend,
-        params={**sz, "width": TOY_WIDTH, "n_params": n_params, "activation": "relu", "weights": "+-1",
-                "loss": "mean squared error", "biases": "N(0, 1), fixed" if random_biases else "zero",
-                "task": "random Fourier target on a grid in [-1, 1]^2 (meanfield.landscape.regression_task, seed = seed)",
-                "tie_rtol": 1e-12},
+        fig,
+        out_dir,
+        f"orhan2017_{name}",
+        data,
+        paper=PAPER,
+        figure=func.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params={
+            **sz,
+            "width": TOY_WIDTH,
+            "n_params": n_params,
+            "activation": "relu",
+            "weights": "+-1",
+            "loss": "mean squared error",
+            "biases": "N(0, 1), fixed" if random_biases else "zero",
+            "task": "random Fourier target on a grid in [-1, 1]^2 (meanfield.landscape.regression_task, seed = seed)",
+            "tie_rtol": 1e-12,
+        },
         axes=axes_names,
-        units={"better_histogram": "configurations", "walk_histogram": "configurations",
-               "basin_size_histogram": "local minima per bin", "basin_size_bin_edges": "configurations (integer bins)",
-               "largest_basin_sizes": "configurations, the 100 largest basins per architecture, largest first",
-               "mean_walk_length": "bit flips", "mean_basin_size": "configurations"},
+        units={
+            "better_histogram": "configurations",
+            "walk_histogram": "configurations",
+            "basin_size_histogram": "local minima per bin",
+            "basin_size_bin_edges": "configurations (integer bins)",
+            "largest_basin_sizes": "configurations, the 100 largest basins per architecture, largest first",
+            "mean_walk_length": "bit flips",
+            "mean_basin_size": "configurations",
+        },
         notes="Zero counts on the log axes are drawn in the grey band whose tick reads 0.",
     )
 
@@ -188,15 +231,26 @@ def fig_5(out_dir, *, size, backend, seed):
     init_sd = 1e-4
     b_plain = np.array([[1.0, 1.0], [-1.0, -1.0]]) / math.sqrt(2)
     setups = {
-        "a": {"lr": 0.1, "steps": 150, "plain": (rng.normal(0, init_sd, (2, 2)), rng.normal(0, init_sd, (2, 2))),
-              "init": f"every weight ~ N(0, {init_sd:g}^2)"},
-        "b": {"lr": 0.01, "steps": 600, "plain": (np.full((2, 2), 1 / math.sqrt(2)), b_plain),
-              "init": "plain a = [1, 1]/sqrt 2, b = [1, -1]/sqrt 2; residual all 0 (equal initial norms)"},
+        "a": {
+            "lr": 0.1,
+            "steps": 150,
+            "plain": (rng.normal(0, init_sd, (2, 2)), rng.normal(0, init_sd, (2, 2))),
+            "init": f"every weight ~ N(0, {init_sd:g}^2)",
+        },
+        "b": {
+            "lr": 0.01,
+            "steps": 600,
+            "plain": (np.full((2, 2), 1 / math.sqrt(2)), b_plain),
+            "init": "plain a = [1, 1]/sqrt 2, b = [1, -1]/sqrt 2; residual all 0 (equal initial norms)",
+        },
     }
     setups["a"]["residual"] = setups["a"]["plain"]
     setups["b"]["residual"] = (np.zeros((2, 2)), np.zeros((2, 2)))
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.4))
-    stacked = {k: [] for k in ("iteration", "plain_a", "plain_b", "plain_energy", "residual_a", "residual_b", "residual_energy")}
+    stacked = {
+        k: []
+        for k in ("iteration", "plain_a", "plain_b", "plain_energy", "residual_a", "residual_b", "residual_energy")
+    }
     for row, (panel, cfg) in enumerate(progress(list(setups.items()), desc="fig_5")):
         it = np.linspace(0, cfg["steps"], n_pts)
         t = it * cfg["lr"]
@@ -206,22 +260,45 @@ def fig_5(out_dir, *, size, backend, seed):
             ax = axes[row, mode]
             ax.plot(it, plain.a[:, :, mode], color="tab:blue")
             ax.plot(it, res.a[:, :, mode], color="tab:red")
-            ax.set_title(f"({panel}) $a^{mode + 1}$ ($s_{mode + 1}$ = {s[mode]:g}), learning rate {cfg['lr']:g}", fontsize=9)
+            ax.set_title(
+                f"({panel}) $a^{mode + 1}$ ($s_{mode + 1}$ = {s[mode]:g}), learning rate {cfg['lr']:g}", fontsize=9
+            )
             ax.set_xlabel("gradient-descent iteration $k$ ($t = k \\eta$)")
             ax.set_ylabel(f"$a^{mode + 1}_i$ (one line per hidden unit $i$)")
         axes[row, 0].plot([], [], color="tab:blue", label="plain (eqs. 11-14)")
         axes[row, 0].plot([], [], color="tab:red", label="residual (eqs. 15-18)")
         axes[row, 0].legend(fontsize=8)
-        for key, value in (("iteration", it), ("plain_a", plain.a), ("plain_b", plain.b), ("plain_energy", plain.energy),
-                           ("residual_a", res.a), ("residual_b", res.b), ("residual_energy", res.energy)):
+        for key, value in (
+            ("iteration", it),
+            ("plain_a", plain.a),
+            ("plain_b", plain.b),
+            ("plain_energy", plain.energy),
+            ("residual_a", res.a),
+            ("residual_b", res.b),
+            ("residual_energy", res.energy),
+        ):
             stacked[key].append(value)
-    data = {"panel": list(setups), "learning_rate": np.array([c["lr"] for c in setups.values()]),
-            "initialisation": [c["init"] for c in setups.values()], "s": s, "u": uv, "v": uv,
-            **{k: np.stack(v) for k, v in stacked.items()}}
+    data = {
+        "panel": list(setups),
+        "learning_rate": np.array([c["lr"] for c in setups.values()]),
+        "initialisation": [c["init"] for c in setups.values()],
+        "s": s,
+        "u": uv,
+        "v": uv,
+        **{k: np.stack(v) for k, v in stacked.items()},
+    }
     four = ["panel", "point", "hidden_unit", "mode"]
-    axes_names = {"u": ["mode", "component"], "v": ["mode", "component"], "iteration": ["panel", "point"],
-                  "plain_energy": ["panel", "point"], "residual_energy": ["panel", "point"],
-                  "plain_a": four, "plain_b": four, "residual_a": four, "residual_b": four}
+    axes_names = {
+        "u": ["mode", "component"],
+        "v": ["mode", "component"],
+        "iteration": ["panel", "point"],
+        "plain_energy": ["panel", "point"],
+        "residual_energy": ["panel", "point"],
+        "plain_a": four,
+        "plain_b": four,
+        "residual_a": four,
+        "residual_b": four,
+    }
     fig.suptitle(
         f"{PAPER}, Fig. 5: learning dynamics of three-layer linear networks with 2 hidden units\n"
         f"singular values $s$ = (3, 1.5), skip vectors $u = v = [1, \\pm 1]/\\sqrt{{2}}$; (a) N(0, {init_sd:g}$^2$) weights; "
@@ -230,14 +307,33 @@ def fig_5(out_dir, *, size, backend, seed):
     )
     fig.tight_layout()
     return save_figure(
-        fig, out_dir, "orhan2017_fig_5", data, paper=PAPER, figure=fig_5.figure, seed=seed, size=size, backend=backend,
-        params={"s": s.tolist(), "hidden_units": 2, "u": uv.tolist(), "v": uv.tolist(), "output_points": n_pts,
-                "panels": {p: {"learning_rate": c["lr"], "iterations": c["steps"], "initialisation": c["init"]} for p, c in setups.items()},
-                "integrator": "scipy.integrate.solve_ivp, rtol 1e-9, atol 1e-12"},
+        fig,
+        out_dir,
+        "orhan2017_fig_5",
+        data,
+        paper=PAPER,
+        figure=fig_5.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params={
+            "s": s.tolist(),
+            "hidden_units": 2,
+            "u": uv.tolist(),
+            "v": uv.tolist(),
+            "output_points": n_pts,
+            "panels": {
+                p: {"learning_rate": c["lr"], "iterations": c["steps"], "initialisation": c["init"]}
+                for p, c in setups.items()
+            },
+            "integrator": "scipy.integrate.solve_ivp, rtol 1e-9, atol 1e-12",
+        },
         axes=axes_names,
-        units={"iteration": "gradient-descent iterations k (flow time t = k * learning_rate)",
-               "plain_a": "a^alpha_i at each output point (plain_b, residual_a, residual_b alike)",
-               "plain_energy": "eq. 10 energy (residual_energy alike)"},
+        units={
+            "iteration": "gradient-descent iterations k (flow time t = k * learning_rate)",
+            "plain_a": "a^alpha_i at each output point (plain_b, residual_a, residual_b alike)",
+            "plain_energy": "eq. 10 energy (residual_energy alike)",
+        },
     )
 
 
@@ -297,8 +393,13 @@ def fig_6(out_dir, *, size, backend, seed):
     products, strengths = [], []
     for arch in progress(archs, desc="fig_6b"):
         tr = L.mode_flow(a0, s10, t, arch)
-        ax.plot(t[1:], tr.product[1:], color=COLORS[arch], lw=2 if arch == "plain" else 1.5,
-                label=f"{LABELS[arch]} (starts at {tr.product[0]:.3g})")
+        ax.plot(
+            t[1:],
+            tr.product[1:],
+            color=COLORS[arch],
+            lw=2 if arch == "plain" else 1.5,
+            label=f"{LABELS[arch]} (starts at {tr.product[0]:.3g})",
+        )
         products.append(tr.product)
         strengths.append(tr.a)
     ax.axhline(s10, color="k", ls=":", lw=1, label=f"target $s$ = {s10:g}")
@@ -307,29 +408,65 @@ def fig_6(out_dir, *, size, backend, seed):
     top = max(float(np.max(products)), 10.0)
     ax.set_ylim(-1.0, 2 * top)
     ax.set_yticks([0, 1, 2, 3, 5] + [10.0**k for k in range(1, math.floor(math.log10(top)) + 2)])
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, pos: f"{v:g}" if v < 10 else f"$10^{{{round(math.log10(v))}}}$"))
+    ax.yaxis.set_major_formatter(
+        FuncFormatter(lambda v, pos: f"{v:g}" if v < 10 else f"$10^{{{round(math.log10(v))}}}$")
+    )
     ax.yaxis.set_minor_locator(NullLocator())
     ax.set_xlim(t_min, t_max)
     ax.set_xlabel("flow time $t$ (= iteration $\\times$ learning rate), log scale")
     ax.set_ylabel(r"$u = \prod_{l=1}^{9} (a_l + c_l)$ (linear below 10, log above)")
     ax.set_title(f"(b) 10-layer linear networks, $s$ = {s10:g}, $a_l(0) \\sim N(0, {a_sd:g}^2)$", fontsize=9)
     ax.legend(fontsize=7, loc="upper right")
-    fig.suptitle(f"{PAPER}, Fig. 6: mode-strength dynamics of deep linear networks (eqs. 21-23; "
-                 f"$c_l$ = 0 plain, 1 residual, $l$ hyper-residual)", fontsize=10)
+    fig.suptitle(
+        f"{PAPER}, Fig. 6: mode-strength dynamics of deep linear networks (eqs. 21-23; "
+        f"$c_l$ = 0 plain, 1 residual, $l$ hyper-residual)",
+        fontsize=10,
+    )
     fig.tight_layout()
-    data = {"architecture": archs, "grid": g, "s_a": s, "flow": flow, "saddle": saddles,
-            "t": t, "s_b": s10, "a0": a0, "product": np.stack(products), "strengths": np.stack(strengths)}
+    data = {
+        "architecture": archs,
+        "grid": g,
+        "s_a": s,
+        "flow": flow,
+        "saddle": saddles,
+        "t": t,
+        "s_b": s10,
+        "a0": a0,
+        "product": np.stack(products),
+        "strengths": np.stack(strengths),
+    }
     return save_figure(
-        fig, out_dir, "orhan2017_fig_6", data, paper=PAPER, figure=fig_6.figure, seed=seed, size=size, backend=backend,
-        params={"a": {"s": s, "grid": f"{n_grid} x {n_grid} on [-3, 3]^2", "weights": 2, "streamline_density": density},
-                "b": {"s": s10, "layers": 10, "mode_strengths": n_weights, "initial_sd": a_sd,
-                      "t": f"0 and {n_t} log-spaced times from {t_min:g} to {t_max:g}",
-                      "integrator": "scipy.integrate.solve_ivp LSODA, rtol 1e-9, atol 1e-12"}},
-        axes={"flow": ["architecture", "component (da/dt, db/dt)", "b (grid index)", "a (grid index)"],
-              "saddle": ["architecture", "coordinate (a, b)"], "product": ["architecture", "t"],
-              "strengths": ["architecture", "t", "layer"]},
-        units={"t": "flow time = iterations x learning rate (t[0] = 0)", "flow": "da/dt, db/dt = -grad E",
-               "product": "u = prod_l (a_l + c_l), converges to s_b"},
+        fig,
+        out_dir,
+        "orhan2017_fig_6",
+        data,
+        paper=PAPER,
+        figure=fig_6.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params={
+            "a": {"s": s, "grid": f"{n_grid} x {n_grid} on [-3, 3]^2", "weights": 2, "streamline_density": density},
+            "b": {
+                "s": s10,
+                "layers": 10,
+                "mode_strengths": n_weights,
+                "initial_sd": a_sd,
+                "t": f"0 and {n_t} log-spaced times from {t_min:g} to {t_max:g}",
+                "integrator": "scipy.integrate.solve_ivp LSODA, rtol 1e-9, atol 1e-12",
+            },
+        },
+        axes={
+            "flow": ["architecture", "component (da/dt, db/dt)", "b (grid index)", "a (grid index)"],
+            "saddle": ["architecture", "coordinate (a, b)"],
+            "product": ["architecture", "t"],
+            "strengths": ["architecture", "t", "layer"],
+        },
+        units={
+            "t": "flow time = iterations x learning rate (t[0] = 0)",
+            "flow": "da/dt, db/dt = -grad E",
+            "product": "u = prod_l (a_l + c_l), converges to s_b",
+        },
     )
 
 

@@ -55,8 +55,10 @@ def select_figures(names, registry=None) -> list[str]:
         matches = [k for k in registry if k == name or k.split(".")[0] == name]
         if not matches:
             papers = sorted({k.split(".")[0] for k in registry})
-            raise ValueError(f"unknown figure {name!r}: give PAPER.FIG or PAPER (papers: {', '.join(papers)}; "
-                             "`meanfield figures --list` lists the figures)")
+            raise ValueError(
+                f"unknown figure {name!r}: give PAPER.FIG or PAPER (papers: {', '.join(papers)}; "
+                "`meanfield figures --list` lists the figures)"
+            )
         chosen.extend(m for m in matches if m not in chosen)
     return chosen
 
@@ -71,13 +73,15 @@ def _plan(names, registry, backend):
     if backend != "numpy":
         explicit = [n for n in names if n in registry and _cpu_only(registry[n])]
         if explicit:
-            raise ValueError(f"{', '.join(explicit)} run(s) on the CPU only (no GPU simulation); "
-                             f"drop --backend {backend}")
+            raise ValueError(
+                f"{', '.join(explicit)} run(s) on the CPU only (no GPU simulation); drop --backend {backend}"
+            )
     return [(k, "numpy" if _cpu_only(registry[k]) else backend) for k in keys]
 
 
-def run_figures(names, out="results/figures", size=None, backend="numpy", seed=0, *, full=None,
-                keep_going=False) -> list[Path]:
+def run_figures(
+    names, out="results/figures", size=None, backend="numpy", seed=0, *, full=None, keep_going=False
+) -> list[Path]:
     """Run the named figures and return the files written.
 
     Parameters
@@ -125,7 +129,7 @@ def run_figures(names, out="results/figures", size=None, backend="numpy", seed=0
         t0 = time.perf_counter()
         try:
             paths = registry[key](out, size=size, backend=fig_backend, seed=seed)
-        except Exception as exc:  # noqa: BLE001 - one line per failed figure, the others still run
+        except Exception as exc:
             if not keep_going:
                 raise
             failed.append(key)
@@ -141,12 +145,20 @@ def run_figures(names, out="results/figures", size=None, backend="numpy", seed=0
 def add_arguments(p: argparse.ArgumentParser, *, names: bool = True) -> None:
     """The arguments of ``meanfield figures`` (shared with ``python -m meanfield.figures``)."""
     if names:
-        p.add_argument("names", nargs="*", metavar="NAME",
-                       help="a figure as PAPER.FIG (e.g. xiao2018.fig_s4) or PAPER for all of a paper's")
+        p.add_argument(
+            "names",
+            nargs="*",
+            metavar="NAME",
+            help="a figure as PAPER.FIG (e.g. xiao2018.fig_s4) or PAPER for all of a paper's",
+        )
         p.add_argument("--all", action="store_true", help="every figure")
         p.add_argument("--list", action="store_true", help="list the figures (CPU-only ones marked) and exit")
-    p.add_argument("--out", default="results/figures", metavar="DIR",
-                   help="output folder, created if needed: a PNG and a JSON per figure (default: %(default)s)")
+    p.add_argument(
+        "--out",
+        default="results/figures",
+        metavar="DIR",
+        help="output folder, created if needed: a PNG and a JSON per figure (default: %(default)s)",
+    )
     add_common_arguments(p, sizes=SIZES)
 
 
@@ -164,8 +176,11 @@ def main(argv=None, prog: str = "meanfield figures") -> int:
     """Entry point of ``meanfield figures`` and ``python -m meanfield.figures``; the exit status."""
     if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
         raise TypeError(f"argv must be a list of strings, got {argv!r}")
-    p = CliParser(prog=prog, description="Regenerate the papers' figures: a PNG and a self-describing JSON "
-                  "(read back with meanfield.figures.load) per figure.")
+    p = CliParser(
+        prog=prog,
+        description="Regenerate the papers' figures: a PNG and a self-describing JSON "
+        "(read back with meanfield.figures.load) per figure.",
+    )
     add_arguments(p)
     try:
         args = p.parse_args(argv)

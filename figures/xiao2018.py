@@ -69,8 +69,21 @@ PAPER = "Xiao et al. 2018"
 
 
 def _save(func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes=""):
-    return save_figure(fig, out_dir, name, data, paper=func.paper, figure=func.figure, seed=seed, size=size,
-                       backend=backend, params=params, axes=axes, units=units, notes=notes)
+    return save_figure(
+        fig,
+        out_dir,
+        name,
+        data,
+        paper=func.paper,
+        figure=func.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=params,
+        axes=axes,
+        units=units,
+        notes=notes,
+    )
 
 
 @figure(paper=PAPER, figure="Fig. S1", honours_backend=False)
@@ -101,16 +114,43 @@ def fig_s1(out_dir, *, size, backend, seed):
     ax.set_xlabel(r"weight variance $\sigma_w^2$")
     ax.set_ylabel(r"bias variance $\sigma_b^2$")
     ax.legend(loc="upper left", fontsize=7, facecolor="0.5", labelcolor="w", framealpha=0.6)
-    title(fig, PAPER, "Fig. S1", "tanh order-to-chaos phase diagram",
-          f"grid {n_w} x {n_b} ($\\sigma_w^2$ x $\\sigma_b^2$); {n_line} root-finder points")
-    data = {"sigma_w2": sw, "sigma_b2": sb, "q_star": pd.q_star, "chi_1": pd.chi_1,
-            "critical_sigma_b2": sb_line, "critical_sigma_w2": sw_line}
-    params = {"activation": "tanh", "grid": [n_w, n_b], "sigma_w2_range": [0.5, 4.0], "sigma_b2_range": [0.0, 0.3],
-              "critical_line_points": n_line}
+    title(
+        fig,
+        PAPER,
+        "Fig. S1",
+        "tanh order-to-chaos phase diagram",
+        f"grid {n_w} x {n_b} ($\\sigma_w^2$ x $\\sigma_b^2$); {n_line} root-finder points",
+    )
+    data = {
+        "sigma_w2": sw,
+        "sigma_b2": sb,
+        "q_star": pd.q_star,
+        "chi_1": pd.chi_1,
+        "critical_sigma_b2": sb_line,
+        "critical_sigma_w2": sw_line,
+    }
+    params = {
+        "activation": "tanh",
+        "grid": [n_w, n_b],
+        "sigma_w2_range": [0.5, 4.0],
+        "sigma_b2_range": [0.0, 0.3],
+        "critical_line_points": n_line,
+    }
     axes = {"q_star": ["sigma_w2", "sigma_b2"], "chi_1": ["sigma_w2", "sigma_b2"]}
     units = {"q_star": "pre-activation variance (dimensionless)", "chi_1": "dimensionless"}
-    return _save(fig_s1, fig, out_dir, "xiao2018_fig_s1", data, size=size, backend=backend, seed=seed,
-                 params=params, axes=axes, units=units)
+    return _save(
+        fig_s1,
+        fig,
+        out_dir,
+        "xiao2018_fig_s1",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        axes=axes,
+        units=units,
+    )
 
 
 @figure(paper=PAPER, figure="not in the paper (Poole et al. 2016 style)", honours_backend=True)
@@ -132,7 +172,9 @@ def fig_qc_maps(out_dir, *, size, backend, seed):
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
     layers = np.arange(depth + 1)
     data = {"layer": layers}
-    for (sw, label), rng, col in zip(progress(points, desc="fig_qc_maps"), rng_nets, ("tab:blue", "tab:purple", "tab:red")):
+    for (sw, label), rng, col in zip(
+        progress(points, desc="fig_qc_maps"), rng_nets, ("tab:blue", "tab:purple", "tab:red")
+    ):
         cov0 = dense.input_covariance(x, sw, sb)
         th = dense.propagate(cov0, "tanh", sw, sb, depth)
         sim = simulate_dense(x, "tanh", sw, sb, depth, width, n_net, backend=backend, **rng_kwargs(simulate_dense, rng))
@@ -145,8 +187,15 @@ def fig_qc_maps(out_dir, *, size, backend, seed):
         axes[0].errorbar(layers, q_mc, yerr=q_se, fmt="o", ms=3, color=col, capsize=1.5, elinewidth=0.8)
         axes[1].plot(layers, c_th, color=col)
         axes[1].errorbar(layers, c_mc, yerr=c_se, fmt="o", ms=3, color=col, capsize=1.5, elinewidth=0.8)
-        data[label] = {"sigma_w2": sw, "q_theory": th[:, 0, 0], "q_mc": q_mc, "q_mc_stderr": q_se,
-                       "c_theory": c_th, "c_mc": c_mc, "c_mc_stderr": c_se}
+        data[label] = {
+            "sigma_w2": sw,
+            "q_theory": th[:, 0, 0],
+            "q_mc": q_mc,
+            "q_mc_stderr": q_se,
+            "c_theory": c_th,
+            "c_mc": c_mc,
+            "c_mc_stderr": c_se,
+        }
     axes[0].plot([], [], "k-", label="mean field (lines)")
     axes[0].errorbar([], [], yerr=[], fmt="o", ms=3, color="k", label="networks: mean $\\pm$ s.e.")
     axes[0].set_xlabel("layer $l$")
@@ -154,16 +203,47 @@ def fig_qc_maps(out_dir, *, size, backend, seed):
     axes[1].set_xlabel("layer $l$")
     axes[1].set_ylabel("$c^l$ (correlation of the two inputs)")
     axes[0].legend(fontsize=7)
-    title(fig, PAPER, fig_qc_maps.figure, "tanh q-map and c-map",
-          f"$\\sigma_b^2$ = {sb}; {n_net} networks of width {width}, depth {depth}; two Gaussian inputs "
-          f"of dimension {dim}, $q^0$ = 1, $c^0$ = 0.5 (before the first layer)")
-    params = {"activation": "tanh", "sigma_b2": sb, "sigma_w2": [p[0] for p in points], "phases": [p[1] for p in points],
-              "width": width, "n_networks": n_net, "depth": depth, "input_dim": dim, "input_q": 1.0, "input_c": 0.5}
-    units = {"q_theory": "pre-activation variance", "q_mc": "pre-activation variance",
-             "c_theory": "correlation (dimensionless)", "c_mc": "correlation (dimensionless)",
-             "q_mc_stderr": "standard error of q_mc over networks", "c_mc_stderr": "standard error of c_mc over networks"}
-    return _save(fig_qc_maps, fig, out_dir, "xiao2018_fig_qc_maps", data, size=size, backend=backend, seed=seed,
-                 params=params, units=units, notes="per phase: arrays indexed by layer 0..depth")
+    title(
+        fig,
+        PAPER,
+        fig_qc_maps.figure,
+        "tanh q-map and c-map",
+        f"$\\sigma_b^2$ = {sb}; {n_net} networks of width {width}, depth {depth}; two Gaussian inputs "
+        f"of dimension {dim}, $q^0$ = 1, $c^0$ = 0.5 (before the first layer)",
+    )
+    params = {
+        "activation": "tanh",
+        "sigma_b2": sb,
+        "sigma_w2": [p[0] for p in points],
+        "phases": [p[1] for p in points],
+        "width": width,
+        "n_networks": n_net,
+        "depth": depth,
+        "input_dim": dim,
+        "input_q": 1.0,
+        "input_c": 0.5,
+    }
+    units = {
+        "q_theory": "pre-activation variance",
+        "q_mc": "pre-activation variance",
+        "c_theory": "correlation (dimensionless)",
+        "c_mc": "correlation (dimensionless)",
+        "q_mc_stderr": "standard error of q_mc over networks",
+        "c_mc_stderr": "standard error of c_mc over networks",
+    }
+    return _save(
+        fig_qc_maps,
+        fig,
+        out_dir,
+        "xiao2018_fig_qc_maps",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        units=units,
+        notes="per phase: arrays indexed by layer 0..depth",
+    )
 
 
 @figure(paper=PAPER, figure="not in the paper (Schoenholz et al. 2017 style)", honours_backend=False)
@@ -187,12 +267,27 @@ def fig_depth_scales(out_dir, *, size, backend, seed):
     ax.set_xlabel(r"weight variance $\sigma_w^2$")
     ax.set_ylabel(r"depth scale $\xi_c$ (layers)")
     ax.legend(fontsize=7)
-    title(fig, PAPER, fig_depth_scales.figure, r"tanh depth scale $\xi_c = -1/\log\chi_{c^*}$",
-          f"{n_w} values of $\\sigma_w^2$ in [0.5, 4]; theory only")
+    title(
+        fig,
+        PAPER,
+        fig_depth_scales.figure,
+        r"tanh depth scale $\xi_c = -1/\log\chi_{c^*}$",
+        f"{n_w} values of $\\sigma_w^2$ in [0.5, 4]; theory only",
+    )
     params = {"activation": "tanh", "sigma_b2": sbs, "n_sigma_w2": n_w, "sigma_w2_range": [0.5, 4.0]}
-    return _save(fig_depth_scales, fig, out_dir, "xiao2018_fig_depth_scales",
-                 {"sigma_w2": sw, "sigma_b2": sbs, "xi_c": pd.xi_c}, size=size, backend=backend, seed=seed,
-                 params=params, axes={"xi_c": ["sigma_w2", "sigma_b2"]}, units={"xi_c": "layers"})
+    return _save(
+        fig_depth_scales,
+        fig,
+        out_dir,
+        "xiao2018_fig_depth_scales",
+        {"sigma_w2": sw, "sigma_b2": sbs, "xi_c": pd.xi_c},
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        axes={"xi_c": ["sigma_w2", "sigma_b2"]},
+        units={"xi_c": "layers"},
+    )
 
 
 # --- CNN figures --------------------------------------------------------------------------------
@@ -222,12 +317,27 @@ def fig_2_theory(out_dir, *, size, backend, seed):
     ax.set_xlabel(r"weight variance $\sigma_w^2$")
     ax.set_ylabel("depth $L$ (layers)")
     ax.legend(fontsize=7, loc="upper left")
-    title(fig, PAPER, fig_2_theory.figure, r"trainable depth $6\xi_c$ of tanh networks",
-          f"$\\sigma_b^2 = 2\\times10^{{-5}}$; {n_w} values of $\\sigma_w^2$; MNIST training not reproduced")
+    title(
+        fig,
+        PAPER,
+        fig_2_theory.figure,
+        r"trainable depth $6\xi_c$ of tanh networks",
+        f"$\\sigma_b^2 = 2\\times10^{{-5}}$; {n_w} values of $\\sigma_w^2$; MNIST training not reproduced",
+    )
     data = {"sigma_w2": sw, "xi_c": xi, "six_xi_c": 6 * xi, "critical_sigma_w2": crit}
     params = {"activation": "tanh", "sigma_b2": sb, "n_sigma_w2": n_w, "sigma_w2_range": [0.05, 4.0]}
-    return _save(fig_2_theory, fig, out_dir, "xiao2018_fig_2_theory", data, size=size, backend=backend, seed=seed,
-                 params=params, units={"xi_c": "layers", "six_xi_c": "layers"})
+    return _save(
+        fig_2_theory,
+        fig,
+        out_dir,
+        "xiao2018_fig_2_theory",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        units={"xi_c": "layers", "six_xi_c": "layers"},
+    )
 
 
 def _red_to_black(n):
@@ -250,20 +360,50 @@ def fig_4b(out_dir, *, size, backend, seed):
     svs = np.array([conv.averaging_singular_values(v, (8, 8)) for v in family])
     fig, ax = plt.subplots(figsize=(5.4, 4.0), layout="constrained")
     for i, (s, col, mk) in enumerate(zip(svs, _red_to_black(len(family)), "osD^v")):
-        ax.plot(np.arange(1, s.size + 1), s, "-", marker=mk, ms=2.5, lw=1, color=col,
-                label=f"GS{i}" + (" (delta)" if i == 0 else " (uniform)" if i == len(family) - 1 else ""))
+        ax.plot(
+            np.arange(1, s.size + 1),
+            s,
+            "-",
+            marker=mk,
+            ms=2.5,
+            lw=1,
+            color=col,
+            label=f"GS{i}" + (" (delta)" if i == 0 else " (uniform)" if i == len(family) - 1 else ""),
+        )
     ax.set_xlabel("index $i$ of the singular value (descending)")
     ax.set_ylabel(r"singular value $s_i$ of $\mathcal{A}_v\star$")
     ax.legend(fontsize=8)
-    title(fig, PAPER, "Fig. 4b", r"singular values of the averaging operator $\mathcal{A}_v\star$",
-          "8 x 8 images, 3 x 3 kernels; variance vectors GS0 (delta) to GS4 (uniform); each value has 64 copies")
+    title(
+        fig,
+        PAPER,
+        "Fig. 4b",
+        r"singular values of the averaging operator $\mathcal{A}_v\star$",
+        "8 x 8 images, 3 x 3 kernels; variance vectors GS0 (delta) to GS4 (uniform); each value has 64 copies",
+    )
     data = {"v": np.array(family), "singular_values": svs}
-    params = {"image_shape": [8, 8], "kernel_shape": [3, 3], "family_size": len(family),
-              "family": "GS_i = (1 - t_i) delta + t_i uniform, t_i = i / 4"}
-    axes = {"v": ["variance vector (GS0..GS4)", "kernel row", "kernel column"],
-            "singular_values": ["variance vector (GS0..GS4)", "index (descending)"]}
-    return _save(fig_4b, fig, out_dir, "xiao2018_fig_4b", data, size=size, backend=backend, seed=seed,
-                 params=params, axes=axes, units={"v": "fraction of sigma_w2 per kernel offset (sums to 1)"})
+    params = {
+        "image_shape": [8, 8],
+        "kernel_shape": [3, 3],
+        "family_size": len(family),
+        "family": "GS_i = (1 - t_i) delta + t_i uniform, t_i = i / 4",
+    }
+    axes = {
+        "v": ["variance vector (GS0..GS4)", "kernel row", "kernel column"],
+        "singular_values": ["variance vector (GS0..GS4)", "index (descending)"],
+    }
+    return _save(
+        fig_4b,
+        fig,
+        out_dir,
+        "xiao2018_fig_4b",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        axes=axes,
+        units={"v": "fraction of sigma_w2 per kernel offset (sums to 1)"},
+    )
 
 
 @figure(paper=PAPER, figure="Fig. S2", honours_backend=True)
@@ -290,8 +430,19 @@ def fig_s2(out_dir, *, size, backend, seed):
     mc_all, th_all = [], []
     for sw, col, rng in zip(progress(sws, desc="fig_s2"), colors(sws.size), rng_nets):
         th = conv.gradient_variance_decay(cov0, "tanh", sw, sb, v, depth).weight_grad_sq
-        sim = simulate_conv(cov0, "tanh", sw, sb, v, depth, channels, n_net, gradients=True, backend=backend,
-                            **rng_kwargs(simulate_conv, rng))
+        sim = simulate_conv(
+            cov0,
+            "tanh",
+            sw,
+            sb,
+            v,
+            depth,
+            channels,
+            n_net,
+            gradients=True,
+            backend=backend,
+            **rng_kwargs(simulate_conv, rng),
+        )
         wg = sim.weight_grad_sq[:, :, 0]
         mc = wg.mean(0) / wg[:, -1].mean()
         ax.semilogy(layers, mc, color=col, lw=1.3, label=f"$\\sigma_w^2$ = {sw:.2f}")
@@ -302,18 +453,54 @@ def fig_s2(out_dir, *, size, backend, seed):
     ax.set_xlabel(r"layer $\ell$")
     ax.set_ylabel(r"$\|\nabla_{W^\ell}\|_2^2 \,/\, \|\nabla_{W^L}\|_2^2$")
     ax.legend(fontsize=7)
-    title(fig, PAPER, "Fig. S2", "vanishing / exploding weight gradients in random tanh CNNs",
-          f"L = {depth}, n = {n}, 2k+1 = 3 (uniform v), c = {channels}, $\\sigma_b^2$ = {sb}; "
-          f"mean of {n_net} networks (solid) vs mean field (dashed)")
-    data = {"layer": layers, "sigma_w2": sws, "monte_carlo": np.array(mc_all), "theory": np.array(th_all),
-            "input_covariance": cov0}
-    params = {"activation": "tanh", "depth": depth, "n": n, "kernel_size": 3, "v": v, "sigma_b2": sb,
-              "sigma_w2": sws, "channels": channels, "n_networks": n_net}
-    axes = {"monte_carlo": ["sigma_w2", "layer"], "theory": ["sigma_w2", "layer"],
-            "input_covariance": ["position", "position"]}
-    units = {"monte_carlo": "ratio to the last layer (dimensionless)", "theory": "ratio to the last layer (dimensionless)"}
-    return _save(fig_s2, fig, out_dir, "xiao2018_fig_s2", data, size=size, backend=backend, seed=seed,
-                 params=params, axes=axes, units=units)
+    title(
+        fig,
+        PAPER,
+        "Fig. S2",
+        "vanishing / exploding weight gradients in random tanh CNNs",
+        f"L = {depth}, n = {n}, 2k+1 = 3 (uniform v), c = {channels}, $\\sigma_b^2$ = {sb}; "
+        f"mean of {n_net} networks (solid) vs mean field (dashed)",
+    )
+    data = {
+        "layer": layers,
+        "sigma_w2": sws,
+        "monte_carlo": np.array(mc_all),
+        "theory": np.array(th_all),
+        "input_covariance": cov0,
+    }
+    params = {
+        "activation": "tanh",
+        "depth": depth,
+        "n": n,
+        "kernel_size": 3,
+        "v": v,
+        "sigma_b2": sb,
+        "sigma_w2": sws,
+        "channels": channels,
+        "n_networks": n_net,
+    }
+    axes = {
+        "monte_carlo": ["sigma_w2", "layer"],
+        "theory": ["sigma_w2", "layer"],
+        "input_covariance": ["position", "position"],
+    }
+    units = {
+        "monte_carlo": "ratio to the last layer (dimensionless)",
+        "theory": "ratio to the last layer (dimensionless)",
+    }
+    return _save(
+        fig_s2,
+        fig,
+        out_dir,
+        "xiao2018_fig_s2",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        axes=axes,
+        units=units,
+    )
 
 
 @figure(paper=PAPER, figure="Fig. S3", honours_backend=False)
@@ -353,19 +540,54 @@ def fig_s3(out_dir, *, size, backend, seed):
     ax.set_xlabel("singular value $s$")
     ax.set_ylabel("probability density of $s$")
     ax.legend(fontsize=7)
-    title(fig, PAPER, "Fig. S3", "singular values of i.i.d. convolution vs dense weight matrices",
-          f"n = {n} positions, 2k+1 = {width}, channels c = {', '.join(map(str, cs))}; one draw each")
-    data = {"channels": np.array(cs), "bins": bins, "conv_density": np.array(conv_h), "dense_density": np.array(dense_h),
-            "conv_singular_values": conv_s, "dense_singular_values": dense_s, "mp_grid": grid, "mp_density": mp}
-    params = {"n": n, "kernel_size": width, "channels": list(cs), "conv_entry_variance": "1 / (c (2k+1))",
-              "dense_entry_variance": "1 / (n c)"}
-    axes = {"conv_density": ["channels c", "bin"], "dense_density": ["channels c", "bin"],
-            "conv_singular_values": ["channels c", "singular value (ascending; n*c of them)"],
-            "dense_singular_values": ["channels c", "singular value (ascending; n*c of them)"]}
-    units = {"conv_density": "probability density", "dense_density": "probability density",
-             "mp_density": "probability density"}
-    return _save(fig_s3, fig, out_dir, "xiao2018_fig_s3", data, size=size, backend=backend, seed=seed,
-                 params=params, axes=axes, units=units)
+    title(
+        fig,
+        PAPER,
+        "Fig. S3",
+        "singular values of i.i.d. convolution vs dense weight matrices",
+        f"n = {n} positions, 2k+1 = {width}, channels c = {', '.join(map(str, cs))}; one draw each",
+    )
+    data = {
+        "channels": np.array(cs),
+        "bins": bins,
+        "conv_density": np.array(conv_h),
+        "dense_density": np.array(dense_h),
+        "conv_singular_values": conv_s,
+        "dense_singular_values": dense_s,
+        "mp_grid": grid,
+        "mp_density": mp,
+    }
+    params = {
+        "n": n,
+        "kernel_size": width,
+        "channels": list(cs),
+        "conv_entry_variance": "1 / (c (2k+1))",
+        "dense_entry_variance": "1 / (n c)",
+    }
+    axes = {
+        "conv_density": ["channels c", "bin"],
+        "dense_density": ["channels c", "bin"],
+        "conv_singular_values": ["channels c", "singular value (ascending; n*c of them)"],
+        "dense_singular_values": ["channels c", "singular value (ascending; n*c of them)"],
+    }
+    units = {
+        "conv_density": "probability density",
+        "dense_density": "probability density",
+        "mp_density": "probability density",
+    }
+    return _save(
+        fig_s3,
+        fig,
+        out_dir,
+        "xiao2018_fig_s3",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        axes=axes,
+        units=units,
+    )
 
 
 #: Fig. S4's amplitudes at or below this value are drawn on the axis floor (zeros included).
@@ -409,21 +631,55 @@ def fig_s4(out_dir, *, size, backend, seed):
     ax.set_xlabel("layer $l$")
     ax.set_ylabel(r"$|\tilde\epsilon^l_m|$, Fourier mode $m$ of the first cyclic diagonal")
     ax.legend(fontsize=6, ncol=2)
-    title(fig, PAPER, "Fig. S4", "multiple depth scales: Fourier modes of a perturbation of $\\Sigma^*$",
-          f"erf, $\\sigma_w^2$ = 1.5$^2$, $\\sigma_b^2$ = 0.5$^2$, n = 10, v = [0.025, 0.95, 0.025]; "
-          f"{n_net} CNNs with c = {channels}; points: |mean| $\\pm$ s.e.")
-    data = {"layer": layers, "monte_carlo": modes, "monte_carlo_stderr": se, "linearised": lin.real,
-            "exact_map": exact.real}
-    params = {"activation": setup["activation"], "sigma_w2": setup["sigma_w2"], "sigma_b2": setup["sigma_b2"],
-              "v": setup["v"], "n": setup["n"], "depth": depth, "channels": channels, "n_networks": n_net,
-              "modes_shown": list(shown), "eps0_spectrum": "-1/6 [1, r, r^3, r^5, r^4, r^2, r^4, r^5, r^3, r], r = 2/3"}
-    axes = {name: ["layer", "Fourier mode m"] for name in ("monte_carlo", "monte_carlo_stderr", "linearised", "exact_map")}
-    units = {name: "covariance (same unit as Sigma; signed, the plot shows |value|)"
-             for name in ("monte_carlo", "monte_carlo_stderr", "linearised", "exact_map")}
-    return _save(fig_s4, fig, out_dir, "xiao2018_fig_s4", data, size=size, backend=backend, seed=seed,
-                 params=params, axes=axes, units=units,
-                 notes="monte_carlo: mean over networks of the real part of each mode; the imaginary part is zero "
-                       "up to rounding (eps is symmetric)")
+    title(
+        fig,
+        PAPER,
+        "Fig. S4",
+        "multiple depth scales: Fourier modes of a perturbation of $\\Sigma^*$",
+        f"erf, $\\sigma_w^2$ = 1.5$^2$, $\\sigma_b^2$ = 0.5$^2$, n = 10, v = [0.025, 0.95, 0.025]; "
+        f"{n_net} CNNs with c = {channels}; points: |mean| $\\pm$ s.e.",
+    )
+    data = {
+        "layer": layers,
+        "monte_carlo": modes,
+        "monte_carlo_stderr": se,
+        "linearised": lin.real,
+        "exact_map": exact.real,
+    }
+    params = {
+        "activation": setup["activation"],
+        "sigma_w2": setup["sigma_w2"],
+        "sigma_b2": setup["sigma_b2"],
+        "v": setup["v"],
+        "n": setup["n"],
+        "depth": depth,
+        "channels": channels,
+        "n_networks": n_net,
+        "modes_shown": list(shown),
+        "eps0_spectrum": "-1/6 [1, r, r^3, r^5, r^4, r^2, r^4, r^5, r^3, r], r = 2/3",
+    }
+    axes = {
+        name: ["layer", "Fourier mode m"] for name in ("monte_carlo", "monte_carlo_stderr", "linearised", "exact_map")
+    }
+    units = {
+        name: "covariance (same unit as Sigma; signed, the plot shows |value|)"
+        for name in ("monte_carlo", "monte_carlo_stderr", "linearised", "exact_map")
+    }
+    return _save(
+        fig_s4,
+        fig,
+        out_dir,
+        "xiao2018_fig_s4",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        axes=axes,
+        units=units,
+        notes="monte_carlo: mean over networks of the real part of each mode; the imaginary part is zero "
+        "up to rounding (eps is symmetric)",
+    )
 
 
 FIGURES = {

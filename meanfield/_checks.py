@@ -14,16 +14,16 @@ import numpy as np
 __all__ = [
     "as_float_array",
     "as_real_array",
-    "check_nonnegative_scalar",
+    "check_bool",
     "check_correlation",
     "check_covariance",
     "check_finite",
     "check_int",
     "check_nonnegative",
+    "check_nonnegative_scalar",
     "check_positive",
     "check_probability_vector",
     "check_rng",
-    "check_bool",
     "check_scalar",
 ]
 
@@ -108,9 +108,7 @@ def check_covariance(cov, name: str = "cov", strict: bool = False) -> np.ndarray
     if arr.size:
         eig = np.linalg.eigvalsh(arr / scale)  # scaled: LAPACK's norms overflow for entries ~1e300
         if np.any(eig < -PSD_RTOL * arr.shape[-1]):
-            raise ValueError(
-                f"{name} must be positive semi-definite (smallest eigenvalue {eig.min() * scale:.3g} < 0)"
-            )
+            raise ValueError(f"{name} must be positive semi-definite (smallest eigenvalue {eig.min() * scale:.3g} < 0)")
     return 0.5 * (arr + np.swapaxes(arr, -1, -2))
 
 
@@ -145,9 +143,7 @@ def check_rng(rng=None, seed=None) -> np.random.Generator:
     if isinstance(rng, np.random.SeedSequence):
         return np.random.default_rng(rng)
     if isinstance(rng, (bool, np.bool_)) or not isinstance(rng, (numbers.Integral, np.integer)):
-        raise TypeError(
-            f"rng must be None, a non-negative int or a numpy.random.Generator, got {type(rng).__name__}"
-        )
+        raise TypeError(f"rng must be None, a non-negative int or a numpy.random.Generator, got {type(rng).__name__}")
     if int(rng) < 0:
         raise ValueError(f"rng must be a non-negative int seed, got {int(rng)}")
     return np.random.default_rng(int(rng))
@@ -191,9 +187,7 @@ def as_real_array(x, name: str) -> np.ndarray:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a real number or array of real numbers") from exc
     if raw.dtype == np.bool_ or raw.dtype.kind not in "iuf":
-        raise TypeError(
-            f"{name} must be a real number or array of real numbers, got dtype {raw.dtype}"
-        )
+        raise TypeError(f"{name} must be a real number or array of real numbers, got dtype {raw.dtype}")
     return as_float_array(raw, name)
 
 

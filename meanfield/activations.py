@@ -34,8 +34,8 @@ expectations of their ``phi''`` (the chi's are computed from first derivatives i
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numba
 import numpy as np
@@ -219,7 +219,7 @@ class Activation:
         return self.code != CUSTOM
 
     @classmethod
-    def from_functions(cls, name, phi, dphi, d2phi=None, smooth=True) -> "Activation":
+    def from_functions(cls, name, phi, dphi, d2phi=None, smooth=True) -> Activation:
         """A user-defined activation from NumPy-vectorised callables.
 
         Gaussian expectations of custom activations use the same quadrature rules as the

@@ -55,24 +55,37 @@ def _parser() -> CliParser:
     p = CliParser(prog="meanfield", description=_DESCRIPTION, epilog=_EXAMPLES + "\n" + ENVIRONMENT_HELP)
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", title="commands", metavar="COMMAND", parser_class=CliParser)
-    r = sub.add_parser("reproduce", help="the main job: every figure, then every validation comparison",
-                       description="The main job: every figure into OUT/figures, then every validation "
-                       "comparison, its tables also as JSON into OUT/validation. --size applies to the "
-                       "figures; the comparisons run at the default size unless --size full / --full. "
-                       "Figures that run on the CPU only do so under --backend cupy (and say so). Exit "
-                       "status 1 when a figure or a comparison failed.")
-    r.add_argument("--out", default="results", metavar="DIR",
-                   help="output folder: DIR/figures and DIR/validation (default: %(default)s)")
+    r = sub.add_parser(
+        "reproduce",
+        help="the main job: every figure, then every validation comparison",
+        description="The main job: every figure into OUT/figures, then every validation "
+        "comparison, its tables also as JSON into OUT/validation. --size applies to the "
+        "figures; the comparisons run at the default size unless --size full / --full. "
+        "Figures that run on the CPU only do so under --backend cupy (and say so). Exit "
+        "status 1 when a figure or a comparison failed.",
+    )
+    r.add_argument(
+        "--out",
+        default="results",
+        metavar="DIR",
+        help="output folder: DIR/figures and DIR/validation (default: %(default)s)",
+    )
     from meanfield.figures.runner import SIZES
 
     add_common_arguments(r, sizes=SIZES)
-    f = sub.add_parser("figures", help="regenerate figures: a PNG and a self-describing JSON each",
-                       description="Regenerate the papers' figures: a PNG and a self-describing JSON (read "
-                       "back with meanfield.figures.load) per figure.")
+    f = sub.add_parser(
+        "figures",
+        help="regenerate figures: a PNG and a self-describing JSON each",
+        description="Regenerate the papers' figures: a PNG and a self-describing JSON (read "
+        "back with meanfield.figures.load) per figure.",
+    )
     figure_arguments(f)
-    v = sub.add_parser("validate", help="theory-versus-Monte-Carlo tables (exit 1 when one fails)",
-                       description="Theory versus Monte-Carlo comparisons: a table per module "
-                       "(theory | Monte-Carlo | standard error | tolerance | verdict).")
+    v = sub.add_parser(
+        "validate",
+        help="theory-versus-Monte-Carlo tables (exit 1 when one fails)",
+        description="Theory versus Monte-Carlo comparisons: a table per module "
+        "(theory | Monte-Carlo | standard error | tolerance | verdict).",
+    )
     validation_arguments(v)
     return p, {"reproduce": r, "figures": f, "validate": v}
 
@@ -92,8 +105,9 @@ def _reproduce(args, parser) -> int:
         return parser.fail(str(exc))
     try:
         try:
-            run_figures(sorted(all_figures()), out=fig_dir, size=size, backend=args.backend, seed=args.seed,
-                        keep_going=True)
+            run_figures(
+                sorted(all_figures()), out=fig_dir, size=size, backend=args.backend, seed=args.seed, keep_going=True
+            )
             figures_ok = True
         except RuntimeError as exc:
             print(f"meanfield reproduce: {exc}", file=sys.stderr)
@@ -102,8 +116,10 @@ def _reproduce(args, parser) -> int:
     except KeyboardInterrupt:
         print("meanfield reproduce: interrupted", file=sys.stderr)
         return 130
-    print(f"figures written to {fig_dir} ({'all made' if figures_ok else 'some FAILED'}); "
-          f"validation tables in {val_dir} ({'passed' if ok else 'FAILED'})")
+    print(
+        f"figures written to {fig_dir} ({'all made' if figures_ok else 'some FAILED'}); "
+        f"validation tables in {val_dir} ({'passed' if ok else 'FAILED'})"
+    )
     return 0 if ok and figures_ok else 1
 
 

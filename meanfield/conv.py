@@ -262,7 +262,9 @@ def covariance_map(cov, activation, sigma_w2, sigma_b2, v, shape=None, degree=DE
     return _average(mapped, v, shape, +1)
 
 
-def propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree=DEFAULT_DEGREE) -> dense.LogPropagation:
+def propagate_log(
+    cov0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree=DEFAULT_DEGREE
+) -> dense.LogPropagation:
     r"""Iterate :math:`\Sigma^{l+1} = \mathcal{A}_v\star\mathcal{C}(\Sigma^l)` without overflow.
 
     For positively homogeneous activations (linear, relu, leaky_relu) the covariance is carried as
@@ -524,7 +526,7 @@ class ConvDepthScales:
     xi_q: np.ndarray
     fixed_point: dense.FixedPoint
 
-    def replace(self, **changes) -> "ConvDepthScales":
+    def replace(self, **changes) -> ConvDepthScales:
         return replace(self, **changes)
 
 
@@ -617,7 +619,7 @@ class LinearizedDecay:
     q_star: float
     c_star: float
 
-    def replace(self, **changes) -> "LinearizedDecay":
+    def replace(self, **changes) -> LinearizedDecay:
         return replace(self, **changes)
 
 
@@ -648,8 +650,9 @@ def fixed_point_covariance(q_star, c_star, size) -> np.ndarray:
     return q_star * (c_star + (1.0 - c_star) * np.eye(size))
 
 
-
-def linearized_decay(eps0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree=DEFAULT_DEGREE) -> LinearizedDecay:
+def linearized_decay(
+    eps0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree=DEFAULT_DEGREE
+) -> LinearizedDecay:
     r"""Perturbation :math:`\epsilon^l = \Sigma^* - \Sigma^l` predicted layer by layer by the linearised map (eq. 2.9).
 
     .. math:: \epsilon^{l+1} = \mathcal{A}_v\star J(\epsilon^l), \quad
@@ -789,11 +792,13 @@ class BackwardPropagation:
     grad_variance: np.ndarray
     weight_grad_sq: np.ndarray
 
-    def replace(self, **changes) -> "BackwardPropagation":
+    def replace(self, **changes) -> BackwardPropagation:
         return replace(self, **changes)
 
 
-def gradient_variance_decay(cov0, activation, sigma_w2, sigma_b2, v, depth, cov_grad_out=None, shape=None, degree=DEFAULT_DEGREE) -> BackwardPropagation:
+def gradient_variance_decay(
+    cov0, activation, sigma_w2, sigma_b2, v, depth, cov_grad_out=None, shape=None, degree=DEFAULT_DEGREE
+) -> BackwardPropagation:
     r"""Gradient statistics of a depth-``depth`` CNN by :func:`backward_covariance_map` (eq. 2.15-2.16).
 
     At the fixed point the diagonal obeys :math:`\tilde\Sigma^l_{\alpha\alpha} \approx \chi_1\sum_\beta v_\beta
@@ -848,4 +853,6 @@ def gradient_variance_decay(cov0, activation, sigma_w2, sigma_b2, v, depth, cov_
             "gradient_variance_decay: the back-propagated gradient covariance exceeds the float64 range "
             "(chi_1^depth overflows); reduce depth or sigma_w2"
         )
-    return BackwardPropagation(cov=cov, cov_grad=grads, grad_variance=np.trace(grads, axis1=1, axis2=2) / p, weight_grad_sq=weight)
+    return BackwardPropagation(
+        cov=cov, cov_grad=grads, grad_variance=np.trace(grads, axis1=1, axis2=2) / p, weight_grad_sq=weight
+    )

@@ -194,7 +194,7 @@ def load_digits(n_samples=None, standardized: bool = False) -> Dataset:
     if n_samples is not None:
         n_samples = check_int(n_samples, "n_samples", 1, 1797)
     try:
-        from sklearn.datasets import load_digits as _sk_load_digits  # noqa: PLC0415
+        from sklearn.datasets import load_digits as _sk_load_digits
     except ImportError as exc:
         raise ImportError(
             "the embedded digits data set ships with scikit-learn: install it with "
@@ -448,7 +448,7 @@ def read_cifar10_batch(path) -> Dataset:
             batch = _CifarUnpickler(f, encoding="bytes").load()
         except _ForbiddenGlobal as exc:
             raise ValueError(f"path {path} is not {_CIFAR_EXPECTED}: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 -- any failure of the pickle machinery means "not a batch"
+        except Exception as exc:
             raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} ({type(exc).__name__}: {exc})") from exc
     if not isinstance(batch, dict):
         raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} (the pickle holds a {type(batch).__name__})")
@@ -468,7 +468,9 @@ def read_cifar10_batch(path) -> Dataset:
     if data.ndim != 2 or data.shape[1] != 3072 or data.shape[0] < 1:
         raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} (data has shape {data.shape})")
     if labels.shape != (data.shape[0],):
-        raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} ({data.shape[0]} images but labels of shape {labels.shape})")
+        raise ValueError(
+            f"path {path} is not {_CIFAR_EXPECTED} ({data.shape[0]} images but labels of shape {labels.shape})"
+        )
     x = data.astype(np.float64)
     if not (np.all(np.isfinite(x)) and np.all((x >= 0) & (x <= 255)) and np.all(x == np.round(x))):
         raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} (pixel values must be integers in 0..255)")

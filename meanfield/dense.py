@@ -58,11 +58,11 @@ import numpy as np
 from ._checks import (
     as_real_array,
     check_bool,
+    check_correlation,
     check_covariance,
     check_int,
     check_nonnegative,
     check_nonnegative_scalar,
-    check_correlation,
     check_scalar,
 )
 from .activations import (
@@ -506,7 +506,7 @@ class LogPropagation:
         den = s[:, :, None] * s[:, None, :]
         return np.where(den > 0, self.normalized / np.where(den > 0, den, 1.0), 0.0).clip(-1.0, 1.0)
 
-    def replace(self, **changes) -> "LogPropagation":
+    def replace(self, **changes) -> LogPropagation:
         return replace(self, **changes)
 
 
@@ -589,7 +589,14 @@ def _scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout, work):
             for j in range(dim):
                 tmp[i, j] = d1 * d1 * k[i, j] + 0.5 * phi0 * d2 * (k[i, i] + k[j, j])
         return _combine(tmp, logs, log_sw, sw * phi0 * phi0 + sb, kout)
-    if kmax > 0.0 and not relu_like and code != LINEAR and code != RELU and code != LEAKY_RELU and logs > math.log(1e300):
+    if (
+        kmax > 0.0
+        and not relu_like
+        and code != LINEAR
+        and code != RELU
+        and code != LEAKY_RELU
+        and logs > math.log(1e300)
+    ):
         _sign_kernel_map(code, k, tmp)
         return _combine(tmp, 0.0, log_sw, sb, kout)
     # one call site of the kernel map (every argument a plain runtime value: one compilation)
@@ -622,7 +629,9 @@ def _propagate_kernel(code, a, sw, sb, k0, log0, depth, z, w, k_out, logs_out):
     tmp = np.empty((dim, dim))
     work = np.empty((dim, dim))
     for layer in range(1, depth + 1):
-        logs_out[layer] = _scaled_step(code, a, sw, sb, k_out[layer - 1], logs_out[layer - 1], z, w, tmp, k_out[layer], work)
+        logs_out[layer] = _scaled_step(
+            code, a, sw, sb, k_out[layer - 1], logs_out[layer - 1], z, w, tmp, k_out[layer], work
+        )
         if not math.isfinite(logs_out[layer]):
             for rest in range(layer + 1, depth + 1):
                 logs_out[rest] = math.nan
@@ -1054,7 +1063,7 @@ class FixedPoint:
     phase: str
     c_frozen: bool = False
 
-    def replace(self, **changes) -> "FixedPoint":
+    def replace(self, **changes) -> FixedPoint:
         return replace(self, **changes)
 
 
@@ -1146,7 +1155,7 @@ class PhaseDiagram:
     xi_c: np.ndarray
     c_frozen: np.ndarray | None = None
 
-    def replace(self, **changes) -> "PhaseDiagram":
+    def replace(self, **changes) -> PhaseDiagram:
         return replace(self, **changes)
 
 
@@ -1302,7 +1311,11 @@ def _log_chi1_along(act, sigma_w2, log_q, degree):
         out[tiny] = log_sw + math.log(d0 * d0) if d0 != 0 else -np.inf
         out[big_relu] = log_sw + math.log(0.5)
         if big_bounded.any():  # E phi'(u)^2 ~ (int phi'^2) / sqrt(2 pi q): relative error O(1/q)
-            out[big_bounded] = log_sw + math.log(expectation(act, 1e300, (1, 1), degree)) - 0.5 * (log_q[big_bounded] - math.log(1e300))
+            out[big_bounded] = (
+                log_sw
+                + math.log(expectation(act, 1e300, (1, 1), degree))
+                - 0.5 * (log_q[big_bounded] - math.log(1e300))
+            )
         if mid.any():
             out[mid] = log_sw + np.log(expectation(act, np.exp(log_q[mid]), (1, 1), degree))
     return out

@@ -384,7 +384,7 @@ def _octaves(hw):
     """Number of doublings from hw up to 1 (hw > 0)."""
     if hw >= 1.0:
         return 0
-    return int(math.ceil(-math.log2(hw))) + 1
+    return math.ceil(-math.log2(hw)) + 1
 
 
 @numba.njit(cache=True)
@@ -495,7 +495,9 @@ def _fill_rule(scale, mu, allow_gh, tail, hw_extra, tail_extra, z, w, zo, wo):
         return 2 * k + 1
     zc = min(TRAPEZOID_ZMAX, max(-TRAPEZOID_ZMAX, -mu / scale))
     hw = 0.5 / scale
-    breaks = np.empty(2 * (_octaves(hw) + _octaves(hw_extra) if hw_extra > 0.0 else _octaves(hw)) + 2 * int(TRAPEZOID_ZMAX) + 20)
+    breaks = np.empty(
+        2 * (_octaves(hw) + _octaves(hw_extra) if hw_extra > 0.0 else _octaves(hw)) + 2 * int(TRAPEZOID_ZMAX) + 20
+    )
     n = _graded_side(zc, hw, tail, hw_extra, tail_extra, 1.0, TRAPEZOID_ZMAX - zc, breaks, zo, wo, 0)
     return _graded_side(zc, hw, tail, hw_extra, tail_extra, -1.0, TRAPEZOID_ZMAX + zc, breaks, zo, wo, n)
 
@@ -728,7 +730,9 @@ def variance_derivative_value(code, a, q, z, w):
         for i in range(-k, k + 1):
             zi = i * h
             u = s * zi
-            acc += h * _INV_SQRT_2PI_K * math.exp(-0.5 * zi * zi) * zi * evaluate(code, a, 0, u) * evaluate(code, a, 1, u)
+            acc += (
+                h * _INV_SQRT_2PI_K * math.exp(-0.5 * zi * zi) * zi * evaluate(code, a, 0, u) * evaluate(code, a, 1, u)
+            )
         return acc / s
     zo = np.empty(_rule_capacity(s, 0.0, z.size))
     wo = np.empty(zo.size)
@@ -763,7 +767,9 @@ def excess_value(code, a, which, q, z, w):
     if s == 0.0:
         if which == 0:
             return evaluate_call(code, a, 0, 0.0) ** 2
-        return evaluate_call(code, a, 1, 0.0) ** 2 + evaluate_call(code, a, 0, 0.0) * evaluate_call(code, a, 2, 0.0) - 0.5
+        return (
+            evaluate_call(code, a, 1, 0.0) ** 2 + evaluate_call(code, a, 0, 0.0) * evaluate_call(code, a, 2, 0.0) - 0.5
+        )
     acc = 0.0
     if s <= GH_MAX_SCALE:
         for i in range(z.size):
@@ -949,7 +955,9 @@ def pair_expectation(activation, q1, q2, c, derivatives=(0, 0), degree: int = DE
     try:
         b1, b2, bc = np.broadcast_arrays(np.asarray(q1, float), np.asarray(q2, float), np.asarray(c, float))
     except ValueError as exc:
-        raise ValueError(f"q1, q2 and c must broadcast together, got shapes {np.shape(q1)}, {np.shape(q2)}, {np.shape(c)}") from exc
+        raise ValueError(
+            f"q1, q2 and c must broadcast together, got shapes {np.shape(q1)}, {np.shape(q2)}, {np.shape(c)}"
+        ) from exc
     shape = b1.shape
     f1, f2, fc = (np.ascontiguousarray(x.reshape(-1)) for x in (b1, b2, bc))
     z, w = kernel_rule(degree)

@@ -57,8 +57,9 @@ B. O'Neill, "Some useful moment results in sampling problems", Am. Stat. 68 (201
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -170,7 +171,9 @@ def _check_widths(widths, name="widths", minimum=1) -> np.ndarray:
     """A non-empty 1-d sequence of integers in ``[minimum, MAX_WIDTH]`` (bools, complex, strings rejected)."""
     if widths is None or isinstance(widths, (str, bytes, bool, np.bool_)):
         raise TypeError(f"{name} must be a sequence of integers, got {widths!r}")
-    if isinstance(widths, (list, tuple)) and any(isinstance(w, (bool, np.bool_, complex, np.complexfloating)) for w in widths):
+    if isinstance(widths, (list, tuple)) and any(
+        isinstance(w, (bool, np.bool_, complex, np.complexfloating)) for w in widths
+    ):
         raise TypeError(f"{name} must hold integers, not bools or complex numbers, got {widths!r}")
     try:
         arr = np.atleast_1d(np.asarray(widths))
@@ -202,7 +205,9 @@ def _coefficients(width: int, r: float, kw: float):
 # --------------------------------------------------------------------------------------------
 
 
-def transition_matrix(width: int, slope: float = 0.0, weight_kurtosis: float = 3.0, sigma_x2: float = 1.0) -> np.ndarray:
+def transition_matrix(
+    width: int, slope: float = 0.0, weight_kurtosis: float = 3.0, sigma_x2: float = 1.0
+) -> np.ndarray:
     r"""The 3 x 3 matrix ``A^(l)`` of Prop. 4.3 (seed 002), ``k^(l+1) = A^(l) k^(l)``.
 
     .. math::
@@ -324,7 +329,9 @@ class KurtosisPropagation(Result):
         exact = self.log_scale == 0.0
         with np.errstate(divide="ignore"):
             logc = np.log(np.abs(self.c_scaled)) + self.log_scale + math.log(s4)
-        mag = _exp_checked(np.where(exact, 0.0, logc), "c", "c_scaled and log_scale (c = c_scaled sigma_x2^2 exp(log_scale))")
+        mag = _exp_checked(
+            np.where(exact, 0.0, logc), "c", "c_scaled and log_scale (c = c_scaled sigma_x2^2 exp(log_scale))"
+        )
         return np.where(exact, self.c_scaled * s4, np.sign(self.c_scaled) * mag)
 
 
@@ -535,7 +542,9 @@ class LemmaProduct(Result):
         return m
 
 
-def product(widths: Sequence[int] | ArrayLike, slope: float = 0.0, weight_kurtosis: float = 3.0, sigma_x2: float = 1.0) -> LemmaProduct:
+def product(
+    widths: Sequence[int] | ArrayLike, slope: float = 0.0, weight_kurtosis: float = 3.0, sigma_x2: float = 1.0
+) -> LemmaProduct:
     r"""The product ``prod_{l=0}^{d} A^(d-l)`` of Lemma 4.4 in its ``(alpha, beta, gamma, delta)`` form.
 
     Computed by the lemma's own recursion (``alpha = alpha1 alpha2 + beta1 gamma2`` ...), which is
@@ -878,7 +887,9 @@ def weight_kurtosis(distribution: str | Any) -> float:
             )
         return _NAMED_KURTOSIS[key]
     if not hasattr(distribution, "stats"):
-        raise ValueError(f"distribution must be a name or a scipy.stats distribution, got {type(distribution).__name__}")
+        raise ValueError(
+            f"distribution must be a name or a scipy.stats distribution, got {type(distribution).__name__}"
+        )
     try:
         excess = np.asarray(distribution.stats(moments="k"), dtype=np.float64)
     except (TypeError, ValueError, AttributeError) as exc:
@@ -886,7 +897,9 @@ def weight_kurtosis(distribution: str | Any) -> float:
             f"distribution must be a name or a scipy.stats distribution with its parameters set, got {distribution!r}"
         ) from exc
     if excess.ndim != 0 or not math.isfinite(float(excess)):
-        raise ValueError("distribution must have one finite fourth moment (its kurtosis is infinite, undefined or an array)")
+        raise ValueError(
+            "distribution must have one finite fourth moment (its kurtosis is infinite, undefined or an array)"
+        )
     return float(excess) + 3.0
 
 
@@ -1110,7 +1123,9 @@ class EmpiricalVarianceDistribution(Result):
             q = special.gammaincinv(self.shape, p) * self.scale
         bad = ~np.isfinite(q) | ((q < _TINY) & (p > 0))
         if np.any(bad):
-            raise ValueError("p gives quantiles beyond the float64 range (they underflow to 0 or overflow); use log_quantile")
+            raise ValueError(
+                "p gives quantiles beyond the float64 range (they underflow to 0 or overflow); use log_quantile"
+            )
         return float(q) if q.ndim == 0 else q
 
     def log_prob_below(self, v: ArrayLike) -> float | np.ndarray:
@@ -1131,7 +1146,9 @@ class EmpiricalVarianceDistribution(Result):
         with np.errstate(under="ignore"):
             out = special.gammainc(self.shape, np.maximum(v, 0.0) / self.scale)
         if np.any((out < _TINY) & (v > 0)):
-            raise ValueError("v gives probabilities below the float64 range (they would underflow to 0); use log_prob_below")
+            raise ValueError(
+                "v gives probabilities below the float64 range (they would underflow to 0); use log_prob_below"
+            )
         return float(out) if out.ndim == 0 else out
 
 

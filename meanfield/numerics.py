@@ -105,7 +105,9 @@ def richardson(
         rp = math.inf
     denom = rp - 1.0
     if not (math.isfinite(rp) and denom > 0 and math.isfinite(rp / denom)):
-        raise ValueError(f"ratio ** order = {rp!r} must be finite and > 1 by a representable margin; choose smaller or larger steps")
+        raise ValueError(
+            f"ratio ** order = {rp!r} must be finite and > 1 by a representable margin; choose smaller or larger steps"
+        )
     arrays = []
     for x, name in ((coarse, "coarse"), (fine, "fine"), (coarse_stderr, "coarse_stderr"), (fine_stderr, "fine_stderr")):
         if isinstance(x, (bool, np.bool_, str, bytes)) or np.iscomplexobj(x):
@@ -117,13 +119,17 @@ def richardson(
     try:
         c, f, sc, sf = np.broadcast_arrays(c, f, sc, sf)
     except ValueError as exc:
-        raise ValueError(f"coarse, fine and the standard errors must broadcast together, got shapes {c.shape} and {f.shape}") from exc
+        raise ValueError(
+            f"coarse, fine and the standard errors must broadcast together, got shapes {c.shape} and {f.shape}"
+        ) from exc
     with np.errstate(over="ignore", invalid="ignore"):
         value = (rp * f - c) / denom  # (4 fine - coarse) / 3, 2 fine - coarse, ... exactly as written by hand
         error = np.abs(f - c) / denom
         stderr = np.hypot(rp * sf, sc) / denom
     if not (np.all(np.isfinite(value)) and np.all(np.isfinite(error)) and np.all(np.isfinite(stderr))):
-        raise ValueError("the extrapolate overflows float64 (coarse and fine differ by more than the float range allows)")
+        raise ValueError(
+            "the extrapolate overflows float64 (coarse and fine differ by more than the float range allows)"
+        )
 
     def out(a: np.ndarray) -> float | np.ndarray:
         return float(a) if a.ndim == 0 else a

@@ -617,7 +617,9 @@ def subnetwork_counts(d: int, n_layers: int, include_empty: bool = True) -> Subn
             f"about d * n_layers bits), got d = {d}, n_layers = {n_layers}"
         )
     if include_empty:
-        return SubnetworkCounts(d, n_layers, 2 ** (d * n_layers), (d + 1) ** n_layers, math.comb(2**n_layers + d - 1, d), True)
+        return SubnetworkCounts(
+            d, n_layers, 2 ** (d * n_layers), (d + 1) ** n_layers, math.comb(2**n_layers + d - 1, d), True
+        )
     if n_layers > 64:
         raise ValueError(f"n_layers must be <= 64 when include_empty=False (inclusion-exclusion), got {n_layers}")
     if d * n_layers > MAX_SUBNETWORK_BITS_EXCLUSIVE:
@@ -626,6 +628,7 @@ def subnetwork_counts(d: int, n_layers: int, include_empty: bool = True) -> Subn
             f"include_empty=False, got d = {d}, n_layers = {n_layers}"
         )
     # multisets of d chain masks (subsets of the L layers) covering every layer: inclusion-exclusion
-    one = sum((-1) ** k * math.comb(n_layers, k) * math.comb(2 ** (n_layers - k) + d - 1, d) for k in range(n_layers + 1))
+    one = sum(
+        (-1) ** k * math.comb(n_layers, k) * math.comb(2 ** (n_layers - k) + d - 1, d) for k in range(n_layers + 1)
+    )
     return SubnetworkCounts(d, n_layers, (2**d - 1) ** n_layers, d**n_layers, one, False)
-

@@ -44,7 +44,12 @@ def test_from_functions():
 
 @pytest.mark.parametrize(
     "args,kwargs",
-    [(("swishy",), {}), (("tanh",), {"slope": 0.1}), (("leaky_relu",), {"alpha": 0.1}), (("leaky_relu",), {"slope": float("nan")})],
+    [
+        (("swishy",), {}),
+        (("tanh",), {"slope": 0.1}),
+        (("leaky_relu",), {"alpha": 0.1}),
+        (("leaky_relu",), {"slope": float("nan")}),
+    ],
 )
 def test_bad_names_and_parameters(args, kwargs):
     with pytest.raises(ValueError):

@@ -7,15 +7,15 @@ import subprocess
 import sys
 import types
 
-import pytest
-
-import meanfield
 import meanfield.figures.runner as fig_runner
 import meanfield.validation.runner as val_runner
-from meanfield.cli import main
+import pytest
 from meanfield.figures import load
 from meanfield.figures.harness import figure, plt, save_figure
 from meanfield.validation.report import Comparison
+
+import meanfield
+from meanfield.cli import main
 
 
 def _has_cupy() -> bool:
@@ -40,12 +40,26 @@ def fake(monkeypatch):
                 raise RuntimeError("boom\nsecond line")
             f, ax = plt.subplots()
             ax.plot([0, 1], [0, 1])
-            return save_figure(f, out_dir, f"fake_{name}", {"x": [0, 1]}, paper="Doe et al. 2020", figure=f"Fig. {name}",
-                               seed=seed, size=size, backend=backend, params={"n": 1})
+            return save_figure(
+                f,
+                out_dir,
+                f"fake_{name}",
+                {"x": [0, 1]},
+                paper="Doe et al. 2020",
+                figure=f"Fig. {name}",
+                seed=seed,
+                size=size,
+                backend=backend,
+                params={"n": 1},
+            )
 
         return fig
 
-    registry = {"fake.gpu": make("gpu", True), "fake.cpu": make("cpu", False), "other.bad": make("bad", True, fail=True)}
+    registry = {
+        "fake.gpu": make("gpu", True),
+        "fake.cpu": make("cpu", False),
+        "other.bad": make("bad", True, fail=True),
+    }
     monkeypatch.setattr(fig_runner, "all_figures", lambda: dict(registry))
     module = types.ModuleType("meanfield.validation.fakecmp")
 
@@ -83,12 +97,18 @@ def test_subcommand_usage_names_the_real_program(capsys):
         out = capsys.readouterr().out
         assert out.startswith(f"usage: meanfield {command}") and "python -m figures" not in out
 
+
 def test_python_m_entry_points_keep_working():
     """``python -m meanfield.figures`` / ``meanfield.validation`` (run from / so that no local folder
     named ``figures`` or ``validation`` can shadow the installed packages)."""
     for package in ("figures", "validation"):
-        out = subprocess.run([sys.executable, "-m", f"meanfield.{package}", "--help"], capture_output=True, text=True,
-                             check=True, cwd="/").stdout
+        out = subprocess.run(
+            [sys.executable, "-m", f"meanfield.{package}", "--help"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd="/",
+        ).stdout
         assert out.startswith(f"usage: python -m meanfield.{package}")
 
 
@@ -110,7 +130,9 @@ def test_python_m_entry_points_keep_working():
 )
 def test_usage_errors_are_one_line_exit_2_and_do_no_work(argv, message, fake, capsys):
     assert main(argv) == 2
-    assert message in _one_line_error(capsys, " ".join(["meanfield"] + argv[:1] if argv[0] != "bogus" else ["meanfield"]))
+    assert message in _one_line_error(
+        capsys, " ".join(["meanfield"] + argv[:1] if argv[0] != "bogus" else ["meanfield"])
+    )
     assert fake.calls == []
 
 

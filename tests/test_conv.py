@@ -152,7 +152,9 @@ def test_circulant_covariance_is_unchanged_by_any_v():
     row = np.array([2.0, 0.8, 0.3, 0.1, 0.05, 0.1, 0.3, 0.8])
     cov = np.array([[row[(b - a) % n] for b in range(n)] for a in range(n)])
     v = _random_v(rng, 5)
-    assert np.allclose(conv.covariance_map(cov, "tanh", 1.5, 0.05, v), dense.covariance_map(cov, "tanh", 1.5, 0.05), atol=ROUND_ATOL)
+    assert np.allclose(
+        conv.covariance_map(cov, "tanh", 1.5, 0.05, v), dense.covariance_map(cov, "tanh", 1.5, 0.05), atol=ROUND_ATOL
+    )
 
 
 def test_fixed_point_covariance_rejects_bad_arguments():
@@ -191,7 +193,9 @@ def test_two_d_field_constant_along_one_axis_follows_the_one_d_map(activation):
     n1, n2, depth = 5, 4, 3
     cov1 = _random_psd(rng, n1)
     v1, v2 = _random_v(rng, 3), _random_v(rng, 3)
-    two = conv.propagate(np.kron(cov1, np.ones((n2, n2))), activation, 1.7, 0.1, np.outer(v1, v2), depth, shape=(n1, n2))
+    two = conv.propagate(
+        np.kron(cov1, np.ones((n2, n2))), activation, 1.7, 0.1, np.outer(v1, v2), depth, shape=(n1, n2)
+    )
     one = conv.propagate(cov1, activation, 1.7, 0.1, v1, depth)
     assert np.allclose(two, np.kron(one, np.ones((n2, n2))), atol=ROUND_ATOL * np.abs(one).max())
 

@@ -91,7 +91,9 @@ def test_simulators_take_width_and_keyword_backend_and_rng():
     """One signature style: the channel count is ``width``; ``backend`` and ``rng`` are keywords."""
     v = np.full(3, 1 / 3)
     a = simulate_conv(np.eye(5), "relu", 1.5, 0.1, v, 1, width=4, n_networks=2, rng=3)
-    assert np.array_equal(a.cov, simulate_conv(np.eye(5), "relu", 1.5, 0.1, v, 1, 4, 2, rng=np.random.default_rng(3)).cov)
+    assert np.array_equal(
+        a.cov, simulate_conv(np.eye(5), "relu", 1.5, 0.1, v, 1, 4, 2, rng=np.random.default_rng(3)).cov
+    )
     with pytest.raises(TypeError):
         simulate_conv(np.eye(5), "relu", 1.5, 0.1, v, 1, 4, 2, "gaussian", None, False, "numpy", 3)
     with pytest.raises(TypeError):

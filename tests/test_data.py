@@ -22,7 +22,9 @@ def write_idx(path, array, code=0x08):
         f.write(payload)
 
 
-@pytest.mark.parametrize("name,code", [("imgs-idx3-ubyte", 0x08), ("imgs-idx3-ubyte.gz", 0x08), ("x.idx", 0x0C), ("f.idx", 0x0D)])
+@pytest.mark.parametrize(
+    "name,code", [("imgs-idx3-ubyte", 0x08), ("imgs-idx3-ubyte.gz", 0x08), ("x.idx", 0x0C), ("f.idx", 0x0D)]
+)
 def test_idx_round_trip(tmp_path, name, code):
     rng = np.random.default_rng(0)
     arr = rng.integers(0, 255, size=(5, 28, 28)) if code != 0x0D else rng.standard_normal((4, 3)).astype(np.float32)
@@ -45,7 +47,11 @@ def test_idx_labels_and_errors(tmp_path):
 
 def test_cifar10_batch(tmp_path):
     rng = np.random.default_rng(1)
-    batch = {b"data": rng.integers(0, 256, size=(6, 3072), dtype=np.uint8), b"labels": [0, 1, 2, 3, 4, 5], b"batch_label": b"t"}
+    batch = {
+        b"data": rng.integers(0, 256, size=(6, 3072), dtype=np.uint8),
+        b"labels": [0, 1, 2, 3, 4, 5],
+        b"batch_label": b"t",
+    }
     with open(tmp_path / "data_batch_1", "wb") as f:
         pickle.dump(batch, f)
     ds = data.read_cifar10_batch(tmp_path / "data_batch_1")
@@ -137,7 +143,11 @@ def test_cifar10_restricted_unpickler_reads_real_layouts(tmp_path, layout):
     """The original files are Python-2 pickles (BINSTRING keys, numpy.core globals); re-pickled
     copies come in protocols 2-5. Each must load, and reference only admitted globals."""
     b = _batch(str_keys=layout in ("py2", "str_keys"))
-    raw = _py2_dumps(b) if layout == "py2" else pickle.dumps(b, protocol={"protocol2": 2, "protocol4": 4, "protocol5": 5, "str_keys": 4}[layout])
+    raw = (
+        _py2_dumps(b)
+        if layout == "py2"
+        else pickle.dumps(b, protocol={"protocol2": 2, "protocol4": 4, "protocol5": 5, "str_keys": 4}[layout])
+    )
     refs = _globals_of(raw)
     assert refs <= set(data._CIFAR_GLOBALS), refs
     if layout == "py2":
@@ -316,7 +326,7 @@ def test_standardize_is_exact_at_any_scale(scale):
         col = [Fraction(v) for v in x[:, j]]
         mean = sum(col) / len(col)
         var = sum((v - mean) ** 2 for v in col) / len(col)
-        expected = [float((v - mean)) / float(var) ** 0.5 for v in col]
+        expected = [float(v - mean) / float(var) ** 0.5 for v in col]
         np.testing.assert_allclose(z[:, j], expected, rtol=1e-14, atol=1e-15)
 
 

@@ -46,7 +46,15 @@ def test_covariance_map_keeps_psd(act, sw, sb, d, seed):
 
 @pytest.mark.parametrize(
     "act,sw,sb",
-    [("tanh", 1.5, 0.05), ("tanh", 3.0, 0.3), ("erf", 2.5, 0.1), ("relu", 1.5, 0.2), ("gelu", 1.2, 0.1), ("sigmoid", 8.0, 0.1), ("tanh", 100.0, 0.0)],
+    [
+        ("tanh", 1.5, 0.05),
+        ("tanh", 3.0, 0.3),
+        ("erf", 2.5, 0.1),
+        ("relu", 1.5, 0.2),
+        ("gelu", 1.2, 0.1),
+        ("sigmoid", 8.0, 0.1),
+        ("tanh", 100.0, 0.0),
+    ],
 )
 def test_fixed_point_satisfies_its_maps_and_chis_are_slopes(act, sw, sb):
     fp = dense.fixed_point(act, sw, sb)
@@ -54,7 +62,9 @@ def test_fixed_point_satisfies_its_maps_and_chis_are_slopes(act, sw, sb):
     assert abs(dense.qmap(q, act, sw, sb) - q) <= FIXED_POINT_TOL * max(1.0, q)
     assert abs(dense.cmap(c, act, sw, sb, q=q) - c) <= FIXED_POINT_TOL
     h = 1e-5
-    assert fp.chi_q == pytest.approx((dense.qmap(q + h, act, sw, sb) - dense.qmap(q - h, act, sw, sb)) / (2 * h), abs=FD_TOL)
+    assert fp.chi_q == pytest.approx(
+        (dense.qmap(q + h, act, sw, sb) - dense.qmap(q - h, act, sw, sb)) / (2 * h), abs=FD_TOL
+    )
     if c < 1:
         lo, hi = c - h, c + h
     else:  # one-sided; kinked activations have c-map'' ~ (1 - c)^(-1/2) at c = 1, so a tiny step

@@ -9,12 +9,12 @@ import os
 
 import numpy as np
 import pytest
-
-import meanfield
 from meanfield.figures import FigureData, load
 from meanfield.figures.harness import by_size, check_seed, check_size, figure, plt, save_figure, streams
 from meanfield.validation.report import Comparison, write_table_json
 from meanfield.validation.runner import check_out_dir
+
+import meanfield
 
 
 def _figure():
@@ -28,9 +28,21 @@ def _figure():
 def test_save_and_load_round_trip(tmp_path):
     grid = np.arange(12.0).reshape(3, 4)
     data = {"grid": grid, "edges": np.array([0.0, np.inf, -np.inf]), "count": 3, "nested": {"a": np.arange(2)}}
-    paths = save_figure(_figure(), tmp_path, "demo", data, paper="Doe et al. 2020", figure="Fig. 7", seed=5,
-                        size="smoke", backend="numpy", params={"sigma_w2": 1.5, "activation": "tanh"},
-                        axes={"grid": ["sigma_w2", "sigma_b2"]}, units={"grid": "percent"}, notes="n")
+    paths = save_figure(
+        _figure(),
+        tmp_path,
+        "demo",
+        data,
+        paper="Doe et al. 2020",
+        figure="Fig. 7",
+        seed=5,
+        size="smoke",
+        backend="numpy",
+        params={"sigma_w2": 1.5, "activation": "tanh"},
+        axes={"grid": ["sigma_w2", "sigma_b2"]},
+        units={"grid": "percent"},
+        notes="n",
+    )
     assert [p.name for p in paths] == ["demo.png", "demo.json"]
     back = load(paths[1])
     assert isinstance(back, FigureData)
@@ -73,8 +85,9 @@ def test_load_rejects_what_is_not_a_figure_json(tmp_path):
 
 def test_validation_table_json_round_trip(tmp_path):
     rows = [Comparison("q^5", 1.0, 1.01, 0.01), Comparison("c^5", 0.5, 0.9, 0.01, note="why")]
-    path = write_table_json(tmp_path / "validation_demo.json", "validation.demo", rows, seed=3, full=False,
-                            backend="numpy", seconds=1.5)
+    path = write_table_json(
+        tmp_path / "validation_demo.json", "validation.demo", rows, seed=3, full=False, backend="numpy", seconds=1.5
+    )
     back = load(path)
     assert back.metadata["kind"] == "validation" and back.metadata["seed"] == 3
     assert back.metadata["version"] == meanfield.__version__ and back.metadata["full"] is False
@@ -106,8 +119,14 @@ def test_size_and_full_alias():
 
 def test_seed_rule():
     assert check_seed(0) == 0 and check_seed(np.int64(7)) == 7
-    for bad, err in ((True, TypeError), (1.0, TypeError), ("1", TypeError), (None, TypeError), (-1, ValueError),
-                     (1 + 0j, TypeError)):
+    for bad, err in (
+        (True, TypeError),
+        (1.0, TypeError),
+        ("1", TypeError),
+        (None, TypeError),
+        (-1, ValueError),
+        (1 + 0j, TypeError),
+    ):
         with pytest.raises(err, match="seed"):
             check_seed(bad)
 

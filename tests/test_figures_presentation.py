@@ -29,7 +29,14 @@ Z = 4.5
 JARGON = re.compile(r"block\d_\d|skip\d|branch\d|\bfirst\b|seed 00\d|\b\d+ [I1]\b|\bI / \d")
 
 #: The figures rendered for these tests (one render each).
-RENDERED = [(B, "fig_1"), (B, "fig_6"), (B, "fig_9"), (B, "table_correlations"), (O, "fig_6"), (G, "fig_spectral_radius")]
+RENDERED = [
+    (B, "fig_1"),
+    (B, "fig_6"),
+    (B, "fig_9"),
+    (B, "table_correlations"),
+    (O, "fig_6"),
+    (G, "fig_spectral_radius"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +181,8 @@ def test_table_correlations_labels_fit_and_standard_errors_are_given(rendered):
     for (row, col), cell in table.get_celld().items():
         if col == 0 and row > 0:
             assert cell.get_text().get_window_extent(renderer).width <= cell.get_window_extent(renderer).width, (
-                cell.get_text().get_text())
+                cell.get_text().get_text()
+            )
     random_rows = [i for i, how in enumerate(fd["measured_on"]) if how.startswith("mean of")]
     assert random_rows
     for i in range(len(fd["tensor"])):
@@ -204,8 +212,11 @@ def test_orhan_fig_6b_states_its_s_and_shows_the_hyper_residual_curve(rendered):
     assert ylo <= y.min() and y.max() <= yhi
 
 
-@pytest.mark.parametrize("func", list(B.FIGURES.values()) + list(O.FIGURES.values()) + [G.fig_spectral_radius],
-                         ids=lambda f: f"{f.__module__.rsplit('.', 1)[-1]}.{f.__name__}")
+@pytest.mark.parametrize(
+    "func",
+    list(B.FIGURES.values()) + list(O.FIGURES.values()) + [G.fig_spectral_radius],
+    ids=lambda f: f"{f.__module__.rsplit('.', 1)[-1]}.{f.__name__}",
+)
 def test_cpu_only_figures_say_so_and_refuse_cupy(tmp_path, func):
     """The blumenfeld2020 figures ignored ``backend``; CPU-only figures now refuse 'cupy' before any work."""
     assert func.honours_backend is False

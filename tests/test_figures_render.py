@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 
 matplotlib.use("Agg")
-import matplotlib.figure  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.colors import to_rgba  # noqa: E402
-
-from meanfield.figures import load  # noqa: E402
-from meanfield.figures.runner import all_figures  # noqa: E402
+import matplotlib.figure
+import matplotlib.pyplot as plt
+from matplotlib.colors import to_rgba
+from meanfield.figures import load
+from meanfield.figures.runner import all_figures
 
 REGISTRY = all_figures()
 

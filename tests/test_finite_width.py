@@ -335,7 +335,9 @@ def test_preactivation_covariance_against_simulation():
     rng = np.random.default_rng(17)
     x = rng.standard_normal((3, 12)) * 0.4  # three previous-layer signals of dimension 12
     sigma_w2, sb, reps = 3.6, 0.1, 200_000
-    h = rng.standard_normal((reps, 12)) @ x.T * math.sqrt(sigma_w2 / 12) + rng.standard_normal((reps, 1)) * math.sqrt(sb)
+    h = rng.standard_normal((reps, 12)) @ x.T * math.sqrt(sigma_w2 / 12) + rng.standard_normal((reps, 1)) * math.sqrt(
+        sb
+    )
     v = fw.preactivation_covariance(x @ x.T, sigma_w2, sb, fan_in=12)
     emp = h.T @ h / reps
     se = np.sqrt((np.outer(np.diag(v), np.diag(v)) + v**2) / reps)  # Var(h_i h_j) for a normal pair
@@ -680,31 +682,63 @@ def test_fan_in_is_the_per_weight_variance_sigma_w2_over_fan_in(fan_in):
     n, sw = 8, 1.7
     eq = sw * n / fan_in
     g = np.linspace(0, 6, 31)
-    np.testing.assert_allclose(fw.relu_kernel(1.3, [0.5, 2.0], n, sw, 0.1, fan_in=fan_in).density,
-                               fw.relu_kernel(1.3, [0.5, 2.0], n, eq, 0.1).density, rtol=1e-13)
-    np.testing.assert_allclose(fw.relu_log_eigenvalue([-3.0, -1.5], n, sw, fan_in=fan_in),
-                               fw.relu_log_eigenvalue([-3.0, -1.5], n, eq), rtol=1e-13)
-    assert fw.quasi_stationary_exponent(n, sw, fan_in=fan_in) == pytest.approx(fw.quasi_stationary_exponent(n, eq), rel=1e-9)
-    assert fw.critical_exponents(n, sw, fan_in=fan_in).lower == pytest.approx(fw.critical_exponents(n, eq).lower, rel=1e-9)
-    np.testing.assert_allclose(fw.kernel_masses([1.0, 2.0], g, n, sw, fan_in=fan_in), fw.kernel_masses([1.0, 2.0], g, n, eq),
-                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        fw.relu_kernel(1.3, [0.5, 2.0], n, sw, 0.1, fan_in=fan_in).density,
+        fw.relu_kernel(1.3, [0.5, 2.0], n, eq, 0.1).density,
+        rtol=1e-13,
+    )
+    np.testing.assert_allclose(
+        fw.relu_log_eigenvalue([-3.0, -1.5], n, sw, fan_in=fan_in),
+        fw.relu_log_eigenvalue([-3.0, -1.5], n, eq),
+        rtol=1e-13,
+    )
+    assert fw.quasi_stationary_exponent(n, sw, fan_in=fan_in) == pytest.approx(
+        fw.quasi_stationary_exponent(n, eq), rel=1e-9
+    )
+    assert fw.critical_exponents(n, sw, fan_in=fan_in).lower == pytest.approx(
+        fw.critical_exponents(n, eq).lower, rel=1e-9
+    )
+    np.testing.assert_allclose(
+        fw.kernel_masses([1.0, 2.0], g, n, sw, fan_in=fan_in),
+        fw.kernel_masses([1.0, 2.0], g, n, eq),
+        rtol=1e-12,
+        atol=1e-15,
+    )
     op = fw.discretize_operator(g, n, sw, 0.1, nodes_per_cell=1, fan_in=fan_in)
     assert op.layer == fw.Layer(n, sw, 0.1, fan_in)
-    np.testing.assert_allclose(op.matrix, fw.discretize_operator(g, n, eq, 0.1, nodes_per_cell=1).matrix, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        op.matrix, fw.discretize_operator(g, n, eq, 0.1, nodes_per_cell=1).matrix, rtol=1e-12, atol=1e-15
+    )
     p0 = fw.grid_masses([1.0], g)
-    np.testing.assert_allclose(fw.propagate_distribution(p0, g, [(n, sw, 0.0, fan_in)] * 2, nodes_per_cell=1),
-                               fw.propagate_distribution(p0, g, [(n, eq)] * 2, nodes_per_cell=1), rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(fw.preactivation_covariance(np.eye(2), sw, 0.1, fan_in=fan_in),
-                               np.eye(2) * sw / fan_in + 0.1, rtol=1e-15)
+    np.testing.assert_allclose(
+        fw.propagate_distribution(p0, g, [(n, sw, 0.0, fan_in)] * 2, nodes_per_cell=1),
+        fw.propagate_distribution(p0, g, [(n, eq)] * 2, nodes_per_cell=1),
+        rtol=1e-12,
+        atol=1e-15,
+    )
+    np.testing.assert_allclose(
+        fw.preactivation_covariance(np.eye(2), sw, 0.1, fan_in=fan_in), np.eye(2) * sw / fan_in + 0.1, rtol=1e-15
+    )
     # the conversion helpers are each other's inverse and match Layer.unscaled_sigma_w2
     assert fw.unscaled_sigma_w2(sw, fan_in) == sw / fan_in == fw.Layer(n, sw, fan_in=fan_in).unscaled_sigma_w2
     assert fw.sigma_w2_from_unscaled(fw.unscaled_sigma_w2(sw, fan_in), fan_in) == pytest.approx(sw, rel=1e-15)
     assert fw.Layer(n, sw).unscaled_sigma_w2 == sw / n
 
 
-@pytest.mark.parametrize("bad,exc", [(0, ValueError), (-3, ValueError), (2.5, ValueError), (10**8, ValueError),
-                                     (float("nan"), ValueError), (True, (TypeError, ValueError)), (1 + 1j, TypeError),
-                                     ("4", (TypeError, ValueError)), ([4], (TypeError, ValueError))])
+@pytest.mark.parametrize(
+    "bad,exc",
+    [
+        (0, ValueError),
+        (-3, ValueError),
+        (2.5, ValueError),
+        (10**8, ValueError),
+        (float("nan"), ValueError),
+        (True, (TypeError, ValueError)),
+        (1 + 1j, TypeError),
+        ("4", (TypeError, ValueError)),
+        ([4], (TypeError, ValueError)),
+    ],
+)
 def test_fan_in_is_validated_naming_it(bad, exc):
     g = np.linspace(0, 4, 9)
     calls = [
@@ -745,12 +779,34 @@ def test_finite_width_is_a_package_with_the_same_public_names():
     """The module became a subpackage of private submodules; every public name of the module is still there."""
     import importlib
 
-    names = {"MAX_WIDTH", "RELU_EIGEN_M_MAX", "RELU_EIGEN_M_MIN", "CriticalExponents", "DiscreteOperator", "Layer",
-             "TransitionKernel", "cosine_similarity_samples", "critical_exponents", "discretize_operator",
-             "expected_squared_norm", "grid_masses", "inner_product_law", "kernel_masses", "log_expected_squared_norm",
-             "mean_inner_product", "orthant_probability", "preactivation_covariance", "propagate_distribution",
-             "quasi_stationary_exponent", "relu_correlation", "relu_eigenvalue", "relu_eigenvalue_printed", "relu_kernel",
-             "relu_log_eigenvalue", "relu_product_density"}
+    names = {
+        "MAX_WIDTH",
+        "RELU_EIGEN_M_MAX",
+        "RELU_EIGEN_M_MIN",
+        "CriticalExponents",
+        "DiscreteOperator",
+        "Layer",
+        "TransitionKernel",
+        "cosine_similarity_samples",
+        "critical_exponents",
+        "discretize_operator",
+        "expected_squared_norm",
+        "grid_masses",
+        "inner_product_law",
+        "kernel_masses",
+        "log_expected_squared_norm",
+        "mean_inner_product",
+        "orthant_probability",
+        "preactivation_covariance",
+        "propagate_distribution",
+        "quasi_stationary_exponent",
+        "relu_correlation",
+        "relu_eigenvalue",
+        "relu_eigenvalue_printed",
+        "relu_kernel",
+        "relu_log_eigenvalue",
+        "relu_product_density",
+    }
     assert hasattr(fw, "__path__")  # a package
     assert names <= set(fw.__all__) and all(hasattr(fw, n) for n in fw.__all__)
     assert len(fw.__all__) == len(set(fw.__all__))

@@ -26,7 +26,9 @@ _INV_2PI = 1.0 / (2.0 * math.pi)
 
 def ref_single(f, q):
     s = math.sqrt(q)
-    return quad(lambda z: f(s * z) * _INV_SQRT_2PI * math.exp(-0.5 * z * z), -12, 12, limit=400, epsabs=1e-14, epsrel=1e-13)[0]
+    return quad(
+        lambda z: f(s * z) * _INV_SQRT_2PI * math.exp(-0.5 * z * z), -12, 12, limit=400, epsabs=1e-14, epsrel=1e-13
+    )[0]
 
 
 def ref_pair(f, g, q1, q2, c):
@@ -104,7 +106,9 @@ def test_arc_cosine_closed_form_matches_quadrature(q1, q2, c, slope, d):
 
 
 @settings(max_examples=8)
-@given(q1=hs.floats(0.05, 20.0), q2=hs.floats(0.05, 20.0), c=hs.floats(-0.95, 0.95), d=hs.sampled_from([(0, 0), (1, 1)]))
+@given(
+    q1=hs.floats(0.05, 20.0), q2=hs.floats(0.05, 20.0), c=hs.floats(-0.95, 0.95), d=hs.sampled_from([(0, 0), (1, 1)])
+)
 def test_arcsine_closed_form_matches_quadrature(q1, q2, c, d):
     act = get_activation("erf")
     ref = ref_pair(act.derivative(d[0]), act.derivative(d[1]), q1, q2, c)

@@ -39,8 +39,14 @@ def test_fig_kurtosis_and_spectral_radius_small(tmp_path):
 
 @pytest.mark.parametrize(
     "kwargs, error",
-    [({"n_networks": True}, TypeError), ({"n_networks": 2.0}, TypeError), ({"n_networks": 0}, ValueError),
-     ({"n_inputs": 10**6}, ValueError), ({"metainit_steps": -1}, ValueError), ({"n_metainit": "4"}, TypeError)],
+    [
+        ({"n_networks": True}, TypeError),
+        ({"n_networks": 2.0}, TypeError),
+        ({"n_networks": 0}, ValueError),
+        ({"n_inputs": 10**6}, ValueError),
+        ({"metainit_steps": -1}, ValueError),
+        ({"n_metainit": "4"}, TypeError),
+    ],
 )
 def test_fig_1_size_overrides_are_checked_before_any_work(tmp_path, kwargs, error):
     """Overrides were passed on unchecked (``n_networks=True`` meant one network)."""
@@ -48,8 +54,10 @@ def test_fig_1_size_overrides_are_checked_before_any_work(tmp_path, kwargs, erro
         G.fig_1(tmp_path, **kwargs)
 
 
-@pytest.mark.parametrize("scale, error", [(float("nan"), ValueError), (0.0, ValueError), (1e9, ValueError),
-                                          (1j, TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "scale, error",
+    [(float("nan"), ValueError), (0.0, ValueError), (1e9, ValueError), (1j, TypeError), (True, TypeError)],
+)
 def test_fig_kurtosis_scale_is_checked(tmp_path, scale, error):
     with pytest.raises(error, match="scale"):
         G.fig_kurtosis(tmp_path, scale=scale)

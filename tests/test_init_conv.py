@@ -32,7 +32,14 @@ def _channels(draw_in, draw_out):
     return min(draw_in, draw_out), max(draw_in, draw_out)
 
 
-@given(st.integers(1, 4), st.integers(1, 5), st.integers(1, 5), st.integers(1, 5), st.integers(1, 5), st.integers(0, 10_000))
+@given(
+    st.integers(1, 4),
+    st.integers(1, 5),
+    st.integers(1, 5),
+    st.integers(1, 5),
+    st.integers(1, 5),
+    st.integers(0, 10_000),
+)
 @settings(max_examples=25)
 def test_orthogonal_kernel_2d_is_an_isometry(k, a, b, n1, n2, seed):
     c_in, c_out = _channels(a, b)
@@ -63,7 +70,9 @@ def test_norm_preserved_by_periodic_conv(k, c_in, extra, seed):
     kernel = orthogonal_conv_kernel(k, c_in, c_in + extra, rng=rng)
     x = rng.standard_normal((4, 5, 6, c_in))
     y = periodic_conv(x, kernel[None], 2)
-    assert np.allclose(np.linalg.norm(y.reshape(4, -1), axis=1), np.linalg.norm(x.reshape(4, -1), axis=1), rtol=ISOMETRY_ATOL)
+    assert np.allclose(
+        np.linalg.norm(y.reshape(4, -1), axis=1), np.linalg.norm(x.reshape(4, -1), axis=1), rtol=ISOMETRY_ATOL
+    )
 
 
 def test_delta_orthogonal_kernels():
@@ -181,8 +190,16 @@ def test_torch_layout_against_torch_itself():
     assert np.allclose(np.moveaxis(y, 0, -1), periodic_conv(x, kernel, 2), atol=1e-12)
 
 
-@pytest.mark.parametrize("bad, exc", [(np.ones((3, 2)), ValueError), (np.ones((3, 2, 2)) + 1j, TypeError),
-                                      (np.full((3, 2, 2), np.nan), ValueError), ("abc", TypeError), (np.ones((3, 2, 2)) > 0, TypeError)])
+@pytest.mark.parametrize(
+    "bad, exc",
+    [
+        (np.ones((3, 2)), ValueError),
+        (np.ones((3, 2, 2)) + 1j, TypeError),
+        (np.full((3, 2, 2), np.nan), ValueError),
+        ("abc", TypeError),
+        (np.ones((3, 2, 2)) > 0, TypeError),
+    ],
+)
 def test_torch_layout_rejects_bad_kernels(bad, exc):
     with pytest.raises(exc):
         to_torch_layout(bad)
@@ -218,7 +235,10 @@ def test_zero_taps_are_skipped_without_changing_the_result():
     assert np.array_equal(periodic_conv(x, np.zeros((3, 3, 3, 2)), 2), np.zeros((4, 5, 3)))
 
 
-@pytest.mark.parametrize("kernel_shape, spatial, c_out, c_in", [((3,), 7, 4, 4), ((5,), 6, 2, 3), ((3, 3), (4, 5), 3, 2), ((1, 3), (3, 4), 2, 2)])
+@pytest.mark.parametrize(
+    "kernel_shape, spatial, c_out, c_in",
+    [((3,), 7, 4, 4), ((5,), 6, 2, 3), ((3, 3), (4, 5), 3, 2), ((1, 3), (3, 4), 2, 2)],
+)
 def test_conv_singular_values_match_the_dense_matrix(kernel_shape, spatial, c_out, c_in):
     """The DFT block-diagonalisation (O(P c^3)) against the SVD of the dense block-circulant matrix."""
     kernel = np.random.default_rng(7).standard_normal(kernel_shape + (c_out, c_in))
@@ -239,7 +259,12 @@ def test_conv_singular_values_rejects_mismatched_shapes():
 def test_kernel_initialisers_take_sigma_w2_and_keyword_rng():
     """sigma_w2 scales every kernel initialiser (orthogonal ones by sqrt(sigma_w2), sigma_w2 = gain^2);
     rng is keyword-only, so an old positional seed fails loudly instead of becoming sigma_w2."""
-    for make in (orthogonal_conv_kernel, orthogonal_conv_kernel_1d, delta_orthogonal_kernel, delta_orthogonal_kernel_1d):
+    for make in (
+        orthogonal_conv_kernel,
+        orthogonal_conv_kernel_1d,
+        delta_orthogonal_kernel,
+        delta_orthogonal_kernel_1d,
+    ):
         unit = make(3, 2, 3, rng=11)
         assert np.allclose(make(3, 2, 3, sigma_w2=4.0, rng=11), 2.0 * unit, rtol=1e-15)
         with pytest.raises(TypeError):
@@ -278,7 +303,10 @@ def test_check_finite_is_a_bool_and_only_skips_the_finite_checks():
     assert np.isnan(periodic_conv(x_nan, k, 1, check_finite=False)).any()
     with pytest.raises(ValueError, match="channels"):
         periodic_conv(x, np.ones((3, 5, 4)), 1, check_finite=False)
-    for f in (lambda c: periodic_conv(x, k, 1, check_finite=c), lambda c: periodic_conv_transpose(np.ones((4, 3, 5)), k, 1, check_finite=c),
-              lambda c: periodic_conv_weight_grad(x, np.ones((4, 3, 5)), (3,), check_finite=c)):
+    for f in (
+        lambda c: periodic_conv(x, k, 1, check_finite=c),
+        lambda c: periodic_conv_transpose(np.ones((4, 3, 5)), k, 1, check_finite=c),
+        lambda c: periodic_conv_weight_grad(x, np.ones((4, 3, 5)), (3,), check_finite=c),
+    ):
         with pytest.raises(TypeError, match="check_finite"):
             f(1)

@@ -83,13 +83,24 @@ def test_batched_orthogonal_matrices_are_orthogonal_and_scaled(backend):
 
     w = to_numpy(dense_weights(6, 4, 2.0, "orthogonal", rng=1, batch=7, backend=backend))
     assert w.shape == (7, 6, 4)
-    np.testing.assert_allclose(np.swapaxes(w, 1, 2) @ w, np.broadcast_to(2.0 * 6 / 4 * np.eye(4), (7, 4, 4)), atol=1e-12)
+    np.testing.assert_allclose(
+        np.swapaxes(w, 1, 2) @ w, np.broadcast_to(2.0 * 6 / 4 * np.eye(4), (7, 4, 4)), atol=1e-12
+    )
     q = to_numpy(haar_orthogonal(3, 5, rng=1, batch=(2, 2), backend=backend))
     np.testing.assert_allclose(q @ np.swapaxes(q, -1, -2), np.broadcast_to(np.eye(3), (2, 2, 3, 3)), atol=1e-12)
 
 
-@pytest.mark.parametrize("batch, exc", [((0,), ValueError), (-1, ValueError), ("2", TypeError), (2.5, TypeError), ((2, True), ValueError),
-                                        ((2**20, 2**20), ValueError)])
+@pytest.mark.parametrize(
+    "batch, exc",
+    [
+        ((0,), ValueError),
+        (-1, ValueError),
+        ("2", TypeError),
+        (2.5, TypeError),
+        ((2, True), ValueError),
+        ((2**20, 2**20), ValueError),
+    ],
+)
 def test_bad_batches_raise_naming_the_argument(batch, exc):
     with pytest.raises(exc, match="batch"):
         dense_weights(3, 4, batch=batch, rng=0)

@@ -41,7 +41,10 @@ def test_backprop_gradient_matches_finite_differences(loss, slope):
             idx = tuple(rng.integers(0, n) for n in ws[k].shape)
             e = np.zeros_like(ws[k])
             e[idx] = h
-            fd = (M._Network(_shift(ws, k, e), x, t, slope, loss).value - M._Network(_shift(ws, k, -e), x, t, slope, loss).value) / (2 * h)
+            fd = (
+                M._Network(_shift(ws, k, e), x, t, slope, loss).value
+                - M._Network(_shift(ws, k, -e), x, t, slope, loss).value
+            ) / (2 * h)
             assert fd[idx[0]] == pytest.approx(g[k][idx], rel=1e-6, abs=1e-9)
 
 
@@ -110,7 +113,10 @@ def test_meta_gradient_matches_finite_differences_of_gq(loss, slope, biases):
     for k in range(len(ws)):
         up = _shift(ws, k, h * ws[k])
         dn = _shift(ws, k, -h * ws[k])
-        fd = (M._gq_and_gradient(up, x, t, slope, loss, eps, biases, False)[0] - M._gq_and_gradient(dn, x, t, slope, loss, eps, biases, False)[0]) / (2 * h)
+        fd = (
+            M._gq_and_gradient(up, x, t, slope, loss, eps, biases, False)[0]
+            - M._gq_and_gradient(dn, x, t, slope, loss, eps, biases, False)[0]
+        ) / (2 * h)
         np.testing.assert_allclose(proj[:, k], fd, rtol=1e-5, atol=1e-9)
 
 
@@ -180,8 +186,13 @@ def test_metainit_lowers_the_gradient_quotient():
 def test_bad_input():
     w = [np.eye(3), np.ones((2, 3))]
     calls = {
-        "weights": [lambda: metainit([]), lambda: metainit([np.eye(3), np.ones((2, 4))]), lambda: metainit([np.zeros((3, 3)), np.eye(3)]),
-                    lambda: metainit([np.full((2, 2), np.nan)]), lambda: metainit(np.eye(3))],
+        "weights": [
+            lambda: metainit([]),
+            lambda: metainit([np.eye(3), np.ones((2, 4))]),
+            lambda: metainit([np.zeros((3, 3)), np.eye(3)]),
+            lambda: metainit([np.full((2, 2), np.nan)]),
+            lambda: metainit(np.eye(3)),
+        ],
         "steps": [lambda: metainit(w, steps=-1)],
         "lr": [lambda: metainit(w, lr=0.0)],
         "momentum": [lambda: metainit(w, momentum=1.0)],
@@ -189,7 +200,10 @@ def test_bad_input():
         "batch_size": [lambda: metainit(w, batch_size=0)],
         "loss": [lambda: metainit(w, loss="hinge")],
         "classes": [lambda: metainit([np.eye(3), np.ones((1, 3))])],
-        "targets": [lambda: gradient_quotient(w, np.ones((2, 3)), [0, 2]), lambda: gradient_quotient(w, np.ones((2, 3)), np.ones((2, 3)), loss="mse")],
+        "targets": [
+            lambda: gradient_quotient(w, np.ones((2, 3)), [0, 2]),
+            lambda: gradient_quotient(w, np.ones((2, 3)), np.ones((2, 3)), loss="mse"),
+        ],
         "x": [lambda: gradient_quotient(w, np.ones((2, 4)), [0, 1])],
     }
     for name, fns in calls.items():
@@ -201,8 +215,9 @@ def test_bad_input():
 def test_fig1_metainit_networks_both_engines():
     """The Fig. 1 simulator's MetaInit networks: the Numba kernel and the stacked-matmul path draw
     the same meta-initialised weights (same seed and chunks) and agree to float64 rounding."""
-    from meanfield.data import load_digits
     from meanfield.validation.simulators import empirical_variances, metainit_weights
+
+    from meanfield.data import load_digits
 
     x = load_digits(n_samples=60, standardized=True).x
     kw = dict(depth=12, width=10, n_networks=4, rng=3, chunk=2, metainit_steps=4)

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
+from meanfield.validation.simulators import INPUT_MOMENTS, layer_moments, nonzero_fraction
 from scipy import integrate, stats
 
 from meanfield import kurtosis as K
 from meanfield.init import dense_weights
-from meanfield.validation.simulators import INPUT_MOMENTS, layer_moments, nonzero_fraction
 
 #: float64 machine epsilon (rounding bounds of sums: n terms -> n * EPS relative).
 EPS = float(np.finfo(np.float64).eps)
@@ -208,7 +208,7 @@ def _kappa_gaussian_relu_closed_form(w, d, kappa0=3.0, c0=0.0):
     """
     getcontext().prec = 60
     w = Decimal(w)
-    al, be, ga, de = Decimal(6) / w, 3 * (w - 1) / w, Decimal(2) / w, (w - 1) / w
+    al, be, _ga, _de = Decimal(6) / w, 3 * (w - 1) / w, Decimal(2) / w, (w - 1) / w
     lam = 1 + Decimal(5) / w
     v0, v1 = be, -1 / w
     p = lam ** (d - 1)
@@ -293,7 +293,10 @@ def test_input_statistics_hand_example_and_gaussian():
     # i.i.d. Gaussian entries: (kappa0, c0) = (3, 0); x = sqrt(E) g with one E ~ Exp(1) per row:
     # E x^4 = E[E^2] 3 = 6, E x_i^2 x_j^2 = E[E^2] = 2, so (6, 1)
     e = rng.exponential(size=(20_000, 1))
-    for x, (kappa0, c0) in ((rng.standard_normal((20_000, 30)), (3.0, 0.0)), (np.sqrt(e) * rng.standard_normal((20_000, 30)), (6.0, 1.0))):
+    for x, (kappa0, c0) in (
+        (rng.standard_normal((20_000, 30)), (3.0, 0.0)),
+        (np.sqrt(e) * rng.standard_normal((20_000, 30)), (6.0, 1.0)),
+    ):
         st = K.input_statistics(x)
         se_k, se_c = _input_statistics_se(x)
         assert abs(st.kappa0 - kappa0) <= Z * se_k
@@ -358,7 +361,9 @@ def test_prop_b1_width_one():
     np.testing.assert_allclose(K.nonzero_probability([1] * 10), 0.5 ** np.arange(11), rtol=1e-14)
     # 2^-2000 is below float64: log=True carries it, log=False refuses instead of returning 0
     # cumsum of d log1p terms: rounding <= d * eps relative
-    np.testing.assert_allclose(K.nonzero_probability([1] * 2000, log=True), -np.arange(2001) * math.log(2.0), rtol=2000 * EPS)
+    np.testing.assert_allclose(
+        K.nonzero_probability([1] * 2000, log=True), -np.arange(2001) * math.log(2.0), rtol=2000 * EPS
+    )
     with pytest.raises(ValueError, match="log=True"):
         K.nonzero_probability([1] * 2000)
 
@@ -431,8 +436,13 @@ def test_result_dataclasses_inherit_result_with_replace():
 
     from meanfield import Result
 
-    results = [K.propagate(3.0, 0.0, [4, 4]), K.product([4, 5]), K.trace_determinant(4),
-               K.input_statistics(np.array([[1.0, -1.0], [2.0, 0.5]])), K.empirical_variance_distribution(3.0, 10)]
+    results = [
+        K.propagate(3.0, 0.0, [4, 4]),
+        K.product([4, 5]),
+        K.trace_determinant(4),
+        K.input_statistics(np.array([[1.0, -1.0], [2.0, 0.5]])),
+        K.empirical_variance_distribution(3.0, 10),
+    ]
     for res in results:
         assert isinstance(res, Result) and dataclasses.is_dataclass(res)
         first = dataclasses.fields(res)[0].name

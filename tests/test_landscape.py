@@ -118,7 +118,7 @@ def test_every_neighbour_pair_is_better_worse_or_tied(arch, seed, n_layers):
 
 def _swap_hidden_units(c, n_layers, g):
     """Configuration of the net with the two units of hidden layer g + 2 swapped (rows of W_g, columns of W_{g+1})."""
-    mats, w, b = L.decode_configuration(c, n_layers, 2)
+    mats, w, _b = L.decode_configuration(c, n_layers, 2)
     mats = [m.copy() for m in mats]
     mats[g] = mats[g][::-1]
     if g + 1 < len(mats):
@@ -509,7 +509,13 @@ def test_validation_landscape_rows_pass():
     from meanfield.validation import landscape as V
 
     # the default run at reduced size: 2 targets instead of 3, 5 rescaled nets instead of 20
-    rows = V._landscape_rows(2, 5, 0) + V._bias_rows(1, 5, 0) + V._exact_rows(0) + V._rescaling_rows(5, 0) + V._mode_rows(0)
+    rows = (
+        V._landscape_rows(2, 5, 0)
+        + V._bias_rows(1, 5, 0)
+        + V._exact_rows(0)
+        + V._rescaling_rows(5, 0)
+        + V._mode_rows(0)
+    )
     assert len(rows) >= 20
     failed = [r.name for r in rows if not r.passed]
     assert not failed, failed
@@ -522,7 +528,9 @@ def test_figures_orhan2017(tmp_path):
     paths = orhan2017.fig_4(tmp_path)
     fd = load(paths[1])
     minima = dict(zip(fd["architecture"], fd["n_local_minima"]))
-    assert [minima[a] for a in ("plain", "path_residual", "residual", "hyper_residual")] == sorted(minima.values(), reverse=True)
+    assert [minima[a] for a in ("plain", "path_residual", "residual", "hyper_residual")] == sorted(
+        minima.values(), reverse=True
+    )
     for name in ("fig_5", "fig_6"):
         for p in orhan2017.FIGURES[name](tmp_path):
             assert p.exists() and p.stat().st_size > 0
@@ -645,8 +653,13 @@ def test_forward_binary_rejects_bad_biases(biases):
 def test_forward_binary_rejects_bad_inputs_and_weights():
     x = np.array([[0.3, -0.7], [1.0, 0.5]])
     w = [np.array([[1.0, -1.0], [-1.0, 1.0]])]
-    for bad, name in [(None, "inputs"), (np.array([]), "inputs"), (1.0, "inputs"), (np.array([[np.nan, 1.0]]), "inputs"),
-                      (np.array([[np.inf, 1.0]]), "inputs")]:
+    for bad, name in [
+        (None, "inputs"),
+        (np.array([]), "inputs"),
+        (1.0, "inputs"),
+        (np.array([[np.nan, 1.0]]), "inputs"),
+        (np.array([[np.inf, 1.0]]), "inputs"),
+    ]:
         with pytest.raises((ValueError, TypeError), match=name):
             L.forward_binary("plain", bad, w, np.ones(2))
     for mats in ([np.full((2, 2), np.nan)], [np.full((2, 2), np.inf)], [np.ones((3, 3))], "abc", None):
@@ -677,7 +690,7 @@ def test_decode_configuration_is_exact_and_bounded():
     rng = np.random.default_rng(0)
     for n_layers, width, bit in ((7, 2, False), (7, 2, True), (3, 5, True), (40, 7, False)):
         n = L.n_binary_parameters(n_layers, width, bit)
-        for c in [0, 2**n - 1, *(int(v) for v in rng.integers(0, 2**min(n, 62), 5))]:
+        for c in [0, 2**n - 1, *(int(v) for v in rng.integers(0, 2 ** min(n, 62), 5))]:
             mats, w, b = L.decode_configuration(c, n_layers, width, bit)
             params = np.concatenate([m.ravel() for m in mats] + [w] + ([np.array([b])] if bit else []))
             expected = [1.0 if ch == "1" else -1.0 for ch in format(c, f"0{n}b")]
@@ -685,7 +698,13 @@ def test_decode_configuration_is_exact_and_bounded():
         with pytest.raises(ValueError, match="c must be"):
             L.decode_configuration(2**n, n_layers, width, bit)
     start = time.perf_counter()
-    for kwargs in (dict(width=10**12), dict(n_layers=10**12), dict(width=2**64), dict(n_layers=1e300), dict(width=1e300)):
+    for kwargs in (
+        dict(width=10**12),
+        dict(n_layers=10**12),
+        dict(width=2**64),
+        dict(n_layers=1e300),
+        dict(width=1e300),
+    ):
         with deadline(), pytest.raises(ValueError, match="MAX_DECODE_PARAMETERS"):
             L.decode_configuration(0, **kwargs)
     assert time.perf_counter() - start < 1.0
@@ -742,8 +761,21 @@ def test_mode_flow_huge_target_raises_in_bounded_time(small_flow_budget):
             L.mode_flow([0.1, 0.2], s, t)
 
 
-@pytest.mark.parametrize("name,value", [("rtol", np.nan), ("rtol", np.inf), ("rtol", -np.inf), ("rtol", -1), ("rtol", -1e-3),
-                                        ("rtol", 0.0), ("rtol", np.array([])), ("atol", np.nan), ("atol", np.inf), ("atol", 0.0)])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("rtol", np.nan),
+        ("rtol", np.inf),
+        ("rtol", -np.inf),
+        ("rtol", -1),
+        ("rtol", -1e-3),
+        ("rtol", 0.0),
+        ("rtol", np.array([])),
+        ("atol", np.nan),
+        ("atol", np.inf),
+        ("atol", 0.0),
+    ],
+)
 def test_flow_tolerances_are_validated(name, value):
     a = np.full((2, 2), 0.1)
     t = np.linspace(0, 1, 5)
@@ -770,7 +802,7 @@ def test_three_layer_functions_refuse_overflow():
                 f(*args)
     with pytest.raises(ValueError, match="overflow"):
         L.three_layer_energy(a, a, s * 1e300)  # E ~ 5e600
-    da, db = L.three_layer_gradient_field(a, a, s * 1e300)  # ~ 0.1 * 3e300: representable
+    da, _db = L.three_layer_gradient_field(a, a, s * 1e300)  # ~ 0.1 * 3e300: representable
     np.testing.assert_allclose(da, a @ np.diag(s * 1e300), rtol=1e-15)
 
 
@@ -848,8 +880,17 @@ def test_regression_task_records_its_seed_and_draw_order():
 def test_permutation_counts_sizes_are_bounded():
     """Fuzz: n = 1e300 / 2**64 raised OverflowError, n = 10**12 hung (one layer and several)."""
     start = time.perf_counter()
-    for widths in (1e300, 2**64, 10**12, L.MAX_FACTORIAL_ARGUMENT + 1, [1e300], [10**12], [3, 2**64],
-                   [L.MAX_FACTORIAL_ARGUMENT, 1], np.ones(L.MAX_FACTORIAL_ARGUMENT + 1, dtype=int)):
+    for widths in (
+        1e300,
+        2**64,
+        10**12,
+        L.MAX_FACTORIAL_ARGUMENT + 1,
+        [1e300],
+        [10**12],
+        [3, 2**64],
+        [L.MAX_FACTORIAL_ARGUMENT, 1],
+        np.ones(L.MAX_FACTORIAL_ARGUMENT + 1, dtype=int),
+    ):
         with deadline(), pytest.raises(ValueError, match="MAX_FACTORIAL_ARGUMENT|widths must be"):
             L.permutation_counts(widths)
     assert time.perf_counter() - start < 1.0
@@ -924,25 +965,82 @@ from meanfield import Result  # noqa: E402
 
 #: The public names of meanfield.landscape before the split (they must all keep working).
 PUBLIC_NAMES = {
-    "ARCHITECTURES", "LandscapeResult", "ModeTrajectory", "PermutationCounts", "RegressionTask", "ThreeLayerHessian",
-    "ThreeLayerTrajectory", "binary_landscape", "column_covariance_spectrum", "controlled_skip_matrix",
-    "decode_configuration", "folded_orthogonal", "forward_binary", "mode_energy", "mode_flow", "mode_gradient",
-    "mode_hessian", "mode_offsets", "mode_saddle", "n_binary_parameters", "permutation_counts", "regression_task",
-    "rescaling_deviation", "skip_network", "supp4_skip_matrix", "three_layer_energy", "three_layer_flow",
-    "three_layer_gradient_field", "three_layer_hessian",
+    "ARCHITECTURES",
+    "LandscapeResult",
+    "ModeTrajectory",
+    "PermutationCounts",
+    "RegressionTask",
+    "ThreeLayerHessian",
+    "ThreeLayerTrajectory",
+    "binary_landscape",
+    "column_covariance_spectrum",
+    "controlled_skip_matrix",
+    "decode_configuration",
+    "folded_orthogonal",
+    "forward_binary",
+    "mode_energy",
+    "mode_flow",
+    "mode_gradient",
+    "mode_hessian",
+    "mode_offsets",
+    "mode_saddle",
+    "n_binary_parameters",
+    "permutation_counts",
+    "regression_task",
+    "rescaling_deviation",
+    "skip_network",
+    "supp4_skip_matrix",
+    "three_layer_energy",
+    "three_layer_flow",
+    "three_layer_gradient_field",
+    "three_layer_hessian",
 }
 LIMITS = {
-    "MAX_BINARY_PARAMETERS", "MAX_DECODE_PARAMETERS", "MAX_FACTORIAL_ARGUMENT", "MAX_FLOW_DIMENSION",
-    "MAX_FLOW_EVALUATIONS", "MAX_LANDSCAPE_WORK", "MAX_MODE_LAYERS", "MAX_SKIP_SIZE", "MAX_TAU_SPREAD",
+    "MAX_BINARY_PARAMETERS",
+    "MAX_DECODE_PARAMETERS",
+    "MAX_FACTORIAL_ARGUMENT",
+    "MAX_FLOW_DIMENSION",
+    "MAX_FLOW_EVALUATIONS",
+    "MAX_LANDSCAPE_WORK",
+    "MAX_MODE_LAYERS",
+    "MAX_SKIP_SIZE",
+    "MAX_TAU_SPREAD",
     "MAX_THREE_LAYER_ENTRIES",
 }
 SUBMODULES = {
-    "_binary": {"ARCHITECTURES", "LandscapeResult", "RegressionTask", "binary_landscape", "decode_configuration",
-                "forward_binary", "n_binary_parameters", "regression_task"},
-    "_three_layer": {"ThreeLayerHessian", "ThreeLayerTrajectory", "three_layer_energy", "three_layer_flow",
-                     "three_layer_gradient_field", "three_layer_hessian"},
-    "_modes": {"ModeTrajectory", "mode_energy", "mode_flow", "mode_gradient", "mode_hessian", "mode_offsets", "mode_saddle"},
-    "_skip_matrices": {"column_covariance_spectrum", "controlled_skip_matrix", "folded_orthogonal", "supp4_skip_matrix"},
+    "_binary": {
+        "ARCHITECTURES",
+        "LandscapeResult",
+        "RegressionTask",
+        "binary_landscape",
+        "decode_configuration",
+        "forward_binary",
+        "n_binary_parameters",
+        "regression_task",
+    },
+    "_three_layer": {
+        "ThreeLayerHessian",
+        "ThreeLayerTrajectory",
+        "three_layer_energy",
+        "three_layer_flow",
+        "three_layer_gradient_field",
+        "three_layer_hessian",
+    },
+    "_modes": {
+        "ModeTrajectory",
+        "mode_energy",
+        "mode_flow",
+        "mode_gradient",
+        "mode_hessian",
+        "mode_offsets",
+        "mode_saddle",
+    },
+    "_skip_matrices": {
+        "column_covariance_spectrum",
+        "controlled_skip_matrix",
+        "folded_orthogonal",
+        "supp4_skip_matrix",
+    },
     "_symmetries": {"PermutationCounts", "permutation_counts", "rescaling_deviation", "skip_network"},
 }
 
@@ -975,8 +1073,10 @@ def test_flow_budget_is_read_from_the_submodule(monkeypatch):
 RESULTS = {
     "RegressionTask": (lambda: L.regression_task(2, rng=0), {"seed": 5}),
     "LandscapeResult": (lambda: L.binary_landscape("plain", *_tiny_task(), n_layers=3), {"rtol": 0.5}),
-    "ThreeLayerTrajectory": (lambda: L.three_layer_flow(np.full((2, 2), 0.1), np.full((2, 2), 0.1), [1.0, 0.5], [0.0, 0.1]),
-                             {"t": None}),
+    "ThreeLayerTrajectory": (
+        lambda: L.three_layer_flow(np.full((2, 2), 0.1), np.full((2, 2), 0.1), [1.0, 0.5], [0.0, 0.1]),
+        {"t": None},
+    ),
     "ThreeLayerHessian": (lambda: L.three_layer_hessian(np.eye(2), np.eye(2), [1.0, 0.5]), {"aa": None}),
     "ModeTrajectory": (lambda: L.mode_flow([0.1, 0.2], 1.0, [0.0, 0.1]), {"architecture": "residual"}),
     "PermutationCounts": (lambda: L.permutation_counts(4, 2), {"class_respecting": 1}),
@@ -1026,7 +1126,9 @@ def test_public_functions_have_complete_type_hints():
     for name, f in _public_callables(L):
         hints = typing.get_type_hints(f)
         params = [p for p in inspect.signature(f).parameters if p not in ("self", "cls")]
-        missing += [f"{name}({p})" for p in params if p not in hints] + ([f"{name} -> ?"] if "return" not in hints else [])
+        missing += [f"{name}({p})" for p in params if p not in hints] + (
+            [f"{name} -> ?"] if "return" not in hints else []
+        )
     assert missing == []
 
 
@@ -1040,9 +1142,18 @@ def test_docstring_examples_pass():
     assert attempted >= 5
 
 
-@pytest.mark.parametrize("kwargs,error", [({"backend": "gpu"}, ValueError), ({"backend": None}, ValueError),
-                                          ({"full": "yes"}, TypeError), ({"full": 1}, TypeError),
-                                          ({"seed": -1}, ValueError), ({"seed": True}, TypeError), ({"seed": 1.5}, TypeError)])
+@pytest.mark.parametrize(
+    "kwargs,error",
+    [
+        ({"backend": "gpu"}, ValueError),
+        ({"backend": None}, ValueError),
+        ({"full": "yes"}, TypeError),
+        ({"full": 1}, TypeError),
+        ({"seed": -1}, ValueError),
+        ({"seed": True}, TypeError),
+        ({"seed": 1.5}, TypeError),
+    ],
+)
 def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):
     """A direct call of meanfield.validation.landscape.run validated nothing (backend was unused, full any
     truthy value); the runner's checks now apply there too, before the landscapes are enumerated."""

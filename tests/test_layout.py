@@ -42,7 +42,10 @@ def test_theory_layer_imports_nothing_above_it():
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             for n in names:
-                if n.split(".")[:2] in (["meanfield", "validation"], ["meanfield", "figures"]) or n.split(".")[0] in {"validation", "figures"}:
+                if n.split(".")[:2] in (["meanfield", "validation"], ["meanfield", "figures"]) or n.split(".")[0] in {
+                    "validation",
+                    "figures",
+                }:
                     offenders.append(f"{path.relative_to(ROOT)}: {n}")
     assert offenders == []
 

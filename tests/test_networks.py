@@ -97,8 +97,15 @@ def test_every_result_dataclass_of_the_simulators_is_frozen_with_replace():
 
     classes = [getattr(simulators, n) for n in simulators.__all__ if isinstance(getattr(simulators, n), type)]
     results = [c for c in classes if dataclasses.is_dataclass(c) and c.__name__ not in ("ConstNet", "LeakyNet")]
-    assert {c.__name__ for c in results} >= {"DenseSimulation", "ConvSimulation", "PairSimulation", "LayerMoments", "TrainingRecord",
-                                              "LooksLinearForward", "ReplicatedFeatureResult"}
+    assert {c.__name__ for c in results} >= {
+        "DenseSimulation",
+        "ConvSimulation",
+        "PairSimulation",
+        "LayerMoments",
+        "TrainingRecord",
+        "LooksLinearForward",
+        "ReplicatedFeatureResult",
+    }
     for c in results:
         assert issubclass(c, Result) and c.__dataclass_params__.frozen, c.__name__
 
@@ -109,8 +116,16 @@ def test_one_signature_style_backend_and_rng_are_keywords():
 
     from meanfield.validation import simulators
 
-    for name in ("simulate_dense", "simulate_conv", "simulate_squared_norms", "simulate_pair", "layer_moments", "nonzero_fraction",
-                 "empirical_variances", "conv_kernels"):
+    for name in (
+        "simulate_dense",
+        "simulate_conv",
+        "simulate_squared_norms",
+        "simulate_pair",
+        "layer_moments",
+        "nonzero_fraction",
+        "empirical_variances",
+        "conv_kernels",
+    ):
         params = inspect.signature(getattr(simulators, name)).parameters
         for kw in ("backend", "rng"):
             assert params[kw].kind is inspect.Parameter.KEYWORD_ONLY, (name, kw)

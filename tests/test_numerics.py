@@ -15,7 +15,9 @@ RTOL = 1e-13
 Z = 4.5
 
 
-@given(st.floats(-10, 10), st.floats(-10, 10), st.floats(0.5, 3.0), st.sampled_from([2.0, 3.0, 1.5]), st.floats(1e-3, 0.5))
+@given(
+    st.floats(-10, 10), st.floats(-10, 10), st.floats(0.5, 3.0), st.sampled_from([2.0, 3.0, 1.5]), st.floats(1e-3, 0.5)
+)
 @settings(max_examples=30)
 def test_pure_leading_term_is_removed_exactly(a, c, p, r, h):
     """A(h) = a + c h^p: the extrapolate is a, and error = |A(h / r) - a| exactly."""
@@ -33,7 +35,9 @@ def test_next_order_term_remains_and_error_estimates_the_fine_value():
         f = lambda t: 1.0 + t**2 + t**3  # noqa: E731
         est = richardson(f(h), f(h / 2), order=2)
         assert abs(est.value - 1.0) == pytest.approx(h**3 / 6, rel=1e-6)  # (4 (h/2)^3 - h^3) / 3 = -h^3 / 6
-        assert abs(est.error - (f(h / 2) - 1.0)) == pytest.approx(h**3 / 6, rel=1e-6)  # h^2/4 + 7h^3/24 vs h^2/4 + h^3/8
+        assert abs(est.error - (f(h / 2) - 1.0)) == pytest.approx(
+            h**3 / 6, rel=1e-6
+        )  # h^2/4 + 7h^3/24 vs h^2/4 + h^3/8
 
 
 def test_hand_written_forms():

@@ -289,10 +289,14 @@ def test_scanner_catches_each_form():
     v = "validation/simulators/dense.py"
     assert _offences_of("from meanfield._checks import check_rng", v) == [f"{v}: meanfield._checks"]
     assert _offences_of("from meanfield.conv import _check_v", v) == [f"{v}: meanfield.conv._check_v"]
-    assert _offences_of("from ._common import check_elements\nfrom meanfield.validation._runner import progress", v) == []
+    assert (
+        _offences_of("from ._common import check_elements\nfrom meanfield.validation._runner import progress", v) == []
+    )
     # (b) inside meanfield: private shared modules yes, another module's private names no
     m = "meanfield/conv.py"
-    assert _offences_of("from ._checks import check_rng\nfrom .init._args import int_arg\nfrom . import _checks", m) == []
+    assert (
+        _offences_of("from ._checks import check_rng\nfrom .init._args import int_arg\nfrom . import _checks", m) == []
+    )
     assert _offences_of("from ._common import _int", "meanfield/landscape/_binary.py") == []
     assert _offences_of("from .dense import _map_stack", m) == [f"{m}: meanfield.dense._map_stack"]
     assert _offences_of("from . import dense\ndense._HOMOGENEOUS", m) == [f"{m}: meanfield.dense._HOMOGENEOUS"]

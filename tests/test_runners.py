@@ -1,11 +1,11 @@
 """The figure and validation registries and the console script."""
 
 import pytest
-
 from meanfield.figures.runner import all_figures
-from meanfield.cli import main
 from meanfield.validation.report import Comparison, format_table
 from meanfield.validation.runner import comparison_modules
+
+from meanfield.cli import main
 
 
 def test_registries_discover_modules():
@@ -63,7 +63,6 @@ def test_comparison_rejects_what_is_not_a_real_number():
 
 def test_mean_and_stderr_checks_its_samples():
     import numpy as np
-
     from meanfield.validation.report import mean_and_stderr
 
     m, se = mean_and_stderr([1.0, 3.0])

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from meanfield import init, symmetry
-from meanfield import Result
+from meanfield import Result, init, symmetry
 from meanfield.activations import get_activation
 
 #: Rounding tolerance of exact identities computed in float64 (sums of O(100) terms of size O(1)).
@@ -365,7 +364,9 @@ def test_complex_input_is_a_type_error():
 BAD_SIZES = [np.nan, np.inf, -np.inf, -1, -1e-3, "abc", ["a", "b"], 1 + 1j, np.float64(np.nan), 2.5]
 
 
-@pytest.mark.parametrize("kind", ["random", "orthogonal", "constant", "replicated_features", "mixture", "replicated_identity"])
+@pytest.mark.parametrize(
+    "kind", ["random", "orthogonal", "constant", "replicated_features", "mixture", "replicated_identity"]
+)
 @pytest.mark.parametrize("bad", BAD_SIZES)
 def test_closed_form_validates_every_argument_on_every_path(kind, bad):
     """Fuzz: gamma, n_in and replicas were never validated on paths that do not use them."""
@@ -436,7 +437,9 @@ def test_propagation_matches_the_naive_stack_and_survives_extreme_scales(seed, k
     m = max(np.abs(alpha).max(), np.abs(eps).max())  # at max entry 1.5e308, alpha + eps overflows
     big = symmetry.propagate_perturbation(alpha / m * 1.5e308, eps / m * 1.5e308, kinds, slope=0.1, gamma=gamma)
     np.testing.assert_allclose(big, r, rtol=1e-9, atol=1e-12)
-    tiny_slope = symmetry.propagate_perturbation(alpha, eps, kinds * 30, slope=5e-324, gamma=None if gamma is None else np.tile(gamma, 30))
+    tiny_slope = symmetry.propagate_perturbation(
+        alpha, eps, kinds * 30, slope=5e-324, gamma=None if gamma is None else np.tile(gamma, 30)
+    )
     assert np.all(np.isfinite(tiny_slope)) and np.all((tiny_slope >= 0) & (tiny_slope <= 1))
 
 
@@ -479,7 +482,10 @@ from meanfield.init import _symmetry as init_symmetry  # noqa: E402
 def test_leaky_slope_is_called_slope_everywhere():
     """Issue: ``rho`` was the leaky slope in symmetry and init; meanfield.kurtosis and init call it ``slope``."""
     a = np.ones((2, 3))
-    for call in (lambda **kw: symmetry.propagate_perturbation(a, a, ["I"], **kw), lambda **kw: init.leakynet(["I"], 3, **kw)):
+    for call in (
+        lambda **kw: symmetry.propagate_perturbation(a, a, ["I"], **kw),
+        lambda **kw: init.leakynet(["I"], 3, **kw),
+    ):
         call(slope=0.5)
         with pytest.raises(TypeError, match="rho"):
             call(rho=0.5)
@@ -524,8 +530,9 @@ def test_looks_linear_delta_orthogonal_rejects_gain_and_bad_sigma_w2():
         with pytest.raises(TypeError, match="sigma_w2"):
             init.looks_linear_delta_orthogonal(4, sigma_w2=bad)
     # the default is the unscaled construction of the previous version (same numbers)
-    np.testing.assert_array_equal(init.looks_linear_delta_orthogonal(4, rng=3),
-                                  init.looks_linear_delta_orthogonal(4, sigma_w2=1.0, rng=3))
+    np.testing.assert_array_equal(
+        init.looks_linear_delta_orthogonal(4, rng=3), init.looks_linear_delta_orthogonal(4, sigma_w2=1.0, rng=3)
+    )
 
 
 def test_permutation_count_lives_in_landscape_only():
@@ -580,7 +587,9 @@ def test_public_functions_have_complete_type_hints(module):
     for name, f in _public_callables(module):
         hints = typing.get_type_hints(f)
         params = [p for p in inspect.signature(f).parameters if p not in ("self", "cls")]
-        missing += [f"{name}({p})" for p in params if p not in hints] + ([f"{name} -> ?"] if "return" not in hints else [])
+        missing += [f"{name}({p})" for p in params if p not in hints] + (
+            [f"{name} -> ?"] if "return" not in hints else []
+        )
     assert missing == []
 
 

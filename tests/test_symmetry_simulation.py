@@ -19,11 +19,14 @@ FD_RTOL = 1e-6
 Z = 4.5
 
 
-@pytest.mark.parametrize("make", [
-    lambda: ConstNet.initial((3, 5), 1, 2, 4, batchnorm=True),
-    lambda: ConstNet.initial((3, 5), [2, 0], 2, 4, kernel_shape=(3,)),
-    lambda: LeakyNet.initial(list("I1I"), 3, 2, 4, slope=0.1),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ConstNet.initial((3, 5), 1, 2, 4, batchnorm=True),
+        lambda: ConstNet.initial((3, 5), [2, 0], 2, 4, kernel_shape=(3,)),
+        lambda: LeakyNet.initial(list("I1I"), 3, 2, 4, slope=0.1),
+    ],
+)
 def test_hand_written_gradients_match_finite_differences(make):
     rng = np.random.default_rng(1)
     net = make()
@@ -47,8 +50,13 @@ def test_hand_written_gradients_match_finite_differences(make):
 
 
 @settings(max_examples=15)
-@given(widths=st.lists(st.integers(1, 6), min_size=1, max_size=3), blocks=st.integers(0, 4), stride=st.sampled_from([1, 2]),
-       n_input=st.integers(1, 4), seed=st.integers(0, 1000))
+@given(
+    widths=st.lists(st.integers(1, 6), min_size=1, max_size=3),
+    blocks=st.integers(0, 4),
+    stride=st.sampled_from([1, 2]),
+    n_input=st.integers(1, 4),
+    seed=st.integers(0, 1000),
+)
 def test_constnet_is_the_identity_on_symmetric_features_at_initialisation(widths, blocks, stride, n_input, seed):
     rng = np.random.default_rng(seed)
     net = ConstNet.initial(widths, blocks, n_input, 5, stride=stride)
@@ -87,7 +95,9 @@ def test_leakynet_one_layers_remove_a_forward_perturbation_and_identity_layers_k
     assert r[0] > 1e-6 and r[1] > 1e-6 and r[2] > 1e-6  # 'I' layers carry it on
     assert r[3] < 1e-14 and r[4] < 1e-14  # after the '1' layer the features are symmetric again
     # a train record starts exactly symmetric too
-    rec = train(LeakyNet.initial(list("I1"), 4, 1, 3), x[..., :1], rng.integers(0, 3, 4), 1, grad_noise=1e-6, ratios=True, rng=0)
+    rec = train(
+        LeakyNet.initial(list("I1"), 4, 1, 3), x[..., :1], rng.integers(0, 3, 4), 1, grad_noise=1e-6, ratios=True, rng=0
+    )
     assert np.all(rec.forward_ratio[0] == 0)
 
 
@@ -97,8 +107,13 @@ def test_replicated_features_degrade_short_training_on_digits():
     perm = np.random.default_rng(0).permutation(len(d.y))
     x, y = d.x[perm], d.y[perm]
     tr, te = slice(0, 1297), slice(1297, None)
-    errs = {k: [replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 64, k, 0.0, steps=300, lr=0.01, rng=s).test_error
-                for s in range(5)] for k in (1, 64)}
+    errs = {
+        k: [
+            replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 64, k, 0.0, steps=300, lr=0.01, rng=s).test_error
+            for s in range(5)
+        ]
+        for k in (1, 64)
+    }
     m1, m64 = np.mean(errs[1]), np.mean(errs[64])
     se = math.sqrt(np.var(errs[1], ddof=1) / 5 + np.var(errs[64], ddof=1) / 5)
     assert m1 - m64 > Z * se
@@ -165,8 +180,15 @@ def test_fig_9_and_10_claims(tmp_path):
             assert b[k, -1, last_one - 1] * BACKWARD_DROP <= b[k, -1, -1]
 
 
-@pytest.mark.parametrize("kwargs,error", [({"backend": "gpu"}, ValueError), ({"full": "yes"}, TypeError),
-                                          ({"seed": -1}, ValueError), ({"seed": True}, TypeError)])
+@pytest.mark.parametrize(
+    "kwargs,error",
+    [
+        ({"backend": "gpu"}, ValueError),
+        ({"full": "yes"}, TypeError),
+        ({"seed": -1}, ValueError),
+        ({"seed": True}, TypeError),
+    ],
+)
 def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):
     """A direct call of meanfield.validation.symmetry.run took any truthy ``full`` and a bool ``seed``;
     the runner's checks now apply there too, before any network is simulated."""

@@ -63,7 +63,9 @@ def test_user_defined_tanh_is_right_at_large_variance():
     mine = Activation.from_functions("my_tanh", np.tanh, lambda x: 1 - np.tanh(x) ** 2)
     q, c = 100.0, 0.5
     s = math.sqrt(q)
-    ref_second = quad(lambda u: math.tanh(u) ** 2 * _pdf(u, s), -12 * s, 12 * s, points=[0.0], limit=400, epsabs=1e-14)[0]
+    ref_second = quad(lambda u: math.tanh(u) ** 2 * _pdf(u, s), -12 * s, 12 * s, points=[0.0], limit=400, epsabs=1e-14)[
+        0
+    ]
     assert abs(expectation(mine, q) - ref_second) < REF_TOL
 
     def sech2(u):
@@ -73,7 +75,9 @@ def test_user_defined_tanh_is_right_at_large_variance():
         m, sd = _conditional(s, s, c, u1)
         a, b = m - 12 * sd, m + 12 * sd
         cuts = [a] + [p for p in (-5.0, 0.0, 5.0) if a < p < b] + [b]
-        return sum(quad(lambda u: sech2(u) * _pdf(u - m, sd), x, y, epsabs=1e-15)[0] for x, y in zip(cuts[:-1], cuts[1:]))
+        return sum(
+            quad(lambda u: sech2(u) * _pdf(u - m, sd), x, y, epsabs=1e-15)[0] for x, y in zip(cuts[:-1], cuts[1:])
+        )
 
     ref_pair = _nested(sech2, inner, s, [-5.0, 0.0, 5.0])
     assert ref_pair == pytest.approx(0.00727, abs=5e-6)  # the issue's value
@@ -88,7 +92,9 @@ def test_user_activation_returning_nan_is_a_value_error():
     with pytest.raises(ValueError, match="phi"):
         Activation.from_functions("sqrt", np.sqrt, lambda x: 0.5 / np.sqrt(x))
     # finite on the probe points, NaN where the quadrature reaches at q = 10 (|u| up to 28)
-    late = Activation.from_functions("late", lambda x: np.where(np.abs(x) > 6, np.nan, np.tanh(x)), lambda x: 1 - np.tanh(x) ** 2)
+    late = Activation.from_functions(
+        "late", lambda x: np.where(np.abs(x) > 6, np.nan, np.tanh(x)), lambda x: 1 - np.tanh(x) ** 2
+    )
     with pytest.raises(ValueError, match="NaN"):
         expectation(late, 10.0)
     with pytest.raises(ValueError, match="NaN"):
@@ -105,7 +111,9 @@ def _clip_mean(m, sd):
     return inside + (1 - ndtr(b)) - ndtr(a)
 
 
-@pytest.mark.parametrize("q1,q2,c", [(1.0, 1.0, 0.5), (0.5, 2.0, 0.9999999), (3.0, 0.2, -0.9999), (0.3, 7.0, 0.0), (1e4, 1e-4, 0.6)])
+@pytest.mark.parametrize(
+    "q1,q2,c", [(1.0, 1.0, 0.5), (0.5, 2.0, 0.9999999), (3.0, 0.2, -0.9999), (0.3, 7.0, 0.0), (1e4, 1e-4, 0.6)]
+)
 def test_hard_tanh_moments_match_independent_quadrature(q1, q2, c):
     s1, s2 = math.sqrt(q1), math.sqrt(q2)
 
@@ -269,7 +277,9 @@ def test_propagate_raises_instead_of_returning_underflowed_covariances():
 def test_deep_relu_like_propagation_switches_to_the_asymptote():
     """gelu at sigma_w2 = 4: q grows like 2^l past the float64 range; the log scale follows relu."""
     lp = dense.propagate_log(np.array([[1.0, 0.5], [0.5, 1.0]]), "gelu", 4.0, 0.1, 3000)
-    assert np.all(np.isfinite(lp.log_scale)) and lp.log_scale[-1] - lp.log_scale[-2] == pytest.approx(math.log(2.0), rel=1e-12)
+    assert np.all(np.isfinite(lp.log_scale)) and lp.log_scale[-1] - lp.log_scale[-2] == pytest.approx(
+        math.log(2.0), rel=1e-12
+    )
     with pytest.raises(ValueError, match="propagate_log"):
         dense.propagate(np.eye(2), "gelu", 4.0, 0.1, 3000)
 

@@ -44,8 +44,16 @@ def _simulators():
     y_tr = np.arange(20) % 3
 
     def train(rng):
-        rec = S.train(S.ConstNet.initial((2, 4), 1, 1, 3, kernel_shape=(3,), stride=1), xs, ys, 2, lr=0.1, dropout=0.2,
-                      grad_noise=1e-3, rng=rng)
+        rec = S.train(
+            S.ConstNet.initial((2, 4), 1, 1, 3, kernel_shape=(3,), stride=1),
+            xs,
+            ys,
+            2,
+            lr=0.1,
+            dropout=0.2,
+            grad_noise=1e-3,
+            rng=rng,
+        )
         return rec.loss, rec.one_minus_cf
 
     return [
@@ -53,22 +61,48 @@ def _simulators():
         ("dense_weights batched orthogonal", lambda r: dense_weights(3, 4, 1.5, "orthogonal", rng=r, batch=2)),
         ("conv_kernels", lambda r: N.conv_kernels(2, (3,), 4, 1.5, V3, "gaussian", rng=r)),
         ("conv_kernels orthogonal", lambda r: N.conv_kernels(2, (3,), 4, 1.5, V3, "orthogonal", rng=r)),
-        ("simulate_dense", lambda r: (lambda s: (s.cov, s.grad_sq))(N.simulate_dense(X2, "tanh", 1.5, 0.1, 2, 8, 3, gradients=True, rng=r))),
-        ("simulate_conv", lambda r: (lambda s: (s.cov, s.grad_sq, s.weight_grad_sq))(
-            N.simulate_conv(np.eye(5), "relu", 1.5, 0.1, V3, 2, 4, 3, gradients=True, rng=r))),
-        ("simulate_conv delta_orthogonal", lambda r: N.simulate_conv(np.eye(5), "tanh", 1.5, 0.1, V3, 2, 4, 3, init="delta_orthogonal", rng=r).cov),
+        (
+            "simulate_dense",
+            lambda r: (lambda s: (s.cov, s.grad_sq))(
+                N.simulate_dense(X2, "tanh", 1.5, 0.1, 2, 8, 3, gradients=True, rng=r)
+            ),
+        ),
+        (
+            "simulate_conv",
+            lambda r: (lambda s: (s.cov, s.grad_sq, s.weight_grad_sq))(
+                N.simulate_conv(np.eye(5), "relu", 1.5, 0.1, V3, 2, 4, 3, gradients=True, rng=r)
+            ),
+        ),
+        (
+            "simulate_conv delta_orthogonal",
+            lambda r: N.simulate_conv(np.eye(5), "tanh", 1.5, 0.1, V3, 2, 4, 3, init="delta_orthogonal", rng=r).cov,
+        ),
         ("simulate_fig_s4", lambda r: vconv.simulate_fig_s4(2, 4, 3, rng=r)),
         ("simulate_squared_norms", lambda r: FW.simulate_squared_norms(X2, [(5, 0.4), (4, 0.5, 0.1)], 3, 2, rng=r)),
         ("simulate_pair", lambda r: tuple(FW.simulate_pair(X2[0], X2[1], 5, 0.4, 0.1, 4, rng=r))),
-        ("layer_moments", lambda r: (lambda m: (m.m4, m.m22))(K.layer_moments([3, 3, 3], 0.1, "uniform", 5, "mixture", rng=r))),
+        (
+            "layer_moments",
+            lambda r: (lambda m: (m.m4, m.m22))(K.layer_moments([3, 3, 3], 0.1, "uniform", 5, "mixture", rng=r)),
+        ),
         ("nonzero_fraction", lambda r: K.nonzero_fraction([3, 3, 3], "gaussian", 2000, rng=r)),
         ("nonzero_fraction gsm", lambda r: K.nonzero_fraction([2, 2, 2], "gsm", 2000, rng=r)),
         ("empirical_variances numba", lambda r: K.empirical_variances(_digits(), "he", 4, 4, 3, rng=r, engine="numba")),
-        ("empirical_variances blas", lambda r: K.empirical_variances(_digits(), "gsm", 4, 4, 3, rng=r, engine="blas", dtype="float64")),
+        (
+            "empirical_variances blas",
+            lambda r: K.empirical_variances(_digits(), "gsm", 4, 4, 3, rng=r, engine="blas", dtype="float64"),
+        ),
         ("metainit_weights", lambda r: K.metainit_weights(2, 3, 4, 5, rng=r, steps=1)),
         ("train", train),
-        ("looks_linear_delta_orthogonal_forward", lambda r: S.looks_linear_delta_orthogonal_forward(xs[..., :1].repeat(2, -1), 2, 4, (3,), rng=r).pre),
-        ("replicated_feature_experiment", lambda r: tuple(S.replicated_feature_experiment(x_tr, y_tr, x_tr, y_tr, 4, 2, 0.3, steps=3, rng=r, n_classes=3))),
+        (
+            "looks_linear_delta_orthogonal_forward",
+            lambda r: S.looks_linear_delta_orthogonal_forward(xs[..., :1].repeat(2, -1), 2, 4, (3,), rng=r).pre,
+        ),
+        (
+            "replicated_feature_experiment",
+            lambda r: tuple(
+                S.replicated_feature_experiment(x_tr, y_tr, x_tr, y_tr, 4, 2, 0.3, steps=3, rng=r, n_classes=3)
+            ),
+        ),
     ]
 
 
@@ -94,8 +128,18 @@ def test_int_rng_equals_the_generator_of_that_int_and_none_is_fresh(name, f):
     assert not _same(f(None), f(None)), name  # None: fresh OS entropy, not a fixed default seed
 
 
-@pytest.mark.parametrize("bad, exc", [("abc", TypeError), (1.5, TypeError), (-1, ValueError), (object(), TypeError),
-                                      (float("nan"), TypeError), (True, TypeError), (np.random.RandomState(0), TypeError)])
+@pytest.mark.parametrize(
+    "bad, exc",
+    [
+        ("abc", TypeError),
+        (1.5, TypeError),
+        (-1, ValueError),
+        (object(), TypeError),
+        (float("nan"), TypeError),
+        (True, TypeError),
+        (np.random.RandomState(0), TypeError),
+    ],
+)
 def test_bad_rng_raises_a_type_or_value_error(bad, exc):
     with pytest.raises(exc, match="rng"):
         dense_weights(3, 4, 1.0, "gaussian", rng=bad, batch=2)
@@ -115,7 +159,9 @@ def test_batched_weights_with_an_int_seed_draw_default_rng_of_that_int():
     z = np.random.default_rng(0).standard_normal((5, 3, 4))
     np.testing.assert_allclose(w, z * math.sqrt(2.0 / 4), rtol=1e-15)
     u = dense_weights(3, 4, 2.0, "uniform", 3, batch=5)
-    np.testing.assert_allclose(u, math.sqrt(3 * 2.0 / 4) * (2 * np.random.default_rng(3).random((5, 3, 4)) - 1), rtol=1e-14)
+    np.testing.assert_allclose(
+        u, math.sqrt(3 * 2.0 / 4) * (2 * np.random.default_rng(3).random((5, 3, 4)) - 1), rtol=1e-14
+    )
 
 
 def test_simulate_conv_generator_and_int_agree_and_layers_use_spawned_streams():
@@ -177,8 +223,19 @@ def test_fuzz_conv_kernels_channels_and_kernel_shape(bad):
     _raises(ValueError, N.conv_kernels, 2, (bad,), 4, 1.0, None, "orthogonal", rng=0)
 
 
-@pytest.mark.parametrize("bad, exc", [(np.nan, ValueError), (np.inf, ValueError), (-np.inf, ValueError), (-1, ValueError),
-                                      (-1e-3, ValueError), (np.float64("nan"), ValueError), (1 + 1j, TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "bad, exc",
+    [
+        (np.nan, ValueError),
+        (np.inf, ValueError),
+        (-np.inf, ValueError),
+        (-1, ValueError),
+        (-1e-3, ValueError),
+        (np.float64("nan"), ValueError),
+        (1 + 1j, TypeError),
+        (True, TypeError),
+    ],
+)
 def test_fuzz_variances_are_validated(bad, exc):
     _raises(exc, dense_weights, 3, 4, bad, "gaussian", 0, batch=2)
     _raises(exc, N.conv_kernels, 2, (3,), 4, bad, V3, "gaussian", rng=0)
@@ -195,8 +252,18 @@ def test_fuzz_absurd_sizes_raise_at_once(args):
         N.simulate_dense(X2, "relu", 2.0, 0.0, 1, 10**5, 1, rng=0)  # one layer: 10^10 weights
 
 
-@pytest.mark.parametrize("bad, exc", [(np.nan, ValueError), (np.inf, ValueError), ("abc", ValueError), (["a", "b"], ValueError),
-                                      (1 + 1j, TypeError), (np.array([0.5, 0.5j, 0]), TypeError), ([0.5, 0.6, -0.1], ValueError)])
+@pytest.mark.parametrize(
+    "bad, exc",
+    [
+        (np.nan, ValueError),
+        (np.inf, ValueError),
+        ("abc", ValueError),
+        (["a", "b"], ValueError),
+        (1 + 1j, TypeError),
+        (np.array([0.5, 0.5j, 0]), TypeError),
+        ([0.5, 0.6, -0.1], ValueError),
+    ],
+)
 def test_fuzz_v_is_validated_on_the_orthogonal_path_too(bad, exc):
     _raises(exc, N.conv_kernels, 2, (3,), 4, 1.0, bad, "orthogonal", rng=0)
     _raises(exc, N.simulate_conv, np.eye(5), "tanh", 1.0, 0.0, bad, 1, 4, 2, init="orthogonal", rng=0)
@@ -208,11 +275,22 @@ def _entry(a, value):
     return a
 
 
-@pytest.mark.parametrize("make, exc", [
-    (lambda a: _entry(a, np.nan), ValueError), (lambda a: _entry(a, np.inf), ValueError), (lambda a: _entry(a, -np.inf), ValueError),
-    (lambda a: "abc", ValueError), (lambda a: None, ValueError), (lambda a: ["a", "b"], ValueError), (lambda a: np.array([]), ValueError),
-    (lambda a: 1.0, ValueError), (lambda a: np.array([1.0, "x"], dtype=object), ValueError), (lambda a: a + 1j, TypeError),
-    (lambda a: a > 0, TypeError)])
+@pytest.mark.parametrize(
+    "make, exc",
+    [
+        (lambda a: _entry(a, np.nan), ValueError),
+        (lambda a: _entry(a, np.inf), ValueError),
+        (lambda a: _entry(a, -np.inf), ValueError),
+        (lambda a: "abc", ValueError),
+        (lambda a: None, ValueError),
+        (lambda a: ["a", "b"], ValueError),
+        (lambda a: np.array([]), ValueError),
+        (lambda a: 1.0, ValueError),
+        (lambda a: np.array([1.0, "x"], dtype=object), ValueError),
+        (lambda a: a + 1j, TypeError),
+        (lambda a: a > 0, TypeError),
+    ],
+)
 def test_fuzz_periodic_conv_inputs(make, exc):
     _raises(exc, periodic_conv, make(XC), K5, 1)
     _raises(exc, periodic_conv, XC, make(K5), 1)
@@ -368,16 +446,26 @@ def _private_simulator_calls():
     yd = np.arange(20) % 3
     return [
         (N.conv_kernels, dict(n_networks=2, kernel_shape=(3,), width=4, sigma_w2=1.5, v=V3, init="gaussian", rng=0)),
-        (N.simulate_dense, dict(x=X2, activation="tanh", sigma_w2=1.5, sigma_b2=0.1, depth=2, width=6, n_networks=3, rng=0)),
+        (
+            N.simulate_dense,
+            dict(x=X2, activation="tanh", sigma_w2=1.5, sigma_b2=0.1, depth=2, width=6, n_networks=3, rng=0),
+        ),
         (FW.simulate_squared_norms, dict(inputs=X2, layers=[(5, 0.4)], n_networks=3, inputs_per_network=2, rng=0)),
         (FW.simulate_pair, dict(x1=X2[0], x2=X2[1], width=5, sigma_w2=0.4, sigma_b2=0.1, n_networks=4, rng=0)),
         (K.layer_moments, dict(widths=[3, 3], slope=0.1, n_networks=5, rng=0)),
         (K.nonzero_fraction, dict(widths=[3, 3], n_networks=50, rng=0)),
         (K.empirical_variances, dict(x=xd, init="he", depth=3, width=4, n_networks=3, rng=0)),
         (K.metainit_weights, dict(n_networks=2, depth=2, width=4, w0=5, rng=0, steps=1)),
-        (S.replicated_feature_experiment, dict(x_train=xd, y_train=yd, x_test=xd, y_test=yd, width=4, unique=2, noise=0.3, steps=2,
-                                               rng=0, n_classes=3)),
-        (S.looks_linear_delta_orthogonal_forward, dict(x=np.ones((2, 4, 2)), depth=2, width=4, kernel_shape=(3,), rng=0)),
+        (
+            S.replicated_feature_experiment,
+            dict(
+                x_train=xd, y_train=yd, x_test=xd, y_test=yd, width=4, unique=2, noise=0.3, steps=2, rng=0, n_classes=3
+            ),
+        ),
+        (
+            S.looks_linear_delta_orthogonal_forward,
+            dict(x=np.ones((2, 4, 2)), depth=2, width=4, kernel_shape=(3,), rng=0),
+        ),
     ]
 
 
@@ -391,7 +479,9 @@ def test_every_simulator_argument_gets_a_value_or_type_error_at_once(bad):
     for f, base in _private_simulator_calls():
         result = f(**base)
         result = tuple(result) if hasattr(result, "replace") and hasattr(result, "__iter__") else result
-        assert all(np.all(np.isfinite(a)) for a in _flat(result) if a.dtype.kind == "f"), f.__name__  # the valid call works
+        assert all(np.all(np.isfinite(a)) for a in _flat(result) if a.dtype.kind == "f"), (
+            f.__name__
+        )  # the valid call works
         for arg in base:
             if arg == "rng" and bad in (2**64, 10**12):
                 continue  # valid seeds

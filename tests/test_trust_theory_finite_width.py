@@ -30,12 +30,16 @@ def test_expected_squared_norm_at_depth_1e4_carries_a_log_scale(gain):
     log_e = fw.log_expected_squared_norm(y0, layers)
     exact = math.log(y0) + np.arange(depth + 1) * math.log(gain)
     np.testing.assert_allclose(log_e, exact, rtol=depth * EPS, atol=depth * EPS)
-    assert abs((log_e[-1] - math.log(y0)) / math.log(10) - (-3010.3 if gain == 0.5 else 1760.9)) < 0.1  # the issue: 1e-3010
+    assert (
+        abs((log_e[-1] - math.log(y0)) / math.log(10) - (-3010.3 if gain == 0.5 else 1760.9)) < 0.1
+    )  # the issue: 1e-3010
     with pytest.raises(ValueError, match="log_expected_squared_norm"):
         fw.expected_squared_norm(y0, layers)
     # where every value is representable the two agree and the linear one is the direct recursion
     short = layers[:500]
-    np.testing.assert_allclose(np.log(fw.expected_squared_norm(y0, short)), fw.log_expected_squared_norm(y0, short), rtol=1e-13)
+    np.testing.assert_allclose(
+        np.log(fw.expected_squared_norm(y0, short)), fw.log_expected_squared_norm(y0, short), rtol=1e-13
+    )
 
 
 def test_log_expected_squared_norm_with_biases_matches_the_geometric_series():
@@ -44,7 +48,9 @@ def test_log_expected_squared_norm_with_biases_matches_the_geometric_series():
     a, b = sigma_w2 / 2, sb * n / 2
     for depth in (1, 7, 60, 10**4):
         closed = a**depth * y0 + b * (a**depth - 1) / (a - 1)
-        assert fw.log_expected_squared_norm(y0, [(n, sigma_w2, sb)] * depth)[-1] == pytest.approx(math.log(closed), rel=1e-12)
+        assert fw.log_expected_squared_norm(y0, [(n, sigma_w2, sb)] * depth)[-1] == pytest.approx(
+            math.log(closed), rel=1e-12
+        )
     assert fw.expected_squared_norm(y0, [(n, sigma_w2, sb)] * 10**4)[-1] == pytest.approx(b / (1 - a), rel=1e-12)
 
 
@@ -57,8 +63,17 @@ def test_expected_squared_norm_exact_zeros_stay_zero():
 
 @pytest.mark.parametrize(
     "layers,exc",
-    [("abc", TypeError), (3, TypeError), ([(10,)], TypeError), ([(10, 0.2, 0.1, 4, 5)], TypeError), ([(0, 0.2)], ValueError),
-     ([(10, -0.2)], ValueError), ([(10, True)], TypeError), ([(10.5, 0.2)], ValueError), ([(10, 1 + 1j)], TypeError)],
+    [
+        ("abc", TypeError),
+        (3, TypeError),
+        ([(10,)], TypeError),
+        ([(10, 0.2, 0.1, 4, 5)], TypeError),
+        ([(0, 0.2)], ValueError),
+        ([(10, -0.2)], ValueError),
+        ([(10, True)], TypeError),
+        ([(10.5, 0.2)], ValueError),
+        ([(10, 1 + 1j)], TypeError),
+    ],
 )
 def test_layers_are_validated_naming_the_layer(layers, exc):
     with pytest.raises(exc, match="layers"):
@@ -96,6 +111,7 @@ def test_masses_on_a_tiny_grid_are_finite(activation, method):
 
 def test_activation_with_nan_is_a_valueerror_naming_it():
     """Issue: a custom sqrt activation (NaN for h < 0) gave IndexError on the FFT path."""
+
     # Activation.from_functions now refuses such a phi itself; either way a ValueError names it.
     def sq():
         return Activation.from_functions("sqrt", np.sqrt, lambda x: 0.5 / np.sqrt(x))
@@ -121,9 +137,11 @@ def test_custom_activation_named_relu_takes_the_fft_path():
 @pytest.mark.parametrize("bad", ["abc", float("nan"), float("inf"), -1, 2.5, None, True, 1 + 1j, 10**12])
 def test_n_quantiles_is_validated_on_the_relu_path(bad):
     """Issue: n_quantiles='abc' (and nan, -1, ...) were accepted and ignored by the closed-form path."""
-    for call in (lambda: fw.kernel_masses([1.0], GRID, 10, 0.2, n_quantiles=bad),
-                 lambda: fw.discretize_operator(GRID, 10, 0.2, n_quantiles=bad),
-                 lambda: fw.propagate_distribution(np.eye(33)[3], GRID, [], n_quantiles=bad)):
+    for call in (
+        lambda: fw.kernel_masses([1.0], GRID, 10, 0.2, n_quantiles=bad),
+        lambda: fw.discretize_operator(GRID, 10, 0.2, n_quantiles=bad),
+        lambda: fw.propagate_distribution(np.eye(33)[3], GRID, [], n_quantiles=bad),
+    ):
         with pytest.raises((TypeError, ValueError), match="n_quantiles"):
             call()
 
@@ -326,7 +344,11 @@ def test_log_flag_must_be_a_bool():
 
 def test_scalars_reject_arrays():
     """sigma_w2=[1, 2] was accepted (broadcast into a wrong-shaped result) or raised a foreign message."""
-    for call in (lambda: fw.relu_kernel(1.0, 1.0, 10, [1.0, 2.0]), lambda: fw.preactivation_covariance(np.eye(2), 0.2, [1.0, 2.0], fan_in=2),
-                 lambda: fw.mean_inner_product(10, [1.0, 2.0], 1.0, 0.5), lambda: fw.discretize_operator(GRID, 10, [0.2, 0.3])):
+    for call in (
+        lambda: fw.relu_kernel(1.0, 1.0, 10, [1.0, 2.0]),
+        lambda: fw.preactivation_covariance(np.eye(2), 0.2, [1.0, 2.0], fan_in=2),
+        lambda: fw.mean_inner_product(10, [1.0, 2.0], 1.0, 0.5),
+        lambda: fw.discretize_operator(GRID, 10, [0.2, 0.3]),
+    ):
         with pytest.raises(TypeError, match="scalar"):
             call()

@@ -195,7 +195,12 @@ def test_leakynet_and_kernel_shapes_are_validated_naming_them():
         (lambda v: I.looks_linear_input(np.full(3, v)), "x"),
         (lambda v: I.conv_matrix(np.full((3, 2, 2), v), 4), "kernel"),
         (lambda v: I.gradient_quotient([np.eye(3), np.ones((2, 3))], np.full((2, 3), v), [0, 1]), "x"),
-        (lambda v: I.gradient_quotient([np.eye(3), np.ones((2, 3))], np.ones((2, 3)), np.full((2, 2), v), loss="mse"), "targets"),
+        (
+            lambda v: I.gradient_quotient(
+                [np.eye(3), np.ones((2, 3))], np.ones((2, 3)), np.full((2, 2), v), loss="mse"
+            ),
+            "targets",
+        ),
     ],
 )
 @pytest.mark.parametrize("value", [True, 1 + 1j])

@@ -51,8 +51,16 @@ from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
 from .simulators import simulate_conv
 
-__all__ = ["COVARIANCE_CASES", "ISOMETRY_ATOL", "S4_WIDTH_BIAS", "fig_s4_setup", "fig_s4_theory", "isometry_rows", "run",
-           "simulate_fig_s4"]
+__all__ = [
+    "COVARIANCE_CASES",
+    "ISOMETRY_ATOL",
+    "S4_WIDTH_BIAS",
+    "fig_s4_setup",
+    "fig_s4_theory",
+    "isometry_rows",
+    "run",
+    "simulate_fig_s4",
+]
 
 #: Isometry and singular values of orthogonal kernels: exact up to float64 rounding of O((k c)^3)
 #: operations (measured <= 4e-15).
@@ -115,7 +123,9 @@ def _covariance_rows(backend, full, seed):
         cov0 = _input_covariance(p, substream(seed, 0, k))
         theory = conv.propagate(cov0, act, sw, sb, v, depth)
         sims = [
-            simulate_conv(cov0, act, sw, sb, v, depth, c, n_net, init=init, backend=backend, rng=substream(seed, 1, k, j)).cov[:, :, 0]
+            simulate_conv(
+                cov0, act, sw, sb, v, depth, c, n_net, init=init, backend=backend, rng=substream(seed, 1, k, j)
+            ).cov[:, :, 0]
             for j, c in enumerate((width, 2 * width))
         ]
         for layer in (1, depth):
@@ -124,7 +134,13 @@ def _covariance_rows(backend, full, seed):
                 est, se = _extrapolate(sims[0][:, layer, a, b], sims[1][:, layer, a, b])
                 scale = np.sqrt(theory[layer, a, a] * theory[layer, b, b])
                 rows.append(
-                    Comparison(f"(a) {label} sw2={sw} sb2={sb}: {what} l={layer}", th, est, se, systematic=EXTRAPOLATION_BIAS(scale, width))
+                    Comparison(
+                        f"(a) {label} sw2={sw} sb2={sb}: {what} l={layer}",
+                        th,
+                        est,
+                        se,
+                        systematic=EXTRAPOLATION_BIAS(scale, width),
+                    )
                 )
     return rows
 
@@ -150,7 +166,16 @@ def fig_s4_setup() -> dict:
     eps0[idx, (idx + 1) % n] = d
     eps0[(idx + 1) % n, idx] = d
     star = conv.fixed_point_covariance(fp.q_star, fp.c_star, n)
-    return {"activation": act, "sigma_w2": sw, "sigma_b2": sb, "v": v, "n": n, "sigma_star": star, "eps0": eps0, "fixed_point": fp}
+    return {
+        "activation": act,
+        "sigma_w2": sw,
+        "sigma_b2": sb,
+        "v": v,
+        "n": n,
+        "sigma_star": star,
+        "eps0": eps0,
+        "fixed_point": fp,
+    }
 
 
 def simulate_fig_s4(depth: int, width: int, n_networks: int, *, backend: str = "numpy", rng: Any = None) -> np.ndarray:
@@ -179,7 +204,9 @@ def simulate_fig_s4(depth: int, width: int, n_networks: int, *, backend: str = "
     """
     s = fig_s4_setup()
     cov0 = np.stack([s["sigma_star"], s["sigma_star"] - s["eps0"]])
-    sim = simulate_conv(cov0, s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth, width, n_networks, backend=backend, rng=rng)
+    sim = simulate_conv(
+        cov0, s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth, width, n_networks, backend=backend, rng=rng
+    )
     eps = sim.cov[:, :, 0] - sim.cov[:, :, 1]
     return conv.cyclic_diagonal_modes(eps)[:, :, 1, :]
 
@@ -209,15 +236,27 @@ def _fig_s4_rows(backend, full, seed):
             rows.append(Comparison(f"{name} vs exact map", exact[layer, m].real, est, se, systematic=width_bias))
             second_order = abs(exact[layer, m].real - lin[layer, m].real)
             rows.append(
-                Comparison(f"{name} vs linearised", lin[layer, m].real, est, se, systematic=width_bias + second_order,
-                           note="systematic includes |exact - linearised| (second-order terms)")
+                Comparison(
+                    f"{name} vs linearised",
+                    lin[layer, m].real,
+                    est,
+                    se,
+                    systematic=width_bias + second_order,
+                    note="systematic includes |exact - linearised| (second-order terms)",
+                )
             )
     return rows
 
 
 def fig_s2_setup(seed: int = 0) -> dict:
     """Fig. S2 set-up: tanh, n = 10, kernel 3 (uniform v), sigma_b2 = 0.05, a random spatial input covariance."""
-    return {"activation": "tanh", "sigma_b2": 0.05, "v": np.full(3, 1 / 3), "n": 10, "cov0": _input_covariance(10, substream(seed, 3))}
+    return {
+        "activation": "tanh",
+        "sigma_b2": 0.05,
+        "v": np.full(3, 1 / 3),
+        "n": 10,
+        "cov0": _input_covariance(10, substream(seed, 3)),
+    }
 
 
 def _fig_s2_rows(backend, full, seed):
@@ -233,22 +272,43 @@ def _fig_s2_rows(backend, full, seed):
         th_delta = np.log(bp.grad_variance / bp.grad_variance[-1])
         ests, deltas = [], []
         for j, c in enumerate((width, 2 * width)):
-            sim = simulate_conv(s["cov0"], s["activation"], sw, s["sigma_b2"], s["v"], depth, c, n_net, gradients=True,
-                                backend=backend, rng=substream(seed, 4, k, j))
+            sim = simulate_conv(
+                s["cov0"],
+                s["activation"],
+                sw,
+                s["sigma_b2"],
+                s["v"],
+                depth,
+                c,
+                n_net,
+                gradients=True,
+                backend=backend,
+                rng=substream(seed, 4, k, j),
+            )
             ests.append(np.log(sim.weight_grad_sq[:, :, 0] / sim.weight_grad_sq[:, -1:, 0]))
             g = sim.grad_sq[:, :, 0].mean(-1)  # mean over positions of sum_j delta_j(a)^2 / c
             deltas.append(np.log(g / g[:, -1:]))
         for layer in (1, depth // 2):
             est, se = _extrapolate(ests[0][:, layer - 1], ests[1][:, layer - 1])
             rows.append(
-                Comparison(f"(c) Fig S2 sw2={sw:.3g}: log |dW^{layer}|^2/|dW^{depth}|^2", th_log[layer - 1], est, se,
-                           systematic=EXTRAPOLATION_BIAS(max(1.0, abs(th_log[layer - 1])), width))
+                Comparison(
+                    f"(c) Fig S2 sw2={sw:.3g}: log |dW^{layer}|^2/|dW^{depth}|^2",
+                    th_log[layer - 1],
+                    est,
+                    se,
+                    systematic=EXTRAPOLATION_BIAS(max(1.0, abs(th_log[layer - 1])), width),
+                )
             )
         for layer in (0, depth // 2):
             est, se = _extrapolate(deltas[0][:, layer], deltas[1][:, layer])
             rows.append(
-                Comparison(f"(c) sw2={sw:.3g}: log gradient variance delta^{layer}/delta^{depth} (eq. 2.15)", th_delta[layer], est, se,
-                           systematic=EXTRAPOLATION_BIAS(max(1.0, abs(th_delta[layer])), width))
+                Comparison(
+                    f"(c) sw2={sw:.3g}: log gradient variance delta^{layer}/delta^{depth} (eq. 2.15)",
+                    th_delta[layer],
+                    est,
+                    se,
+                    systematic=EXTRAPOLATION_BIAS(max(1.0, abs(th_delta[layer])), width),
+                )
             )
     return rows
 
@@ -282,19 +342,42 @@ def isometry_rows(seed: int = 0) -> list[Comparison]:
         y = periodic_conv(x, kernel[None], len(shape))
         axes = tuple(range(1, x.ndim))
         ratio = np.sqrt(np.sum(y**2, axis=axes) / np.sum(x**2, axis=axes))
-        rows.append(Comparison(f"(d) {label}: max | ||K*x||/||x|| - 1 |", 0.0, float(np.max(np.abs(ratio - 1))), 0.0, systematic=ISOMETRY_ATOL))
+        rows.append(
+            Comparison(
+                f"(d) {label}: max | ||K*x||/||x|| - 1 |",
+                0.0,
+                float(np.max(np.abs(ratio - 1))),
+                0.0,
+                systematic=ISOMETRY_ATOL,
+            )
+        )
         sv = np.linalg.svd(conv_matrix(kernel, shape if len(shape) > 1 else shape[0]), compute_uv=False)
-        rows.append(Comparison(f"(d) {label}: max |sigma_i(conv_matrix) - 1|", 0.0, float(np.max(np.abs(sv - 1))), 0.0, systematic=ISOMETRY_ATOL))
+        rows.append(
+            Comparison(
+                f"(d) {label}: max |sigma_i(conv_matrix) - 1|",
+                0.0,
+                float(np.max(np.abs(sv - 1))),
+                0.0,
+                systematic=ISOMETRY_ATOL,
+            )
+        )
     # Algorithm 1's variance vector: E ||K(beta)||_F^2 / c_in = binomial (orthogonal_kernel_variance)
     c, draws = 16, 200
-    for label, make, k, ndim in (("1-D k=5", orthogonal_conv_kernel_1d, 5, 1), ("2-D k=3", orthogonal_conv_kernel, 3, 2)):
+    for label, make, k, ndim in (
+        ("1-D k=5", orthogonal_conv_kernel_1d, 5, 1),
+        ("2-D k=3", orthogonal_conv_kernel, 3, 2),
+    ):
         axes = tuple(range(1 + ndim, 3 + ndim))
         samples = np.stack([make(k, c, c, rng=rng) for _ in range(draws)])
         frob = np.sum(samples**2, axis=axes) / c  # (draws, *kernel)
         theory = orthogonal_kernel_variance(k, ndim)
         for index in np.ndindex(*theory.shape):
             est, se = mean_and_stderr(frob[(slice(None),) + index])
-            rows.append(Comparison(f"(d) Algorithm 1 {label} c={c}: E|K{list(index)}|^2/c vs binomial v", theory[index], est, se))
+            rows.append(
+                Comparison(
+                    f"(d) Algorithm 1 {label} c={c}: E|K{list(index)}|^2/c vs binomial v", theory[index], est, se
+                )
+            )
     return rows
 
 

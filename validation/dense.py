@@ -42,6 +42,7 @@ POINTS = {
     ("relu", "chaotic"): (2.5, 0.1),
 }
 
+
 #: Relative bound on the O(1/N^2) remainder after width extrapolation, for widths N >= 128:
 #: the quantity's scale divided by N^2 (<= 6e-5 at N = 128).
 def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
@@ -71,7 +72,9 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         theory = dense.propagate(cov0, name, sw, sb, depth)
         grad_theory = dense.backward_variance(name, sw, sb, depth + 1, float(np.mean(np.diag(cov0))))
         sims = [
-            simulate_dense(x, name, sw, sb, depth, n, n_networks, gradients=True, backend=backend, rng=substream(seed, 1, k, j))
+            simulate_dense(
+                x, name, sw, sb, depth, n, n_networks, gradients=True, backend=backend, rng=substream(seed, 1, k, j)
+            )
             for j, n in enumerate((width, 2 * width))
         ]
         label = f"{name} {phase} (sw2={sw:.4g}, sb2={sb:g})"
@@ -87,7 +90,13 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
             g_th = grad_theory[layer]
             g_mc, g_se = _extrapolate(*(s.grad_sq[:, layer, 0] for s in sims))
             rows.append(
-                Comparison(f"{label}: grad var l={layer + 1}/{depth + 1}", g_th, g_mc, g_se, systematic=EXTRAPOLATION_BIAS(g_th, width))
+                Comparison(
+                    f"{label}: grad var l={layer + 1}/{depth + 1}",
+                    g_th,
+                    g_mc,
+                    g_se,
+                    systematic=EXTRAPOLATION_BIAS(g_th, width),
+                )
             )
     return rows
 

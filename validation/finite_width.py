@@ -38,13 +38,13 @@ import math
 import numpy as np
 
 from meanfield import finite_width as fw
-from meanfield.numerics import richardson
 from meanfield.data import load_digits
+from meanfield.numerics import richardson
 
-from .simulators import simulate_pair, simulate_squared_norms
 from .backend import substream
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
+from .simulators import simulate_pair, simulate_squared_norms
 
 __all__ = ["EIG_ATOL", "KS_Z", "LOG_GRID_TOP", "domain_truncation", "eigen_rows", "run"]
 
@@ -92,8 +92,14 @@ def _squared_norm_rows(backend, full, seed, rows):
             per_network = (z <= t).mean(1)
             m, se = mean_and_stderr(per_network)
             rows.append(
-                Comparison(f"|x^{layer}|^2 law: P(<= {t:.3g}) (q={q})", p_th, m, se, systematic=sys_,
-                           note="N=200 He, digits inputs; se over networks; systematic = grid error")
+                Comparison(
+                    f"|x^{layer}|^2 law: P(<= {t:.3g}) (q={q})",
+                    p_th,
+                    m,
+                    se,
+                    systematic=sys_,
+                    note="N=200 He, digits inputs; se over networks; systematic = grid error",
+                )
             )
         # Kolmogorov-Smirnov distance at the sample points (theory CDF interpolated in cells)
         zs = np.sort(z.reshape(-1))
@@ -103,16 +109,26 @@ def _squared_norm_rows(backend, full, seed, rows):
         dist = float(max(np.max(np.abs(ecdf_hi - th)), np.max(np.abs(ecdf_lo - th))))
         th_c = np.interp(zs, grid_c, np.cumsum(laws_c[layer]))
         rows.append(
-            Comparison(f"|x^{layer}|^2 law: KS distance", 0.0, dist, 1.0 / math.sqrt(n_net), z=KS_Z,
-                       systematic=float(np.max(np.abs(th - th_c))),
-                       note="tolerance: Kolmogorov 0.999 quantile with n = networks (conservative)")
+            Comparison(
+                f"|x^{layer}|^2 law: KS distance",
+                0.0,
+                dist,
+                1.0 / math.sqrt(n_net),
+                z=KS_Z,
+                systematic=float(np.max(np.abs(th - th_c))),
+                note="tolerance: Kolmogorov 0.999 quantile with n = networks (conservative)",
+            )
         )
 
 
 def _expected_norm_rows(backend, full, seed, rows):
     # fan_in = the previous width (30 = input dimension): per-weight variances 0.015, 0.04, 0.01, 0.03
-    layers = [fw.Layer(100, 0.45, 0.05, fan_in=30), fw.Layer(60, 4.0, 0.0, fan_in=100), fw.Layer(150, 0.6, 0.2, fan_in=60),
-              fw.Layer(80, 4.5, 0.1, fan_in=150)]
+    layers = [
+        fw.Layer(100, 0.45, 0.05, fan_in=30),
+        fw.Layer(60, 4.0, 0.0, fan_in=100),
+        fw.Layer(150, 0.6, 0.2, fan_in=60),
+        fw.Layer(80, 4.5, 0.1, fan_in=150),
+    ]
     x0 = np.random.default_rng(substream(seed, 1)).standard_normal((8, 30)) * 0.25
     n_net = 6000 if full else 1500
     sim = simulate_squared_norms(x0, _unscaled(layers), n_net, 8, backend=backend, rng=substream(seed, 2))
@@ -139,7 +155,14 @@ def _pair_rows(backend, full, seed, rows):
         inner, cosine = simulate_pair(x1, x2, width, sw, 0.0, n_net, backend=backend, rng=substream(seed, 4, width))
         v = fw.preactivation_covariance(np.array([[1.0, c], [c, 1.0]]), fw.sigma_w2_from_unscaled(sw, d), fan_in=d)
         m, se = mean_and_stderr(inner)
-        rows.append(Comparison(f"N={width}, <x1,x2>={c}: E<x1',x2'> (eq. 9)", float(fw.mean_inner_product(width, v[0, 0], v[1, 1], v[0, 1])), m, se))
+        rows.append(
+            Comparison(
+                f"N={width}, <x1,x2>={c}: E<x1',x2'> (eq. 9)",
+                float(fw.mean_inner_product(width, v[0, 0], v[1, 1], v[0, 1])),
+                m,
+                se,
+            )
+        )
         grid = np.linspace(0.0, 3.0, 1501)
         law = fw.inner_product_law(grid, width, v[0, 0], v[1, 1], v[0, 1])
         law_c = fw.inner_product_law(np.linspace(0.0, 3.0, 751), width, v[0, 0], v[1, 1], v[0, 1])
@@ -150,7 +173,9 @@ def _pair_rows(backend, full, seed, rows):
             sys_ = abs(p_th - _cdf_at(law_c, np.linspace(0.0, 3.0, 751), t))
             ind = (inner <= t).astype(float)
             m, se = mean_and_stderr(ind)
-            rows.append(Comparison(f"N={width}, <x1,x2>={c}: P(<x1',x2'> <= {t:.3g}) (K0 law)", p_th, m, se, systematic=sys_))
+            rows.append(
+                Comparison(f"N={width}, <x1,x2>={c}: P(<x1',x2'> <= {t:.3g}) (K0 law)", p_th, m, se, systematic=sys_)
+            )
         # cosine-similarity law: iid-component sampler (meanfield) vs actual networks
         samples = fw.cosine_similarity_samples(width, c, n_samples=4 * n_net, rng=substream(seed, 5, width))
         ms, ses = mean_and_stderr(samples)
@@ -207,7 +232,9 @@ def domain_truncation(m: float, width: int, sigma_w2: float, top: float, *, fan_
     >>> f"{domain_truncation(-2.0, 20, 2.0, 1e6):.3g}"   # 2 N 0.5^N top^-1.5 / (1.5 sqrt(2 pi 0.1))
     '3.21e-14'
     """
-    fw.relu_log_eigenvalue(m, width, sigma_w2, fan_in=fan_in)  # validates m, width, sigma_w2 and fan_in (ValueError / TypeError)
+    fw.relu_log_eigenvalue(
+        m, width, sigma_w2, fan_in=fan_in
+    )  # validates m, width, sigma_w2 and fan_in (ValueError / TypeError)
     m, n = float(m), int(width)
     sw = fw.unscaled_sigma_w2(sigma_w2, n if fan_in is None else fan_in)
     if isinstance(top, (bool, np.bool_)) or not isinstance(top, (int, float, np.integer, np.floating)):
@@ -222,7 +249,9 @@ def domain_truncation(m: float, width: int, sigma_w2: float, top: float, *, fan_
     with np.errstate(over="ignore", invalid="ignore"):
         out = 2 * n * 0.5**n * power / (abs(m + 0.5) * math.sqrt(2 * math.pi * sw))
     if not math.isfinite(out):
-        raise ValueError("the truncation bound is beyond float64 (top too small for this m, or sigma_w2 / fan_in tiny); use a larger top")
+        raise ValueError(
+            "the truncation bound is beyond float64 (top too small for this m, or sigma_w2 / fan_in tiny); use a larger top"
+        )
     return float(out)
 
 
@@ -251,9 +280,15 @@ def _eigen_rows(rows):
     for m, (coarse, fine) in est.items():
         rich = richardson(coarse, fine, order=2)  # cell averaging of a power law: O(h^2), h -> h / 2
         rows.append(
-            Comparison(f"lambda_m, N={n}, sigma_w2={sigma_w2:g}, m={m}: eq. 8 vs operator", fw.relu_eigenvalue(m, n, sigma_w2),
-                       rich.value, rich.error, z=1.0, systematic=domain_truncation(m, n, sigma_w2, LOG_GRID_TOP),
-                       note="deterministic; stderr = Richardson error estimate; systematic = sources beyond the grid")
+            Comparison(
+                f"lambda_m, N={n}, sigma_w2={sigma_w2:g}, m={m}: eq. 8 vs operator",
+                fw.relu_eigenvalue(m, n, sigma_w2),
+                rich.value,
+                rich.error,
+                z=1.0,
+                systematic=domain_truncation(m, n, sigma_w2, LOG_GRID_TOP),
+                note="deterministic; stderr = Richardson error estimate; systematic = sources beyond the grid",
+            )
         )
     for factor in (2.0, 1.5):
         n = 10
@@ -267,13 +302,27 @@ def _eigen_rows(rows):
             slopes.append(np.polyfit(np.log(c[sel]), np.log(dens[sel]), 1)[0])
         rich = richardson(slopes[0], slopes[1], order=2)
         rows.append(
-            Comparison(f"positive eigenvector ~ y^m, N={n}, sigma_w2={factor:g}: m", fw.quasi_stationary_exponent(n, factor), rich.value,
-                       rich.error, z=1.0, note="deterministic; Richardson over grids 201/401")
+            Comparison(
+                f"positive eigenvector ~ y^m, N={n}, sigma_w2={factor:g}: m",
+                fw.quasi_stationary_exponent(n, factor),
+                rich.value,
+                rich.error,
+                z=1.0,
+                note="deterministic; Richardson over grids 201/401",
+            )
         )
     for n in (5, 12):
         w, _ = fw.discretize_operator(np.linspace(0, 8, 81), n, 2.0).eig()
-        rows.append(Comparison(f"lambda_-1 = 1 - 0.5^N, N={n}: operator's 2nd eigenvalue", 1 - 0.5**n, float(w[1].real), 0.0,
-                               systematic=EIG_ATOL, note="exact identity; tolerance = eig rounding"))
+        rows.append(
+            Comparison(
+                f"lambda_-1 = 1 - 0.5^N, N={n}: operator's 2nd eigenvalue",
+                1 - 0.5**n,
+                float(w[1].real),
+                0.0,
+                systematic=EIG_ATOL,
+                note="exact identity; tolerance = eig rounding",
+            )
+        )
 
 
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:

@@ -32,14 +32,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from meanfield.validation.backend import get_backend, spawn_sequences, substream
+from meanfield.validation.report import Comparison, mean_and_stderr
+from meanfield.validation.runner import main_for, progress
+from meanfield.validation.simulators import (
+    FIG1_INITS,
+    INPUT_MOMENTS,
+    empirical_variances,
+    layer_moments,
+    nonzero_fraction,
+)
 from scipy import stats
 
 from meanfield import kurtosis
 from meanfield.data import load_digits
-from meanfield.validation.simulators import FIG1_INITS, INPUT_MOMENTS, empirical_variances, layer_moments, nonzero_fraction
-from meanfield.validation.backend import get_backend, spawn_sequences, substream
-from meanfield.validation.report import Comparison, mean_and_stderr
-from meanfield.validation.runner import main_for, progress
 
 __all__ = ["FIG1_DEPTH", "FIG1_STREAM", "FIG1_THRESHOLD", "KAPPA_MAX", "fig1_variances", "run"]
 
@@ -69,7 +75,12 @@ def _networks(width, full):
 
 def _kurtosis_rows(backend, full, seed):
     rows = []
-    configs = [(w, a, law, "gaussian") for w in (2, 10, 50) for a in (0.0, 0.1) for law in ("gaussian", "uniform", "rademacher")]
+    configs = [
+        (w, a, law, "gaussian")
+        for w in (2, 10, 50)
+        for a in (0.0, 0.1)
+        for law in ("gaussian", "uniform", "rademacher")
+    ]
     configs += [(10, 0.0, "gaussian", "rademacher"), (10, 0.0, "gaussian", "mixture")]
     configs += [((10, 3, 7, 2, 5, 12, 8), 0.0, "gaussian", "gaussian")]
     for k, (w, a, law, inp) in enumerate(progress(configs, desc="kurtosis recursion")):
@@ -115,7 +126,9 @@ def _nonzero_rows(backend, full, seed):
     widths = [2] * 9
     f = nonzero_fraction(widths, "gsm", n_net, backend=backend, rng=substream(seed, 2))
     p = 1.0 - 2.0 ** -widths[0]  # only the input can be all-negative: half of [h, -h] is > 0
-    rows.append(Comparison("P(y!=0) GSM (B.2 breaks; derived: 1 - 2^-w0) l=8", p, f[-1], math.sqrt(p * (1 - p) / n_net)))
+    rows.append(
+        Comparison("P(y!=0) GSM (B.2 breaks; derived: 1 - 2^-w0) l=8", p, f[-1], math.sqrt(p * (1 - p) / n_net))
+    )
     f = nonzero_fraction(widths, "gaussian", n_net, input_kind="shared_sign", backend=backend, rng=substream(seed, 3))
     p = 0.5 * kurtosis.nonzero_probability(widths[1:-1])[-1]
     rows.append(
@@ -139,7 +152,7 @@ FIG1_STREAM = 4
 def fig1_variances(
     full: bool = False,
     backend: str = "numpy",
-    rng: None | int | np.random.SeedSequence | np.random.Generator = None,
+    rng: int | np.random.SeedSequence | np.random.Generator | None = None,
     n_networks: int | None = None,
     n_inputs: int | None = None,
     depth: int = 100,
@@ -176,7 +189,14 @@ def fig1_variances(
     x = data[: n_inputs or (data.shape[0] if full else 256)]
     return {
         init: empirical_variances(
-            x, init, depth, 10, n_mi if init == "metainit" else n_net, backend=backend, rng=children[k], metainit_steps=metainit_steps
+            x,
+            init,
+            depth,
+            10,
+            n_mi if init == "metainit" else n_net,
+            backend=backend,
+            rng=children[k],
+            metainit_steps=metainit_steps,
         )
         for k, init in enumerate(FIG1_INITS)
     }
@@ -214,10 +234,27 @@ def _fig1_rows(backend, full, seed):
     logs = np.log10(v[alive, FIG1_DEPTH] / v[alive, 0])
     m, se = mean_and_stderr(logs) if logs.size >= 2 else (math.nan, math.nan)
     note = f"{int(alive.sum())} of {v.shape[0]} networks with a non-zero output"
-    rows.append(Comparison("Fig.1 metainit: mean log10(S^2_80 / S^2_0) (claim: explode, >= 1)", FIG1_EXPLOSION_LOG10, float(m), float(se), side="above", note=note))
+    rows.append(
+        Comparison(
+            "Fig.1 metainit: mean log10(S^2_80 / S^2_0) (claim: explode, >= 1)",
+            FIG1_EXPLOSION_LOG10,
+            float(m),
+            float(se),
+            side="above",
+            note=note,
+        )
+    )
     if v.shape[0] >= FIG1_MIN_FRACTION_NETWORKS:
         f, se = _fraction_below_threshold(v[:, FIG1_DEPTH])
-        rows.append(Comparison("Fig.1 metainit: frac(S^2 < 1e-3) at l=80 (claim: the 90 % rule fails)", FIG1_FRACTION, f, se, side="below"))
+        rows.append(
+            Comparison(
+                "Fig.1 metainit: frac(S^2 < 1e-3) at l=80 (claim: the 90 % rule fails)",
+                FIG1_FRACTION,
+                f,
+                se,
+                side="below",
+            )
+        )
     return rows
 
 

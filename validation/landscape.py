@@ -54,7 +54,11 @@ def _landscape_rows(n_targets, grid, seed):
             stats[arch]["walk"].append(float(r.walk_length.mean()))
             stats[arch]["basin"].append(float(r.basin_sizes.mean()))
     rows = []
-    for key, sign, label in (("minima", -1, "local minima"), ("walk", 1, "mean walk length"), ("basin", 1, "mean basin size")):
+    for key, sign, label in (
+        ("minima", -1, "local minima"),
+        ("walk", 1, "mean walk length"),
+        ("basin", 1, "mean basin size"),
+    ):
         for lo, hi in zip(ORDER[:-1], ORDER[1:]):
             a, b = np.array(stats[lo][key]), np.array(stats[hi][key])
             holds = (b > a) if sign > 0 else (a > b)
@@ -78,7 +82,7 @@ def _landscape_rows(n_targets, grid, seed):
                 float(m),
                 float(se),
                 systematic=PAPER_COUNT_DECADES,
-                note=f"ours (22 bits, {grid}x{grid} grid): mean {10 ** m:.4g}",
+                note=f"ours (22 bits, {grid}x{grid} grid): mean {10**m:.4g}",
             )
         )
     return rows
@@ -101,8 +105,20 @@ def _bias_rows(n_targets, grid, seed):
         notes.append("/".join(str(counts[a]) for a in ORDER))
     note = "plain/path/res/hyper: " + ", ".join(notes)
     return [
-        Comparison(f"Fig. S1 biases: plain has the most minima (fraction of {n_targets})", 1.0, most / n_targets, 0.0, note=note),
-        Comparison(f"Fig. S1 biases: hyper-residual has the fewest (fraction of {n_targets})", 1.0, fewest / n_targets, 0.0, note=note),
+        Comparison(
+            f"Fig. S1 biases: plain has the most minima (fraction of {n_targets})",
+            1.0,
+            most / n_targets,
+            0.0,
+            note=note,
+        ),
+        Comparison(
+            f"Fig. S1 biases: hyper-residual has the fewest (fraction of {n_targets})",
+            1.0,
+            fewest / n_targets,
+            0.0,
+            note=note,
+        ),
     ]
 
 
@@ -142,10 +158,26 @@ def _rescaling_rows(n_nets, seed):
         for a in dev:
             dev[a].append(L.rescaling_deviation(a, x, ws, int(k), int(l), 10.0, bs))
     m, se = mean_and_stderr(dev["plain"])
-    rows = [Comparison("rescaling W_k*10, W_l/10: plain relative output change", 0.0, float(m), float(se), systematic=RESCALE_ROUNDING)]
+    rows = [
+        Comparison(
+            "rescaling W_k*10, W_l/10: plain relative output change",
+            0.0,
+            float(m),
+            float(se),
+            systematic=RESCALE_ROUNDING,
+        )
+    ]
     for a in ("residual", "hyper_residual"):
         frac = float(np.mean(np.array(dev[a]) > RESCALE_BROKEN))
-        rows.append(Comparison(f"rescaling changes {a} output (fraction of {n_nets} nets)", 1.0, frac, 0.0, note=f"mean change {np.mean(dev[a]):.3g}"))
+        rows.append(
+            Comparison(
+                f"rescaling changes {a} output (fraction of {n_nets} nets)",
+                1.0,
+                frac,
+                0.0,
+                note=f"mean change {np.mean(dev[a]):.3g}",
+            )
+        )
     return rows
 
 
@@ -158,7 +190,15 @@ def _mode_rows(seed):
     for arch, converged in (("plain", 0.0), ("residual", 1.0), ("hyper_residual", 1.0)):
         tr = L.mode_flow(a0, s, t, arch)
         done = float(abs(tr.product[-1] - s) < 1e-3 * s)
-        rows.append(Comparison(f"10-layer {arch}: prod(a_l + c_l) reaches s by t = 5 (Fig. 6b)", converged, done, 0.0, note=f"final {tr.product[-1]:.4g}"))
+        rows.append(
+            Comparison(
+                f"10-layer {arch}: prod(a_l + c_l) reaches s by t = 5 (Fig. 6b)",
+                converged,
+                done,
+                0.0,
+                note=f"final {tr.product[-1]:.4g}",
+            )
+        )
     return rows
 
 

@@ -22,7 +22,14 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
-    "Comparison", "Z_DEFAULT", "format_table", "git_commit", "mean_and_stderr", "run_metadata", "table_records", "to_jsonable",
+    "Z_DEFAULT",
+    "Comparison",
+    "format_table",
+    "git_commit",
+    "mean_and_stderr",
+    "run_metadata",
+    "table_records",
+    "to_jsonable",
     "write_table_json",
 ]
 
@@ -141,7 +148,9 @@ def mean_and_stderr(samples, axis=0):
         raise ValueError(f"axis {axis} is out of range for samples of shape {samples.shape}")
     n = samples.shape[axis]
     if n < 2:
-        raise ValueError(f"samples needs at least 2 independent samples along axis {axis} for a standard error, got {n}")
+        raise ValueError(
+            f"samples needs at least 2 independent samples along axis {axis} for a standard error, got {n}"
+        )
     mean = samples.mean(axis=axis)
     stderr = samples.std(axis=axis, ddof=1) / math.sqrt(n)
     return mean, stderr
@@ -202,8 +211,12 @@ def git_commit() -> str | None:
     """The git commit of the source tree the library runs from, when it is a git checkout."""
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-            capture_output=True, text=True, timeout=5, check=False,
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -214,8 +227,12 @@ def _modified() -> bool | None:
     """Whether the git checkout the library runs from has uncommitted changes (None: not a checkout)."""
     try:
         out = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=Path(__file__).resolve().parent,
-            capture_output=True, text=True, timeout=5, check=False,
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -226,7 +243,7 @@ def run_metadata(**fields) -> dict:
     """The common head of every metadata block: library, version, commit and whether the checkout had
     uncommitted changes (``None`` when not run from a git checkout), creation time (UTC, ISO 8601),
     followed by ``fields``."""
-    from meanfield import __version__  # noqa: PLC0415
+    from meanfield import __version__
 
     commit = git_commit()
     return {
@@ -260,14 +277,27 @@ def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, 
         raise TypeError("rows must be Comparison objects")
     failed = sum(not r.passed for r in rows)
     meta = run_metadata(
-        kind="validation", name=title, seed=seed, size="full" if full else "default", full=bool(full),
-        backend=backend, params={}, seconds=seconds,
-        units={"theory": "unit of the compared quantity (see the row name)", "estimate": "same as theory",
-               "stderr": "same as theory", "tolerance": "same as theory", "z": "standard errors"},
+        kind="validation",
+        name=title,
+        seed=seed,
+        size="full" if full else "default",
+        full=bool(full),
+        backend=backend,
+        params={},
+        seconds=seconds,
+        units={
+            "theory": "unit of the compared quantity (see the row name)",
+            "estimate": "same as theory",
+            "stderr": "same as theory",
+            "tolerance": "same as theory",
+            "z": "standard errors",
+        },
         notes="verdict: |estimate - theory| <= z * stderr + systematic (side='both'); one-sided for "
-              "side='above'/'below' (see meanfield.validation.report)",
+        "side='above'/'below' (see meanfield.validation.report)",
     )
     data = {"rows": table_records(rows), "passed": len(rows) - failed, "failed": failed}
     path = Path(path)
-    path.write_text(json.dumps(to_jsonable({"metadata": meta, "axes": {"rows": ["comparison"]}, "data": data}), indent=1))
+    path.write_text(
+        json.dumps(to_jsonable({"metadata": meta, "axes": {"rows": ["comparison"]}, "data": data}), indent=1)
+    )
     return path

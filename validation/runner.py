@@ -36,8 +36,17 @@ from tqdm.auto import tqdm
 from .report import format_table, write_table_json
 
 __all__ = [
-    "CliParser", "add_arguments", "add_common_arguments", "check_backend_available", "check_out_dir", "comparison_modules", "main", "main_for",
-    "progress", "run_modules", "size_from_args",
+    "CliParser",
+    "add_arguments",
+    "add_common_arguments",
+    "check_backend_available",
+    "check_out_dir",
+    "comparison_modules",
+    "main",
+    "main_for",
+    "progress",
+    "run_modules",
+    "size_from_args",
 ]
 
 #: Environment variable that, set to ``1``, silences every progress bar.
@@ -107,17 +116,31 @@ class _NoProgress(argparse.Action):
 def add_common_arguments(p: argparse.ArgumentParser, sizes=None) -> None:
     """``--full`` (and ``--size`` when ``sizes`` is given), ``--backend``, ``--seed``, ``--no-progress``."""
     if sizes:
-        p.add_argument("--size", choices=list(sizes), default=None,
-                       help="smoke: seconds (a check that everything runs); default: minutes; full: the paper's sizes")
+        p.add_argument(
+            "--size",
+            choices=list(sizes),
+            default=None,
+            help="smoke: seconds (a check that everything runs); default: minutes; full: the paper's sizes",
+        )
         p.add_argument("--full", action="store_true", help="the paper's sizes (slow); same as --size full")
     else:
         p.add_argument("--full", action="store_true", help="paper-size simulations (slow)")
-    p.add_argument("--backend", default="numpy", choices=["numpy", "cupy"],
-                   help="array backend of the simulations; cupy needs CuPy and a GPU (default: numpy)")
-    p.add_argument("--seed", type=_seed, default=0, metavar="N",
-                   help="non-negative seed of every random stream, recorded in the JSON (default: 0)")
-    p.add_argument("--no-progress", action=_NoProgress, default=False,
-                   help=f"hide progress bars (or set {NO_PROGRESS_ENV}=1)")
+    p.add_argument(
+        "--backend",
+        default="numpy",
+        choices=["numpy", "cupy"],
+        help="array backend of the simulations; cupy needs CuPy and a GPU (default: numpy)",
+    )
+    p.add_argument(
+        "--seed",
+        type=_seed,
+        default=0,
+        metavar="N",
+        help="non-negative seed of every random stream, recorded in the JSON (default: 0)",
+    )
+    p.add_argument(
+        "--no-progress", action=_NoProgress, default=False, help=f"hide progress bars (or set {NO_PROGRESS_ENV}=1)"
+    )
 
 
 def size_from_args(args) -> str:
@@ -143,15 +166,18 @@ def comparison_modules() -> list[str]:
 
 
 def _parser(prog: str) -> CliParser:
-    return CliParser(prog=prog, description="Theory versus Monte-Carlo comparisons: a table per module "
-                     "(theory | Monte-Carlo | standard error | tolerance | verdict).")
+    return CliParser(
+        prog=prog,
+        description="Theory versus Monte-Carlo comparisons: a table per module "
+        "(theory | Monte-Carlo | standard error | tolerance | verdict).",
+    )
 
 
 def check_backend_available(backend: str) -> str:
     """``backend`` when it can be used here: ``"cupy"`` needs CuPy (``ValueError`` saying what to install)."""
     if backend == "cupy":
         try:
-            import cupy  # noqa: F401, PLC0415
+            import cupy  # noqa: F401
         except ImportError:
             raise ValueError(
                 "backend 'cupy' needs CuPy, which is not installed: `pip install meanfield-theory[gpu]` "
@@ -218,8 +244,15 @@ def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
         elapsed = time.perf_counter() - t0
         tqdm.write(format_table(f"validation.{name}", rows) + f"  ({elapsed:.1f} s)\n")
         if out is not None:
-            write_table_json(Path(out) / f"validation_{name}.json", f"validation.{name}", rows,
-                             seed=seed, full=full, backend=backend, seconds=elapsed)
+            write_table_json(
+                Path(out) / f"validation_{name}.json",
+                f"validation.{name}",
+                rows,
+                seed=seed,
+                full=full,
+                backend=backend,
+                seconds=elapsed,
+            )
         failed = sum(not r.passed for r in rows)
         total_failed += failed
         total_passed += len(rows) - failed
@@ -249,8 +282,15 @@ def main_for(run, module_name: str, argv=None) -> int:
     rows = run(backend=args.backend, full=args.full, seed=args.seed)
     print(format_table(f"validation.{name}", rows))
     if out is not None:
-        write_table_json(out / f"validation_{name}.json", f"validation.{name}", rows, seed=args.seed,
-                         full=args.full, backend=args.backend, seconds=time.perf_counter() - t0)
+        write_table_json(
+            out / f"validation_{name}.json",
+            f"validation.{name}",
+            rows,
+            seed=args.seed,
+            full=args.full,
+            backend=args.backend,
+            seconds=time.perf_counter() - t0,
+        )
     return 0 if rows and all(r.passed for r in rows) else 1
 
 
@@ -259,8 +299,12 @@ def add_arguments(p: argparse.ArgumentParser, *, names: bool = True) -> None:
     if names:
         p.add_argument("names", nargs="*", metavar="NAME", help="comparison modules to run (default: all of them)")
         p.add_argument("--list", action="store_true", help="list the comparison modules and exit")
-        p.add_argument("--out", default=None, metavar="DIR",
-                       help="also write each module's table as DIR/validation_NAME.json (metadata block included)")
+        p.add_argument(
+            "--out",
+            default=None,
+            metavar="DIR",
+            help="also write each module's table as DIR/validation_NAME.json (metadata block included)",
+        )
     add_common_arguments(p)
 
 

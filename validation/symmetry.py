@@ -40,10 +40,10 @@ from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.activations import get_activation
 
+from .backend import get_backend, substream, to_numpy
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
 from .simulators import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent, train
-from .backend import get_backend, substream, to_numpy
 
 __all__ = ["EXACT_ABS", "EXACT_REL", "GRAD_NOISE", "run"]
 
@@ -59,7 +59,9 @@ GRAD_NOISE = 1e-8
 
 
 def _exact(name, theory, estimate, scale=1.0, note=""):
-    return Comparison(name, float(theory), float(estimate), 0.0, systematic=EXACT_ABS * max(1.0, float(scale)), note=note)
+    return Comparison(
+        name, float(theory), float(estimate), 0.0, systematic=EXACT_ABS * max(1.0, float(scale)), note=note
+    )
 
 
 def _pairs(n_pairs, size, n_d, c, rng, sd=2):
@@ -95,17 +97,33 @@ def _claim_rows(backend, full, seed):
     size, n_d, c = 16, 3, 0.5
     widths = (4, 8, 16)
     n_sp0, n_spl = size * size, (size // 4) ** 2
-    head = np.outer(np.random.default_rng(substream(seed, 1)).standard_normal(10), np.ones(widths[-1]))  # channel-mean head
+    head = np.outer(
+        np.random.default_rng(substream(seed, 1)).standard_normal(10), np.ones(widths[-1])
+    )  # channel-mean head
     back_theory = (widths[-1] / widths[0]) ** 2
 
     def exact_rows(label, f0, last, b0, bl, n_pairs):
-        rows.append(_exact(f"ConstNet {label}: max|a^L_(g,i) - a^0_(4g,1)|", 0.0, np.max(np.abs(last - f0[:, ::4, ::4, :1])),
-                           note="Claim: features are subsampled first-layer features"))
+        rows.append(
+            _exact(
+                f"ConstNet {label}: max|a^L_(g,i) - a^0_(4g,1)|",
+                0.0,
+                np.max(np.abs(last - f0[:, ::4, ::4, :1])),
+                note="Claim: features are subsampled first-layer features",
+            )
+        )
         lhs = np.sum(b0[:n_pairs] * b0[n_pairs:], axis=(1, 2, 3)) / widths[0]
         rhs = np.sum(bl[:n_pairs] * bl[n_pairs:], axis=(1, 2, 3)) / widths[-1]
         k = int(np.argmax(np.abs(rhs)))
-        rows.append(Comparison(f"ConstNet {label}: <b^0,b^0'>/n_0 / (<b^L,b^L'>/n_L) (paper: 1)", back_theory, lhs[k] / rhs[k], 0.0,
-                               systematic=EXACT_REL * back_theory, note="factor (n_out/n_in)^2 per widening block"))
+        rows.append(
+            Comparison(
+                f"ConstNet {label}: <b^0,b^0'>/n_0 / (<b^L,b^L'>/n_L) (paper: 1)",
+                back_theory,
+                lhs[k] / rhs[k],
+                0.0,
+                systematic=EXACT_REL * back_theory,
+                note="factor (n_out/n_in)^2 per widening block",
+            )
+        )
 
     # statistics over input pairs (depth 30; the identities below show they are the same at any depth)
     n_pairs = 1000 if full else 300
@@ -117,13 +135,24 @@ def _claim_rows(backend, full, seed):
     ipl = np.sum(last[:n_pairs] * last[n_pairs:], axis=(1, 2, 3)) / (n_spl * widths[-1])
     for name, ip in (("a^0", ip0), ("a^L", ipl)):
         m, se = mean_and_stderr(ip)
-        rows.append(Comparison(f"ConstNet: E <{name}(x), {name}(x')> / (|S| n) = c / n_d", c / n_d, m, se, note="mean preserved"))
+        rows.append(
+            Comparison(
+                f"ConstNet: E <{name}(x), {name}(x')> / (|S| n) = c / n_d", c / n_d, m, se, note="mean preserved"
+            )
+        )
     v0, se0 = _variance_and_se(ip0)
     vl, sel = _variance_and_se(ipl)
     ratio = vl / v0
     ratio_se = ratio * np.sqrt((se0 / v0) ** 2 + (sel / vl) ** 2)  # conservative (ignores positive correlation)
-    rows.append(Comparison("ConstNet: Var ip^L / Var ip^0 = |S^0|/|S^L| (paper: 1)", n_sp0 / n_spl, ratio, ratio_se,
-                           note="not equal in distribution: positions are subsampled"))
+    rows.append(
+        Comparison(
+            "ConstNet: Var ip^L / Var ip^0 = |S^0|/|S^L| (paper: 1)",
+            n_sp0 / n_spl,
+            ratio,
+            ratio_se,
+            note="not equal in distribution: positions are subsampled",
+        )
+    )
     # depth 10 versus 1,000 on a few pairs: exact identities and depth-independent gradients
     x, xq = _pairs(4, size, n_d, c, rng)
     labels = rng.integers(0, 10, 8)
@@ -138,13 +167,26 @@ def _claim_rows(backend, full, seed):
     f0, last = to_numpy(feats[0]), to_numpy(feats[-1])
     raw = np.concatenate([x, xq]).mean(axis=-1, keepdims=True)
     want = (raw - raw.mean()) / np.sqrt(raw.var() + 1e-5)
-    rows.append(_exact("ConstNet + batch-norm depth 10: max|a^L - BN(a^0) subsampled|", 0.0,
-                       max(np.max(np.abs(f0 - want)), np.max(np.abs(last - want[:, ::4, ::4]))),
-                       note="batch-norm acts once, at the first layer"))
+    rows.append(
+        _exact(
+            "ConstNet + batch-norm depth 10: max|a^L - BN(a^0) subsampled|",
+            0.0,
+            max(np.max(np.abs(f0 - want)), np.max(np.abs(last - want[:, ::4, ::4]))),
+            note="batch-norm acts once, at the first layer",
+        )
+    )
     g0, g1 = grads[10], grads[1000]
     rel = np.max(np.abs(g0 - g1)) / max(np.max(np.abs(g0)), 1e-300)
-    rows.append(Comparison("ConstNet: max rel. diff. dL/dW (block 1) depth 10 vs 1000", 0.0, rel, 0.0, systematic=EXACT_REL,
-                           note="gradients independent of depth"))
+    rows.append(
+        Comparison(
+            "ConstNet: max rel. diff. dL/dW (block 1) depth 10 vs 1000",
+            0.0,
+            rel,
+            0.0,
+            systematic=EXACT_REL,
+            note="gradients independent of depth",
+        )
+    )
     return rows
 
 
@@ -161,7 +203,9 @@ def _looks_linear_rows(full, seed):
             top, bot = pre[layer - 1][..., : n // 2], pre[layer - 1][..., n // 2 :]
             want = np.concatenate([top @ u.T, bot @ u.T], axis=-1)
             dev = max(dev, float(np.max(np.abs(pre[layer] - want))))
-        rows.append(_exact(f"App. B n={n}: max|a^(l+1) - diag(U,U) a^l| over {depth} layers", 0.0, dev, note="eq. 9, surely"))
+        rows.append(
+            _exact(f"App. B n={n}: max|a^(l+1) - diag(U,U) a^l| over {depth} layers", 0.0, dev, note="eq. 9, surely")
+        )
         # Jacobian of the top half of a^depth w.r.t. x, column by column (forward mode)
         x1 = rng.standard_normal((1, 3, 3, n // 2))
         dim = x1.size
@@ -169,11 +213,19 @@ def _looks_linear_rows(full, seed):
         for j in range(dim):
             t = np.zeros(dim)
             t[j] = 1.0
-            _, _, jvp = looks_linear_delta_orthogonal_forward(x1, 12, n, rng=substream(seed, 4, n), tangent=t.reshape(x1.shape))
+            _, _, jvp = looks_linear_delta_orthogonal_forward(
+                x1, 12, n, rng=substream(seed, 4, n), tangent=t.reshape(x1.shape)
+            )
             cols.append(jvp[-1][..., : n // 2].ravel())
         sv = np.linalg.svd(np.array(cols).T, compute_uv=False)
-        rows.append(_exact(f"App. B n={n}: max|singular value - 1| of J (12 layers, {dim} dims)", 0.0, np.max(np.abs(sv - 1.0)),
-                           note="dynamical isometry at any width"))
+        rows.append(
+            _exact(
+                f"App. B n={n}: max|singular value - 1| of J (12 layers, {dim} dims)",
+                0.0,
+                np.max(np.abs(sv - 1.0)),
+                note="dynamical isometry at any width",
+            )
+        )
     return rows
 
 
@@ -191,16 +243,33 @@ def _leakynet_rows(full, seed):
     cycle = [a0, -leaky(a0) / slope, -a0, -leaky(-a0) / slope]
     scale = float(np.max(np.abs(a0))) / slope
     dev = max(float(np.max(np.abs(f - cycle[i % 4]))) for i, f in enumerate(feats))
-    rows.append(Comparison(f"App. H LeakyNet ({depth} mixed I/1 layers): max|a^l - 4-periodic|/(max|a^0|/slope)", 0.0, dev / scale, 0.0,
-                           systematic=EXACT_REL, note="symmetric features: 4-periodic"))
+    rows.append(
+        Comparison(
+            f"App. H LeakyNet ({depth} mixed I/1 layers): max|a^l - 4-periodic|/(max|a^0|/slope)",
+            0.0,
+            dev / scale,
+            0.0,
+            systematic=EXACT_REL,
+            note="symmetric features: 4-periodic",
+        )
+    )
     # all-'I' Jacobian = identity after 4k layers: push a random cotangent back (vector-Jacobian product)
-    net_i = LeakyNet.initial(["I"] * 400, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=slope,
-                             head=rng.standard_normal((5, 4)))
+    net_i = LeakyNet.initial(
+        ["I"] * 400, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=slope, head=rng.standard_normal((5, 4))
+    )
     logits, feats = net_i.forward(x, keep=True)
     _, betas = net_i.backward(rng.standard_normal(logits.shape), keep=True)
     rel = float(np.max(np.abs(betas[0] - betas[-1])) / np.max(np.abs(betas[-1])))
-    rows.append(Comparison("App. H LeakyNet 400 'I' layers: max|b^0 - b^400| / max|b^400|", 0.0, rel, 0.0, systematic=EXACT_REL,
-                           note="backward features preserved"))
+    rows.append(
+        Comparison(
+            "App. H LeakyNet 400 'I' layers: max|b^0 - b^400| / max|b^400|",
+            0.0,
+            rel,
+            0.0,
+            systematic=EXACT_REL,
+            note="backward features preserved",
+        )
+    )
     return rows
 
 
@@ -226,15 +295,29 @@ def _closed_form_rows(full, seed):
     p, n = 3, 8
     w = mf_init.delta_kernel((3, 3))[..., None, None] * np.tile(np.eye(n), (p, 1))
     ri = symmetry.closed_form_correlations("replicated_identity", p * n, n)
-    rows.append(_exact(f"closed form: replicated identity C_f (P={p}, n_in={n})", ri.c_f, symmetry.forward_correlation(w)))
+    rows.append(
+        _exact(f"closed form: replicated identity C_f (P={p}, n_in={n})", ri.c_f, symmetry.forward_correlation(w))
+    )
     rows.append(_exact("closed form: replicated identity C_b", ri.c_b, symmetry.backward_correlation(w)))
     u = mf_init.delta_kernel((3, 3))[..., None, None] * mf_init.haar_orthogonal(16, 16, rng=rng)
     rows.append(_exact("closed form: delta-orthogonal C_f", 0.0, symmetry.forward_correlation(u)))
     rows.append(_exact("closed form: delta-orthogonal C_b", 0.0, symmetry.backward_correlation(u)))
-    rows.append(_exact("closed form: constant C_f, C_b", 2.0, symmetry.forward_correlation(np.full((3, 3, 8, 4), 0.7))
-                       + symmetry.backward_correlation(np.full((3, 3, 8, 4), 0.7))))
-    rows.append(_exact("closed form: zero C_f, C_b", 2.0, symmetry.forward_correlation(np.zeros((3, 3, 8, 4)))
-                       + symmetry.backward_correlation(np.zeros((3, 3, 8, 4)))))
+    rows.append(
+        _exact(
+            "closed form: constant C_f, C_b",
+            2.0,
+            symmetry.forward_correlation(np.full((3, 3, 8, 4), 0.7))
+            + symmetry.backward_correlation(np.full((3, 3, 8, 4), 0.7)),
+        )
+    )
+    rows.append(
+        _exact(
+            "closed form: zero C_f, C_b",
+            2.0,
+            symmetry.forward_correlation(np.zeros((3, 3, 8, 4)))
+            + symmetry.backward_correlation(np.zeros((3, 3, 8, 4))),
+        )
+    )
     return rows
 
 
@@ -246,16 +329,52 @@ def _breaking_rows(backend, full, seed):
     steps = 40 if full else 15
     det = train(ConstNet.initial((8, 16), 1, 3, 4, backend=backend), x, y, steps, lr=0.2)
     hidden = slice(1, None)  # the first conv's C_b reflects the data's distinct input channels
-    rows.append(_exact(f"ConstNet '0' init, deterministic GD ({steps} steps): max 1 - C_f (hidden)", 0.0, det.one_minus_cf[:, hidden].max()))
-    rows.append(_exact(f"ConstNet '0' init, deterministic GD ({steps} steps): max 1 - C_b (hidden)", 0.0, det.one_minus_cb[:, hidden].max()))
-    drop = train(ConstNet.initial((8, 16), 1, 3, 4, backend=backend), x, y, steps, lr=0.2, dropout=0.01, rng=substream(seed, 8))
+    rows.append(
+        _exact(
+            f"ConstNet '0' init, deterministic GD ({steps} steps): max 1 - C_f (hidden)",
+            0.0,
+            det.one_minus_cf[:, hidden].max(),
+        )
+    )
+    rows.append(
+        _exact(
+            f"ConstNet '0' init, deterministic GD ({steps} steps): max 1 - C_b (hidden)",
+            0.0,
+            det.one_minus_cb[:, hidden].max(),
+        )
+    )
+    drop = train(
+        ConstNet.initial((8, 16), 1, 3, 4, backend=backend), x, y, steps, lr=0.2, dropout=0.01, rng=substream(seed, 8)
+    )
     broken = float(drop.one_minus_cf[-1, hidden].max())
-    rows.append(Comparison(f"ConstNet '0' init, 1% dropout: max 1 - C_f > 0 after {steps} steps (1 = broken)", 1.0, float(broken > 0), 0.0,
-                           note=f"measured max 1 - C_f = {broken:.3g}"))
-    noisy = train(ConstNet.initial((8, 16), 1, 3, 4, backend=backend), x, y, steps, lr=0.2, grad_noise=GRAD_NOISE, rng=substream(seed, 9))
+    rows.append(
+        Comparison(
+            f"ConstNet '0' init, 1% dropout: max 1 - C_f > 0 after {steps} steps (1 = broken)",
+            1.0,
+            float(broken > 0),
+            0.0,
+            note=f"measured max 1 - C_f = {broken:.3g}",
+        )
+    )
+    noisy = train(
+        ConstNet.initial((8, 16), 1, 3, 4, backend=backend),
+        x,
+        y,
+        steps,
+        lr=0.2,
+        grad_noise=GRAD_NOISE,
+        rng=substream(seed, 9),
+    )
     broken = float(min(noisy.one_minus_cf[-1, hidden].max(), noisy.one_minus_cb[-1, hidden].max()))
-    rows.append(Comparison(f"ConstNet '0' init, gradient noise {GRAD_NOISE:g}: 1 - C_f, 1 - C_b > 0 after {steps} steps (1 = broken)",
-                           1.0, float(broken > 0), 0.0, note=f"measured min over C_f, C_b of max 1 - C = {broken:.3g}"))
+    rows.append(
+        Comparison(
+            f"ConstNet '0' init, gradient noise {GRAD_NOISE:g}: 1 - C_f, 1 - C_b > 0 after {steps} steps (1 = broken)",
+            1.0,
+            float(broken > 0),
+            0.0,
+            note=f"measured min over C_f, C_b of max 1 - C = {broken:.3g}",
+        )
+    )
     return rows
 
 

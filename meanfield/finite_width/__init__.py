@@ -85,20 +85,20 @@ R. Burkholz and A. Dubatovka, "Initialization of ReLUs for Dynamical Isometry", 
 
 from __future__ import annotations
 
-from ._common import MAX_WIDTH
-from ._correlation import *  # noqa: F401,F403
+from ._common import MAX_WIDTH as MAX_WIDTH
+from ._correlation import *  # noqa: F403
 from ._correlation import __all__ as _correlation_all
-from ._eigen import *  # noqa: F401,F403
+from ._eigen import *  # noqa: F403
 from ._eigen import __all__ as _eigen_all
-from ._joint import *  # noqa: F401,F403
+from ._joint import *  # noqa: F403
 from ._joint import __all__ as _joint_all
-from ._kernel import *  # noqa: F401,F403
+from ._kernel import *  # noqa: F403
 from ._kernel import __all__ as _kernel_all
-from ._layer import *  # noqa: F401,F403
+from ._layer import *  # noqa: F403
 from ._layer import __all__ as _layer_all
-from ._norms import *  # noqa: F401,F403
+from ._norms import *  # noqa: F403
 from ._norms import __all__ as _norms_all
-from ._operator import *  # noqa: F401,F403
+from ._operator import *  # noqa: F403
 from ._operator import __all__ as _operator_all
 
 __all__ = sorted(

@@ -75,7 +75,9 @@ def unscaled(sigma_w2: float, fan_in: int, name: str = "sigma_w2") -> float:
     """
     v = sigma_w2 / fan_in
     if sigma_w2 > 0 and v == 0.0:
-        raise ValueError(f"{name} / fan_in underflows float64 ({name}={sigma_w2!r}, fan_in={fan_in}); {name} must be 0 or >= fan_in * 5e-324")
+        raise ValueError(
+            f"{name} / fan_in underflows float64 ({name}={sigma_w2!r}, fan_in={fan_in}); {name} must be 0 or >= fan_in * 5e-324"
+        )
     return v
 
 
@@ -182,7 +184,7 @@ def binomial_log_weights(n: int) -> tuple[np.ndarray, np.ndarray]:
 def truncated_power(p: np.ndarray, n: int) -> np.ndarray:
     """First ``len(p)`` entries of the ``n``-fold self-convolution of the non-negative vector ``p``."""
     size = p.size
-    nfft = 1 << int(math.ceil(math.log2(2 * size)))
+    nfft = 1 << math.ceil(math.log2(2 * size))
 
     def mul(a, b):
         out = np.fft.irfft(np.fft.rfft(a, nfft) * np.fft.rfft(b, nfft), nfft)[:size]

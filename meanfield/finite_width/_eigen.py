@@ -86,7 +86,9 @@ def _log_eigenvalue(m: np.ndarray, n: int, sw: float):
     return float(out) if out.ndim == 0 else out
 
 
-def relu_log_eigenvalue(m: ArrayLike, width: int, sigma_w2: float = 2.0, *, fan_in: int | None = None) -> float | np.ndarray:
+def relu_log_eigenvalue(
+    m: ArrayLike, width: int, sigma_w2: float = 2.0, *, fan_in: int | None = None
+) -> float | np.ndarray:
     """Natural log of :func:`relu_eigenvalue` (seed 001, Prop. 4, eq. 8 as derived), finite for every width.
 
     Evaluated as ``-(m+1) log(2 s) + logsumexp_k [log(C(N,k) 0.5^N) + log Gamma(k/2-m-1) -
@@ -127,7 +129,9 @@ def relu_log_eigenvalue(m: ArrayLike, width: int, sigma_w2: float = 2.0, *, fan_
     return _log_eigenvalue(m, n, _unscaled_positive(sigma_w2, n, fan_in))
 
 
-def relu_eigenvalue(m: ArrayLike, width: int, sigma_w2: float = 2.0, *, fan_in: int | None = None) -> float | np.ndarray:
+def relu_eigenvalue(
+    m: ArrayLike, width: int, sigma_w2: float = 2.0, *, fan_in: int | None = None
+) -> float | np.ndarray:
     r"""Eigenvalue of the eigenfunction ``y^m`` of the ReLU operator ``T_l`` with ``sigma_b = 0``.
 
     Derived from the kernel of Prop. 4 (seed 001, eq. 8 corrected), with seed 001's per-weight
@@ -178,7 +182,9 @@ def relu_eigenvalue(m: ArrayLike, width: int, sigma_w2: float = 2.0, *, fan_in: 
     return exp_or_raise(relu_log_eigenvalue(m, width, sigma_w2, fan_in=fan_in), "lambda_m", "relu_log_eigenvalue")
 
 
-def relu_eigenvalue_printed(m: ArrayLike, width: int, sigma_w2: float = 2.0, *, fan_in: int | None = None) -> float | np.ndarray:
+def relu_eigenvalue_printed(
+    m: ArrayLike, width: int, sigma_w2: float = 2.0, *, fan_in: int | None = None
+) -> float | np.ndarray:
     """Eq. 8 of seed 001 exactly as printed (prefactor ``0.5^(N-m-1)``), kept for Fig. 1b.
 
     Equals ``relu_eigenvalue(m, width, sigma_w2) * 4^(m+1)``. It does **not** equal the
@@ -274,7 +280,9 @@ def _convex_bracket(f):
     for _ in range(_MAX_EXPANSIONS):
         hi = RELU_EIGEN_M_MAX - gap
         if hi >= RELU_EIGEN_M_MAX:  # gap below the float resolution at -1/2
-            raise FloatingPointError("log lambda_m stays <= 0 up to the float next to -1/2: no upper bracket in float range")
+            raise FloatingPointError(
+                "log lambda_m stays <= 0 up to the float next to -1/2: no upper bracket in float range"
+            )
         if f(hi) > 0:
             break
         gap *= 0.5

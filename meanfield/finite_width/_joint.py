@@ -130,13 +130,17 @@ def relu_product_density(t: ArrayLike, v11: float, v22: float, v12: float, log: 
     log = check_bool(log, "log")
     one_m_r2 = (1.0 - rho) * (1.0 + rho)
     if np.any(one_m_r2 <= 0):
-        raise ValueError("v12 must satisfy v12^2 < v11 v22 (|rho| < 1): the law of relu(h1) relu(h2) has a density only then")
+        raise ValueError(
+            "v12 must satisfy v12^2 < v11 v22 (|rho| < 1): the law of relu(h1) relu(h2) has a density only then"
+        )
     with np.errstate(over="ignore"):
         x = t / (scale * one_m_r2)
     if not np.all(np.isfinite(x)):
         raise ValueError("t / (sqrt(v11 v22) (1 - rho^2)) overflows float64; rescale t, v11, v22, v12")
     with np.errstate(divide="ignore"):
-        out = -math.log(2 * math.pi) - math.log(scale) - 0.5 * np.log(one_m_r2) + np.log(special.k0e(x)) - (1.0 - rho) * x
+        out = (
+            -math.log(2 * math.pi) - math.log(scale) - 0.5 * np.log(one_m_r2) + np.log(special.k0e(x)) - (1.0 - rho) * x
+        )
     if not log:
         if np.any(out > LOG_MAX):
             raise ValueError("the density exceeds float64 here (sqrt(v11 v22) (1 - rho^2) is tiny); use log=True")
@@ -185,7 +189,9 @@ def inner_product_law(grid: ArrayLike, width: int, v11: float, v22: float, v12: 
     n = width_arg(width)
     v11, v22, v12, rho, _ = check_pair(v11, v22, v12)
     if not abs(float(rho)) < 1.0:
-        raise ValueError("v12 must satisfy v12^2 < v11 v22 (|rho| < 1): the law of relu(h1) relu(h2) has a density only then")
+        raise ValueError(
+            "v12 must satisfy v12^2 < v11 v22 (|rho| < 1): the law of relu(h1) relu(h2) has a density only then"
+        )
     check_size(4 * g.size, "4 * len(grid) (FFT work arrays)")
     dz = float(g[1] - g[0])
     G = g.size
@@ -232,7 +238,7 @@ def cosine_similarity_samples(
     rho: float,
     n_samples: int = 1_000_000,
     sigma_w2: float = 2.0,
-    rng: None | int | np.random.Generator = None,
+    rng: int | np.random.Generator | None = None,
     chunk: int | None = None,
     dtype: DTypeLike = np.float64,
 ) -> np.ndarray:

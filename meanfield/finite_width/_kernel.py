@@ -102,7 +102,9 @@ def relu_kernel(
     with np.errstate(over="ignore"):
         s = sw * yb + sb
     if not np.all(np.isfinite(s)):
-        raise ValueError("sigma_w2 / fan_in * y + sigma_b2 (the pre-activation variance) must be finite; it overflows float64 here")
+        raise ValueError(
+            "sigma_w2 / fan_in * y + sigma_b2 (the pre-activation variance) must be finite; it overflows float64 here"
+        )
     k, logw = binomial_log_weights(n)
     pos = (s > 0) & (zb > 0)
     log_dens = np.full(yb.shape, -np.inf)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .._results import Result
 from ._common import MAX_WIDTH, fan_in_arg, int_arg, nonneg, unscaled, width_arg
@@ -140,11 +140,12 @@ def check_layers(layers: Sequence) -> list[Layer]:
         elif isinstance(layer, (list, tuple)) and len(layer) in (2, 3, 4):
             fields = tuple(layer) + (0.0, None)[len(layer) - 2 :]
         else:
-            raise TypeError(f"layers[{i}] must be a Layer or a (width, sigma_w2[, sigma_b2[, fan_in]]) tuple, got {layer!r}")
+            raise TypeError(
+                f"layers[{i}] must be a Layer or a (width, sigma_w2[, sigma_b2[, fan_in]]) tuple, got {layer!r}"
+            )
         n = width_arg(fields[0], f"layers[{i}] width")
         fi = fan_in_arg(fields[3], n, f"layers[{i}] fan_in")
         sw = nonneg(fields[1], f"layers[{i}] sigma_w2")
         unscaled(sw, fi, f"layers[{i}] sigma_w2")
         out.append(Layer(n, sw, nonneg(fields[2], f"layers[{i}] sigma_b2"), fi))
     return out
-

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -100,7 +101,7 @@ def _gamma_mixture_cdf(x, k, w):
         ks, ws = k[sel], w[sel]
         a = ks[0] / 2
         q = special.gammaincc(a, x)
-        for j, (kk, ww) in enumerate(zip(ks, ws)):
+        for j, (_kk, ww) in enumerate(zip(ks, ws)):
             if j:
                 a_prev = ks[j - 1] / 2
                 q = q + np.exp(a_prev * lx - x - special.gammaln(a_prev + 1))
@@ -142,7 +143,9 @@ def _phi_squared(act, h):
                 raise TypeError(f"phi returned {v.dtype} of shape {v.shape} for {h.shape} inputs")
             u = v.astype(np.float64) ** 2
     except Exception as exc:  # a user-defined phi may raise anything
-        raise ValueError(f"activation {act.name!r}: phi must map real arrays to real arrays of the same shape ({exc})") from exc
+        raise ValueError(
+            f"activation {act.name!r}: phi must map real arrays to real arrays of the same shape ({exc})"
+        ) from exc
     if not np.all(np.isfinite(u)):
         raise ValueError(
             f"activation {act.name!r} gives non-finite phi(h)^2 for h ~ N(0, sigma_w2 / fan_in * y + sigma_b2) (NaN or overflow); "
@@ -193,8 +196,9 @@ def _check_variance_range(y, sw, sb):
     with np.errstate(over="ignore"):
         top = sw * (float(np.max(y)) if np.size(y) else 0.0) + sb
     if not math.isfinite(top):
-        raise ValueError("sigma_w2 / fan_in * y + sigma_b2 (the pre-activation variance) must be finite; it overflows float64 here")
-
+        raise ValueError(
+            "sigma_w2 / fan_in * y + sigma_b2 (the pre-activation variance) must be finite; it overflows float64 here"
+        )
 
 
 def kernel_masses(
@@ -426,7 +430,11 @@ _OPERATOR_OPTIONS = ("nodes_per_cell", "n_quantiles", "method")
 
 
 def propagate_distribution(
-    p0: ArrayLike, grid: ArrayLike, layers: Sequence[Layer | tuple], activation: str | Activation = "relu", **kwargs: Any
+    p0: ArrayLike,
+    grid: ArrayLike,
+    layers: Sequence[Layer | tuple],
+    activation: str | Activation = "relu",
+    **kwargs: Any,
 ) -> np.ndarray:
     """Propagate a squared-norm law through layers: ``p_l = T_l p_{l-1}`` (seed 001, Prop. 1, Fig. 1a).
 
@@ -473,7 +481,9 @@ def propagate_distribution(
     lays = check_layers(layers)
     unknown = sorted(set(kwargs) - set(_OPERATOR_OPTIONS))
     if unknown:
-        raise TypeError(f"propagate_distribution got unexpected keyword arguments {unknown} (allowed: {_OPERATOR_OPTIONS})")
+        raise TypeError(
+            f"propagate_distribution got unexpected keyword arguments {unknown} (allowed: {_OPERATOR_OPTIONS})"
+        )
     opts = dict(kwargs)
     if "nodes_per_cell" in opts:
         opts["nodes_per_cell"] = int_arg(opts["nodes_per_cell"], "nodes_per_cell", 1, 64)
@@ -489,6 +499,8 @@ def propagate_distribution(
     for l, lay in enumerate(lays):
         key = (lay.width, lay.sigma_w2, lay.sigma_b2, lay.fan_in)
         if key not in cache:
-            cache[key] = discretize_operator(g, lay.width, lay.sigma_w2, lay.sigma_b2, act, fan_in=lay.fan_in, **opts).matrix
+            cache[key] = discretize_operator(
+                g, lay.width, lay.sigma_w2, lay.sigma_b2, act, fan_in=lay.fan_in, **opts
+            ).matrix
         out[l + 1] = cache[key] @ out[l]
     return out

@@ -44,4 +44,11 @@ from ._symmetry import __all__ as _symmetry_all
 from ._zero import *  # noqa: F403
 from ._zero import __all__ as _zero_all
 
-__all__ = list(_dense_all) + list(_looks_linear_all) + list(_conv_all) + list(_zero_all) + list(_symmetry_all) + list(_metainit_all)
+__all__ = (
+    list(_dense_all)
+    + list(_looks_linear_all)
+    + list(_conv_all)
+    + list(_zero_all)
+    + list(_symmetry_all)
+    + list(_metainit_all)
+)

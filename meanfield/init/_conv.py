@@ -174,7 +174,9 @@ def _correlate(x: Any, kernel: Any, sd: int, xp: Any, transpose: bool, out_chann
     return out
 
 
-def _conv_arguments(x: Any, x_name: str, kernel: Any, spatial_dims: int, backend: Any, channel_axis: int, check_finite: bool):
+def _conv_arguments(
+    x: Any, x_name: str, kernel: Any, spatial_dims: int, backend: Any, channel_axis: int, check_finite: bool
+):
     """Validate :func:`periodic_conv` (``channel_axis=-1``: x has c_in channels) or its adjoint (-2)."""
     b = get_backend(backend)
     sd = check_int(spatial_dims, "spatial_dims", 1, 2)
@@ -184,7 +186,9 @@ def _conv_arguments(x: Any, x_name: str, kernel: Any, spatial_dims: int, backend
     if x.ndim < sd + 1:
         raise ValueError(f"{x_name} must have shape (..., *spatial ({sd} axes), channels), got shape {x.shape}")
     if kernel.ndim < sd + 2:
-        raise ValueError(f"kernel must have shape (..., *kernel_spatial ({sd} axes), c_out, c_in), got shape {kernel.shape}")
+        raise ValueError(
+            f"kernel must have shape (..., *kernel_spatial ({sd} axes), c_out, c_in), got shape {kernel.shape}"
+        )
     if x.size == 0 or kernel.size == 0:
         raise ValueError(f"{x_name} and kernel must not be empty, got shapes {x.shape} and {kernel.shape}")
     ks = _taps(kernel, sd)
@@ -268,7 +272,9 @@ def periodic_conv(
     b, sd, x, kernel, lead, c_out, check = _conv_arguments(x, "x", kernel, spatial_dims, backend, -1, check_finite)
     with np.errstate(over="ignore", invalid="ignore"):
         out = _correlate(x, kernel, sd, b.xp, False, c_out, lead)
-    return _finite_result(b.xp, out, "periodic_conv's result", "|x| * |kernel| overflows float64; rescale x or kernel", check)
+    return _finite_result(
+        b.xp, out, "periodic_conv's result", "|x| * |kernel| overflows float64; rescale x or kernel", check
+    )
 
 
 def periodic_conv_transpose(
@@ -303,7 +309,9 @@ def periodic_conv_transpose(
     b, sd, g, kernel, lead, c_in, check = _conv_arguments(g, "g", kernel, spatial_dims, backend, -2, check_finite)
     with np.errstate(over="ignore", invalid="ignore"):
         out = _correlate(g, kernel, sd, b.xp, True, c_in, lead)
-    return _finite_result(b.xp, out, "periodic_conv_transpose's result", "|g| * |kernel| overflows float64; rescale g or kernel", check)
+    return _finite_result(
+        b.xp, out, "periodic_conv_transpose's result", "|g| * |kernel| overflows float64; rescale g or kernel", check
+    )
 
 
 def periodic_conv_weight_grad(
@@ -361,8 +369,10 @@ def periodic_conv_weight_grad(
     x = _backend_array(x, "x", b, check_finite)
     g = _backend_array(g, "g", b, check_finite)
     if x.ndim < sd + 1 or g.ndim != x.ndim or x.shape[:-1] != g.shape[:-1] or x.size == 0 or g.size == 0:
-        raise ValueError(f"x and g must be non-empty arrays (*lead, *spatial ({sd} axes), channels) with the same leading "
-                         f"and spatial axes, got shapes {x.shape} and {g.shape}")
+        raise ValueError(
+            f"x and g must be non-empty arrays (*lead, *spatial ({sd} axes), channels) with the same leading "
+            f"and spatial axes, got shapes {x.shape} and {g.shape}"
+        )
     n_lead = x.ndim - 1 - sd
     sum_leading = int_arg(sum_leading, "sum_leading", 0, n_lead)
     keep = tuple(x.shape[sum_leading:n_lead])
@@ -383,8 +393,12 @@ def periodic_conv_weight_grad(
         for index, beta in kernel_offsets(ks):
             shifted = xp.roll(x, tuple(-s for s in beta), axis=axes) if any(beta) else x
             prod = gt @ rows(shifted)
-            out[(Ellipsis,) + index + (slice(None), slice(None))] = prod.sum(axis=tuple(range(sum_leading))) if sum_leading else prod
-    return _finite_result(xp, out, "periodic_conv_weight_grad's result", "|x| * |g| overflows float64; rescale x or g", check_finite)
+            out[(Ellipsis,) + index + (slice(None), slice(None))] = (
+                prod.sum(axis=tuple(range(sum_leading))) if sum_leading else prod
+            )
+    return _finite_result(
+        xp, out, "periodic_conv_weight_grad's result", "|x| * |g| overflows float64; rescale x or g", check_finite
+    )
 
 
 def _kernel_array(kernel: ArrayLike, name: str = "kernel") -> np.ndarray:
@@ -552,7 +566,9 @@ def conv_singular_values(kernel: ArrayLike, spatial_shape: int | Sequence[int]) 
     else:
         shape = (int_arg(spatial_shape, "spatial_shape", 1),)
     if len(shape) != sd:
-        raise ValueError(f"spatial_shape {shape} has {len(shape)} axes but the kernel {kernel.shape} has {sd} spatial axes")
+        raise ValueError(
+            f"spatial_shape {shape} has {len(shape)} axes but the kernel {kernel.shape} has {sd} spatial axes"
+        )
     ks = kernel.shape[:sd]
     if any(s % 2 == 0 for s in ks):
         raise ValueError(f"kernel spatial sizes must be odd (2k+1), got {ks}")
@@ -732,7 +748,9 @@ def _check_kernel_request(k, c_in, c_out, ndim):
         )
 
 
-def orthogonal_conv_kernel(kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None) -> np.ndarray:
+def orthogonal_conv_kernel(
+    kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None
+) -> np.ndarray:
     """A random 2-D orthogonal convolution kernel, Algorithm 1 of seed 003.
 
     Parameters
@@ -779,7 +797,9 @@ def orthogonal_conv_kernel(kernel_size: int, c_in: int, c_out: int, *, sigma_w2:
     return _scaled(h @ kernel, sigma_w2)
 
 
-def orthogonal_conv_kernel_1d(kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None) -> np.ndarray:
+def orthogonal_conv_kernel_1d(
+    kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None
+) -> np.ndarray:
     """The 1-D analogue of Algorithm 1 (seed 003): ``K(z) = H prod_t (P_t + (1 - P_t) z)``.
 
     Parameters
@@ -830,7 +850,9 @@ def orthogonal_conv_kernel_1d(kernel_size: int, c_in: int, c_out: int, *, sigma_
     return _scaled(h @ kernel, sigma_w2)
 
 
-def delta_orthogonal_kernel(kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None) -> np.ndarray:
+def delta_orthogonal_kernel(
+    kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None
+) -> np.ndarray:
     """Delta-orthogonal kernel, Algorithm 2 of seed 003: ``H`` at the centre ``[k//2, k//2]``, zero elsewhere.
 
     Parameters
@@ -867,7 +889,9 @@ def delta_orthogonal_kernel(kernel_size: int, c_in: int, c_out: int, *, sigma_w2
     return _scaled(kernel, sigma_w2)
 
 
-def delta_orthogonal_kernel_1d(kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None) -> np.ndarray:
+def delta_orthogonal_kernel_1d(
+    kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None
+) -> np.ndarray:
     """1-D delta-orthogonal kernel (Algorithm 2 of seed 003 in one spatial dimension).
 
     Parameters

@@ -35,7 +35,9 @@ def _leaky_gain(slope: float) -> float:
     """``2 / (1 + slope^2)`` = ``E[y^2] / E[phi_a(y)^2]`` for zero-mean symmetric ``y`` (seed 002, supplement)."""
     slope = real(slope, "slope")
     if abs(slope) > MAX_SLOPE:
-        raise ValueError(f"slope must satisfy |slope| <= 1e150 (the gain 2 / (1 + slope^2) underflows beyond), got {slope!r}")
+        raise ValueError(
+            f"slope must satisfy |slope| <= 1e150 (the gain 2 / (1 + slope^2) underflows beyond), got {slope!r}"
+        )
     return 2.0 / (1.0 + slope * slope)
 
 
@@ -121,7 +123,9 @@ def _sizes(n_out, n_in, batch) -> tuple[int, int, tuple[int, ...]]:
     return n_out, n_in, batch
 
 
-def haar_orthogonal(n_out: int, n_in: int, rng: Any = None, *, batch: int | tuple[int, ...] = (), backend: str | Backend = "numpy") -> Any:
+def haar_orthogonal(
+    n_out: int, n_in: int, rng: Any = None, *, batch: int | tuple[int, ...] = (), backend: str | Backend = "numpy"
+) -> Any:
     """A Haar-distributed matrix with orthonormal columns (``n_out >= n_in``) or rows.
 
     QR of a Gaussian matrix with the signs of R's diagonal absorbed (Mezzadri 2007), which makes

@@ -60,8 +60,9 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -232,13 +233,18 @@ class _Network:
         """``<nabla^3 L[u, v]_k, W_k>`` per layer (the ``R_u R_v`` pass), shape (K, L)."""
         ws, n = self.ws, len(self.ws)
         src = [np.zeros_like(self.ys[0])] + [u[k] @ tv.ra[k] + v[k] @ tu.ra[k] for k in range(1, n)]
-        ma, wma, mz = _lin_forward(ws, self.masks, src)
+        _ma, wma, mz = _lin_forward(ws, self.masks, src)
         top = self.hz(mz) + self.tz(tu.rz, tv.rz)
         bsrc = [_mT(u[k + 1]) @ tv.rd[k + 1] + _mT(v[k + 1]) @ tu.rd[k + 1] for k in range(n - 1)]
         md = _lin_backward(self.wts, self.masks, top, bsrc)
         out = [_dot(md[0], self.ys[0])]
         for k in range(1, n):
-            out.append(_dot(md[k], self.ys[k]) + _dot(tu.rd[k], tv.wra[k]) + _dot(tv.rd[k], tu.wra[k]) + _dot(self.delta[k], wma[k]))
+            out.append(
+                _dot(md[k], self.ys[k])
+                + _dot(tu.rd[k], tv.wra[k])
+                + _dot(tv.rd[k], tu.wra[k])
+                + _dot(self.delta[k], wma[k])
+            )
         return np.stack(out, axis=1)
 
 
@@ -268,7 +274,9 @@ def _gq_and_gradient(ws, x, target, slope, loss, eps, biases, meta_gradient=True
     tu = net.tangent(hbar[:nw], hbar[nw:] if biases else None)
     hu, hub = net.hvp(tu)
     w = _split(dg / n + _flat(hu + hub if biases else hu), like)
-    proj = net.hvp_projection(net.tangent(w[:nw], w[nw:] if biases else None)) + net.third_projection(tu, hbar[:nw], tv, g)
+    proj = net.hvp_projection(net.tangent(w[:nw], w[nw:] if biases else None)) + net.third_projection(
+        tu, hbar[:nw], tv, g
+    )
     return gq, proj
 
 
@@ -297,7 +305,9 @@ def _check_weights(weights):
 def _check_eps(eps) -> float:
     eps = real(eps, "eps")
     if not EPS_RANGE[0] <= eps <= EPS_RANGE[1]:
-        raise ValueError(f"eps must lie in [1e-100, 1e100] (GQ involves 1 / eps and its derivative 1 / eps^2), got {eps!r}")
+        raise ValueError(
+            f"eps must lie in [1e-100, 1e100] (GQ involves 1 / eps and its derivative 1 / eps^2), got {eps!r}"
+        )
     return eps
 
 
@@ -396,13 +406,23 @@ def gradient_quotient(
         if np.iscomplexobj(targets):
             raise TypeError("targets must be integer labels, got complex numbers")
         t = np.asarray(targets)
-        if not np.issubdtype(t.dtype, np.integer) or t.size == 0 or t.shape != ((kn, batch) if stacked else (batch,)) or t.min() < 0 or t.max() >= n_out:
-            raise ValueError(f"targets must be integer labels in [0, {n_out}) of shape {'(K, B)' if stacked else '(B,)'}")
+        if (
+            not np.issubdtype(t.dtype, np.integer)
+            or t.size == 0
+            or t.shape != ((kn, batch) if stacked else (batch,))
+            or t.min() < 0
+            or t.max() >= n_out
+        ):
+            raise ValueError(
+                f"targets must be integer labels in [0, {n_out}) of shape {'(K, B)' if stacked else '(B,)'}"
+            )
         t = t if stacked else t[None]
     else:
         t = real_array(targets, "targets")
         if t.shape != ((kn, batch, n_out) if stacked else (batch, n_out)):
-            raise ValueError(f"targets must have shape {'(K, ' if stacked else '('}B, {n_out}) for loss='mse', got {t.shape}")
+            raise ValueError(
+                f"targets must have shape {'(K, ' if stacked else '('}B, {n_out}) for loss='mse', got {t.shape}"
+            )
         t = np.ascontiguousarray(_mT(t if stacked else t[None]))
     with np.errstate(all="ignore"):
         gq, _ = _gq_and_gradient(ws, xa, t, slope, loss, eps, biases, meta_gradient=False)
@@ -453,7 +473,7 @@ def metainit(
     loss: str = "cross_entropy",
     biases: bool = False,
     eval_batches: int = 4,
-    rng: None | int | np.random.Generator = None,
+    rng: int | np.random.Generator | None = None,
 ) -> MetaInitResult:
     """MetaInit: tune the norm of every weight matrix to minimise the gradient quotient.
 
@@ -591,7 +611,9 @@ def metainit(
         if not eval_set:
             return None
         with np.errstate(all="ignore"):
-            out = np.mean([_gq_and_gradient(mats, x, t, slope, loss, eps, biases, False)[0] for x, t in eval_set], axis=0)
+            out = np.mean(
+                [_gq_and_gradient(mats, x, t, slope, loss, eps, biases, False)[0] for x, t in eval_set], axis=0
+            )
         if not np.all(np.isfinite(out)):
             raise _overflow_error(f"the gradient quotient {when}")
         return out

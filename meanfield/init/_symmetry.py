@@ -187,7 +187,9 @@ def constnet(
     widths = tuple(int_arg(n, "widths", 1) for n in widths)
     if not widths:
         raise ValueError("widths must hold at least one stage width")
-    if isinstance(blocks_per_stage, (int, float, np.integer, np.floating)) and not isinstance(blocks_per_stage, (bool, np.bool_)):
+    if isinstance(blocks_per_stage, (int, float, np.integer, np.floating)) and not isinstance(
+        blocks_per_stage, (bool, np.bool_)
+    ):
         blocks_per_stage = [int_arg(blocks_per_stage, "blocks_per_stage", 0, MAX_LAYERS)] * len(widths)
     if not isinstance(blocks_per_stage, (tuple, list, np.ndarray)):
         raise TypeError(f"blocks_per_stage must be an int or one int per stage, got {blocks_per_stage!r}")

@@ -16,7 +16,7 @@ only, so neither the kurtosis nor the empirical variance drifts with depth.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -149,7 +149,9 @@ def _check_widths(widths) -> list:
     return widths
 
 
-def zero_star_network(widths: Sequence[int], law: str = "gaussian", rng: None | int | np.random.Generator = None) -> list[np.ndarray]:
+def zero_star_network(
+    widths: Sequence[int], law: str = "gaussian", rng: int | np.random.Generator | None = None
+) -> list[np.ndarray]:
     """ZerO* (seed 002, part 3 Sec. A): random first layer with ``Var W = 1 / widths[0]``, ZerO elsewhere.
 
     Parameters

@@ -136,4 +136,6 @@ from ._three_layer import MAX_THREE_LAYER_ENTRIES as MAX_THREE_LAYER_ENTRIES
 from ._three_layer import __all__ as _three_layer_all
 
 # the MAX_* limits are importable from here but, as before the split, not listed in __all__
-__all__ = list(_binary_all) + list(_three_layer_all) + list(_modes_all) + list(_skip_matrices_all) + list(_symmetries_all)
+__all__ = (
+    list(_binary_all) + list(_three_layer_all) + list(_modes_all) + list(_skip_matrices_all) + list(_symmetries_all)
+)

@@ -127,7 +127,9 @@ def regression_task(
         inputs = np.ascontiguousarray(np.stack([xx.ravel(), yy.ravel()], axis=1))
         targets = np.cos(inputs @ omega.T + phi) @ alpha
     if not (np.all(np.isfinite(inputs)) and np.all(np.isfinite(targets))):  # only for absurd extents
-        raise ValueError(f"extent = {extent!r} makes the grid or the target overflow; use an extent within [1e-150, 1e150]")
+        raise ValueError(
+            f"extent = {extent!r} makes the grid or the target overflow; use an extent within [1e-150, 1e150]"
+        )
     return RegressionTask(inputs, np.ascontiguousarray(targets), omega, phi, alpha, seed)
 
 

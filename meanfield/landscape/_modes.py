@@ -247,7 +247,9 @@ def mode_flow(
     rtol, atol = _check_tolerances(rtol, atol)
     a0, s, _ = _mode_args(a0, s, architecture)
     if a0.size > MAX_FLOW_DIMENSION:
-        raise ValueError(f"a0 must hold at most {MAX_FLOW_DIMENSION} (MAX_FLOW_DIMENSION) mode strengths, got {a0.size}")
+        raise ValueError(
+            f"a0 must hold at most {MAX_FLOW_DIMENSION} (MAX_FLOW_DIMENSION) mode strengths, got {a0.size}"
+        )
     t = _check_times(t)
     mode_energy(a0, s, architecture)  # the initial energy must be representable
     c = mode_offsets(architecture, a0.size)

@@ -54,7 +54,9 @@ def _check_skip_net(x, weights, biases):
         if isinstance(biases, np.ndarray) and biases.ndim == 2:
             biases = list(biases)
         if not isinstance(biases, (list, tuple)):
-            raise TypeError(f"biases must be a list of (n,) arrays (one per weight matrix), got {type(biases).__name__}")
+            raise TypeError(
+                f"biases must be a list of (n,) arrays (one per weight matrix), got {type(biases).__name__}"
+            )
         if len(biases) != len(ws):
             raise ValueError(f"biases must have one vector per weight matrix ({len(ws)}), got {len(biases)}")
         bs = []
@@ -82,7 +84,10 @@ def _skip_forward(architecture, h, ws, bs):
 
 
 def skip_network(
-    architecture: str, x: ArrayLike, weights: Sequence[ArrayLike] | np.ndarray, biases: Sequence[ArrayLike] | np.ndarray | None = None
+    architecture: str,
+    x: ArrayLike,
+    weights: Sequence[ArrayLike] | np.ndarray,
+    biases: Sequence[ArrayLike] | np.ndarray | None = None,
 ) -> np.ndarray:
     """Real-valued ReLU net with identity skips: eq. 24 (plain), 25 (residual, ``Q_l = I``), 26 (hyper-residual) of seed 004.
 
@@ -197,7 +202,9 @@ def rescaling_deviation(
         )
     m0, r0 = _scaled_norm(f0)
     if m0 == 0.0:
-        raise ValueError("x and weights give an identically zero output F: the relative change ||F' - F|| / ||F|| is undefined")
+        raise ValueError(
+            "x and weights give an identically zero output F: the relative change ||F' - F|| / ||F|| is undefined"
+        )
     # F' - F without overflow: both are finite, so their halves' difference is finite
     md, rd = _scaled_norm(0.5 * f1 - 0.5 * f0)
     with np.errstate(over="ignore", under="ignore"):

@@ -82,7 +82,9 @@ def _residual(A, B, s) -> np.ndarray:
 _OVERFLOW_HINT = "overflows double precision (scale a, b and s down: the energy scales as the fourth power of a common factor of a and b)"
 
 
-def three_layer_energy(a: ArrayLike, b: ArrayLike, s: ArrayLike, u: ArrayLike | None = None, v: ArrayLike | None = None) -> float:
+def three_layer_energy(
+    a: ArrayLike, b: ArrayLike, s: ArrayLike, u: ArrayLike | None = None, v: ArrayLike | None = None
+) -> float:
     """Energy of a linear three-layer net in the mode basis: eq. 10 (plain) and Supp. eq. 31 (residual).
 
     .. math:: E = \\tfrac12 \\lVert \\mathrm{diag}(s) - (a + v)^\\top (b + u) \\rVert_F^2
@@ -133,7 +135,12 @@ def _three_layer_field(A, B, s, printed):
 
 
 def three_layer_gradient_field(
-    a: ArrayLike, b: ArrayLike, s: ArrayLike, u: ArrayLike | None = None, v: ArrayLike | None = None, printed: bool = False
+    a: ArrayLike,
+    b: ArrayLike,
+    s: ArrayLike,
+    u: ArrayLike | None = None,
+    v: ArrayLike | None = None,
+    printed: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Right-hand sides ``(da/dt, db/dt)`` of eqs. 8-9 / 11-18 of seed 004 (gradient flow of the energy).
 
@@ -231,7 +238,9 @@ def three_layer_flow(
     rtol, atol = _check_tolerances(rtol, atol)
     a0, b0, s, _, _ = _three_layer_args(a0, b0, s, u, v, names=("a0", "b0"))
     if 2 * a0.size > MAX_FLOW_DIMENSION:
-        raise ValueError(f"a0 must have 2 n_hidden n_modes <= {MAX_FLOW_DIMENSION} (MAX_FLOW_DIMENSION), got shape {a0.shape}")
+        raise ValueError(
+            f"a0 must have 2 n_hidden n_modes <= {MAX_FLOW_DIMENSION} (MAX_FLOW_DIMENSION), got shape {a0.shape}"
+        )
     if printed and a0.shape[1] != 2:
         raise ValueError("printed=True implements eqs. 13-14 / 17-18, which have n_modes = 2")
     t = _check_times(t)

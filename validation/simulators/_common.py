@@ -206,13 +206,17 @@ class LogScaledActivation:
         try:
             out = xp.asarray(out, dtype=xp.float64)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"activation {self.name!r}: {what} must return real numbers, got {type(out).__name__}") from exc
+            raise ValueError(
+                f"activation {self.name!r}: {what} must return real numbers, got {type(out).__name__}"
+            ) from exc
         if out.ndim == 0:
             out = xp.broadcast_to(out, h.shape)
         if out.shape != h.shape:
             raise ValueError(f"activation {self.name!r}: {what} returned shape {out.shape} for input shape {h.shape}")
         if not bool(xp.all(xp.isfinite(out))):
-            where = "pre-activations beyond the float64 range" if scale_log > LOG_MAX else f"max |h| = exp({scale_log:.4g})"
+            where = (
+                "pre-activations beyond the float64 range" if scale_log > LOG_MAX else f"max |h| = exp({scale_log:.4g})"
+            )
             raise ValueError(
                 f"activation {self.name!r}: {what} returned NaN or infinity at layer {layer} ({where}); "
                 "the activation must be finite on all real inputs (and at +-inf when the signal overflows)"
@@ -255,7 +259,9 @@ class LogScaledActivation:
         step = self.derivative(u, log_u, layer) * upstream
         if self.positive_derivative:
             n = step.shape[0]
-            lost = (xp.max(xp.abs(step.reshape(n, -1)), axis=1) == 0) & (xp.max(xp.abs(upstream.reshape(n, -1)), axis=1) > 0)
+            lost = (xp.max(xp.abs(step.reshape(n, -1)), axis=1) == 0) & (
+                xp.max(xp.abs(upstream.reshape(n, -1)), axis=1) > 0
+            )
             if bool(xp.any(lost)):
                 raise ValueError(
                     f"the back-propagated gradient underflows at layer {layer}: activation {self.name!r} saturates "

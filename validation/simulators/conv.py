@@ -329,7 +329,9 @@ def simulate_conv(
     check_elements(n_networks * (depth + 1) * n_in * p * p, "the recorded covariances")
     if gradients:
         check_elements(signal * (depth + 1), "the stored pre-activations for gradients (depth x signal)")
-        check_elements(n_networks * n_in * math.prod(ks) * c * c, "one layer's weight gradients (n_networks x D x kernel x c x c)")
+        check_elements(
+            n_networks * n_in * math.prod(ks) * c * c, "one layer's weight gradients (n_networks x D x kernel x c x c)"
+        )
 
     # children: [0] layer-0 field, [1] output gradient, [2 .. depth+1] kernels, [depth+2 ..] biases
     seqs = spawn_sequences(generator, 2 * depth + 2)
@@ -366,7 +368,9 @@ def simulate_conv(
         a, lm = normalize(xp, a)
         bias = b.generator(bias_seqs[layer - 1]).standard_normal(bshape) if sigma_b2 > 0 else None
         # signals are normalised (max |a| = 1) and kernels drawn at sigma_w2 = 1: no product can overflow
-        u, log_u = combine(xp, periodic_conv(a, kernel(layer), sd, b, check_finite=False), log_a + lm + log_w, bias, log_b)
+        u, log_u = combine(
+            xp, periodic_conv(a, kernel(layer), sd, b, check_finite=False), log_a + lm + log_w, bias, log_b
+        )
         record(layer, u, log_u)
         if gradients:
             pre.append((u, log_u))
@@ -385,11 +389,15 @@ def simulate_conv(
             x, lm = normalize(xp, x)
             log_x = log_x + lm
             # dE/d omega_ji(beta) = sum_a delta_j(a) x_i(a + beta), per network and input
-            g = periodic_conv_weight_grad(x, delta, ks, backend=b, check_finite=False)  # (nets, D, *kernel, c_out, c_in)
+            g = periodic_conv_weight_grad(
+                x, delta, ks, backend=b, check_finite=False
+            )  # (nets, D, *kernel, c_out, c_in)
             wgrad_n[:, layer - 1] = xp.sum(g * g, axis=grad_axes) / c**2
             finite = xp.isfinite(log_x)
             wgrad_logs[:, layer - 1] = xp.where(finite, 2.0 * (log_x + log_d), 0.0)
-            step = act.backward(*pre[layer - 1], layer - 1, periodic_conv_transpose(delta, kernel(layer), sd, b, check_finite=False))
+            step = act.backward(
+                *pre[layer - 1], layer - 1, periodic_conv_transpose(delta, kernel(layer), sd, b, check_finite=False)
+            )
             delta, log_d = combine(xp, step, log_d + log_w, None, None)
             grad_n[:, layer - 1] = xp.mean(delta**2, axis=-1).reshape(n_networks, n_in, p)
             grad_logs[:, layer - 1] = 2.0 * log_d

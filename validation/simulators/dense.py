@@ -185,7 +185,9 @@ def simulate_dense(
     gradients = check_bool(gradients, "gradients")
     generator = check_rng(rng)
     d, n_in = x.shape
-    check_elements(n_networks * width * (max(width, n_in) if depth else n_in), "one layer's weights (n_networks x width x fan-in)")
+    check_elements(
+        n_networks * width * (max(width, n_in) if depth else n_in), "one layer's weights (n_networks x width x fan-in)"
+    )
     check_elements(n_networks * (depth + 1) * d * max(d, width if gradients else 1), "the recorded statistics")
 
     seqs = spawn_sequences(generator, depth + 2)  # layer l: seqs[l]; output gradient: seqs[-1]

@@ -53,7 +53,13 @@ def _layers(layers):
                 raise ValueError(f"each layer must be (width, sigma_w2[, sigma_b2]), got {layer!r}")
             w, sw, *rest = layer
             sb = rest[0] if rest else 0.0
-        out.append((check_int(w, "layers width", 1), check_variance(sw, "layers sigma_w2"), check_variance(sb, "layers sigma_b2")))
+        out.append(
+            (
+                check_int(w, "layers width", 1),
+                check_variance(sw, "layers sigma_w2"),
+                check_variance(sb, "layers sigma_b2"),
+            )
+        )
     if not out:
         raise ValueError("layers must contain at least one layer")
     return out
@@ -244,7 +250,9 @@ def simulate_pair(
     for i, start in enumerate(starts):
         rng_w = be.generator(seqs[i])
         b = min(batch, n_networks - start)
-        w = dense_weights(d, width, float(width), "gaussian", rng_w, batch=b, backend=be) * math.sqrt(sigma_w2)  # W^T, unit entries
+        w = dense_weights(d, width, float(width), "gaussian", rng_w, batch=b, backend=be) * math.sqrt(
+            sigma_w2
+        )  # W^T, unit entries
         h = xp.matmul(x[None], w)  # (b, 2, width)
         if sigma_b2 > 0:
             h = h + rng_w.standard_normal((b, 1, width)) * (math.sqrt(sigma_b2) / scale)
@@ -259,7 +267,9 @@ def simulate_pair(
         if not np.all(np.isfinite(ip)) or not np.all(np.isfinite(den)):
             raise ValueError("the inner products overflow float64: rescale x1, x2, sigma_w2 or sigma_b2")
         if np.any((ipn != 0) & (np.abs(ip) < _NORM_MIN)):
-            raise ValueError("the inner products underflow float64 (below ~2e-292): rescale x1, x2, sigma_w2 or sigma_b2")
+            raise ValueError(
+                "the inner products underflow float64 (below ~2e-292): rescale x1, x2, sigma_w2 or sigma_b2"
+            )
         inner[start : start + b] = ip
         cosine[start : start + b] = np.divide(ipn, den, out=np.zeros(b), where=den > 0)
     return PairSimulation(inner, cosine)

@@ -305,7 +305,9 @@ def _fig1_weights(init, l, n_out, n_in, bsz, rng, b):
     raise ValueError(f"init must be one of {FIG1_INITS}, got {init!r}")
 
 
-def metainit_weights(n_networks: int, depth: int, width: int, w0: int, rng: Any = None, steps: int = 500) -> list[np.ndarray]:
+def metainit_weights(
+    n_networks: int, depth: int, width: int, w0: int, rng: Any = None, steps: int = 500
+) -> list[np.ndarray]:
     """MetaInit weights of ``n_networks`` Fig. 1 networks, shape (n_networks, n_out, n_in) per layer.
 
     As in seed 002's code (its ``metainit_cifar10_from_he_normal``): He-normal start
@@ -477,7 +479,10 @@ def empirical_variances(
             var = to_numpy(_pooled_variance(xp, y.reshape(bsz, count))).astype(np.float64)
             out[start : start + bsz, l] = _scaled_variance(var, log_scale, l)
             if l % RENORM_EVERY == 0 and l < depth:
-                ms = to_numpy(xp.einsum("bi,bi->b", y.reshape(bsz, count), y.reshape(bsz, count))).astype(np.float64) / count
+                ms = (
+                    to_numpy(xp.einsum("bi,bi->b", y.reshape(bsz, count), y.reshape(bsz, count))).astype(np.float64)
+                    / count
+                )
                 scale = np.where(ms > 0, np.sqrt(ms), 1.0)
                 y *= b.asarray(1.0 / scale, dtype=ft)[:, None, None]
                 log_scale += np.log(scale)

@@ -224,7 +224,9 @@ class ConstNet:
                 tape.append((kind, key, a, g, gc))
             else:
                 sub = _subsample(a, s, sd)
-                out = periodic_conv(sub, p[f"skip{key}"], sd, b, check_finite=False) + _subsample(periodic_conv(g, p[f"branch{key}"], sd, b, check_finite=False), s, sd)
+                out = periodic_conv(sub, p[f"skip{key}"], sd, b, check_finite=False) + _subsample(
+                    periodic_conv(g, p[f"branch{key}"], sd, b, check_finite=False), s, sd
+                )
                 tape.append((kind, key, a, g, gc, sub))
             a = out
             if keep:
@@ -245,7 +247,9 @@ class ConstNet:
         x, bn0, tape, a_last, pooled = self._last
         grads = {"head": dlogits.T @ pooled, "bias": dlogits.sum(axis=0)}
         n_sp = int(np.prod(a_last.shape[1:-1]))
-        beta = xp.broadcast_to((dlogits @ p["head"])[(slice(None),) + (None,) * sd + (slice(None),)] / n_sp, a_last.shape).copy()
+        beta = xp.broadcast_to(
+            (dlogits @ p["head"])[(slice(None),) + (None,) * sd + (slice(None),)] / n_sp, a_last.shape
+        ).copy()
         betas = [beta] if keep else None
         ks = lambda w: w.shape[:sd]  # noqa: E731
         for entry in reversed(tape):
@@ -258,11 +262,15 @@ class ConstNet:
             else:
                 sub = entry[5]
                 wskip, wb = p[f"skip{key}"], p[f"branch{key}"]
-                grads[f"skip{key}"] = periodic_conv_weight_grad(sub, beta, ks(wskip), sum_leading=1, backend=b, check_finite=False)
+                grads[f"skip{key}"] = periodic_conv_weight_grad(
+                    sub, beta, ks(wskip), sum_leading=1, backend=b, check_finite=False
+                )
                 dsub = periodic_conv_transpose(beta, wskip, sd, b, check_finite=False)
                 full_shape = g.shape[:-1] + (wb.shape[-2],)
                 dconv = _upsample_zeros(beta, s, full_shape, xp)
-                grads[f"branch{key}"] = periodic_conv_weight_grad(g, dconv, ks(wb), sum_leading=1, backend=b, check_finite=False)
+                grads[f"branch{key}"] = periodic_conv_weight_grad(
+                    g, dconv, ks(wb), sum_leading=1, backend=b, check_finite=False
+                )
                 dg = periodic_conv_transpose(dconv, wb, sd, b, check_finite=False)
                 beta = _upsample_zeros(dsub, s, a.shape, xp) + self._g_back(dg, gc)
             if keep:
@@ -271,7 +279,9 @@ class ConstNet:
             beta_in = _bn_backward(beta, bn0)
         else:
             beta_in = beta
-        grads["first"] = periodic_conv_weight_grad(x, beta_in, ks(p["first"]), sum_leading=1, backend=b, check_finite=False)
+        grads["first"] = periodic_conv_weight_grad(
+            x, beta_in, ks(p["first"]), sum_leading=1, backend=b, check_finite=False
+        )
         _finite(xp, grads.values(), "gradients")
         if keep:
             return grads, betas[::-1]
@@ -373,17 +383,23 @@ class LeakyNet:
         grads = {"head": dlogits.T @ pooled, "bias": dlogits.sum(axis=0)}
         h = feats[-1]
         n_sp = int(np.prod(h.shape[1:-1]))
-        beta = xp.broadcast_to((dlogits @ p["head"])[(slice(None),) + (None,) * sd + (slice(None),)] / n_sp, h.shape).copy()
+        beta = xp.broadcast_to(
+            (dlogits @ p["head"])[(slice(None),) + (None,) * sd + (slice(None),)] / n_sp, h.shape
+        ).copy()
         betas = [beta]
         for layer in range(self.depth, 0, -1):
             w = p[f"layer{layer}"]
-            grads[f"layer{layer}"] = periodic_conv_weight_grad(acts[layer - 1], beta, w.shape[:sd], sum_leading=1, backend=b, check_finite=False)
+            grads[f"layer{layer}"] = periodic_conv_weight_grad(
+                acts[layer - 1], beta, w.shape[:sd], sum_leading=1, backend=b, check_finite=False
+            )
             dact = periodic_conv_transpose(beta, w, sd, b, check_finite=False)
             if masks[layer - 1] is not None:
                 dact = dact * masks[layer - 1]
             beta = dact * dphi(feats[layer - 1])
             betas.append(beta)
-        grads["first"] = periodic_conv_weight_grad(x, beta, p["first"].shape[:sd], sum_leading=1, backend=b, check_finite=False)
+        grads["first"] = periodic_conv_weight_grad(
+            x, beta, p["first"].shape[:sd], sum_leading=1, backend=b, check_finite=False
+        )
         _finite(xp, grads.values(), "gradients")
         return (grads, betas[::-1]) if keep else grads
 
@@ -513,10 +529,20 @@ def train(
         p_np = {k: to_numpy(net.params[k]) for k in names}
         if not all(np.all(np.isfinite(v)) for v in p_np.values()):
             raise ValueError(f"training diverged before step {step}: lower lr (got {lr})")
-        cf.append([symmetry.forward_correlation(p_np[k], complement=True) if p_np[k].shape[-2] > 1 else 0.0 for k in names])
-        cb.append([symmetry.backward_correlation(p_np[k], complement=True) if p_np[k].shape[-1] > 1 else 0.0 for k in names])
-        ct.append([symmetry.total_correlation(p_np[k], complement=True) if p_np[k].shape[-1] * p_np[k].shape[-2] > 1 else 0.0
-                   for k in names])
+        cf.append(
+            [symmetry.forward_correlation(p_np[k], complement=True) if p_np[k].shape[-2] > 1 else 0.0 for k in names]
+        )
+        cb.append(
+            [symmetry.backward_correlation(p_np[k], complement=True) if p_np[k].shape[-1] > 1 else 0.0 for k in names]
+        )
+        ct.append(
+            [
+                symmetry.total_correlation(p_np[k], complement=True)
+                if p_np[k].shape[-1] * p_np[k].shape[-2] > 1
+                else 0.0
+                for k in names
+            ]
+        )
         try:
             logits, feats = net.forward(x, dropout=dropout, rng=rng, keep=True)
             loss, dlog = softmax_xent(logits, yb, xp)
@@ -628,7 +654,9 @@ def looks_linear_delta_orthogonal_forward(
         raise ValueError(f"kernel_shape must be an odd int or a tuple of 1 or 2 odd ints, got {kernel_shape!r}")
     sd = len(kernel_shape)
     if width % 2 or x.ndim != sd + 2 or x.shape[-1] != width // 2 or x.size == 0:
-        raise ValueError(f"width must be even and x of shape (batch, *spatial ({sd} axes), width/2), got width={width}, x.shape={x.shape}")
+        raise ValueError(
+            f"width must be even and x of shape (batch, *spatial ({sd} axes), width/2), got width={width}, x.shape={x.shape}"
+        )
     check_elements(x.size * 2 * depth * (2 if tangent is not None else 1), "the pre-activations of all layers")
     if tangent is not None:
         tangent = as_float_array(tangent, "tangent")
@@ -746,12 +774,22 @@ def replicated_feature_experiment(
     dropout = _fraction(dropout, "dropout")
     n_classes = check_int(n_classes, "n_classes", 2)
     x_train, x_test = as_float_array(x_train, "x_train"), as_float_array(x_test, "x_test")
-    if x_train.ndim != 2 or x_test.ndim != 2 or x_train.shape[1] != x_test.shape[1] or len(x_train) < 1 or len(x_test) < 1:
-        raise ValueError(f"x_train and x_test must be non-empty (n, d) arrays of equal d, got {x_train.shape}, {x_test.shape}")
+    if (
+        x_train.ndim != 2
+        or x_test.ndim != 2
+        or x_train.shape[1] != x_test.shape[1]
+        or len(x_train) < 1
+        or len(x_test) < 1
+    ):
+        raise ValueError(
+            f"x_train and x_test must be non-empty (n, d) arrays of equal d, got {x_train.shape}, {x_test.shape}"
+        )
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
     for name, yy, xx in (("y_train", y_train, x_train), ("y_test", y_test, x_test)):
         if yy.shape != (len(xx),) or not np.issubdtype(yy.dtype, np.integer) or yy.min() < 0 or yy.max() >= n_classes:
-            raise ValueError(f"{name} must be integer labels in [0, n_classes) of shape ({len(xx)},), got {yy.dtype} {yy.shape}")
+            raise ValueError(
+                f"{name} must be integer labels in [0, n_classes) of shape ({len(xx)},), got {yy.dtype} {yy.shape}"
+            )
     d = x_train.shape[1]
     check_elements(max(width, unique, n_classes) * max(d, width), "the weights")
     check_work(steps * batch * width * (d + n_classes), "replicated_feature_experiment")
@@ -778,4 +816,6 @@ def replicated_feature_experiment(
     if not (np.all(np.isfinite(w1)) and np.all(np.isfinite(w2))):
         raise ValueError(f"SGD diverged (non-finite weights): lower lr (got {lr})")
     pred = np.argmax(phi(x_test @ w1.T) @ w2.T, axis=1)
-    return ReplicatedFeatureResult(float(np.mean(pred != y_test)), symmetry.forward_correlation(w1) if width >= 2 else None)
+    return ReplicatedFeatureResult(
+        float(np.mean(pred != y_test)), symmetry.forward_correlation(w1) if width >= 2 else None
+    )
