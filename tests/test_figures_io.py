@@ -220,6 +220,7 @@ def test_fig_s4_json_is_self_describing(tmp_path):
     assert np.all(back["monte_carlo_stderr"] > 0)
 
 
+@pytest.mark.slow
 def test_fig_s1_names_the_axes_of_its_grids(tmp_path):
     """The issue's example: 48 x 32 arrays with no names."""
     from meanfield.figures import xiao2018
@@ -230,6 +231,7 @@ def test_fig_s1_names_the_axes_of_its_grids(tmp_path):
     assert back.metadata["params"]["activation"] == "tanh"
 
 
+@pytest.mark.slow
 def test_same_seed_same_figure_numbers(tmp_path):
     from meanfield.figures import xiao2018
 
@@ -238,6 +240,7 @@ def test_same_seed_same_figure_numbers(tmp_path):
     assert not np.array_equal(a["conv_density"], c["conv_density"])
 
 
+@pytest.mark.slow
 def test_show_figure_renders_png_and_rejects_non_figures(tmp_path):
     import matplotlib.pyplot as plt
     from meanfield.figures import orhan2017
