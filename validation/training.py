@@ -671,6 +671,7 @@ class _Ensemble:
         flat = np.stack([np.concatenate([p.ravel() for p in ps]) for ps in per_network])
         self.theta = torch.tensor(flat, dtype=dtype, device=device)
         self.act = _act(torch, net.activation, net.slope)
+        self._pad_index = None
 
     @property
     def n_params(self) -> int:
@@ -695,25 +696,21 @@ class _Ensemble:
         F = torch.nn.functional
         net = self.net
         pad = net.kernel_size // 2
-        if net.ndim == 2:
-            h = x.reshape(E, B, *self.input_shape)
-            spatial = self.input_shape[1:]
-            conv = F.conv2d
-            padding = (pad, pad, pad, pad)
-        else:
-            spatial = (math.prod(self.input_shape[1:]),)
-            h = x.reshape(E, B, self.input_shape[0], spatial[0])
-            conv = F.conv1d
-            padding = (pad, pad)
+        spatial = self.input_shape[1:] if net.ndim == 2 else (math.prod(self.input_shape[1:]),)
+        padded = tuple(n + 2 * pad for n in spatial)
+        conv = F.conv2d if net.ndim == 2 else F.conv1d
+        if self._pad_index is None:  # circular padding as one gather over the flattened positions
+            ranges = [torch.arange(-pad, n + pad) % n for n in spatial]
+            flat = ranges[0] if net.ndim == 1 else (ranges[0][:, None] * spatial[1] + ranges[1][None, :]).reshape(-1)
+            self._pad_index = flat.to(theta.device)
         # (E, B, c, *S) -> (B, E * c, *S): the networks are the groups of one grouped convolution
-        h = h.transpose(0, 1).reshape(B, -1, *spatial)
+        h = x.reshape(E, B, self.input_shape[0], -1).transpose(0, 1).reshape(B, -1, math.prod(spatial))
         for i in range(net.depth):
             shape = self.shapes[2 * i]
             w = parts[2 * i].reshape(E * shape[0], *shape[1:])
             b = parts[2 * i + 1].reshape(-1)
-            if pad:
-                h = F.pad(h, padding, mode="circular")
-            h = self.act(conv(h, w, b, groups=E))
+            hp = h.index_select(2, self._pad_index).view(B, -1, *padded) if pad else h.view(B, -1, *spatial)
+            h = self.act(conv(hp, w, b, groups=E)).reshape(B, -1, math.prod(spatial))
         h = h.reshape(B, E, net.channels, -1).mean(dim=3).transpose(0, 1)  # (E, B, c): global average pooling
         w = parts[-2].view(E, *self.shapes[-2])
         b = parts[-1].view(E, 1, -1)
