@@ -43,15 +43,17 @@ def _numpy_conv_forward(net, params, x):
     for i in range(net.depth):
         kernel = from_torch_layout(params[2 * i])
         h = np.tanh(periodic_conv(h, kernel, net.ndim) + params[2 * i + 1])
-    pooled = h.reshape(h.shape[0], -1, h.shape[-1]).mean(axis=1)
-    return pooled @ params[-2].T + params[-1]
+    h = h.reshape(h.shape[0], -1, h.shape[-1])
+    feats = h.mean(axis=1) if net.readout == "pool" else np.swapaxes(h, 1, 2).reshape(h.shape[0], -1)
+    return feats @ params[-2].T + params[-1]
 
 
 @pytest.mark.parametrize("ndim", [1, 2])
 @pytest.mark.parametrize("init", ["gaussian", "orthogonal", "delta_orthogonal"])
-def test_conv_forward_matches_periodic_conv(small_data, ndim, init):
+@pytest.mark.parametrize("readout", ["pool", "flatten"])
+def test_conv_forward_matches_periodic_conv(small_data, ndim, init, readout):
     """Grouped circular torch convolutions on to_torch_layout kernels == the library's periodic_conv."""
-    net = ConvNet(depth=3, channels=4, ndim=ndim, init=init, sigma_w2=1.5, sigma_b2=0.1)
+    net = ConvNet(depth=3, channels=4, ndim=ndim, init=init, sigma_w2=1.5, sigma_b2=0.1, readout=readout)
     shape = small_data.image_shape
     per = [init_parameters(net, shape, 10, rng=s) for s in (1, 2)]
     x = small_data.x_test[:5]
@@ -146,6 +148,23 @@ def test_diverging_networks_are_frozen_and_finite(small_data):
     for arr in (c.train_loss, c.test_loss, c.train_accuracy, c.test_accuracy):
         assert np.all(np.isfinite(arr))
     assert np.all(c.train_loss <= MAX_LOSS)
+
+
+def test_evaluation_subset_is_scored_exactly(small_data):
+    """n_eval < n_train: the curves are the scores of exactly the first n_eval examples."""
+    net = DenseNet(depth=1, width=8)
+    c = train_ensemble(net, 2, data=small_data, steps=0, n_eval=50, rng=4)
+    params = [init_parameters(net, small_data.image_shape, 10, rng=g) for g in np.random.default_rng(4).spawn(2)]
+    for name, x, y in (
+        ("train", small_data.x_train[:50], small_data.y_train[:50]),
+        ("test", small_data.x_test[:50], small_data.y_test[:50]),
+    ):
+        logits = ensemble_forward(net, params, np.stack([x, x]))
+        acc = (logits.argmax(axis=2) == y).mean(axis=1)
+        np.testing.assert_allclose(getattr(c, f"{name}_accuracy")[:, 0], acc, atol=1e-6)
+        shifted = logits - logits.max(axis=2, keepdims=True)
+        ce = -(shifted[np.arange(2)[:, None], np.arange(50), y] - np.log(np.exp(shifted).sum(axis=2))).mean(axis=1)
+        np.testing.assert_allclose(getattr(c, f"{name}_loss")[:, 0], ce, rtol=FLOAT32_RTOL)
 
 
 def test_lr_schedule_and_zero_steps(small_data):

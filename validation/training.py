@@ -241,12 +241,18 @@ class ConvNet(Result):
         non-negative numbers summing to 1); ``None``: uniform. Only with ``init="gaussian"``.
     slope : float
         Negative slope of ``"leaky_relu"``.
+    readout : {"pool", "flatten"}
+        ``"pool"``: global average pooling then a dense layer (seed 003 Sec. 3); ``"flatten"``: a
+        dense layer on all ``channels x positions`` features. On tiny single-channel images
+        pooling discards the spatial layout that a delta-orthogonal network (no spatial mixing at
+        initialisation) has not learnt to use yet: its 8 channels then see little more than the
+        intensity histogram.
 
     Notes
     -----
     Seed 003 Sec. 3 trains ``3x3xc`` tanh CNNs after two strided convolutions; here the images are
-    small enough (8 x 8 digits) to skip the down-sampling. The read-out is ``N(0, 1 / channels)``
-    Gaussian with zero bias for every ``init``.
+    small enough (4 x 4 or 8 x 8 digits) to skip the down-sampling. The read-out is Gaussian,
+    ``N(0, 1 / fan_in)``, with zero bias for every ``init``.
     """
 
     depth: int
@@ -259,8 +265,10 @@ class ConvNet(Result):
     sigma_b2: float = 0.0
     v: tuple | None = None
     slope: float = 0.0
+    readout: str = "pool"
 
     def __post_init__(self):
+        _choice(self.readout, "readout", ("pool", "flatten"))
         object.__setattr__(self, "depth", _int(self.depth, "depth", 1, MAX_DEPTH))
         object.__setattr__(self, "channels", _int(self.channels, "channels", 1, MAX_WIDTH))
         object.__setattr__(self, "ndim", _int(self.ndim, "ndim", 1, 2))
@@ -496,7 +504,9 @@ def _dense_layers(net: DenseNet, n_in: int, n_classes: int, rng: np.random.Gener
     return out
 
 
-def _conv_layers(net: ConvNet, c_in: int, n_classes: int, rng: np.random.Generator) -> list[np.ndarray]:
+def _conv_layers(
+    net: ConvNet, c_in: int, n_positions: int, n_classes: int, rng: np.random.Generator
+) -> list[np.ndarray]:
     """``[K1, b1, ..., Kd, bd, W_out, b_out]``, kernels in PyTorch's layout ``(c_out, c_in, *k)``."""
     out: list[np.ndarray] = []
     v = None if net.v is None else np.asarray(net.v).reshape(net.kernel_shape)
@@ -512,7 +522,8 @@ def _conv_layers(net: ConvNet, c_in: int, n_classes: int, rng: np.random.Generat
             build = delta_orthogonal_kernel if net.ndim == 2 else delta_orthogonal_kernel_1d
             k = build(net.kernel_size, ci, co, sigma_w2=net.sigma_w2, rng=rng)
         out += [to_torch_layout(k), math.sqrt(net.sigma_b2) * rng.standard_normal(co)]
-    out += [dense_weights(n_classes, net.channels, 1.0, "gaussian", rng), np.zeros(n_classes)]
+    fan_in = net.channels * (1 if net.readout == "pool" else n_positions)
+    out += [dense_weights(n_classes, fan_in, 1.0, "gaussian", rng), np.zeros(n_classes)]
     return out
 
 
@@ -552,7 +563,7 @@ def init_parameters(
         return _dense_layers(net, math.prod(shape), n_classes, rng)
     if isinstance(net, ConvNet):
         _check_conv_input(net, shape)
-        return _conv_layers(net, shape[0], n_classes, rng)
+        return _conv_layers(net, shape[0], math.prod(shape[1:]), n_classes, rng)
     raise TypeError(f"net must be a DenseNet or a ConvNet, got {type(net).__name__}")
 
 
@@ -711,7 +722,9 @@ class _Ensemble:
             b = parts[2 * i + 1].reshape(-1)
             hp = h.index_select(2, self._pad_index).view(B, -1, *padded) if pad else h.view(B, -1, *spatial)
             h = self.act(conv(hp, w, b, groups=E)).reshape(B, -1, math.prod(spatial))
-        h = h.reshape(B, E, net.channels, -1).mean(dim=3).transpose(0, 1)  # (E, B, c): global average pooling
+        h = h.reshape(B, E, net.channels, -1)
+        # (E, B, features): global average pooling, or every channel at every position (channel-major)
+        h = (h.mean(dim=3) if net.readout == "pool" else h.reshape(B, E, -1)).transpose(0, 1)
         w = parts[-2].view(E, *self.shapes[-2])
         b = parts[-1].view(E, 1, -1)
         return torch.baddbmm(b, h, w.transpose(1, 2))
@@ -1043,8 +1056,8 @@ def _train(
         chunk = max(1, _EVAL_ROWS // n_networks)
         with torch.no_grad():
             for start in range(0, n, chunk):
-                xb = x[start : start + chunk]
-                yb = y[start : start + chunk]
+                xb = x[start : min(start + chunk, n)]
+                yb = y[start : min(start + chunk, n)]
                 xe = xb.unsqueeze(0).expand(n_networks, *xb.shape)
                 loss, acc = _scores(torch, model.forward(theta, xe), yb.unsqueeze(0).expand(n_networks, -1))
                 losses.append(loss * xb.shape[0])
@@ -1160,4 +1173,5 @@ def _param_count(net, shape, n_classes) -> int:
         return sum(i * o + o for i, o in zip(sizes[:-1], sizes[1:]))
     t = net.kernel_size**net.ndim
     c = net.channels
-    return (shape[0] * c * t + c) + (net.depth - 1) * (c * c * t + c) + c * n_classes + n_classes
+    feats = c * (1 if net.readout == "pool" else math.prod(shape[1:]))
+    return (shape[0] * c * t + c) + (net.depth - 1) * (c * c * t + c) + feats * n_classes + n_classes
