@@ -114,6 +114,22 @@ def test_curves_do_not_depend_on_ensemble_size_and_repeat(small_data, net):
     np.testing.assert_array_equal(big.steps, [0, 10, 20, 30])
 
 
+def test_list_of_nets_trains_each_as_its_own_ensemble(small_data):
+    """Nets of one architecture in one call == one call per net with the rng child of that net."""
+    nets = [DenseNet(depth=2, width=8, sigma_w2=s, init=i) for s, i in ((1.0, "gaussian"), (2.0, "orthogonal"))]
+    kw = dict(data=small_data, steps=12, batch_size=8, lr=0.05, record_every=6)
+    both = train_ensemble(nets, 2, rng=3, **kw)
+    children = np.random.default_rng(3).spawn(2)
+    for j, net in enumerate(nets):
+        alone = train_ensemble(net, 2, rng=children[j], **kw)
+        assert both[j].net == net
+        np.testing.assert_allclose(both[j].test_loss, alone.test_loss, rtol=FLOAT32_RTOL, atol=1e-6)
+    with pytest.raises(ValueError):
+        train_ensemble([DenseNet(depth=2, width=8), DenseNet(depth=3, width=8)], 1, **kw)
+    with pytest.raises(TypeError):
+        train_ensemble([], 1, **kw)
+
+
 @pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam"])
 def test_training_lowers_the_loss(small_data, optimizer):
     lr = {"sgd": 0.1, "momentum": 0.02, "adam": 3e-3}[optimizer]

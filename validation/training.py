@@ -35,7 +35,8 @@ One rule: ``rng`` (``None``, an int, a ``SeedSequence`` or a ``numpy.random.Gene
 Generator with :func:`meanfield.checks.check_rng` and ``n_networks`` independent child streams are
 spawned from it (``Generator.spawn``); network ``k`` draws its initial weights and then the
 torch.Generator seed of its mini-batch order (``int(child.integers(2**63))``) from child ``k``
-alone. Child ``k`` does not depend on how many networks are spawned, so the curves of network ``k``
+alone. With a list of nets, net ``j`` gets child ``j`` of ``rng`` and its networks the
+children of that stream. Child ``k`` does not depend on how many networks are spawned, so the curves of network ``k``
 do not depend on the size of the ensemble (up to the rounding of the batched kernels, which the
 tests bound), and the same ``rng`` on the same device gives the same curves. Each network sees its
 own random mini-batches (a fresh permutation of the training set per epoch), so the networks of an
@@ -872,11 +873,15 @@ def train_ensemble(
 
     Parameters
     ----------
-    net : DenseNet or ConvNet
+    net : DenseNet or ConvNet, or a list of them
         Architecture and initialiser (every network of the ensemble shares them and differs only
-        in its random stream).
+        in its random stream). A list trains ``n_networks`` networks of each in one ensemble (one
+        set of batched kernels: cheaper than one call per net); its nets must share the
+        architecture (depth, width / channels, activation, ...) and may differ in ``init``,
+        ``sigma_w2``, ``sigma_b2`` and ``v``.
     n_networks : int
-        Ensemble size, ``1 <= n_networks <= 65,536`` (and ``n_networks * n_params <= 2^28``).
+        Networks per net, ``1 <= n_networks <= 65,536`` (and ``n_networks * len(nets) * n_params
+        <= 2^28``).
     data : TrainingData, optional
         Default: :func:`load_training_data` (the embedded digits).
     steps : int
@@ -915,8 +920,8 @@ def train_ensemble(
 
     Returns
     -------
-    TrainingCurves
-        Finite curves of shape ``(n_networks, n_records)``.
+    TrainingCurves or list of TrainingCurves
+        Finite curves of shape ``(n_networks, n_records)``; one per net when ``net`` is a list.
 
     Raises
     ------
@@ -942,10 +947,20 @@ def train_ensemble(
     (3, 21)
     """
     torch = _torch()
-    if not isinstance(net, (DenseNet, ConvNet)):
-        raise TypeError(f"net must be a DenseNet or a ConvNet, got {type(net).__name__}")
+    single = isinstance(net, (DenseNet, ConvNet))
+    if single:
+        nets = [net]
+    elif isinstance(net, (list, tuple)) and net and all(isinstance(n, (DenseNet, ConvNet)) for n in net):
+        nets = list(net)
+    else:
+        raise TypeError(f"net must be a DenseNet or a ConvNet, or a non-empty list of them, got {net!r:.80}")
     n_networks = _int(n_networks, "n_networks", 1, MAX_WIDTH)
     data = _as_data(data)
+    shape = data.image_shape
+    for n in nets:
+        if isinstance(n, ConvNet):
+            _check_conv_input(n, shape)
+    _check_compatible(nets, shape, int(data.n_classes))
     steps = _int(steps, "steps", 0, MAX_STEPS)
     n_train = data.x_train.shape[0]
     batch_size = _int(batch_size, "batch_size", 1, 2**20)
@@ -979,9 +994,10 @@ def train_ensemble(
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     try:
-        return _train(
+        curves = _train(
             torch,
-            net,
+            nets,
+            single,
             n_networks,
             data,
             steps,
@@ -1000,11 +1016,29 @@ def train_ensemble(
         )
     finally:
         torch.set_num_threads(previous_threads)
+    return curves[0] if single else curves
+
+
+def _check_compatible(nets, shape, n_classes) -> None:
+    """Nets trained in one ensemble must share the architecture; they may differ in their initialisation."""
+    first = nets[0]
+    keep = (
+        ("depth", "width", "activation", "slope")
+        if isinstance(first, DenseNet)
+        else ("depth", "channels", "ndim", "kernel_size", "activation", "slope", "readout")
+    )
+    for n in nets[1:]:
+        if type(n) is not type(first) or any(getattr(n, k) != getattr(first, k) for k in keep):
+            raise ValueError(
+                f"the nets of one ensemble must share {keep} and differ only in init, sigma_w2, sigma_b2 or v; "
+                f"got {first} and {n}"
+            )
 
 
 def _train(
     torch,
-    net,
+    nets,
+    single,
     n_networks,
     data,
     steps,
@@ -1025,11 +1059,10 @@ def _train(
     tdtype = getattr(torch, dtype_name)
 
     shape = data.image_shape
-    if isinstance(net, ConvNet):
-        _check_conv_input(net, shape)
     n_classes = int(data.n_classes)
-    root = check_rng(rng)
-    children = root.spawn(n_networks)
+    net = nets[0]
+    n_per_net = n_networks
+    n_networks = n_per_net * len(nets)
     # size check before drawing anything: the parameter count of one network
     probe = _param_count(net, shape, n_classes)
     if probe * n_networks > MAX_TOTAL_PARAMS:
@@ -1037,10 +1070,16 @@ def _train(
             f"n_networks * n_params must be <= 2**28, got {n_networks} * {probe}: train fewer networks per call "
             "(independent calls with spawned rng streams give the same curves per network)"
         )
+    root = check_rng(rng)
+    if single:
+        children = [root.spawn(n_per_net)]
+    else:
+        children = [g.spawn(n_per_net) for g in root.spawn(len(nets))]
     per_network, batch_seeds = [], []
-    for child in children:
-        per_network.append(init_parameters(net, shape, n_classes, child))
-        batch_seeds.append(int(child.integers(2**63)))
+    for this, kids in zip(nets, children):
+        for child in kids:
+            per_network.append(init_parameters(this, shape, n_classes, child))
+            batch_seeds.append(int(child.integers(2**63)))
     model = _Ensemble(torch, net, shape, n_classes, per_network, dev, tdtype)
     gens = [torch.Generator(device="cpu").manual_seed(s) for s in batch_seeds]
 
@@ -1149,22 +1188,28 @@ def _train(
         "n_params_per_network": model.n_params,
         "input_shape": list(shape),
     }
-    return TrainingCurves(
-        steps=np.asarray(record_steps, dtype=np.int64),
-        train_loss=rec["trl"],
-        train_accuracy=rec["tra"],
-        test_loss=rec["tel"],
-        test_accuracy=rec["tea"],
-        diverged_at=diverged_at,
-        net=net,
-        dataset=data.name,
-        optimizer=optimizer,
-        lr=float(params["lr_first"]),
-        batch_size=batch_size,
-        seconds=seconds,
-        device=str(dev),
-        params=params,
-    )
+    out = []
+    for j, this in enumerate(nets):
+        rows = slice(j * n_per_net, (j + 1) * n_per_net)
+        out.append(
+            TrainingCurves(
+                steps=np.asarray(record_steps, dtype=np.int64),
+                train_loss=rec["trl"][rows],
+                train_accuracy=rec["tra"][rows],
+                test_loss=rec["tel"][rows],
+                test_accuracy=rec["tea"][rows],
+                diverged_at=diverged_at[rows],
+                net=this,
+                dataset=data.name,
+                optimizer=optimizer,
+                lr=float(params["lr_first"]),
+                batch_size=batch_size,
+                seconds=seconds,
+                device=str(dev),
+                params={**params, "n_nets_trained_together": len(nets)},
+            )
+        )
+    return out
 
 
 def _param_count(net, shape, n_classes) -> int:
