@@ -59,7 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield import dense
+from meanfield import conv, dense
 
 from .backend import substream
 from .report import Comparison
@@ -73,8 +73,11 @@ __all__ = [
     "TRAINABLE_ACCURACY",
     "Z_ONE_SIDED",
     "clear_cache",
+    "depth_scale_agreement",
     "experiment",
+    "rows",
     "run",
+    "z_score",
 ]
 
 #: Mean training accuracy at or above which a (sigma_w2, depth) cell counts as trainable (chance
@@ -340,14 +343,6 @@ def _zero(size: str, seed: int) -> dict:
     }
 
 
-def _gs_vectors(n: int = 5) -> np.ndarray:
-    """GS0 (delta) ... GS4 (uniform) 3 x 3 variance vectors: linear interpolation, as fig_4b draws them."""
-    delta = np.zeros((3, 3))
-    delta[1, 1] = 1.0
-    uniform = np.full((3, 3), 1.0 / 9.0)
-    return np.array([(1 - t) * delta + t * uniform for t in np.linspace(0.0, 1.0, n)])
-
-
 def _nonuniform_v(size: str, seed: int) -> dict:
     tr = _torch_modules()
     depths = _by_size(size, [2, 8], [4, 16, 64], [32, 128, 512, 2048, 8192])
@@ -356,7 +351,7 @@ def _nonuniform_v(size: str, seed: int) -> dict:
     n_net = _by_size(size, 1, 2, 2)
     data = _data(size, downsample=2)
     sw = float(dense.critical_sigma_w2("tanh", SIGMA_B2_CNN))
-    vs = _gs_vectors()
+    vs = np.array(conv.gs_family((3, 3), 5))  # the GS0 ... GS4 of fig_4b
     acc = np.zeros((len(depths), len(vs), n_net))
     secs = 0.0
     for i, depth in enumerate(progress(depths, desc="trainability: non-uniform v")):
@@ -457,8 +452,21 @@ def experiment(name: str, size: str = "default", seed: int = 0) -> dict:
     return _CACHE[key]
 
 
-def _z(a: np.ndarray, b: np.ndarray) -> float:
-    """z-score of mean(a) - mean(b) with the unpooled standard error (0 / 0 -> 0)."""
+def z_score(a: np.ndarray, b: np.ndarray) -> float:
+    """z-score of ``mean(a) - mean(b)`` with the unpooled (Welch) standard error.
+
+    Parameters
+    ----------
+    a, b : array_like
+        Independent samples (e.g. final accuracies of the networks of two initialisers).
+
+    Returns
+    -------
+    float
+        ``(mean(a) - mean(b)) / sqrt(var(a) / n_a + var(b) / n_b)``; 0 when both the difference
+        and the standard error vanish, ``+-1e6`` when only the standard error does (or a sample
+        has one element).
+    """
     a, b = np.asarray(a, float).ravel(), np.asarray(b, float).ravel()
     se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size) if min(a.size, b.size) > 1 else 0.0
     diff = float(a.mean() - b.mean())
@@ -468,7 +476,21 @@ def _z(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def depth_scale_agreement(res: dict) -> tuple[float, int]:
-    """Fraction of scored cells where ``L < 6 xi_c`` agrees with trainability, and the number scored."""
+    """Fraction of scored cells where ``L < 6 xi_c`` agrees with trainability, and the number scored.
+
+    Parameters
+    ----------
+    res : dict
+        ``depths`` (n_depths,), ``xi_c`` (n_sigma,), ``train_accuracy`` (n_depths, n_sigma, n_networks),
+        as :func:`experiment` ("depth_scale") returns them.
+
+    Returns
+    -------
+    fraction, n_scored : float, int
+        Cells with ``L / (6 xi_c)`` within a factor :data:`BOUNDARY_BAND` of 1 are not scored; a
+        cell is trainable when its mean training accuracy is ``>= TRAINABLE_ACCURACY``. NaN
+        fraction when no cell is scored.
+    """
     six_xi = 6.0 * res["xi_c"][None, :]
     depth = res["depths"][:, None].astype(float)
     ratio = depth / six_xi
@@ -480,12 +502,36 @@ def depth_scale_agreement(res: dict) -> tuple[float, int]:
 
 
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
-    """The trainability rows (module notes): statistics and tolerances fixed in advance."""
-    size = "full" if full else "default"
-    rows: list[Comparison] = []
+    """The trainability rows (module notes) at the default (or, with ``full``, the full) size.
+
+    The networks train on the CPU with PyTorch whatever ``backend`` says (the trainer's ``device``
+    argument selects a GPU; this table keeps the CPU so that its numbers are those of the docs).
+    """
+    return rows(size="full" if full else "default", seed=seed)
+
+
+def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
+    """The trainability rows at any size (``"smoke"`` for tests): see the module notes.
+
+    Parameters
+    ----------
+    size : {"smoke", "default", "full"}
+    seed : int
+
+    Returns
+    -------
+    list of Comparison
+        Seven rows; statistics and tolerances are the module constants, fixed before any run.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`experiment`.
+    """
+    out: list[Comparison] = []
     res = experiment("depth_scale", size, seed)
     frac, n = depth_scale_agreement(res)
-    rows.append(
+    out.append(
         Comparison(
             f"seed 003 Fig. 2: fraction of {n} (sigma_w2, L) cells where L < 6 xi_c <=> train acc >= {TRAINABLE_ACCURACY}",
             MIN_AGREEMENT,
@@ -501,7 +547,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     ga = cnn["runs"]["gaussian"]
     final = do["test_accuracy"][:, -1]
     se = float(final.std(ddof=1) / math.sqrt(final.size)) if final.size > 1 else 0.0
-    rows.append(
+    out.append(
         Comparison(
             f"seed 003 Figs. 1/3: delta-orthogonal tanh CNN, L={depth}: final test accuracy >= target",
             DELTA_ORTHOGONAL_TARGET,
@@ -511,11 +557,11 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
             side="above",
         )
     )
-    rows.append(
+    out.append(
         Comparison(
             f"seed 003 Fig. 5 / Sec. 3.2: L={depth}: z(delta-orthogonal - Gaussian mean train accuracy over steps)",
             Z_ONE_SIDED,
-            _z(do["train_accuracy"].mean(axis=1), ga["train_accuracy"].mean(axis=1)),
+            z_score(do["train_accuracy"].mean(axis=1), ga["train_accuracy"].mean(axis=1)),
             0.0,
             side="above",
             note="one-sided 5 % test over networks",
@@ -525,11 +571,11 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     deep = int(ll["depths"][-1])
     he = ll["test_accuracy"][-1, 0]
     for j, label in ((2, "looks-linear orthogonal"), (1, "GSM")):
-        rows.append(
+        out.append(
             Comparison(
                 f"seed 001 Figs. 3-4: L={deep} ReLU: z({label} - He final test accuracy)",
                 Z_ONE_SIDED,
-                _z(ll["test_accuracy"][-1, j], he),
+                z_score(ll["test_accuracy"][-1, j], he),
                 0.0,
                 side="above",
                 note=f"{ll['test_accuracy'].shape[2]} networks each; one-sided 5 % test",
@@ -538,25 +584,25 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     zr = experiment("zero", size, seed)
     deep = int(zr["depths"][-1])
     acc = zr["test_accuracy"][-1]
-    rows.append(
+    out.append(
         Comparison(
             f"seed 002 Fig. 2: L={deep} width {zr['params']['width']} ReLU: z(ZerO - He Gaussian final test accuracy)",
             Z_ONE_SIDED,
-            _z(acc[3], acc[0]),
+            z_score(acc[3], acc[0]),
             0.0,
             side="above",
         )
     )
-    rows.append(
+    out.append(
         Comparison(
             f"seed 002 supp. Figs. 2-3: L={deep}: z(ZerO* - ZerO) not significantly negative",
             -Z_ONE_SIDED,
-            _z(acc[4], acc[3]),
+            z_score(acc[4], acc[3]),
             0.0,
             side="above",
         )
     )
-    return rows
+    return out
 
 
 if __name__ == "__main__":
