@@ -4,7 +4,8 @@ Rows: :func:`meanfield.pytorch.audit` of real PyTorch models -- a tanh MLP and a
 tanh CNN, each in the ordered, critical and chaotic phase -- at the first, a middle and the last
 hidden layer (q^l and c^l) and the first layer's gradient second moment, each a
 :class:`~meanfield.validation.report.Comparison` with the audit's own tolerance
-(``z = Z_DEFAULT`` standard errors over the re-initialisations plus the finite-width bias
+(``z``: the Student-t quantile, for the number of re-initialisations, of the level of ``Z_DEFAULT``
+standard errors (:func:`meanfield.pytorch.audit.z_for`), plus the finite-width bias
 :data:`meanfield.pytorch.audit.FINITE_WIDTH_BIAS`, stated in advance); and the control: the same
 critical MLP with one layer's weights doubled after initialisation, whose audit must flag that
 layer. The control's row is "detected" (theory 1, estimate 1 when the audit flags the mis-scaled
@@ -60,8 +61,10 @@ def _rows_of(result, label, layers):
                 r.theory,
                 r.measured,
                 r.stderr,
+                z=r.z,
                 systematic=r.systematic,
-                note="audit of a PyTorch model; systematic = finite-width bias (l - 1) / N",
+                note="audit of a PyTorch model; z = Student-t quantile of Z_DEFAULT's level for the number of "
+                "initialisations; systematic = finite-width bias (l - 1) / N",
             )
         )
     return rows
@@ -100,7 +103,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     detected = res.flagged_layers[:1] == (str(bad),)
     rows.append(
         Comparison(
-            f"control: layer {bad} of a critical tanh MLP with doubled weights is detected",
+            f"control: module {bad} (a hidden Linear) of a critical tanh MLP with doubled weights is detected",
             1.0,
             1.0 if detected else 0.0,
             0.0,
