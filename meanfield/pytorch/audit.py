@@ -54,7 +54,7 @@ from .. import dense
 from .._checks import check_bool, check_int, check_rng
 from .._results import Result
 from ..activations import Activation
-from ..gaussian import hermite_rule
+from ..gaussian import expectation, hermite_rule
 from ._activations import is_activation_module, resolve_activation
 from ._torch import require_torch
 from .init import InitSpec, reinitialise_
@@ -647,8 +647,7 @@ class _Theory:
             elif kind == "activation":
                 if g is None:
                     return grads
-                cov = 0.5 * (s_in.cov + s_in.cov.T)
-                g = g * np.diag(dense.derivative_covariance_map(cov, extra, 1.0))
+                g = g * expectation(extra, np.maximum(np.diag(s_in.cov), 0.0), (1, 1))  # E phi'(h)^2
             elif kind == "pool":
                 if g is None:
                     return grads
