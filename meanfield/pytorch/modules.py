@@ -5,19 +5,15 @@ Every builder has the signature ``(width, depth, activation, n_in, n_out, init=.
 :class:`~meanfield.pytorch.init.InitSpec`, so that :func:`meanfield.pytorch.audit` can re-initialise
 it and state the theory it was built for.
 
-==========================  ================================================================  ========
-builder                     network                                                           seed
-==========================  ================================================================  ========
-:func:`mlp`                 ``Linear -> phi`` x depth ``-> Linear`` (mean-field MLP)          003
-:func:`periodic_cnn`        circular-padding ``Conv -> phi`` x depth, pool, ``Linear``        003
-:func:`looks_linear_mlp`    ReLU MLP with orthogonal looks-linear weights                     001
-:func:`gsm_mlp`             ReLU MLP with Gaussian-submatrix (GSM) weights                    001
-:func:`residual_mlp`        ``x_{l+1} = phi(W_l x_l + b_l) + x_l`` (eq. 25, ``Q_l = I``)       004
-:func:`hyper_residual_mlp`  ``+ (x_{l-1} + ... + x_1) / (l - 1)`` (eq. 26)                    004
-:func:`path_residual_mlp`   skip matrix of ones, ``x_{l+1} = phi(W x_l + b) + 11^T x_l / n``  004
-:func:`constnet`            ConstNet: averaging first conv, zero residual blocks, zero head   000
-:func:`leakynet`            LeakyNet: ``W_l = s_l Delta (x) M_l`` convolutions               000
-==========================  ================================================================  ========
+- :func:`mlp`: ``Linear -> phi`` x depth ``-> Linear``, the mean-field MLP (seed 003);
+- :func:`periodic_cnn`: circular-padding ``Conv -> phi`` x depth, mean pool, ``Linear`` (seed 003);
+- :func:`looks_linear_mlp`, :func:`gsm_mlp`: ReLU MLPs with orthogonal looks-linear or
+  Gaussian-submatrix weights (seed 001);
+- :func:`residual_mlp`: ``x_{l+1} = phi(W_l x_l + b_l) + x_l`` (seed 004, eq. 25, ``Q_l = I``);
+- :func:`hyper_residual_mlp`: plus ``(x_{l-1} + ... + x_1) / (l - 1)`` (eq. 26);
+- :func:`path_residual_mlp`: a skip matrix of ones, ``x_{l+1} = phi(W x_l + b) + 11^T x_l / n``;
+- :func:`constnet`: ConstNet, averaging first conv, zero residual blocks, zero head (seed 000);
+- :func:`leakynet`: LeakyNet, ``W_l = s_l Delta (x) M_l`` convolutions (seed 000).
 
 The path-residual skip matrix is the matrix of ones of seed 004 (Sec. 2.2, eq. 4) divided by the
 width, so that the skip carries the mean of the units instead of ``n`` times it (the paper's toy
