@@ -11,6 +11,7 @@ ORDER = (
     "plot_grzejdziak2023.py",
     "plot_blumenfeld2020.py",
     "plot_orhan2017.py",
+    "plot_pytorch_bridge.py",
 )
 
 

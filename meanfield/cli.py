@@ -9,6 +9,8 @@ Subcommands
     Regenerate figures (``python -m meanfield.figures`` is the same command).
 ``meanfield validate [NAME ...] [--list] [--out DIR] [--full] [...]``
     Theory-versus-Monte-Carlo tables (``python -m meanfield.validation`` is the same command).
+``meanfield audit PATH.py:FUNCTION [--inputs digits|FILE] [--out DIR] [--n-inits N] [--seed N]``
+    Audit a PyTorch model against mean-field theory (:mod:`meanfield.pytorch`; needs the torch extra).
 
 Every argument is checked before any work (the output folder is created and a file test-written,
 ``--backend cupy`` needs CuPy, names must be known, ``--seed`` a non-negative integer). Exit status:
@@ -88,7 +90,33 @@ def _parser() -> CliParser:
         "(theory | Monte-Carlo | standard error | tolerance | verdict).",
     )
     validation_arguments(v)
-    return p, {"reproduce": r, "figures": f, "validate": v}
+    a = sub.add_parser(
+        "audit",
+        help="audit a PyTorch model against mean-field theory (needs the torch extra)",
+        description="Re-initialise a PyTorch model N times, measure q^l, c^l, kurtosis and gradient "
+        "second moments per layer and compare them with mean-field theory; print the table, save "
+        "OUT/audit_FUNCTION.png and .json. Exit status 1 when a row fails, 2 for a bad model.",
+    )
+    a.add_argument("model", metavar="PATH.py:FUNCTION", help="a file and a function returning an nn.Module")
+    a.add_argument("--inputs", default="digits", help="'digits' (embedded) or a .npy / .pt batch (default: digits)")
+    a.add_argument("--out", default="results/audit", metavar="DIR", help="output folder (default: %(default)s)")
+    a.add_argument("--n-inits", type=int, default=20, metavar="N", help="re-initialisations (default: 20)")
+    a.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the re-initialisations (default: 0)")
+    a.add_argument("--no-backward", action="store_true", help="skip the gradient second moments")
+    return p, {"reproduce": r, "figures": f, "validate": v, "audit": a}
+
+
+def _audit(args, parser) -> int:
+    try:
+        from meanfield.pytorch.command import ModelLoadError, run
+    except ImportError as exc:
+        return parser.fail(str(exc))
+    if args.n_inits < 2 or args.seed < 0:
+        return parser.fail("--n-inits must be >= 2 and --seed >= 0")
+    try:
+        return run(args.model, args.inputs, args.out, args.n_inits, args.seed, not args.no_backward)
+    except ModelLoadError as exc:
+        return parser.fail(str(exc))
 
 
 def _reproduce(args, parser) -> int:
@@ -145,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from meanfield.validation.runner import main as validation_main
 
         return validation_main(argv[1:], prog="meanfield validate")
+    if args.command == "audit":
+        return _audit(args, subs["audit"])
     return _reproduce(args, subs["reproduce"])
 
 

@@ -1,0 +1,99 @@
+"""The PyTorch bridge: initialise a model with the papers' constructions and audit its signal propagation.
+
+An optional extra: ``pip install "meanfield-theory[torch]"``. Without PyTorch the rest of the
+library works and ``import meanfield.pytorch`` raises ``ImportError`` naming the extra.
+
+- :mod:`meanfield.pytorch.init`: ``torch.nn.init``-style initialisers (``critical_normal_``,
+  ``orthogonal_conv_``, ``delta_orthogonal_``, ``looks_linear_``, ``gsm_``, ``zero_``,
+  ``zero_star_``, ``constnet_``, ``leakynet_``) and ``critical_init_(model)``, each the NumPy
+  construction of :mod:`meanfield.init` converted to PyTorch's layouts;
+- :mod:`meanfield.pytorch.audit`: ``audit(model, inputs)`` -> :class:`Audit`, per-layer measured
+  q^l, c^l, kurtosis and gradient second moments over re-initialisations against mean-field
+  theory, with verdicts, phase, depth scales and ``plot()``;
+- :mod:`meanfield.pytorch.modules`: ``nn.Module`` builders of the papers' networks (ConstNet,
+  LeakyNet, looks-linear / GSM MLPs, Orhan's residual / hyper-residual / path-residual MLPs, the
+  periodic-padding CNN of Xiao et al.);
+- activation modules map to the library's activations (:func:`activation_from_module`).
+
+Three lines for a user's model::
+
+    from meanfield.pytorch import critical_init_, audit
+    critical_init_(model, sigma_b2=0.05)
+    print(audit(model, inputs).table())
+"""
+
+from __future__ import annotations
+
+from ._torch import INSTALL_HINT, require_torch
+
+require_torch()
+
+from ._activations import activation_from_module, resolve_activation  # noqa: E402
+from .audit import Audit, AuditRow, audit  # noqa: E402
+from .init import (  # noqa: E402
+    InitSpec,
+    constnet_,
+    critical_init_,
+    critical_normal_,
+    critical_sigma_w2,
+    delta_orthogonal_,
+    gsm_,
+    leakynet_,
+    looks_linear_,
+    mean_field_normal_,
+    numpy_rng,
+    orthogonal_conv_,
+    zero_,
+    zero_star_,
+)
+from .modules import (  # noqa: E402
+    ConstNet,
+    LeakyNet,
+    OrhanNet,
+    Residual,
+    constnet,
+    gsm_mlp,
+    hyper_residual_mlp,
+    leakynet,
+    looks_linear_mlp,
+    mlp,
+    path_residual_mlp,
+    periodic_cnn,
+    residual_mlp,
+)
+
+__all__ = [
+    "INSTALL_HINT",
+    "Audit",
+    "AuditRow",
+    "ConstNet",
+    "InitSpec",
+    "LeakyNet",
+    "OrhanNet",
+    "Residual",
+    "activation_from_module",
+    "audit",
+    "constnet",
+    "constnet_",
+    "critical_init_",
+    "critical_normal_",
+    "critical_sigma_w2",
+    "delta_orthogonal_",
+    "gsm_",
+    "gsm_mlp",
+    "hyper_residual_mlp",
+    "leakynet",
+    "leakynet_",
+    "looks_linear_",
+    "looks_linear_mlp",
+    "mean_field_normal_",
+    "mlp",
+    "numpy_rng",
+    "orthogonal_conv_",
+    "path_residual_mlp",
+    "periodic_cnn",
+    "residual_mlp",
+    "resolve_activation",
+    "zero_",
+    "zero_star_",
+]

@@ -1,0 +1,164 @@
+"""PyTorch activation modules as the library's :class:`meanfield.activations.Activation` objects.
+
+============================================  =====================================================
+PyTorch module                                library activation
+============================================  =====================================================
+``nn.Tanh``                                   ``"tanh"``
+``nn.ReLU``                                   ``"relu"``
+``nn.LeakyReLU(negative_slope=a)``            ``"leaky_relu"`` with ``slope=a``
+``nn.GELU()`` (``approximate="none"``)        ``"gelu"`` (exact, ``x Phi(x)``)
+``nn.SiLU``                                   ``"swish"`` (``x sigmoid(x)``)
+``nn.Sigmoid``                                ``"sigmoid"``
+``nn.Softplus()`` (``beta=1``)                ``"softplus"`` (PyTorch returns ``x`` above ``threshold=20``,
+                                              where ``log(1 + e^x) - x < 2.1e-9``)
+``nn.Hardtanh()`` (``min_val=-1, max_val=1``) ``"hard_tanh"``
+``nn.Identity``                               ``"linear"``
+anything else (and other parameters)          :meth:`Activation.from_functions` with the module's
+                                              own function, its derivatives by autograd in float64
+============================================  =====================================================
+
+Functional activations written inside ``forward`` are invisible to the module graph; pass the
+activation explicitly where a function asks for one (:func:`meanfield.pytorch.critical_init_`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..activations import Activation, get_activation
+
+__all__ = ["ACTIVATION_MODULES", "activation_from_module", "is_activation_module", "resolve_activation"]
+
+#: PyTorch module class names recognised as activations (mapped to built-ins when their
+#: parameters are the defaults listed in the module docstring).
+ACTIVATION_MODULES = (
+    "Tanh",
+    "ReLU",
+    "LeakyReLU",
+    "GELU",
+    "SiLU",
+    "Sigmoid",
+    "Softplus",
+    "Hardtanh",
+    "Identity",
+    "ReLU6",
+    "ELU",
+    "SELU",
+    "CELU",
+    "Mish",
+    "Hardswish",
+    "Hardsigmoid",
+    "Softsign",
+    "Tanhshrink",
+    "LogSigmoid",
+)
+
+
+def _torch():
+    from ._torch import require_torch
+
+    return require_torch()
+
+
+def is_activation_module(module: Any) -> bool:
+    """Whether ``module`` is one of PyTorch's elementwise activation modules (:data:`ACTIVATION_MODULES`)."""
+    torch = _torch()
+    return (
+        isinstance(module, torch.nn.Module)
+        and type(module).__name__ in ACTIVATION_MODULES
+        and (type(module).__module__.startswith("torch.nn"))
+    )
+
+
+def _from_module_function(module, name: str) -> Activation:
+    """``Activation.from_functions`` with phi = the module itself (float64), phi' and phi'' by autograd."""
+    torch = _torch()
+
+    def _eval(x, order):
+        t = torch.as_tensor(np.asarray(x, dtype=np.float64)).clone().requires_grad_(order > 0)
+        with torch.enable_grad():
+            y = module(t)
+            if order == 0:
+                return y.detach().numpy()
+            (g,) = torch.autograd.grad(y.sum(), t, create_graph=order > 1)
+            if order == 1:
+                return g.detach().numpy()
+            if not g.requires_grad:  # piecewise linear: phi'' = 0 almost everywhere
+                return np.zeros(np.shape(x))
+            (g2,) = torch.autograd.grad(g.sum(), t)
+            return g2.detach().numpy()
+
+    smooth = type(module).__name__ not in {"ReLU6", "Hardtanh", "Hardswish", "Hardsigmoid", "Softsign", "ELU", "CELU"}
+    return Activation.from_functions(
+        name, lambda x: _eval(x, 0), lambda x: _eval(x, 1), lambda x: _eval(x, 2), smooth=smooth
+    )
+
+
+def activation_from_module(module: Any) -> Activation:
+    """The library's :class:`~meanfield.activations.Activation` for a PyTorch activation module.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        An elementwise activation module (see the table in the module docstring), or any
+        elementwise ``nn.Module`` (taken through :meth:`Activation.from_functions`).
+
+    Returns
+    -------
+    Activation
+        A built-in activation (Numba kernels, closed forms where known) for the modules of the table
+        with their default parameters; otherwise a user-defined activation evaluating the module in
+        float64, its derivatives by autograd.
+
+    Raises
+    ------
+    TypeError
+        ``module`` is not a ``torch.nn.Module``.
+    ValueError
+        The module does not act elementwise on a float64 vector, or returns NaN/inf on the probe
+        points of :meth:`Activation.from_functions`.
+    ImportError
+        PyTorch is missing (``pip install "meanfield-theory[torch]"``).
+    """
+    torch = _torch()
+    nn = torch.nn
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    kind = type(module)
+    if kind is nn.Tanh:
+        return get_activation("tanh")
+    if kind is nn.ReLU:
+        return get_activation("relu")
+    if kind is nn.LeakyReLU:
+        return get_activation("leaky_relu", slope=float(module.negative_slope))
+    if kind is nn.GELU and module.approximate == "none":
+        return get_activation("gelu")
+    if kind is nn.SiLU:
+        return get_activation("swish")
+    if kind is nn.Sigmoid:
+        return get_activation("sigmoid")
+    if kind is nn.Softplus and float(module.beta) == 1.0 and float(module.threshold) >= 20.0:
+        return get_activation("softplus")
+    if kind is nn.Hardtanh and float(module.min_val) == -1.0 and float(module.max_val) == 1.0:
+        return get_activation("hard_tanh")
+    if kind is nn.Identity:
+        return get_activation("linear")
+    return _from_module_function(module, f"torch:{module!r}")
+
+
+def resolve_activation(activation: Any) -> Activation:
+    """An ``Activation`` from a library name, an ``Activation``, or a PyTorch activation module.
+
+    Raises ``ValueError`` for an unknown name and ``TypeError`` for any other object.
+    """
+    if isinstance(activation, (str, Activation)):
+        return get_activation(activation)
+    torch = _torch()
+    if isinstance(activation, torch.nn.Module):
+        return activation_from_module(activation)
+    raise TypeError(
+        f"activation must be a library name such as 'tanh', an Activation, or a torch.nn activation module, "
+        f"got {type(activation).__name__}"
+    )
