@@ -8,8 +8,22 @@ paper's sizes. The numbers behind each figure are written beside its PNG as JSON
 (``meanfield.figures.load``).
 """
 
+import tempfile
+
+import matplotlib.pyplot as plt
 from meanfield.figures import burkholz2019
-from meanfield.figures.harness import show_figure as show
+
+OUT = tempfile.mkdtemp()
+
+
+def show(func):
+    """Render ``func`` at the smoke size and display its PNG."""
+    png = func(OUT, size="smoke")[0]
+    image = plt.imread(png)
+    _fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
+    ax.imshow(image)
+    ax.axis("off")
+
 
 # %%
 # ``burkholz2019.fig_1a`` (Fig. 1a): Squared-norm laws at depths 0..9, N = 200, He: theory lines and network histograms.
@@ -28,9 +42,9 @@ show(burkholz2019.fig_2)
 show(burkholz2019.fig_thm5)
 
 # %%
-# ``burkholz2019.fig_3`` (Fig. 3): Test accuracy against depth of ReLU networks: He against GSM and orthogonal looks-linear.
+# ``burkholz2019.fig_3`` (Fig. 3, trained networks): Test accuracy against depth of ReLU networks: He against GSM and orthogonal looks-linear.
 show(burkholz2019.fig_3)
 
 # %%
-# ``burkholz2019.fig_4`` (Fig. 4 (training accuracy; CIFAR-10 not run)): Training accuracy of the runs of :func:`fig_3` (the paper's Fig. 4 repeats Fig. 3 on CIFAR-10).
+# ``burkholz2019.fig_4`` (Fig. 4 (training accuracy; CIFAR-10 not run), trained networks): Training accuracy of the runs of :func:`fig_3` (the paper's Fig. 4 repeats Fig. 3 on CIFAR-10).
 show(burkholz2019.fig_4)

@@ -8,8 +8,22 @@ paper's sizes. The numbers behind each figure are written beside its PNG as JSON
 (``meanfield.figures.load``).
 """
 
+import tempfile
+
+import matplotlib.pyplot as plt
 from meanfield.figures import grzejdziak2023
-from meanfield.figures.harness import show_figure as show
+
+OUT = tempfile.mkdtemp()
+
+
+def show(func):
+    """Render ``func`` at the smoke size and display its PNG."""
+    png = func(OUT, size="smoke")[0]
+    image = plt.imread(png)
+    _fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
+    ax.imshow(image)
+    ax.axis("off")
+
 
 # %%
 # ``grzejdziak2023.fig_1`` (Fig. 1 (digits instead of CIFAR-10)): Quantiles of the output empirical variance versus depth for seven initialisers.
@@ -24,9 +38,9 @@ show(grzejdziak2023.fig_kurtosis)
 show(grzejdziak2023.fig_spectral_radius)
 
 # %%
-# ``grzejdziak2023.fig_2`` (Fig. 2): Test accuracy against depth of constant-width ReLU networks: He (three weight laws) vs ZerO.
+# ``grzejdziak2023.fig_2`` (Fig. 2, trained networks): Test accuracy against depth of constant-width ReLU networks: He (three weight laws) vs ZerO.
 show(grzejdziak2023.fig_2)
 
 # %%
-# ``grzejdziak2023.fig_zero_star`` (supplement Figs. 2-3 (ZerO vs ZerO*)): Test accuracy against depth of ZerO and ZerO* (random first layer) beside He Gaussian.
+# ``grzejdziak2023.fig_zero_star`` (supplement Figs. 2-3 (ZerO vs ZerO*), trained networks): Test accuracy against depth of ZerO and ZerO* (random first layer) beside He Gaussian.
 show(grzejdziak2023.fig_zero_star)

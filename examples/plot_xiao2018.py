@@ -8,8 +8,22 @@ paper's sizes. The numbers behind each figure are written beside its PNG as JSON
 (``meanfield.figures.load``).
 """
 
+import tempfile
+
+import matplotlib.pyplot as plt
 from meanfield.figures import xiao2018
-from meanfield.figures.harness import show_figure as show
+
+OUT = tempfile.mkdtemp()
+
+
+def show(func):
+    """Render ``func`` at the smoke size and display its PNG."""
+    png = func(OUT, size="smoke")[0]
+    image = plt.imread(png)
+    _fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
+    ax.imshow(image)
+    ax.axis("off")
+
 
 # %%
 # ``xiao2018.fig_s1`` (Fig. S1): Phase diagram of tanh networks: q* (colour) over (sigma_w2, sigma_b2) and the critical line chi_1 = 1.
@@ -44,21 +58,21 @@ show(xiao2018.fig_s3)
 show(xiao2018.fig_s4)
 
 # %%
-# ``xiao2018.fig_2`` (Fig. 2): Training accuracy over (sigma_w2, depth) of tanh networks at sigma_b2 = 2e-5, with 6 xi_c overlaid.
+# ``xiao2018.fig_2`` (Fig. 2, trained networks): Training accuracy over (sigma_w2, depth) of tanh networks at sigma_b2 = 2e-5, with 6 xi_c overlaid.
 show(xiao2018.fig_2)
 
 # %%
-# ``xiao2018.fig_1`` (Fig. 1): Test accuracy over training of critical delta-orthogonal vs Gaussian tanh CNNs of the same depth.
+# ``xiao2018.fig_1`` (Fig. 1, trained networks): Test accuracy over training of critical delta-orthogonal vs Gaussian tanh CNNs of the same depth.
 show(xiao2018.fig_1)
 
 # %%
-# ``xiao2018.fig_3`` (Fig. 3): Training and test accuracy curves of the deepest delta-orthogonal tanh CNN (with orthogonal, Algorithm 1).
+# ``xiao2018.fig_3`` (Fig. 3, trained networks): Training and test accuracy curves of the deepest delta-orthogonal tanh CNN (with orthogonal, Algorithm 1).
 show(xiao2018.fig_3)
 
 # %%
-# ``xiao2018.fig_5`` (Fig. 5): Training speed: orthogonal (Algorithm 1) against Gaussian kernels of the same critical depth.
+# ``xiao2018.fig_5`` (Fig. 5, trained networks): Training speed: orthogonal (Algorithm 1) against Gaussian kernels of the same critical depth.
 show(xiao2018.fig_5)
 
 # %%
-# ``xiao2018.fig_4a`` (Fig. 4a): Test accuracy against depth of critical Gaussian tanh CNNs with variance vectors GS0 ... GS4.
+# ``xiao2018.fig_4a`` (Fig. 4a, trained networks): Test accuracy against depth of critical Gaussian tanh CNNs with variance vectors GS0 ... GS4.
 show(xiao2018.fig_4a)
