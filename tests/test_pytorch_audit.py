@@ -202,3 +202,13 @@ def test_verdicts_are_those_of_the_validation_report():
         c = Comparison("x", theory, measured, se, systematic=systematic)
         assert (verdict(measured, se, theory, systematic, False) == "ok") == c.passed
     assert FINITE_WIDTH_BIAS(2.0, 1, 512) == 0.0 and FINITE_WIDTH_BIAS(2.0, 3, 512) == pytest.approx(4.0 / 512)
+
+
+def test_layers_without_a_record_follow_pytorchs_default_law():
+    net = mlp(256, 4, "tanh", n_in=64, n_out=4, init="critical", sigma_b2=0.05, generator=_gen(0))
+    net[4] = torch.nn.Linear(256, 256)  # PyTorch's own initialisation: sigma_w2 = 1/3, sigma_b2 = 1/(3 fan_in)
+    result = audit(net, "digits", n_inits=10, rng=1)
+    q = [r for r in result.rows if r.quantity == "q"]
+    assert all(r.theory is not None for r in q) and not result.failed, "\n" + result.table()
+    assert q[2].theory < 0.5 * q[1].theory  # the default law shrinks the signal (sigma_w2 = 1/3)
+    assert "PyTorch default init" in result.source and result.phase == "unknown"

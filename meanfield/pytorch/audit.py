@@ -683,26 +683,30 @@ def _reinit_mode(model, init) -> str:
         if not callable(init):
             raise TypeError(f"init must be a callable init(model, generator) or None, got {type(init).__name__}")
         return "callable"
-    layers = [m for _, m in _weight_layers(model)]
-    specs = [getattr(m.weight, "meanfield_init", None) for m in layers]
-    if specs and all(isinstance(s, InitSpec) for s in specs):
-        return "specs"
-    return "torch"
+    return "recorded"
+
+
+def _has_spec(module) -> bool:
+    return isinstance(getattr(module.weight, "meanfield_init", None), InitSpec)
 
 
 def _reinitialise(model, mode, init, generator, seed):
+    """``init(model, generator)``; or each layer's recorded initialiser, PyTorch's ``reset_parameters``
+    (seeded from ``seed``) for the layers without a record."""
     if mode == "callable":
         with torch.no_grad():
             init(model, generator)
-    elif mode == "specs":
-        for _, m in _weight_layers(model):
+        return
+    layers = [m for _, m in _weight_layers(model)]
+    for m in layers:
+        if _has_spec(m):
             reinitialise_(m, generator=generator)
-    else:
+    plain = [m for m in layers if not _has_spec(m)]
+    if plain:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            for m in model.modules():
-                if hasattr(m, "reset_parameters") and m is not model:
-                    m.reset_parameters()
+            for m in plain:
+                m.reset_parameters()
 
 
 def _torch_default_params(module) -> tuple:
@@ -750,9 +754,9 @@ def audit(
     backward : bool
         Also record gradient second moments (cotangent ``v ~ N(0, 1)`` at the output).
     init : callable, optional
-        ``init(model, generator)`` re-initialises the model. Default: the initialisers recorded on
-        the weights (``weight.meanfield_init``, set by :mod:`meanfield.pytorch.init`) when every
-        layer has one, else PyTorch's ``reset_parameters`` (theory: its uniform law,
+        ``init(model, generator)`` re-initialises the model. Default: each layer's initialiser as
+        recorded on its weight (``weight.meanfield_init``, set by :mod:`meanfield.pytorch.init`),
+        and PyTorch's ``reset_parameters`` for a layer without a record (theory: its uniform law,
         ``sigma_w2 = 1/3``, ``sigma_b2 = 1 / (3 fan_in)``).
     n_inputs : int
         Inputs used (2 to 64).
@@ -858,7 +862,7 @@ def audit(
     source: dict = {}
     params = {}
     for _, m in layers:
-        if mode == "torch":
+        if mode == "recorded" and not _has_spec(m):
             params[m] = _torch_default_params(m)
             source["PyTorch default init"] = 1
             continue
