@@ -170,6 +170,11 @@ def test_inputs_and_arguments():
         audit(net, np.full((3, 64), np.nan))
     with pytest.raises(TypeError, match="real"):
         audit(net, np.ones((3, 64), dtype=complex))
+    with pytest.raises(ValueError, match="overflow"):
+        audit(net, np.full((3, 64), 1e300))  # finite in float64, infinite in the model's float32
+    silent = audit(net, np.zeros((3, 64)), n_inits=3, rng=0)  # zero signal: c and kurtosis undefined
+    assert all(math.isfinite(r.measured) for r in silent.rows)
+    assert all(r.verdict == "no theory" for r in silent.rows if r.quantity in ("c", "kurtosis"))
     with pytest.raises(ValueError, match="at least 2"):
         audit(net, np.ones((1, 64)))
     with pytest.raises(ValueError, match="digits"):

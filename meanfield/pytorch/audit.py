@@ -428,9 +428,11 @@ def prepare_inputs(model: Any, inputs: Any = "digits", n_inputs: int = MAX_INPUT
         x = inputs.detach()[:n_inputs]
     if x.dim() < 2 or x.shape[0] < 2:
         raise ValueError(f"inputs must be a batch of at least 2 inputs (batch, ...), got shape {tuple(x.shape)}")
-    x = x.to(dtype=first.weight.dtype, device=first.weight.device)
     if not bool(torch.isfinite(x).all()):
         raise ValueError("inputs must be finite (no NaN or infinity)")
+    x = x.to(dtype=first.weight.dtype, device=first.weight.device)
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"inputs overflow the model's dtype {first.weight.dtype}: rescale them")
     return x
 
 
@@ -892,6 +894,8 @@ def audit(
         theory.walk(model, s0)
     except _NoTheory as exc:
         stopped_reason = str(exc)
+    except ValueError as exc:  # e.g. a covariance beyond the float64 range: measured, not guessed
+        stopped_reason = f"theory not computable: {(str(exc).splitlines() or [''])[0]}"
     grads = theory.backward() if (backward and theory.plain and not stopped_reason) else {}
 
     # kurtosis theory (seed 002 Prop. 4.3): Linear stack, Gaussian weights, no bias, relu-family
@@ -937,13 +941,23 @@ def audit(
             p = state.positions
             blocks = state.cov.reshape(d, p, d, p)
             kab = np.einsum("apbp->ab", blocks) / p
-            th_c = float((kab / np.sqrt(np.outer(np.diag(kab), np.diag(kab))))[iu].mean())
-        rows.append(_row(name, index, "c", c_k, th_c, FINITE_WIDTH_BIAS(1.0, index, n_eff), approx, note, z))
+            if np.all(np.diag(kab) > 0):
+                th_c = float((kab / np.sqrt(np.outer(np.diag(kab), np.diag(kab))))[iu].mean())
+        silent = bool(np.any(q_k.mean(axis=0) == 0))
+        cnote = "undefined for a zero signal (reported as 0)" if silent else note
+        rows.append(
+            _row(
+                name, index, "c", c_k, None if silent else th_c, FINITE_WIDTH_BIAS(1.0, index, n_eff), approx, cnote, z
+            )
+        )
         # kurtosis
         m4 = np.mean(h**4, axis=(2, 3))  # (K, D)
-        kur, kse = zip(*(_jackknife_ratio(m4[:, a], q_k[:, a]) for a in range(d)))
-        kval, kerr = float(np.mean(kur)), float(math.sqrt(np.sum(np.square(kse))) / d)
-        th_k = kurt_theory.get(m)
+        if silent:
+            kval, kerr, th_k = 0.0, 0.0, None
+        else:
+            kur, kse = zip(*(_jackknife_ratio(m4[:, a], q_k[:, a]) for a in range(d)))
+            kval, kerr = float(np.mean(kur)), float(math.sqrt(np.sum(np.square(kse))) / d)
+            th_k = kurt_theory.get(m)
         rows.append(
             AuditRow(
                 name,
@@ -956,6 +970,8 @@ def audit(
                 verdict(kval, kerr, th_k, 0.0, approx, z),
                 "seed 002 Prop. 4.3 (exact at finite width); jackknife s.e., optimistic for large kurtosis"
                 if th_k is not None
+                else "undefined for a zero signal (reported as 0)"
+                if silent
                 else "kurtosis recursion applies to bias-free Gaussian ReLU-family Linear stacks only",
                 z,
             )
