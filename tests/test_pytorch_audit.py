@@ -53,6 +53,7 @@ def _init_kwargs(sw, sb):
     return {"init": "critical", "sigma_b2": sb} if sw is None else {"init": "gaussian", "sigma_w2": sw, "sigma_b2": sb}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", sorted(PHASES))
 def test_audit_of_a_width_512_depth_30_tanh_mlp_agrees_with_theory(phase):
     sw, sb = PHASES[phase]
@@ -66,6 +67,7 @@ def test_audit_of_a_width_512_depth_30_tanh_mlp_agrees_with_theory(phase):
     assert result.chi_1 == pytest.approx(fp.chi_1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", sorted(PHASES))
 def test_audit_of_a_circular_padding_tanh_cnn_agrees_with_theory(phase):
     sw, sb = PHASES[phase]
@@ -76,6 +78,7 @@ def test_audit_of_a_circular_padding_tanh_cnn_agrees_with_theory(phase):
     assert all(r.verdict != "approximate" for r in result.rows)
 
 
+@pytest.mark.slow
 def test_a_mis_scaled_layer_is_flagged():
     net = mlp(512, 30, "tanh", n_in=64, n_out=10, init="critical", sigma_b2=0.05)
 
@@ -107,6 +110,7 @@ def test_zero_padding_is_marked_approximate():
     assert all(r.verdict != "FAIL" for r in result.rows)
 
 
+@pytest.mark.slow
 def test_kurtosis_recursion_of_seed_002_in_a_narrow_relu_mlp():
     # Gaussian weights, no bias, ReLU: the exact finite-width kurtosis recursion applies; width 16
     # makes kappa grow visibly with depth (3 -> 6.8 at layer 4). Deeper, kappa > 10 and the sample
@@ -119,6 +123,7 @@ def test_kurtosis_recursion_of_seed_002_in_a_narrow_relu_mlp():
     assert all(r.verdict == "ok" for r in kurt), "\n" + result.table()
 
 
+@pytest.mark.slow
 def test_residual_and_hyper_residual_recursions():
     for build in (residual_mlp, hyper_residual_mlp):
         net = build(256, 6, "tanh", n_in=64, n_out=8, sigma_w2=1.0, sigma_b2=0.05, generator=_gen(0))

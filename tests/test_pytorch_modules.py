@@ -107,6 +107,7 @@ def test_builders_are_the_paper_constructions():
         looks_linear_mlp(7, 2)
 
 
+@pytest.mark.slow
 def test_path_residual_audit_follows_the_recursion():
     net = path_residual_mlp(256, 5, "relu", n_in=64, n_out=4, sigma_w2=1.0, sigma_b2=0.05, generator=_gen(1))
     result = audit(net, "digits", n_inits=10, rng=0)
