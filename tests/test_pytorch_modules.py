@@ -24,6 +24,7 @@ from meanfield.pytorch import (  # noqa: E402
     mlp,
     path_residual_mlp,
     periodic_cnn,
+    recorded_spec,
     residual_mlp,
 )
 
@@ -71,6 +72,15 @@ def test_builders_make_initialised_working_modules(build, x):
         y = model(x)
     assert y.shape[0] == 5 and bool(torch.isfinite(y).all())
     assert all(isinstance(s, InitSpec) for s in _specs(model))
+
+
+def test_the_initialisation_record_survives_deepcopy():
+    import copy
+
+    net = mlp(64, 3, "tanh", n_in=64, n_out=4, init="critical", sigma_b2=0.05, generator=_gen(0))
+    clone = copy.deepcopy(net)  # drops tensor attributes; the modules keep the record
+    assert all(recorded_spec(m) == recorded_spec(n) for m, n in zip(net, clone))
+    assert "PyTorch default" not in audit(clone, "digits", n_inits=2, rng=0).source
 
 
 def test_builders_are_the_paper_constructions():

@@ -57,7 +57,7 @@ from ..activations import Activation
 from ..gaussian import expectation, hermite_rule
 from ._activations import is_activation_module, resolve_activation
 from ._torch import require_torch
-from .init import InitSpec, reinitialise_
+from .init import recorded_spec, reinitialise_
 
 torch = require_torch()
 nn = torch.nn
@@ -660,8 +660,8 @@ class _Theory:
 
 def _layer_params(module, source: dict) -> tuple | None:
     """(sigma_w2, sigma_b2, v, note) declared by the module's InitSpec, or None."""
-    spec = getattr(module.weight, "meanfield_init", None)
-    if not isinstance(spec, InitSpec) or spec.method not in _MEAN_FIELD_METHODS:
+    spec = recorded_spec(module)
+    if spec is None or spec.method not in _MEAN_FIELD_METHODS:
         return None
     if module.bias is None:
         sb, note = 0.0, ""
@@ -689,7 +689,7 @@ def _reinit_mode(model, init) -> str:
 
 
 def _has_spec(module) -> bool:
-    return isinstance(getattr(module.weight, "meanfield_init", None), InitSpec)
+    return recorded_spec(module) is not None
 
 
 def _reinitialise(model, mode, init, generator, seed):
@@ -1040,8 +1040,8 @@ def _kurtosis_theory(model, layers, params, theory, stopped) -> dict:
         return {}
     slopes = set()
     for m in mods:
-        spec = getattr(m.weight, "meanfield_init", None)
-        if not isinstance(spec, InitSpec) or not spec.gaussian or m not in params or params[m][1] != 0.0:
+        spec = recorded_spec(m)
+        if spec is None or not spec.gaussian or m not in params or params[m][1] != 0.0:
             return {}
     for _m, kind, _s, extra in theory.trace:
         if kind == "activation":
