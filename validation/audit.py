@@ -87,7 +87,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
 
     width, depth = (512, 30) if full else (256, 20)
     channels, conv_depth = (128, 20) if full else (48, 8)
-    n_inits = 20 if full else 8
+    n_inits = 40 if full else 16
     streams = np.random.SeedSequence(seed).spawn(8)
     rows: list[Comparison] = []
     for k, (phase, (sw, sb)) in enumerate(progress(POINTS.items(), desc="validation.audit", total=len(POINTS))):
