@@ -26,13 +26,15 @@ WHAT = "audit of a PyTorch tanh MLP at the edge of chaos against mean-field theo
 
 
 def _torch_missing() -> str | None:
-    if importlib.util.find_spec("torch") is None:
-        return 'needs the torch extra (pip install "meanfield-theory[torch]")'
+    """``"needs the torch extra (...)"`` when PyTorch cannot be imported, else None."""
     try:
-        import torch  # noqa: F401
-    except ImportError:
-        return 'needs the torch extra (pip install "meanfield-theory[torch]")'
-    return None
+        if importlib.util.find_spec("torch") is not None:
+            import torch  # noqa: F401
+
+            return None
+    except (ImportError, ValueError):  # ValueError: sys.modules["torch"] is None
+        pass
+    return 'needs the torch extra (pip install "meanfield-theory[torch]")'
 
 
 @figure(paper=PAPER, figure="not in the paper: the PyTorch bridge's audit", honours_backend=False)

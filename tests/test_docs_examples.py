@@ -5,6 +5,7 @@ reader pasting them into one session would.
 """
 
 import functools
+import importlib.util
 import re
 from pathlib import Path
 
@@ -88,6 +89,14 @@ API_MODULES = [
     "meanfield.figures.grzejdziak2023",
     "meanfield.figures.blumenfeld2020",
     "meanfield.figures.orhan2017",
+    "meanfield.validation.audit",
+    "meanfield.figures.pytorch_bridge",
+    *(
+        ["meanfield.pytorch", "meanfield.pytorch.init", "meanfield.pytorch.audit", "meanfield.pytorch.modules"]
+        + ["meanfield.pytorch.command"]
+        if importlib.util.find_spec("torch") is not None
+        else []
+    ),
 ]
 
 # Docstrings with RST errors in files being rewritten by other engineers; they are left out of

@@ -53,6 +53,7 @@ def _init_kwargs(sw, sb):
     return {"init": "critical", "sigma_b2": sb} if sw is None else {"init": "gaussian", "sigma_w2": sw, "sigma_b2": sb}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", sorted(PHASES))
 def test_audit_of_a_width_512_depth_30_tanh_mlp_agrees_with_theory(phase):
     sw, sb = PHASES[phase]
@@ -66,6 +67,7 @@ def test_audit_of_a_width_512_depth_30_tanh_mlp_agrees_with_theory(phase):
     assert result.chi_1 == pytest.approx(fp.chi_1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", sorted(PHASES))
 def test_audit_of_a_circular_padding_tanh_cnn_agrees_with_theory(phase):
     sw, sb = PHASES[phase]
@@ -76,6 +78,7 @@ def test_audit_of_a_circular_padding_tanh_cnn_agrees_with_theory(phase):
     assert all(r.verdict != "approximate" for r in result.rows)
 
 
+@pytest.mark.slow
 def test_a_mis_scaled_layer_is_flagged():
     net = mlp(512, 30, "tanh", n_in=64, n_out=10, init="critical", sigma_b2=0.05)
 
@@ -107,6 +110,7 @@ def test_zero_padding_is_marked_approximate():
     assert all(r.verdict != "FAIL" for r in result.rows)
 
 
+@pytest.mark.slow
 def test_kurtosis_recursion_of_seed_002_in_a_narrow_relu_mlp():
     # Gaussian weights, no bias, ReLU: the exact finite-width kurtosis recursion applies; width 16
     # makes kappa grow visibly with depth (3 -> 6.8 at layer 4). Deeper, kappa > 10 and the sample
@@ -119,6 +123,7 @@ def test_kurtosis_recursion_of_seed_002_in_a_narrow_relu_mlp():
     assert all(r.verdict == "ok" for r in kurt), "\n" + result.table()
 
 
+@pytest.mark.slow
 def test_residual_and_hyper_residual_recursions():
     for build in (residual_mlp, hyper_residual_mlp):
         net = build(256, 6, "tanh", n_in=64, n_out=8, sigma_w2=1.0, sigma_b2=0.05, generator=_gen(0))
@@ -170,6 +175,11 @@ def test_inputs_and_arguments():
         audit(net, np.full((3, 64), np.nan))
     with pytest.raises(TypeError, match="real"):
         audit(net, np.ones((3, 64), dtype=complex))
+    with pytest.raises(ValueError, match="overflow"):
+        audit(net, np.full((3, 64), 1e300))  # finite in float64, infinite in the model's float32
+    silent = audit(net, np.zeros((3, 64)), n_inits=3, rng=0)  # zero signal: c and kurtosis undefined
+    assert all(math.isfinite(r.measured) for r in silent.rows)
+    assert all(r.verdict == "no theory" for r in silent.rows if r.quantity in ("c", "kurtosis"))
     with pytest.raises(ValueError, match="at least 2"):
         audit(net, np.ones((1, 64)))
     with pytest.raises(ValueError, match="digits"):
@@ -202,3 +212,13 @@ def test_verdicts_are_those_of_the_validation_report():
         c = Comparison("x", theory, measured, se, systematic=systematic)
         assert (verdict(measured, se, theory, systematic, False) == "ok") == c.passed
     assert FINITE_WIDTH_BIAS(2.0, 1, 512) == 0.0 and FINITE_WIDTH_BIAS(2.0, 3, 512) == pytest.approx(4.0 / 512)
+
+
+def test_layers_without_a_record_follow_pytorchs_default_law():
+    net = mlp(256, 4, "tanh", n_in=64, n_out=4, init="critical", sigma_b2=0.05, generator=_gen(0))
+    net[4] = torch.nn.Linear(256, 256)  # PyTorch's own initialisation: sigma_w2 = 1/3, sigma_b2 = 1/(3 fan_in)
+    result = audit(net, "digits", n_inits=10, rng=1)
+    q = [r for r in result.rows if r.quantity == "q"]
+    assert all(r.theory is not None for r in q) and not result.failed, "\n" + result.table()
+    assert q[2].theory < 0.5 * q[1].theory  # the default law shrinks the signal (sigma_w2 = 1/3)
+    assert "PyTorch default init" in result.source and result.phase == "unknown"

@@ -24,6 +24,7 @@ from meanfield.pytorch import (  # noqa: E402
     mlp,
     path_residual_mlp,
     periodic_cnn,
+    recorded_spec,
     residual_mlp,
 )
 
@@ -73,6 +74,15 @@ def test_builders_make_initialised_working_modules(build, x):
     assert all(isinstance(s, InitSpec) for s in _specs(model))
 
 
+def test_the_initialisation_record_survives_deepcopy():
+    import copy
+
+    net = mlp(64, 3, "tanh", n_in=64, n_out=4, init="critical", sigma_b2=0.05, generator=_gen(0))
+    clone = copy.deepcopy(net)  # drops tensor attributes; the modules keep the record
+    assert all(recorded_spec(m) == recorded_spec(n) for m, n in zip(net, clone))
+    assert "PyTorch default" not in audit(clone, "digits", n_inits=2, rng=0).source
+
+
 def test_builders_are_the_paper_constructions():
     net = looks_linear_mlp(8, 2, n_in=8, n_out=8, generator=_gen())
     w = net[2].weight.detach()
@@ -107,6 +117,7 @@ def test_builders_are_the_paper_constructions():
         looks_linear_mlp(7, 2)
 
 
+@pytest.mark.slow
 def test_path_residual_audit_follows_the_recursion():
     net = path_residual_mlp(256, 5, "relu", n_in=64, n_out=4, sigma_w2=1.0, sigma_b2=0.05, generator=_gen(1))
     result = audit(net, "digits", n_inits=10, rng=0)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib.util
 
 from .report import Comparison
-from .runner import main_for, progress
+from .runner import check_run_arguments, main_for, progress
 
 __all__ = ["POINTS", "run", "unavailable"]
 
@@ -71,7 +71,13 @@ def _rows_of(result, label, layers):
 
 
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
-    """Audit rows of a tanh MLP and CNN at three phases, and the mis-scaled control (see the module docstring)."""
+    """Audit rows of a tanh MLP and CNN at three phases, and the mis-scaled control (see the module docstring).
+
+    The audit runs on the CPU with PyTorch (``backend`` is checked and otherwise ignored). Returns
+    no rows when PyTorch is missing (:func:`unavailable` says so; ``meanfield validate`` skips the
+    module). Raises ``TypeError``/``ValueError`` for bad arguments, before any work.
+    """
+    backend, full, seed = check_run_arguments(backend, full, seed)
     if unavailable():
         return []
     import numpy as np
@@ -81,7 +87,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
 
     width, depth = (512, 30) if full else (256, 20)
     channels, conv_depth = (128, 20) if full else (48, 8)
-    n_inits = 20 if full else 8
+    n_inits = 40 if full else 16
     streams = np.random.SeedSequence(seed).spawn(8)
     rows: list[Comparison] = []
     for k, (phase, (sw, sb)) in enumerate(progress(POINTS.items(), desc="validation.audit", total=len(POINTS))):

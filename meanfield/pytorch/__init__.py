@@ -43,6 +43,9 @@ from .init import (  # noqa: E402
     mean_field_normal_,
     numpy_rng,
     orthogonal_conv_,
+    recorded_spec,
+    reinitialise_,
+    tag_layers_,
     zero_,
     zero_star_,
 )
@@ -92,8 +95,11 @@ __all__ = [
     "orthogonal_conv_",
     "path_residual_mlp",
     "periodic_cnn",
+    "recorded_spec",
+    "reinitialise_",
     "residual_mlp",
     "resolve_activation",
+    "tag_layers_",
     "zero_",
     "zero_star_",
 ]

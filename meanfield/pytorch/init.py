@@ -69,6 +69,9 @@ __all__ = [
     "mean_field_normal_",
     "numpy_rng",
     "orthogonal_conv_",
+    "recorded_spec",
+    "reinitialise_",
+    "tag_layers_",
     "zero_",
     "zero_star_",
 ]
@@ -840,6 +843,28 @@ def critical_init_(
             sigma_b2=sigma_b2 if bias is not None else None,
             kwargs=spec.kwargs + (("critical", act.name),),
         )
+    return tag_layers_(model)
+
+
+def recorded_spec(module: Any) -> InitSpec | None:
+    """The :class:`InitSpec` recorded for a layer: on its weight (``module.weight.meanfield_init``), else
+    on the module itself (``module.meanfield_init``, set by :func:`critical_init_`, :func:`tag_layers_`
+    and the builders; it survives ``copy.deepcopy``, which drops tensor attributes); ``None`` without one."""
+    spec = getattr(getattr(module, "weight", None), "meanfield_init", None)
+    if not isinstance(spec, InitSpec):
+        spec = getattr(module, "meanfield_init", None)
+    return spec if isinstance(spec, InitSpec) else None
+
+
+def tag_layers_(model: Any) -> Any:
+    """Copy every weight's :class:`InitSpec` onto its module (``module.meanfield_init``), so that the
+    record survives ``copy.deepcopy``; returns ``model``."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    for m in model.modules():
+        spec = getattr(getattr(m, "weight", None), "meanfield_init", None)
+        if isinstance(spec, InitSpec):
+            m.meanfield_init = spec
     return model
 
 
@@ -849,8 +874,8 @@ def reinitialise_(module: Any, *, generator: Any = None) -> bool:
     Returns True when the module carried a record and was re-initialised, False otherwise (the
     module is then left as it is). The bias is redrawn ``N(0, sigma_b2)`` when the record drew it.
     """
-    spec = getattr(getattr(module, "weight", None), "meanfield_init", None)
-    if not isinstance(spec, InitSpec) or spec.deterministic:
+    spec = recorded_spec(module)
+    if spec is None or spec.deterministic:
         return False
     w = module.weight
     kw = dict(spec.kwargs)
@@ -858,6 +883,7 @@ def reinitialise_(module: Any, *, generator: Any = None) -> bool:
     if spec.method in ("critical_normal_", "mean_field_normal_"):
         extra = tuple((k, v) for k, v in spec.kwargs if k not in ("sigma_w2", "sigma_b2"))
         _normal(w, spec.sigma_w2, kw["sigma_b2"], bias, generator, spec.method, extra)
+        module.meanfield_init = w.meanfield_init
         return True
     if spec.method == "gsm_":
         gsm_(w, kw["sigma_w2"], generator=generator)
@@ -874,4 +900,5 @@ def reinitialise_(module: Any, *, generator: Any = None) -> bool:
     if bias is not None:
         _draw_bias(bias, spec.sigma_b2, numpy_rng(generator))
     w.meanfield_init = spec
+    module.meanfield_init = spec
     return True

@@ -35,6 +35,7 @@ from .init import (
     leakynet_,
     looks_linear_,
     mean_field_normal_,
+    tag_layers_,
 )
 
 torch = require_torch()
@@ -108,7 +109,7 @@ def _initialise(model, init, activation, sigma_w2, sigma_b2, generator):
         for m in model.modules():
             if isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d)):
                 mean_field_normal_(m.weight, sigma_w2, sigma_b2, m.bias, generator=generator)
-        return model
+        return tag_layers_(model)
     if sigma_w2 is not None:
         raise ValueError(f"sigma_w2 is set by init={init!r} (the edge of chaos); pass init='gaussian' to choose it")
     kernel = {"critical": "gaussian", "delta_orthogonal": "delta_orthogonal", "orthogonal": "orthogonal"}[init]
@@ -289,7 +290,7 @@ def looks_linear_mlp(
     for m in model:
         if isinstance(m, nn.Linear):
             (looks_linear_ if init == "looks_linear" else gsm_)(m.weight, sw, generator=generator)
-    return model
+    return tag_layers_(model)
 
 
 def gsm_mlp(
@@ -363,7 +364,7 @@ def _orhan(width, depth, activation, n_in, n_out, architecture, sigma_w2, sigma_
     for m in model.modules():
         if isinstance(m, nn.Linear):
             mean_field_normal_(m.weight, sw, sigma_b2, m.bias, generator=generator)
-    return model
+    return tag_layers_(model)
 
 
 def residual_mlp(
@@ -449,7 +450,7 @@ def constnet(
         blocks.append(Residual(nn.Sequential(activation_module(activation), c)))
     head = nn.Linear(width, n_out, bias=False)
     constnet_(head.weight, "zero")
-    return ConstNet(first, *blocks, pool(1), nn.Flatten(), head)
+    return tag_layers_(ConstNet(first, *blocks, pool(1), nn.Flatten(), head))
 
 
 def leakynet(
@@ -480,4 +481,4 @@ def leakynet(
         layers += [nn.LeakyReLU(slope) if activation is None else activation_module(activation), c]
     head = nn.Linear(width, n_out, bias=False)
     constnet_(head.weight, "zero")
-    return LeakyNet(*layers, pool(1), nn.Flatten(), head)
+    return tag_layers_(LeakyNet(*layers, pool(1), nn.Flatten(), head))
