@@ -620,6 +620,27 @@ def in_fast_subset(job: Job) -> bool:
     return any(m.label == job.label and m.fast for m in catalogue.KINDS[kind])
 
 
+def category(o: Outcome) -> str:
+    d = o.detail
+    if d.startswith("timeout"):
+        return "timeout (hang)"
+    if "worker process died" in d:
+        return "process crash"
+    if d.startswith("foreign exception"):
+        return "foreign " + d.split(":")[0].rsplit(".", 1)[-1].replace("foreign exception ", "")
+    if d.startswith("accepted silently"):
+        return "invalid value accepted"
+    if d.startswith("non-finite"):
+        return "non-finite result"
+    if "does not name" in d:
+        return "message does not name the argument"
+    if "where TypeError is required" in d:
+        return "ValueError instead of TypeError"
+    if d.startswith("baseline"):
+        return "baseline call fails"
+    return "other"
+
+
 def format_line(o: Outcome) -> str:
     j = o.job
     call = "baseline call" if j.param is None else f"{j.param}={j.label}"
@@ -638,6 +659,9 @@ def format_report(c: Campaign, title: str = "meanfield public-API fuzz report") 
         "# OK = finite result (or a documented infinity, see ALLOW_NONFINITE) or ValueError/TypeError naming the argument.",
         "",
     ]
+    kinds = collections.Counter(category(o) for o in c.bad)
+    lines.append("# BAD calls by kind: " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
+    lines.append("")
     by_module = collections.defaultdict(list)
     for o in c.bad:
         by_module[module_of(o.job.function)].append(o)
