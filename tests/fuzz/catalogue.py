@@ -17,7 +17,8 @@ Each :class:`Mutation` states what a correct library must do with it (``expect``
     ``TypeError`` naming the argument (the standards: complex input raises ``TypeError``, a flag
     that is not a real ``bool`` raises ``TypeError``).
 
-``fast`` marks the subset run by the default (fast) test; the ``slow`` test runs every value.
+``fast`` marks a subset for quick looks (``MEANFIELD_FUZZ_FAST=1``, ``run.py --fast``); the test runs
+every value.
 Values are produced by ``make(base)`` in the worker for every call (fresh arrays each time), from
 the baseline value ``base`` of the argument.
 """
@@ -31,7 +32,7 @@ import numpy as np
 
 from meanfield.activations import ACTIVATIONS
 
-#: built-in activations tried by the fast test in place of the baseline's (kinked and unbounded
+#: built-in activations tried by the fast subset in place of the baseline's (kinked and unbounded
 #: ones: the fixed-point searches and closed forms most likely to go wrong there)
 FAST_BUILTINS = ("leaky_relu", "gelu")
 
@@ -133,7 +134,7 @@ def _nan_function(x):
 
 
 # ---------------------------------------------------------------------------------------------
-# the catalogue: kind -> mutations (order fixed; ``fast`` = the default test's subset)
+# the catalogue: kind -> mutations (order fixed; ``fast`` = the quick-look subset)
 
 FLOAT = [
     M("nan", float("nan"), RAISE, True),

@@ -1,7 +1,7 @@
 """Run the public-API fuzz campaign outside pytest and print (or write) the report.
 
-    python tests/fuzz/run.py                       # fast catalogue, report on stdout
-    python tests/fuzz/run.py --full --report FILE  # every catalogue value
+    python tests/fuzz/run.py                       # every catalogue value, report on stdout
+    python tests/fuzz/run.py --fast --report FILE  # the fast subset of the catalogue
     python tests/fuzz/run.py --only dense.fixed_point conv.depth_scales
 
 Exit status 1 when any call is BAD.
@@ -20,7 +20,7 @@ from fuzz import harness  # noqa: E402
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--full", action="store_true", help="every catalogue value (default: the fast subset)")
+    parser.add_argument("--fast", action="store_true", help="the fast subset of the catalogue (default: every value)")
     parser.add_argument("--only", nargs="+", metavar="FUNCTION", help="registry names, e.g. dense.fixed_point")
     parser.add_argument("--module", nargs="+", help="registry modules, e.g. dense validation.networks")
     parser.add_argument("--report", help="write the report to this file")
@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"not in the registry: {sorted(unknown)}")
 
-    campaign = harness.run_campaign(args.full, functions or None, workers=args.workers, timeout=args.timeout, verbose=args.verbose)
+    campaign = harness.run_campaign(not args.fast, functions or None, workers=args.workers, timeout=args.timeout, verbose=args.verbose)
     report = harness.format_report(campaign)
     if args.report:
         Path(args.report).write_text(report)
