@@ -57,7 +57,7 @@ def orthogonal_kernels():
     rows = []
     for k in (3, 5, 7):
         for c in (32, 64, 128):
-            t = best_of(lambda: orthogonal_conv_kernel(k, c, c, seed=0), repeat=2)
+            t = best_of(lambda: orthogonal_conv_kernel(k, c, c, rng=0), repeat=2)
             rows.append((k, c, t))
             print(f"k={k} c={c:4d}: {t * 1e3:8.2f} ms, t / (k c)^3 = {t / (k * c) ** 3 * 1e9:7.3f} ns")
     k, c, t = np.array(rows).T

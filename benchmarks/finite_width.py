@@ -78,8 +78,8 @@ def bench_operator():
 
 def bench_cosine():
     for n in (100, 200):
-        t = _time(lambda: fw.cosine_similarity_samples(n, 0.5, n_samples=1_000_000, seed=0), repeat=1)
-        t32 = _time(lambda: fw.cosine_similarity_samples(n, 0.5, n_samples=1_000_000, seed=0, dtype=np.float32), repeat=1)
+        t = _time(lambda: fw.cosine_similarity_samples(n, 0.5, n_samples=1_000_000, rng=0), repeat=1)
+        t32 = _time(lambda: fw.cosine_similarity_samples(n, 0.5, n_samples=1_000_000, rng=0, dtype=np.float32), repeat=1)
         rng = np.random.default_rng(0)
         reps = 2000
 

@@ -27,7 +27,7 @@ def main():
     p.add_argument("--naive-sample", type=int, default=2000)
     args = p.parse_args()
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
-    task = L.regression_task(args.grid, seed=0)
+    task = L.regression_task(args.grid, rng=0)
     t0 = time.perf_counter()
     L.binary_landscape("plain", task.inputs, task.targets, n_layers=3)
     print(f"first call (compile or cache load): {time.perf_counter() - t0:.2f} s; threads = {numba.get_num_threads()}")

@@ -1,26 +1,302 @@
-"""Shared helpers for figure modules: saving a PNG with the numbers behind it, progress bars.
+"""Shared helpers for figure modules: the figure declaration, sizes, saving a PNG with its numbers.
 
-A figure module ``figures/PAPER.py`` defines figure functions named after the paper's figures and
-a registry ``FIGURES = {"fig_1b": fig_1b, ...}``. Each function has the signature
-``fig(out_dir, full=False, backend="numpy", seed=0) -> list[pathlib.Path]`` and writes
-``PAPER_FIG.png`` plus ``PAPER_FIG.json`` (every array plotted) into ``out_dir``.
+A figure module ``figures/PAPER.py`` defines one function per figure of the paper, declared with the
+:func:`figure` decorator, and a registry ``FIGURES = {"fig_1b": fig_1b, ...}``::
+
+    @figure(paper="Xiao et al. 2018", figure="Fig. S4", honours_backend=True)
+    def fig_s4(out_dir, *, size, backend, seed):
+        channels = by_size(size, smoke=16, default=256, full=1024)
+        ...
+        return save_figure(fig, out_dir, "xiao2018_fig_s4", data, paper=fig_s4.paper,
+                           figure=fig_s4.figure, seed=seed, size=size, backend=backend,
+                           params={...}, axes={...}, units={...})
+
+Callers see ``fig_s4(out_dir, *, size="default", full=None, backend="numpy", seed=0, **extra)``:
+
+``size``
+    ``"smoke"`` (a few seconds at most: for tests that render every figure), ``"default"`` (minutes
+    for all figures together: ``meanfield reproduce``) or ``"full"`` (the paper's sizes).
+``full``
+    ``True`` is an alias of ``size="full"``, ``False`` of the default size (the older keyword).
+``backend``
+    ``"numpy"`` or ``"cupy"``. A figure declared ``honours_backend=False`` (it does not simulate, or
+    its simulations run on the CPU only) accepts ``"numpy"`` alone and raises ``ValueError`` for
+    ``"cupy"``; ``meanfield figures PAPER`` / ``--all`` / ``meanfield reproduce`` run such figures on
+    the CPU and say so.
+``seed``
+    A non-negative int, recorded in the JSON; the figure derives its independent random streams from
+    it with ``numpy.random.SeedSequence(seed).spawn`` (:func:`streams`).
+
+Every argument is checked before any work (``out_dir`` is created and a file test-written in it);
+bad values raise ``TypeError``/``ValueError`` naming the argument. The decorated function carries the
+attributes ``paper``, ``figure``, ``honours_backend`` and ``sizes`` that the runner and the tests read.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import numbers
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from meanfield.validation._runner import progress  # noqa: E402,F401  (re-exported for figure modules)
-
-__all__ = ["plt", "progress", "save_figure", "to_jsonable"]
+from meanfield.validation._runner import check_backend_available, check_out_dir, progress  # noqa: E402,F401  (re-exported for figure modules)
 
 from ._io import figure_metadata, to_jsonable, write_json  # noqa: E402
+
+__all__ = [
+    "BLUE_RED",
+    "SIZES",
+    "by_size",
+    "check_backend",
+    "check_out_dir",
+    "check_seed",
+    "check_size",
+    "colors",
+    "figure",
+    "mark_floor",
+    "plot_log_floor",
+    "plt",
+    "progress",
+    "rng_kwargs",
+    "save_figure",
+    "streams",
+    "title",
+    "to_jsonable",
+]
+
+#: The sizes every figure function accepts, smallest first.
+SIZES = ("smoke", "default", "full")
+
+#: Resolution of the PNGs; smoke-size figures (tests) are saved at a lower one, which halves their time.
+DPI, SMOKE_DPI = 120, 60
+
+#: The array backends a figure may be asked for.
+BACKENDS = ("numpy", "cupy")
+
+
+def check_size(size=None, full=None) -> str:
+    """The figure size from ``size`` (``"smoke"``, ``"default"``, ``"full"``) and its alias ``full``.
+
+    ``full=True`` means ``"full"``, ``full=False`` the default size; passing both is allowed only
+    when they agree. Raises ``TypeError`` for a non-string ``size`` or a non-bool ``full``, and
+    ``ValueError`` for an unknown size or a contradiction.
+    """
+    if full is not None and not isinstance(full, (bool, np.bool_)):
+        raise TypeError(f"full must be True or False, got {full!r}")
+    if size is not None and not isinstance(size, str):
+        raise TypeError(f"size must be one of {SIZES}, got {size!r}")
+    if size is not None and size not in SIZES:
+        raise ValueError(f"size must be one of {SIZES}, got {size!r}")
+    if full is None:
+        return size or "default"
+    implied = "full" if full else "default"
+    if size is not None and size != implied and (full or size == "full"):
+        raise ValueError(f"size={size!r} contradicts full={bool(full)}; pass size alone")
+    return size or implied
+
+
+def by_size(size: str, *, smoke, default, full):
+    """The value for ``size``: ``by_size(size, smoke=16, default=256, full=1024)``."""
+    return {"smoke": smoke, "default": default, "full": full}[check_size(size)]
+
+
+def check_backend(backend, honours_backend: bool = True, what: str = "this figure") -> str:
+    """``"numpy"`` or ``"cupy"``; ``"cupy"`` must be importable and honoured by ``what``.
+
+    Raises ``TypeError`` for a non-string, ``ValueError`` for an unknown backend, for ``"cupy"``
+    when CuPy is not installed (the message says what to install), and for ``"cupy"`` when
+    ``honours_backend`` is False (``what`` runs on the CPU only).
+    """
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend != "numpy" and not honours_backend:
+        raise ValueError(f"{what} runs on the CPU only (backend must be 'numpy'), got backend={backend!r}")
+    check_backend_available(backend)
+    return backend
+
+
+def check_seed(seed) -> int:
+    """A non-negative int seed (``bool`` and non-integers raise ``TypeError``, negatives ``ValueError``)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (numbers.Integral, np.integer)):
+        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative int, got {int(seed)}")
+    return int(seed)
+
+
+def streams(seed: int, n: int) -> list[np.random.Generator]:
+    """``n`` independent Generators spawned from ``numpy.random.SeedSequence(seed)`` (no seed arithmetic)."""
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(check_seed(seed)).spawn(n)]
+
+
+_BACKEND_NOTE = {
+    True: "Simulations run on ``backend`` (``'numpy'`` or ``'cupy'``).",
+    False: "Runs on the CPU only: ``backend`` must be ``'numpy'`` (``'cupy'`` raises ``ValueError``).",
+}
+
+
+def _figure_doc(func, paper, figure, honours_backend, extra_params) -> str:
+    """The function's own docstring with numpydoc Parameters / Returns / Raises for the common
+    arguments inserted before its first section (a figure documents only its extra keywords)."""
+    lines = inspect.cleandoc(func.__doc__ or f"{paper}, {figure}.").splitlines()
+    cut = next((i for i in range(len(lines) - 1)
+                if lines[i + 1].strip() and set(lines[i + 1].strip()) == {"-"}), len(lines))
+    head, tail = lines[:cut], lines[cut:]
+    own = []
+    if tail and tail[0].strip() == "Parameters":  # the figure's extra keywords: merged below
+        end = next((i for i in range(2, len(tail) - 1)
+                    if tail[i + 1].strip() and set(tail[i + 1].strip()) == {"-"}), len(tail))
+        own, tail = tail[2:end], tail[end:]
+    common = f"""
+Reproduces {paper}, {figure}. {_BACKEND_NOTE[honours_backend]}
+
+Parameters
+----------
+out_dir : str or pathlib.Path
+    Output folder, created if needed (a file is test-written before any work).
+size : {{'smoke', 'default', 'full'}}, optional
+    ``'smoke'``: seconds (tests), ``'default'``: the reduced size of ``meanfield reproduce``,
+    ``'full'``: the paper's sizes. Default ``'default'``.
+full : bool, optional
+    Alias: ``True`` is ``size='full'``, ``False`` the default size.
+backend : {{'numpy', 'cupy'}}, optional
+    Array backend of the simulations{"" if honours_backend else "; only ``'numpy'`` is accepted"}.
+seed : int, optional
+    Non-negative seed of every random stream (spawned with ``numpy.random.SeedSequence``); recorded in
+    the JSON. Default 0.
+""".strip("\n").splitlines()
+    while head and not head[-1].strip():
+        head.pop()
+    while own and not own[-1].strip():
+        own.pop()
+    common += own
+    common += """
+Returns
+-------
+list of pathlib.Path
+    The PNG and the JSON beside it (read it back with :func:`meanfield.figures.load`).
+
+Raises
+------
+TypeError
+    An argument of the wrong type (``full`` not a bool, ``seed`` not an int, ...).
+ValueError
+    An unknown ``size`` or ``backend``, a negative ``seed``, an ``out_dir`` that cannot be written,
+    or ``backend='cupy'`` without CuPy (or for a CPU-only figure).
+""".splitlines()
+    return "\n".join(head + [""] + common + ([""] + tail if tail else []))
+
+
+def figure(*, paper: str, figure: str, honours_backend: bool):
+    """Declare a figure function: its paper, the paper's figure it reproduces, and its backend use.
+
+    Parameters
+    ----------
+    paper : str
+        Authors and year as the title shows them, e.g. ``"Xiao et al. 2018"``.
+    figure : str
+        The paper's figure, e.g. ``"Fig. S4"``, or ``"not in the paper: ..."``.
+    honours_backend : bool
+        True when the figure's simulations run on ``backend``; False when it does not simulate or
+        simulates on the CPU only (then ``backend="cupy"`` raises ``ValueError``).
+
+    The decorated function is written as ``def f(out_dir, *, size, backend, seed, **extra)`` and
+    receives validated arguments (see the module docstring); callers may pass ``size`` or ``full``.
+    """
+    if not isinstance(honours_backend, bool):
+        raise TypeError(f"honours_backend must be True or False, got {honours_backend!r}")
+
+    def decorate(func):
+        extra_params = [p for name, p in inspect.signature(func).parameters.items()
+                        if name not in {"out_dir", "size", "backend", "seed", "full"}]
+
+        @functools.wraps(func)
+        def wrapper(out_dir, *, size=None, full=None, backend="numpy", seed=0, **extra):
+            size = check_size(size, full)
+            backend = check_backend(backend, honours_backend, f"{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}")
+            seed = check_seed(seed)
+            out_dir = check_out_dir(out_dir)
+            return func(out_dir, size=size, backend=backend, seed=seed, **extra)
+
+        wrapper.__signature__ = inspect.Signature(
+            [inspect.Parameter("out_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+            + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d)
+               for n, d in (("size", None), ("full", None), ("backend", "numpy"), ("seed", 0))]
+            + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in extra_params]
+        )
+        wrapper.paper = paper
+        wrapper.figure = figure
+        wrapper.honours_backend = honours_backend
+        wrapper.sizes = SIZES
+        wrapper.__doc__ = _figure_doc(func, paper, figure, honours_backend, extra_params)
+        return wrapper
+
+    return decorate
+
+
+def rng_kwargs(func, generator: np.random.Generator) -> dict:
+    """The keyword that gives ``generator``'s stream to ``func``: ``{"rng": generator}`` when ``func``
+    takes ``rng``, else ``{"seed": int}`` drawn from ``generator`` (simulators that still take an
+    integer ``seed``)."""
+    if "rng" in inspect.signature(func).parameters:
+        return {"rng": generator}
+    return {"seed": int(generator.integers(2**63 - 1))}
+
+
+#: Blue (ordered / small) to red (chaotic / large) through purple: no near-white colour, unlike
+#: ``coolwarm`` whose middle is invisible on a white background.
+BLUE_RED = matplotlib.colors.LinearSegmentedColormap.from_list(
+    "meanfield_blue_red", ["#1b3a9c", "#6a3d9a", "#b5179e", "#d62828"]
+)
+
+
+def colors(n: int, cmap=BLUE_RED, lo: float = 0.0, hi: float = 1.0) -> list:
+    """``n`` colours spread over ``cmap`` from ``lo`` to ``hi`` (one colour when ``n == 1``)."""
+    return [cmap(t) for t in (np.linspace(lo, hi, n) if n > 1 else [lo])]
+
+
+def plot_log_floor(ax, x, y, floor: float, *, yerr=None, marker="o", color=None, label=None, **kwargs):
+    """Points ``(x, y)`` on a log axis where values at or below ``floor`` (zeros included) are shown.
+
+    Points above ``floor`` are drawn normally (with error bars ``yerr`` whose lower ends are clipped
+    at ``floor``); points at or below it are drawn *on* ``floor`` with a downward triangle, so that a
+    zero or a value consistent with zero is visible instead of silently dropped. Returns the number
+    of points drawn on the floor. Call :func:`mark_floor` once per axes to explain the triangles.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    low = ~(y > floor)
+    if yerr is not None:
+        yerr = np.asarray(yerr, dtype=float)
+        lower = np.clip(np.minimum(yerr, y - floor), 0, None)
+        ax.errorbar(x[~low], y[~low], yerr=[lower[~low], yerr[~low]], fmt=marker, color=color, label=label,
+                    elinewidth=0.8, capsize=1.5, **kwargs)
+    else:
+        ax.plot(x[~low], y[~low], marker, color=color, label=label, ls="none", **kwargs)
+    if low.any():
+        ax.plot(x[low], np.full(low.sum(), floor), "v", color=color, ms=kwargs.get("ms", 4))
+    return int(low.sum())
+
+
+def mark_floor(ax, floor: float, what: str = "value") -> None:
+    """Draw the floor of :func:`plot_log_floor` and a legend entry explaining its triangles."""
+    ax.axhline(floor, color="0.6", lw=0.6, ls=":")
+    ax.plot([], [], "v", color="0.4", label=f"{what} $\\leq$ {floor:.0e} (incl. 0), drawn on the floor")
+    ax.set_ylim(bottom=floor / 1.5)
+
+
+def title(fig, paper: str, figure: str, what: str, details: str = "") -> None:
+    """Suptitle ``"paper, figure: what"`` and, on a second line, ``details`` (sizes and parameters)."""
+    head = f"{paper}, {figure}: {what}"
+    fig.suptitle(head + (f"\n{details}" if details else ""), fontsize=9)
 
 
 def _has_text(fig, needle: str) -> bool:
@@ -29,30 +305,38 @@ def _has_text(fig, needle: str) -> bool:
     return any(needle in t for t in texts)
 
 
-def save_figure(fig, out_dir, name: str, data: dict, *, paper: str | None = None, figure: str | None = None,
+def save_figure(fig, out_dir, name: str, data: dict, *, paper: str, figure: str | None = None,
                 seed=None, full: bool = False, backend: str = "numpy", params: dict | None = None,
-                axes: dict | None = None, units: dict | None = None, notes: str = "") -> list[Path]:
+                axes: dict | None = None, units: dict | None = None, notes: str = "",
+                size: str | None = None) -> list[Path]:
     """Save ``fig`` as ``out_dir/name.png`` and its numbers as ``out_dir/name.json``; close the figure.
 
-    ``paper`` ("Xiao et al. 2018") and ``figure`` ("Fig. S4") name what is reproduced; when no title
+    ``paper`` ("Xiao et al. 2018", required) and ``figure`` ("Fig. S4") name what is reproduced; when no title
     of the figure names the paper, a suptitle "paper, figure" is added. ``params`` holds every
     parameter the figure used (sizes, variances, activation, ...), ``units`` the unit of each array
     whose unit is not obvious, ``axes`` the axis names of every array of two or more dimensions
-    (required; see :mod:`meanfield.figures._io`). The JSON carries the metadata block of
-    :func:`figure_metadata`.
+    (required; see :mod:`meanfield.figures._io`). ``size`` (``"smoke"``, ``"default"``, ``"full"``)
+    is recorded with ``full`` derived from it; without ``size``, ``full`` is recorded as given. The
+    JSON carries the metadata block of :func:`figure_metadata`. The PNG has :data:`DPI` dots per
+    inch (:data:`SMOKE_DPI` at the smoke size).
     """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not isinstance(name, str) or not name or any(c in name for c in "/\\"):
+        raise ValueError(f"name must be a non-empty file name without a folder, got {name!r}")
+    if not isinstance(data, dict):
+        raise TypeError(f"data must be a dict of arrays and scalars, got {type(data).__name__}")
+    if not isinstance(paper, str) or not paper:
+        raise TypeError(f"paper must be a str such as 'Xiao et al. 2018', got {paper!r}")
+    out_dir = check_out_dir(out_dir)
     png = out_dir / f"{name}.png"
     js = out_dir / f"{name}.json"
-    if paper is None:
-        meta = {"name": name, "seed": seed, "full": bool(full), "backend": backend}
-    else:
-        meta = figure_metadata(paper=paper, figure=figure or "", name=name, seed=seed, full=full,
-                               backend=backend, params=params, units=units, notes=notes)
-        if not _has_text(fig, paper):
-            fig.suptitle(f"{paper}, {figure}" if figure else paper, fontsize=10)
-    write_json(js, meta, data, axes, check_axes=paper is not None)  # validates the axes before anything is written
-    fig.savefig(png, dpi=120, bbox_inches="tight")
+    if size is not None:
+        size = check_size(size)
+        full = size == "full"
+    meta = figure_metadata(paper=paper, figure=figure or "", name=name, seed=seed, full=full,
+                           backend=backend, params=params, units=units, notes=notes, size=size)
+    if not _has_text(fig, paper):
+        fig.suptitle(f"{paper}, {figure}" if figure else paper, fontsize=10)
+    write_json(js, meta, data, axes)  # validates the axes before anything is written
+    fig.savefig(png, dpi=SMOKE_DPI if size == "smoke" else DPI, bbox_inches="tight")
     plt.close(fig)
     return [png, js]

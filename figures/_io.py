@@ -3,8 +3,9 @@
 Every figure writes ``NAME.json`` with three blocks::
 
     {"metadata": {"library": "meanfield", "version": ..., "commit": ..., "created": ...,
-                  "paper": "Xiao et al. 2018", "figure": "Fig. S4", "name": "xiao2018_fig_s4",
-                  "seed": 0, "full": false, "backend": "numpy",
+                  "kind": "figure", "paper": "Xiao et al. 2018", "figure": "Fig. S4",
+                  "name": "xiao2018_fig_s4", "seed": 0, "size": "default", "full": false,
+                  "backend": "numpy",
                   "params": {...every parameter the figure used...},
                   "units": {"array name": "unit", ...}, "notes": "..."},
      "axes": {"array name": ["axis 0 name", "axis 1 name", ...], ...},
@@ -12,74 +13,47 @@ Every figure writes ``NAME.json`` with three blocks::
 
 Arrays of two or more dimensions must name their axes (``save_figure`` refuses otherwise).
 Non-finite floats are written as the strings ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no such
-numbers) and read back as floats by :func:`load`.
+numbers) and read back as floats by :func:`load`. Validation tables (``meanfield validate --out``)
+use the same three blocks with ``"kind": "validation"`` (see
+:func:`meanfield.validation._report.write_table_json`); :func:`load` reads both.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import subprocess
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+
+from meanfield.validation._report import run_metadata, to_jsonable
 
 __all__ = ["FigureData", "figure_metadata", "load", "to_jsonable", "write_json"]
 
 _NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
 
 
-def to_jsonable(obj):
-    """Convert NumPy arrays and scalars (recursively) to JSON-serialisable Python objects."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (np.floating, float)):
-        value = float(obj)
-        return value if np.isfinite(value) else str(value)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
-
-
-def _commit() -> str | None:
-    """The git commit of the source tree the library runs from, when it is a git checkout."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-            capture_output=True, text=True, timeout=5, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
 def figure_metadata(*, paper: str, figure: str, name: str, seed, full: bool, backend: str,
-                    params: dict | None = None, units: dict | None = None, notes: str = "") -> dict:
-    """The metadata block of a figure's JSON (library version, commit, time, sizes, parameters)."""
-    from meanfield import __version__
+                    params: dict | None = None, units: dict | None = None, notes: str = "",
+                    size: str | None = None) -> dict:
+    """The metadata block of a figure's JSON (library version, commit, time, sizes, parameters).
 
-    return {
-        "library": "meanfield",
-        "version": __version__,
-        "commit": _commit(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "paper": paper,
-        "figure": figure,
-        "name": name,
-        "seed": seed,
-        "full": bool(full),
-        "backend": backend,
-        "params": dict(params or {}),
-        "units": dict(units or {}),
-        "notes": notes,
-    }
+    ``size`` is ``"smoke"``, ``"default"`` or ``"full"``; when omitted it is derived from ``full``.
+    """
+    return run_metadata(
+        kind="figure",
+        paper=paper,
+        figure=figure,
+        name=name,
+        seed=seed,
+        size=size if size is not None else ("full" if full else "default"),
+        full=bool(full),
+        backend=backend,
+        params=dict(params or {}),
+        units=dict(units or {}),
+        notes=notes,
+    )
 
 
 def _check_axes(data: dict, axes: dict) -> None:
@@ -161,7 +135,8 @@ def _restore(value):
 
 
 def load(path) -> FigureData:
-    """Read a figure's JSON (written by ``meanfield reproduce`` or ``meanfield figures``).
+    """Read a figure's JSON, or a validation table's (``meanfield reproduce``, ``meanfield figures``,
+    ``meanfield validate --out``).
 
     Parameters
     ----------
@@ -172,20 +147,35 @@ def load(path) -> FigureData:
     -------
     FigureData
         ``metadata``, ``axes`` and ``data`` with numeric lists as NumPy arrays and the strings
-        ``"inf"``, ``"-inf"``, ``"nan"`` restored to floats.
+        ``"inf"``, ``"-inf"``, ``"nan"`` restored to floats. ``metadata["kind"]`` is ``"figure"``
+        or ``"validation"``.
 
     Raises
     ------
+    TypeError
+        ``path`` is not a str or path.
     ValueError
-        If the file is not a figure JSON of this library (no ``metadata``/``data`` blocks).
+        The file cannot be read, is not JSON, or is not an output of this library (no
+        ``metadata``/``data`` blocks).
+
+    Examples
+    --------
+    >>> from meanfield.figures import load  # doctest: +SKIP
+    >>> d = load("results/figures/xiao2018_fig_s4.json")  # doctest: +SKIP
+    >>> d.metadata["params"]["sigma_w2"], d.axes["monte_carlo"]  # doctest: +SKIP
+    (2.25, ['layer', 'Fourier mode m'])
     """
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or pathlib.Path, got {path!r}")
     path = Path(path)
     if path.suffix == ".png":
         path = path.with_suffix(".json")
     try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"path {str(path)!r} is not a JSON file: {exc}") from exc
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"path {str(path)!r} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"path {str(path)!r} is not a JSON file: {exc}") from None
     if not isinstance(raw, dict) or "metadata" not in raw or "data" not in raw:
         raise ValueError(f"path {str(path)!r} is not a meanfield figure JSON (needs 'metadata' and 'data' blocks)")
     return FigureData(metadata=raw["metadata"], axes=raw.get("axes", {}), data=_restore(raw["data"]))

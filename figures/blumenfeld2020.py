@@ -3,6 +3,8 @@
 The paper trains Wide-ResNet-sized networks on CIFAR-10 and MNIST for hundreds of epochs on GPUs;
 here every experiment runs on scikit-learn's embedded 8 x 8 digits (the library's real default
 data set) with small networks, so the *mechanisms* are reproduced, not the paper's accuracies.
+Every figure runs on the CPU only (``backend`` must be ``"numpy"``): the networks have 8 to 64
+units or channels on 8 x 8 images, far too small for a GPU to help.
 
 - ``fig_1``: two-layer ReLU network with replicated hidden features (eqs. 10-11, App. E): test
   error against the number K of unique features, with and without initial noise lambda, at the
@@ -15,103 +17,237 @@ data set) with small networks, so the *mechanisms* are reproduced, not the paper
 - ``fig_6``: ``1 - C_f``, ``1 - C_b``, ``1 - C_t`` of every convolution of the '0'-initialised
   ConstNet with 1 % dropout over training (Fig. 6 analogue).
 - ``fig_9``: symmetry-breaking perturbation ratio of the forward features, layer by layer, of
-  LeakyNets with mixed 'I' / '1' layers during training with relative gradient noise 1e-6 (a model
-  of non-deterministic rounding; Fig. 9 analogue); ``fig_10`` the
-  same for the backward features (Fig. 10 analogue).
+  LeakyNets with mixed identity / averaging layers during training with relative gradient noise
+  1e-6 (a model of non-deterministic rounding; Fig. 9 analogue); ``fig_10`` the same for the
+  backward features (Fig. 10 analogue).
 - ``fig_12``: App. J, LeakyNets whose layers are all ``gamma I + (1 - gamma) 11^T / n``: training
   loss and final ``C_f`` per layer (Fig. 12 analogue).
-- ``table_correlations``: closed-form C_f, C_b after eq. 6 next to values measured on tensors.
+- ``table_correlations`` (not in the paper): closed-form C_f, C_b after eq. 6 next to values
+  measured on tensors, with standard errors.
+
+Every figure writes ``blumenfeld2020_NAME.png`` and ``.json`` (metadata block, named axes; read it
+back with :func:`meanfield.figures.load`). Exact zeros on logarithmic axes (symmetric networks at
+initialisation) are drawn in a grey band whose tick reads "0".
 """
 
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
+from meanfield.validation._symmetry_networks import ConstNet, LeakyNet, replicated_feature_experiment, train
 
 from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.data import load_digits
-from meanfield.validation._symmetry_networks import ConstNet, LeakyNet, replicated_feature_experiment, train
 
-from ._common import plt, progress, save_figure
+from ._common import by_size, figure, plt, progress, rng_kwargs, save_figure
+from ._logzero import plot_with_zeros, zero_band, zero_floor
 
-__all__ = ["FIGURES", "fig_1", "fig_10", "fig_12", "fig_3", "fig_5", "fig_6", "fig_9", "table_correlations"]
+__all__ = [
+    "FIGURES",
+    "LEAKY_CONFIGS",
+    "PAPER",
+    "fig_1",
+    "fig_3",
+    "fig_5",
+    "fig_6",
+    "fig_9",
+    "fig_10",
+    "fig_12",
+    "table_correlations",
+]
+
+#: How the figures' titles and metadata name the paper.
+PAPER = "Blumenfeld et al. 2020"
+_CPU = "runs on the CPU only"
+
+#: Images of the digits data set used for training in Figs. 1 and 5 (the other 500 are the test set).
+N_TRAIN = 1297
+#: Minibatch of the SGD runs of Figs. 1 and 5.
+BATCH = 32
 
 
-def _digits(n=None, seed=0):
+def _digits(rng):
+    """The standardised digits, shuffled by ``rng``."""
     d = load_digits(standardized=True)
-    perm = np.random.default_rng(seed).permutation(len(d.y))
+    perm = rng.permutation(len(d.y))
     return d.x[perm], d.y[perm]
 
 
-def fig_1(out_dir, full=False, backend="numpy", seed=0):
-    """Test error vs unique features K (width N = 64) for lambda = 0 and 0.1, two training regimes."""
-    x, y = _digits(seed=seed)
-    n_train = 1297
-    xtr, ytr, xte, yte = x[:n_train], y[:n_train], x[n_train:], y[n_train:]
-    width = 64
-    ks = [1, 2, 4, 8, 16, 64] if not full else [1, 2, 4, 8, 16, 32, 64]
-    lams = [0.0, 0.1, 0.5]
-    n_seeds = 6 if not full else 30
-    regimes = {"lr 0.1, 1000 steps (paper's lr)": (0.1, 1000 if not full else 7500), "lr 0.01, 300 steps": (0.01, 300)}
-    data = {"width": width, "K": ks, "lambda": lams, "n_seeds": n_seeds, "n_train": n_train, "n_test": len(yte)}
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=False)
-    jobs = [(r, lam, k) for r in regimes for lam in lams for k in ks]
-    results = {}
-    for r, lam, k in progress(jobs, desc="fig_1"):
-        lr, steps = regimes[r]
-        errs = [replicated_feature_experiment(xtr, ytr, xte, yte, width, k, lam, steps=steps, lr=lr, seed=seed * 1000 + s)[0]
-                for s in range(n_seeds)]
-        results[(r, lam, k)] = (float(np.mean(errs)), float(np.std(errs, ddof=1) / np.sqrt(n_seeds)))
-    for ax, r in zip(axes, regimes):
-        for lam in lams:
-            m = np.array([results[(r, lam, k)][0] for k in ks])
-            se = np.array([results[(r, lam, k)][1] for k in ks])
-            ax.errorbar(ks, 100 * m, 100 * se, marker="o", capsize=2, label=f"$\\lambda$={lam}")
-            data[f"{r} | lambda={lam}"] = {"mean_error": m, "stderr": se}
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("unique features K (of N = 64)")
-        ax.set_ylabel("test error [%]")
-        ax.set_title(r, fontsize=9)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"Replicated features, 2-layer ReLU net on digits ({n_seeds} seeds)")
-    return save_figure(fig, out_dir, "blumenfeld2020_fig_1", data)
+def _split(seed):
+    """Independent streams: one shuffles the data, the others seed the repetitions."""
+    data_ss, rep_ss = np.random.SeedSequence(seed).spawn(2)
+    x, y = _digits(np.random.default_rng(data_ss))
+    return (x[:N_TRAIN], y[:N_TRAIN], x[N_TRAIN:], y[N_TRAIN:]), rep_ss
 
 
-def fig_5(out_dir, full=False, backend="numpy", seed=0):
-    """Width-N network with K unique features (replicated N/K times) against a width-K network."""
-    x, y = _digits(seed=seed)
-    n_train = 1297
-    xtr, ytr, xte, yte = x[:n_train], y[:n_train], x[n_train:], y[n_train:]
+def _regimes(size):
+    """SGD regimes of Figs. 1 and 5: ``{title: (learning rate, steps)}``."""
+    return {
+        "paper's learning rate 0.1": (0.1, by_size(size, smoke=20, default=1000, full=7500)),
+        "short run, learning rate 0.01": (0.01, by_size(size, smoke=10, default=300, full=300)),
+    }
+
+
+def _replicated_errors(split, rep_children, width, unique, noise, lr, steps):
+    """Test errors [%] of the repetitions (common random numbers: repetition r uses the same
+    stream in every cell, so differences between cells are not seed noise)."""
+    xtr, ytr, xte, yte = split
+    return np.array([100.0 * replicated_feature_experiment(xtr, ytr, xte, yte, width, unique, noise, steps=steps, lr=lr,
+                                                           batch=BATCH,
+                                                           **rng_kwargs(replicated_feature_experiment, np.random.default_rng(child)))[0]
+                     for child in rep_children])
+
+
+@figure(paper=PAPER, figure="analogue of Fig. 1 (digits, small network)", honours_backend=False)
+def fig_1(out_dir, *, size, backend, seed):
+    """Test error against the number K of unique hidden features (width N = 64), lambda = 0, 0.1, 0.5.
+
+    A two-layer ReLU network ``x -> W2 relu(W1 x)`` with ``N = 64`` hidden units whose first layer
+    is initialised with replicated features, ``W1[i] = (1 - lambda) W~[i mod K] + lambda W^[i]``
+    (eqs. 10-11, He-scaled ``W~``, ``W^``), trained by SGD (batch 32) on 1,297 digits and tested on
+    the other 500. Two regimes: the paper's learning rate 0.1, and a short run at 0.01 where the
+    loss of diversity shows most. Mean and standard error over repetitions (smoke 2, default 6,
+    full 30). Sizes: K in {1, 4} / {1, 2, 4, 8, 16, 64} / {1, 2, 4, 8, 16, 32, 64}; steps at
+    learning rate 0.1: 20 / 1,000 / 7,500; at 0.01: 10 / 300 / 300.
+
+    Notes
+    -----
+    Seed 000, Sec. 2.1, App. E, eqs. 10-11, Fig. 1 (which trains on MNIST / CIFAR-10).
+    """
     width = 64
-    ks = [1, 2, 4, 8, 16, 32, 64]
-    n_seeds = 6 if not full else 30
-    regimes = {"lr 0.1, 1000 steps": (0.1, 1000 if not full else 7500), "lr 0.01, 300 steps": (0.01, 300)}
-    data = {"N": width, "K": ks, "n_seeds": n_seeds}
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    for ax, (r, (lr, steps)) in zip(axes, regimes.items()):
-        for label, net_width in (("width N, K unique (replicated)", lambda k: width), ("width K (replicas removed)", lambda k: k)):
-            m, se = [], []
-            for k in progress(ks, desc=f"fig_5 {r} {label}"):
-                errs = [replicated_feature_experiment(xtr, ytr, xte, yte, net_width(k), k, 0.0, steps=steps, lr=lr, seed=seed * 1000 + s)[0]
-                        for s in range(n_seeds)]
-                m.append(np.mean(errs))
-                se.append(np.std(errs, ddof=1) / np.sqrt(n_seeds))
-            ax.errorbar(ks, 100 * np.array(m), 100 * np.array(se), marker="o", capsize=2, label=label)
-            data[f"{r} | {label}"] = {"mean_error": m, "stderr": se}
+    ks = by_size(size, smoke=[1, 4], default=[1, 2, 4, 8, 16, 64], full=[1, 2, 4, 8, 16, 32, 64])
+    lams = by_size(size, smoke=[0.0, 0.1], default=[0.0, 0.1, 0.5], full=[0.0, 0.1, 0.5])
+    n_rep = by_size(size, smoke=2, default=6, full=30)
+    regimes = _regimes(size)
+    split, rep_ss = _split(seed)
+    children = rep_ss.spawn(n_rep)
+    mean = np.empty((len(regimes), len(lams), len(ks)))
+    stderr = np.empty_like(mean)
+    jobs = [(i, j, k) for i in range(len(regimes)) for j in range(len(lams)) for k in range(len(ks))]
+    for i, j, k in progress(jobs, desc="fig_1"):
+        lr, steps = list(regimes.values())[i]
+        errs = _replicated_errors(split, children, width, ks[k], lams[j], lr, steps)
+        mean[i, j, k], stderr[i, j, k] = errs.mean(), errs.std(ddof=1) / math.sqrt(n_rep)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    for i, (ax, (title, (lr, steps))) in enumerate(zip(axes, regimes.items())):
+        for j, lam in enumerate(lams):
+            ax.errorbar(ks, mean[i, j], stderr[i, j], marker="o", capsize=2, label=f"$\\lambda$ = {lam:g}")
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("unique features K")
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.set_xlabel(f"unique features $K$ (of $N$ = {width} hidden units)")
         ax.set_ylabel("test error [%]")
-        ax.set_title(r, fontsize=9)
+        ax.set_title(f"{title}, {steps:,} SGD steps", fontsize=9)
+        ax.legend(fontsize=8, title="initial noise", title_fontsize=8)
+    fig.suptitle(
+        f"{PAPER}, analogue of Fig. 1: replicated hidden features in a two-layer ReLU network\n"
+        f"$W_1[i] = (1-\\lambda)\\,\\tilde W[i\\, \\mathrm{{mod}}\\, K] + \\lambda \\hat W[i]$; trained on {N_TRAIN:,} 8x8 digits "
+        f"(batch {BATCH}), tested on {len(split[3])}; mean $\\pm$ s.e. of {n_rep} repetitions",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    data = {"K": np.array(ks), "lambda": np.array(lams), "regime": list(regimes),
+            "learning_rate": np.array([r[0] for r in regimes.values()]), "steps": np.array([r[1] for r in regimes.values()]),
+            "test_error": mean, "test_error_stderr": stderr}
+    names = ["regime", "lambda", "K"]
+    return save_figure(
+        fig, out_dir, "blumenfeld2020_fig_1", data, paper=PAPER, figure=fig_1.figure, seed=seed, size=size, backend=backend,
+        params={"width_N": width, "K": ks, "lambda": lams, "repetitions": n_rep, "n_train": N_TRAIN, "n_test": len(split[3]),
+                "batch": BATCH, "regimes": {t: {"learning_rate": lr, "steps": s} for t, (lr, s) in regimes.items()},
+                "data": "digits 8x8, standardised per feature", "activation": "relu", "initialisation": "He (eqs. 10-11)"},
+        axes={"test_error": names, "test_error_stderr": names},
+        units={"test_error": "percent of test images misclassified (as in the PNG)", "test_error_stderr": "percent",
+               "learning_rate": "per SGD step", "steps": "SGD steps"},
+    )
+
+
+@figure(paper=PAPER, figure="analogue of Fig. 5 (digits, small network)", honours_backend=False)
+def fig_5(out_dir, *, size, backend, seed):
+    """Width-N network with K unique features (replicated N/K times) against a width-K network.
+
+    The network and training of :func:`fig_1` with ``lambda = 0``: ``N = 64`` hidden units made of
+    ``K`` unique features each repeated ``N / K`` times, against a network of width ``K`` (the
+    replicas removed). Mean and standard error over repetitions (smoke 2, default 6, full 30).
+    Sizes: K in {1, 4} / {1, 2, 4, 8, 16, 32, 64}; steps as in :func:`fig_1`.
+
+    Notes
+    -----
+    Seed 000, App. E, Fig. 5.
+    """
+    width = 64
+    ks = by_size(size, smoke=[1, 4], default=[1, 2, 4, 8, 16, 32, 64], full=[1, 2, 4, 8, 16, 32, 64])
+    n_rep = by_size(size, smoke=2, default=6, full=30)
+    regimes = _regimes(size)
+    split, rep_ss = _split(seed)
+    children = rep_ss.spawn(n_rep)
+    variants = {"width N, K unique features replicated": lambda k: width, "width K (replicas removed)": lambda k: k}
+    mean = np.empty((len(regimes), len(variants), len(ks)))
+    stderr = np.empty_like(mean)
+    jobs = [(i, j, k) for i in range(len(regimes)) for j in range(len(variants)) for k in range(len(ks))]
+    for i, j, k in progress(jobs, desc="fig_5"):
+        lr, steps = list(regimes.values())[i]
+        net_width = list(variants.values())[j](ks[k])
+        errs = _replicated_errors(split, children, net_width, ks[k], 0.0, lr, steps)
+        mean[i, j, k], stderr[i, j, k] = errs.mean(), errs.std(ddof=1) / math.sqrt(n_rep)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    for i, (ax, (title, (lr, steps))) in enumerate(zip(axes, regimes.items())):
+        for j, label in enumerate(variants):
+            ax.errorbar(ks, mean[i, j], stderr[i, j], marker="o", capsize=2,
+                        label=label.replace("width N", f"width N = {width}"))
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.set_xlabel("unique features $K$")
+        ax.set_ylabel("test error [%]")
+        ax.set_title(f"{title}, {steps:,} SGD steps", fontsize=9)
         ax.legend(fontsize=7)
-    fig.suptitle(f"Replicas versus removed features, 2-layer ReLU net on digits, N = {width} ({n_seeds} seeds)")
-    return save_figure(fig, out_dir, "blumenfeld2020_fig_5", data)
+    fig.suptitle(
+        f"{PAPER}, analogue of Fig. 5: replicated features against removed replicas, two-layer ReLU network\n"
+        f"trained on {N_TRAIN:,} 8x8 digits (batch {BATCH}), tested on {len(split[3])}; "
+        f"mean $\\pm$ s.e. of {n_rep} repetitions",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    data = {"K": np.array(ks), "variant": list(variants), "regime": list(regimes),
+            "learning_rate": np.array([r[0] for r in regimes.values()]), "steps": np.array([r[1] for r in regimes.values()]),
+            "test_error": mean, "test_error_stderr": stderr}
+    names = ["regime", "variant", "K"]
+    return save_figure(
+        fig, out_dir, "blumenfeld2020_fig_5", data, paper=PAPER, figure=fig_5.figure, seed=seed, size=size, backend=backend,
+        params={"width_N": width, "K": ks, "lambda": 0.0, "repetitions": n_rep, "n_train": N_TRAIN, "n_test": len(split[3]),
+                "batch": BATCH, "regimes": {t: {"learning_rate": lr, "steps": s} for t, (lr, s) in regimes.items()},
+                "data": "digits 8x8, standardised per feature", "activation": "relu"},
+        axes={"test_error": names, "test_error_stderr": names},
+        units={"test_error": "percent of test images misclassified (as in the PNG)", "test_error_stderr": "percent",
+               "learning_rate": "per SGD step", "steps": "SGD steps"},
+    )
 
 
-def _he_constnet(widths, blocks, n_input, n_classes, seed):
+#: ConstNet of Figs. 3 and 6: channels of the three stages, blocks per stage.
+CONSTNET_WIDTHS, CONSTNET_BLOCKS = (8, 16, 32), 1
+#: Learning rate of the ConstNet runs (full-batch gradient descent).
+CONSTNET_LR = 0.1
+#: The ConstNet tensor Fig. 3 follows: the 3 x 3 convolution of the second stage.
+FIG3_TENSOR = "block1_0"
+
+
+def _tensor_label(name: str, widths=CONSTNET_WIDTHS) -> str:
+    """A reader's name for a ConstNet convolution (``params`` key -> words)."""
+    if name == "first":
+        return f"input conv 3x3 (1 -> {widths[0]})"
+    if name.startswith("block"):
+        stage = int(name[5:].split("_")[0])
+        return f"stage {stage + 1} conv 3x3 ({widths[stage]} ch.)"
+    stage = int(name[-1])
+    if name.startswith("skip"):
+        return f"widening {stage + 1}: skip 1x1 ({widths[stage]} -> {widths[stage + 1]})"
+    return f"widening {stage + 1}: conv 3x3 ({widths[stage]} -> {widths[stage + 1]})"
+
+
+def _he_constnet(widths, blocks, n_input, n_classes, rng):
     net = ConstNet.initial(widths, blocks, n_input, n_classes)
-    rng = np.random.default_rng(seed)
     for k, v in net.params.items():
         if k.startswith(("block", "branch", "first")):
             fan_in = int(np.prod(v.shape[:-1]))
@@ -119,186 +255,431 @@ def _he_constnet(widths, blocks, n_input, n_classes, seed):
     return net
 
 
+def _constnet_sizes(size):
+    return {"n_images": by_size(size, smoke=16, default=128, full=512), "steps": by_size(size, smoke=3, default=100, full=600)}
+
+
 @functools.lru_cache(maxsize=4)
-def _constnet_runs(full, seed):
-    x, y = _digits(seed=seed)
-    n = 512 if full else 128
+def _constnet_runs(size, seed):
+    """The four ConstNet training runs shared by Figs. 3 and 6 (cached per size and seed)."""
+    data_ss, he_ss, train_ss = np.random.SeedSequence(seed).spawn(3)
+    sz = _constnet_sizes(size)
+    x, y = _digits(np.random.default_rng(data_ss))
+    n = sz["n_images"]
     x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
-    steps = 600 if full else 100
-    widths, blocks = (8, 16, 32), 1
-    runs = {}
+    widths, blocks = CONSTNET_WIDTHS, CONSTNET_BLOCKS
     variants = {
-        "He init": (lambda: _he_constnet(widths, blocks, 1, 10, seed), {}),
+        "He init": (lambda: _he_constnet(widths, blocks, 1, 10, np.random.default_rng(he_ss)), {}),
         "'0' init, 1% dropout": (lambda: ConstNet.initial(widths, blocks, 1, 10), {"dropout": 0.01}),
         "'0' init, gradient noise 1e-8": (lambda: ConstNet.initial(widths, blocks, 1, 10), {"grad_noise": 1e-8}),
         "'0' init, deterministic": (lambda: ConstNet.initial(widths, blocks, 1, 10), {}),
     }
+    runs = {}
     for name in progress(variants, desc="ConstNet training"):
         make, kw = variants[name]
-        runs[name] = train(make(), x, y, steps, lr=0.1, seed=seed, **kw)
-    return runs, steps
+        # common random numbers: every variant draws its dropout masks / noise from the same stream
+        runs[name] = train(make(), x, y, sz["steps"], lr=CONSTNET_LR, **kw,
+                           **rng_kwargs(train, np.random.default_rng(train_ss)))
+    return runs, sz
 
 
-def fig_3(out_dir, full=False, backend="numpy", seed=0):
-    """C_f (solid) and C_b (dashed) of the ConstNet convolution 'block1_0' over training."""
-    runs, steps = _constnet_runs(full, seed)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    data = {"steps": np.arange(steps + 1), "tensor": "block1_0"}
+def _constnet_params(sz):
+    return {"widths": list(CONSTNET_WIDTHS), "blocks_per_stage": CONSTNET_BLOCKS, "stride": 2, "kernel": [3, 3],
+            "activation": "relu", "batchnorm": False, "optimiser": "full-batch gradient descent",
+            "learning_rate": CONSTNET_LR, "steps": sz["steps"], "n_images": sz["n_images"],
+            "data": "digits 8x8x1, standardised per feature",
+            "variants": {"He init": "He-normal weights", "'0' init, 1% dropout": "ConstNet '0' init, dropout 0.01 on every activation",
+                         "'0' init, gradient noise 1e-8": "ConstNet '0' init, N(0, 1e-8^2) added to every gradient entry",
+                         "'0' init, deterministic": "ConstNet '0' init, nothing random"}}
+
+
+@figure(paper=PAPER, figure="analogue of Fig. 3 (digits, small ConstNet)", honours_backend=False)
+def fig_3(out_dir, *, size, backend, seed):
+    """Forward and backward weight correlations C_f, C_b of one ConstNet convolution over training.
+
+    A ConstNet (App. A: '0'-initialised residual convolutions, constant widening convolutions, zero
+    head) with stages of 8, 16, 32 channels, one block each, trained by full-batch gradient descent
+    on 8 x 8 digits in four variants: He initialisation, '0' initialisation with 1 % dropout, with
+    gradient noise of standard deviation 1e-8, and fully deterministic. Left: ``C_f`` (solid) and
+    ``C_b`` (dashed) of the second stage's 3 x 3 convolution; right: ``1 - C_f`` on a log scale
+    (exact zeros, the symmetric networks, in the grey band whose tick reads "0"). Sizes: 16 / 128 / 512 images,
+    3 / 100 / 600 steps.
+
+    Notes
+    -----
+    Seed 000, Sec. 4, eqs. 5-6 (C_f, C_b), Fig. 3.
+    """
+    runs, sz = _constnet_runs(size, seed)
+    steps = np.arange(sz["steps"] + 1)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    one_minus = np.stack([r.one_minus_cf[:, r.names.index(FIG3_TENSOR)] for r in runs.values()])
+    floor = zero_floor(one_minus)
+    c_f, c_b = [], []
     for name, rec in runs.items():
-        j = rec.names.index("block1_0")
+        j = rec.names.index(FIG3_TENSOR)
         cf, cb = 1.0 - rec.one_minus_cf[:, j], 1.0 - rec.one_minus_cb[:, j]
-        line = axes[0].plot(cf, label=name)[0]
-        axes[0].plot(cb, "--", color=line.get_color())
-        axes[1].semilogy(np.maximum(rec.one_minus_cf[:, j], 1e-300), color=line.get_color(), label=name)
-        data[name] = {"C_f": cf, "C_b": cb, "one_minus_C_f": rec.one_minus_cf[:, j], "one_minus_C_b": rec.one_minus_cb[:, j], "loss": rec.loss}
-    axes[0].set_xlabel("full-batch step")
+        line = axes[0].plot(steps, cf, label=name)[0]
+        axes[0].plot(steps, cb, "--", color=line.get_color())
+        plot_with_zeros(axes[1], steps, rec.one_minus_cf[:, j], floor, color=line.get_color(), label=name)
+        c_f.append(cf)
+        c_b.append(cb)
+    axes[0].set_xlabel("full-batch gradient step")
+    axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].set_ylabel("$C_f$ (solid), $C_b$ (dashed)")
-    axes[0].legend(fontsize=7)
-    axes[1].set_xlabel("full-batch step")
+    axes[0].set_ylim(-0.05, 1.05)
+    axes[0].legend(fontsize=7, loc="center right")
+    zero_band(axes[1], floor, one_minus, top=2.0)
+    axes[1].set_xlabel("full-batch gradient step")
+    axes[1].xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[1].set_ylabel("$1 - C_f$")
-    axes[1].set_title("deterministic: exactly 0 at every step (not drawn)", fontsize=8)
-    axes[1].set_ylim(1e-30, 2)
-    fig.suptitle("ConstNet on digits: weight correlations of conv 'block1_0' (Fig. 3 analogue)")
-    return save_figure(fig, out_dir, "blumenfeld2020_fig_3", data)
+    axes[1].set_title("log scale: the deterministic run stays exactly symmetric", fontsize=8)
+    fig.suptitle(
+        f"{PAPER}, analogue of Fig. 3: weight correlations of the {_tensor_label(FIG3_TENSOR)} of a ConstNet\n"
+        f"stages of {', '.join(map(str, CONSTNET_WIDTHS))} channels, one block each; full-batch gradient descent "
+        f"(learning rate {CONSTNET_LR:g}) on {sz['n_images']} 8x8 digits",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    data = {"step": steps, "variant": list(runs), "tensor": FIG3_TENSOR, "tensor_label": _tensor_label(FIG3_TENSOR),
+            "C_f": np.stack(c_f), "C_b": np.stack(c_b), "one_minus_C_f": one_minus,
+            "one_minus_C_b": np.stack([r.one_minus_cb[:, r.names.index(FIG3_TENSOR)] for r in runs.values()]),
+            "loss": np.stack([r.loss for r in runs.values()])}
+    two = ["variant", "step"]
+    return save_figure(
+        fig, out_dir, "blumenfeld2020_fig_3", data, paper=PAPER, figure=fig_3.figure, seed=seed, size=size, backend=backend,
+        params=_constnet_params(sz), axes={k: two for k in ("C_f", "C_b", "one_minus_C_f", "one_minus_C_b", "loss")},
+        units={"C_f": "cosine similarity (eq. 5), dimensionless", "C_b": "cosine similarity (eq. 6), dimensionless",
+               "one_minus_C_f": "1 - C_f, computed without cancellation", "one_minus_C_b": "1 - C_b",
+               "loss": "cross-entropy [nats], before the step", "step": "full-batch gradient steps"},
+    )
 
 
-def fig_6(out_dir, full=False, backend="numpy", seed=0):
-    """1 - C_f, 1 - C_b, 1 - C_t of every convolution of the '0'-initialised ConstNet with dropout."""
-    runs, steps = _constnet_runs(full, seed)
+@figure(paper=PAPER, figure="analogue of Fig. 6 (digits, small ConstNet)", honours_backend=False)
+def fig_6(out_dir, *, size, backend, seed):
+    """``1 - C_f``, ``1 - C_b``, ``1 - C_t`` of every convolution of a '0'-initialised ConstNet with dropout.
+
+    The '0'-initialised ConstNet of :func:`fig_3` trained with 1 % dropout: how fast the symmetry of
+    each of its 8 convolutions breaks, measured by the forward, backward and total correlations
+    (log scale; exact zeros, the symmetric tensors, in the grey band whose tick reads "0"). The input
+    convolution has one input channel, so its ``C_b`` is undefined and not drawn.
+
+    Notes
+    -----
+    Seed 000, eqs. 5-6 and Fig. 6 (``C_t``: the correlation between all filters).
+    """
+    runs, sz = _constnet_runs(size, seed)
     rec = runs["'0' init, 1% dropout"]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
-    data = {"steps": np.arange(steps + 1), "names": rec.names}
-    for ax, (label, arr) in zip(axes, (("C_f", rec.one_minus_cf), ("C_b", rec.one_minus_cb), ("C_t", rec.one_minus_ct))):
+    steps = np.arange(sz["steps"] + 1)
+    panels = (("C_f", "forward", rec.one_minus_cf), ("C_b", "backward", rec.one_minus_cb), ("C_t", "total", rec.one_minus_ct))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.6), sharey=True)
+    floor = zero_floor(*(arr for _, _, arr in panels))
+    colors = plt.get_cmap("tab10").colors
+    for ax, (label, word, arr) in zip(axes, panels):
         for j, name in enumerate(rec.names):
-            ax.semilogy(np.maximum(arr[:, j], 1e-300), label=name)
-        ax.set_title(f"$1 - {label}$")
-        ax.set_xlabel("full-batch step")
-        ax.set_ylim(1e-30, 2)
-        data[f"one_minus_{label}"] = arr
-    axes[0].legend(fontsize=6, ncol=2)
-    fig.suptitle("ConstNet '0' init + 1% dropout on digits: symmetry breaking per tensor (Fig. 6 analogue)")
-    return save_figure(fig, out_dir, "blumenfeld2020_fig_6", data)
+            if label == "C_b" and name == "first":
+                continue  # one input channel: C_b undefined (recorded as 0 by convention)
+            plot_with_zeros(ax, steps, arr[:, j], floor, color=colors[j % 10], label=_tensor_label(name))
+        always = [_tensor_label(n) for j, n in enumerate(rec.names) if not np.any(arr[:, j]) and not (label == "C_b" and n == "first")]
+        ax.set_title(f"{word} correlation: $1 - {label}$" + ("\nexactly 0 at every step:\n" + "\n".join(always) if always else ""),
+                     fontsize=9)
+        ax.set_xlabel("full-batch gradient step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(f"$1 - {label}$")
+    for ax in axes:
+        zero_band(ax, floor, top=2.0)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.suptitle(
+        f"{PAPER}, analogue of Fig. 6: symmetry breaking in every convolution of a '0'-initialised ConstNet with 1% dropout\n"
+        f"stages of {', '.join(map(str, CONSTNET_WIDTHS))} channels; full-batch gradient descent (learning rate "
+        f"{CONSTNET_LR:g}) on {sz['n_images']} 8x8 digits; the input convolution's $C_b$ is undefined (one input channel)",
+        fontsize=10,
+    )
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    data = {"step": steps, "tensor": list(rec.names), "tensor_label": [_tensor_label(n) for n in rec.names],
+            "one_minus_C_f": rec.one_minus_cf, "one_minus_C_b": rec.one_minus_cb, "one_minus_C_t": rec.one_minus_ct,
+            "loss": rec.loss}
+    two = ["step", "tensor"]
+    return save_figure(
+        fig, out_dir, "blumenfeld2020_fig_6", data, paper=PAPER, figure=fig_6.figure, seed=seed, size=size, backend=backend,
+        params={**_constnet_params(sz), "variant": "'0' init, 1% dropout"},
+        axes={"one_minus_C_f": two, "one_minus_C_b": two, "one_minus_C_t": two},
+        units={"one_minus_C_f": "1 - C_f (eq. 5), dimensionless",
+               "one_minus_C_b": "1 - C_b (eq. 6); 0 by convention for the input conv (one input channel)",
+               "one_minus_C_t": "1 - C_t (all filters), dimensionless", "loss": "cross-entropy [nats]",
+               "step": "full-batch gradient steps"},
+    )
 
 
+#: LeakyNets of Figs. 9-10: a description -> the kind of each of the 12 layers ("I" identity,
+#: "1" averaging 11^T/n), layer 1 first.
 LEAKY_CONFIGS = {
-    "12 I": "IIIIIIIIIIII",
-    "9 I / 3 1": "II1III1III1I",
-    "6 I / 6 1": "I1I1I1I1I1I1",
-    "12 1": "111111111111",
+    "identity in all 12 layers": "IIIIIIIIIIII",
+    "averaging in layers 3, 7, 11": "II1III1III1I",
+    "averaging in the even layers": "I1I1I1I1I1I1",
+    "averaging in all 12 layers": "111111111111",
 }
+#: LeakyNet of Figs. 9, 10, 12: channels, leaky-ReLU slope, relative gradient noise.
+LEAKY_CHANNELS, LEAKY_RHO, LEAKY_NOISE = 8, 0.01, 1e-6
+LEAKY_LR = 0.02
+
+
+def _leaky_sizes(size):
+    return {"n_images": by_size(size, smoke=16, default=128, full=256), "steps": by_size(size, smoke=3, default=30, full=100)}
 
 
 @functools.lru_cache(maxsize=4)
-def _leaky_runs(full, seed):
-    x, y = _digits(seed=seed)
-    n = 256 if full else 128
+def _leaky_runs(size, seed):
+    data_ss, train_ss = np.random.SeedSequence(seed).spawn(2)
+    sz = _leaky_sizes(size)
+    x, y = _digits(np.random.default_rng(data_ss))
+    n = sz["n_images"]
     x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
-    steps = 100 if full else 30
     runs = {}
     for name in progress(LEAKY_CONFIGS, desc="LeakyNet training"):
-        net = LeakyNet.initial(list(LEAKY_CONFIGS[name]), n=8, n_input=1, n_classes=10, rho=0.01)
-        runs[name] = train(net, x, y, steps, lr=0.02, grad_noise=1e-6, relative_noise=True, seed=seed, ratios=True)
-    return runs, steps
+        net = LeakyNet.initial(list(LEAKY_CONFIGS[name]), n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO)
+        runs[name] = train(net, x, y, sz["steps"], lr=LEAKY_LR, grad_noise=LEAKY_NOISE, relative_noise=True,
+                           ratios=True, **rng_kwargs(train, np.random.default_rng(train_ss)))
+    return runs, sz
 
 
-def _ratio_figure(out_dir, full, seed, which):
-    runs, steps = _leaky_runs(full, seed)
-    fig, axes = plt.subplots(1, len(runs), figsize=(3.4 * len(runs), 3.4), sharey=True)
+def _ratio_figure(out_dir, size, backend, seed, which, func):
+    runs, sz = _leaky_runs(size, seed)
+    steps = sz["steps"]
+    shown = sorted({0, 1, 2, 5, steps // 2, steps} & set(range(steps + 1)))
+    ratio = np.stack([(r.forward_ratio if which == "forward" else r.backward_ratio) for r in runs.values()])
+    floor = zero_floor(ratio[:, shown])
     cmap = plt.get_cmap("viridis")
-    data = {"steps": steps, "configs": LEAKY_CONFIGS}
-    shown = sorted({1, 2, 5, steps // 2, steps})
-    for ax, (name, rec) in zip(axes, runs.items()):
-        arr = rec.forward_ratio if which == "forward" else rec.backward_ratio
-        layers = np.arange(arr.shape[1])
+    color = {t: cmap(0.85 * k / max(len(shown) - 1, 1)) for k, t in enumerate(shown)}  # no pale yellow end
+    fig, axes = plt.subplots(1, len(runs), figsize=(3.9 * len(runs), 4.6), sharey=True)
+    layers = np.arange(ratio.shape[2])
+    for ax, (name, kinds), arr in zip(axes, LEAKY_CONFIGS.items(), ratio):
         for t in shown:
-            ax.semilogy(layers, np.maximum(arr[t], 1e-300), color=cmap(t / steps), marker=".", label=f"step {t}")
-        for layer, kind in enumerate(LEAKY_CONFIGS[name], start=1):
+            plot_with_zeros(ax, layers, arr[t], floor, color=color[t], marker=".", label=f"step {t}")
+        for layer, kind in enumerate(kinds, start=1):
             if kind == "1":
                 ax.axvline(layer, color="gray", ls="--", lw=0.7)
         ax.set_title(name, fontsize=9)
-        ax.set_xlabel("layer (0 = first conv)")
-        ax.set_ylim(1e-20, 2)
-        data[name] = arr
-    axes[0].set_ylabel("$\\|(I - 11^T/n) a\\| / \\|a\\|$" if which == "forward" else "$\\|(I - 11^T/n) \\partial L/\\partial a\\| / \\|\\partial L/\\partial a\\|$")
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"LeakyNet on digits, relative gradient noise 1e-6: {which} symmetry-breaking perturbation "
-                 "(dashed: '1' layers; step 0 is exactly 0)")
-    return save_figure(fig, out_dir, f"blumenfeld2020_fig_{9 if which == 'forward' else 10}", data)
+        ax.set_xlabel("layer $\\ell$ (0 = input conv)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for ax in axes:
+        zero_band(ax, floor, top=2.0)
+    for ax in axes:  # every panel labelled: a reader may look at one alone
+        if which == "forward":
+            ax.set_ylabel(r"$\|(I - 11^T/n)\,\alpha^{(\ell)}\| \,/\, \|\alpha^{(\ell)}\|$")
+        else:
+            ax.set_ylabel(r"$\|(I - 11^T/n)\,\partial L/\partial\alpha^{(\ell)}\| \,/\, \|\partial L/\partial\alpha^{(\ell)}\|$")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(shown), fontsize=8, frameon=False,
+               title="training step (exact zeros in the grey band at 0; step 0: every ratio is 0)", title_fontsize=8)
+    fig.suptitle(
+        f"{PAPER}, analogue of Fig. {9 if which == 'forward' else 10}: {which} symmetry-breaking perturbation, layer by layer, "
+        f"of 12-layer LeakyNets\n{LEAKY_CHANNELS} channels, leaky-ReLU slope {LEAKY_RHO:g}, identity ($I$) or averaging "
+        f"($11^T/n$, dashed) layers; gradient descent (learning rate {LEAKY_LR:g}, relative gradient noise "
+        f"{LEAKY_NOISE:g}) on {sz['n_images']} 8x8 digits",
+        fontsize=10,
+    )
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    data = {"step": np.arange(steps + 1), "layer": layers, "configuration": list(LEAKY_CONFIGS),
+            "layer_kinds": list(LEAKY_CONFIGS.values()), "steps_drawn": np.array(shown), "ratio": ratio,
+            "loss": np.stack([r.loss for r in runs.values()])}
+    name = f"blumenfeld2020_fig_{9 if which == 'forward' else 10}"
+    return save_figure(
+        fig, out_dir, name, data, paper=PAPER, figure=func.figure, seed=seed, size=size, backend=backend,
+        params={"depth": 12, "channels": LEAKY_CHANNELS, "leaky_relu_slope": LEAKY_RHO, "kernel": [3, 3],
+                "configurations": LEAKY_CONFIGS, "learning_rate": LEAKY_LR, "relative_gradient_noise": LEAKY_NOISE,
+                "optimiser": "full-batch gradient descent", "steps": steps, "n_images": sz["n_images"],
+                "data": "digits 8x8x1, standardised per feature"},
+        axes={"ratio": ["configuration", "step", "layer"], "loss": ["configuration", "step"]},
+        units={"ratio": f"dimensionless, in [0, 1]: the {which} perturbation ratio (App. G) before the step",
+               "loss": "cross-entropy [nats]", "layer": "0 = input (averaging) conv, l = LeakyNet layer l",
+               "layer_kinds": "'I' identity, '1' averaging 11^T/n, layer 1 first"},
+        notes="Exact zeros (symmetric features) are drawn in the grey band whose tick reads 0.",
+    )
 
 
-def fig_9(out_dir, full=False, backend="numpy", seed=0):
-    """Forward perturbation ratio by layer during noisy training of mixed I/1 LeakyNets."""
-    return _ratio_figure(out_dir, full, seed, "forward")
+@figure(paper=PAPER, figure="analogue of Fig. 9 (digits, small LeakyNet)", honours_backend=False)
+def fig_9(out_dir, *, size, backend, seed):
+    """Forward symmetry-breaking perturbation ratio by layer during noisy training of LeakyNets.
+
+    Four 12-layer LeakyNets (App. H: delta-kernel layers with channel matrix ``I`` or ``11^T/n``,
+    sign-alternating scale) trained with relative gradient noise 1e-6 (a model of
+    non-deterministic rounding). Each panel shows ``||(I - 11^T/n) a|| / ||a||`` of the features of
+    every layer at a few training steps; averaging layers (dashed) cut the perturbation that
+    identity layers pass on. Exact zeros (symmetric features, e.g. at step 0) are drawn in the band
+    whose tick reads "0". Sizes: 16 / 128 / 256 images, 3 / 30 / 100 steps (the paper: 1,000).
+
+    Notes
+    -----
+    Seed 000, App. G, Fig. 9.
+    """
+    return _ratio_figure(out_dir, size, backend, seed, "forward", fig_9)
 
 
-def fig_10(out_dir, full=False, backend="numpy", seed=0):
-    """Backward (gradient) perturbation ratio by layer during noisy training of mixed I/1 LeakyNets."""
-    return _ratio_figure(out_dir, full, seed, "backward")
+@figure(paper=PAPER, figure="analogue of Fig. 10 (digits, small LeakyNet)", honours_backend=False)
+def fig_10(out_dir, *, size, backend, seed):
+    """Backward (gradient) symmetry-breaking perturbation ratio by layer during noisy training of LeakyNets.
+
+    The runs of :func:`fig_9`; each panel shows the ratio for the gradients ``dL / da`` of every
+    layer's features. Exact zeros in the grey band whose tick reads "0".
+
+    Notes
+    -----
+    Seed 000, App. G, Fig. 10.
+    """
+    return _ratio_figure(out_dir, size, backend, seed, "backward", fig_10)
 
 
-def fig_12(out_dir, full=False, backend="numpy", seed=0):
-    """App. J: LeakyNets whose 12 layers are all ``gamma I + (1 - gamma) 11^T / n``; loss and final C_f per layer."""
-    x, y = _digits(seed=seed)
-    n = 256 if full else 128
+@figure(paper=PAPER, figure="analogue of Fig. 12 (digits, small LeakyNet)", honours_backend=False)
+def fig_12(out_dir, *, size, backend, seed):
+    """App. J: LeakyNets whose 12 layers are all ``gamma I + (1 - gamma) 11^T / n``; loss and C_f per layer.
+
+    Left: training loss; right: the forward correlation ``C_f`` of every layer after training
+    (markers) and at initialisation (dotted). Sizes: 16 / 128 / 256 images, 3 / 80 / 300 steps.
+
+    Notes
+    -----
+    Seed 000, App. J, Fig. 12.
+    """
+    data_ss, train_ss = np.random.SeedSequence(seed).spawn(2)
+    n = by_size(size, smoke=16, default=128, full=256)
+    steps = by_size(size, smoke=3, default=80, full=300)
+    lr = 0.2
+    x, y = _digits(np.random.default_rng(data_ss))
     x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
-    steps = 300 if full else 80
     gammas = [0.0, 0.1, 0.5, 1.0]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    data = {"gamma": gammas, "steps": steps}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    loss, cf0, cf1 = [], [], []
     for g in progress(gammas, desc="fig_12"):
-        net = LeakyNet.initial(["I"] * 12, n=8, n_input=1, n_classes=10, rho=0.01, gamma=[g] * 12)
-        rec = train(net, x, y, steps, lr=0.2, grad_noise=1e-6, relative_noise=True, seed=seed)
-        line = axes[0].plot(rec.loss, label=f"$\\gamma$={g}")[0]
-        axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[-1], "o-", color=line.get_color(), label=f"$\\gamma$={g}")
+        net = LeakyNet.initial(["I"] * 12, n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO, gamma=[g] * 12)
+        rec = train(net, x, y, steps, lr=lr, grad_noise=LEAKY_NOISE, relative_noise=True,
+                    **rng_kwargs(train, np.random.default_rng(train_ss)))
+        line = axes[0].plot(np.arange(steps + 1), rec.loss, label=f"$\\gamma$ = {g:g}")[0]
+        axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[-1], "o-", color=line.get_color(), label=f"$\\gamma$ = {g:g}")
         axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[0], ":", color=line.get_color())
-        data[f"gamma={g}"] = {"loss": rec.loss, "initial_C_f": 1.0 - rec.one_minus_cf[0], "final_C_f": 1.0 - rec.one_minus_cf[-1],
-                              "final_one_minus_C_f": rec.one_minus_cf[-1], "names": rec.names}
-    axes[0].set_xlabel("full-batch step")
-    axes[0].set_ylabel("training loss")
+        loss.append(rec.loss)
+        cf0.append(1.0 - rec.one_minus_cf[0])
+        cf1.append(1.0 - rec.one_minus_cf[-1])
+    axes[0].set_xlabel("full-batch gradient step")
+    axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0].set_ylabel("training loss (cross-entropy) [nats]")
+    spread = float(np.max(np.ptp(np.stack(loss), axis=0)))
+    axes[0].set_title(f"largest difference between the {len(gammas)} curves: {spread:.1g} nats"
+                      + (" (they coincide)" if spread < 1e-3 else ""), fontsize=9)
     axes[0].legend(fontsize=8)
-    axes[1].set_xlabel("layer (0 = first conv)")
-    axes[1].set_ylabel(f"$C_f$ after {steps} steps (dotted: at init)")
-    fig.suptitle("LeakyNet with mixed layers $\\gamma I + (1-\\gamma) 11^T/n$ on digits (App. J, Fig. 12 analogue)")
-    return save_figure(fig, out_dir, "blumenfeld2020_fig_12", data)
+    axes[1].set_xlabel("layer $\\ell$ (0 = input conv)")
+    axes[1].set_ylabel(f"$C_f$ after {steps} steps (dotted: at initialisation)")
+    axes[1].set_ylim(-0.05, 1.05)
+    fig.suptitle(
+        f"{PAPER}, analogue of Fig. 12 (App. J): LeakyNets with every layer $\\gamma I + (1-\\gamma)\\,11^T/n$\n"
+        f"12 layers of {LEAKY_CHANNELS} channels, leaky-ReLU slope {LEAKY_RHO:g}; gradient descent (learning rate {lr:g}, "
+        f"relative gradient noise {LEAKY_NOISE:g}) on {n} 8x8 digits",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    data = {"gamma": np.array(gammas), "step": np.arange(steps + 1), "layer": np.arange(13), "loss": np.stack(loss),
+            "initial_C_f": np.stack(cf0), "final_C_f": np.stack(cf1), "tensor": list(rec.names)}
+    return save_figure(
+        fig, out_dir, "blumenfeld2020_fig_12", data, paper=PAPER, figure=fig_12.figure, seed=seed, size=size, backend=backend,
+        params={"depth": 12, "channels": LEAKY_CHANNELS, "leaky_relu_slope": LEAKY_RHO, "gamma": gammas, "learning_rate": lr,
+                "relative_gradient_noise": LEAKY_NOISE, "optimiser": "full-batch gradient descent", "steps": steps,
+                "n_images": n, "data": "digits 8x8x1, standardised per feature"},
+        axes={"loss": ["gamma", "step"], "initial_C_f": ["gamma", "layer"], "final_C_f": ["gamma", "layer"]},
+        units={"loss": "cross-entropy [nats]", "initial_C_f": "dimensionless (eq. 5)", "final_C_f": "dimensionless (eq. 5)",
+               "layer": "0 = input (averaging) conv, l = LeakyNet layer l"},
+    )
 
 
-def table_correlations(out_dir, full=False, backend="numpy", seed=0):
-    """Closed-form C_f, C_b (after eq. 6) next to values measured on real tensors."""
-    rng = np.random.default_rng(seed)
+def _pair(w):
+    return symmetry.forward_correlation(w), symmetry.backward_correlation(w)
+
+
+@figure(paper=PAPER, figure="not in the paper: closed forms after eq. 6", honours_backend=False)
+def table_correlations(out_dir, *, size, backend, seed):
+    """Closed-form forward / backward correlations C_f, C_b (after eq. 6) next to values measured on tensors.
+
+    Random tensors are measured as the mean over draws with its standard error (smoke 10, default
+    200, full 2,000 draws); tensors whose correlations are the same for every draw (deterministic
+    constructions, and orthogonal ones, whose filters are exactly orthogonal) are measured once.
+
+    Notes
+    -----
+    Seed 000, eqs. 5-6 and the closed forms listed after eq. 6; App. B eq. 8 (looks-linear).
+    """
+    rng_random, rng_replicated, rng_orth, rng_ll = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
     n, p, d, r = 16, 4, 32, 4
     delta = mf_init.delta_kernel((3, 3))[..., None, None]
-    n_rand = 200 if not full else 2000
-    rand = [(symmetry.forward_correlation(w), symmetry.backward_correlation(w))
-            for w in (rng.standard_normal((3, 3, n, n)) for _ in range(n_rand))]
-    rep = [(symmetry.forward_correlation(w), symmetry.backward_correlation(w))
-           for w in (np.repeat(rng.standard_normal((d // r, n)), r, axis=0) for _ in range(n_rand))]
+    n_rand = by_size(size, smoke=10, default=200, full=2000)
+
+    def mean_se(pairs):
+        a = np.asarray(pairs)
+        return a.mean(axis=0), a.std(axis=0, ddof=1) / math.sqrt(len(a))
+
+    rand = mean_se([_pair(rng_random.standard_normal((3, 3, n, n))) for _ in range(n_rand)])
+    rep = mean_se([_pair(np.repeat(rng_replicated.standard_normal((d // r, n)), r, axis=0)) for _ in range(n_rand)])
+    exact = lambda w: (np.array(_pair(w)), np.zeros(2))
     rows = [
-        ("random (He), 3x3x16x16", symmetry.closed_form_correlations("random"), np.mean(rand, axis=0), f"mean of {n_rand}"),
-        ("orthogonal (delta-orth.)", symmetry.closed_form_correlations("orthogonal"),
-         (symmetry.forward_correlation(delta * mf_init.haar_orthogonal(n, n, rng=rng)), symmetry.backward_correlation(delta * mf_init.haar_orthogonal(n, n, rng=rng))), "one tensor"),
-        (f"replicated identity P={p}", symmetry.closed_form_correlations("replicated_identity", p * n, n),
-         (symmetry.forward_correlation(delta * np.tile(np.eye(n), (p, 1))), symmetry.backward_correlation(delta * np.tile(np.eye(n), (p, 1)))), "one tensor"),
-        ("constant", symmetry.closed_form_correlations("constant"),
-         (symmetry.forward_correlation(np.full((3, 3, n, n), 0.3)), symmetry.backward_correlation(np.full((3, 3, n, n), 0.3))), "one tensor"),
-        ("zero (convention)", symmetry.closed_form_correlations("zero"),
-         (symmetry.forward_correlation(np.zeros((3, 3, n, n))), symmetry.backward_correlation(np.zeros((3, 3, n, n)))), "one tensor"),
-        (f"replicated features d={d}, R={r}", symmetry.closed_form_correlations("replicated_features", d, replicas=r), np.mean(rep, axis=0), f"mean of {n_rand}"),
-        ("LeakyNet '1' (11^T/n)", symmetry.closed_form_correlations("constant"),
-         (symmetry.forward_correlation(delta * mf_init.channel_matrix(n, "1")), symmetry.backward_correlation(delta * mf_init.channel_matrix(n, "1"))), "one tensor"),
-        ("looks-linear delta-orth. eq. 8 (C_f = -1/(n-1))", symmetry.ClosedFormCorrelations("looks_linear", -1 / (n - 1), -1 / (n - 1), True),
-         (symmetry.forward_correlation(mf_init.looks_linear_delta_orthogonal(n, rng=rng)), symmetry.backward_correlation(mf_init.looks_linear_delta_orthogonal(n, rng=rng))), "one tensor"),
+        (f"random i.i.d. N(0,1), 3x3 kernel, {n}x{n} channels", symmetry.closed_form_correlations("random"), rand,
+         f"mean of {n_rand} draws"),
+        (f"delta-orthogonal, {n}x{n} channels", symmetry.closed_form_correlations("orthogonal"),
+         exact(delta * mf_init.haar_orthogonal(n, n, rng=rng_orth)), "one draw (exact for all)"),
+        (f"identity replicated {p} times ({p * n}x{n})", symmetry.closed_form_correlations("replicated_identity", p * n, n),
+         exact(delta * np.tile(np.eye(n), (p, 1))), "deterministic"),
+        (f"constant 0.3, {n}x{n}", symmetry.closed_form_correlations("constant"), exact(np.full((3, 3, n, n), 0.3)),
+         "deterministic"),
+        ("zero tensor (C = 1 by convention)", symmetry.closed_form_correlations("zero"), exact(np.zeros((3, 3, n, n))),
+         "deterministic"),
+        (f"{d // r} random rows, each {r} times ({d}x{n})", symmetry.closed_form_correlations("replicated_features", d, replicas=r),
+         rep, f"mean of {n_rand} draws"),
+        (f"LeakyNet averaging layer $11^T/n$, n = {n}", symmetry.closed_form_correlations("constant"),
+         exact(delta * mf_init.channel_matrix(n, "1")), "deterministic"),
+        (f"looks-linear delta-orth. (eq. 8), n = {n}", symmetry.ClosedFormCorrelations("looks_linear", -1 / (n - 1), -1 / (n - 1), True),
+         exact(mf_init.looks_linear_delta_orthogonal(n, rng=rng_ll)), "one draw (exact for all)"),
     ]
-    cell = [[name, f"{th.c_f:.4f}", f"{meas[0]:.4f}", f"{th.c_b:.4f}", f"{meas[1]:.4f}", how] for name, th, meas, how in rows]
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(cell) + 0.8))
+
+    def num(value):
+        return f"{0.0 if abs(value) < 5e-5 else value:+.4f}"  # no "-0.0000" for a rounding-level value
+
+    def cell(value, se, how):
+        return num(value) if how in ("deterministic", "one draw (exact for all)") else f"{num(value)} ± {se:.4f}"
+
+    text = [[name, num(th.c_f), cell(m[0], s[0], how), num(th.c_b), cell(m[1], s[1], how), how]
+            for name, th, (m, s), how in rows]
+    cols = ["tensor", "$C_f$ closed form", "$C_f$ measured", "$C_b$ closed form", "$C_b$ measured", "measured on"]
+    fig, ax = plt.subplots(figsize=(13.5, 0.28 * (len(text) + 1) + 0.6))
     ax.axis("off")
-    tab = ax.table(cellText=cell, colLabels=["initialisation", "C_f theory", "C_f measured", "C_b theory", "C_b measured", "measured on"], loc="center")
+    tab = ax.table(cellText=text, colLabels=cols, loc="upper center", cellLoc="center",
+                   colWidths=[0.31, 0.11, 0.15, 0.11, 0.15, 0.17])
     tab.auto_set_font_size(False)
     tab.set_fontsize(8)
-    tab.scale(1, 1.3)
-    ax.set_title("Closed-form weight correlations (seed 000, after eq. 6)")
-    data = {name: {"c_f_theory": th.c_f, "c_f_measured": meas[0], "c_b_theory": th.c_b, "c_b_measured": meas[1], "measured_on": how}
-            for name, th, meas, how in rows}
-    return save_figure(fig, out_dir, "blumenfeld2020_table_correlations", data)
+    tab.scale(1, 1.35)
+    for (row, col), c in tab.get_celld().items():
+        if col == 0 and row > 0:
+            c.set_text_props(ha="left")
+            c.PAD = 0.02
+    ax.set_title(
+        f"{PAPER} (not a figure of the paper): forward and backward weight correlations $C_f$, $C_b$ (eqs. 5-6),\n"
+        f"closed forms listed after eq. 6 against values measured on tensors (mean $\\pm$ standard error over random draws)",
+        fontsize=10,
+    )
+    data = {
+        "tensor": [row[0] for row in rows],
+        "c_f_theory": np.array([row[1].c_f for row in rows]),
+        "c_f_measured": np.array([row[2][0][0] for row in rows]),
+        "c_f_stderr": np.array([row[2][1][0] for row in rows]),
+        "c_b_theory": np.array([row[1].c_b for row in rows]),
+        "c_b_measured": np.array([row[2][0][1] for row in rows]),
+        "c_b_stderr": np.array([row[2][1][1] for row in rows]),
+        "measured_on": [row[3] for row in rows],
+    }
+    return save_figure(
+        fig, out_dir, "blumenfeld2020_table_correlations", data, paper=PAPER, figure=table_correlations.figure, seed=seed,
+        size=size, backend=backend,
+        params={"n": n, "replication_P": p, "replicated_features_d": d, "replicas_R": r, "random_draws": n_rand, "kernel": [3, 3]},
+        units={"c_f_theory": "dimensionless (eq. 5)", "c_b_theory": "dimensionless (eq. 6)",
+               "c_f_stderr": "standard error of the mean over draws; 0 where the value is the same for every draw",
+               "c_b_stderr": "as c_f_stderr"},
+    )
 
 
 FIGURES = {

@@ -6,94 +6,203 @@
 - ``fig_5``: evolution of ``a^1``, ``a^2`` in three-layer linear plain and residual nets
   (eqs. 11-18): (a) small random initialisation, (b) equalised initial norms.
 - ``fig_6``: (a) phase portraits of the two-layer mode-strength flows (eqs. 21-23) with the
-  saddles (0, 0), (-1, -1), (-1, -2); (b) ``prod_l (a_l + c_l)`` for 10-layer nets.
+  saddles (0, 0), (-1, -1), (-1, -2), ``s = 2``; (b) ``prod_l (a_l + c_l)`` for 10-layer nets,
+  ``s = 3``.
+
+Nothing here simulates random networks: the landscapes are exhaustive enumerations (a Numba kernel
+on the CPU) and the dynamics are ODE solutions, so every figure runs on the CPU only (``backend``
+must be ``"numpy"``). Every figure writes ``orhan2017_NAME.png`` and ``.json`` (metadata block,
+named axes; read it back with :func:`meanfield.figures.load`).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
 from meanfield import landscape as L
 
-from ._common import plt, progress, save_figure
+from ._common import by_size, figure, plt, progress, save_figure
+from ._logzero import plot_with_zeros, zero_band, zero_floor
 
-__all__ = ["FIGURES", "fig_4", "fig_5", "fig_6", "fig_s1"]
+__all__ = ["FIGURES", "PAPER", "fig_4", "fig_5", "fig_6", "fig_s1"]
+
+#: How the figures' titles and metadata name the paper.
+PAPER = "Orhan 2017"
 
 ORDER = ["plain", "path_residual", "residual", "hyper_residual"]
 COLORS = {"plain": "tab:blue", "path_residual": "tab:green", "residual": "tab:red", "hyper_residual": "tab:purple"}
+LABELS = {"plain": "plain", "path_residual": "path-residual", "residual": "residual", "hyper_residual": "hyper-residual"}
+#: Width of every hidden layer of the binary toy networks (the paper's).
+TOY_WIDTH = 2
 
 
-def _landscape_figure(out_dir, name, full, seed, random_biases):
-    grid = 10 if full else 5
-    task = L.regression_task(grid_size=grid, seed=seed)
-    biases = np.random.default_rng(seed + 1).standard_normal((6, 2)) if random_biases else None
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    data = {"grid_size": grid, "seed": seed, "biases": biases, "architectures": {}}
-    for arch in progress(ORDER, desc=name):
-        r = L.binary_landscape(arch, task.inputs, task.targets, biases=biases, output_bias_bit=full)
-        hb = r.better_histogram()
-        hw = r.walk_histogram()
-        sizes = np.sort(r.basin_sizes)
-        axes[0].semilogy(np.arange(hb.size), np.where(hb > 0, hb, np.nan), "o-", ms=3, color=COLORS[arch], label=f"{arch} ({r.n_local_minima} minima)")
-        axes[1].semilogy(np.arange(hw.size), np.where(hw > 0, hw, np.nan), "o-", ms=3, color=COLORS[arch], label=arch)
-        bins = np.logspace(0, math.log10(max(sizes.max(), 2)) + 0.1, 30)
-        axes[2].hist(sizes, bins=bins, histtype="step", color=COLORS[arch], label=arch)
-        data["architectures"][arch] = {
-            "n_params": r.n_params,
-            "n_local_minima": r.n_local_minima,
-            "n_strict_local_minima": r.n_strict_local_minima,
-            "n_zero_output": r.n_zero_output,
-            "n_tied_configurations": r.n_tied_configurations,
-            "better_histogram": hb,
-            "walk_histogram": hw,
-            "basin_sizes_sorted": sizes[-2000:],
-            "mean_walk_length": float(r.walk_length.mean()),
-            "mean_basin_size": float(r.basin_sizes.mean()),
-        }
-    axes[0].set_xlabel("number of better neighbours")
+def _seed_keyword(func, seed: int) -> dict:
+    """``{"rng": seed}`` for a function that takes ``rng``, else ``{"seed": seed}`` (older signature)."""
+    return {"rng" if "rng" in inspect.signature(func).parameters else "seed": seed}
+
+
+def _landscape_sizes(size):
+    return {
+        "n_layers": by_size(size, smoke=4, default=7, full=7),
+        "grid_size": by_size(size, smoke=3, default=5, full=10),
+        "output_bias_bit": by_size(size, smoke=False, default=False, full=True),
+    }
+
+
+def _basin_bins(largest: int) -> np.ndarray:
+    """Logarithmic bin edges over integer basin sizes, no bin narrower than one integer."""
+    edges = np.unique(np.round(np.logspace(0, math.log10(max(largest, 2)) + 0.05, 30)))
+    return np.concatenate([edges - 0.5, [edges[-1] + 0.5]])
+
+
+def _landscape_figure(out_dir, name, size, backend, seed, random_biases, func):
+    sz = _landscape_sizes(size)
+    grid, n_layers, bias_bit = sz["grid_size"], sz["n_layers"], sz["output_bias_bit"]
+    task = L.regression_task(grid_size=grid, **_seed_keyword(L.regression_task, seed))
+    bias_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+    biases = bias_rng.standard_normal((n_layers - 1, TOY_WIDTH)) if random_biases else None
+    results = {arch: L.binary_landscape(arch, task.inputs, task.targets, biases=biases, n_layers=n_layers,
+                                        output_bias_bit=bias_bit)
+               for arch in progress(ORDER, desc=name)}
+    n_params = next(iter(results.values())).n_params
+    better = np.stack([r.better_histogram() for r in results.values()])
+    walk_len = max(r.walk_histogram().size for r in results.values())
+    walks = np.stack([np.pad(r.walk_histogram(), (0, walk_len - r.walk_histogram().size)) for r in results.values()])
+    edges = _basin_bins(max(int(r.basin_sizes.max()) for r in results.values()))
+    basins = np.stack([np.histogram(r.basin_sizes, bins=edges)[0] for r in results.values()])
+    centres = np.sqrt((edges[:-1] + 0.5) * (edges[1:] - 0.5))  # geometric middle of the integers in a bin
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.6))
+    panels = ((axes[0], np.arange(better.shape[1]), better), (axes[1], np.arange(walk_len), walks),
+              (axes[2], centres, basins))
+    for ax, x, counts in panels:
+        floor = zero_floor(counts)
+        for arch, row in zip(results, counts):
+            plot_with_zeros(ax, x, row, floor, marker="o", ms=3, color=COLORS[arch],
+                            label=f"{LABELS[arch]} ({results[arch].n_local_minima:,} local minima)")
+        zero_band(ax, floor, counts)
+    axes[0].set_xlabel(f"better neighbours (of {n_params} single-bit flips)")
     axes[0].set_ylabel("configurations")
-    axes[1].set_xlabel("adaptive-walk length")
-    axes[2].set_xlabel("basin size")
+    axes[0].set_title("(left) number of better neighbours; 0 = local minimum", fontsize=9)
+    axes[1].set_xlabel("adaptive-walk length [bit flips to a local minimum]")
+    axes[1].set_ylabel("configurations")
+    axes[1].set_title("(middle) lengths of adaptive walks", fontsize=9)
     axes[2].set_xscale("log")
-    axes[2].set_yscale("log")
-    axes[2].set_ylabel("local minima")
-    axes[0].legend(fontsize=7)
-    bits = 23 if full else 22
-    fig.suptitle(f"binary toy nets, {bits} bits, {grid}x{grid} grid" + (", N(0,1) biases" if random_biases else ""))
-    return save_figure(fig, out_dir, f"orhan2017_{name}", data)
+    axes[2].set_xlabel("basin size [configurations]")
+    axes[2].set_ylabel("local minima per bin")
+    axes[2].set_title("(right) basin sizes of local minima (log bins)", fontsize=9)
+    for ax in axes[:2]:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0].legend(fontsize=7, loc="lower center")
+    which = "Fig. S1" if random_biases else "Fig. 4"
+    fig.suptitle(
+        f"{PAPER}, {which}: loss landscapes of toy ReLU networks with weights $\\pm 1$, evaluated exhaustively\n"
+        f"{n_layers} layers of width {TOY_WIDTH}, {n_params} binary parameters ({2 ** n_params:,} configurations"
+        f"{', incl. an output bias' if bias_bit else ''}); mean squared error on a random target function over a "
+        f"{grid}x{grid} grid" + ("; fixed biases drawn from N(0, 1)" if random_biases else "; zero biases"),
+        fontsize=10,
+    )
+    fig.tight_layout()
+    data = {
+        "architecture": list(results),
+        "n_params": n_params,
+        "n_local_minima": np.array([r.n_local_minima for r in results.values()]),
+        "n_strict_local_minima": np.array([r.n_strict_local_minima for r in results.values()]),
+        "n_zero_output": np.array([r.n_zero_output for r in results.values()]),
+        "n_tied_configurations": np.array([r.n_tied_configurations for r in results.values()]),
+        "mean_walk_length": np.array([float(r.walk_length.mean()) for r in results.values()]),
+        "mean_basin_size": np.array([float(r.basin_sizes.mean()) for r in results.values()]),
+        "better_histogram": better,
+        "walk_histogram": walks,
+        "basin_size_bin_edges": edges,
+        "basin_size_histogram": basins,
+        "largest_basin_sizes": {arch: np.sort(r.basin_sizes)[-100:][::-1] for arch, r in results.items()},
+        "biases": biases,
+        "targets": task.targets,
+        "inputs": task.inputs,
+    }
+    axes_names = {"better_histogram": ["architecture", "better_neighbours"], "walk_histogram": ["architecture", "walk_length"],
+                  "basin_size_histogram": ["architecture", "basin_size_bin"], "inputs": ["grid_point", "coordinate"]}
+    if biases is not None:
+        axes_names["biases"] = ["layer", "unit"]
+    return save_figure(
+        fig, out_dir, f"orhan2017_{name}", data, paper=PAPER, figure=func.figure, seed=seed, size=size, backend=backend,
+        params={**sz, "width": TOY_WIDTH, "n_params": n_params, "activation": "relu", "weights": "+-1",
+                "loss": "mean squared error", "biases": "N(0, 1), fixed" if random_biases else "zero",
+                "task": "random Fourier target on a grid in [-1, 1]^2 (meanfield.landscape.regression_task, seed = seed)",
+                "tie_rtol": 1e-12},
+        axes=axes_names,
+        units={"better_histogram": "configurations", "walk_histogram": "configurations",
+               "basin_size_histogram": "local minima per bin", "basin_size_bin_edges": "configurations (integer bins)",
+               "largest_basin_sizes": "configurations, the 100 largest basins per architecture, largest first",
+               "mean_walk_length": "bit flips", "mean_basin_size": "configurations"},
+        notes="Zero counts on the log axes are drawn in the grey band whose tick reads 0.",
+    )
 
 
-def fig_4(out_dir, full=False, backend="numpy", seed=0):
-    """Fig. 4: better neighbours, adaptive walks, basin sizes of the four toy landscapes."""
-    return _landscape_figure(out_dir, "fig_4", full, seed, random_biases=False)
+@figure(paper=PAPER, figure="Fig. 4", honours_backend=False)
+def fig_4(out_dir, *, size, backend, seed):
+    """Better neighbours, adaptive walks and basin sizes of the four binary toy landscapes.
+
+    Every ``+-1`` configuration of the plain, path-residual, residual and hyper-residual toy
+    networks (eqs. 1-4, width 2) is evaluated on a random regression target; left: how many of its
+    single-bit-flip neighbours are better, middle: the length of the best-improvement walk to a local
+    minimum, right: the basin sizes of the local minima. Zero counts are drawn in the grey band
+    whose tick reads "0". Sizes: smoke 4 layers (10 bits) on a 3 x 3 grid; default 7 layers (22
+    bits) on 5 x 5; full 7 layers plus an output-bias bit (23 bits, the paper's) on 10 x 10.
+
+    Notes
+    -----
+    Seed 004, Sec. 2.2, eqs. 1-4, Fig. 4 (:func:`meanfield.landscape.binary_landscape`).
+    """
+    return _landscape_figure(out_dir, "fig_4", size, backend, seed, False, fig_4)
 
 
-def fig_s1(out_dir, full=False, backend="numpy", seed=0):
-    """Fig. S1: as Fig. 4 with fixed biases drawn from N(0, 1)."""
-    return _landscape_figure(out_dir, "fig_s1", full, seed, random_biases=True)
+@figure(paper=PAPER, figure="Fig. S1", honours_backend=False)
+def fig_s1(out_dir, *, size, backend, seed):
+    """As :func:`fig_4` with fixed biases drawn from N(0, 1) (their own random stream).
+
+    Notes
+    -----
+    Seed 004, Supp. Fig. S1.
+    """
+    return _landscape_figure(out_dir, "fig_s1", size, backend, seed, True, fig_s1)
 
 
-def fig_5(out_dir, full=False, backend="numpy", seed=0):
-    """Fig. 5: a^1, a^2 versus iteration in three-layer linear plain (blue) and residual (red) nets.
+@figure(paper=PAPER, figure="Fig. 5", honours_backend=False)
+def fig_5(out_dir, *, size, backend, seed):
+    """``a^1``, ``a^2`` versus iteration in three-layer linear plain (blue) and residual (red) nets.
 
-    Gradient descent with learning rate ``eta`` is integrated as the gradient flow at ``t = k eta``;
-    (a) weights ~ N(0, 1e-4^2), eta = 0.1; (b) plain a^alpha = [1, 1]/sqrt 2, b^alpha = [1, -1]/sqrt 2,
-    residual all zero, eta = 0.01; s = (3, 1.5), u = v = [[1, 1], [1, -1]]/sqrt 2.
+    Gradient descent with learning rate ``eta`` is integrated as the gradient flow at ``t = k eta``
+    (eqs. 11-14 plain, 15-18 residual); two hidden units, singular values ``s = (3, 1.5)``, skip
+    vectors ``u = v = [[1, 1], [1, -1]] / sqrt 2``. (a) every weight drawn from N(0, 1e-4^2),
+    ``eta = 0.1``, 150 iterations; (b) plain ``a^alpha = [1, 1] / sqrt 2``,
+    ``b^alpha = [1, -1] / sqrt 2``, residual all zero (equal initial norms), ``eta = 0.01``, 600
+    iterations. Output points per panel: 21 (smoke), 201 (default), 801 (full).
+
+    Notes
+    -----
+    Seed 004, Sec. 2.3.1, eqs. 11-18, Fig. 5 (:func:`meanfield.landscape.three_layer_flow`).
     """
     s = np.array([3.0, 1.5])
     uv = np.array([[1.0, 1.0], [1.0, -1.0]]) / math.sqrt(2)
-    rng = np.random.default_rng(seed)
-    n_pts = 801 if full else 201
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+    n_pts = by_size(size, smoke=21, default=201, full=801)
+    init_sd = 1e-4
+    b_plain = np.array([[1.0, 1.0], [-1.0, -1.0]]) / math.sqrt(2)
     setups = {
-        "a": dict(lr=0.1, steps=150, plain=(rng.normal(0, 1e-4, (2, 2)), rng.normal(0, 1e-4, (2, 2)))),
-        "b": dict(lr=0.01, steps=600, plain=(np.full((2, 2), 1 / math.sqrt(2)), np.array([[1.0, 1.0], [-1.0, -1.0]]) / math.sqrt(2))),
+        "a": {"lr": 0.1, "steps": 150, "plain": (rng.normal(0, init_sd, (2, 2)), rng.normal(0, init_sd, (2, 2))),
+              "init": f"every weight ~ N(0, {init_sd:g}^2)"},
+        "b": {"lr": 0.01, "steps": 600, "plain": (np.full((2, 2), 1 / math.sqrt(2)), b_plain),
+              "init": "plain a = [1, 1]/sqrt 2, b = [1, -1]/sqrt 2; residual all 0 (equal initial norms)"},
     }
     setups["a"]["residual"] = setups["a"]["plain"]
     setups["b"]["residual"] = (np.zeros((2, 2)), np.zeros((2, 2)))
-    fig, axes = plt.subplots(2, 2, figsize=(9, 6.5))
-    data = {"s": s, "u": uv, "v": uv}
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.4))
+    stacked = {k: [] for k in ("iteration", "plain_a", "plain_b", "plain_energy", "residual_a", "residual_b", "residual_energy")}
     for row, (panel, cfg) in enumerate(progress(list(setups.items()), desc="fig_5")):
         it = np.linspace(0, cfg["steps"], n_pts)
         t = it * cfg["lr"]
@@ -103,65 +212,131 @@ def fig_5(out_dir, full=False, backend="numpy", seed=0):
             ax = axes[row, mode]
             ax.plot(it, plain.a[:, :, mode], color="tab:blue")
             ax.plot(it, res.a[:, :, mode], color="tab:red")
-            ax.set_title(f"({panel}) $a^{mode + 1}$, learning rate {cfg['lr']}")
-            ax.set_xlabel("iteration")
-        axes[row, 0].plot([], [], color="tab:blue", label="plain")
-        axes[row, 0].plot([], [], color="tab:red", label="residual")
+            ax.set_title(f"({panel}) $a^{mode + 1}$ ($s_{mode + 1}$ = {s[mode]:g}), learning rate {cfg['lr']:g}", fontsize=9)
+            ax.set_xlabel("gradient-descent iteration $k$ ($t = k \\eta$)")
+            ax.set_ylabel(f"$a^{mode + 1}_i$ (one line per hidden unit $i$)")
+        axes[row, 0].plot([], [], color="tab:blue", label="plain (eqs. 11-14)")
+        axes[row, 0].plot([], [], color="tab:red", label="residual (eqs. 15-18)")
         axes[row, 0].legend(fontsize=8)
-        data[panel] = {"iteration": it, "lr": cfg["lr"], "plain_a": plain.a, "plain_b": plain.b, "plain_energy": plain.energy,
-                       "residual_a": res.a, "residual_b": res.b, "residual_energy": res.energy}
+        for key, value in (("iteration", it), ("plain_a", plain.a), ("plain_b", plain.b), ("plain_energy", plain.energy),
+                           ("residual_a", res.a), ("residual_b", res.b), ("residual_energy", res.energy)):
+            stacked[key].append(value)
+    data = {"panel": list(setups), "learning_rate": np.array([c["lr"] for c in setups.values()]),
+            "initialisation": [c["init"] for c in setups.values()], "s": s, "u": uv, "v": uv,
+            **{k: np.stack(v) for k, v in stacked.items()}}
+    four = ["panel", "point", "hidden_unit", "mode"]
+    axes_names = {"u": ["mode", "component"], "v": ["mode", "component"], "iteration": ["panel", "point"],
+                  "plain_energy": ["panel", "point"], "residual_energy": ["panel", "point"],
+                  "plain_a": four, "plain_b": four, "residual_a": four, "residual_b": four}
+    fig.suptitle(
+        f"{PAPER}, Fig. 5: learning dynamics of three-layer linear networks with 2 hidden units\n"
+        f"singular values $s$ = (3, 1.5), skip vectors $u = v = [1, \\pm 1]/\\sqrt{{2}}$; (a) N(0, {init_sd:g}$^2$) weights; "
+        f"(b) equal initial norms",
+        fontsize=10,
+    )
     fig.tight_layout()
-    return save_figure(fig, out_dir, "orhan2017_fig_5", data)
+    return save_figure(
+        fig, out_dir, "orhan2017_fig_5", data, paper=PAPER, figure=fig_5.figure, seed=seed, size=size, backend=backend,
+        params={"s": s.tolist(), "hidden_units": 2, "u": uv.tolist(), "v": uv.tolist(), "output_points": n_pts,
+                "panels": {p: {"learning_rate": c["lr"], "iterations": c["steps"], "initialisation": c["init"]} for p, c in setups.items()},
+                "integrator": "scipy.integrate.solve_ivp, rtol 1e-9, atol 1e-12"},
+        axes=axes_names,
+        units={"iteration": "gradient-descent iterations k (flow time t = k * learning_rate)",
+               "plain_a": "a^alpha_i at each output point (plain_b, residual_a, residual_b alike)",
+               "plain_energy": "eq. 10 energy (residual_energy alike)"},
+    )
 
 
-def fig_6(out_dir, full=False, backend="numpy", seed=0):
-    """Fig. 6: (a) phase portraits of eqs. 21-23 for two weight layers; (b) 10-layer products."""
+@figure(paper=PAPER, figure="Fig. 6", honours_backend=False)
+def fig_6(out_dir, *, size, backend, seed):
+    """(a) Phase portraits of eqs. 21-23 for two weight layers (``s = 2``); (b) 10-layer products (``s = 3``).
+
+    (a) The gradient flow of ``E = (s - (a + c_1)(b + c_2))^2 / 2`` for the plain (``c = (0, 0)``),
+    residual (``c = (1, 1)``) and hyper-residual (``c = (1, 2)``) energies, with the minima
+    ``(a + c_1)(b + c_2) = s`` (dashed) and the saddle (star). (b) ``u = prod_l (a_l + c_l)`` of
+    10-layer networks (9 mode strengths from N(0, 0.1^2), the same for the three architectures)
+    against the flow time ``t`` on a log axis from 1e-13 (the value there equals the value at
+    ``t = 0`` to the plotted precision) to 1e3; the vertical axis is linear below 10 and
+    logarithmic above, so the hyper-residual product, which starts near 9! and reaches ``s`` by
+    ``t ~ 1e-9``, and the plain one, which stays near 0, are both visible.
+    Grid of (a): 9 (smoke), 25 (default), 41 (full) points per axis; times of (b): 31, 301, 1,001.
+
+    Notes
+    -----
+    Seed 004, Sec. 2.3.2, eqs. 21-23, Fig. 6 (:func:`meanfield.landscape.mode_flow`). The paper labels
+    eq. 22 ``E_hyperres`` and eq. 23 ``E_res``; offsets 1 (residual) and ``l`` (hyper-residual) follow
+    the text.
+    """
     s = 2.0
-    n_grid = 41 if full else 25
+    n_grid = by_size(size, smoke=9, default=25, full=41)
+    n_t = by_size(size, smoke=31, default=301, full=1001)
+    density = by_size(size, smoke=0.4, default=1.1, full=1.1)  # streamlines: the slow part of a smoke render
     g = np.linspace(-3, 3, n_grid)
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
-    data = {"s": s, "grid": g}
-    for ax, arch in zip(axes[:3], ["plain", "residual", "hyper_residual"]):
-        da = np.zeros((n_grid, n_grid))
-        db = np.zeros((n_grid, n_grid))
+    archs = ["plain", "residual", "hyper_residual"]
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4.6), gridspec_kw={"width_ratios": [1, 1, 1, 1.25]})
+    flow = np.zeros((len(archs), 2, n_grid, n_grid))
+    saddles = np.zeros((len(archs), 2))
+    for k, (ax, arch) in enumerate(zip(axes[:3], archs)):
         for i, bv in enumerate(g):
             for j, av in enumerate(g):
-                grad = L.mode_gradient([av, bv], s, arch)
-                da[i, j], db[i, j] = -grad
-        ax.streamplot(g, g, da, db, color="0.45", density=1.1, linewidth=0.7)
+                flow[k, :, i, j] = -L.mode_gradient([av, bv], s, arch)
+        ax.streamplot(g, g, flow[k, 0], flow[k, 1], color="0.45", density=density, linewidth=0.7)
         c = L.mode_offsets(arch, 2)
         xs = np.linspace(-3, 3, 400)
         with np.errstate(divide="ignore", invalid="ignore"):
             ys = s / (xs + c[0]) - c[1]
         ys[np.abs(xs + c[0]) < 0.05] = np.nan
-        ax.plot(xs, ys, "k--", lw=1, label="$E = 0$")
-        p = L.mode_saddle(arch, 2)
-        ax.plot(*p, "r*", ms=12, label=f"saddle {tuple(int(v) for v in p)}")
+        ax.plot(xs, ys, "k--", lw=1, label=f"minima: $(a + {c[0]:g})(b + {c[1]:g}) = s$")
+        p = L.mode_saddle(arch, 2) + 0.0  # + 0.0: no "-0" in the label
+        saddles[k] = p
+        ax.plot(*p, "r*", ms=12, label=f"saddle ({p[0]:g}, {p[1]:g})")
         ax.set_xlim(-3, 3)
         ax.set_ylim(-3, 3)
-        ax.set_xlabel("a")
-        ax.set_ylabel("b")
-        ax.set_title(f"{arch}, s = {s}")
+        ax.set_xlabel("$a = a_1$ (mode strength, layer 1)")
+        ax.set_ylabel("$b = a_2$ (mode strength, layer 2)")
+        ax.set_title(f"(a) {LABELS[arch]}: $c = ({c[0]:g}, {c[1]:g})$, $s$ = {s:g}", fontsize=9)
         ax.legend(fontsize=7, loc="lower left")
-        data[arch] = {"da": da, "db": db, "saddle": p}
-    rng = np.random.default_rng(seed)
-    a0 = rng.normal(0, 0.1, 9)
-    t = np.concatenate([[0.0], np.logspace(-5, 2, 1001 if full else 301)])
     ax = axes[3]
-    s10 = 3.0
-    data["fig_6b"] = {"t": t, "s": s10, "a0": a0}
-    for arch in progress(["plain", "residual", "hyper_residual"], desc="fig_6b"):
+    s10, n_weights, a_sd, t_min, t_max = 3.0, 9, 0.1, 1e-13, 1e3
+    a0 = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]).normal(0, a_sd, n_weights)
+    t = np.concatenate([[0.0], np.logspace(math.log10(t_min), math.log10(t_max), n_t)])
+    products, strengths = [], []
+    for arch in progress(archs, desc="fig_6b"):
         tr = L.mode_flow(a0, s10, t, arch)
-        ax.semilogx(t[1:], tr.product[1:], label=arch)
-        data["fig_6b"][arch] = {"product": tr.product, "u": tr.u}
-    ax.axhline(s10, color="k", ls=":", lw=1)
-    ax.set_xlabel("t")
-    ax.set_ylabel(r"$\prod_l (a_l + c_l)$")
-    ax.set_ylim(-0.5, 2 * s10)
-    ax.set_title("(b) 10-layer linear nets")
-    ax.legend(fontsize=8)
+        ax.plot(t[1:], tr.product[1:], color=COLORS[arch], lw=2 if arch == "plain" else 1.5,
+                label=f"{LABELS[arch]} (starts at {tr.product[0]:.3g})")
+        products.append(tr.product)
+        strengths.append(tr.a)
+    ax.axhline(s10, color="k", ls=":", lw=1, label=f"target $s$ = {s10:g}")
+    ax.set_xscale("log")
+    ax.set_yscale("symlog", linthresh=10.0, linscale=5.0)
+    top = max(float(np.max(products)), 10.0)
+    ax.set_ylim(-1.0, 2 * top)
+    ax.set_yticks([0, 1, 2, 3, 5] + [10.0**k for k in range(1, math.floor(math.log10(top)) + 2)])
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, pos: f"{v:g}" if v < 10 else f"$10^{{{round(math.log10(v))}}}$"))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.set_xlim(t_min, t_max)
+    ax.set_xlabel("flow time $t$ (= iteration $\\times$ learning rate), log scale")
+    ax.set_ylabel(r"$u = \prod_{l=1}^{9} (a_l + c_l)$ (linear below 10, log above)")
+    ax.set_title(f"(b) 10-layer linear networks, $s$ = {s10:g}, $a_l(0) \\sim N(0, {a_sd:g}^2)$", fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"{PAPER}, Fig. 6: mode-strength dynamics of deep linear networks (eqs. 21-23; "
+                 f"$c_l$ = 0 plain, 1 residual, $l$ hyper-residual)", fontsize=10)
     fig.tight_layout()
-    return save_figure(fig, out_dir, "orhan2017_fig_6", data)
+    data = {"architecture": archs, "grid": g, "s_a": s, "flow": flow, "saddle": saddles,
+            "t": t, "s_b": s10, "a0": a0, "product": np.stack(products), "strengths": np.stack(strengths)}
+    return save_figure(
+        fig, out_dir, "orhan2017_fig_6", data, paper=PAPER, figure=fig_6.figure, seed=seed, size=size, backend=backend,
+        params={"a": {"s": s, "grid": f"{n_grid} x {n_grid} on [-3, 3]^2", "weights": 2, "streamline_density": density},
+                "b": {"s": s10, "layers": 10, "mode_strengths": n_weights, "initial_sd": a_sd,
+                      "t": f"0 and {n_t} log-spaced times from {t_min:g} to {t_max:g}",
+                      "integrator": "scipy.integrate.solve_ivp LSODA, rtol 1e-9, atol 1e-12"}},
+        axes={"flow": ["architecture", "component (da/dt, db/dt)", "b (grid index)", "a (grid index)"],
+              "saddle": ["architecture", "coordinate (a, b)"], "product": ["architecture", "t"],
+              "strengths": ["architecture", "t", "layer"]},
+        units={"t": "flow time = iterations x learning rate (t[0] = 0)", "flow": "da/dt, db/dt = -grad E",
+               "product": "u = prod_l (a_l + c_l), converges to s_b"},
+    )
 
 
 FIGURES = {"fig_4": fig_4, "fig_s1": fig_s1, "fig_5": fig_5, "fig_6": fig_6}

@@ -1,11 +1,13 @@
-"""Figures of Xiao et al. (2018), seed 003: the dense mean-field background (App. B, Fig. S1).
+"""Figures of Xiao et al. (2018), seed 003: the dense mean-field background and the CNN figures.
+
+Dense background (App. B):
 
 - ``fig_s1``: order-to-chaos phase diagram of tanh networks: q* in colour over the
   (sigma_w2, sigma_b2) plane, the critical line chi_1 = 1 (seed 003 Fig. S1; Poole et al. 2016 Fig. 2).
-- ``fig_qc_maps``: iterated q-map and c-map of tanh networks with Monte-Carlo points from
-  finite random networks (Poole et al. 2016 Figs. 1-2 style).
-- ``fig_depth_scales``: depth scale xi_c against sigma_w2 for several sigma_b2, diverging at the
-  edge of chaos (Schoenholz et al. 2017 Fig. 1 style).
+- ``fig_qc_maps`` (not a figure of seed 003): iterated q-map and c-map of tanh networks with
+  Monte-Carlo points (mean +- standard error over random networks) in the style of Poole et al. 2016.
+- ``fig_depth_scales`` (not a figure of seed 003): depth scale xi_c against sigma_w2 for several
+  sigma_b2, diverging at the edge of chaos (Schoenholz et al. 2017 Fig. 1 style).
 
 CNN figures (seed 003, :mod:`meanfield.conv`):
 
@@ -22,6 +24,10 @@ CNN figures (seed 003, :mod:`meanfield.conv`):
   (quarter-circle) law.
 - ``fig_s4``: Fourier amplitudes of a perturbation of the fixed point through random erf CNNs
   (Sec. F) against the linearised prediction (dashed green) and the exact mean-field map.
+
+Every figure takes ``size="smoke" | "default" | "full"`` (see :mod:`meanfield.figures._common`).
+Variances are ``sigma_w2`` (``W ~ N(0, sigma_w2 / fan_in)``) and ``sigma_b2`` throughout; all
+quantities are dimensionless (variances of pre-activations in units of the input variance).
 """
 
 from __future__ import annotations
@@ -32,7 +38,19 @@ from meanfield import conv, dense
 from meanfield.data import gaussian_inputs
 from meanfield.validation.networks import simulate_conv, simulate_dense
 
-from ._common import plt, progress, save_figure
+from ._common import (
+    by_size,
+    colors,
+    figure,
+    mark_floor,
+    plot_log_floor,
+    plt,
+    progress,
+    rng_kwargs,
+    save_figure,
+    streams,
+    title,
+)
 
 __all__ = [
     "FIGURES",
@@ -47,210 +65,411 @@ __all__ = [
     "fig_s4",
 ]
 
+PAPER = "Xiao et al. 2018"
 
-def fig_s1(out_dir, full=False, backend="numpy", seed=0):
-    """Phase diagram of tanh: q* (colour) and the critical line chi_1 = 1."""
-    n_w, n_b = (100, 100) if full else (48, 32)
+
+def _save(func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes=""):
+    return save_figure(fig, out_dir, name, data, paper=func.paper, figure=func.figure, seed=seed, size=size,
+                       backend=backend, params=params, axes=axes, units=units, notes=notes)
+
+
+@figure(paper=PAPER, figure="Fig. S1", honours_backend=False)
+def fig_s1(out_dir, *, size, backend, seed):
+    """Phase diagram of tanh networks: q* (colour) over (sigma_w2, sigma_b2) and the critical line chi_1 = 1.
+
+    Notes
+    -----
+    Seed 003 Fig. S1 (reproduced there from Pennington et al. 2017): the fixed point q* of the
+    q-map (eq. 2.6) and chi_1 (eq. 2.7) on a grid, and the critical line found by a root finder.
+    Theory only (no simulation, no randomness).
+    """
+    n_w, n_b = by_size(size, smoke=(12, 8), default=(48, 32), full=(100, 100))
+    n_line = by_size(size, smoke=4, default=16, full=16)
     sw = np.linspace(0.5, 4.0, n_w)
     sb = np.linspace(0.0, 0.3, n_b)
     pd = dense.phase_diagram("tanh", sw, sb)
-    sb_line = np.linspace(0.0, 0.3, 16)
+    sb_line = np.linspace(0.0, 0.3, n_line)
     sw_line = np.array([dense.critical_sigma_w2("tanh", b) for b in progress(sb_line, desc="critical line")])
-    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    fig, ax = plt.subplots(figsize=(5.6, 4.4), layout="constrained")
     mesh = ax.pcolormesh(sw, sb, pd.q_star.T, shading="auto", cmap="viridis")
-    fig.colorbar(mesh, ax=ax, label="$q^*$")
+    fig.colorbar(mesh, ax=ax, label=r"fixed point $q^*$ (pre-activation variance)")
     ax.contour(sw, sb, pd.chi_1.T, levels=[1.0], colors="w", linestyles="--")
+    ax.plot([], [], "w--", label=r"$\chi_1 = 1$ (contour of the grid)")
     ax.plot(sw_line, sb_line, "r.", label=r"$\chi_1 = 1$ (root finder)")
-    ax.text(1.0, 0.22, "ordered", color="w")
-    ax.text(3.0, 0.05, "chaotic", color="w")
-    ax.set_xlabel(r"$\sigma_w^2$")
-    ax.set_ylabel(r"$\sigma_b^2$")
-    ax.set_title("tanh: order-to-chaos phase diagram")
-    ax.legend(loc="upper left", fontsize=8)
-    data = {"sigma_w2": sw, "sigma_b2": sb, "q_star": pd.q_star, "chi_1": pd.chi_1, "critical_sigma_b2": sb_line, "critical_sigma_w2": sw_line}
-    return save_figure(fig, out_dir, "xiao2018_fig_s1", data)
+    ax.text(0.9, 0.22, "ordered\n" r"($\chi_1 < 1$)", color="w", fontsize=9)
+    ax.text(2.9, 0.04, "chaotic\n" r"($\chi_1 > 1$)", color="k", fontsize=9)
+    ax.set_xlabel(r"weight variance $\sigma_w^2$")
+    ax.set_ylabel(r"bias variance $\sigma_b^2$")
+    ax.legend(loc="upper left", fontsize=7, facecolor="0.5", labelcolor="w", framealpha=0.6)
+    title(fig, PAPER, "Fig. S1", "tanh order-to-chaos phase diagram",
+          f"grid {n_w} x {n_b} ($\\sigma_w^2$ x $\\sigma_b^2$); {n_line} root-finder points")
+    data = {"sigma_w2": sw, "sigma_b2": sb, "q_star": pd.q_star, "chi_1": pd.chi_1,
+            "critical_sigma_b2": sb_line, "critical_sigma_w2": sw_line}
+    params = {"activation": "tanh", "grid": [n_w, n_b], "sigma_w2_range": [0.5, 4.0], "sigma_b2_range": [0.0, 0.3],
+              "critical_line_points": n_line}
+    axes = {"q_star": ["sigma_w2", "sigma_b2"], "chi_1": ["sigma_w2", "sigma_b2"]}
+    units = {"q_star": "pre-activation variance (dimensionless)", "chi_1": "dimensionless"}
+    return _save(fig_s1, fig, out_dir, "xiao2018_fig_s1", data, size=size, backend=backend, seed=seed,
+                 params=params, axes=axes, units=units)
 
 
-def fig_qc_maps(out_dir, full=False, backend="numpy", seed=0):
-    """q^l and c^l of two inputs through tanh layers: theory lines, Monte-Carlo points."""
-    width, n_net, depth = (1000, 50, 30) if full else (256, 16, 15)
-    sb = 0.05
+@figure(paper=PAPER, figure="not in the paper (Poole et al. 2016 style)", honours_backend=True)
+def fig_qc_maps(out_dir, *, size, backend, seed):
+    """q^l and c^l of two inputs through tanh layers: theory lines, Monte-Carlo points +- standard error.
+
+    Notes
+    -----
+    The dense background of seed 003 (eqs. 2.2-2.6 for a fully-connected network): the q-map and the
+    c-map iterated from the inputs' empirical covariance, against the per-layer covariances of
+    random finite networks (:func:`meanfield.validation.networks.simulate_dense`); error bars are
+    one standard error over networks.
+    """
+    width, n_net, depth = by_size(size, smoke=(16, 4, 4), default=(256, 16, 15), full=(1000, 50, 30))
+    sb, dim = 0.05, 100
     points = [(0.8, "ordered"), (float(dense.critical_sigma_w2("tanh", sb)), "critical"), (3.0, "chaotic")]
-    x = gaussian_inputs(2, 100, q=1.0, c=0.5, seed=seed + 7)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    data = {"depth": np.arange(depth + 1), "width": width, "n_networks": n_net, "sigma_b2": sb}
-    for k, (sw, label) in enumerate(progress(points, desc="fig_qc_maps")):
+    rng_x, *rng_nets = streams(seed, 1 + len(points))
+    x = gaussian_inputs(2, dim, q=1.0, c=0.5, rng=rng_x)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
+    layers = np.arange(depth + 1)
+    data = {"layer": layers}
+    for (sw, label), rng, col in zip(progress(points, desc="fig_qc_maps"), rng_nets, ("tab:blue", "tab:purple", "tab:red")):
         cov0 = dense.input_covariance(x, sw, sb)
         th = dense.propagate(cov0, "tanh", sw, sb, depth)
-        sim = simulate_dense(x, "tanh", sw, sb, depth, width, n_net, backend=backend, seed=seed + k)
-        q_mc = sim.cov[:, :, 0, 0].mean(0)
-        c_mc = (sim.cov[:, :, 0, 1] / np.sqrt(sim.cov[:, :, 0, 0] * sim.cov[:, :, 1, 1])).mean(0)
+        sim = simulate_dense(x, "tanh", sw, sb, depth, width, n_net, backend=backend, **rng_kwargs(simulate_dense, rng))
+        q_net = sim.cov[:, :, 0, 0]
+        c_net = sim.cov[:, :, 0, 1] / np.sqrt(sim.cov[:, :, 0, 0] * sim.cov[:, :, 1, 1])
+        q_mc, q_se = q_net.mean(0), q_net.std(0, ddof=1) / np.sqrt(n_net)
+        c_mc, c_se = c_net.mean(0), c_net.std(0, ddof=1) / np.sqrt(n_net)
         c_th = th[:, 0, 1] / np.sqrt(th[:, 0, 0] * th[:, 1, 1])
-        line = axes[0].plot(th[:, 0, 0], label=f"{label} ($\\sigma_w^2$={sw:.2f})")[0]
-        axes[0].plot(q_mc, "o", color=line.get_color(), ms=3)
-        axes[1].plot(c_th, color=line.get_color())
-        axes[1].plot(c_mc, "o", color=line.get_color(), ms=3)
-        data[label] = {"sigma_w2": sw, "q_theory": th[:, 0, 0], "q_mc": q_mc, "c_theory": c_th, "c_mc": c_mc}
+        axes[0].plot(layers, th[:, 0, 0], color=col, label=f"{label}: $\\sigma_w^2$ = {sw:.2f}")
+        axes[0].errorbar(layers, q_mc, yerr=q_se, fmt="o", ms=3, color=col, capsize=1.5, elinewidth=0.8)
+        axes[1].plot(layers, c_th, color=col)
+        axes[1].errorbar(layers, c_mc, yerr=c_se, fmt="o", ms=3, color=col, capsize=1.5, elinewidth=0.8)
+        data[label] = {"sigma_w2": sw, "q_theory": th[:, 0, 0], "q_mc": q_mc, "q_mc_stderr": q_se,
+                       "c_theory": c_th, "c_mc": c_mc, "c_mc_stderr": c_se}
+    axes[0].plot([], [], "k-", label="mean field (lines)")
+    axes[0].errorbar([], [], yerr=[], fmt="o", ms=3, color="k", label="networks: mean $\\pm$ s.e.")
     axes[0].set_xlabel("layer $l$")
-    axes[0].set_ylabel("$q^l$")
+    axes[0].set_ylabel("$q^l$ (pre-activation variance)")
     axes[1].set_xlabel("layer $l$")
-    axes[1].set_ylabel("$c^l$")
+    axes[1].set_ylabel("$c^l$ (correlation of the two inputs)")
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"tanh, $\\sigma_b^2$={sb}: lines = mean field, points = {n_net} networks of width {width}")
-    return save_figure(fig, out_dir, "xiao2018_fig_qc_maps", data)
+    title(fig, PAPER, fig_qc_maps.figure, "tanh q-map and c-map",
+          f"$\\sigma_b^2$ = {sb}; {n_net} networks of width {width}, depth {depth}; two Gaussian inputs "
+          f"of dimension {dim}, $q^0$ = 1, $c^0$ = 0.5 (before the first layer)")
+    params = {"activation": "tanh", "sigma_b2": sb, "sigma_w2": [p[0] for p in points], "phases": [p[1] for p in points],
+              "width": width, "n_networks": n_net, "depth": depth, "input_dim": dim, "input_q": 1.0, "input_c": 0.5}
+    units = {"q_theory": "pre-activation variance", "q_mc": "pre-activation variance",
+             "c_theory": "correlation (dimensionless)", "c_mc": "correlation (dimensionless)",
+             "q_mc_stderr": "standard error of q_mc over networks", "c_mc_stderr": "standard error of c_mc over networks"}
+    return _save(fig_qc_maps, fig, out_dir, "xiao2018_fig_qc_maps", data, size=size, backend=backend, seed=seed,
+                 params=params, units=units, notes="per phase: arrays indexed by layer 0..depth")
 
 
-def fig_depth_scales(out_dir, full=False, backend="numpy", seed=0):
-    """xi_c versus sigma_w2 for tanh at several sigma_b2: divergence at the edge of chaos."""
-    sw = np.linspace(0.5, 4.0, 400 if full else 120)
+@figure(paper=PAPER, figure="not in the paper (Schoenholz et al. 2017 style)", honours_backend=False)
+def fig_depth_scales(out_dir, *, size, backend, seed):
+    """xi_c versus sigma_w2 for tanh at several sigma_b2: divergence at the edge of chaos.
+
+    Notes
+    -----
+    The depth scale xi_c = -1 / log chi_c* of the correlation (seed 003 eq. 2.11 in its dense form,
+    Schoenholz et al. 2017). Theory only.
+    """
+    n_w = by_size(size, smoke=24, default=120, full=400)
+    sw = np.linspace(0.5, 4.0, n_w)
     sbs = np.array([0.01, 0.05, 0.1, 0.3])
     pd = dense.phase_diagram("tanh", sw, sbs)
-    fig, ax = plt.subplots(figsize=(5, 3.6))
-    for j, b in enumerate(sbs):
-        ax.semilogy(sw, pd.xi_c[:, j], label=f"$\\sigma_b^2$={b}")
-    ax.set_xlabel(r"$\sigma_w^2$")
-    ax.set_ylabel(r"$\xi_c$")
-    ax.set_title(r"tanh depth scale $\xi_c = -1/\log\chi_{c^*}$")
-    ax.legend(fontsize=8)
-    return save_figure(fig, out_dir, "xiao2018_fig_depth_scales", {"sigma_w2": sw, "sigma_b2": sbs, "xi_c": pd.xi_c})
+    fig, ax = plt.subplots(figsize=(5.4, 4.0), layout="constrained")
+    for j, (b, col) in enumerate(zip(sbs, colors(len(sbs)))):
+        ax.semilogy(sw, pd.xi_c[:, j], color=col, label=f"$\\sigma_b^2$ = {b}")
+        ax.axvline(dense.critical_sigma_w2("tanh", b), color=col, lw=0.6, ls=":")
+    ax.plot([], [], "k:", lw=0.6, label=r"critical $\sigma_w^2$ ($\chi_1 = 1$)")
+    ax.set_xlabel(r"weight variance $\sigma_w^2$")
+    ax.set_ylabel(r"depth scale $\xi_c$ (layers)")
+    ax.legend(fontsize=7)
+    title(fig, PAPER, fig_depth_scales.figure, r"tanh depth scale $\xi_c = -1/\log\chi_{c^*}$",
+          f"{n_w} values of $\\sigma_w^2$ in [0.5, 4]; theory only")
+    params = {"activation": "tanh", "sigma_b2": sbs, "n_sigma_w2": n_w, "sigma_w2_range": [0.5, 4.0]}
+    return _save(fig_depth_scales, fig, out_dir, "xiao2018_fig_depth_scales",
+                 {"sigma_w2": sw, "sigma_b2": sbs, "xi_c": pd.xi_c}, size=size, backend=backend, seed=seed,
+                 params=params, axes={"xi_c": ["sigma_w2", "sigma_b2"]}, units={"xi_c": "layers"})
 
 
 # --- CNN figures --------------------------------------------------------------------------------
 
 
-def fig_2_theory(out_dir, full=False, backend="numpy", seed=0):
-    """6 xi_c over (sigma_w2, depth) for tanh at sigma_b2 = 2e-5: networks deeper than the curve do not train (Fig. 2)."""
+@figure(paper=PAPER, figure="Fig. 2 (theory curve only)", honours_backend=False)
+def fig_2_theory(out_dir, *, size, backend, seed):
+    """6 xi_c over (sigma_w2, depth) for tanh at sigma_b2 = 2e-5: deeper networks do not train (Fig. 2).
+
+    Notes
+    -----
+    Seed 003 Fig. 2 overlays 6 xi_c (white dashed) on MNIST training accuracy; this figure draws
+    the curve and the critical point only (the training runs are not reproduced). Theory only.
+    """
     sb = 2e-5
-    sw = np.linspace(0.05, 4.0, 800 if full else 240)
+    n_w = by_size(size, smoke=40, default=240, full=800)
+    sw = np.linspace(0.05, 4.0, n_w)
     pd = dense.phase_diagram("tanh", sw, [sb])
     xi = pd.xi_c[:, 0]
     crit = float(dense.critical_sigma_w2("tanh", sb))
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    fig, ax = plt.subplots(figsize=(5.4, 4.0), layout="constrained")
     bound = np.minimum(6 * xi, 1e4)
     ax.fill_between(sw, 10, np.clip(bound, 10, 600), color="0.85", label=r"$L < 6\xi_c$ (trainable)")
-    ax.plot(sw, 6 * xi, "w--", lw=2)
     ax.plot(sw, 6 * xi, "k--", lw=1, label=r"$6\xi_c$")
-    ax.axvline(crit, color="r", lw=0.8, label=rf"$\chi_1 = 1$ ($\sigma_w^2$={crit:.3f})")
+    ax.axvline(crit, color="r", lw=0.8, label=rf"$\chi_1 = 1$ ($\sigma_w^2$ = {crit:.3f})")
     ax.set_ylim(10, 600)
-    ax.set_xlabel(r"$\sigma_w^2$")
-    ax.set_ylabel("depth $L$")
-    ax.set_title(r"tanh CNN, $\sigma_b^2 = 2\times10^{-5}$: depth scale bound")
+    ax.set_xlabel(r"weight variance $\sigma_w^2$")
+    ax.set_ylabel("depth $L$ (layers)")
     ax.legend(fontsize=7, loc="upper left")
-    data = {"sigma_w2": sw, "sigma_b2": sb, "xi_c": xi, "six_xi_c": 6 * xi, "critical_sigma_w2": crit}
-    return save_figure(fig, out_dir, "xiao2018_fig_2_theory", data)
+    title(fig, PAPER, fig_2_theory.figure, r"trainable depth $6\xi_c$ of tanh networks",
+          f"$\\sigma_b^2 = 2\\times10^{{-5}}$; {n_w} values of $\\sigma_w^2$; MNIST training not reproduced")
+    data = {"sigma_w2": sw, "xi_c": xi, "six_xi_c": 6 * xi, "critical_sigma_w2": crit}
+    params = {"activation": "tanh", "sigma_b2": sb, "n_sigma_w2": n_w, "sigma_w2_range": [0.05, 4.0]}
+    return _save(fig_2_theory, fig, out_dir, "xiao2018_fig_2_theory", data, size=size, backend=backend, seed=seed,
+                 params=params, units={"xi_c": "layers", "six_xi_c": "layers"})
 
 
-def fig_4b(out_dir, full=False, backend="numpy", seed=0):
-    """Singular values of A_v (descending; each has 64 copies on 64 x 64 covariances) for GS0 ... GS4."""
+def _red_to_black(n):
+    """``n`` colours from red (GS0, delta) to black (GS4, uniform), as in seed 003 Fig. 4; none near white."""
+    t = np.linspace(0.0, 1.0, n)[:, None]
+    return [tuple(c) for c in (1 - t) * np.array([0.85, 0.05, 0.05]) + t * np.array([0.0, 0.0, 0.0])]
+
+
+@figure(paper=PAPER, figure="Fig. 4b", honours_backend=False)
+def fig_4b(out_dir, *, size, backend, seed):
+    """Singular values of A_v (descending; each has 64 copies on 64 x 64 covariances) for GS0 ... GS4.
+
+    Notes
+    -----
+    Seed 003 eq. 2.13 and Sec. 3.3: the GS_i interpolate between the delta (GS0) and the uniform
+    (GS4) variance vector of a 3 x 3 kernel; the singular values are those of the averaging operator
+    on 8 x 8 images. Exact linear algebra, the same at every size.
+    """
     family = conv.gs_family((3, 3), 5)
-    svs = [conv.averaging_singular_values(v, (8, 8)) for v in family]
-    fig, ax = plt.subplots(figsize=(5, 3.6))
-    colors = plt.cm.coolwarm_r(np.linspace(0, 1, len(family)))[::-1]
-    for i, (s, col) in enumerate(zip(svs, colors)):
-        ax.plot(np.arange(1, s.size + 1), s, "o-", ms=2.5, color=col, label=f"GS{i}")
-    ax.set_xlabel("index")
-    ax.set_ylabel(r"singular value of $\mathcal{A}_v\star$")
-    ax.set_title("8x8 images, 3x3 kernels: GS0 (delta) to GS4 (uniform)")
+    svs = np.array([conv.averaging_singular_values(v, (8, 8)) for v in family])
+    fig, ax = plt.subplots(figsize=(5.4, 4.0), layout="constrained")
+    for i, (s, col, mk) in enumerate(zip(svs, _red_to_black(len(family)), "osD^v")):
+        ax.plot(np.arange(1, s.size + 1), s, "-", marker=mk, ms=2.5, lw=1, color=col,
+                label=f"GS{i}" + (" (delta)" if i == 0 else " (uniform)" if i == len(family) - 1 else ""))
+    ax.set_xlabel("index $i$ of the singular value (descending)")
+    ax.set_ylabel(r"singular value $s_i$ of $\mathcal{A}_v\star$")
     ax.legend(fontsize=8)
-    data = {"v": family, "singular_values": svs}
-    return save_figure(fig, out_dir, "xiao2018_fig_4b", data)
+    title(fig, PAPER, "Fig. 4b", r"singular values of the averaging operator $\mathcal{A}_v\star$",
+          "8 x 8 images, 3 x 3 kernels; variance vectors GS0 (delta) to GS4 (uniform); each value has 64 copies")
+    data = {"v": np.array(family), "singular_values": svs}
+    params = {"image_shape": [8, 8], "kernel_shape": [3, 3], "family_size": len(family),
+              "family": "GS_i = (1 - t_i) delta + t_i uniform, t_i = i / 4"}
+    axes = {"v": ["variance vector (GS0..GS4)", "kernel row", "kernel column"],
+            "singular_values": ["variance vector (GS0..GS4)", "index (descending)"]}
+    return _save(fig_4b, fig, out_dir, "xiao2018_fig_4b", data, size=size, backend=backend, seed=seed,
+                 params=params, axes=axes, units={"v": "fraction of sigma_w2 per kernel offset (sums to 1)"})
 
 
-def fig_s2(out_dir, full=False, backend="numpy", seed=0):
-    """Weight-gradient norms |dE/dW^l|^2 / |dE/dW^L|^2 of random tanh CNNs across the phase transition."""
-    depth, n, sb, v = 100, 10, 0.05, np.full(3, 1 / 3)
-    channels, n_net = (2000, 4) if full else (48, 6)
-    sws = np.linspace(1.0, 4.25, 8 if full else 5)
-    rng = np.random.default_rng(seed + 5)
-    a = rng.standard_normal((n, n)) + 1.0
+@figure(paper=PAPER, figure="Fig. S2", honours_backend=True)
+def fig_s2(out_dir, *, size, backend, seed):
+    """Weight-gradient norms |dE/dW^l|^2 / |dE/dW^L|^2 of random tanh CNNs across the phase transition.
+
+    Notes
+    -----
+    Seed 003 Fig. S2 and eqs. 2.15-2.16 (backward covariance map); the Monte-Carlo curves average
+    the per-layer squared weight gradients over random CNNs
+    (:func:`meanfield.validation.networks.simulate_conv`). The input covariance is a random
+    spatial covariance normalised to unit mean variance.
+    """
+    n, sb, v = 10, 0.05, np.full(3, 1 / 3)
+    depth = by_size(size, smoke=12, default=100, full=100)
+    channels, n_net = by_size(size, smoke=(8, 2), default=(48, 6), full=(2000, 4))
+    sws = np.linspace(1.0, 4.25, by_size(size, smoke=3, default=5, full=8))
+    rng_cov, *rng_nets = streams(seed, 1 + sws.size)
+    a = rng_cov.standard_normal((n, n)) + 1.0
     cov0 = a @ a.T / n + 0.3 * np.eye(n)
     cov0 /= np.mean(np.diag(cov0))
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    colors = plt.cm.coolwarm(np.linspace(0, 1, sws.size))
+    fig, ax = plt.subplots(figsize=(5.6, 4.3), layout="constrained")
     layers = np.arange(1, depth + 1)
-    data = {"layers": layers, "channels": channels, "n_networks": n_net, "sigma_b2": sb, "curves": []}
-    for k, (sw, col) in enumerate(zip(progress(sws, desc="fig_s2"), colors)):
+    mc_all, th_all = [], []
+    for sw, col, rng in zip(progress(sws, desc="fig_s2"), colors(sws.size), rng_nets):
         th = conv.gradient_variance_decay(cov0, "tanh", sw, sb, v, depth).weight_grad_sq
-        sim = simulate_conv(cov0, "tanh", sw, sb, v, depth, channels, n_net, gradients=True, backend=backend, seed=seed + 17 * k)
+        sim = simulate_conv(cov0, "tanh", sw, sb, v, depth, channels, n_net, gradients=True, backend=backend,
+                            **rng_kwargs(simulate_conv, rng))
         wg = sim.weight_grad_sq[:, :, 0]
         mc = wg.mean(0) / wg[:, -1].mean()
-        ax.semilogy(layers, mc, color=col, label=f"$\\sigma_w^2$={sw:.2f}")
+        ax.semilogy(layers, mc, color=col, lw=1.3, label=f"$\\sigma_w^2$ = {sw:.2f}")
         ax.semilogy(layers, th / th[-1], "--", color="tab:green", lw=1)
-        data["curves"].append({"sigma_w2": sw, "monte_carlo": mc, "theory": th / th[-1]})
+        mc_all.append(mc)
+        th_all.append(th / th[-1])
+    ax.plot([], [], "--", color="tab:green", label="mean field")
     ax.set_xlabel(r"layer $\ell$")
-    ax.set_ylabel(r"$\|\nabla_{W^\ell}\|^2 / \|\nabla_{W^L}\|^2$")
-    ax.set_title(f"tanh CNN, L={depth}, n={n}, c={channels}; dashed: mean field")
+    ax.set_ylabel(r"$\|\nabla_{W^\ell}\|_2^2 \,/\, \|\nabla_{W^L}\|_2^2$")
     ax.legend(fontsize=7)
-    return save_figure(fig, out_dir, "xiao2018_fig_s2", data)
+    title(fig, PAPER, "Fig. S2", "vanishing / exploding weight gradients in random tanh CNNs",
+          f"L = {depth}, n = {n}, 2k+1 = 3 (uniform v), c = {channels}, $\\sigma_b^2$ = {sb}; "
+          f"mean of {n_net} networks (solid) vs mean field (dashed)")
+    data = {"layer": layers, "sigma_w2": sws, "monte_carlo": np.array(mc_all), "theory": np.array(th_all),
+            "input_covariance": cov0}
+    params = {"activation": "tanh", "depth": depth, "n": n, "kernel_size": 3, "v": v, "sigma_b2": sb,
+              "sigma_w2": sws, "channels": channels, "n_networks": n_net}
+    axes = {"monte_carlo": ["sigma_w2", "layer"], "theory": ["sigma_w2", "layer"],
+            "input_covariance": ["position", "position"]}
+    units = {"monte_carlo": "ratio to the last layer (dimensionless)", "theory": "ratio to the last layer (dimensionless)"}
+    return _save(fig_s2, fig, out_dir, "xiao2018_fig_s2", data, size=size, backend=backend, seed=seed,
+                 params=params, axes=axes, units=units)
 
 
 def block_circulant_singular_values(kernel, n):
-    r"""Singular values of the periodic 1-D convolution by ``kernel`` (shape (2k+1, c, c)) on size ``n``.
+    r"""Singular values of the periodic 1-D convolution by ``kernel`` on ``n`` positions, ascending.
 
     The block-circulant matrix is block-diagonalised by the DFT over positions: its singular values
     are those of :math:`\hat K(\theta_m) = \sum_\beta K(\beta) e^{i\theta_m\beta}`,
     :math:`\theta_m = 2\pi m / n` (O(n c^3) instead of O((n c)^3)).
+
+    Parameters
+    ----------
+    kernel : array_like, shape (2k + 1, c, c)
+        Real kernel: ``kernel[beta]`` is the c x c channel matrix of offset ``beta - k``.
+    n : int
+        Number of spatial positions (>= 1).
+
+    Returns
+    -------
+    ndarray, shape (n * c,)
+        The singular values in ascending order.
+
+    Raises
+    ------
+    TypeError
+        Complex, boolean or non-numeric ``kernel``; ``n`` not an int.
+    ValueError
+        ``kernel`` not of shape (odd, c, c) with c >= 1, non-finite entries, or ``n < 1``.
     """
-    k = kernel.shape[0] // 2
-    beta = np.arange(kernel.shape[0]) - k
+    from meanfield._checks import check_int  # noqa: PLC0415
+
+    if np.iscomplexobj(kernel):
+        raise TypeError("kernel must be real, got a complex array")
+    arr = np.asarray(kernel)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"kernel must be a real numeric array, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if arr.ndim != 3 or arr.shape[0] % 2 != 1 or arr.shape[1] != arr.shape[2] or arr.shape[1] < 1:
+        raise ValueError(f"kernel must have shape (2k+1, c, c) with c >= 1, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("kernel must be finite (no NaN or infinity)")
+    n = check_int(n, "n", minimum=1)
+    k = arr.shape[0] // 2
+    beta = np.arange(arr.shape[0]) - k
     theta = 2 * np.pi * np.arange(n) / n
     phases = np.exp(1j * np.outer(theta, beta))  # (n, 2k+1)
-    khat = np.einsum("mb,bij->mij", phases, kernel)
+    khat = np.einsum("mb,bij->mij", phases, arr)
     return np.sort(np.linalg.svd(khat, compute_uv=False).ravel())
 
 
-def fig_s3(out_dir, full=False, backend="numpy", seed=0):
-    """Singular values of block-circulant vs dense i.i.d. Gaussian weight matrices vs Marchenko-Pastur."""
+@figure(paper=PAPER, figure="Fig. S3", honours_backend=False)
+def fig_s3(out_dir, *, size, backend, seed):
+    """Singular values of block-circulant vs dense i.i.d. Gaussian weight matrices vs Marchenko-Pastur.
+
+    Notes
+    -----
+    Seed 003 Fig. S3 (App. D): one draw per channel count c of a block-circulant nc x nc matrix
+    with entries N(0, 1 / (c (2k+1))) and of a dense nc x nc matrix with entries N(0, 1 / (nc)); the
+    square Marchenko-Pastur law of the singular values is the quarter circle sqrt(4 - s^2) / pi.
+    Runs on the CPU (NumPy linear algebra).
+    """
     n, width = 26, 5
-    cs = (2, 8, 32, 128) if full else (2, 8, 32)
-    rng = np.random.default_rng(seed + 3)
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    cs = by_size(size, smoke=(2, 8), default=(2, 8, 32), full=(2, 8, 32, 128))
+    rngs = streams(seed, 2 * len(cs))
+    fig, ax = plt.subplots(figsize=(5.6, 4.3), layout="constrained")
     grid = np.linspace(0, 2, 400)
-    colors = plt.cm.coolwarm(np.linspace(0, 1, len(cs)))
-    data = {"n": n, "kernel_size": width, "channels": list(cs), "conv": [], "dense": []}
     bins = np.linspace(0, 2.4, 49)
-    for c, col in zip(progress(cs, desc="fig_s3"), colors):
-        kernel = rng.standard_normal((width, c, c)) / np.sqrt(c * width)
+    conv_h, dense_h, conv_s, dense_s = [], [], [], []
+    for j, (c, col) in enumerate(zip(progress(cs, desc="fig_s3"), colors(len(cs)))):
+        kernel = rngs[2 * j].standard_normal((width, c, c)) / np.sqrt(c * width)
         s_conv = block_circulant_singular_values(kernel, n)
-        s_dense = np.linalg.svd(rng.standard_normal((n * c, n * c)) / np.sqrt(n * c), compute_uv=False)
+        s_dense = np.linalg.svd(rngs[2 * j + 1].standard_normal((n * c, n * c)) / np.sqrt(n * c), compute_uv=False)
         hist, _ = np.histogram(s_conv, bins=bins, density=True)
-        ax.step(bins[:-1], hist, where="post", color=col, label=f"conv, c={c}")
         hd, _ = np.histogram(s_dense, bins=bins, density=True)
-        ax.step(bins[:-1], hd, where="post", color="tab:green", ls="--", lw=0.8)
-        data["conv"].append(s_conv)
-        data["dense"].append(s_dense)
+        ax.stairs(hist, bins, color=col, lw=1.3, label=f"block-circulant, c = {c}")
+        ax.stairs(hd, bins, color="tab:green", ls="--", lw=0.8)
+        conv_h.append(hist)
+        dense_h.append(hd)
+        conv_s.append(s_conv)
+        dense_s.append(np.sort(s_dense))
     mp = np.sqrt(np.clip(4 - grid**2, 0, None)) / np.pi  # square Marchenko-Pastur: quarter circle
-    ax.plot(grid, mp, "k", lw=1.5, label="Marchenko-Pastur")
-    ax.set_xlabel("singular value")
-    ax.set_ylabel("density")
-    ax.set_title(f"n={n}, 2k+1={width}; dashed green: dense nc x nc")
+    ax.plot([], [], color="tab:green", ls="--", lw=0.8, label="dense nc x nc (same c)")
+    ax.plot(grid, mp, "k", lw=1.5, label="Marchenko-Pastur (quarter circle)")
+    ax.set_xlabel("singular value $s$")
+    ax.set_ylabel("probability density of $s$")
     ax.legend(fontsize=7)
-    data["mp_grid"], data["mp_density"] = grid, mp
-    return save_figure(fig, out_dir, "xiao2018_fig_s3", data)
+    title(fig, PAPER, "Fig. S3", "singular values of i.i.d. convolution vs dense weight matrices",
+          f"n = {n} positions, 2k+1 = {width}, channels c = {', '.join(map(str, cs))}; one draw each")
+    data = {"channels": np.array(cs), "bins": bins, "conv_density": np.array(conv_h), "dense_density": np.array(dense_h),
+            "conv_singular_values": conv_s, "dense_singular_values": dense_s, "mp_grid": grid, "mp_density": mp}
+    params = {"n": n, "kernel_size": width, "channels": list(cs), "conv_entry_variance": "1 / (c (2k+1))",
+              "dense_entry_variance": "1 / (n c)"}
+    axes = {"conv_density": ["channels c", "bin"], "dense_density": ["channels c", "bin"],
+            "conv_singular_values": ["channels c", "singular value (ascending; n*c of them)"],
+            "dense_singular_values": ["channels c", "singular value (ascending; n*c of them)"]}
+    units = {"conv_density": "probability density", "dense_density": "probability density",
+             "mp_density": "probability density"}
+    return _save(fig_s3, fig, out_dir, "xiao2018_fig_s3", data, size=size, backend=backend, seed=seed,
+                 params=params, axes=axes, units=units)
 
 
-def fig_s4(out_dir, full=False, backend="numpy", seed=0):
-    """|Fourier amplitude| of the first cyclic diagonal of eps^l through random erf CNNs (Sec. F)."""
-    from meanfield.validation.conv import fig_s4_theory, simulate_fig_s4  # noqa: PLC0415
+#: Fig. S4's amplitudes at or below this value are drawn on the axis floor (zeros included).
+FIG_S4_FLOOR = 1e-4
 
-    depth = 40 if full else 20
-    channels, n_net = (1024, 64) if full else (256, 32)
-    modes = simulate_fig_s4(depth, channels, n_net, backend, seed + 7).real.mean(0)
+
+@figure(paper=PAPER, figure="Fig. S4", honours_backend=True)
+def fig_s4(out_dir, *, size, backend, seed):
+    """|Fourier amplitude| of the first cyclic diagonal of eps^l through random erf CNNs (Sec. F).
+
+    Notes
+    -----
+    Seed 003 Fig. S4 and App. F: erf, sigma_w2 = 1.5^2, sigma_b2 = 0.5^2, n = 10,
+    v = [0.025, 0.95, 0.025]; eps^0 is zero except its first cyclic diagonal, whose DFT is
+    -1/6 [1, r, r^3, r^5, r^4, r^2, r^4, r^5, r^3, r], r = 2/3. Points: |mean over networks| of each
+    mode with one standard error; dashed green: the linearised decay (eq. 2.12); dotted: the exact
+    mean-field map. Modes whose mean is at or below :data:`FIG_S4_FLOOR` (or zero) are drawn on the
+    floor with a triangle.
+    """
+    from meanfield.validation.conv import fig_s4_setup, fig_s4_theory, simulate_fig_s4  # noqa: PLC0415
+
+    depth = by_size(size, smoke=4, default=20, full=40)
+    channels, n_net = by_size(size, smoke=(16, 4), default=(256, 32), full=(1024, 64))
+    (rng,) = streams(seed, 1)
+    per_net = simulate_fig_s4(depth, channels, n_net, backend=backend, **rng_kwargs(simulate_fig_s4, rng)).real
+    modes, se = per_net.mean(0), per_net.std(0, ddof=1) / np.sqrt(n_net)
     exact, lin = fig_s4_theory(depth)
+    setup = fig_s4_setup()
     layers = np.arange(depth + 1)
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, ax = plt.subplots(figsize=(5.8, 4.4), layout="constrained")
     shown = range(6)
-    colors = plt.cm.viridis(np.linspace(0, 0.9, len(shown)))
-    for m, col in zip(shown, colors):
-        ax.semilogy(layers, np.abs(modes[:, m]), "o", ms=3, color=col, label=f"mode {m}")
-        ax.semilogy(layers, np.abs(lin[:, m]), "--", color="tab:green", lw=1)
-        ax.semilogy(layers, np.abs(exact[:, m]), ":", color=col, lw=0.8)
+    cols = colors(len(shown), plt.cm.plasma, 0.0, 0.8)  # no green (the theory colour), no near-white
+    for m, col in zip(shown, cols):
+        plot_log_floor(ax, layers, np.abs(modes[:, m]), FIG_S4_FLOOR, yerr=se[:, m], color=col, ms=3, label=f"mode {m}")
+        ax.plot(layers, np.abs(lin[:, m]), "--", color="tab:green", lw=1)
+        ax.plot(layers, np.abs(exact[:, m]), ":", color=col, lw=0.9)
+    ax.set_yscale("log")
+    ax.plot([], [], "--", color="tab:green", label="linearised (eq. 2.12)")
+    ax.plot([], [], ":", color="k", label="exact mean-field map")
+    mark_floor(ax, FIG_S4_FLOOR, "|mean|")
     ax.set_xlabel("layer $l$")
-    ax.set_ylabel(r"$|\tilde\epsilon^l_m|$ (first cyclic diagonal)")
-    ax.set_title(f"erf, $\\sigma_w$=1.5, $\\sigma_b$=0.5, n=10, v=[.025,.95,.025], c={channels}")
-    ax.legend(fontsize=7, ncol=2)
-    data = {"layers": layers, "monte_carlo": modes, "linearised": lin.real, "exact_map": exact.real, "channels": channels, "n_networks": n_net}
-    return save_figure(fig, out_dir, "xiao2018_fig_s4", data)
+    ax.set_ylabel(r"$|\tilde\epsilon^l_m|$, Fourier mode $m$ of the first cyclic diagonal")
+    ax.legend(fontsize=6, ncol=2)
+    title(fig, PAPER, "Fig. S4", "multiple depth scales: Fourier modes of a perturbation of $\\Sigma^*$",
+          f"erf, $\\sigma_w^2$ = 1.5$^2$, $\\sigma_b^2$ = 0.5$^2$, n = 10, v = [0.025, 0.95, 0.025]; "
+          f"{n_net} CNNs with c = {channels}; points: |mean| $\\pm$ s.e.")
+    data = {"layer": layers, "monte_carlo": modes, "monte_carlo_stderr": se, "linearised": lin.real,
+            "exact_map": exact.real}
+    params = {"activation": setup["activation"], "sigma_w2": setup["sigma_w2"], "sigma_b2": setup["sigma_b2"],
+              "v": setup["v"], "n": setup["n"], "depth": depth, "channels": channels, "n_networks": n_net,
+              "modes_shown": list(shown), "eps0_spectrum": "-1/6 [1, r, r^3, r^5, r^4, r^2, r^4, r^5, r^3, r], r = 2/3"}
+    axes = {name: ["layer", "Fourier mode m"] for name in ("monte_carlo", "monte_carlo_stderr", "linearised", "exact_map")}
+    units = {name: "covariance (same unit as Sigma; signed, the plot shows |value|)"
+             for name in ("monte_carlo", "monte_carlo_stderr", "linearised", "exact_map")}
+    return _save(fig_s4, fig, out_dir, "xiao2018_fig_s4", data, size=size, backend=backend, seed=seed,
+                 params=params, axes=axes, units=units,
+                 notes="monte_carlo: mean over networks of the real part of each mode; the imaginary part is zero "
+                       "up to rounding (eps is symmetric)")
 
 
 FIGURES = {

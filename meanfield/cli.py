@@ -2,52 +2,134 @@
 
 Subcommands
 -----------
-``meanfield reproduce [--out DIR] [--full] [--backend numpy|cupy]``
-    The main job: regenerate every figure, then run every validation comparison.
-``meanfield figures [NAME ...] [--all] [--list]``
-    Same as ``python -m meanfield.figures``.
-``meanfield validate [NAME ...]``
-    Same as ``python -m meanfield.validation``.
+``meanfield reproduce [--out DIR] [--size smoke|default|full | --full] [--backend numpy|cupy] [--seed N]``
+    The main job: every figure (``DIR/figures``), then every validation comparison, whose tables are
+    also written as JSON (``DIR/validation``).
+``meanfield figures [NAME ...] [--all] [--list] [--out DIR] [...]``
+    Regenerate figures (``python -m meanfield.figures`` is the same command).
+``meanfield validate [NAME ...] [--list] [--out DIR] [--full] [...]``
+    Theory-versus-Monte-Carlo tables (``python -m meanfield.validation`` is the same command).
+
+Every argument is checked before any work (the output folder is created and a file test-written,
+``--backend cupy`` needs CuPy, names must be known, ``--seed`` a non-negative integer). Exit status:
+0 success, 1 a figure or a comparison failed, 2 usage error (one line on stderr), 130 interrupted.
+``MEANFIELD_NO_PROGRESS=1`` in the environment hides the progress bars (as ``--no-progress`` does).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
+
+from meanfield.validation._runner import CliParser, ENVIRONMENT_HELP
+
+__all__ = ["main"]
+
+_DESCRIPTION = """\
+Mean-field theory of signal propagation in random deep networks: regenerate the
+papers' figures and check every prediction against Monte-Carlo simulation.
+Run `meanfield COMMAND --help` for a command's options."""
+
+_EXAMPLES = """\
+examples:
+  meanfield reproduce --out results          every figure, then every comparison
+  meanfield figures --list                   the figures, CPU-only ones marked
+  meanfield figures xiao2018.fig_s4 --size smoke --out /tmp/figs
+  meanfield validate dense conv --out results/validation
+  python -c "import meanfield.figures as f; print(f.load('results/figures/xiao2018_fig_s4.json'))"
+"""
+
+
+def _version() -> str:
+    from meanfield import __version__
+    from meanfield.validation._report import _commit
+
+    commit = _commit()
+    return f"meanfield {__version__}" + (f" (commit {commit[:12]})" if commit else "")
+
+
+def _parser() -> CliParser:
+    from meanfield.figures._runner import add_arguments as figure_arguments
+    from meanfield.validation._runner import add_arguments as validation_arguments
+    from meanfield.validation._runner import add_common_arguments
+
+    p = CliParser(prog="meanfield", description=_DESCRIPTION, epilog=_EXAMPLES + "\n" + ENVIRONMENT_HELP)
+    p.add_argument("--version", action="version", version=_version())
+    sub = p.add_subparsers(dest="command", title="commands", metavar="COMMAND", parser_class=CliParser)
+    r = sub.add_parser("reproduce", help="the main job: every figure, then every validation comparison",
+                       description="The main job: every figure into OUT/figures, then every validation "
+                       "comparison, its tables also as JSON into OUT/validation. --size applies to the "
+                       "figures; the comparisons run at the default size unless --size full / --full. "
+                       "Figures that run on the CPU only do so under --backend cupy (and say so). Exit "
+                       "status 1 when a figure or a comparison failed.")
+    r.add_argument("--out", default="results", metavar="DIR",
+                   help="output folder: DIR/figures and DIR/validation (default: %(default)s)")
+    from meanfield.figures._common import SIZES
+
+    add_common_arguments(r, sizes=SIZES)
+    f = sub.add_parser("figures", help="regenerate figures: a PNG and a self-describing JSON each",
+                       description="Regenerate the papers' figures: a PNG and a self-describing JSON (read "
+                       "back with meanfield.figures.load) per figure.")
+    figure_arguments(f)
+    v = sub.add_parser("validate", help="theory-versus-Monte-Carlo tables (exit 1 when one fails)",
+                       description="Theory versus Monte-Carlo comparisons: a table per module "
+                       "(theory | Monte-Carlo | standard error | tolerance | verdict).")
+    validation_arguments(v)
+    return p, {"reproduce": r, "figures": f, "validate": v}
+
+
+def _reproduce(args, parser) -> int:
+    from pathlib import Path
+
+    from meanfield.figures._common import check_backend
+    from meanfield.figures._runner import all_figures, run_figures
+    from meanfield.validation._runner import check_out_dir, comparison_modules, run_modules, size_from_args
+
+    try:
+        size = size_from_args(args)
+        check_backend(args.backend)
+        fig_dir = check_out_dir(Path(args.out) / "figures")
+        val_dir = check_out_dir(Path(args.out) / "validation")
+    except (TypeError, ValueError) as exc:
+        return parser.fail(str(exc))
+    try:
+        try:
+            run_figures(sorted(all_figures()), out=fig_dir, size=size, backend=args.backend, seed=args.seed,
+                        keep_going=True)
+            figures_ok = True
+        except RuntimeError as exc:
+            print(f"meanfield reproduce: {exc}", file=sys.stderr)
+            figures_ok = False
+        ok = run_modules(comparison_modules(), backend=args.backend, full=size == "full", seed=args.seed, out=val_dir)
+    except KeyboardInterrupt:
+        print("meanfield reproduce: interrupted", file=sys.stderr)
+        return 130
+    print(f"figures written to {fig_dir} ({'all made' if figures_ok else 'some FAILED'}); "
+          f"validation tables in {val_dir} ({'passed' if ok else 'FAILED'})")
+    return 0 if ok and figures_ok else 1
 
 
 def main(argv=None) -> int:
+    """Run the ``meanfield`` command line with ``argv`` (default ``sys.argv[1:]``); the exit status."""
+    if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of strings, got {argv!r}")
     argv = list(sys.argv[1:] if argv is None else argv)
-    p = argparse.ArgumentParser(prog="meanfield", description=__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=["reproduce", "figures", "validate"])
-    if not argv or argv[0] in {"-h", "--help"}:
-        p.print_help()
-        return 0 if argv else 2
-    command, rest = argv[0], argv[1:]
-    if command == "figures":
+    p, subs = _parser()
+    if not argv:
+        p.print_help(sys.stderr)
+        return 2
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    if args.command == "figures":
         from meanfield.figures._runner import main as figures_main
 
-        return figures_main(rest)
-    if command == "validate":
+        return figures_main(argv[1:], prog="meanfield figures")
+    if args.command == "validate":
         from meanfield.validation._runner import main as validation_main
 
-        return validation_main(rest)
-    if command == "reproduce":
-        r = argparse.ArgumentParser(prog="meanfield reproduce", description="Every figure, then every validation.")
-        r.add_argument("--out", default="results", help="output folder (figures under OUT/figures)")
-        r.add_argument("--full", action="store_true", help="paper-size simulations (slow)")
-        r.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
-        r.add_argument("--seed", type=int, default=0)
-        args = r.parse_args(rest)
-        from meanfield.figures._runner import all_figures, run_figures
-        from meanfield.validation._runner import comparison_modules, run_modules
-
-        run_figures(sorted(all_figures()), out=f"{args.out}/figures", full=args.full, backend=args.backend, seed=args.seed)
-        ok = run_modules(comparison_modules(), backend=args.backend, full=args.full, seed=args.seed)
-        print(f"figures written to {args.out}/figures; validation {'passed' if ok else 'FAILED'}")
-        return 0 if ok else 1
-    p.error(f"unknown command {command!r}")
-    return 2
+        return validation_main(argv[1:], prog="meanfield validate")
+    return _reproduce(args, subs["reproduce"])
 
 
 if __name__ == "__main__":

@@ -6,20 +6,28 @@
   (1,797 images, 64 features; installed with the ``data`` extra). The library uses it wherever a
   paper uses MNIST or CIFAR-10, since data sets cannot be downloaded at run time;
 - :func:`read_mnist_idx` and :func:`read_cifar10_batch`: readers for MNIST IDX files (optionally
-  gzipped) and CIFAR-10 python batches the user already has on disk;
+  gzipped) and CIFAR-10 python batches the user already has on disk. Both treat the file as
+  untrusted: a file that is not what it claims to be raises :class:`ValueError` naming the path and
+  what the file should be, and CIFAR-10 pickles are read by a restricted unpickler that admits
+  only the types a batch is made of (see :func:`read_cifar10_batch`), so a crafted pickle cannot
+  run code;
 - :func:`standardize`: per-feature standardisation (zero mean, unit variance over the set).
 """
 
 from __future__ import annotations
 
+import codecs
 import gzip
+import math
+import os
 import pickle
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ._checks import check_correlation, check_int, check_positive, check_rng
+from ._checks import as_float_array, check_bool, check_int, check_rng, check_scalar
 
 __all__ = [
     "Dataset",
@@ -29,6 +37,13 @@ __all__ = [
     "read_mnist_idx",
     "standardize",
 ]
+
+#: Largest number of entries ``n_inputs * dim`` drawn by :func:`gaussian_inputs` (8 GiB of
+#: float64): a guard against sizes that cannot be allocated, not a property of the inputs.
+MAX_GAUSSIAN_ENTRIES = 2**30
+
+#: Bytes read from a file per chunk: the readers never allocate more than the file holds.
+_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -50,52 +65,101 @@ class Dataset:
     name: str
 
 
-def gaussian_inputs(n_inputs, dim, q=1.0, c=0.0, rng=None, seed=None) -> np.ndarray:
+def gaussian_inputs(n_inputs, dim, q=1.0, c=0.0, rng=None) -> np.ndarray:
     """Random inputs with mean squared entry ``q`` and pairwise cosine ``c`` in expectation.
 
     Each input is ``sqrt(q) * (sqrt(c) * z_0 + sqrt(1 - c) * z_a)`` with ``z`` i.i.d. standard
     normal vectors of length ``dim`` (``c >= 0``), so ``|x_a|^2 / dim -> q`` and
-    ``<x_a, x_b> / dim -> c q`` as ``dim`` grows.
+    ``<x_a, x_b> / dim -> c q`` as ``dim`` grows: the inputs of the q- and c-maps (eqs. 2.2-2.5
+    of seed 003, Sec. 3.1 of seed 000).
 
     Parameters
     ----------
     n_inputs, dim : int
-        Number of inputs and their dimension (both >= 1).
+        Number of inputs and their dimension (both >= 1, ``n_inputs * dim <=``
+        :data:`MAX_GAUSSIAN_ENTRIES`).
     q : float
-        Mean squared entry (> 0).
+        Mean squared entry, finite and > 0.
     c : float
         Correlation between inputs, in [0, 1].
-    rng, seed
-        A ``numpy.random.Generator`` or an integer seed.
+    rng : None, int or numpy.random.Generator
+        Random source (``meanfield._checks.check_rng``): ``None`` draws fresh OS entropy, an int
+        ``n`` gives the stream of ``numpy.random.default_rng(n)``.
 
     Returns
     -------
     ndarray, shape (n_inputs, dim)
+
+    Raises
+    ------
+    ValueError
+        A size < 1 or above the limit, ``q <= 0``, ``c`` outside [0, 1], a non-finite value.
+    TypeError
+        A complex, boolean or non-numeric ``q`` or ``c``; an ``rng`` of the wrong type.
     """
     n_inputs = check_int(n_inputs, "n_inputs", 1)
     dim = check_int(dim, "dim", 1)
-    q = check_positive(q, "q")
-    c = check_correlation(c, "c")
-    if c < 0:
-        raise ValueError(f"c must lie in [0, 1] for shared-component inputs, got {c}")
-    rng = check_rng(rng, seed)
+    if n_inputs * dim > MAX_GAUSSIAN_ENTRIES:
+        raise ValueError(
+            f"n_inputs * dim must be <= {MAX_GAUSSIAN_ENTRIES} (MAX_GAUSSIAN_ENTRIES), got {n_inputs} * {dim}"
+        )
+    q = check_scalar(q, "q")
+    if q <= 0:
+        raise ValueError(f"q must be > 0 (a mean squared entry), got {q!r}")
+    c = check_scalar(c, "c")
+    if not 0.0 <= c <= 1.0:
+        raise ValueError(f"c must lie in [0, 1] for shared-component inputs, got {c!r}")
+    rng = check_rng(rng)
     common = rng.standard_normal(dim)
     own = rng.standard_normal((n_inputs, dim))
-    return np.sqrt(q) * (np.sqrt(c) * common + np.sqrt(1.0 - c) * own)
+    return math.sqrt(q) * (math.sqrt(c) * common + math.sqrt(1.0 - c) * own)
 
 
 def standardize(x, eps: float = 1e-12) -> np.ndarray:
     """Per-feature standardisation: zero mean and unit variance over the samples.
 
-    Features of zero variance (constant pixels) are set to zero rather than divided by zero.
+    A feature whose standard deviation is at most ``eps`` times its largest magnitude
+    (``std_j <= eps * max_i |x_ij|``: a constant pixel, or variation at the level of rounding) is set
+    to zero rather than divided by (almost) zero. The threshold is relative, so the result does
+    not depend on a common scale of ``x``; the computation rescales ``x`` by its largest magnitude
+    first, so entries anywhere in the float64 range neither overflow nor underflow.
+
+    Parameters
+    ----------
+    x : array_like, shape (n_samples, n_features)
+        Finite real values; ``n_samples, n_features >= 1``.
+    eps : float
+        Relative threshold on a feature's standard deviation, finite and ``>= 0`` (0 zeroes only
+        exactly constant features).
+
+    Returns
+    -------
+    ndarray, shape (n_samples, n_features)
+        Float64, finite; each kept feature has mean 0 and (population) variance 1.
+
+    Raises
+    ------
+    ValueError
+        ``x`` not 2-D, empty, or holding NaN or infinity (a NaN in one sample would otherwise
+        wipe out its whole feature); ``eps`` negative or non-finite.
+    TypeError
+        Complex ``x`` or ``eps``; a boolean or non-numeric ``eps``.
     """
-    x = np.asarray(x, dtype=np.float64)
+    x = as_float_array(x, "x")
     if x.ndim != 2:
         raise ValueError(f"x must have shape (n_samples, n_features), got {x.shape}")
-    mean = x.mean(axis=0)
-    std = x.std(axis=0)
-    out = x - mean
-    keep = std > eps
+    if x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"x must have at least one sample and one feature, got shape {x.shape}")
+    eps = check_scalar(eps, "eps")
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0 (a relative threshold on a standard deviation), got {eps!r}")
+    scale = float(np.max(np.abs(x)))
+    if scale == 0.0:
+        return np.zeros_like(x)
+    y = x / scale  # entries in [-1, 1]: the mean and the squares cannot overflow
+    out = y - y.mean(axis=0)
+    std = np.sqrt(np.mean(out * out, axis=0))
+    keep = std > eps * np.max(np.abs(y), axis=0)
     out[:, keep] /= std[keep]
     out[:, ~keep] = 0.0
     return out
@@ -118,9 +182,16 @@ def load_digits(n_samples=None, standardized: bool = False) -> Dataset:
 
     Raises
     ------
+    ValueError
+        ``n_samples`` not an integer in [1, 1797].
+    TypeError
+        ``standardized`` not a bool.
     ImportError
         scikit-learn is missing: install the ``data`` extra (``pip install meanfield[data]``).
     """
+    standardized = check_bool(standardized, "standardized")
+    if n_samples is not None:
+        n_samples = check_int(n_samples, "n_samples", 1, 1797)
     try:
         from sklearn.datasets import load_digits as _sk_load_digits  # noqa: PLC0415
     except ImportError as exc:
@@ -139,6 +210,26 @@ def load_digits(n_samples=None, standardized: bool = False) -> Dataset:
     return Dataset(x=x, y=y, name="sklearn digits 8x8")
 
 
+def _check_path(path) -> Path:
+    if isinstance(path, (bool, np.bool_)) or not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike naming a file, got {type(path).__name__}")
+    return Path(os.fsdecode(path))
+
+
+def _read_at_most(f, n: int) -> bytes:
+    """Up to ``n`` bytes of ``f``, in chunks, so that a size promised by a header is never
+    allocated before the file has shown it holds that much."""
+    parts = []
+    got = 0
+    while got < n:
+        part = f.read(min(_CHUNK, n - got))
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
+
+
 _IDX_DTYPES = {
     0x08: np.uint8,
     0x09: np.int8,
@@ -148,74 +239,239 @@ _IDX_DTYPES = {
     0x0E: np.dtype(">f8"),
 }
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _read_idx(f, path):
+    head = _read_at_most(f, 4)
+    if len(head) < 4 or head[0] != 0 or head[1] != 0:
+        raise ValueError(
+            f"path {path} is not an IDX file (bad magic number: an IDX file starts with two zero bytes, "
+            "a type code and the number of dimensions)"
+        )
+    code, ndim = head[2], head[3]
+    if code not in _IDX_DTYPES:
+        raise ValueError(
+            f"path {path}: unknown IDX data type code 0x{code:02x} (expected one of "
+            f"{', '.join(f'0x{k:02x}' for k in _IDX_DTYPES)})"
+        )
+    dims = _read_at_most(f, 4 * ndim)
+    if len(dims) < 4 * ndim:
+        raise ValueError(f"path {path}: truncated IDX header ({ndim} dimensions promised)")
+    shape = tuple(int.from_bytes(dims[4 * i : 4 * i + 4], "big") for i in range(ndim))
+    dtype = np.dtype(_IDX_DTYPES[code])
+    n_bytes = math.prod(shape) * dtype.itemsize  # exact: no int64 wrap-around for absurd headers
+    raw = _read_at_most(f, n_bytes + 1)
+    if len(raw) != n_bytes:
+        found = f"at least {len(raw)}" if len(raw) > n_bytes else str(len(raw))
+        raise ValueError(f"path {path}: IDX header promises {n_bytes} data bytes (shape {shape}), file has {found}")
+    data = np.frombuffer(raw, dtype=dtype).astype(dtype.newbyteorder("="), copy=True).reshape(shape)
+    if dtype.kind == "f" and not np.all(np.isfinite(data)):
+        raise ValueError(f"path {path}: the IDX data hold NaN or infinity (expected finite values)")
+    return data
+
 
 def read_mnist_idx(path) -> np.ndarray:
-    """Read an IDX file (the MNIST format), gzipped or not.
+    """Read an IDX file (the MNIST format), gzip-compressed or not.
 
     The header is two zero bytes, a type code (0x08 unsigned byte, 0x09 signed byte, 0x0B short,
     0x0C int, 0x0D float, 0x0E double), the number of dimensions, then one big-endian 32-bit size
-    per dimension; the data follow in C order.
+    per dimension; the data follow in C order. A gzip-compressed file is recognised by its magic
+    bytes (whatever its name). Memory use is bounded by the file's contents, whatever the header
+    claims.
 
     Parameters
     ----------
-    path : str or Path
+    path : str or os.PathLike
         e.g. ``train-images-idx3-ubyte`` or ``train-labels-idx1-ubyte.gz``.
 
     Returns
     -------
     ndarray
-        Shape given by the header (images: (n, 28, 28) uint8; labels: (n,) uint8).
+        Shape given by the header (images: (n, 28, 28) uint8; labels: (n,) uint8), native byte
+        order; floating-point data are finite.
 
     Raises
     ------
     ValueError
-        The file is not a valid IDX file (bad magic number, unknown type, truncated data).
+        The file is not a valid IDX file (bad magic number, unknown type, truncated or trailing
+        data, NaN or infinity in float data) or a corrupt gzip stream.
+    TypeError
+        ``path`` is not a str or path-like.
+    OSError
+        The file cannot be opened (e.g. ``FileNotFoundError``).
     """
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
-        raise ValueError(f"{path} is not an IDX file (bad magic number)")
-    code, ndim = raw[2], raw[3]
-    if code not in _IDX_DTYPES:
-        raise ValueError(f"{path}: unknown IDX data type code 0x{code:02x}")
-    header = 4 + 4 * ndim
-    if len(raw) < header:
-        raise ValueError(f"{path}: truncated IDX header")
-    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
-    dtype = np.dtype(_IDX_DTYPES[code])
-    count = int(np.prod(shape)) if shape else 1
-    if len(raw) - header != count * dtype.itemsize:
-        raise ValueError(
-            f"{path}: IDX header promises {count * dtype.itemsize} data bytes, file has {len(raw) - header}"
-        )
-    data = np.frombuffer(raw, dtype=dtype, count=count, offset=header)
-    return data.astype(dtype.newbyteorder("="), copy=True).reshape(shape)
+    path = _check_path(path)
+    with open(path, "rb") as raw_file:
+        compressed = raw_file.read(2) == _GZIP_MAGIC
+        raw_file.seek(0)
+        if not compressed:
+            return _read_idx(raw_file, path)
+        try:
+            with gzip.GzipFile(fileobj=raw_file, mode="rb") as f:
+                return _read_idx(f, path)
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+            raise ValueError(f"path {path} is not a valid gzip-compressed IDX file ({exc})") from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# CIFAR-10 python batches: a restricted unpickler
+# ---------------------------------------------------------------------------------------------
+
+
+_NP_RECONSTRUCT = np.zeros(0).__reduce__()[0]  # numpy(._)core.multiarray._reconstruct
+
+
+def _reconstruct(subtype, shape, dtype):
+    """NumPy's ``_reconstruct`` (how ``ndarray.__reduce__`` rebuilds an array) for plain ndarrays only."""
+    if subtype is not np.ndarray:
+        raise pickle.UnpicklingError("only numpy.ndarray may be reconstructed")
+    return _NP_RECONSTRUCT(np.ndarray, shape, dtype)
+
+
+def _frombuffer(buf, dtype, shape, order):
+    """NumPy's ``_frombuffer`` (pickle protocol 5): an array over a byte buffer, no object dtype."""
+    dtype = np.dtype(dtype)
+    if dtype.hasobject:
+        raise pickle.UnpicklingError("object arrays are not admitted")
+    return np.frombuffer(buf, dtype=dtype).reshape(shape, order=order)
+
+
+def _scalar(dtype, obj=None):
+    """``numpy.core.multiarray.scalar`` for numeric dtypes (a NumPy scalar label)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "biuf" or not isinstance(obj, bytes):
+        raise pickle.UnpicklingError("only numeric NumPy scalars may be unpickled")
+    return np.frombuffer(obj, dtype=dtype, count=1)[0]
+
+
+def _latin1_encode(text, encoding="latin1", errors="strict"):
+    """``_codecs.encode`` as protocol-2 pickles written by Python 3 use it for ``bytes``: latin-1 only."""
+    if not isinstance(text, str) or codecs.lookup(encoding).name != "iso8859-1":
+        raise pickle.UnpicklingError("_codecs.encode is admitted only for latin-1 text (protocol-2 bytes)")
+    return text.encode("latin1", errors)
+
+
+#: The globals a CIFAR-10 batch pickle references, and what they resolve to. Python-2 files
+#: (the originals) reference ``numpy.core.multiarray._reconstruct``, ``numpy.ndarray`` and
+#: ``numpy.dtype``; Python-3 protocol-2 pickles add ``_codecs.encode`` for ``bytes``; NumPy >= 2
+#: writes ``numpy._core``; protocol 5 uses ``_frombuffer``; NumPy-scalar labels use ``scalar``.
+_CIFAR_GLOBALS = {
+    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "dtype"): np.dtype,
+    ("_codecs", "encode"): _latin1_encode,
+}
+for _core in ("numpy.core", "numpy._core"):
+    _CIFAR_GLOBALS[(f"{_core}.multiarray", "_reconstruct")] = _reconstruct
+    _CIFAR_GLOBALS[(f"{_core}.multiarray", "scalar")] = _scalar
+    _CIFAR_GLOBALS[(f"{_core}.numeric", "_frombuffer")] = _frombuffer
+del _core
+
+
+class _ForbiddenGlobal(ValueError):
+    """A pickle referenced a global that a CIFAR-10 batch never contains."""
+
+
+class _CifarUnpickler(pickle.Unpickler):
+    """Unpickler that resolves only :data:`_CIFAR_GLOBALS`; any other import raises.
+
+    ``find_class`` is the only route by which a pickle reaches code (``GLOBAL``,
+    ``STACK_GLOBAL``, ``INST`` and ``OBJ`` all go through it), so a payload such as
+    ``(os.system, ('...',))`` is refused before anything is called. Persistent ids are refused
+    as well.
+    """
+
+    def find_class(self, module, name):
+        try:
+            return _CIFAR_GLOBALS[(module, name)]
+        except (KeyError, TypeError):
+            raise _ForbiddenGlobal(
+                f"the pickle references {module}.{name}, which a CIFAR-10 batch never contains "
+                "(refused: unpickling it could run code)"
+            ) from None
+
+    def persistent_load(self, pid):
+        raise _ForbiddenGlobal("the pickle uses persistent ids, which a CIFAR-10 batch never contains")
+
+
+_CIFAR_EXPECTED = (
+    "a CIFAR-10 python batch (data_batch_1 ... data_batch_5 or test_batch from "
+    "cifar-10-python.tar.gz): a pickled dict with b'data', a uint8 array of shape (n, 3072), and "
+    "b'labels', n integers in 0..9"
+)
+
+
+def _batch_field(batch, key):
+    for k in (key.encode(), key):
+        if k in batch:
+            return batch[k]
+    raise KeyError(key)
 
 
 def read_cifar10_batch(path) -> Dataset:
-    """Read a CIFAR-10 python batch (``data_batch_1`` ... ``test_batch``).
+    """Read a CIFAR-10 python batch (``data_batch_1`` ... ``test_batch``), treating it as untrusted.
+
+    The batches are pickles, and ``pickle.load`` on a file from elsewhere can run arbitrary code.
+    This reader uses a restricted unpickler that resolves only the globals a batch is made of
+    (``numpy.ndarray``, ``numpy.dtype``, NumPy's array/scalar reconstruction functions under
+    ``numpy.core`` and ``numpy._core``, and ``_codecs.encode`` for latin-1 text); dicts, lists,
+    str/bytes and numbers need no globals. Anything else is refused with ``ValueError`` before it
+    is called. The original Python-2 files are read with ``encoding="bytes"`` (their keys become
+    ``b"data"``, ``b"labels"``); pickles with ``str`` keys are accepted too.
 
     Parameters
     ----------
-    path : str or Path
+    path : str or os.PathLike
         A pickled dict with ``b"data"`` (uint8, shape (n, 3072), channel-major 32 x 32 planes)
-        and ``b"labels"``.
+        and ``b"labels"`` (n integers in 0..9).
 
     Returns
     -------
     Dataset
-        ``x`` of shape (n, 3072) as float64 in 0..255, ``y`` the labels.
+        ``x`` of shape (n, 3072) as float64 in 0..255, ``y`` the labels (int64).
+
+    Raises
+    ------
+    ValueError
+        The file is not a CIFAR-10 python batch: not a pickle, truncated, a pickle that references
+        anything but the batch's own types, no ``data``/``labels``, data not an (n, 3072) array
+        of integers in 0..255, labels not n integers in 0..9, or n = 0.
+    TypeError
+        ``path`` is not a str or path-like.
+    OSError
+        The file cannot be opened (e.g. ``FileNotFoundError``).
     """
-    path = Path(path)
+    path = _check_path(path)
     with open(path, "rb") as f:
-        batch = pickle.load(f, encoding="bytes")
+        try:
+            batch = _CifarUnpickler(f, encoding="bytes").load()
+        except _ForbiddenGlobal as exc:
+            raise ValueError(f"path {path} is not {_CIFAR_EXPECTED}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 -- any failure of the pickle machinery means "not a batch"
+            raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(batch, dict):
+        raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} (the pickle holds a {type(batch).__name__})")
     try:
-        data = np.asarray(batch[b"data"], dtype=np.float64)
-        labels = np.asarray(batch[b"labels"], dtype=np.int64)
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"{path} is not a CIFAR-10 python batch (needs b'data' and b'labels')") from exc
-    if data.ndim != 2 or data.shape[1] != 3072 or data.shape[0] != labels.shape[0]:
-        raise ValueError(f"{path}: expected data of shape (n, 3072) and n labels, got {data.shape}")
-    return Dataset(x=data, y=labels, name=f"CIFAR-10 {path.name}")
+        data = _batch_field(batch, "data")
+        labels = _batch_field(batch, "labels")
+    except KeyError as exc:
+        raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} (no {exc.args[0]!r} entry)") from None
+    try:
+        data = np.asarray(data)
+        labels = np.asarray(labels)
+        numeric = data.dtype.kind in "iuf" and labels.dtype.kind in "iuf"
+    except (TypeError, ValueError):
+        numeric = False
+    if not numeric:
+        raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} (data and labels must be real numbers)")
+    if data.ndim != 2 or data.shape[1] != 3072 or data.shape[0] < 1:
+        raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} (data has shape {data.shape})")
+    if labels.shape != (data.shape[0],):
+        raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} ({data.shape[0]} images but labels of shape {labels.shape})")
+    x = data.astype(np.float64)
+    if not (np.all(np.isfinite(x)) and np.all((x >= 0) & (x <= 255)) and np.all(x == np.round(x))):
+        raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} (pixel values must be integers in 0..255)")
+    y = labels.astype(np.float64)
+    if not (np.all(np.isfinite(y)) and np.all((y >= 0) & (y <= 9)) and np.all(y == np.round(y))):
+        raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} (labels must be integers in 0..9)")
+    return Dataset(x=x, y=y.astype(np.int64), name=f"CIFAR-10 {path.name}")

@@ -26,6 +26,13 @@ fully correlated (:math:`C_f = C_b = 1`). The library extends this pairwise: a p
 filters has correlation 1 (they are the same feature), a pair of a zero and a non-zero filter has
 correlation 0 (the cosine with the zero vector taken as 0). A zero tensor therefore gives exactly 1.
 
+Limits. Arguments are validated whatever path uses them (``ValueError`` naming the argument and
+its range; ``TypeError`` for complex or non-numeric input and non-``bool`` flags). The exact
+integer counts are refused beyond :data:`MAX_SUBNETWORK_BITS` (``d * n_layers``; 2^23 keeps
+App. F's ``d = 640, L = 10^4``), :data:`MAX_SUBNETWORK_BITS_EXCLUSIVE` and
+:data:`MAX_PERMUTATION_UNITS`; :func:`propagate_perturbation` is bounded by
+:data:`MAX_PROPAGATION_DEPTH` and :data:`MAX_PROPAGATION_WORK` and never overflows.
+
 References
 ----------
 Y. Blumenfeld, D. Gilboa, D. Soudry, "Beyond Signal Propagation: Is Feature Diversity Necessary in
@@ -40,7 +47,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._checks import as_float_array, check_correlation, check_int, check_positive
+from ._checks import as_float_array, check_bool, check_correlation, check_int, check_scalar
 
 __all__ = [
     "ClosedFormCorrelations",
@@ -57,6 +64,21 @@ __all__ = [
     "total_correlation",
 ]
 
+#: Largest ``d * n_layers`` of :func:`subnetwork_counts` (the exact counts have about that many
+#: bits; computing ``C(2^L + d - 1, d)`` takes a few seconds at the limit). A time guard.
+MAX_SUBNETWORK_BITS = 2**23
+
+#: Largest ``d * n_layers`` with ``include_empty=False`` (inclusion-exclusion: ``L + 1`` binomials).
+MAX_SUBNETWORK_BITS_EXCLUSIVE = 2**19
+
+#: Largest total width ``sum(widths)`` of :func:`permutation_count` (``prod n_l!`` is exact; the
+#: factorial of 10^5 has 1.5 million bits).
+MAX_PERMUTATION_UNITS = 10**5
+
+#: Largest depth of :func:`propagate_perturbation`, and largest ``depth * alpha.size``.
+MAX_PROPAGATION_DEPTH = 10**5
+MAX_PROPAGATION_WORK = 10**9
+
 
 def _weight(w, name="W") -> np.ndarray:
     w = as_float_array(w, name)
@@ -69,7 +91,7 @@ def _weight(w, name="W") -> np.ndarray:
     return w
 
 
-def pairwise_mean_cosine(vectors, complement=False) -> float:
+def pairwise_mean_cosine(vectors, complement: bool = False) -> float:
     """Mean cosine over ordered pairs ``i != j`` of the rows of ``vectors`` (shape (m, p), m >= 2).
 
     With unit rows ``u_i`` and ``d_i = u_i - u_0``,
@@ -95,15 +117,20 @@ def pairwise_mean_cosine(vectors, complement=False) -> float:
     Raises
     ------
     ValueError
-        Fewer than two rows, or a non-finite entry.
+        Fewer than two rows, rows of length 0, or a non-finite entry.
+    TypeError
+        Complex or non-numeric ``vectors``; ``complement`` not a bool.
     """
+    complement = check_bool(complement, "complement")
     v = as_float_array(vectors, "vectors")
     if v.ndim != 2:
         raise ValueError(f"vectors must have shape (m, p), got {v.shape}")
     m = v.shape[0]
     if m < 2:
-        raise ValueError(f"need at least 2 filters to correlate, got {m}")
-    scale = float(np.max(np.abs(v))) if v.size else 0.0
+        raise ValueError(f"vectors must hold at least 2 filters (rows) to correlate, got {m}")
+    if v.shape[1] < 1:
+        raise ValueError(f"vectors must have rows of length p >= 1, got shape {v.shape}")
+    scale = float(np.max(np.abs(v)))
     if scale == 0.0:
         return 0.0 if complement else 1.0
     v = v / scale
@@ -120,7 +147,7 @@ def pairwise_mean_cosine(vectors, complement=False) -> float:
     return float(deficit) if complement else float(1.0 - deficit)
 
 
-def forward_correlation(w, complement=False) -> float:
+def forward_correlation(w, complement: bool = False) -> float:
     """Forward correlation :math:`C_f` of a weight tensor (eq. 5 of seed 000).
 
     .. math::
@@ -146,12 +173,15 @@ def forward_correlation(w, complement=False) -> float:
     ------
     ValueError
         Wrong number of axes, ``n_out < 2``, or a non-finite entry.
+    TypeError
+        Complex or non-numeric ``w``; ``complement`` not a bool.
 
     Examples
     --------
     >>> forward_correlation(np.ones((3, 3, 8, 4)))
     1.0
     """
+    complement = check_bool(complement, "complement")
     w = _weight(w)
     n_out = w.shape[-2]
     if n_out < 2:
@@ -159,11 +189,12 @@ def forward_correlation(w, complement=False) -> float:
     return pairwise_mean_cosine(np.moveaxis(w, -2, 0).reshape(n_out, -1), complement)
 
 
-def backward_correlation(w, complement=False) -> float:
+def backward_correlation(w, complement: bool = False) -> float:
     """Backward correlation :math:`C_b` (eq. 6 of seed 000): eq. 5 over the input slices ``W[..., :, i]``.
 
-    Parameters and return as :func:`forward_correlation`, with ``n_in >= 2``.
+    Parameters, return and errors as :func:`forward_correlation`, with ``n_in >= 2``.
     """
+    complement = check_bool(complement, "complement")
     w = _weight(w)
     n_in = w.shape[-1]
     if n_in < 2:
@@ -171,7 +202,7 @@ def backward_correlation(w, complement=False) -> float:
     return pairwise_mean_cosine(np.moveaxis(w, -1, 0).reshape(n_in, -1), complement)
 
 
-def total_correlation(w, complement=False) -> float:
+def total_correlation(w, complement: bool = False) -> float:
     """Total correlation :math:`C_t` (Fig. 6 of seed 000): mean pairwise cosine of all spatial filters.
 
     The paper defines :math:`C_t` only in words ("correlation between all filters"); a *filter* is
@@ -184,7 +215,21 @@ def total_correlation(w, complement=False) -> float:
     ----------
     w : array_like, shape (n_out, n_in) or (k_1, [k_2,] n_out, n_in)
         ``n_out * n_in >= 2``.
+    complement : bool
+        Return ``1 - C_t``.
+
+    Returns
+    -------
+    float in [-1, 1]
+
+    Raises
+    ------
+    ValueError
+        Wrong number of axes, fewer than two filters, or a non-finite entry.
+    TypeError
+        Complex or non-numeric ``w``; ``complement`` not a bool.
     """
+    complement = check_bool(complement, "complement")
     w = _weight(w)
     n_filters = w.shape[-1] * w.shape[-2]
     if n_filters < 2:
@@ -207,9 +252,16 @@ def effective_width(c_f, n):
     -------
     float or ndarray
         ``n`` for uncorrelated features, 1 for fully correlated ones.
+
+    Raises
+    ------
+    ValueError
+        ``c_f`` outside [-1, 1] or non-finite; ``n`` not an integer in [1, 2^53].
+    TypeError
+        Complex ``c_f``.
     """
     c = check_correlation(c_f, "c_f")
-    n = check_int(n, "n", 1)
+    n = check_int(n, "n", 1, 2**53)
     out = 1.0 + (n - 1) * np.sqrt(1.0 - np.asarray(c) ** 2)
     return float(out) if np.ndim(out) == 0 else out
 
@@ -277,34 +329,51 @@ def closed_form_correlations(kind, n_out=None, n_in=None, replicas=1, gamma=None
     Raises
     ------
     ValueError
-        Unknown ``kind``; ``n_out < 2``; ``n_out`` not a multiple of ``n_in`` (replicated
-        identity); ``replicas`` not dividing ``n_out``; ``gamma`` outside [0, 1].
+        Unknown ``kind``; a missing argument the kind needs; ``n_out < 2``, ``n_in < 1``,
+        ``replicas < 1`` or ``> n_out``, ``gamma`` outside [0, 1] -- every argument given is
+        validated whatever the kind; ``n_out`` not a multiple of ``n_in`` (replicated identity);
+        ``replicas`` not dividing ``n_out`` (replicated features).
+    TypeError
+        ``kind`` not a str; a complex, boolean or non-numeric ``gamma``.
     """
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be a str, one of {_KINDS}, got {type(kind).__name__}")
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
+    if n_out is not None:
+        n_out = check_int(n_out, "n_out", 2)
+    if n_in is not None:
+        n_in = check_int(n_in, "n_in", 1)
+    replicas = check_int(replicas, "replicas", 1)
+    if n_out is not None and replicas > n_out:
+        raise ValueError(f"replicas must be <= n_out = {n_out}, got {replicas}")
+    if gamma is not None:
+        gamma = check_scalar(gamma, "gamma")
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma must lie in [0, 1], got {gamma!r}")
     if kind == "random":
         return ClosedFormCorrelations(kind, 0.0, 0.0, exact=False)
     if kind == "orthogonal":
         return ClosedFormCorrelations(kind, 0.0, 0.0, exact=True)
     if kind in ("constant", "zero"):
         return ClosedFormCorrelations(kind, 1.0, 1.0, exact=True)
-    n_out = check_int(n_out, "n_out", 2)
+    if n_out is None:
+        raise ValueError(f"n_out (an integer >= 2) is required for kind={kind!r}")
     if kind == "mixture":
-        g = check_correlation(gamma, "gamma")
-        if g < 0:
-            raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
-        c = (1.0 - g * g) / (1.0 + (n_out - 1) * g * g)
+        if gamma is None:
+            raise ValueError("gamma (in [0, 1]) is required for kind='mixture'")
+        c = (1.0 - gamma * gamma) / (1.0 + (n_out - 1) * gamma * gamma)
         return ClosedFormCorrelations(kind, c, c, exact=True)
     if kind == "replicated_identity":
-        n_in = check_int(n_in, "n_in", 1)
+        if n_in is None:
+            raise ValueError("n_in (an integer >= 1) is required for kind='replicated_identity'")
         if n_out % n_in:
             raise ValueError(f"n_out must be a multiple P * n_in of n_in={n_in}, got {n_out}")
         p = n_out // n_in
         return ClosedFormCorrelations(kind, (p - 1) / (n_out - 1), 0.0, exact=True)
-    r = check_int(replicas, "replicas", 1, n_out)
-    if n_out % r:
-        raise ValueError(f"replicas must divide n_out={n_out}, got {r}")
-    return ClosedFormCorrelations(kind, (r - 1) / (n_out - 1), 0.0, exact=False)
+    if n_out % replicas:
+        raise ValueError(f"replicas must divide n_out={n_out}, got {replicas}")
+    return ClosedFormCorrelations(kind, (replicas - 1) / (n_out - 1), 0.0, exact=False)
 
 
 def perturbation_ratio(a, axis=-1):
@@ -330,12 +399,21 @@ def perturbation_ratio(a, axis=-1):
     Raises
     ------
     ValueError
-        A scalar ``a`` (no channel axis) or a non-finite entry.
+        A scalar or empty ``a``, an ``axis`` outside ``[-a.ndim, a.ndim - 1]``, or a non-finite entry.
+    TypeError
+        Complex or non-numeric ``a``.
     """
     a = as_float_array(a, "a")
     if a.ndim == 0:
         raise ValueError("a must have a channel axis")
-    scale = float(np.max(np.abs(a))) if a.size else 0.0
+    axis = check_int(axis, "axis", -a.ndim, a.ndim - 1)
+    if a.size == 0:
+        raise ValueError(f"a must not be empty, got shape {a.shape}")
+    return _ratio(a, axis)
+
+
+def _ratio(a, axis):
+    scale = float(np.max(np.abs(a)))
     if scale == 0.0:
         return 0.0
     a = a / scale
@@ -380,24 +458,52 @@ def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
         mean carries ``1 / sqrt(n)`` of the perturbation's norm, App. G). An ``'I'`` layer keeps it
         exactly while the perturbation flips no sign (the leaky ReLU then scales a location's
         channels alike); otherwise the nonlinearity changes it by O(1) factors, not with depth.
+
+    Raises
+    ------
+    ValueError
+        ``alpha`` and ``epsilon`` of different shapes, scalar or empty, or non-finite; ``rho``
+        outside (0, 1]; ``kinds`` with anything but ``'I'`` and ``'1'``, deeper than
+        :data:`MAX_PROPAGATION_DEPTH`, or ``depth * alpha.size > MAX_PROPAGATION_WORK``; ``gamma``
+        not one value in [0, 1] per layer.
+    TypeError
+        Complex or non-numeric arrays or ``rho``; ``kinds`` not iterable.
+
+    Notes
+    -----
+    The ratio is invariant to a positive rescaling of the features, and every layer is positively
+    homogeneous (``sigma_rho(c x) = c sigma_rho(x)`` for ``c > 0``), so the computation drops the
+    factor ``1 / rho`` of ``s_l`` (keeping its sign) and renormalises each layer by a power of two:
+    features never overflow or underflow as a whole, whatever the depth and ``rho``.
     """
     a = as_float_array(alpha, "alpha")
     e = as_float_array(epsilon, "epsilon")
     if a.shape != e.shape or a.ndim == 0:
         raise ValueError(f"alpha and epsilon must have the same shape (..., n), got {a.shape} and {e.shape}")
-    rho = check_positive(rho, "rho")
-    if rho > 1:
-        raise ValueError(f"rho must lie in (0, 1], got {rho}")
-    kinds = list(kinds)
+    if a.size == 0:
+        raise ValueError(f"alpha must not be empty, got shape {a.shape}")
+    rho = check_scalar(rho, "rho")
+    if not 0.0 < rho <= 1.0:
+        raise ValueError(f"rho must lie in (0, 1], got {rho!r}")
+    try:
+        kinds = list(kinds)
+    except TypeError:
+        raise TypeError(f"kinds must be a sequence of 'I' and '1', got {type(kinds).__name__}") from None
     for k in kinds:
-        if k not in ("I", "1"):
+        if not (isinstance(k, str) and k in ("I", "1")):
             raise ValueError(f"kinds must contain only 'I' and '1', got {k!r}")
+    if len(kinds) > MAX_PROPAGATION_DEPTH or len(kinds) * a.size > MAX_PROPAGATION_WORK:
+        raise ValueError(
+            f"kinds: depth {len(kinds)} with {a.size} feature entries exceeds MAX_PROPAGATION_DEPTH = "
+            f"{MAX_PROPAGATION_DEPTH} or MAX_PROPAGATION_WORK = {MAX_PROPAGATION_WORK} (depth x entries)"
+        )
     if gamma is not None:
         gamma = as_float_array(gamma, "gamma")
         if gamma.shape != (len(kinds),) or np.any((gamma < 0) | (gamma > 1)):
             raise ValueError(f"gamma must have one value in [0, 1] per layer ({len(kinds)}), got {gamma}")
-    h = a + e
-    ratios = [perturbation_ratio(h)]
+    scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(e))))
+    h = a / scale + e / scale if scale > 0 else np.zeros_like(a)
+    ratios = [_ratio(h, -1)]
     for layer, kind in enumerate(kinds, start=1):
         x = _leaky(h, rho)
         mean = x.mean(axis=-1, keepdims=True)
@@ -405,8 +511,11 @@ def propagate_perturbation(alpha, epsilon, kinds, rho=0.01, gamma=None):
             mixed = gamma[layer - 1] * x + (1.0 - gamma[layer - 1]) * mean
         else:
             mixed = x if kind == "I" else np.broadcast_to(mean, x.shape)
-        h = (-1.0 / rho if layer % 2 else 1.0) * mixed
-        ratios.append(perturbation_ratio(h))
+        h = -mixed if layer % 2 else np.array(mixed)  # s_l = -1/rho or 1, up to a positive factor
+        top = float(np.max(np.abs(h)))
+        if top > 0.0:
+            h = np.ldexp(h, -np.frexp(top)[1])  # exact renormalisation to max |h| in [0.5, 1)
+        ratios.append(_ratio(h, -1))
     return np.array(ratios)
 
 
@@ -448,7 +557,7 @@ class SubnetworkCounts:
         return {k: math.log2(getattr(self, k)) for k in ("random", "all_to_all", "one_to_one")}
 
 
-def subnetwork_counts(d, n_layers, include_empty=True) -> SubnetworkCounts:
+def subnetwork_counts(d, n_layers, include_empty: bool = True) -> SubnetworkCounts:
     """Distinct sub-networks obtained by masking neurons (App. F of seed 000); exact integers.
 
     Parameters
@@ -470,14 +579,30 @@ def subnetwork_counts(d, n_layers, include_empty=True) -> SubnetworkCounts:
     Raises
     ------
     ValueError
-        ``d`` or ``n_layers`` < 1, or ``n_layers > 64`` with ``include_empty=False``.
+        ``d`` or ``n_layers`` < 1; ``d * n_layers > MAX_SUBNETWORK_BITS`` (2^23: the counts have
+        about ``d L`` bits and take seconds to compute at the limit; the paper's ``d = 640``,
+        ``L = 10^4`` is inside it); with ``include_empty=False``, ``n_layers > 64`` or
+        ``d * n_layers > MAX_SUBNETWORK_BITS_EXCLUSIVE`` (2^19).
+    TypeError
+        ``include_empty`` not a bool.
     """
+    include_empty = check_bool(include_empty, "include_empty")
     d = check_int(d, "d", 1)
     n_layers = check_int(n_layers, "n_layers", 1)
+    if d * n_layers > MAX_SUBNETWORK_BITS:
+        raise ValueError(
+            f"d * n_layers must be <= {MAX_SUBNETWORK_BITS} (MAX_SUBNETWORK_BITS: the exact counts have "
+            f"about d * n_layers bits), got d = {d}, n_layers = {n_layers}"
+        )
     if include_empty:
         return SubnetworkCounts(d, n_layers, 2 ** (d * n_layers), (d + 1) ** n_layers, math.comb(2**n_layers + d - 1, d), True)
     if n_layers > 64:
         raise ValueError(f"n_layers must be <= 64 when include_empty=False (inclusion-exclusion), got {n_layers}")
+    if d * n_layers > MAX_SUBNETWORK_BITS_EXCLUSIVE:
+        raise ValueError(
+            f"d * n_layers must be <= {MAX_SUBNETWORK_BITS_EXCLUSIVE} (MAX_SUBNETWORK_BITS_EXCLUSIVE) when "
+            f"include_empty=False, got d = {d}, n_layers = {n_layers}"
+        )
     # multisets of d chain masks (subsets of the L layers) covering every layer: inclusion-exclusion
     one = sum((-1) ** k * math.comb(n_layers, k) * math.comb(2 ** (n_layers - k) + d - 1, d) for k in range(n_layers + 1))
     return SubnetworkCounts(d, n_layers, (2**d - 1) ** n_layers, d**n_layers, one, False)
@@ -492,7 +617,8 @@ def permutation_count(widths) -> int:
     Parameters
     ----------
     widths : sequence of int
-        Hidden-layer widths (each >= 1).
+        Hidden-layer widths (each >= 1, in total at most :data:`MAX_PERMUTATION_UNITS`). An empty
+        sequence (no hidden layer) gives 1.
 
     Returns
     -------
@@ -502,9 +628,20 @@ def permutation_count(widths) -> int:
     Raises
     ------
     ValueError
-        A width that is not an integer >= 1.
+        A width that is not an integer >= 1, or ``sum(widths) > MAX_PERMUTATION_UNITS``.
+    TypeError
+        ``widths`` not a sequence (a str, a bare number).
     """
+    if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
+        raise TypeError(f"widths must be a sequence of ints, got {type(widths).__name__}")
+    widths = np.asarray(widths, dtype=object).ravel().tolist() if isinstance(widths, np.ndarray) else list(widths)
     widths = [check_int(n, "widths", 1) for n in widths]
+    total = sum(widths)
+    if total > MAX_PERMUTATION_UNITS:
+        raise ValueError(
+            f"widths must sum to at most {MAX_PERMUTATION_UNITS} (MAX_PERMUTATION_UNITS: prod n_l! is computed "
+            f"exactly), got {total}"
+        )
     out = 1
     for n in widths:
         out *= math.factorial(n)

@@ -113,7 +113,7 @@ def test_phase_diagram_agrees_with_pointwise_fixed_points():
 
 
 def test_propagate_iterates_the_covariance_map():
-    x = gaussian_inputs(3, 50, q=1.0, c=0.3, seed=1)
+    x = gaussian_inputs(3, 50, q=1.0, c=0.3, rng=1)
     cov0 = dense.input_covariance(x, 1.7, 0.1)
     traj = dense.propagate(cov0, "tanh", 1.7, 0.1, 6)
     assert traj.shape == (7, 3, 3) and np.array_equal(traj[0], cov0)

@@ -1,6 +1,5 @@
 """Dense mean field against finite networks at reduced size, and the dense figures' claims."""
 
-import json
 import math
 
 import numpy as np
@@ -25,7 +24,7 @@ def _extrapolated(a, b):
 
 @pytest.mark.parametrize("act,sw,sb", [("tanh", 2.5, 0.05), ("erf", 0.5, 0.05), ("relu", 1.5, 0.1)])
 def test_trajectories_and_gradients_agree_with_finite_networks(act, sw, sb):
-    x = gaussian_inputs(2, 32, q=1.0, c=0.6, seed=5)
+    x = gaussian_inputs(2, 32, q=1.0, c=0.6, rng=5)
     cov0 = dense.input_covariance(x, sw, sb)
     theory = dense.propagate(cov0, act, sw, sb, DEPTH)
     grad = dense.backward_variance(act, sw, sb, DEPTH + 1, float(np.mean(np.diag(cov0))))
@@ -45,7 +44,7 @@ def test_trajectories_and_gradients_agree_with_finite_networks(act, sw, sb):
 
 def test_simulation_detects_a_wrong_theory():
     """The same check rejects the theory of a 20 % smaller sigma_w2 (q^6: 0.73 instead of 1.07)."""
-    x = gaussian_inputs(2, 32, q=1.0, c=0.6, seed=5)
+    x = gaussian_inputs(2, 32, q=1.0, c=0.6, rng=5)
     wrong = dense.propagate(dense.input_covariance(x, 2.0, 0.05), "tanh", 2.0, 0.05, DEPTH)
     sims = [simulate_dense(x, "tanh", 2.5, 0.05, DEPTH, n, N_NETWORKS, seed=11 + n) for n in WIDTHS]
     q, se = _extrapolated(*(s.cov[:, DEPTH, 0, 0] for s in sims))
@@ -53,7 +52,9 @@ def test_simulation_detects_a_wrong_theory():
 
 
 def _load(paths):
-    return json.loads(next(p for p in paths if p.suffix == ".json").read_text())
+    from meanfield.figures import load
+
+    return load(next(p for p in paths if p.suffix == ".json")).data
 
 
 def test_fig_s1_phase_diagram_claims(tmp_path):

@@ -29,7 +29,7 @@ def _channels(draw_in, draw_out):
 @settings(max_examples=25)
 def test_orthogonal_kernel_2d_is_an_isometry(k, a, b, n1, n2, seed):
     c_in, c_out = _channels(a, b)
-    kernel = orthogonal_conv_kernel(k, c_in, c_out, seed=seed)
+    kernel = orthogonal_conv_kernel(k, c_in, c_out, rng=seed)
     assert kernel.shape == (k, k, c_in, c_out)
     sv = np.linalg.svd(conv_matrix(kernel, (n1, n2)), compute_uv=False)
     assert np.max(np.abs(sv - 1.0)) <= ISOMETRY_ATOL
@@ -42,7 +42,7 @@ def test_orthogonal_kernel_2d_is_an_isometry(k, a, b, n1, n2, seed):
 @settings(max_examples=25)
 def test_orthogonal_kernel_1d_is_an_isometry(k, a, b, n, seed):
     c_in, c_out = _channels(a, b)
-    kernel = orthogonal_conv_kernel_1d(k, c_in, c_out, seed=seed)
+    kernel = orthogonal_conv_kernel_1d(k, c_in, c_out, rng=seed)
     assert kernel.shape == (k, c_in, c_out)
     sv = np.linalg.svd(conv_matrix(kernel, n), compute_uv=False)
     assert np.max(np.abs(sv - 1.0)) <= ISOMETRY_ATOL
@@ -60,13 +60,13 @@ def test_norm_preserved_by_periodic_conv(k, c_in, extra, seed):
 
 
 def test_delta_orthogonal_kernels():
-    kernel = delta_orthogonal_kernel(5, 3, 4, seed=1)
+    kernel = delta_orthogonal_kernel(5, 3, 4, rng=1)
     support = np.argwhere(np.any(kernel != 0, axis=(2, 3)))
     assert support.tolist() == [[2, 2]]
     h = kernel[2, 2]
     assert np.allclose(h @ h.T, np.eye(3), atol=ISOMETRY_ATOL)
     assert np.max(np.abs(np.linalg.svd(conv_matrix(kernel, (3, 5)), compute_uv=False) - 1)) <= ISOMETRY_ATOL
-    k1 = delta_orthogonal_kernel_1d(3, 2, 2, seed=1)
+    k1 = delta_orthogonal_kernel_1d(3, 2, 2, rng=1)
     assert np.all(k1[[0, 2]] == 0) and np.allclose(k1[1] @ k1[1].T, np.eye(2))
 
 
@@ -75,16 +75,16 @@ def test_delta_orthogonal_kernels():
 )
 def test_c_in_greater_than_c_out_raises(make):
     with pytest.raises(ValueError, match="c_in must be <= c_out"):
-        make(3, 5, 4, seed=0)
+        make(3, 5, 4, rng=0)
 
 
 def test_seed_reproducibility():
-    assert np.array_equal(orthogonal_conv_kernel(3, 2, 3, seed=7), orthogonal_conv_kernel(3, 2, 3, seed=7))
-    assert not np.array_equal(orthogonal_conv_kernel(3, 2, 3, seed=7), orthogonal_conv_kernel(3, 2, 3, seed=8))
+    assert np.array_equal(orthogonal_conv_kernel(3, 2, 3, rng=7), orthogonal_conv_kernel(3, 2, 3, rng=7))
+    assert not np.array_equal(orthogonal_conv_kernel(3, 2, 3, rng=7), orthogonal_conv_kernel(3, 2, 3, rng=8))
 
 
 def test_symmetric_projection():
-    p = symmetric_projection(7, seed=3)
+    p = symmetric_projection(7, rng=3)
     assert np.allclose(p, p.T, atol=1e-14)
     assert np.allclose(p @ p, p, atol=1e-12)
     assert np.allclose(np.linalg.eigvalsh(p), np.round(np.linalg.eigvalsh(p)), atol=1e-12)

@@ -136,7 +136,7 @@ def test_one_step_is_signsgd_on_the_norms():
     evaluated on the same batch (the first draw of the seeded generator)."""
     rng = np.random.default_rng(5)
     ws = [w[0] for w in _stack((6, 8, 8, 8, 4), 1, rng)]
-    res = metainit(ws, steps=1, lr=0.05, eval_batches=0, seed=11)
+    res = metainit(ws, steps=1, lr=0.05, eval_batches=0, rng=11)
     x, t = M._random_batch(np.random.default_rng(11), 1, 6, 4, 32, "cross_entropy")
     gq, proj = M._gq_and_gradient([w[None] for w in ws], x, t, 0.0, "cross_entropy", 1e-5, False)
     np.testing.assert_allclose(res.norms - res.initial_norms, -0.05 * np.sign(proj[0]), atol=1e-12)
@@ -146,8 +146,8 @@ def test_one_step_is_signsgd_on_the_norms():
 def test_directions_are_kept_and_result_is_deterministic():
     rng = np.random.default_rng(6)
     ws = [w[0] for w in _stack((5, 10, 10, 10, 10, 3), 1, rng)]
-    a = metainit(ws, slope=0.1, steps=40, seed=3)
-    b = metainit(ws, slope=0.1, steps=40, seed=3)
+    a = metainit(ws, slope=0.1, steps=40, rng=3)
+    b = metainit(ws, slope=0.1, steps=40, rng=3)
     assert isinstance(a, MetaInitResult)
     for wa, wb in zip(a.weights, b.weights):
         np.testing.assert_array_equal(wa, wb)
@@ -158,7 +158,7 @@ def test_directions_are_kept_and_result_is_deterministic():
         np.testing.assert_allclose(w1, sign * a.norms[l] * w0 / np.linalg.norm(w0), rtol=1e-12, atol=1e-15)
         assert np.linalg.norm(w1) == pytest.approx(a.norms[l], rel=1e-12)
     # a stack of one network is the same computation as a single network
-    s = metainit([w[None] for w in ws], slope=0.1, steps=40, seed=3)
+    s = metainit([w[None] for w in ws], slope=0.1, steps=40, rng=3)
     np.testing.assert_array_equal(s.weights[2][0], a.weights[2])
     assert s.gq_after[0] == a.gq_after
 
@@ -171,7 +171,7 @@ def test_metainit_lowers_the_gradient_quotient():
     0.8) and median below -0.5 (0.6 decades of margin)."""
     rng = np.random.default_rng(1)
     ws = _stack([10] * 8, 30, rng)
-    res = metainit(ws, steps=60, eval_batches=8, seed=2)
+    res = metainit(ws, steps=60, eval_batches=8, rng=2)
     ratio = np.log10(res.gq_after / res.gq_before)
     assert np.mean(ratio < 0) >= 0.6
     assert np.median(ratio) < -0.5

@@ -46,8 +46,8 @@ def test_zero_expanding_layer_power_of_two_is_scaled_isometry(n_out, n_in):
 
 
 def test_zero_star_only_first_layer_random():
-    a = zero_star_network([64, 10, 10, 20], seed=1)
-    b = zero_star_network([64, 10, 10, 20], seed=2)
+    a = zero_star_network([64, 10, 10, 20], rng=1)
+    b = zero_star_network([64, 10, 10, 20], rng=2)
     z = zero_network([64, 10, 10, 20])
     assert not np.allclose(a[0], b[0])
     w2 = a[0].ravel() ** 2  # 640 i.i.d. entries of variance 1 / w_0 = 1 / 64 (Sec. A of part 3)

@@ -13,6 +13,8 @@ from meanfield import kurtosis as K
 from meanfield.init import dense_weights
 from meanfield.validation._kurtosis_networks import INPUT_MOMENTS, layer_moments, nonzero_fraction
 
+#: float64 machine epsilon (rounding bounds of sums: n terms -> n * EPS relative).
+EPS = float(np.finfo(np.float64).eps)
 #: Standard errors allowed in Monte-Carlo checks (two-sided 1e-5 per check).
 Z = 4.5
 #: Relative tolerance of products of <= 30 matrices with entries O(1) in float64 (each product
@@ -172,7 +174,7 @@ def test_gap_accurate_at_large_width(w):
 def test_kurtosis_grows_without_bound_for_bounded_widths(ws, a, kw):
     widths = (ws * (10_000 // len(ws) + 1))[:10_000]
     res = K.propagate(3.0, 0.0, widths, a, kw)
-    assert np.all(np.isfinite(res.log_kappa)) and not np.isnan(res.c).any()
+    assert np.all(np.isfinite(res.log_kappa)) and np.all(np.isfinite(res.c_scaled))
     rho_min = min(K.spectral_radius(w, a, kw) for w in set(ws))
     # kappa_d >= const * rho_min^d: over 10^4 layers at least a fraction of log rho_min per layer
     assert res.log_kappa[-1] > 0.5 * 10_000 * math.log(rho_min)
@@ -185,10 +187,16 @@ def test_depth_1e4_width_1e5_no_overflow():
     # lambda_max = 1 + 5 / w for Gaussian ReLU (det = 0): kappa_d ~ const * (1 + 5e-5)^d
     assert res.log_kappa[-1] - res.log_kappa[-2] == pytest.approx(math.log1p(5e-5), rel=1e-3)
     big = K.propagate(3.0, 0.0, [2] * 10**4)
-    assert math.isinf(big.kappa[-1]) and math.isfinite(big.log_kappa[-1])
+    assert math.isfinite(big.log_kappa[-1])
     assert big.log_kappa[-1] == pytest.approx(10**4 * math.log(3.5), rel=1e-3)  # rho(A_2) = 3.5
+    for attr in ("kappa", "c"):  # beyond float64: an error that names the log-scale fields, never inf
+        with pytest.raises(ValueError, match="log_kappa|log_scale"):
+            getattr(big, attr)
     p = K.product([2] * 10**4)
-    assert math.isinf(p.alpha) and math.isfinite(p.log_alpha) and not np.isnan(p.matrix).any()
+    assert math.isfinite(p.log_alpha) and np.all(np.isfinite(p.scaled))
+    for attr in ("alpha", "matrix"):
+        with pytest.raises(ValueError, match="log"):
+            getattr(p, attr)
 
 
 def _kappa_gaussian_relu_closed_form(w, d, kappa0=3.0, c0=0.0):
@@ -256,7 +264,7 @@ KURT_ROUND = 1e-12
 
 @pytest.mark.parametrize("law", ["gaussian", "uniform", "rademacher"])
 def test_weight_kurtosis_matches_sampled_weights(law):
-    w = dense_weights(400, 500, 2.0, law, seed=5).ravel()  # i.i.d. entries
+    w = dense_weights(400, 500, 2.0, law, rng=5).ravel()  # i.i.d. entries
     k, se = _kurtosis_and_se(w)
     assert abs(k - K.weight_kurtosis(law)) <= Z * se + KURT_ROUND
 
@@ -334,8 +342,11 @@ def test_gaussian_sample_variance_is_chi_square():
 
 
 def test_vanishing_empirical_variance_as_kurtosis_grows():
-    probs = [K.empirical_variance_distribution(k, 1000).prob_below(1e-3) for k in (3.0, 1e2, 1e4, 1e6, 1e8)]
-    assert np.all(np.diff(probs) > 0) and probs[0] < 1e-10 and probs[-1] > 0.9
+    logp = [K.empirical_variance_distribution(k, 1000).log_prob_below(1e-3) for k in (3.0, 1e2, 1e4, 1e6, 1e8)]
+    assert np.all(np.diff(logp) > 0) and logp[0] < math.log(1e-10) and logp[-1] > math.log(0.9)
+    assert math.isfinite(logp[0])  # P ~ 1e-1600 for kappa = 3: on the log scale, not a silent 0
+    with pytest.raises(ValueError, match="log_prob_below"):
+        K.empirical_variance_distribution(3.0, 1000).prob_below(1e-3)
     q = K.empirical_variance_distribution(1e4, 100).quantile([0.9, 0.99, 0.999])
     assert np.all(np.diff(q) > 0)
 
@@ -345,7 +356,11 @@ def test_vanishing_empirical_variance_as_kurtosis_grows():
 
 def test_prop_b1_width_one():
     np.testing.assert_allclose(K.nonzero_probability([1] * 10), 0.5 ** np.arange(11), rtol=1e-14)
-    assert K.nonzero_probability([1] * 2000)[-1] == 0.0 or K.nonzero_probability([1] * 2000)[-1] < 1e-300
+    # 2^-2000 is below float64: log=True carries it, log=False refuses instead of returning 0
+    # cumsum of d log1p terms: rounding <= d * eps relative
+    np.testing.assert_allclose(K.nonzero_probability([1] * 2000, log=True), -np.arange(2001) * math.log(2.0), rtol=2000 * EPS)
+    with pytest.raises(ValueError, match="log=True"):
+        K.nonzero_probability([1] * 2000)
 
 
 @pytest.mark.parametrize("law", ["gaussian", "uniform", "orthogonal"])

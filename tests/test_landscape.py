@@ -1,7 +1,9 @@
 """Tests of meanfield.landscape (Orhan 2017, seed 004)."""
 
-import itertools
+import contextlib
 import math
+import signal
+import time
 
 import numpy as np
 import pytest
@@ -25,7 +27,7 @@ ARCHS = list(L.ARCHITECTURES)
 
 @pytest.fixture(scope="module")
 def task():
-    return L.regression_task(grid_size=4, seed=3)
+    return L.regression_task(grid_size=4, rng=3)
 
 
 # ------------------------------------------------------------------ enumerator vs brute force
@@ -106,7 +108,7 @@ def test_forward_binary_matches_paper_equations():
 @settings(max_examples=12)
 def test_every_neighbour_pair_is_better_worse_or_tied(arch, seed, n_layers):
     """Each unordered neighbour pair is counted once as 'better' (from the worse side) or twice as tied."""
-    t = L.regression_task(3, seed=seed)
+    t = L.regression_task(3, rng=seed)
     r = L.binary_landscape(arch, t.inputs, t.targets, n_layers=n_layers)
     n_pairs = r.n_params * r.n_configurations // 2
     assert int(r.n_better.sum()) + int(r.n_equal.sum()) // 2 == n_pairs
@@ -201,10 +203,10 @@ def test_landscape_errors(task):
 
 
 def test_regression_task_seeded():
-    a, b = L.regression_task(5, seed=4), L.regression_task(5, seed=4)
+    a, b = L.regression_task(5, rng=4), L.regression_task(5, rng=4)
     np.testing.assert_array_equal(a.targets, b.targets)
     assert a.inputs.shape == (25, 2)
-    assert not np.array_equal(a.targets, L.regression_task(5, seed=5).targets)
+    assert not np.array_equal(a.targets, L.regression_task(5, rng=5).targets)
 
 
 # ------------------------------------------------------------------ three-layer linear dynamics
@@ -404,7 +406,7 @@ def test_fig6b_ten_layers_ordering():
 
 @pytest.mark.parametrize("k", [16, 8, 4, 2, 1])
 def test_folded_orthogonal(k):
-    m = L.folded_orthogonal(16, k, seed=0)
+    m = L.folded_orthogonal(16, k, rng=0)
     assert np.linalg.matrix_rank(m) == k
     np.testing.assert_allclose(m[:, :k].T @ m[:, :k], np.eye(k), atol=1e-12)
     np.testing.assert_array_equal(m[:, k:], m[:, np.arange(k, 16) % k])
@@ -415,7 +417,7 @@ def test_folded_orthogonal(k):
 @given(n=st.integers(1, 12), tau=st.floats(0, 0.6), seed=st.integers(0, 100))
 @settings(max_examples=30)
 def test_controlled_skip_matrix_spectra(n, tau, seed):
-    m = L.controlled_skip_matrix(n, tau, seed=seed)
+    m = L.controlled_skip_matrix(n, tau, rng=seed)
     np.testing.assert_allclose(np.abs(np.linalg.eigvals(m)), 1.0, atol=1e-6)
     gram = np.sort(np.linalg.eigvalsh(m.T @ m))[::-1]
     np.testing.assert_allclose(gram / gram[0], L.column_covariance_spectrum(n, tau), rtol=1e-8, atol=1e-12)
@@ -423,12 +425,12 @@ def test_controlled_skip_matrix_spectra(n, tau, seed):
 
 
 def test_controlled_skip_matrix_tau_zero_is_orthogonal():
-    m = L.controlled_skip_matrix(10, 0.0, seed=1)
+    m = L.controlled_skip_matrix(10, 0.0, rng=1)
     np.testing.assert_allclose(m.T @ m, np.eye(10), atol=1e-12)
 
 
 def test_supp4_recipe_eigenvalues_on_unit_circle():
-    m = L.supp4_skip_matrix(8, 0.5, seed=2)
+    m = L.supp4_skip_matrix(8, 0.5, rng=2)
     np.testing.assert_allclose(np.abs(np.linalg.eigvals(m)), 1.0, atol=1e-8)
 
 
@@ -479,21 +481,20 @@ def test_validation_landscape_rows_pass():
 
 
 def test_figures_orhan2017(tmp_path):
-    import json
-
-    from meanfield.figures import orhan2017
+    from meanfield.figures import load, orhan2017
 
     assert set(orhan2017.FIGURES) >= {"fig_4", "fig_5", "fig_6"}
     paths = orhan2017.fig_4(tmp_path)
-    data = json.loads(paths[1].read_text())["architectures"]
-    minima = [data[a]["n_local_minima"] for a in ("plain", "path_residual", "residual", "hyper_residual")]
-    assert minima == sorted(minima, reverse=True)
+    fd = load(paths[1])
+    minima = dict(zip(fd["architecture"], fd["n_local_minima"]))
+    assert [minima[a] for a in ("plain", "path_residual", "residual", "hyper_residual")] == sorted(minima.values(), reverse=True)
     for name in ("fig_5", "fig_6"):
         for p in orhan2017.FIGURES[name](tmp_path):
             assert p.exists() and p.stat().st_size > 0
-    fig6 = json.loads((tmp_path / "orhan2017_fig_6.json").read_text())
-    assert fig6["residual"]["saddle"] == [-1.0, -1.0]
-    assert fig6["hyper_residual"]["saddle"] == [-1.0, -2.0]
+    fig6 = load(tmp_path / "orhan2017_fig_6.json")
+    saddles = dict(zip(fig6["architecture"], fig6["saddle"].tolist()))
+    assert saddles["residual"] == [-1.0, -1.0]
+    assert saddles["hyper_residual"] == [-1.0, -2.0]
 
 
 def test_argument_errors_name_the_argument():
@@ -518,3 +519,337 @@ def test_rescaling_deviation_refuses_undefined_ratios():
         L.rescaling_deviation("plain", np.ones((4, 2)), ws, 0, 2)
     with pytest.raises(ValueError, match="overflows"):
         L.rescaling_deviation("plain", np.full((4, 2), 1e300), [1e10 * np.eye(2)] * 3, 0, 2)
+
+
+# ------------------------------------------------------------------ trust: argument validation and bounded time
+
+#: Wall-clock limit for calls that used to hang: the flows abandon after MAX_FLOW_EVALUATIONS
+#: right-hand sides, lowered to 20 000 in these tests (about 0.4 s of LSODA on one core).
+HANG_LIMIT_S = 20.0
+TEST_FLOW_EVALUATIONS = 20_000
+
+
+@contextlib.contextmanager
+def deadline(seconds=HANG_LIMIT_S):
+    """Fail (instead of hanging) when the body runs longer than ``seconds``."""
+
+    def _alarm(*_):
+        raise TimeoutError(f"no return within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture
+def small_flow_budget(monkeypatch):
+    monkeypatch.setattr(L, "MAX_FLOW_EVALUATIONS", TEST_FLOW_EVALUATIONS, raising=False)
+
+
+NOT_BOOLS = ["yes", None, np.nan, [True], 1]
+
+
+@pytest.mark.parametrize("flag", NOT_BOOLS)
+def test_bool_flags_must_be_bool(task, flag):
+    with pytest.raises(TypeError, match="output_bias_bit"):
+        L.n_binary_parameters(7, 2, flag)
+    with pytest.raises(TypeError, match="output_bias_bit"):
+        L.decode_configuration(0, 7, 2, flag)
+    with pytest.raises(TypeError, match="output_bias_bit"):
+        L.binary_landscape("plain", task.inputs, task.targets, n_layers=3, output_bias_bit=flag)
+    a = np.full((2, 2), 0.1)
+    with pytest.raises(TypeError, match="printed"):
+        L.three_layer_gradient_field(a, a, [1.0, 2.0], printed=flag)
+    with pytest.raises(TypeError, match="printed"):
+        L.three_layer_flow(a, a, [1.0, 2.0], [0.0, 1.0], printed=flag)
+    assert L.n_binary_parameters(7, 2, np.bool_(True)) == 23
+
+
+def test_complex_input_is_a_type_error(task):
+    a = np.full((2, 2), 0.1)
+    c = a + 1j
+    s = np.array([1.0, 2.0])
+    calls = {
+        "inputs": lambda: L.forward_binary("plain", task.inputs + 1j, [np.eye(2)], [1.0, 1.0]),
+        "w_out": lambda: L.forward_binary("plain", task.inputs, [np.eye(2)], np.array([1.0, 1.0]) + 1j),
+        "output_bias": lambda: L.forward_binary("plain", task.inputs, [np.eye(2)], [1.0, 1.0], 1 + 1j),
+        "targets": lambda: L.binary_landscape("plain", task.inputs, task.targets + 1j, n_layers=3),
+        "a": lambda: L.three_layer_energy(c, a, s),
+        "b": lambda: L.three_layer_hessian(a, c, s),
+        "s": lambda: L.three_layer_gradient_field(a, a, s + 1j),
+        "a0": lambda: L.three_layer_flow(c, a, s, [0.0, 1.0]),
+        "t": lambda: L.mode_flow([0.1, 0.2], 1.0, np.array([0.0, 1.0]) + 1j),
+        "a ": lambda: L.mode_energy(np.array([0.1, 0.2]) + 1j, 1.0),
+        "s ": lambda: L.mode_gradient([0.1, 0.2], 1 + 1j),
+        "a  ": lambda: L.mode_hessian(np.array([0.1, 0.2]) + 1j, 1.0),
+        "x": lambda: L.skip_network("plain", np.ones((2, 2)) + 1j, [np.eye(2)]),
+        "x ": lambda: L.rescaling_deviation("residual", np.ones((2, 2)) + 1j, [np.eye(2)] * 3, 0, 1),
+        "tau": lambda: L.controlled_skip_matrix(4, 0.1 + 1j),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=name.strip()):
+            call()
+
+
+@pytest.mark.parametrize(
+    "biases",
+    [0.0, np.nan, np.inf, -1, 1e300, True, np.array([]), np.zeros((3, 2)), np.full((2, 2), np.nan)],
+)
+def test_forward_binary_rejects_bad_biases(biases):
+    """Fuzz: biases=0.0 (and every scalar) raised IndexError; NaN rows passed through."""
+    x = np.array([[0.3, -0.7], [1.0, 0.5]])
+    with pytest.raises((ValueError, TypeError), match="biases"):
+        L.forward_binary("residual", x, [np.ones((2, 2))], np.ones(2), 0.0, biases)
+
+
+def test_forward_binary_rejects_bad_inputs_and_weights():
+    x = np.array([[0.3, -0.7], [1.0, 0.5]])
+    w = [np.array([[1.0, -1.0], [-1.0, 1.0]])]
+    for bad, name in [(None, "inputs"), (np.array([]), "inputs"), (1.0, "inputs"), (np.array([[np.nan, 1.0]]), "inputs"),
+                      (np.array([[np.inf, 1.0]]), "inputs")]:
+        with pytest.raises((ValueError, TypeError), match=name):
+            L.forward_binary("plain", bad, w, np.ones(2))
+    for mats in ([np.full((2, 2), np.nan)], [np.full((2, 2), np.inf)], [np.ones((3, 3))], "abc", None):
+        with pytest.raises((ValueError, TypeError), match="mats"):
+            L.forward_binary("plain", x, mats, np.ones(2))
+    for w_out in (np.array([np.nan, 1.0]), np.array([np.inf, 1.0]), np.ones(3)):
+        with pytest.raises(ValueError, match="w_out"):
+            L.forward_binary("plain", x, w, w_out)
+    for ob in (np.nan, np.inf, -np.inf, np.float64(np.nan)):
+        with pytest.raises(ValueError, match="output_bias"):
+            L.forward_binary("plain", x, w, np.ones(2), ob)
+    with pytest.raises(ValueError, match="overflow"):
+        L.forward_binary("plain", np.full((2, 2), 1e308), [np.ones((2, 2))] * 3, np.ones(2))
+    with pytest.raises(TypeError, match="architecture"):
+        L.forward_binary(["plain"], x, w, np.ones(2))
+
+
+def test_binary_landscape_refuses_overflowing_losses(task):
+    for inputs, targets in ((task.inputs * 1e300, task.targets), (task.inputs, task.targets * 1e300)):
+        with pytest.raises(ValueError, match="overflow"):
+            L.binary_landscape("plain", inputs, targets, n_layers=3)
+    with pytest.raises(ValueError, match="rtol"):
+        L.binary_landscape("plain", task.inputs, task.targets, n_layers=3, rtol=np.nan)
+
+
+def test_decode_configuration_is_exact_and_bounded():
+    """Bits of c against Python's own binary expansion; absurd sizes are refused at once."""
+    rng = np.random.default_rng(0)
+    for n_layers, width, bit in ((7, 2, False), (7, 2, True), (3, 5, True), (40, 7, False)):
+        n = L.n_binary_parameters(n_layers, width, bit)
+        for c in [0, 2**n - 1, *(int(v) for v in rng.integers(0, 2**min(n, 62), 5))]:
+            mats, w, b = L.decode_configuration(c, n_layers, width, bit)
+            params = np.concatenate([m.ravel() for m in mats] + [w] + ([np.array([b])] if bit else []))
+            expected = [1.0 if ch == "1" else -1.0 for ch in format(c, f"0{n}b")]
+            np.testing.assert_array_equal(params, expected)
+        with pytest.raises(ValueError, match="c must be"):
+            L.decode_configuration(2**n, n_layers, width, bit)
+    start = time.perf_counter()
+    for kwargs in (dict(width=10**12), dict(n_layers=10**12), dict(width=2**64), dict(n_layers=1e300), dict(width=1e300)):
+        with deadline(), pytest.raises(ValueError, match="MAX_DECODE_PARAMETERS"):
+            L.decode_configuration(0, **kwargs)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_mode_functions_refuse_overflow_instead_of_raising_foreign_errors():
+    """Fuzz: mode_energy(a, 1e300) raised OverflowError (the energy is 5e599)."""
+    with pytest.raises(ValueError, match="overflows double precision"):
+        L.mode_energy([0.1, 0.2], 1e300)
+    # just inside the range: E = s^2 / 2 at a product of 0.02 (relative effect 1e-152)
+    assert L.mode_energy([0.1, 0.2], 1e154) == pytest.approx(0.5e308, rel=1e-15)
+    # gradient and Hessian at s = 1e300 are representable: -(s - u) prod_except, g g^T - (s - u) K
+    np.testing.assert_allclose(L.mode_gradient([0.1, 0.2], 1e300), [-0.2e300, -0.1e300], rtol=1e-15)
+    np.testing.assert_allclose(L.mode_hessian([0.1, 0.2], 1e300), [[0.04, -1e300], [-1e300, 0.01]], rtol=1e-15)
+    for f in (L.mode_gradient, L.mode_hessian):
+        with pytest.raises(ValueError, match="overflows double precision"):
+            f([1e10, 1e10, 1e10], 1e308)
+
+
+def test_mode_hessian_entries_exact_at_zeros_and_large_n():
+    """H = g g^T - (s - u) K with K_ik = prod_{l != i,k} x_l, against a direct product per entry."""
+    rng = np.random.default_rng(3)
+    for a in (np.array([0.0, -1.0, 0.5, 2.0]) - 1, rng.uniform(-0.5, 0.5, 40)):
+        x = a + 1
+        n = x.size
+        s = 1.7
+        u = math.prod(x)
+        expected = np.empty((n, n))
+        for i in range(n):
+            for k in range(n):
+                rest = [x[l] for l in range(n) if l not in (i, k)]
+                if i == k:
+                    expected[i, i] = math.prod(rest) ** 2
+                else:
+                    expected[i, k] = (2 * u - s) * math.prod(rest)
+        h = L.mode_hessian(a, s, "residual")
+        np.testing.assert_allclose(h, expected, rtol=1e-12, atol=1e-300)
+        assert np.array_equal(h, h.T)
+
+
+@pytest.mark.parametrize("t_scale", [1e-300, 1e-200, 1e300])
+def test_mode_flow_extreme_times_raise_in_bounded_time(small_flow_budget, t_scale):
+    """Fuzz: t = x1e-300 hung; t = x1e300 returned NaN."""
+    t = np.linspace(0, 5, 11) * t_scale
+    with deadline(), pytest.raises(ValueError, match="t"):
+        L.mode_flow([0.1, 0.2], 2.0, t)
+
+
+def test_mode_flow_huge_target_raises_in_bounded_time(small_flow_budget):
+    """Fuzz: s = 1e300 hung (its energy is not representable); s = 1e100 returned NaN."""
+    t = np.linspace(0, 5, 11)
+    for s in (1e300, 1e100):
+        with deadline(), pytest.raises(ValueError, match="overflow|t"):
+            L.mode_flow([0.1, 0.2], s, t)
+
+
+@pytest.mark.parametrize("name,value", [("rtol", np.nan), ("rtol", np.inf), ("rtol", -np.inf), ("rtol", -1), ("rtol", -1e-3),
+                                        ("rtol", 0.0), ("rtol", np.array([])), ("atol", np.nan), ("atol", np.inf), ("atol", 0.0)])
+def test_flow_tolerances_are_validated(name, value):
+    a = np.full((2, 2), 0.1)
+    t = np.linspace(0, 1, 5)
+    with pytest.raises((ValueError, TypeError), match=name):
+        L.mode_flow([0.1, 0.2], 2.0, t, **{name: value})
+    with pytest.raises((ValueError, TypeError), match=name):
+        L.three_layer_flow(a, a, [3.0, 1.5], t, **{name: value})
+
+
+@pytest.mark.parametrize("t_scale,s_scale", [(1e-300, 1.0), (1e300, 1.0), (1.0, 1e300), (1.0, 1e150)])
+def test_three_layer_flow_extreme_scales_raise_in_bounded_time(small_flow_budget, t_scale, s_scale):
+    """Fuzz: t = x1e-300 and s = x1e300 hung; t = x1e300 raised RuntimeError."""
+    a = np.full((2, 2), 0.1)
+    with deadline(), pytest.raises(ValueError, match="t|overflow"):
+        L.three_layer_flow(a, a, np.array([3.0, 1.5]) * s_scale, np.linspace(0, 5, 11) * t_scale)
+
+
+def test_three_layer_functions_refuse_overflow():
+    a = np.full((2, 2), 0.1)
+    s = np.array([3.0, 1.5])
+    for args in ((a * 1e300, a, s), (a, a * 1e300, s), (a * 1e160, a * 1e160, s)):
+        for f in (L.three_layer_energy, L.three_layer_gradient_field, L.three_layer_hessian):
+            with pytest.raises(ValueError, match="overflow"):
+                f(*args)
+    with pytest.raises(ValueError, match="overflow"):
+        L.three_layer_energy(a, a, s * 1e300)  # E ~ 5e600
+    da, db = L.three_layer_gradient_field(a, a, s * 1e300)  # ~ 0.1 * 3e300: representable
+    np.testing.assert_allclose(da, a @ np.diag(s * 1e300), rtol=1e-15)
+
+
+def test_three_layer_energy_scales_as_fourth_power():
+    """E(k a, k b, k^2 s) = k^4 E(a, b, s) up to the largest representable k (no premature overflow)."""
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
+    s = np.array([2.0, 0.5])
+    e = L.three_layer_energy(a, b, s)
+    for k in (1e-70, 1e70, 1e75):
+        assert L.three_layer_energy(k * a, k * b, k * k * s) == pytest.approx(k**4 * e, rel=1e-13)
+
+
+def test_skip_matrices_refuse_tau_beyond_double_precision():
+    """Fuzz: controlled_skip_matrix(5, 1e300) returned inf/NaN; supp4_skip_matrix raised LinAlgError."""
+    for f in (L.controlled_skip_matrix, L.supp4_skip_matrix):
+        for tau in (1e300, L.MAX_TAU_SPREAD / 4 * 1.01):
+            with pytest.raises(ValueError, match="MAX_TAU_SPREAD"):
+                f(5, tau, rng=0)
+        m = f(5, L.MAX_TAU_SPREAD / 4, rng=0)  # at the limit: finite and on the unit circle
+        assert np.all(np.isfinite(m))
+        # eigenvalue error <= n eps ||M|| kappa(eigenvectors) <= n eps exp(tau (n - 1)) = 1.1e-2
+        tol = 5 * np.finfo(float).eps * math.exp(L.MAX_TAU_SPREAD)
+        np.testing.assert_allclose(np.abs(np.linalg.eigvals(m)), 1.0, atol=tol)
+    for n in (0, L.MAX_SKIP_SIZE + 1, 10**12):
+        with pytest.raises(ValueError, match="n must be"):
+            L.controlled_skip_matrix(n, 0.0)
+        with pytest.raises(ValueError, match="n must be"):
+            L.folded_orthogonal(n, 1)
+
+
+def test_column_covariance_spectrum_log_scale():
+    np.testing.assert_array_equal(L.column_covariance_spectrum(4, 2.0, log=True), [0.0, -2.0, -4.0, -6.0])
+    np.testing.assert_allclose(L.column_covariance_spectrum(4, 2.0), np.exp([0.0, -2.0, -4.0, -6.0]), rtol=1e-15)
+    with pytest.raises(ValueError, match="log=True"):
+        L.column_covariance_spectrum(5, 1e300)
+    assert L.column_covariance_spectrum(5, 1e300, log=True)[-1] == -4e300
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda rng: L.regression_task(4, rng=rng).targets,
+        lambda rng: L.folded_orthogonal(8, 2, rng=rng),
+        lambda rng: L.controlled_skip_matrix(6, 0.3, rng=rng),
+        lambda rng: L.supp4_skip_matrix(6, 0.3, rng=rng),
+    ],
+)
+def test_rng_rule(f):
+    """Fuzz: regression_task(seed=Generator) raised. rng=7 must equal default_rng(7); None works."""
+    np.testing.assert_array_equal(f(7), f(np.random.default_rng(7)))
+    assert not np.array_equal(f(7), f(8))
+    assert np.all(np.isfinite(f(None)))
+    for bad in (1.5, "7", True, -1):
+        with pytest.raises((TypeError, ValueError), match="rng"):
+            f(bad)
+
+
+def test_regression_task_records_its_seed_and_draw_order():
+    task = L.regression_task(3, extent=2.0, n_components=4, rng=11)
+    assert task.seed == 11 and L.regression_task(3, rng=np.random.default_rng(11)).seed is None
+    g = np.random.default_rng(11)  # the documented draw order, by hand
+    omega = g.normal(0.0, math.pi / 2.0, size=(4, 2))
+    phi = g.uniform(0.0, 2 * math.pi, size=4)
+    alpha = g.normal(0.0, math.sqrt(2.0 / 4), size=4)
+    np.testing.assert_array_equal(task.frequencies, omega)
+    np.testing.assert_allclose(task.targets, np.cos(task.inputs @ omega.T + phi) @ alpha, rtol=1e-14)
+    with pytest.raises(TypeError):
+        L.regression_task(3, seed=1)  # the old keyword is gone
+    for extent in (0.0, -1.0, np.nan, np.inf, 1e308):
+        with pytest.raises(ValueError, match="extent"):
+            L.regression_task(3, extent=extent, rng=0)
+
+
+def test_permutation_counts_sizes_are_bounded():
+    """Fuzz: n = 1e300 / 2**64 raised OverflowError, n = 10**12 hung."""
+    for n in (1e300, 2**64, 10**12, L.MAX_FACTORIAL_ARGUMENT + 1):
+        with deadline(), pytest.raises(ValueError, match="MAX_FACTORIAL_ARGUMENT|n must be"):
+            L.permutation_counts(n, 1)
+
+
+def test_skip_network_and_rescaling_deviation_validation():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 3))
+    ws = [rng.normal(0, 0.5, (3, 3)) for _ in range(4)]
+    with pytest.raises(ValueError, match="overflow"):
+        L.skip_network("residual", x, [w * 1e300 for w in ws])
+    with pytest.raises((TypeError, ValueError), match="weights"):
+        L.rescaling_deviation("residual", x, "abc", 0, 1)
+    with pytest.raises((TypeError, ValueError), match="biases"):
+        L.rescaling_deviation("residual", x, ws, 0, 1, biases=np.array([]))
+    with pytest.raises((TypeError, ValueError), match="biases"):
+        L.skip_network("residual", x, ws, biases=[np.zeros(3)] * 3)
+    # fuzz: x = x1e300 gave NaN (the norm of F overflowed); zero-bias nets are homogeneous in x
+    assert L.rescaling_deviation("residual", x * 1e300, ws, 0, 2) == pytest.approx(
+        L.rescaling_deviation("residual", x, ws, 0, 2), rel=1e-12
+    )
+    with pytest.raises(ValueError, match="overflow"):
+        L.rescaling_deviation("residual", x * 1e300, [w * 1e10 for w in ws], 0, 2)
+    for g in (1e300, 1e-300):
+        try:
+            r = L.rescaling_deviation("residual", x, ws, 0, 2, g=g)
+        except ValueError as exc:
+            assert "g" in str(exc)
+        else:
+            assert math.isfinite(r)
+
+
+def test_rescaling_deviation_without_intermediate_overflow():
+    """||F' - F|| / ||F|| is invariant to a common scale of x and the biases (the nets are positively
+    homogeneous): the scaled norms must give the same ratio at 1e200, where the naive norm overflows."""
+    rng = np.random.default_rng(1)
+    x = np.abs(rng.normal(size=(8, 4)))
+    ws = [rng.normal(0, 0.5, (4, 4)) for _ in range(4)]
+    bs = [rng.normal(0, 0.1, 4) for _ in range(4)]
+    base = L.rescaling_deviation("residual", x, ws, 0, 2, 10.0, bs)
+    big = L.rescaling_deviation("residual", x * 1e200, ws, 0, 2, 10.0, [b * 1e200 for b in bs])
+    assert big == pytest.approx(base, rel=1e-12)

@@ -45,3 +45,26 @@ def test_theory_layer_imports_nothing_above_it():
                 if n.split(".")[:2] in (["meanfield", "validation"], ["meanfield", "figures"]) or n.split(".")[0] in {"validation", "figures"}:
                     offenders.append(f"{path.relative_to(ROOT)}: {n}")
     assert offenders == []
+
+
+def test_every_package_folder_is_installed():
+    """Each folder with an __init__.py under the three roots is listed in pyproject's packages."""
+    import tomllib
+
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(cfg["packages"])
+    roots = {src: pkg for pkg, src in cfg["package-dir"].items()}
+    found = set()
+    for src, pkg in roots.items():
+        for init in (ROOT / src).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / src).parts
+            found.add(".".join((pkg, *rel)))
+    assert found <= listed, f"not installed: {sorted(found - listed)}"
+
+
+def test_version_has_one_source():
+    import meanfield
+    from meanfield._version import __version__
+
+    assert meanfield.__version__ == __version__
+    assert "version =" not in (ROOT / "pyproject.toml").read_text().split("[project]")[1].split("[")[0]

@@ -96,12 +96,12 @@ def test_replicated_identity_closed_form(n_in, p, k):
 
 @given(n=st.integers(2, 12), seed=st.integers(0, 1000))
 def test_orthogonal_and_delta_orthogonal_are_uncorrelated(n, seed):
-    u = init.haar_orthogonal(n, n, seed=seed)
+    u = init.haar_orthogonal(n, n, rng=seed)
     for w in (u, init.delta_kernel((3, 3))[..., None, None] * u):
         assert abs(symmetry.forward_correlation(w)) < EXACT
         assert abs(symmetry.backward_correlation(w)) < EXACT
     # looks-linear delta-orthogonal (eq. 8): rows i and i + n pair with cosine -1, others 0
-    ll = init.looks_linear_delta_orthogonal(2 * n, seed=seed)
+    ll = init.looks_linear_delta_orthogonal(2 * n, rng=seed)
     assert symmetry.forward_correlation(ll) == pytest.approx(-1.0 / (2 * n - 1), abs=EXACT)
 
 
@@ -226,7 +226,7 @@ def test_constnet_initialisation_structure(widths, b):
 def test_looks_linear_delta_orthogonal_rotates_pre_activations(half, seed):
     """Eq. 9: relu then W maps [a, -a] to [U a, -U a], hence diag(U, U) on pre-activations."""
     n = 2 * half
-    w = init.looks_linear_delta_orthogonal(n, kernel_shape=(3,), seed=seed)
+    w = init.looks_linear_delta_orthogonal(n, kernel_shape=(3,), rng=seed)
     m = w[1]
     u = m[:half, :half]
     assert np.allclose(u @ u.T, np.eye(half), atol=EXACT)
@@ -295,3 +295,185 @@ def test_depth_ten_thousand_and_width_hundred_thousand_stay_finite():
     assert abs(symmetry.forward_correlation(w)) < 1e-3  # (|sum u|^2 - m) / m^2 of 1e5 random unit rows is ~ 1/m = 1e-5
     assert abs(symmetry.backward_correlation(w.T * 1e300 * 1e100)) <= 1.0
     assert symmetry.effective_width(0.5, 100_000) == pytest.approx(1 + 99_999 * math.sqrt(0.75))
+
+
+# --- trust: argument validation, bounded sizes ---------------------------------------------
+
+import contextlib  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+
+#: Wall-clock limit for calls that used to hang (the refusals take microseconds).
+HANG_LIMIT_S = 10.0
+
+
+@contextlib.contextmanager
+def deadline(seconds=HANG_LIMIT_S):
+    """Fail (instead of hanging) when the body runs longer than ``seconds``."""
+
+    def _alarm(*_):
+        raise TimeoutError(f"no return within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+NOT_BOOLS = ["yes", None, np.nan, [True], 1]
+CORRELATIONS = [symmetry.forward_correlation, symmetry.backward_correlation, symmetry.total_correlation]
+
+
+@pytest.mark.parametrize("flag", NOT_BOOLS)
+def test_complement_and_include_empty_must_be_bool(flag):
+    w = np.random.default_rng(0).standard_normal((3, 4))
+    for f in CORRELATIONS + [symmetry.pairwise_mean_cosine]:
+        with pytest.raises(TypeError, match="complement"):
+            f(w, complement=flag)
+        assert f(w, complement=np.bool_(True)) == pytest.approx(1.0 - f(w), abs=EXACT)
+    with pytest.raises(TypeError, match="include_empty"):
+        symmetry.subnetwork_counts(2, 2, include_empty=flag)
+
+
+def test_complex_input_is_a_type_error():
+    w = np.ones((3, 3)) + 1j
+    for f in CORRELATIONS:
+        with pytest.raises(TypeError, match="W must be real"):
+            f(w)
+    with pytest.raises(TypeError, match="vectors"):
+        symmetry.pairwise_mean_cosine(w)
+    with pytest.raises(TypeError, match="a must be real"):
+        symmetry.perturbation_ratio(w)
+    with pytest.raises(TypeError, match="alpha"):
+        symmetry.propagate_perturbation(w, np.zeros((3, 3)), ["I"])
+    with pytest.raises(TypeError, match="epsilon"):
+        symmetry.propagate_perturbation(np.ones((3, 3)), w, ["I"])
+    with pytest.raises(TypeError, match="rho"):
+        symmetry.propagate_perturbation(np.ones((3, 3)), np.zeros((3, 3)), ["I"], rho=0.1 + 1j)
+
+
+BAD_SIZES = [np.nan, np.inf, -np.inf, -1, -1e-3, "abc", ["a", "b"], 1 + 1j, np.float64(np.nan), 2.5]
+
+
+@pytest.mark.parametrize("kind", ["random", "orthogonal", "constant", "replicated_features", "mixture", "replicated_identity"])
+@pytest.mark.parametrize("bad", BAD_SIZES)
+def test_closed_form_validates_every_argument_on_every_path(kind, bad):
+    """Fuzz: gamma, n_in and replicas were never validated on paths that do not use them."""
+    ok = dict(n_out=4, n_in=2, replicas=2, gamma=0.5)
+    for name in ("n_out", "n_in", "replicas", "gamma"):
+        if name == "gamma" and isinstance(bad, float) and bad == 2.5:
+            bad_value = 2.5  # outside [0, 1]
+        else:
+            bad_value = bad
+        with pytest.raises((ValueError, TypeError), match=name):
+            symmetry.closed_form_correlations(kind, **{**ok, name: bad_value})
+    with pytest.raises(ValueError, match="replicas"):
+        symmetry.closed_form_correlations(kind, **{**ok, "replicas": None})
+    with pytest.raises(ValueError, match="replicas"):
+        symmetry.closed_form_correlations(kind, **{**ok, "replicas": 5})  # > n_out
+
+
+def test_closed_form_requires_what_the_kind_needs():
+    with pytest.raises(ValueError, match="gamma"):
+        symmetry.closed_form_correlations("mixture", 4)
+    with pytest.raises(ValueError, match="n_in"):
+        symmetry.closed_form_correlations("replicated_identity", 4)
+    with pytest.raises(ValueError, match="n_out"):
+        symmetry.closed_form_correlations("replicated_features", replicas=2)
+    with pytest.raises(TypeError, match="kind"):
+        symmetry.closed_form_correlations(["random"])
+    assert symmetry.closed_form_correlations("replicated_features", 6, replicas=3).c_f == pytest.approx(2 / 5)
+
+
+@pytest.mark.parametrize("axis", [2**64, -(2**64), 2, -3, 1.5, "0", True])
+def test_perturbation_ratio_axis_is_validated(axis):
+    """Fuzz: axis=2**64 raised OverflowError."""
+    with pytest.raises(ValueError, match="axis"):
+        symmetry.perturbation_ratio(np.ones((2, 3)), axis=axis)
+
+
+def test_perturbation_ratio_rejects_empty():
+    for a in (np.zeros((0, 3)), np.zeros((3, 0))):
+        with pytest.raises(ValueError, match="empty"):
+            symmetry.perturbation_ratio(a)
+
+
+def _naive_propagation(alpha, eps, kinds, rho, gamma=None):
+    """App. G / H written out with the -1/rho factors (reference for moderate sizes)."""
+    h = alpha + eps
+    out = [symmetry.perturbation_ratio(h)]
+    for layer, kind in enumerate(kinds, start=1):
+        x = np.where(h > 0, h, rho * h)
+        n = x.shape[-1]
+        if gamma is not None:
+            m = gamma[layer - 1] * np.eye(n) + (1 - gamma[layer - 1]) * np.ones((n, n)) / n
+        else:
+            m = np.eye(n) if kind == "I" else np.ones((n, n)) / n
+        h = (-1.0 / rho if layer % 2 else 1.0) * x @ m.T
+        out.append(symmetry.perturbation_ratio(h))
+    return np.array(out)
+
+
+@given(seed=st.integers(0, 1000), kinds=st.lists(st.sampled_from("I1"), min_size=1, max_size=10), mix=st.booleans())
+def test_propagation_matches_the_naive_stack_and_survives_extreme_scales(seed, kinds, mix):
+    rng = np.random.default_rng(seed)
+    alpha = np.repeat(rng.standard_normal((4, 1)), 5, axis=1)
+    eps = 0.3 * rng.standard_normal((4, 5))  # flips signs: the nonlinear regime
+    gamma = rng.uniform(0, 1, len(kinds)) if mix else None
+    r = symmetry.propagate_perturbation(alpha, eps, kinds, rho=0.1, gamma=gamma)
+    np.testing.assert_allclose(r, _naive_propagation(alpha, eps, kinds, 0.1, gamma), rtol=1e-9, atol=1e-12)
+    # positive homogeneity: the ratios do not depend on a common scale, even where h^0 = alpha + eps overflows
+    m = max(np.abs(alpha).max(), np.abs(eps).max())  # at max entry 1.5e308, alpha + eps overflows
+    big = symmetry.propagate_perturbation(alpha / m * 1.5e308, eps / m * 1.5e308, kinds, rho=0.1, gamma=gamma)
+    np.testing.assert_allclose(big, r, rtol=1e-9, atol=1e-12)
+    tiny_rho = symmetry.propagate_perturbation(alpha, eps, kinds * 30, rho=5e-324, gamma=None if gamma is None else np.tile(gamma, 30))
+    assert np.all(np.isfinite(tiny_rho)) and np.all((tiny_rho >= 0) & (tiny_rho <= 1))
+
+
+def test_propagate_perturbation_bounded_depth_and_kinds():
+    a = np.ones((2, 3))
+    with pytest.raises(ValueError, match="MAX_PROPAGATION_DEPTH"):
+        symmetry.propagate_perturbation(a, a, ["I"] * (symmetry.MAX_PROPAGATION_DEPTH + 1))
+    with pytest.raises(TypeError, match="kinds"):
+        symmetry.propagate_perturbation(a, a, 3)
+    for rho in (0.0, -0.1, 1.5, np.nan):
+        with pytest.raises(ValueError, match="rho"):
+            symmetry.propagate_perturbation(a, a, ["I"], rho=rho)
+    with pytest.raises(ValueError, match="empty"):
+        symmetry.propagate_perturbation(np.zeros((0, 3)), np.zeros((0, 3)), ["I"])
+
+
+@pytest.mark.parametrize("args", [(1e300, 2), (10**12, 2), (2**64, 2), (2, 1e300), (2, 10**12), (2, 2**64)])
+def test_subnetwork_counts_refuse_sizes_that_cannot_be_computed(args):
+    """Fuzz: d or n_layers = 10**12 hung (2^(d L) has d L bits)."""
+    start = time.perf_counter()
+    with deadline(), pytest.raises(ValueError, match="MAX_SUBNETWORK_BITS"):
+        symmetry.subnetwork_counts(*args)
+    with deadline(), pytest.raises(ValueError, match="MAX_SUBNETWORK_BITS|n_layers must be <= 64"):
+        symmetry.subnetwork_counts(*args, include_empty=False)
+    assert time.perf_counter() - start < 1.0
+    with pytest.raises(ValueError, match="MAX_SUBNETWORK_BITS_EXCLUSIVE"):
+        symmetry.subnetwork_counts(2**14, 64, include_empty=False)
+
+
+@pytest.mark.parametrize("widths", [[1e300], [10**12], [3, 2**64], [symmetry.MAX_PERMUTATION_UNITS, 1]])
+def test_permutation_count_refuses_sizes_that_cannot_be_computed(widths):
+    """Fuzz: widths x1e300 raised OverflowError, an entry 10**12 hung."""
+    start = time.perf_counter()
+    with deadline(), pytest.raises(ValueError, match="MAX_PERMUTATION_UNITS"):
+        symmetry.permutation_count(widths)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_permutation_count_arguments():
+    assert symmetry.permutation_count([]) == 1
+    assert symmetry.permutation_count(np.array([3, 4])) == 6 * 24
+    for bad in (5, "34", None):
+        with pytest.raises(TypeError, match="widths"):
+            symmetry.permutation_count(bad)
+    for bad in ([0], [2.5], [np.nan], [True]):
+        with pytest.raises(ValueError, match="widths"):
+            symmetry.permutation_count(bad)

@@ -134,14 +134,16 @@ def test_validation_symmetry_passes():
 
 
 def test_table_of_correlations(tmp_path):
+    from meanfield.figures import load
     from meanfield.figures.blumenfeld2020 import table_correlations
 
     paths = table_correlations(tmp_path)
-    import json
-
-    data = json.loads(paths[1].read_text())
-    assert data["constant"]["c_f_measured"] == 1.0
-    assert abs(data["replicated identity P=4"]["c_f_measured"] - 3 / 63) < 1e-12
+    fd = load(paths[1])
+    rows = list(fd["tensor"])
+    constant = next(i for i, r in enumerate(rows) if r.startswith("constant"))
+    replicated = next(i for i, r in enumerate(rows) if r.startswith("identity replicated 4 times"))
+    assert fd["c_f_measured"][constant] == 1.0
+    assert abs(fd["c_f_measured"][replicated] - 3 / 63) < 1e-12
     assert all(p.exists() for p in paths)
 
 
@@ -160,21 +162,22 @@ IDENTITY_BACKWARD_RTOL = 0.1
 
 def test_fig_9_and_10_claims(tmp_path):
     """Figs. 9-10: ratios exactly 0 at initialisation; '1' layers remove the perturbation, 'I' keep it."""
-    import json
-
+    from meanfield.figures import load
     from meanfield.figures.blumenfeld2020 import LEAKY_CONFIGS, fig_9, fig_10
 
-    fwd = json.loads(next(p for p in fig_9(tmp_path) if p.suffix == ".json").read_text())
-    bwd = json.loads(next(p for p in fig_10(tmp_path) if p.suffix == ".json").read_text())
-    for name in LEAKY_CONFIGS:
-        assert np.max(fwd[name][0]) == 0.0 and np.max(bwd[name][0]) == 0.0
-    f_last = np.array(fwd["12 1"][-1])
+    fwd = load(next(p for p in fig_9(tmp_path) if p.suffix == ".json"))
+    bwd = load(next(p for p in fig_10(tmp_path) if p.suffix == ".json"))
+    assert fwd.axes["ratio"] == ["configuration", "step", "layer"]
+    configs = list(fwd["configuration"])
+    assert list(fwd["layer_kinds"]) == list(LEAKY_CONFIGS.values())
+    f, b = fwd["ratio"], bwd["ratio"]  # (configuration, step, layer)
+    assert np.max(f[:, 0]) == 0.0 and np.max(b[:, 0]) == 0.0
+    f_last = f[configs.index("averaging in all 12 layers"), -1]
     for layer in range(1, 12, 2):
         assert f_last[layer] * FORWARD_DROP <= f_last[layer - 1]
-    b_identity = np.array(bwd["12 I"][-1])
+    b_identity = b[configs.index("identity in all 12 layers"), -1]
     assert b_identity.max() / b_identity.min() <= 1 + IDENTITY_BACKWARD_RTOL
-    for name, kinds in LEAKY_CONFIGS.items():
+    for k, kinds in enumerate(LEAKY_CONFIGS.values()):
         if "1" in kinds:
             last_one = kinds.rindex("1") + 1  # index 0 is the first conv, layer k at index k
-            b = np.array(bwd[name][-1])
-            assert b[last_one - 1] * BACKWARD_DROP <= b[-1]
+            assert b[k, -1, last_one - 1] * BACKWARD_DROP <= b[k, -1, -1]

@@ -1,3 +1,3 @@
 from ._runner import main
 
-raise SystemExit(main())
+raise SystemExit(main(prog="python -m meanfield.validation"))

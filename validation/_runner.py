@@ -1,4 +1,4 @@
-"""Command-line plumbing shared by every comparison module and by ``python -m meanfield.validation``.
+"""Command-line plumbing shared by every comparison module and by ``meanfield validate``.
 
 A comparison module ``validation/NAME.py`` defines ``run(backend="numpy", full=False, seed=0)``
 returning a list of :class:`validation._report.Comparison` and ends with::
@@ -6,8 +6,13 @@ returning a list of :class:`validation._report.Comparison` and ends with::
     if __name__ == "__main__":
         raise SystemExit(main_for(run, __name__))
 
-``python -m meanfield.validation`` discovers every such module (any public module of the package with a
-``run`` function) and runs them all; it exits with status 1 when any comparison fails.
+``meanfield validate`` (or ``python -m meanfield.validation``) discovers every such module (any public
+module of the package with a ``run`` function) and runs them all; with ``--out DIR`` each module's
+table is also written as ``DIR/validation_NAME.json`` (metadata block, read back with
+:func:`meanfield.figures.load`). Exit status: 0 when every comparison passed, 1 when one failed,
+2 for a usage error (one line on stderr, before any work).
+
+Environment: ``MEANFIELD_NO_PROGRESS=1`` hides the progress bars (as ``--no-progress`` does).
 """
 
 from __future__ import annotations
@@ -17,19 +22,107 @@ import importlib
 import os
 import pkgutil
 import sys
+import tempfile
+import textwrap
 import time
+from pathlib import Path
 
+import numpy as np
 from tqdm.auto import tqdm
 
-from ._report import format_table
+from ._report import format_table, write_table_json
 
-__all__ = ["comparison_modules", "main_for", "progress", "run_modules"]
+__all__ = [
+    "CliParser", "add_arguments", "add_common_arguments", "check_backend_available", "check_out_dir", "comparison_modules", "main", "main_for",
+    "progress", "run_modules", "size_from_args",
+]
+
+#: Environment variable that, set to ``1``, silences every progress bar.
+NO_PROGRESS_ENV = "MEANFIELD_NO_PROGRESS"
+
+ENVIRONMENT_HELP = f"""\
+environment:
+  {NO_PROGRESS_ENV}=1   hide the progress bars (same as --no-progress)
+
+exit status:
+  0 success, 1 a figure or a comparison failed, 2 usage error, 130 interrupted"""
 
 
 def progress(iterable=None, desc: str = "", total: int | None = None, **kwargs):
-    """A tqdm progress bar on stderr (silenced when ``MEANFIELD_NO_PROGRESS=1``)."""
-    disable = os.environ.get("MEANFIELD_NO_PROGRESS", "") == "1"
+    """A tqdm progress bar on stderr, hidden when the environment has ``MEANFIELD_NO_PROGRESS=1``."""
+    disable = os.environ.get(NO_PROGRESS_ENV, "") == "1"
     return tqdm(iterable, desc=desc, total=total, disable=disable, leave=False, file=sys.stderr, **kwargs)
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's line breaks; subcommand names and help on one line."""
+
+    def __init__(self, prog):
+        super().__init__(prog, max_help_position=32)
+        self._action_max_length = 16
+
+
+class CliParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line on stderr and exit status 2."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("epilog", ENVIRONMENT_HELP)
+        kwargs.setdefault("formatter_class", _Formatter)
+        if kwargs.get("description") and "\n" not in kwargs["description"]:
+            kwargs["description"] = textwrap.fill(kwargs["description"], 80)
+        super().__init__(*args, **kwargs)
+
+    def fail(self, message: str) -> int:
+        """Print ``PROG: error: MESSAGE (see PROG --help)`` on one line; return 2."""
+        message = " ".join(str(message).split())
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        return 2
+
+    def error(self, message):  # argparse's hook: one line instead of usage + message
+        raise SystemExit(self.fail(message))
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+class _NoProgress(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        os.environ[NO_PROGRESS_ENV] = "1"
+        setattr(namespace, self.dest, True)
+
+
+def add_common_arguments(p: argparse.ArgumentParser, sizes=None) -> None:
+    """``--full`` (and ``--size`` when ``sizes`` is given), ``--backend``, ``--seed``, ``--no-progress``."""
+    if sizes:
+        p.add_argument("--size", choices=list(sizes), default=None,
+                       help="smoke: seconds (a check that everything runs); default: minutes; full: the paper's sizes")
+        p.add_argument("--full", action="store_true", help="the paper's sizes (slow); same as --size full")
+    else:
+        p.add_argument("--full", action="store_true", help="paper-size simulations (slow)")
+    p.add_argument("--backend", default="numpy", choices=["numpy", "cupy"],
+                   help="array backend of the simulations; cupy needs CuPy and a GPU (default: numpy)")
+    p.add_argument("--seed", type=_seed, default=0, metavar="N",
+                   help="non-negative seed of every random stream, recorded in the JSON (default: 0)")
+    p.add_argument("--no-progress", action=_NoProgress, default=False,
+                   help=f"hide progress bars (or set {NO_PROGRESS_ENV}=1)")
+
+
+def size_from_args(args) -> str:
+    """The size asked for by ``--size``/``--full``; ``ValueError`` when they disagree."""
+    size = getattr(args, "size", None)
+    if args.full and size not in (None, "full"):
+        raise ValueError(f"--full contradicts --size {size}")
+    return "full" if args.full else (size or "default")
 
 
 def comparison_modules() -> list[str]:
@@ -46,16 +139,73 @@ def comparison_modules() -> list[str]:
     return sorted(names)
 
 
-def _parser(prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Theory versus Monte-Carlo comparisons.")
-    p.add_argument("--backend", default="numpy", choices=["numpy", "cupy"], help="array backend of the simulations")
-    p.add_argument("--full", action="store_true", help="paper-size simulations (slow)")
-    p.add_argument("--seed", type=int, default=0, help="random seed")
-    return p
+def _parser(prog: str) -> CliParser:
+    return CliParser(prog=prog, description="Theory versus Monte-Carlo comparisons: a table per module "
+                     "(theory | Monte-Carlo | standard error | tolerance | verdict).")
 
 
-def run_modules(names, backend="numpy", full=False, seed=0) -> bool:
-    """Run the named comparison modules, print their tables; True when every row passed."""
+def check_backend_available(backend: str) -> str:
+    """``backend`` when it can be used here: ``"cupy"`` needs CuPy (``ValueError`` saying what to install)."""
+    if backend == "cupy":
+        try:
+            import cupy  # noqa: F401, PLC0415
+        except ImportError:
+            raise ValueError(
+                "backend 'cupy' needs CuPy, which is not installed: `pip install meanfield[gpu]` "
+                "on a machine with a CUDA GPU, or use backend 'numpy'"
+            ) from None
+    return backend
+
+
+def check_out_dir(out_dir) -> Path:
+    """Create ``out_dir`` (with parents) and test-write a file in it; the folder as a ``Path``.
+
+    Raises ``TypeError`` when ``out_dir`` is not a str or path, ``ValueError`` (one line, naming the
+    folder) when it cannot be created or written -- before any work is done.
+    """
+    if isinstance(out_dir, bytes) or not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"out_dir must be a folder path (str or pathlib.Path), got {out_dir!r}")
+    if str(out_dir) == "":
+        raise ValueError("out_dir must be a folder path, got ''")
+    path = Path(out_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".meanfield-write-test-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ValueError(f"output folder {str(path)!r} is not writable ({reason})") from None
+    return path
+
+
+def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
+    """Run the named comparison modules and print their tables; True when every row passed.
+
+    Arguments are checked before any module runs: ``names`` must be known modules
+    (:func:`comparison_modules`), ``backend`` ``'numpy'`` or an importable ``'cupy'``, ``full`` a
+    bool, ``seed`` a non-negative int, ``out`` a writable folder (``TypeError``/``ValueError``).
+
+    With ``out`` (a folder) each module's table is also written as ``out/validation_NAME.json``
+    with the metadata block (library version, commit, seed, ``full``, backend) and one record per
+    row (name, theory, estimate, stderr, z, systematic, tolerance, side, passed, note).
+    """
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"names must be a list of module names such as ['dense', 'conv'], got {names!r}")
+    known = comparison_modules()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown comparison module(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    if not isinstance(full, (bool, np.bool_)):
+        raise TypeError(f"full must be True or False, got {full!r}")
+    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
+        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+    check_backend_available(backend)
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed}")
+    if out is not None:
+        out = check_out_dir(out)
     all_ok = True
     total_passed = total_failed = 0
     for name in progress(names, desc="validation"):
@@ -64,6 +214,9 @@ def run_modules(names, backend="numpy", full=False, seed=0) -> bool:
         rows = module.run(backend=backend, full=full, seed=seed)
         elapsed = time.perf_counter() - t0
         tqdm.write(format_table(f"validation.{name}", rows) + f"  ({elapsed:.1f} s)\n")
+        if out is not None:
+            write_table_json(Path(out) / f"validation_{name}.json", f"validation.{name}", rows,
+                             seed=seed, full=full, backend=backend, seconds=elapsed)
         failed = sum(not r.passed for r in rows)
         total_failed += failed
         total_passed += len(rows) - failed
@@ -77,19 +230,67 @@ def main_for(run, module_name: str, argv=None) -> int:
     name = module_name.rsplit(".", 1)[-1]
     if module_name == "__main__":  # executed with python -m: recover the real name from argv[0]
         name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
-    args = _parser(f"python -m meanfield.validation.{name}").parse_args(argv)
+    _check_argv(argv)
+    p = _parser(f"python -m meanfield.validation.{name}")
+    p.add_argument("--out", default=None, metavar="DIR", help="also write the table as DIR/validation_NAME.json")
+    add_common_arguments(p)
+    try:
+        args = p.parse_args(argv)
+        check_backend_available(args.backend)
+        out = check_out_dir(args.out) if args.out is not None else None
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except ValueError as exc:
+        return p.fail(str(exc))
+    t0 = time.perf_counter()
     rows = run(backend=args.backend, full=args.full, seed=args.seed)
     print(format_table(f"validation.{name}", rows))
+    if out is not None:
+        write_table_json(out / f"validation_{name}.json", f"validation.{name}", rows, seed=args.seed,
+                         full=args.full, backend=args.backend, seconds=time.perf_counter() - t0)
     return 0 if rows and all(r.passed for r in rows) else 1
 
 
-def main(argv=None) -> int:
-    """Entry point of ``python -m meanfield.validation``: every registered comparison."""
-    p = _parser("python -m meanfield.validation")
-    p.add_argument("names", nargs="*", help="comparison modules to run (default: all)")
-    args = p.parse_args(argv)
-    names = args.names or comparison_modules()
-    unknown = sorted(set(names) - set(comparison_modules()))
+def add_arguments(p: argparse.ArgumentParser, *, names: bool = True) -> None:
+    """The arguments of ``meanfield validate`` (shared with ``python -m meanfield.validation``)."""
+    if names:
+        p.add_argument("names", nargs="*", metavar="NAME", help="comparison modules to run (default: all of them)")
+        p.add_argument("--list", action="store_true", help="list the comparison modules and exit")
+        p.add_argument("--out", default=None, metavar="DIR",
+                       help="also write each module's table as DIR/validation_NAME.json (metadata block included)")
+    add_common_arguments(p)
+
+
+def _check_argv(argv):
+    if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of strings, got {argv!r}")
+
+
+def main(argv=None, prog: str = "meanfield validate") -> int:
+    """Entry point of ``meanfield validate`` and ``python -m meanfield.validation``; the exit status."""
+    _check_argv(argv)
+    p = _parser(prog)
+    add_arguments(p)
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    known = comparison_modules()
+    if args.list:
+        print("\n".join(known))
+        return 0
+    names = args.names or known
+    unknown = [n for n in names if n not in known]
     if unknown:
-        p.error(f"unknown comparison module(s) {unknown}; known: {comparison_modules()}")
-    return 0 if run_modules(names, backend=args.backend, full=args.full, seed=args.seed) else 1
+        return p.fail(f"unknown comparison module(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    try:
+        check_backend_available(args.backend)
+        out = check_out_dir(args.out) if args.out is not None else None
+    except ValueError as exc:
+        return p.fail(str(exc))
+    try:
+        ok = run_modules(names, backend=args.backend, full=args.full, seed=args.seed, out=out)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    return 0 if ok else 1

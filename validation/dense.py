@@ -59,7 +59,7 @@ def run(backend="numpy", full=False, seed=0) -> list[Comparison]:
     depth = 20 if full else 12
     layers = [1, 3, 6, depth]
     rows: list[Comparison] = []
-    x = gaussian_inputs(2, 64, q=1.0, c=0.6, seed=seed + 1)
+    x = gaussian_inputs(2, 64, q=1.0, c=0.6, rng=seed + 1)
     for k, ((name, phase), (sw, sb)) in enumerate(progress(POINTS.items(), desc="validation.dense", total=len(POINTS))):
         if sw is None:
             sw = float(dense.critical_sigma_w2(name, sb))

@@ -137,7 +137,7 @@ def _pair_rows(backend, full, seed, rows):
             m, se = mean_and_stderr(ind)
             rows.append(Comparison(f"N={width}, <x1,x2>={c}: P(<x1',x2'> <= {t:.3g}) (K0 law)", p_th, m, se, systematic=sys_))
         # cosine-similarity law: iid-component sampler (meanfield) vs actual networks
-        samples = fw.cosine_similarity_samples(width, c, n_samples=4 * n_net, seed=seed + 11 + width)
+        samples = fw.cosine_similarity_samples(width, c, n_samples=4 * n_net, rng=seed + 11 + width)
         ms, ses = mean_and_stderr(samples)
         mn, sen = mean_and_stderr(cosine)
         rows.append(Comparison(f"N={width}, <x1,x2>={c}: E cos (sampler vs networks)", ms, mn, math.hypot(ses, sen)))

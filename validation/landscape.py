@@ -47,7 +47,7 @@ ORDER = ["plain", "path_residual", "residual", "hyper_residual"]
 def _landscape_rows(n_targets, grid, seed):
     stats = {a: {"minima": [], "walk": [], "basin": []} for a in ORDER}
     for k in progress(range(n_targets), desc="landscapes"):
-        task = L.regression_task(grid_size=grid, seed=seed + k)
+        task = L.regression_task(grid_size=grid, rng=seed + k)
         for arch in ORDER:
             r = L.binary_landscape(arch, task.inputs, task.targets)
             stats[arch]["minima"].append(r.n_local_minima)
@@ -93,7 +93,7 @@ def _bias_rows(n_targets, grid, seed):
     most = fewest = 0
     notes = []
     for k in progress(range(n_targets), desc="landscapes with biases"):
-        task = L.regression_task(grid_size=grid, seed=seed + k)
+        task = L.regression_task(grid_size=grid, rng=seed + k)
         b = np.random.default_rng(seed + k + 1).standard_normal((6, 2))
         counts = {a: L.binary_landscape(a, task.inputs, task.targets, biases=b).n_local_minima for a in ORDER}
         most += max(counts, key=counts.get) == "plain"
@@ -121,7 +121,7 @@ def _brute_force_count(arch, x, t, n_layers):
 
 
 def _exact_rows(seed):
-    task = L.regression_task(grid_size=4, seed=seed + 100)
+    task = L.regression_task(grid_size=4, rng=seed + 100)
     rows = []
     for arch in ORDER:
         r = L.binary_landscape(arch, task.inputs, task.targets, n_layers=4)

@@ -11,6 +11,11 @@ Each family lives in a private submodule and is re-exported here:
 - ZerO (``_zero``, seed 002 part 3 Sec. A): deterministic Hadamard-based initialisation and ZerO*;
 - MetaInit (``_metainit``, Dauphin & Schoenholz 2019): norms tuned to minimise the gradient quotient;
 - symmetric initialisations (``_symmetry``, seed 000): ConstNet / LeakyNet weights.
+
+Every stochastic initialiser takes ``rng`` (``None``, an ``int`` or a ``numpy.random.Generator``;
+an int ``n`` draws exactly the stream of ``numpy.random.default_rng(n)``); there is no ``seed``
+keyword. Sizes are bounded (2^29 numbers per array, Algorithm 1 work ``<= MAX_KERNEL_WORK``,
+``MetaInit`` steps ``<= MAX_STEPS``): absurd requests raise ``ValueError`` at once.
 """
 
 from ._conv import *  # noqa: F401,F403

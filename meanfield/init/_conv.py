@@ -15,17 +15,26 @@ is an isometry for every spatial size. The projections are drawn as in TensorFlo
 independent fair 0/1 entries (rank ~ Binomial(c, 1/2)).
 
 Cost: Algorithm 1 performs O(k^2) products of ``c x c`` matrices per step, O((k c)^3) in total
-(supplement C.1); ``benchmarks/conv.py`` measures it.
+(supplement C.1); ``benchmarks/conv.py`` measures it. Requests beyond :data:`MAX_KERNEL_WORK`
+(``k^3 c_out^3`` in 2-D, ``k^2 c_out^3`` in 1-D: hours of computation) or 2^29 output entries
+raise ``ValueError``.
+
+Randomness: every stochastic function takes ``rng`` (``None``, an ``int`` or a
+``numpy.random.Generator``; an int ``n`` draws exactly the stream of ``numpy.random.default_rng(n)``).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .._checks import as_float_array, check_int, check_rng
+from .._checks import check_rng
+from ._args import check_size, int_arg, real_array
 from ._dense import haar_orthogonal
 
 __all__ = [
+    "MAX_KERNEL_WORK",
     "conv_matrix",
     "delta_orthogonal_kernel",
     "delta_orthogonal_kernel_1d",
@@ -36,7 +45,12 @@ __all__ = [
 ]
 
 
-def symmetric_projection(n, rng=None, seed=None) -> np.ndarray:
+#: Largest ``k^3 c_out^3`` (2-D) or ``k^2 c_out^3`` (1-D) accepted by Algorithm 1 (about 1e12
+#: multiply-adds: minutes to an hour of NumPy).
+MAX_KERNEL_WORK = 2**40
+
+
+def symmetric_projection(n, rng=None) -> np.ndarray:
     """A random symmetric orthogonal projection ``P = U diag(m) U^T`` (``U`` Haar, ``m`` i.i.d. fair bits).
 
     The projections ``P_t, Q_t`` of Algorithm 1 (seed 003, eq. 2.17), drawn as in TensorFlow's
@@ -45,24 +59,32 @@ def symmetric_projection(n, rng=None, seed=None) -> np.ndarray:
     Parameters
     ----------
     n : int
-        Size (>= 1).
-    rng, seed
-        Random Generator or seed.
+        Size, ``1 <= n``, ``n^2 <= 2**29``.
+    rng : None, int or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
     ndarray, shape (n, n)
+
+    Raises
+    ------
+    ValueError
+        ``n`` out of range.
+    TypeError
+        ``n`` a bool, complex number or string; a bad ``rng``.
     """
-    n = check_int(n, "n", 1)
-    rng = check_rng(rng, seed)
+    n = int_arg(n, "n", 1)
+    check_size(n * n, "n^2")
+    rng = check_rng(rng)
     u = haar_orthogonal(n, n, rng=rng)
     mask = rng.integers(0, 2, n).astype(np.float64)
     return (u * mask) @ u.T
 
 
 def _check_channels(c_in, c_out):
-    c_in = check_int(c_in, "c_in", 1)
-    c_out = check_int(c_out, "c_out", 1)
+    c_in = int_arg(c_in, "c_in", 1)
+    c_out = int_arg(c_out, "c_out", 1)
     if c_in > c_out:
         raise ValueError(
             f"c_in must be <= c_out for an orthogonal kernel (norm preservation needs c_out >= c_in), got c_in={c_in} > c_out={c_out}"
@@ -86,7 +108,18 @@ def _block_step(kernel, p, q):
     return out
 
 
-def orthogonal_conv_kernel(kernel_size, c_in, c_out, rng=None, seed=None) -> np.ndarray:
+def _check_kernel_request(k, c_in, c_out, ndim):
+    """Output size and Algorithm 1's work bounded (``ValueError`` instead of MemoryError or hours)."""
+    check_size(k**ndim * c_out * max(c_in, c_out), f"kernel_size^{ndim} * c_out^2")
+    work = k ** (ndim + 1) * c_out**3
+    if work > MAX_KERNEL_WORK:
+        raise ValueError(
+            f"kernel_size and c_out must satisfy kernel_size^{ndim + 1} * c_out^3 <= 2**40 (Algorithm 1 costs "
+            f"O(k^{ndim + 1} c^3)), got kernel_size={k}, c_out={c_out}"
+        )
+
+
+def orthogonal_conv_kernel(kernel_size, c_in, c_out, rng=None) -> np.ndarray:
     """A random 2-D orthogonal convolution kernel, Algorithm 1 of seed 003.
 
     Parameters
@@ -95,9 +128,9 @@ def orthogonal_conv_kernel(kernel_size, c_in, c_out, rng=None, seed=None) -> np.
         k (>= 1); the kernel is ``k x k``. Odd sizes are needed by the periodic-convolution
         simulators (offsets ``t - k // 2``); the construction itself works for any k.
     c_in, c_out : int
-        Channel counts with ``1 <= c_in <= c_out``.
-    rng, seed
-        Random Generator or seed.
+        Channel counts with ``1 <= c_in <= c_out``; ``k^3 c_out^3 <= 2**40``.
+    rng : None, int or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
@@ -109,11 +142,14 @@ def orthogonal_conv_kernel(kernel_size, c_in, c_out, rng=None, seed=None) -> np.
     Raises
     ------
     ValueError
-        ``c_in > c_out``, or a size < 1.
+        ``c_in > c_out``, a size < 1, or a request beyond ``MAX_KERNEL_WORK`` / 2^29 entries.
+    TypeError
+        Bools, complex numbers or strings as sizes; a bad ``rng``.
     """
-    k = check_int(kernel_size, "kernel_size", 1)
+    k = int_arg(kernel_size, "kernel_size", 1)
     c_in, c_out = _check_channels(c_in, c_out)
-    rng = check_rng(rng, seed)
+    _check_kernel_request(k, c_in, c_out, 2)
+    rng = check_rng(rng)
     kernel = np.eye(c_out)[None, None]  # Step 1
     for _ in range(k - 1):  # Step 2
         kernel = _block_step(kernel, symmetric_projection(c_out, rng=rng), symmetric_projection(c_out, rng=rng))
@@ -121,7 +157,7 @@ def orthogonal_conv_kernel(kernel_size, c_in, c_out, rng=None, seed=None) -> np.
     return np.ascontiguousarray(h @ kernel)
 
 
-def orthogonal_conv_kernel_1d(kernel_size, c_in, c_out, rng=None, seed=None) -> np.ndarray:
+def orthogonal_conv_kernel_1d(kernel_size, c_in, c_out, rng=None) -> np.ndarray:
     """The 1-D analogue of Algorithm 1 (seed 003): ``K(z) = H prod_t (P_t + (1 - P_t) z)``.
 
     Parameters
@@ -129,9 +165,9 @@ def orthogonal_conv_kernel_1d(kernel_size, c_in, c_out, rng=None, seed=None) -> 
     kernel_size : int
         k (>= 1).
     c_in, c_out : int
-        Channel counts with ``1 <= c_in <= c_out``.
-    rng, seed
-        Random Generator or seed.
+        Channel counts with ``1 <= c_in <= c_out``; ``k^2 c_out^3 <= 2**40``.
+    rng : None, int or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
@@ -141,11 +177,14 @@ def orthogonal_conv_kernel_1d(kernel_size, c_in, c_out, rng=None, seed=None) -> 
     Raises
     ------
     ValueError
-        ``c_in > c_out``, or a size < 1.
+        ``c_in > c_out``, a size < 1, or a request beyond ``MAX_KERNEL_WORK`` / 2^29 entries.
+    TypeError
+        Bools, complex numbers or strings as sizes; a bad ``rng``.
     """
-    k = check_int(kernel_size, "kernel_size", 1)
+    k = int_arg(kernel_size, "kernel_size", 1)
     c_in, c_out = _check_channels(c_in, c_out)
-    rng = check_rng(rng, seed)
+    _check_kernel_request(k, c_in, c_out, 1)
+    rng = check_rng(rng)
     kernel = np.eye(c_out)[None]
     eye = np.eye(c_out)
     for _ in range(k - 1):
@@ -158,7 +197,7 @@ def orthogonal_conv_kernel_1d(kernel_size, c_in, c_out, rng=None, seed=None) -> 
     return np.ascontiguousarray(h @ kernel)
 
 
-def delta_orthogonal_kernel(kernel_size, c_in, c_out, rng=None, seed=None) -> np.ndarray:
+def delta_orthogonal_kernel(kernel_size, c_in, c_out, rng=None) -> np.ndarray:
     """Delta-orthogonal kernel, Algorithm 2 of seed 003: ``H`` at the centre ``[k//2, k//2]``, zero elsewhere.
 
     Parameters
@@ -167,8 +206,8 @@ def delta_orthogonal_kernel(kernel_size, c_in, c_out, rng=None, seed=None) -> np
         k (>= 1); the kernel is ``k x k``.
     c_in, c_out : int
         Channel counts with ``1 <= c_in <= c_out``.
-    rng, seed
-        Random Generator or seed.
+    rng : None, int or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
@@ -179,17 +218,20 @@ def delta_orthogonal_kernel(kernel_size, c_in, c_out, rng=None, seed=None) -> np
     Raises
     ------
     ValueError
-        ``c_in > c_out``, or a size < 1.
+        ``c_in > c_out``, a size < 1, or more than 2^29 entries.
+    TypeError
+        Bools, complex numbers or strings as sizes; a bad ``rng``.
     """
-    k = check_int(kernel_size, "kernel_size", 1)
+    k = int_arg(kernel_size, "kernel_size", 1)
     c_in, c_out = _check_channels(c_in, c_out)
-    rng = check_rng(rng, seed)
+    check_size(k * k * c_in * c_out, "kernel_size^2 * c_in * c_out")
+    rng = check_rng(rng)
     kernel = np.zeros((k, k, c_in, c_out))
     kernel[k // 2, k // 2] = haar_orthogonal(c_out, c_in, rng=rng).T
     return kernel
 
 
-def delta_orthogonal_kernel_1d(kernel_size, c_in, c_out, rng=None, seed=None) -> np.ndarray:
+def delta_orthogonal_kernel_1d(kernel_size, c_in, c_out, rng=None) -> np.ndarray:
     """1-D delta-orthogonal kernel (Algorithm 2 of seed 003 in one spatial dimension).
 
     Parameters
@@ -198,8 +240,8 @@ def delta_orthogonal_kernel_1d(kernel_size, c_in, c_out, rng=None, seed=None) ->
         k (>= 1).
     c_in, c_out : int
         Channel counts with ``1 <= c_in <= c_out``.
-    rng, seed
-        Random Generator or seed.
+    rng : None, int or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
@@ -209,11 +251,14 @@ def delta_orthogonal_kernel_1d(kernel_size, c_in, c_out, rng=None, seed=None) ->
     Raises
     ------
     ValueError
-        ``c_in > c_out``, or a size < 1.
+        ``c_in > c_out``, a size < 1, or more than 2^29 entries.
+    TypeError
+        Bools, complex numbers or strings as sizes; a bad ``rng``.
     """
-    k = check_int(kernel_size, "kernel_size", 1)
+    k = int_arg(kernel_size, "kernel_size", 1)
     c_in, c_out = _check_channels(c_in, c_out)
-    rng = check_rng(rng, seed)
+    check_size(k * c_in * c_out, "kernel_size * c_in * c_out")
+    rng = check_rng(rng)
     kernel = np.zeros((k, c_in, c_out))
     kernel[k // 2] = haar_orthogonal(c_out, c_in, rng=rng).T
     return kernel
@@ -235,18 +280,28 @@ def conv_matrix(kernel, spatial_shape) -> np.ndarray:
         ``M @ x.ravel() == y.ravel()`` for ``x`` of shape (*spatial, c_in) and
         ``y_j(a) = sum_i sum_beta x_i(a + beta) K_ij(beta)`` (positions row-major, channels last).
         For an orthogonal kernel with ``c_in = c_out`` the matrix is orthogonal.
+
+    Raises
+    ------
+    ValueError
+        A non-finite kernel, shapes that do not match, or a matrix above 2^29 entries.
+    TypeError
+        A complex, boolean or non-numeric kernel; sizes that are not integers.
     """
-    kernel = as_float_array(kernel, "kernel")
+    kernel = real_array(kernel, "kernel")
     if isinstance(spatial_shape, (tuple, list)):
-        shape = tuple(check_int(s, "spatial_shape", 1) for s in spatial_shape)
+        shape = tuple(int_arg(s, "spatial_shape", 1) for s in spatial_shape)
     else:
-        shape = (check_int(spatial_shape, "spatial_shape", 1),)
+        shape = (int_arg(spatial_shape, "spatial_shape", 1),)
     d = len(shape)
     if d not in (1, 2) or kernel.ndim != d + 2:
         raise ValueError(f"kernel of shape {kernel.shape} does not match a {len(shape)}-D spatial_shape {shape}")
     ks = kernel.shape[:d]
     c_in, c_out = kernel.shape[-2:]
-    p = int(np.prod(shape))
+    p = math.prod(shape)
+    check_size(p * c_out * p * c_in, "(prod(spatial_shape) * c)^2")
+    if min(kernel.shape) == 0:
+        raise ValueError(f"kernel must have non-empty axes, got shape {kernel.shape}")
     m = np.zeros((p, c_out, p, c_in))
     positions = list(np.ndindex(*shape))
     for t in np.ndindex(*ks):
@@ -280,15 +335,31 @@ def orthogonal_kernel_variance(kernel_size, ndim=2) -> np.ndarray:
     Returns
     -------
     ndarray, shape (k,) or (k, k)
+        Binomial weights summing to 1 (entries below 1e-308, far in the tails of large ``k``, are 0).
+
+    Raises
+    ------
+    ValueError
+        ``kernel_size < 1``, ``ndim`` not 1 or 2, more than 2^29 entries.
+    TypeError
+        Bools, complex numbers or strings.
 
     Examples
     --------
     >>> orthogonal_kernel_variance(3, ndim=1)
     array([0.25, 0.5 , 0.25])
     """
-    from scipy.special import comb  # noqa: PLC0415
+    from scipy.special import comb, gammaln  # noqa: PLC0415
 
-    k = check_int(kernel_size, "kernel_size", 1)
-    ndim = check_int(ndim, "ndim", 1, 2)
-    b = comb(k - 1, np.arange(k)) / 2.0 ** (k - 1)
+    k = int_arg(kernel_size, "kernel_size", 1)
+    ndim = int_arg(ndim, "ndim", 1, 2)
+    check_size(k**ndim, "kernel_size^ndim")
+    beta = np.arange(k)
+    if k <= 1000:  # exact binomials and power of two (2^(k-1) overflows beyond k = 1024)
+        b = comb(k - 1, beta) / 2.0 ** (k - 1)
+    else:
+        with np.errstate(under="ignore"):
+            b = np.exp(gammaln(k) - gammaln(beta + 1.0) - gammaln(k - beta) - (k - 1) * np.log(2.0))
+        b[b < np.finfo(np.float64).tiny] = 0.0
+        b /= b.sum()  # lgamma differences are accurate to ~1e-13 relative; the weights sum to 1 exactly
     return b if ndim == 1 else np.outer(b, b)

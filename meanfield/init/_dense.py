@@ -5,24 +5,35 @@ Weights have shape ``(fan_out, fan_in)`` and act as ``h = W x``; every law is sc
 orthogonal law is scaled so that ``W^T W = sigma_w2 * fan_out / fan_in * I`` when
 ``fan_out >= fan_in`` (and ``W W^T = sigma_w2 * I`` otherwise): the same mean squared entry, and
 ``|W x|^2 = (fan_out / fan_in) sigma_w2 |x|^2`` exactly in the first case.
+
+Randomness: every stochastic function takes ``rng`` (``None``, an ``int`` or a
+``numpy.random.Generator``; an int ``n`` draws exactly the stream of ``numpy.random.default_rng(n)``).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .._checks import as_float_array, check_int, check_nonnegative, check_rng
+from .._checks import check_rng
+from ._args import check_law, check_size, int_arg, nonneg, real
 
-__all__ = ["WEIGHT_LAWS", "dense_weights", "glorot_sigma_w2", "haar_orthogonal", "he_sigma_w2"]
+__all__ = ["MAX_SLOPE", "WEIGHT_LAWS", "dense_weights", "glorot_sigma_w2", "haar_orthogonal", "he_sigma_w2"]
 
 #: Names accepted by :func:`dense_weights` for the law of the entries.
 WEIGHT_LAWS = ("gaussian", "uniform", "rademacher", "orthogonal")
+#: Largest ``|slope|`` of :func:`he_sigma_w2` / :func:`glorot_sigma_w2`: beyond it the gain
+#: ``2 / (1 + slope^2)`` falls below the smallest normal float64 (about 9.4e153).
+MAX_SLOPE = 1e150
 
 
 def _leaky_gain(slope) -> float:
     """``2 / (1 + slope^2)`` = ``E[y^2] / E[phi_a(y)^2]`` for zero-mean symmetric ``y`` (seed 002, supplement)."""
-    slope = float(as_float_array(slope, "slope"))
-    return 2.0 / (1.0 + slope**2)
+    slope = real(slope, "slope")
+    if abs(slope) > MAX_SLOPE:
+        raise ValueError(f"slope must satisfy |slope| <= 1e150 (the gain 2 / (1 + slope^2) underflows beyond), got {slope!r}")
+    return 2.0 / (1.0 + slope * slope)
 
 
 def he_sigma_w2(slope: float = 0.0) -> float:
@@ -36,17 +47,23 @@ def he_sigma_w2(slope: float = 0.0) -> float:
     Parameters
     ----------
     slope : float
-        Negative slope ``a`` of the leaky ReLU (0: ReLU, 1: linear); any finite number.
+        Negative slope ``a`` of the leaky ReLU (0: ReLU, 1: linear), ``|slope| <= 1e150``.
 
     Returns
     -------
     float
-        ``sigma_w2`` in the library convention (``Var W_ij = sigma_w2 / fan_in``).
+        ``sigma_w2`` in the library convention (``Var W_ij = sigma_w2 / fan_in``), a normal float.
 
     Raises
     ------
     ValueError
-        ``slope`` is NaN or infinite.
+        ``slope`` NaN, infinite or beyond ``MAX_SLOPE`` (the variance would underflow to 0).
+    TypeError
+        ``slope`` a bool, complex number, string or array.
+
+    Notes
+    -----
+    Seed 002, Prop. 3.2.
     """
     return _leaky_gain(slope)
 
@@ -57,12 +74,13 @@ def glorot_sigma_w2(fan_in: int, fan_out: int, slope=None) -> float:
     Parameters
     ----------
     fan_in, fan_out : int
-        Layer sizes (>= 1).
+        Layer sizes, ``1 <= fan <= 2**31``.
     slope : float, optional
         If given, the variance is multiplied by the leaky-ReLU gain ``2 / (1 + slope^2)`` (the
         convention of ``torch.nn.init.xavier_normal_(gain=calculate_gain("leaky_relu", slope))``),
-        so that for ``fan_in == fan_out`` it equals :func:`he_sigma_w2`. ``None`` (default) is
-        the original, activation-agnostic Glorot variance used by seed 002's Fig. 1.
+        so that for ``fan_in == fan_out`` it equals :func:`he_sigma_w2`; ``|slope| <= 1e150``.
+        ``None`` (default) is the original, activation-agnostic Glorot variance used by seed
+        002's Fig. 1.
 
     Returns
     -------
@@ -72,56 +90,91 @@ def glorot_sigma_w2(fan_in: int, fan_out: int, slope=None) -> float:
     Raises
     ------
     ValueError
-        ``fan_in`` or ``fan_out`` < 1, or a non-finite ``slope``.
+        ``fan_in`` or ``fan_out`` outside ``[1, 2**31]``, or a non-finite or too large ``slope``.
+    TypeError
+        Bools, complex numbers or strings where numbers are expected.
     """
-    fan_in = check_int(fan_in, "fan_in", 1)
-    fan_out = check_int(fan_out, "fan_out", 1)
+    fan_in = int_arg(fan_in, "fan_in", 1)
+    fan_out = int_arg(fan_out, "fan_out", 1)
     gain = 1.0 if slope is None else _leaky_gain(slope)
     return gain * 2.0 * fan_in / (fan_in + fan_out)
 
 
-def haar_orthogonal(n_out: int, n_in: int, rng=None, seed=None) -> np.ndarray:
+def haar_orthogonal(n_out: int, n_in: int, rng=None) -> np.ndarray:
     """A Haar-distributed matrix with orthonormal columns (``n_out >= n_in``) or rows.
 
     QR of a Gaussian matrix with the signs of R's diagonal absorbed (Mezzadri 2007), which makes
     the law exactly Haar rather than biased by the QR convention.
+
+    Parameters
+    ----------
+    n_out, n_in : int
+        Shape, each ``>= 1``, ``n_out * n_in <= 2**29``.
+    rng : None, int or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
+
+    Returns
+    -------
+    ndarray, shape (n_out, n_in)
+
+    Raises
+    ------
+    ValueError
+        Sizes out of range.
+    TypeError
+        Bools, complex numbers or strings as sizes; a bad ``rng``.
     """
-    n_out = check_int(n_out, "n_out", 1)
-    n_in = check_int(n_in, "n_in", 1)
-    rng = check_rng(rng, seed)
+    n_out = int_arg(n_out, "n_out", 1)
+    n_in = int_arg(n_in, "n_in", 1)
+    check_size(n_out * n_in, "n_out * n_in")
+    rng = check_rng(rng)
     big, small = max(n_out, n_in), min(n_out, n_in)
     z = rng.standard_normal((big, small))
     q, r = np.linalg.qr(z)
-    q *= np.sign(np.diag(r))
+    q *= np.where(np.diag(r) < 0, -1.0, 1.0)  # sign(0) would zero a column; R's diagonal is a.s. non-zero
     return q if n_out >= n_in else q.T
 
 
-def dense_weights(n_out, n_in, sigma_w2=1.0, law="gaussian", rng=None, seed=None) -> np.ndarray:
+def dense_weights(n_out, n_in, sigma_w2=1.0, law="gaussian", rng=None) -> np.ndarray:
     """One weight matrix of shape ``(n_out, n_in)`` with ``E W_ij^2 = sigma_w2 / n_in``.
 
     Parameters
     ----------
     n_out, n_in : int
-        Fan-out and fan-in (>= 1).
+        Fan-out and fan-in (>= 1), ``n_out * n_in <= 2**29``.
     sigma_w2 : float
-        Weight variance times fan-in (>= 0).
+        Weight variance times fan-in (>= 0, finite).
     law : {"gaussian", "uniform", "rademacher", "orthogonal"}
         Law of the entries (kurtosis 3, 1.8, 1; orthogonal as in the module notes).
-    rng, seed
-        Random Generator or seed.
+    rng : None, int or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
+
+    Returns
+    -------
+    ndarray, shape (n_out, n_in)
+        Finite entries.
+
+    Raises
+    ------
+    ValueError
+        Sizes out of range, a negative or non-finite ``sigma_w2``, an unknown ``law``.
+    TypeError
+        Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
     """
-    n_out = check_int(n_out, "n_out", 1)
-    n_in = check_int(n_in, "n_in", 1)
-    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
-    rng = check_rng(rng, seed)
-    std = np.sqrt(sigma_w2 / n_in)
+    n_out = int_arg(n_out, "n_out", 1)
+    n_in = int_arg(n_in, "n_in", 1)
+    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
+    law = check_law(law, WEIGHT_LAWS)
+    check_size(n_out * n_in, "n_out * n_in")
+    rng = check_rng(rng)
+    std = math.sqrt(sigma_w2 / n_in)
     if law == "gaussian":
         return std * rng.standard_normal((n_out, n_in))
     if law == "uniform":
         return std * np.sqrt(3.0) * rng.uniform(-1.0, 1.0, (n_out, n_in))
     if law == "rademacher":
         return std * (2.0 * rng.integers(0, 2, (n_out, n_in)) - 1.0)
-    if law == "orthogonal":
-        scale = np.sqrt(sigma_w2 * max(n_out, n_in) / n_in)
-        return scale * haar_orthogonal(n_out, n_in, rng=rng)
-    raise ValueError(f"law must be one of {WEIGHT_LAWS}, got {law!r}")
+    big = sigma_w2 * max(n_out, n_in)
+    scale = math.sqrt(big / n_in) if math.isfinite(big) else math.sqrt(sigma_w2) * math.sqrt(max(n_out, n_in) / n_in)
+    return scale * haar_orthogonal(n_out, n_in, rng=rng)
+

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_int, check_nonnegative, check_rng
+from .._checks import check_rng
+from ._args import check_size, int_arg, nonneg, real_array
 from ._dense import haar_orthogonal
 
 __all__ = ["gsm", "looks_linear", "looks_linear_input", "orthogonal_looks_linear"]
@@ -36,11 +37,14 @@ def looks_linear(w0) -> np.ndarray:
     Raises
     ------
     ValueError
-        ``w0`` not a finite matrix.
+        ``w0`` not a finite matrix, or a result above 2^29 entries.
+    TypeError
+        ``w0`` complex, boolean or not numeric.
     """
-    w0 = as_float_array(w0, "w0")
+    w0 = real_array(w0, "w0")
     if w0.ndim != 2:
         raise ValueError(f"w0 must be a matrix (m, n), got shape {w0.shape}")
+    check_size(4 * w0.size, "4 * w0.size")
     return np.block([[w0, -w0], [-w0, w0]])
 
 
@@ -56,19 +60,29 @@ def looks_linear_input(x) -> np.ndarray:
     Returns
     -------
     ndarray, shape (..., 2 n)
+
+    Raises
+    ------
+    ValueError
+        ``x`` not finite, 0-dimensional, or a result above 2^29 entries.
+    TypeError
+        ``x`` complex, boolean or not numeric.
     """
-    x = as_float_array(x, "x")
+    x = real_array(x, "x")
+    if x.ndim == 0:
+        raise ValueError("x must have at least one axis (..., n)")
+    check_size(2 * x.size, "2 * x.size")
     return np.concatenate([np.maximum(x, 0.0), np.maximum(-x, 0.0)], axis=-1)
 
 
 def _half(n, name):
-    n = check_int(n, name, 2)
+    n = int_arg(n, name, 2)
     if n % 2:
         raise ValueError(f"{name} must be even for a looks-linear layer, got {n}")
     return n // 2
 
 
-def gsm(n_out, n_in, sigma_w2=2.0, rng=None, seed=None) -> np.ndarray:
+def gsm(n_out, n_in, sigma_w2=2.0, rng=None) -> np.ndarray:
     """Gaussian submatrix (GSM) initialisation: ``looks_linear(W0)``, ``W0_ij ~ N(0, sigma_w2 / n_in)``.
 
     Parameters
@@ -78,8 +92,8 @@ def gsm(n_out, n_in, sigma_w2=2.0, rng=None, seed=None) -> np.ndarray:
     sigma_w2 : float
         ``n_in * Var W0_ij``; the paper's He-like choice ``2 / N`` is ``sigma_w2 = 2``, which makes
         the linear half-network of width ``n / 2`` variance preserving.
-    rng, seed
-        Random Generator or seed.
+    rng : None, int or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
@@ -89,15 +103,18 @@ def gsm(n_out, n_in, sigma_w2=2.0, rng=None, seed=None) -> np.ndarray:
     Raises
     ------
     ValueError
-        Odd or non-positive widths, negative ``sigma_w2``.
+        Odd or non-positive widths, ``n_out * n_in > 2**29``, negative or non-finite ``sigma_w2``.
+    TypeError
+        Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
     """
     m, n = _half(n_out, "n_out"), _half(n_in, "n_in")
-    sigma_w2 = check_nonnegative(sigma_w2, "sigma_w2")
-    rng = check_rng(rng, seed)
+    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
+    check_size(4 * m * n, "n_out * n_in")
+    rng = check_rng(rng)
     return looks_linear(np.sqrt(sigma_w2 / n_in) * rng.standard_normal((m, n)))
 
 
-def orthogonal_looks_linear(n_out, n_in, gain=1.0, rng=None, seed=None) -> np.ndarray:
+def orthogonal_looks_linear(n_out, n_in, gain=1.0, rng=None) -> np.ndarray:
     """Orthogonal looks-linear initialisation: ``looks_linear(gain * W0)``, ``W0`` Haar orthogonal.
 
     With ``n_out = n_in`` and ``gain = 1`` the pre-activation half is propagated by an orthogonal
@@ -109,9 +126,9 @@ def orthogonal_looks_linear(n_out, n_in, gain=1.0, rng=None, seed=None) -> np.nd
         Even layer widths; ``W0`` has shape ``(n_out / 2, n_in / 2)`` with orthonormal rows or
         columns.
     gain : float
-        Scale of ``W0`` (>= 0).
-    rng, seed
-        Random Generator or seed.
+        Scale of ``W0`` (>= 0, finite).
+    rng : None, int or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
@@ -120,9 +137,12 @@ def orthogonal_looks_linear(n_out, n_in, gain=1.0, rng=None, seed=None) -> np.nd
     Raises
     ------
     ValueError
-        Odd or non-positive widths, negative ``gain``.
+        Odd or non-positive widths, ``n_out * n_in > 2**29``, negative or non-finite ``gain``.
+    TypeError
+        Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
     """
     m, n = _half(n_out, "n_out"), _half(n_in, "n_in")
-    gain = check_nonnegative(gain, "gain")
-    rng = check_rng(rng, seed)
+    gain = nonneg(gain, "gain")
+    check_size(4 * m * n, "n_out * n_in")
+    rng = check_rng(rng)
     return looks_linear(gain * haar_orthogonal(m, n, rng=rng))

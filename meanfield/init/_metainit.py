@@ -65,13 +65,20 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import as_float_array, check_int, check_positive, check_rng
+from .._checks import check_bool, check_rng
+from ._args import check_size, int_arg, real, real_array
 
-__all__ = ["LOSSES", "MetaInitResult", "gradient_quotient", "metainit"]
+__all__ = ["EPS_RANGE", "LOSSES", "MAX_EVAL_BATCHES", "MAX_STEPS", "MetaInitResult", "gradient_quotient", "metainit"]
 
 #: Losses of the MetaInit objective: cross-entropy with uniformly random labels (the paper's
 #: classification setting) or half the mean squared error to standard-normal targets.
 LOSSES = ("cross_entropy", "mse")
+#: Allowed ``eps``: GQ has terms ``|(H g)_i| / eps`` where ``g_i = 0`` and its derivative terms in
+#: ``1 / eps^2``, which leave float64 for ``eps`` much below 1e-150 (or above 1e150).
+EPS_RANGE = (1e-100, 1e100)
+#: Largest ``steps`` and ``eval_batches`` of :func:`metainit` (each step costs milliseconds or more).
+MAX_STEPS = 10**6
+MAX_EVAL_BATCHES = 10**4
 
 
 def _mT(a):
@@ -238,7 +245,8 @@ def _gq_terms(g, h, eps):
     s = np.where(g >= 0, 1.0, -1.0)
     q = np.abs(g) + eps
     num = h + eps * s
-    return np.abs(num) / q, np.sign(num) / q, -np.abs(num) * s / (q * q)
+    with np.errstate(over="ignore", under="ignore"):  # q^2 may under/overflow; the check of the caller decides
+        return np.abs(num) / q, np.sign(num) / q, -np.abs(num) * s / (q * q)
 
 
 def _gq_and_gradient(ws, x, target, slope, loss, eps, biases, meta_gradient=True):
@@ -263,9 +271,9 @@ def _gq_and_gradient(ws, x, target, slope, loss, eps, biases, meta_gradient=True
 
 
 def _check_weights(weights):
-    if isinstance(weights, np.ndarray) or not hasattr(weights, "__len__") or len(weights) == 0:
+    if isinstance(weights, (np.ndarray, str, bytes)) or not hasattr(weights, "__len__") or len(weights) == 0:
         raise ValueError("weights must be a non-empty sequence of weight matrices (one per layer)")
-    ws = [as_float_array(w, f"weights[{k}]") for k, w in enumerate(weights)]
+    ws = [real_array(w, f"weights[{k}]") for k, w in enumerate(weights)]
     ndim = ws[0].ndim
     if ndim not in (2, 3) or any(w.ndim != ndim for w in ws):
         raise ValueError("weights must all be 2-D (one network) or all 3-D (a stack of networks, leading axis)")
@@ -284,8 +292,22 @@ def _check_weights(weights):
     return ws, stacked
 
 
+def _check_eps(eps) -> float:
+    eps = real(eps, "eps")
+    if not EPS_RANGE[0] <= eps <= EPS_RANGE[1]:
+        raise ValueError(f"eps must lie in [1e-100, 1e100] (GQ involves 1 / eps and its derivative 1 / eps^2), got {eps!r}")
+    return eps
+
+
+def _overflow_error(where: str) -> ValueError:
+    return ValueError(
+        f"{where} is not finite: the network's forward or backward pass overflows float64 at these weights, "
+        "x / targets, slope, eps or lr; rescale them (GQ is a ratio, but the loss, gradient and Hessian are not)"
+    )
+
+
 def _check_loss(loss, n_classes):
-    if loss not in LOSSES:
+    if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
     if loss == "cross_entropy" and n_classes < 2:
         raise ValueError("weights[-1] must have >= 2 rows (classes) for loss='cross_entropy'")
@@ -314,22 +336,25 @@ def gradient_quotient(weights, x, targets, slope=0.0, *, eps=1e-5, loss="cross_e
     slope : float
         Negative slope ``a`` of the leaky ReLU (``0``: ReLU, ``1``: linear).
     eps : float
-        The ``epsilon > 0`` of the denominator.
+        The ``epsilon`` of the denominator, in ``EPS_RANGE = [1e-100, 1e100]``.
     loss : {"cross_entropy", "mse"}
         Mean cross-entropy of the softmax, or ``sum (z - t)^2 / (2 B)``.
     biases : bool
-        Count zero biases as parameters (they enter ``g``, ``H g`` and ``N``).
+        Count zero biases as parameters (they enter ``g``, ``H g`` and ``N``); a real bool.
 
     Returns
     -------
     float or ndarray of shape (K,)
-        ``(1/N) sum_i |(H g)_i + eps s_i| / (|g_i| + eps)`` (see the module notes).
+        ``(1/N) sum_i |(H g)_i + eps s_i| / (|g_i| + eps)`` (see the module notes), finite.
 
     Raises
     ------
     ValueError
-        Shapes that do not chain, non-finite values, ``eps <= 0``, an unknown ``loss``, or labels
-        outside ``[0, n_L)``.
+        Shapes that do not chain, non-finite values, ``eps`` outside ``EPS_RANGE``, an unknown
+        ``loss``, labels outside ``[0, n_L)``, or a network whose loss, gradient or Hessian
+        overflows float64 (e.g. weights or inputs of size 1e300, slope 1e300).
+    TypeError
+        ``biases`` not a bool; bools, complex numbers or strings where numbers are expected.
 
     References
     ----------
@@ -338,24 +363,30 @@ def gradient_quotient(weights, x, targets, slope=0.0, *, eps=1e-5, loss="cross_e
     ws, stacked = _check_weights(weights)
     kn, n_in, n_out = ws[0].shape[0], ws[0].shape[2], ws[-1].shape[1]
     _check_loss(loss, n_out)
-    eps = check_positive(eps, "eps")
-    slope = float(as_float_array(slope, "slope"))
-    xa = as_float_array(x, "x")
+    eps = _check_eps(eps)
+    slope = real(slope, "slope")
+    biases = check_bool(biases, "biases")
+    xa = real_array(x, "x")
     if xa.ndim != (3 if stacked else 2) or xa.shape[-1] != n_in or (stacked and xa.shape[0] != kn):
         raise ValueError(f"x must have shape {'(K, ' if stacked else '('}B, {n_in}), got {xa.shape}")
     xa = np.ascontiguousarray(_mT(xa if stacked else xa[None]))
     batch = xa.shape[-1]
     if loss == "cross_entropy":
+        if np.iscomplexobj(targets):
+            raise TypeError("targets must be integer labels, got complex numbers")
         t = np.asarray(targets)
-        if not np.issubdtype(t.dtype, np.integer) or t.shape != ((kn, batch) if stacked else (batch,)) or t.min() < 0 or t.max() >= n_out:
+        if not np.issubdtype(t.dtype, np.integer) or t.size == 0 or t.shape != ((kn, batch) if stacked else (batch,)) or t.min() < 0 or t.max() >= n_out:
             raise ValueError(f"targets must be integer labels in [0, {n_out}) of shape {'(K, B)' if stacked else '(B,)'}")
         t = t if stacked else t[None]
     else:
-        t = as_float_array(targets, "targets")
+        t = real_array(targets, "targets")
         if t.shape != ((kn, batch, n_out) if stacked else (batch, n_out)):
             raise ValueError(f"targets must have shape {'(K, ' if stacked else '('}B, {n_out}) for loss='mse', got {t.shape}")
         t = np.ascontiguousarray(_mT(t if stacked else t[None]))
-    gq, _ = _gq_and_gradient(ws, xa, t, slope, loss, eps, bool(biases), meta_gradient=False)
+    with np.errstate(all="ignore"):
+        gq, _ = _gq_and_gradient(ws, xa, t, slope, loss, eps, biases, meta_gradient=False)
+    if not np.all(np.isfinite(gq)):
+        raise _overflow_error("the gradient quotient")
     return gq if stacked else float(gq[0])
 
 
@@ -373,9 +404,9 @@ class MetaInitResult:
         Norms of the input matrices.
     gq_history : ndarray, shape (steps,) or (K, steps)
         GQ of each step's batch, before that step's update.
-    gq_before, gq_after : float or ndarray of shape (K,)
+    gq_before, gq_after : float, ndarray of shape (K,) or None
         Mean GQ over ``eval_batches`` fresh batches (the same batches for both) at the input and
-        at the returned weights; NaN when ``eval_batches = 0``.
+        at the returned weights; ``None`` when ``eval_batches = 0`` (nothing evaluated).
     sign_flips : ndarray of int, shape (L,) or (K, L)
         How many times an update made a norm negative, flipping the matrix's sign (see notes).
     """
@@ -405,7 +436,6 @@ def metainit(
     biases=False,
     eval_batches=4,
     rng=None,
-    seed=None,
 ) -> MetaInitResult:
     """MetaInit: tune the norm of every weight matrix to minimise the gradient quotient.
 
@@ -431,35 +461,43 @@ def metainit(
     slope : float
         Negative slope ``a`` of the leaky ReLU (``0``: ReLU).
     steps : int
-        Number of signSGD steps (>= 0; the paper's code: 500).
+        Number of signSGD steps, ``0 <= steps <= 10^6`` (the paper's code: 500).
     lr : float
-        Step size ``eta`` in units of the Frobenius norm (> 0; 0.1).
+        Step size ``eta`` in units of the Frobenius norm (> 0, finite; 0.1).
     momentum : float
         ``mu`` in ``[0, 1)`` (0.9).
     eps : float
-        ``epsilon > 0`` of the gradient quotient (1e-5).
+        ``epsilon`` of the gradient quotient, in ``EPS_RANGE = [1e-100, 1e100]`` (1e-5).
     batch_size : int
         Inputs per step (>= 1; 32, as for CIFAR-10 in the paper and in seed 002).
     loss : {"cross_entropy", "mse"}
         ``cross_entropy`` with labels uniform over the ``n_L`` classes (the paper), or ``mse`` with
         standard-normal targets.
     biases : bool
-        Count zero biases as GQ parameters (seed 002's networks); they are not updated.
+        Count zero biases as GQ parameters (seed 002's networks); they are not updated. A real bool.
     eval_batches : int
-        Fresh batches for ``gq_before`` / ``gq_after`` (>= 0).
-    rng, seed
-        Random Generator or seed; the same seed gives the same result.
+        Fresh batches for ``gq_before`` / ``gq_after``, ``0 <= eval_batches <= 10^4``.
+    rng : None, int or numpy.random.Generator
+        Randomness (an int ``n`` gives exactly the stream of ``numpy.random.default_rng(n)``);
+        the same ``rng`` gives the same result.
 
     Returns
     -------
     MetaInitResult
+        Finite weights, norms and GQ values.
 
     Raises
     ------
     ValueError
-        ``weights`` empty, not chaining, non-finite or with a zero matrix; ``steps``,
-        ``batch_size`` or ``eval_batches`` not integers in range; ``lr <= 0``, ``momentum`` outside
-        ``[0, 1)``, ``eps <= 0``; unknown ``loss``; a cross-entropy read-out with one class.
+        ``weights`` empty, not chaining, non-finite, with a zero matrix or a Frobenius norm beyond
+        float64; ``steps``, ``batch_size`` or ``eval_batches`` not integers in range; ``lr <= 0``,
+        ``momentum`` outside ``[0, 1)``, ``eps`` outside ``EPS_RANGE``; unknown ``loss``; a
+        cross-entropy read-out with one class; arrays above 2^29 numbers; or a step at which the
+        network's loss, gradient or Hessian overflows float64 (weights, slope or ``lr`` too large:
+        the message names the step).
+    TypeError
+        ``biases`` not a bool; bools, complex numbers or strings where numbers are expected; a
+        bad ``rng``.
 
     Notes
     -----
@@ -483,7 +521,7 @@ def metainit(
     >>> from meanfield.init import dense_weights, metainit
     >>> rng = np.random.default_rng(0)
     >>> ws = [np.stack([dense_weights(10, 10, 2.0, rng=rng) for _ in range(16)]) for _ in range(6)]
-    >>> res = metainit(ws, steps=100, seed=1)
+    >>> res = metainit(ws, steps=100, rng=1)
     >>> res.norms.shape, res.gq_history.shape
     ((16, 6), (16, 100))
     >>> bool(np.median(res.gq_after / res.gq_before) < 0.1)
@@ -492,21 +530,34 @@ def metainit(
     ws, stacked = _check_weights(weights)
     kn, n_in, n_out = ws[0].shape[0], ws[0].shape[2], ws[-1].shape[1]
     _check_loss(loss, n_out)
-    slope = float(as_float_array(slope, "slope"))
-    steps = check_int(steps, "steps", 0)
-    batch_size = check_int(batch_size, "batch_size", 1)
-    eval_batches = check_int(eval_batches, "eval_batches", 0)
-    lr = check_positive(lr, "lr")
-    eps = check_positive(eps, "eps")
-    momentum = float(as_float_array(momentum, "momentum"))
+    slope = real(slope, "slope")
+    steps = int_arg(steps, "steps", 0, MAX_STEPS)
+    batch_size = int_arg(batch_size, "batch_size", 1)
+    eval_batches = int_arg(eval_batches, "eval_batches", 0, MAX_EVAL_BATCHES)
+    lr = real(lr, "lr")
+    if lr <= 0:
+        raise ValueError(f"lr must be > 0, got {lr!r}")
+    eps = _check_eps(eps)
+    momentum = real(momentum, "momentum")
     if not 0.0 <= momentum < 1.0:
         raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
-    biases = bool(biases)
-    rng = check_rng(rng, seed)
-    initial = np.stack([np.sqrt(_dot(w, w)) for w in ws], axis=1)  # (K, L)
+    biases = check_bool(biases, "biases")
+    widest = max(max(w.shape[1:]) for w in ws)
+    check_size(kn * widest * batch_size * (len(ws) + 1), "networks * width * batch_size * (layers + 1) (activations)")
+    check_size(kn * n_in * batch_size * max(eval_batches, 1), "networks * n_0 * batch_size * eval_batches")
+    check_size(kn * steps, "networks * steps (gq_history)")
+    rng = check_rng(rng)
+    with np.errstate(over="ignore", under="ignore"):
+        initial = np.stack([np.sqrt(_dot(w, w)) for w in ws], axis=1)  # (K, L)
+        if not np.all(np.isfinite(initial) & (initial > 0)):  # squares over/underflowed: scale first
+            top = np.stack([np.abs(w).max(axis=(1, 2)) for w in ws], axis=1)
+            unit = [w / np.where(t > 0, t, 1.0)[:, None, None] for w, t in zip(ws, top.T)]
+            initial = top * np.stack([np.sqrt(_dot(u, u)) for u in unit], axis=1)
     if np.any(initial == 0):
         k = int(np.nonzero(np.any(initial == 0, axis=0))[0][0])
         raise ValueError(f"weights[{k}] must be non-zero (MetaInit keeps the direction W / |W|)")
+    if not np.all(np.isfinite(initial)):
+        raise ValueError("weights must have Frobenius norms inside float64 (below 1.8e308); rescale them")
     units = [w / initial[:, k, None, None] for k, w in enumerate(ws)]
     scale = initial.copy()  # signed norms: W_l = scale_l * unit_l
     memory = np.zeros_like(scale)
@@ -518,15 +569,22 @@ def metainit(
 
     eval_set = [_random_batch(rng, kn, n_in, n_out, batch_size, loss) for _ in range(eval_batches)]
 
-    def mean_gq(mats):
+    def mean_gq(mats, when):
         if not eval_set:
-            return np.full(kn, np.nan)
-        return np.mean([_gq_and_gradient(mats, x, t, slope, loss, eps, biases, False)[0] for x, t in eval_set], axis=0)
+            return None
+        with np.errstate(all="ignore"):
+            out = np.mean([_gq_and_gradient(mats, x, t, slope, loss, eps, biases, False)[0] for x, t in eval_set], axis=0)
+        if not np.all(np.isfinite(out)):
+            raise _overflow_error(f"the gradient quotient {when}")
+        return out
 
-    before = mean_gq(ws)
+    before = mean_gq(ws, "at the input weights")
     for step in range(steps):
         x, t = _random_batch(rng, kn, n_in, n_out, batch_size, loss)
-        gq, proj = _gq_and_gradient(current(), x, t, slope, loss, eps, biases)
+        with np.errstate(all="ignore"):
+            gq, proj = _gq_and_gradient(current(), x, t, slope, loss, eps, biases)
+        if not (np.all(np.isfinite(gq)) and np.all(np.isfinite(proj))):
+            raise _overflow_error(f"at step {step} the gradient quotient or its derivative")
         history[:, step] = gq
         # sign(dGQ/d|W_l|) = sign(<dGQ/dW_l, W_l>); the reference code's arithmetic below
         memory = momentum * memory - lr * np.sign(proj)
@@ -534,10 +592,13 @@ def metainit(
         new = np.abs(scale) + memory
         flips += new < 0
         scale = sgn * new
-    final = current()
-    after = mean_gq(final)
     norms = np.abs(scale)
+    if not np.all(np.isfinite(norms)):
+        raise _overflow_error("a norm after the last step (lr too large)")
+    final = current()
+    after = mean_gq(final, "at the returned weights")
     if not stacked:
         final = [w[0] for w in final]
-        return MetaInitResult(final, norms[0], initial[0], history[0], float(before[0]), float(after[0]), flips[0])
+        first = [None if v is None else float(v[0]) for v in (before, after)]
+        return MetaInitResult(final, norms[0], initial[0], history[0], first[0], first[1], flips[0])
     return MetaInitResult(final, norms, initial, history, before, after, flips)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import check_int, check_nonnegative, check_positive, check_rng
+from .._checks import check_rng
+from ._args import check_size, int_arg, nonneg, positive
 from ._dense import haar_orthogonal
 from ._looks_linear import looks_linear
 
@@ -35,12 +36,19 @@ __all__ = [
 ]
 
 
+#: Largest number of blocks per ConstNet stage and of LeakyNet layers (each is one array).
+MAX_LAYERS = 10**5
+
+
 def _kernel_shape(kernel_shape):
-    if isinstance(kernel_shape, (int, np.integer)):
+    if isinstance(kernel_shape, (int, np.integer)) and not isinstance(kernel_shape, (bool, np.bool_)):
         kernel_shape = (kernel_shape,)
-    ks = tuple(check_int(k, "kernel_shape", 1) for k in kernel_shape)
+    if not isinstance(kernel_shape, (tuple, list)):
+        raise TypeError(f"kernel_shape must be an odd int or a tuple of 1 or 2 odd ints, got {kernel_shape!r}")
+    ks = tuple(int_arg(k, "kernel_shape", 1) for k in kernel_shape)
     if not 1 <= len(ks) <= 2 or any(k % 2 == 0 for k in ks):
         raise ValueError(f"kernel_shape must be 1 or 2 odd sizes (2k+1), got {kernel_shape!r}")
+    check_size(int(np.prod(ks)), "prod(kernel_shape)")
     return ks
 
 
@@ -51,6 +59,17 @@ def delta_kernel(kernel_shape=(3, 3)) -> np.ndarray:
     ----------
     kernel_shape : int or tuple of odd int
         ``(2k+1,)`` or ``(2k+1, 2k+1)``.
+
+    Returns
+    -------
+    ndarray, shape kernel_shape
+
+    Raises
+    ------
+    ValueError
+        Even or non-positive sizes, more than two axes, more than 2^29 entries.
+    TypeError
+        ``kernel_shape`` not an int or a tuple of ints.
     """
     ks = _kernel_shape(kernel_shape)
     d = np.zeros(ks)
@@ -67,10 +86,19 @@ def averaging_conv(n_out, n_in, kernel_shape=(3, 3)) -> np.ndarray:
 
     ConstNet's first convolution (App. A: ``F_kl = delta_k1 delta_l1 / n_in``) and, with
     ``kernel_shape=(1, 1)``, the constant ``1 / n`` widening convolution.
+
+    Raises
+    ------
+    ValueError
+        Sizes < 1, a bad ``kernel_shape``, more than 2^29 entries.
+    TypeError
+        Bools, complex numbers or strings as sizes.
     """
-    n_out = check_int(n_out, "n_out", 1)
-    n_in = check_int(n_in, "n_in", 1)
-    return _kron_delta(_kernel_shape(kernel_shape), np.full((n_out, n_in), 1.0 / n_in))
+    n_out = int_arg(n_out, "n_out", 1)
+    n_in = int_arg(n_in, "n_in", 1)
+    ks = _kernel_shape(kernel_shape)
+    check_size(int(np.prod(ks)) * n_out * n_in, "prod(kernel_shape) * n_out * n_in")
+    return _kron_delta(ks, np.full((n_out, n_in), 1.0 / n_in))
 
 
 @dataclass(frozen=True)
@@ -115,20 +143,41 @@ def constnet(widths=(16, 32, 64), blocks_per_stage=2, n_input=3, n_classes=10, k
     kernel_shape : tuple of odd int
         Spatial kernel, 1-D or 2-D.
     stride : int
-        Spatial stride of each widening block (>= 1).
+        Spatial stride of each widening block, ``1 <= stride <= 2**31``.
+
+    Returns
+    -------
+    ConstNetInit
+
+    Raises
+    ------
+    ValueError
+        Empty ``widths``, sizes out of range (``blocks_per_stage <= 10^5`` per stage), more than
+        2^29 numbers in all.
+    TypeError
+        Sizes that are not integers (bools, floats, complex numbers, strings).
     """
-    widths = tuple(check_int(n, "widths", 1) for n in widths)
+    if isinstance(widths, (str, bytes)) or not isinstance(widths, (tuple, list, np.ndarray)):
+        raise TypeError(f"widths must be a sequence of integers, got {widths!r}")
+    widths = tuple(int_arg(n, "widths", 1) for n in widths)
     if not widths:
         raise ValueError("widths must hold at least one stage width")
-    if isinstance(blocks_per_stage, (int, np.integer)):
-        blocks_per_stage = [blocks_per_stage] * len(widths)
-    counts = [check_int(b, "blocks_per_stage", 0) for b in blocks_per_stage]
+    if isinstance(blocks_per_stage, (int, float, np.integer, np.floating)) and not isinstance(blocks_per_stage, (bool, np.bool_)):
+        blocks_per_stage = [int_arg(blocks_per_stage, "blocks_per_stage", 0, MAX_LAYERS)] * len(widths)
+    if not isinstance(blocks_per_stage, (tuple, list, np.ndarray)):
+        raise TypeError(f"blocks_per_stage must be an int or one int per stage, got {blocks_per_stage!r}")
+    counts = [int_arg(b, "blocks_per_stage", 0, MAX_LAYERS) for b in blocks_per_stage]
     if len(counts) != len(widths):
         raise ValueError(f"blocks_per_stage must give one count per stage ({len(widths)}), got {len(counts)}")
-    n_input = check_int(n_input, "n_input", 1)
-    n_classes = check_int(n_classes, "n_classes", 1)
+    n_input = int_arg(n_input, "n_input", 1)
+    n_classes = int_arg(n_classes, "n_classes", 1)
     ks = _kernel_shape(kernel_shape)
-    stride = check_int(stride, "stride", 1)
+    stride = int_arg(stride, "stride", 1)
+    area = int(np.prod(ks))
+    total = area * widths[0] * n_input + n_classes * widths[-1]
+    total += sum(b * area * n * n for n, b in zip(widths, counts))
+    total += sum((1 + area) * n * m for n, m in zip(widths[:-1], widths[1:]))
+    check_size(total, "the total number of ConstNet parameters")
     ones = (1,) * len(ks)
     return ConstNetInit(
         first=averaging_conv(widths[0], n_input, ks),
@@ -145,18 +194,39 @@ def channel_matrix(n, kind="I", gamma=None) -> np.ndarray:
     """LeakyNet's channel matrix: ``I`` (``'I'``), ``1 1^T / n`` (``'1'``), or ``gamma I + (1 - gamma) 1 1^T / n`` (App. J).
 
     Both ``'I'`` and ``'1'`` map symmetric features (all channels equal) to themselves (App. H).
+
+    Parameters
+    ----------
+    n : int
+        Channels, ``n >= 1``, ``n^2 <= 2**29``.
+    kind : {"I", "1"}
+        The matrix when ``gamma`` is None (validated either way).
+    gamma : float, optional
+        Mixture weight in [0, 1] (App. J); overrides ``kind``.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+
+    Raises
+    ------
+    ValueError
+        ``n`` out of range, an unknown ``kind``, ``gamma`` outside [0, 1].
+    TypeError
+        Bools, complex numbers or strings where numbers are expected.
     """
-    n = check_int(n, "n", 1)
+    n = int_arg(n, "n", 1)
+    if not isinstance(kind, str) or kind not in ("I", "1"):
+        raise ValueError(f"kind must be 'I' or '1', got {kind!r}")
+    check_size(n * n, "n^2")
     if gamma is not None:
-        gamma = check_nonnegative(gamma, "gamma")
+        gamma = nonneg(gamma, "gamma")
         if gamma > 1:
             raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
         return gamma * np.eye(n) + (1.0 - gamma) * np.full((n, n), 1.0 / n)
     if kind == "I":
         return np.eye(n)
-    if kind == "1":
-        return np.full((n, n), 1.0 / n)
-    raise ValueError(f"kind must be 'I' or '1', got {kind!r}")
+    return np.full((n, n), 1.0 / n)
 
 
 def leakynet(kinds, n, rho=0.01, kernel_shape=(3, 3), gamma=None) -> list:
@@ -181,14 +251,35 @@ def leakynet(kinds, n, rho=0.01, kernel_shape=(3, 3), gamma=None) -> list:
     Returns
     -------
     list of ndarray, each ``(*kernel_shape, n, n)``
+
+    Raises
+    ------
+    ValueError
+        ``rho`` outside (0, 1], unknown kinds, ``gamma`` values outside [0, 1] or of the wrong
+        length, more than 10^5 layers or 2^29 numbers in all.
+    TypeError
+        ``kinds`` or ``gamma`` not sequences; bools, complex numbers or strings where numbers are
+        expected.
     """
-    rho = check_positive(rho, "rho")
+    rho = positive(rho, "rho")
     if rho > 1:
         raise ValueError(f"rho must lie in (0, 1], got {rho}")
+    if isinstance(kinds, (str, bytes)) or not isinstance(kinds, (tuple, list)):
+        raise TypeError(f"kinds must be a list of 'I' / '1', got {kinds!r}")
     kinds = list(kinds)
+    if len(kinds) > MAX_LAYERS:
+        raise ValueError(f"kinds must list at most {MAX_LAYERS} layers, got {len(kinds)}")
+    for kind in kinds:
+        if not isinstance(kind, str) or kind not in ("I", "1"):
+            raise ValueError(f"kinds must hold 'I' or '1', got {kind!r}")
+    n = int_arg(n, "n", 1)
     ks = _kernel_shape(kernel_shape)
-    if gamma is not None and len(gamma) != len(kinds):
-        raise ValueError(f"gamma must have one value per layer ({len(kinds)}), got {len(gamma)}")
+    if gamma is not None:
+        if isinstance(gamma, (str, bytes)) or not isinstance(gamma, (tuple, list, np.ndarray)):
+            raise TypeError(f"gamma must be a sequence with one value per layer, got {gamma!r}")
+        if len(gamma) != len(kinds):
+            raise ValueError(f"gamma must have one value per layer ({len(kinds)}), got {len(gamma)}")
+    check_size(len(kinds) * int(np.prod(ks)) * n * n, "len(kinds) * prod(kernel_shape) * n^2")
     out = []
     for layer, kind in enumerate(kinds, start=1):
         m = channel_matrix(n, kind, None if gamma is None else gamma[layer - 1])
@@ -196,7 +287,7 @@ def leakynet(kinds, n, rho=0.01, kernel_shape=(3, 3), gamma=None) -> list:
     return out
 
 
-def looks_linear_delta_orthogonal(n, kernel_shape=(3, 3), gain=1.0, rng=None, seed=None) -> np.ndarray:
+def looks_linear_delta_orthogonal(n, kernel_shape=(3, 3), gain=1.0, rng=None) -> np.ndarray:
     """``Delta (x) [[U, -U], [-U, U]]`` with ``U`` Haar orthogonal of size ``n / 2`` (eq. 8 of seed 000).
 
     For an input ``[x, 0]`` (or any pre-activation of the form ``[a, -a]`` after a ReLU), the
@@ -209,18 +300,27 @@ def looks_linear_delta_orthogonal(n, kernel_shape=(3, 3), gain=1.0, rng=None, se
         Channels (even, >= 2).
     kernel_shape : tuple of odd int
     gain : float
-        Multiplies ``U``.
-    rng, seed
-        Random source.
+        Multiplies ``U`` (>= 0, finite).
+    rng : None, int or numpy.random.Generator
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
     ndarray, shape (*kernel_shape, n, n)
+
+    Raises
+    ------
+    ValueError
+        ``n`` odd or < 2, a bad ``kernel_shape``, negative ``gain``, more than 2^29 entries.
+    TypeError
+        Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
     """
-    n = check_int(n, "n", 2)
+    n = int_arg(n, "n", 2)
     if n % 2:
         raise ValueError(f"n must be even for a looks-linear layer, got {n}")
-    gain = check_nonnegative(gain, "gain")
-    rng = check_rng(rng, seed)
+    gain = nonneg(gain, "gain")
+    ks = _kernel_shape(kernel_shape)
+    check_size(int(np.prod(ks)) * n * n, "prod(kernel_shape) * n^2")
+    rng = check_rng(rng)
     u = gain * haar_orthogonal(n // 2, n // 2, rng=rng)
-    return _kron_delta(_kernel_shape(kernel_shape), looks_linear(u))
+    return _kron_delta(ks, looks_linear(u))

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_int, check_rng
+from .._checks import check_rng
+from ._args import check_law, check_size, int_arg
 from ._dense import dense_weights
 
 __all__ = ["hadamard", "zero_network", "zero_star_network", "zero_weights"]
@@ -29,12 +30,32 @@ def hadamard(m: int) -> np.ndarray:
 
     Entry ``(i, j)`` is ``(-1)^{popcount(i & j)}`` (Sylvester's recursive construction
     ``H_{m+1} = [[H_m, H_m], [H_m, -H_m]]``).
+
+    Parameters
+    ----------
+    m : int
+        ``0 <= m <= 14`` (``4^m <= 2^29`` entries).
+
+    Returns
+    -------
+    ndarray, shape (2^m, 2^m)
+
+    Raises
+    ------
+    ValueError
+        ``m`` out of range.
+    TypeError
+        ``m`` a bool, complex number or string.
     """
-    m = check_int(m, "m", 0, 30)
-    h = np.ones((1, 1))
-    for _ in range(m):
-        h = np.block([[h, h], [h, -h]])
-    return h
+    m = int_arg(m, "m", 0, 14)
+    return _hadamard_block(1 << m, 1 << m)
+
+
+def _hadamard_block(rows: int, cols: int) -> np.ndarray:
+    """The top-left ``rows x cols`` block of any Sylvester-Hadamard matrix large enough: ``(-1)^popcount(i & j)``."""
+    i = np.arange(rows, dtype=np.uint64)[:, None]
+    j = np.arange(cols, dtype=np.uint64)[None, :]
+    return 1.0 - 2.0 * (np.bitwise_count(i & j) & 1)
 
 
 def zero_weights(n_out: int, n_in: int) -> np.ndarray:
@@ -55,15 +76,18 @@ def zero_weights(n_out: int, n_in: int) -> np.ndarray:
     Raises
     ------
     ValueError
-        ``n_out`` or ``n_in`` < 1.
+        ``n_out`` or ``n_in`` < 1, or ``n_out * n_in > 2**29``.
+    TypeError
+        Bools, complex numbers or strings as sizes.
     """
-    n_out = check_int(n_out, "n_out", 1)
-    n_in = check_int(n_in, "n_in", 1)
+    n_out = int_arg(n_out, "n_out", 1)
+    n_in = int_arg(n_in, "n_in", 1)
+    check_size(n_out * n_in, "n_out * n_in")
     if n_out <= n_in:
         return np.eye(n_out, n_in)
-    m = int(np.ceil(np.log2(n_out)))
+    m = (n_out - 1).bit_length()  # ceil(log2 n_out), exact for any integer
     c = 2.0 ** (-(m - 1) / 2.0)
-    return c * hadamard(m)[:n_out, :n_in]
+    return c * _hadamard_block(n_out, n_in)
 
 
 def zero_network(widths) -> list[np.ndarray]:
@@ -83,15 +107,25 @@ def zero_network(widths) -> list[np.ndarray]:
     Raises
     ------
     ValueError
-        Fewer than two widths or a width < 1.
+        Fewer than two widths, a width < 1, or more than 2^29 entries in all.
+    TypeError
+        ``widths`` not a sequence of integers.
     """
-    widths = [check_int(w, "widths", 1) for w in widths]
-    if len(widths) < 2:
-        raise ValueError("widths must list at least an input and an output width")
+    widths = _check_widths(widths)
     return [zero_weights(o, i) for i, o in zip(widths[:-1], widths[1:])]
 
 
-def zero_star_network(widths, law="gaussian", rng=None, seed=None) -> list[np.ndarray]:
+def _check_widths(widths) -> list:
+    if isinstance(widths, (str, bytes)) or not hasattr(widths, "__len__") or not hasattr(widths, "__iter__"):
+        raise TypeError(f"widths must be a sequence of integers, got {widths!r}")
+    widths = [int_arg(w, "widths", 1) for w in widths]
+    if len(widths) < 2:
+        raise ValueError("widths must list at least an input and an output width")
+    check_size(sum(i * o for i, o in zip(widths[:-1], widths[1:])), "the total number of weights")
+    return widths
+
+
+def zero_star_network(widths, law="gaussian", rng=None) -> list[np.ndarray]:
     """ZerO* (seed 002, part 3 Sec. A): random first layer with ``Var W = 1 / widths[0]``, ZerO elsewhere.
 
     Parameters
@@ -100,8 +134,8 @@ def zero_star_network(widths, law="gaussian", rng=None, seed=None) -> list[np.nd
         Layer widths (each >= 1), input first; at least two.
     law : {"gaussian", "uniform", "rademacher"}
         Law of the first layer's i.i.d. zero-mean symmetric entries.
-    rng, seed
-        Random Generator or seed (only the first layer is random).
+    rng : None, int or numpy.random.Generator
+        Randomness, first layer only (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
 
     Returns
     -------
@@ -112,10 +146,11 @@ def zero_star_network(widths, law="gaussian", rng=None, seed=None) -> list[np.nd
     ------
     ValueError
         Bad ``widths`` or unknown ``law``.
+    TypeError
+        ``widths`` not a sequence of integers; a bad ``rng``.
     """
+    law = check_law(law, ("gaussian", "uniform", "rademacher"))
     mats = zero_network(widths)
-    if law not in ("gaussian", "uniform", "rademacher"):
-        raise ValueError(f"law must be gaussian, uniform or rademacher, got {law!r}")
-    rng = check_rng(rng, seed)
+    rng = check_rng(rng)
     mats[0] = dense_weights(mats[0].shape[0], mats[0].shape[1], 1.0, law, rng=rng)
     return mats

@@ -1,0 +1,69 @@
+"""Argument checks shared by the initialisers (private).
+
+On top of :mod:`meanfield._checks`: bools, complex numbers, strings and arrays are refused where a
+real number is expected (``TypeError`` naming the argument), integers are bounded, and every
+result or work array is bounded in size so that absurd sizes raise ``ValueError`` in constant
+time instead of ``MemoryError`` or an endless loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import as_float_array, check_int, check_scalar
+
+#: Largest number of float64 entries one initialiser allocates (2^29 numbers = 4 GiB).
+MAX_ELEMENTS = 2**29
+#: Largest layer size / channel count / count accepted where nothing bounds it more tightly.
+MAX_SIZE = 2**31
+
+
+def int_arg(n, name: str, minimum: int, maximum: int | None = MAX_SIZE) -> int:
+    """An integer in ``[minimum, maximum]``; complex numbers raise ``TypeError``."""
+    if isinstance(n, (complex, np.complexfloating)):
+        raise TypeError(f"{name} must be an integer, got the complex {n!r}")
+    return check_int(n, name, minimum, maximum)
+
+
+def real(x, name: str) -> float:
+    """A finite real scalar (bools, complex numbers, strings, arrays: ``TypeError``)."""
+    return check_scalar(x, name)
+
+
+def nonneg(x, name: str) -> float:
+    v = check_scalar(x, name)
+    if v < 0:
+        raise ValueError(f"{name} must be >= 0, got {v!r}")
+    return v
+
+
+def positive(x, name: str) -> float:
+    v = check_scalar(x, name)
+    if v <= 0:
+        raise ValueError(f"{name} must be > 0, got {v!r}")
+    return v
+
+
+def real_array(x, name: str) -> np.ndarray:
+    """A finite float64 array of real numbers; bools, complex numbers, strings and objects raise ``TypeError``."""
+    if x is None or isinstance(x, (str, bytes)) or np.iscomplexobj(x):
+        raise TypeError(f"{name} must be an array of real numbers, got {type(x).__name__}")
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a (rectangular) array of real numbers") from exc
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    return as_float_array(arr, name)
+
+
+def check_size(n_elements: int, what: str) -> None:
+    """``ValueError`` when an array of ``n_elements`` numbers would exceed :data:`MAX_ELEMENTS`."""
+    if n_elements > MAX_ELEMENTS:
+        raise ValueError(f"{what} must be <= 2**29 entries (4 GiB of float64), got {n_elements}")
+
+
+def check_law(law, allowed) -> str:
+    if not isinstance(law, str) or law not in allowed:
+        raise ValueError(f"law must be one of {tuple(allowed)}, got {law!r}")
+    return law
