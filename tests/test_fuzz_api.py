@@ -159,6 +159,11 @@ def test_verdicts_of_exceptions():
     # a conflict with another parameter is named by that parameter (values that may be valid only)
     assert harness.judge(j, "dense.qmap", "sigma_w2", {}, exc=ValueError("degree too small for q"))[0] == ok
     assert harness.judge(_job(expect=RAISE), "dense.qmap", "sigma_w2", {}, exc=ValueError("degree too small for q"))[0] == bad
+    # an out-of-range result may instead name its log-scale alternative (the overflow contract)
+    fj = _job("finite_width.expected_squared_norm", "layers", "x", None)
+    out_of_range = ValueError("the expected squared norm leaves the float64 range; use log_expected_squared_norm")
+    assert harness.judge(fj, fj.function, "layers", {}, exc=out_of_range)[0] == ok
+    assert harness.judge(fj, fj.function, "layers", {}, exc=ValueError("overflow; use smaller numbers"))[0] == bad
     # foreign exceptions, even subclasses of ValueError, are BAD whatever their message
     assert harness.judge(j, "dense.qmap", "sigma_w2", {}, exc=np.linalg.LinAlgError("sigma_w2 singular"))[0] == bad
     assert harness.judge(j, "dense.qmap", "sigma_w2", {}, exc=ZeroDivisionError("sigma_w2"))[0] == bad

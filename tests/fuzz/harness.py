@@ -235,6 +235,18 @@ def names_argument(message: str, name: str) -> bool:
     return re.search(pattern, message, re.IGNORECASE) is not None
 
 
+def names_alternative(message: str, function: str) -> bool:
+    """Whether ``message`` says "use NAME" with NAME a public function of the function's module
+    (``use log_expected_squared_norm``) or one of its parameters (``use log=True``)."""
+    func = resolve(function)
+    module = importlib.import_module(func.__module__) if getattr(func, "__module__", None) else None
+    params = set(inspect.signature(func).parameters)
+    for name in re.findall(r"\buse\s+`{0,2}([A-Za-z_][A-Za-z_0-9]*)", message):
+        if name in params or (module is not None and not name.startswith("_") and callable(getattr(module, name, None))):
+            return True
+    return False
+
+
 def _field_path(path: str) -> str:
     """"ret.fixed_point.xi_c[3]" -> "fixed_point.xi_c" (indices dropped)."""
     p = re.sub(r"\[[^\]]*\]", "", path)
@@ -295,6 +307,8 @@ def nonfinite_problems(function: str, result, kwargs) -> list[str]:
                 ok = not np.any(nonfinite & ~allowed)
                 if not rule.nan and np.any(np.isnan(vals)):
                     ok = False
+                if rule.sign and np.any(np.isinf(vals) & (np.sign(vals) != rule.sign)):
+                    ok = False
             except Exception as exc:  # noqa: BLE001 - a predicate that cannot be evaluated allows nothing
                 ok = False
                 path += f" (allow-rule failed: {type(exc).__name__})"
@@ -350,6 +364,10 @@ def judge(job: Job, function: str, changed: str | None, kwargs, result=None, exc
         others = [p for p in inspect.signature(resolve(function)).parameters if p != changed]
         if job.expect is None and any(names_argument(str(exc), p) for p in others):
             return "OK", f"{what} (a conflict with another argument): {_short(exc, 80)}"
+        # The standards' overflow contract: "raise a ValueError that says so and names the
+        # alternative" -- a log-scale function of the same module or a parameter (``use log=True``).
+        if job.expect is None and isinstance(exc, ValueError) and names_alternative(str(exc), function):
+            return "OK", f"{what} (out of range; names the alternative): {_short(exc, 80)}"
         return "BAD", f"{what} message does not name {changed!r}: {_short(exc)}"
     problems = nonfinite_problems(function, result, kwargs)
     if job.param is not None and job.expect in (RAISE, TYPE):

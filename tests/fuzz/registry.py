@@ -293,6 +293,7 @@ REGISTRY: list[Entry] = [
     E("finite_width.kernel_masses", y=F(1.0), grid=A(GRID13), width=I(4), sigma_w2=F(0.5), sigma_b2=F(0.0), activation=ACT("relu"),
       method=CH("auto"), n_quantiles=I(256)),
     E("finite_width.expected_squared_norm", y0=F(1.0), layers=LAY([(4, 0.5, 0.1), (4, 0.5)])),
+    E("finite_width.log_expected_squared_norm", y0=F(1.0), layers=LAY([(4, 0.5, 0.1), (4, 0.5)])),
     E("finite_width.grid_masses", samples=A([0.1, 0.5, 1.2, 3.0]), grid=A(np.linspace(0.0, 4.0, 5))),
     E("finite_width.inner_product_law", grid=A(GRID9), width=I(3), v11=F(1.0), v22=F(1.0), v12=F(0.3)),
     E("finite_width.mean_inner_product", width=I(3), v11=F(1.0), v22=F(1.0), v12=F(0.3)),
@@ -305,7 +306,7 @@ REGISTRY: list[Entry] = [
     E("finite_width.relu_eigenvalue_printed", m=F(-1.5), width=I(10), sigma_w2=F(0.2)),
     E("finite_width.relu_log_eigenvalue", m=F(-1.5), width=I(10), sigma_w2=F(0.2)),
     E("finite_width.relu_kernel", y=F(1.0), z=A([0.5, 1.0, 1.5]), width=I(4), sigma_w2=F(0.5), sigma_b2=F(0.1)),
-    E("finite_width.relu_product_density", t=A([0.2, 0.5]), v11=F(1.0), v22=F(1.0), v12=F(0.3)),
+    E("finite_width.relu_product_density", t=A([0.2, 0.5]), v11=F(1.0), v22=F(1.0), v12=F(0.3), log=B(False)),
     # --- kurtosis ---------------------------------------------------------------------------
     E("kurtosis.transition_matrix", width=I(4), slope=F(0.1), weight_kurtosis=F(3.0), sigma_x2=F(1.0)),
     E("kurtosis.product", widths=IS([3, 3]), slope=F(0.1), weight_kurtosis=F(3.0), sigma_x2=F(1.0)),
@@ -316,7 +317,7 @@ REGISTRY: list[Entry] = [
       sigma_x2=F(1.0), max_depth=I(1000)),
     E("kurtosis.empirical_variance_distribution", kappa=F(3.0), n=I(10), sigma2=F(1.0)),
     E("kurtosis.input_statistics", x=A(X64), method=CH("pairs"), weight_kurtosis=F(3.0)),
-    E("kurtosis.nonzero_probability", widths=IS([3, 3])),
+    E("kurtosis.nonzero_probability", widths=IS([3, 3]), log=B(False)),
     E("kurtosis.weight_kurtosis", distribution=DIST("uniform")),
     # --- symmetry ---------------------------------------------------------------------------
     E("symmetry.forward_correlation", w=A(W43), complement=B(False)),
@@ -352,7 +353,7 @@ REGISTRY: list[Entry] = [
     E("landscape.three_layer_flow", a0=A(AB32), b0=A(AB32), s=A([2.0, 1.0]), t=A([0.0, 0.5, 1.0]), u=A(UV32), v=A(UV32), printed=B(False),
       rtol=F(1e-9), atol=F(1e-12)),
     E("landscape.permutation_counts", n=I(6), n_classes=I(3)),
-    E("landscape.column_covariance_spectrum", n=I(4), tau=F(0.5)),
+    E("landscape.column_covariance_spectrum", n=I(4), tau=F(0.5), log=B(False)),
     E("landscape.controlled_skip_matrix", n=I(4), tau=F(0.5), rng=R(0)),
     E("landscape.supp4_skip_matrix", n=I(4), tau=F(0.5), rng=R(0)),
     E("landscape.folded_orthogonal", n=I(4), n_orthonormal=I(2), rng=R(0)),
@@ -425,7 +426,8 @@ class Allow:
     ``field`` is the attribute path below the result ("" for the result itself, "q_star",
     "fixed_point.xi_c"; list and array indices are dropped). ``where(result, kwargs)`` returns
     True (or a boolean mask broadcastable to the field) where the documented condition holds;
-    a non-finite value elsewhere, or a NaN unless ``nan`` is set, is still BAD.
+    a non-finite value elsewhere, an infinity of the other sign than ``sign``, or a NaN unless
+    ``nan`` is set, is still BAD.
     """
 
     function: str
@@ -433,12 +435,11 @@ class Allow:
     where: Callable[[Any, dict], Any]
     doc: str
     nan: bool = False
+    sign: int = 0  # +1: only +inf is documented, -1: only -inf, 0: either
 
 
 #: |chi - 1| below which the library calls a map critical (dense.CRITICAL_ATOL = 1e-9)
 _CRIT = 1e-9
-#: log of the largest float64 (np.finfo(float).max = 1.797e308): exp overflows above it
-_LOG_MAX = math.log(np.finfo(np.float64).max)
 
 
 def _chi_at_least_one(chi_field):
@@ -449,18 +450,23 @@ def _fp_chi(chi_field):
     return lambda r, kw: getattr(r.fixed_point, chi_field) >= 1.0 - _CRIT
 
 
-def _log_beyond_float(log_field):
-    return lambda r, kw: np.asarray(getattr(r, log_field)) > _LOG_MAX - 1e-9
-
-
-def _exact_zero(value_field):
-    return lambda r, kw: np.asarray(getattr(r, value_field)) == 0.0
-
-
-def _relu_log_eig(kw):
-    from meanfield.finite_width import relu_log_eigenvalue
-
-    return np.asarray(relu_log_eigenvalue(kw["m"], kw["width"], kw["sigma_w2"]))
+def _zero_expectation(kw):
+    """Rows x y0 where E|x^(l)|^2 = 0 exactly: y0 = 0 and no bias so far, or after a layer with
+    sigma_w2 = sigma_b2 = 0 (and no bias since)."""
+    y0 = np.asarray(kw["y0"], dtype=float)
+    zero = np.broadcast_to(y0 == 0.0, y0.shape).copy()
+    rows = [zero.copy()]
+    for layer in kw["layers"]:
+        if hasattr(layer, "width"):
+            sw, sb = float(layer.sigma_w2), float(layer.sigma_b2)
+        else:
+            sw, sb = float(layer[1]), float(layer[2]) if len(layer) > 2 else 0.0
+        if sb > 0.0:
+            zero[...] = False
+        elif sw == 0.0:
+            zero[...] = True
+        rows.append(zero.copy())
+    return np.array(rows)
 
 
 ALLOW_NONFINITE: list[Allow] = [
@@ -481,22 +487,14 @@ ALLOW_NONFINITE: list[Allow] = [
     Allow("conv.depth_scales", "fixed_point.q_star", _fp_chi("chi_q"), "FixedPoint.q_star"),
     Allow("conv.depth_scales", "fixed_point.xi_q", _fp_chi("chi_q"), "FixedPoint.xi_q"),
     Allow("conv.depth_scales", "fixed_point.xi_c", _fp_chi("chi_c"), "FixedPoint.xi_c"),
-    # finite_width.relu_eigenvalue: "inf where the value exceeds the float range (very negative m),
-    # never NaN"; relu_log_eigenvalue is the log of the same value.
-    Allow("finite_width.relu_eigenvalue", "", lambda r, kw: _relu_log_eig(kw) > _LOG_MAX - 1e-9, "relu_eigenvalue: inf beyond the float range"),
-    # relu_eigenvalue_printed = relu_eigenvalue * 4^(m + 1): "inf beyond the float range, never NaN".
-    Allow("finite_width.relu_eigenvalue_printed", "",
-          lambda r, kw: _relu_log_eig(kw) + (np.asarray(kw["m"], dtype=float) + 1.0) * math.log(4.0) > _LOG_MAX - 1e-9,
-          "relu_eigenvalue_printed: inf beyond the float range"),
-    # kurtosis.KurtosisPropagation: "kappa: inf beyond the float64 range (use log_kappa)";
-    # "c: +-inf beyond the float64 range" -- |c| = |Cov[y_i^2, y_j^2]| <= Var y^2 = (kappa - 1) sigma_x2^2.
-    Allow("kurtosis.propagate", "kappa", _log_beyond_float("log_kappa"), "KurtosisPropagation.kappa: inf beyond float64"),
-    Allow("kurtosis.propagate", "c", lambda r, kw: np.asarray(r.log_kappa) + 2.0 * math.log(r.sigma_x2) > _LOG_MAX - 1e-9,
-          "KurtosisPropagation.c: +-inf beyond float64"),
-    # kurtosis.LemmaProduct: "alpha, beta, gamma, delta: inf beyond the float64 range";
-    # "log_*: -inf for an exact zero, e.g. width 1".
-    *[Allow("kurtosis.product", p, _log_beyond_float("log_" + p), f"LemmaProduct.{p}: inf beyond float64") for p in ("alpha", "beta", "gamma", "delta")],
-    *[Allow("kurtosis.product", "log_" + p, _exact_zero(p), f"LemmaProduct.log_{p}: -inf for an exact zero") for p in ("alpha", "beta", "gamma", "delta")],
+    # finite_width.TransitionKernel: "log_density: finite wherever the density is positive, -inf
+    # exactly where it is 0 (z <= 0, or sigma_y^2 = 0)".
+    Allow("finite_width.relu_kernel", "log_density", lambda r, kw: np.asarray(r.density) == 0.0,
+          "TransitionKernel.log_density: -inf exactly where the density is 0", sign=-1),
+    # finite_width.log_expected_squared_norm: "-inf exactly where the expectation is 0 (y0 = 0 and
+    # no bias so far, or a layer with sigma_w2 = sigma_b2 = 0); finite everywhere else".
+    Allow("finite_width.log_expected_squared_norm", "", lambda r, kw: _zero_expectation(kw),
+          "log_expected_squared_norm: -inf exactly where the expectation is 0", sign=-1),
     # init.MetaInitResult: "gq_before, gq_after: ... NaN when eval_batches = 0".
     *[Allow("init.metainit", f, lambda r, kw: kw.get("eval_batches") == 0, f"MetaInitResult.{f}: NaN when eval_batches = 0", nan=True)
       for f in ("gq_before", "gq_after")],
