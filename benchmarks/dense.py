@@ -118,7 +118,7 @@ def bench_monte_carlo():
         for d in (n, 3):
             x = np.random.default_rng(1).standard_normal((d, 64))
             depth, nets = 4, 2
-            t = best_of(lambda: simulate_dense(x, "tanh", 1.5, 0.05, depth, n, n_networks=nets, seed=0), repeat=2)
+            t = best_of(lambda: simulate_dense(x, "tanh", 1.5, 0.05, depth, n, n_networks=nets, rng=0), repeat=2)
             flops = nets * (depth * 2 * n * n * d + 2 * n * 64 * d + (depth + 1) * 2 * d * d * n)
             rate = flops / t / 1e9
             row(f"simulate_dense width {n}, {d} inputs", rate, "GFLOP/s", f"{100 * rate / peak:.0f}% of GEMM peak")

@@ -34,7 +34,7 @@ def test_first_layer_covariance_and_gradients_are_unbiased(activation, v, init):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((p, p)) + 1.0
     cov0 = a @ a.T / p + 0.2 * np.eye(p)
-    sim = simulate_conv(cov0, activation, 1.7, 0.1, v, 1, 16, 300, init=init, gradients=True, seed=1)
+    sim = simulate_conv(cov0, activation, 1.7, 0.1, v, 1, 16, 300, init=init, gradients=True, rng=1)
     theory = conv.propagate(cov0, activation, 1.7, 0.1, v, 1)
     _check_unbiased(sim.cov[:, 1, 0].reshape(300, -1), theory[1].ravel())
     bp = conv.gradient_variance_decay(cov0, activation, 1.7, 0.1, v, 1)
@@ -47,7 +47,7 @@ def test_gaussian_kernel_variances_follow_v():
 
     b = get_backend("numpy")
     v = np.array([0.1, 0.6, 0.3])
-    k = conv_kernels(400, (3,), 8, 2.0, v, "gaussian", b.rng(0), b)
+    k = conv_kernels(400, (3,), 8, 2.0, v, "gaussian", 0, b)
     per_offset = (k**2).mean(axis=(0, 2, 3)) * 8  # E omega^2 * c = sigma_w2 v_beta
     # omega^2 c / (sigma_w2 v) ~ chi^2_1 (variance 2): relative standard error sqrt(2 / samples)
     rel_se = np.sqrt(2.0 / (400 * 8 * 8))
@@ -65,7 +65,7 @@ def test_fig_s4_setup_matches_the_paper():
 
 def test_fig_s4_small_simulation_agrees_with_theory():
     depth = 3
-    modes = vconv.simulate_fig_s4(depth, 128, 24, seed=3).real
+    modes = vconv.simulate_fig_s4(depth, 128, 24, rng=3).real
     exact, lin = vconv.fig_s4_theory(depth)
     mean = modes.mean(0)
     se = modes.std(0, ddof=1) / np.sqrt(24)

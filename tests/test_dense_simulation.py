@@ -28,7 +28,7 @@ def test_trajectories_and_gradients_agree_with_finite_networks(act, sw, sb):
     cov0 = dense.input_covariance(x, sw, sb)
     theory = dense.propagate(cov0, act, sw, sb, DEPTH)
     grad = dense.backward_variance(act, sw, sb, DEPTH + 1, float(np.mean(np.diag(cov0))))
-    sims = [simulate_dense(x, act, sw, sb, DEPTH, n, N_NETWORKS, gradients=True, seed=11 + n) for n in WIDTHS]
+    sims = [simulate_dense(x, act, sw, sb, DEPTH, n, N_NETWORKS, gradients=True, rng=np.random.SeedSequence(11, spawn_key=(n,))) for n in WIDTHS]
     # the O(1/N^2) remainder after extrapolation, bounded by scale / N^2 as in validation.dense
     bias = 1.0 / WIDTHS[0] ** 2
     for layer in (1, DEPTH):
@@ -46,7 +46,7 @@ def test_simulation_detects_a_wrong_theory():
     """The same check rejects the theory of a 20 % smaller sigma_w2 (q^6: 0.73 instead of 1.07)."""
     x = gaussian_inputs(2, 32, q=1.0, c=0.6, rng=5)
     wrong = dense.propagate(dense.input_covariance(x, 2.0, 0.05), "tanh", 2.0, 0.05, DEPTH)
-    sims = [simulate_dense(x, "tanh", 2.5, 0.05, DEPTH, n, N_NETWORKS, seed=11 + n) for n in WIDTHS]
+    sims = [simulate_dense(x, "tanh", 2.5, 0.05, DEPTH, n, N_NETWORKS, rng=np.random.SeedSequence(11, spawn_key=(n,))) for n in WIDTHS]
     q, se = _extrapolated(*(s.cov[:, DEPTH, 0, 0] for s in sims))
     assert abs(q - wrong[DEPTH, 0, 0]) > Z_DEFAULT * se + wrong[DEPTH, 0, 0] / WIDTHS[0] ** 2
 

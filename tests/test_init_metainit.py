@@ -205,7 +205,7 @@ def test_fig1_metainit_networks_both_engines():
     from meanfield.validation._kurtosis_networks import empirical_variances, metainit_weights
 
     x = load_digits(n_samples=60, standardized=True).x
-    kw = dict(depth=12, width=10, n_networks=4, seed=3, chunk=2, metainit_steps=4)
+    kw = dict(depth=12, width=10, n_networks=4, rng=3, chunk=2, metainit_steps=4)
     a = empirical_variances(x, "metainit", engine="numba", **kw)
     c = empirical_variances(x, "metainit", engine="blas", dtype="float64", **kw)
     np.testing.assert_allclose(a, c, rtol=1e-10)

@@ -59,7 +59,7 @@ def test_zero_star_only_first_layer_random():
 @pytest.mark.parametrize("init", ["zero", "zero_star"])
 def test_zero_keeps_empirical_variance_after_first_layer(init):
     x = load_digits(n_samples=200, standardized=True).x
-    v = empirical_variances(x, init, depth=60, width=10, n_networks=5, seed=0, dtype="float64")
+    v = empirical_variances(x, init, depth=60, width=10, n_networks=5, rng=0, dtype="float64")
     np.testing.assert_allclose(v[:, 2:], np.repeat(v[:, 2:3], 59, axis=1), rtol=ZERO_RTOL)
     if init == "zero":  # deterministic: every network identical
         np.testing.assert_array_equal(v, np.repeat(v[:1], 5, axis=0))
@@ -86,8 +86,8 @@ def test_numba_kernel_matches_blas_path(init):
     """The fused Numba kernel and the stacked-matmul path draw the same weights (same chunks) and
     agree to float64 rounding accumulated over 60 layers (measured <= 1e-12 relative)."""
     x = load_digits(n_samples=100, standardized=True).x
-    a = empirical_variances(x, init, depth=60, width=10, n_networks=6, seed=4, chunk=3, engine="numba")
-    c = empirical_variances(x, init, depth=60, width=10, n_networks=6, seed=4, chunk=3, engine="blas", dtype="float64")
+    a = empirical_variances(x, init, depth=60, width=10, n_networks=6, rng=4, chunk=3, engine="numba")
+    c = empirical_variances(x, init, depth=60, width=10, n_networks=6, rng=4, chunk=3, engine="blas", dtype="float64")
     alive = c > 1e-250
     np.testing.assert_allclose(a[alive], c[alive], rtol=1e-10)
     assert np.all(a[~alive] < 1e-250)

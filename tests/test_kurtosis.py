@@ -115,7 +115,7 @@ def test_propagate_scale_covariance(ws, a, kw, s2):
 def test_one_layer_recursion_against_monte_carlo(law, a):
     """One layer of width 5 from Gaussian inputs (moments finite and light-tailed): A k0 vs simulation."""
     n = 200_000
-    sim = layer_moments([5, 5], a, law, n, "gaussian", seed=11)
+    sim = layer_moments([5, 5], a, law, n, "gaussian", rng=11)
     th = K.propagate(3.0, 0.0, [5], a, K.weight_kurtosis(law))
     m4, m22 = sim.m4[:, 1], sim.m22[:, 1]
     assert abs(m4.mean() - th.kappa[1]) < Z * m4.std() / math.sqrt(n)
@@ -124,7 +124,7 @@ def test_one_layer_recursion_against_monte_carlo(law, a):
 
 def test_mixture_input_moments():
     """x = sqrt(E) g, E ~ Exp(1): kappa0 = 6, c0 = 1 (the simulator's documented input law)."""
-    sim = layer_moments([4], 0.0, "gaussian", 200_000, "mixture", seed=3)
+    sim = layer_moments([4], 0.0, "gaussian", 200_000, "mixture", rng=3)
     kappa0, c0 = INPUT_MOMENTS["mixture"]
     assert abs(sim.m4[:, 0].mean() - kappa0) < Z * sim.m4[:, 0].std() / math.sqrt(200_000)
     assert abs(sim.m22[:, 0].mean() - 1 - c0) < Z * sim.m22[:, 0].std() / math.sqrt(200_000)
@@ -368,7 +368,7 @@ def test_prop_b2_against_simulation(law):
     widths = [3, 2, 1, 2, 3]
     n = 100_000
     p = K.nonzero_probability(widths[:-1])
-    f = nonzero_fraction(widths, law, n, seed=21)
+    f = nonzero_fraction(widths, law, n, rng=21)
     se = np.sqrt(p * (1 - p) / n)
     assert np.all(np.abs(f - p) <= Z * se + 1e-15)
 
@@ -378,7 +378,7 @@ def test_prop_b2_fails_for_rademacher_at_width_two():
     widths = [2] * 9
     n = 100_000
     p = K.nonzero_probability(widths[:-1])[-1]
-    f = nonzero_fraction(widths, "rademacher", n, seed=22)[-1]
+    f = nonzero_fraction(widths, "rademacher", n, rng=22)[-1]
     assert p - f > 10 * math.sqrt(p * (1 - p) / n)
 
 

@@ -38,7 +38,7 @@ def test_random_weight_laws_have_the_mean_field_variance(law, backend):
     from meanfield.validation.backend import get_backend, to_numpy
 
     b = get_backend(backend)
-    w = to_numpy(random_weights((20, 64, 32), 2.0, law, b.rng(1), b))
+    w = to_numpy(random_weights((20, 64, 32), 2.0, law, rng=1, backend=b))
     # E W^2 = sigma_w2 / n_in; over 40,960 entries the standard error of the mean square is < 1 %
     assert np.mean(w**2) * 32 == pytest.approx(2.0, rel=0.05)
     if law == "orthogonal":
@@ -47,7 +47,7 @@ def test_random_weight_laws_have_the_mean_field_variance(law, backend):
 
 def test_simulated_first_layer_matches_input_covariance_in_mean():
     x = np.random.default_rng(2).standard_normal((2, 30))
-    sim = simulate_dense(x, "tanh", 1.5, 0.1, depth=2, width=200, n_networks=64, gradients=True, seed=3)
+    sim = simulate_dense(x, "tanh", 1.5, 0.1, depth=2, width=200, n_networks=64, gradients=True, rng=3)
     assert sim.cov.shape == (64, 3, 2, 2) and sim.grad_sq.shape == (64, 3, 2)
     theory = dense.input_covariance(x, 1.5, 0.1)
     m = sim.cov[:, 0].mean(axis=0)

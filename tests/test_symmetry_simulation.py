@@ -86,9 +86,9 @@ def test_deterministic_training_keeps_symmetry_and_dropout_or_noise_breaks_it():
     det = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3)
     assert np.all(det.one_minus_cf[:, 1:] == 0) and np.all(det.one_minus_cb[:, 1:] == 0)
     assert det.loss[-1] < det.loss[0]  # it does learn (the head and the symmetric weights move)
-    drop = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3, dropout=0.05, seed=1)
+    drop = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3, dropout=0.05, rng=1)
     assert drop.one_minus_cf[-1, 1:].max() > 0
-    noisy = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3, grad_noise=1e-8, seed=1)
+    noisy = train(ConstNet.initial((4, 8), 1, 2, 3), x, y, 6, lr=0.3, grad_noise=1e-8, rng=1)
     assert noisy.one_minus_cf[-1, 1:].max() > 0 and noisy.one_minus_cb[-1, 1:].max() > 0
 
 
@@ -105,7 +105,7 @@ def test_leakynet_one_layers_remove_a_forward_perturbation_and_identity_layers_k
     assert r[0] > 1e-6 and r[1] > 1e-6 and r[2] > 1e-6  # 'I' layers carry it on
     assert r[3] < 1e-14 and r[4] < 1e-14  # after the '1' layer the features are symmetric again
     # a train record starts exactly symmetric too
-    rec = train(LeakyNet.initial(list("I1"), 4, 1, 3), x[..., :1], rng.integers(0, 3, 4), 1, grad_noise=1e-6, ratios=True)
+    rec = train(LeakyNet.initial(list("I1"), 4, 1, 3), x[..., :1], rng.integers(0, 3, 4), 1, grad_noise=1e-6, ratios=True, rng=0)
     assert np.all(rec.forward_ratio[0] == 0)
 
 
@@ -115,13 +115,13 @@ def test_replicated_features_degrade_short_training_on_digits():
     perm = np.random.default_rng(0).permutation(len(d.y))
     x, y = d.x[perm], d.y[perm]
     tr, te = slice(0, 1297), slice(1297, None)
-    errs = {k: [replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 64, k, 0.0, steps=300, lr=0.01, seed=s)[0]
+    errs = {k: [replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 64, k, 0.0, steps=300, lr=0.01, rng=s)[0]
                 for s in range(5)] for k in (1, 64)}
     m1, m64 = np.mean(errs[1]), np.mean(errs[64])
     se = math.sqrt(np.var(errs[1], ddof=1) / 5 + np.var(errs[64], ddof=1) / 5)
     assert m1 - m64 > Z * se
     # lambda = 0, K = 1: one unique row at initialisation
-    _, cf = replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 8, 1, 0.0, steps=0, seed=0)
+    _, cf = replicated_feature_experiment(x[tr], y[tr], x[te], y[te], 8, 1, 0.0, steps=0, rng=0)
     assert cf == 1.0
 
 

@@ -4,6 +4,11 @@
 ``sigma_w2 = 2 / N``), ``b_i ~ N(0, sigma_b2)``, ``x^(l) = relu(h^(l))``. Many independent networks
 are simulated at once as stacked weight tensors on the chosen backend (NumPy or CuPy); each
 network processes a batch of inputs.
+
+Randomness: ``rng`` is None, an int, a SeedSequence or a NumPy Generator (the rule of
+:mod:`validation.backend`; an int ``n`` gives the numbers of ``numpy.random.default_rng(n)``).
+Each chunk of networks draws from its own child streams spawned off it (input choice and weights),
+never from seeds computed by arithmetic.
 """
 
 from __future__ import annotations
@@ -12,93 +17,197 @@ import math
 
 import numpy as np
 
-from .backend import get_backend, to_numpy
+from meanfield._checks import as_float_array, check_int, check_rng, check_scalar
+
+from .backend import get_backend, spawn_sequences, to_numpy
+from .networks import _check_elements, _check_work
 
 __all__ = ["simulate_squared_norms", "simulate_pair"]
 
 #: Networks per stacked batch (bounded memory: batch * width^2 doubles per layer).
 _BATCH_ELEMENTS = 8_000_000
+#: Squared norms are trusted down to this value (below: subnormal float64, precision lost).
+_NORM_MIN = np.finfo(np.float64).tiny * 2.0**53
+
+
+def _variance(x, name):
+    value = check_scalar(x, name)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0 (a variance), got {value!r}")
+    return value
 
 
 def _layers(layers):
+    if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__"):
+        raise ValueError(f"layers must be a sequence of (width, sigma_w2[, sigma_b2]), got {layers!r}")
     out = []
     for layer in layers:
         if hasattr(layer, "width"):
-            out.append((int(layer.width), float(layer.sigma_w2), float(layer.sigma_b2)))
+            w, sw, sb = layer.width, layer.sigma_w2, layer.sigma_b2
         else:
+            if isinstance(layer, (str, bytes)) or not hasattr(layer, "__len__") or len(layer) not in (2, 3):
+                raise ValueError(f"each layer must be (width, sigma_w2[, sigma_b2]), got {layer!r}")
             w, sw, *rest = layer
-            out.append((int(w), float(sw), float(rest[0]) if rest else 0.0))
+            sb = rest[0] if rest else 0.0
+        out.append((check_int(w, "layers width", 1), _variance(sw, "layers sigma_w2"), _variance(sb, "layers sigma_b2")))
+    if not out:
+        raise ValueError("layers must contain at least one layer")
     return out
 
 
-def simulate_squared_norms(inputs, layers, n_networks, inputs_per_network, backend="numpy", seed=0):
+def _check_norms(sq, live, layer):
+    """Squared norms must be finite and, where the signal is non-zero, not subnormal."""
+    if not np.all(np.isfinite(sq)) or np.any(live & (sq < _NORM_MIN)):
+        raise ValueError(
+            f"squared norms leave the float64 range at layer {layer} (sigma_w2 or the inputs too large, or "
+            "the signal vanishing in a deep network); rescale sigma_w2 / the inputs or use fewer layers"
+        )
+
+
+def simulate_squared_norms(inputs, layers, n_networks, inputs_per_network, backend="numpy", rng=None):
     """Squared norms ``|x^(l)|^2`` through ``n_networks`` independent random ReLU networks.
 
     Parameters
     ----------
     inputs : array_like, shape (n, d)
-        Pool of input vectors; each network receives ``inputs_per_network`` of them drawn uniformly
-        with replacement (so the input law is the empirical law of the pool).
+        Pool of finite input vectors (n, d >= 1); each network receives ``inputs_per_network`` of
+        them drawn uniformly with replacement (so the input law is the empirical law of the pool).
     layers : sequence of (width, sigma_w2[, sigma_b2]) or objects with those attributes
+        Widths >= 1, variances >= 0 (seed 001's unscaled ``sigma_w2``).
     n_networks, inputs_per_network : int
+        >= 1.
+    backend : str or Backend
+    rng : None, int, SeedSequence or numpy.random.Generator
+        Chunk ``i`` of networks draws its inputs and its weights from two children spawned off it.
 
     Returns
     -------
     ndarray, shape (n_networks, inputs_per_network, L + 1)
         Column 0 is ``|x^(0)|^2``.
+
+    Raises
+    ------
+    ValueError
+        Arguments out of range; squared norms that overflow float64 or fall below ~2e-292 while
+        the signal is not exactly zero.
+
+    Notes
+    -----
+    Seed 001, Prop. 1 (the law of ``|x^(l)|^2`` whose transition operator T_l the theory computes).
     """
     be = get_backend(backend)
     xp = be.xp
-    pool = np.asarray(inputs, dtype=np.float64)
+    pool = as_float_array(inputs, "inputs")
+    if pool.ndim != 2 or pool.shape[0] < 1 or pool.shape[1] < 1:
+        raise ValueError(f"inputs must have shape (n, d) with n, d >= 1, got {pool.shape}")
     lays = _layers(layers)
-    rng_np = np.random.default_rng(seed)
-    rng = be.rng(seed + 1)
-    out = np.empty((n_networks, inputs_per_network, len(lays) + 1))
+    n_networks = check_int(n_networks, "n_networks", 1)
+    inputs_per_network = check_int(inputs_per_network, "inputs_per_network", 1)
+    generator = check_rng(rng)
+    _check_elements(n_networks * inputs_per_network * (len(lays) + 1), "the squared norms")
     widest = max([pool.shape[1]] + [w for w, _, _ in lays])
-    batch = max(1, _BATCH_ELEMENTS // (widest * widest))
-    for start in range(0, n_networks, batch):
+    _check_elements(widest * widest, "one network's weights")
+    _check_elements(inputs_per_network * widest, "one network's signals")
+    dims = [pool.shape[1]] + [w for w, _, _ in lays]
+    _check_work(n_networks * inputs_per_network * sum(a * b for a, b in zip(dims, dims[1:])), "simulate_squared_norms")
+    out = np.empty((n_networks, inputs_per_network, len(lays) + 1))
+    batch = max(1, min(_BATCH_ELEMENTS // (widest * widest), _BATCH_ELEMENTS // (inputs_per_network * widest)))
+    starts = range(0, n_networks, batch)
+    seqs = spawn_sequences(generator, 2 * len(starts))
+    for i, start in enumerate(starts):
         b = min(batch, n_networks - start)
-        idx = rng_np.integers(0, pool.shape[0], size=(b, inputs_per_network))
+        idx = np.random.default_rng(seqs[2 * i]).integers(0, pool.shape[0], size=(b, inputs_per_network))
+        rng_w = be.generator(seqs[2 * i + 1])
         x = be.asarray(pool[idx])  # (b, k, d)
         norms = [to_numpy((x * x).sum(-1))]
-        for width, sw, sb in lays:
-            w = rng.standard_normal((b, x.shape[-1], width)) * math.sqrt(sw)
+        _check_norms(norms[0], to_numpy(xp.any(x != 0, axis=-1)), 0)
+        for layer, (width, sw, sb) in enumerate(lays, start=1):
+            w = rng_w.standard_normal((b, x.shape[-1], width)) * math.sqrt(sw)
             h = xp.matmul(x, w)
             if sb > 0:
-                h = h + rng.standard_normal((b, 1, width)) * math.sqrt(sb)
+                h = h + rng_w.standard_normal((b, 1, width)) * math.sqrt(sb)
             x = xp.maximum(h, 0.0)
             norms.append(to_numpy((x * x).sum(-1)))
+            _check_norms(norms[-1], to_numpy(xp.any(x != 0, axis=-1)), layer)
         out[start : start + b] = np.stack(norms, axis=-1)
     return out
 
 
-def simulate_pair(x1, x2, width, sigma_w2, sigma_b2, n_networks, backend="numpy", seed=0):
+def simulate_pair(x1, x2, width, sigma_w2, sigma_b2, n_networks, backend="numpy", rng=None):
     """One ReLU layer applied to two inputs by ``n_networks`` random networks.
+
+    Parameters
+    ----------
+    x1, x2 : array_like, shape (d,)
+        Finite inputs of the same length d >= 1.
+    width : int
+        Output width (>= 1).
+    sigma_w2, sigma_b2 : float
+        Seed 001's unscaled weight and bias variances (>= 0).
+    n_networks : int
+        >= 1.
+    backend : str or Backend
+    rng : None, int, SeedSequence or numpy.random.Generator
+        Chunk ``i`` of networks draws from the ``i``-th child spawned off it.
 
     Returns
     -------
     (inner, cosine) : two ndarrays of shape (n_networks,)
         ``<x1', x2'>`` and the cosine similarity of the two outputs (0 when one output is zero).
+
+    Raises
+    ------
+    ValueError
+        Arguments out of range, or inner products / norms that overflow float64.
+
+    Notes
+    -----
+    Seed 001, Prop. 2 and Thm. 5 (the joint law of two outputs of one layer).
     """
     be = get_backend(backend)
     xp = be.xp
-    rng = be.rng(seed)
-    x = be.asarray(np.stack([x1, x2]))  # (2, d)
-    d = x.shape[1]
+    x1 = as_float_array(x1, "x1")
+    x2 = as_float_array(x2, "x2")
+    if x1.ndim != 1 or x1.shape != x2.shape or x1.size < 1:
+        raise ValueError(f"x1 and x2 must be 1-D of the same length >= 1, got shapes {x1.shape} and {x2.shape}")
+    width = check_int(width, "width", 1)
+    sigma_w2 = _variance(sigma_w2, "sigma_w2")
+    sigma_b2 = _variance(sigma_b2, "sigma_b2")
+    n_networks = check_int(n_networks, "n_networks", 1)
+    generator = check_rng(rng)
+    d = x1.shape[0]
+    _check_elements(d * width, "one network's weights")
+    _check_elements(n_networks, "the outputs")
+    _check_work(n_networks * d * width, "simulate_pair")
+    # the inputs' scale is factored out (relu(s h) = s relu(h)), so large inputs cannot overflow
+    scale = max(float(np.max(np.abs(x1))), float(np.max(np.abs(x2))))
+    if scale == 0.0:
+        scale = 1.0
+    x = be.asarray(np.stack([x1, x2]) / scale)  # (2, d)
     inner = np.empty(n_networks)
     cosine = np.empty(n_networks)
     batch = max(1, _BATCH_ELEMENTS // (d * width))
-    for start in range(0, n_networks, batch):
+    starts = range(0, n_networks, batch)
+    seqs = spawn_sequences(generator, len(starts))
+    for i, start in enumerate(starts):
+        rng_w = be.generator(seqs[i])
         b = min(batch, n_networks - start)
-        w = rng.standard_normal((b, d, width)) * math.sqrt(sigma_w2)
+        w = rng_w.standard_normal((b, d, width)) * math.sqrt(sigma_w2)
         h = xp.matmul(x[None], w)  # (b, 2, width)
         if sigma_b2 > 0:
-            h = h + rng.standard_normal((b, 1, width)) * math.sqrt(sigma_b2)
+            h = h + rng_w.standard_normal((b, 1, width)) * (math.sqrt(sigma_b2) / scale)
         y = xp.maximum(h, 0.0)
-        ip = (y[:, 0] * y[:, 1]).sum(-1)
-        den = xp.sqrt((y[:, 0] ** 2).sum(-1) * (y[:, 1] ** 2).sum(-1))
-        inner[start : start + b] = to_numpy(ip)
-        den = to_numpy(den)
-        ipn = to_numpy(ip)
+        m = xp.max(xp.abs(y.reshape(b, -1)), axis=1)
+        yn = y / xp.where(m > 0, m, 1.0)[:, None, None]
+        ipn = to_numpy((yn[:, 0] * yn[:, 1]).sum(-1))
+        den = to_numpy(xp.sqrt((yn[:, 0] ** 2).sum(-1) * (yn[:, 1] ** 2).sum(-1)))
+        mm = to_numpy(m)
+        with np.errstate(over="ignore", under="ignore"):
+            ip = ipn * mm * mm * scale * scale
+        if not np.all(np.isfinite(ip)) or not np.all(np.isfinite(den)):
+            raise ValueError("the inner products overflow float64: rescale x1, x2, sigma_w2 or sigma_b2")
+        if np.any((ipn != 0) & (np.abs(ip) < _NORM_MIN)):
+            raise ValueError("the inner products underflow float64 (below ~2e-292): rescale x1, x2, sigma_w2 or sigma_b2")
+        inner[start : start + b] = ip
         cosine[start : start + b] = np.divide(ipn, den, out=np.zeros(b), where=den > 0)
     return inner, cosine

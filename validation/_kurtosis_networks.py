@@ -7,6 +7,10 @@ networks, only over layers and chunks. NumPy by default, CuPy with ``backend="cu
 NumPy backend the Fig. 1 simulator uses the fused Numba kernel of
 :mod:`validation._kurtosis_kernels` instead (same weights, agreement to 1e-12 tested).
 
+Randomness: every simulator takes ``rng`` (None, an int, a SeedSequence or a NumPy Generator, the
+rule of :mod:`validation.backend`); an int ``n`` draws the numbers of ``numpy.random.default_rng(n)``.
+On CuPy the device Generator is seeded from a child spawned off the NumPy one.
+
 Conventions (seed 002): ``y^(0) = x``, ``y^(l) = W^(l) phi_a(y^(l-1))``, i.i.d. weights with
 ``Var W = 2 / (fan_in (a^2 + 1))``. The Fig. 1 networks (:func:`empirical_variances`) apply their
 first layer to the standardised data directly (``y^(1) = W^(1) x``, the extra input matrix of
@@ -16,14 +20,16 @@ seed 002's code builds them: He-normal start, a read-out layer, :func:`meanfield
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from meanfield._checks import as_float_array, check_int, check_rng, check_scalar
 from meanfield.init import he_sigma_w2, metainit, zero_weights
 from meanfield.validation._runner import progress
 from meanfield.validation.backend import get_backend, to_numpy
-from meanfield.validation.networks import random_weights
+from meanfield.validation.networks import WEIGHT_LAWS, _check_elements, _check_work, _draw_weights, random_weights
 
 __all__ = [
     "FIG1_INITS",
@@ -62,6 +68,33 @@ def _inputs(kind, shape, rng, xp):
     raise ValueError(f"input must be gaussian, rademacher or mixture, got {kind!r}")
 
 
+#: Input kinds of :func:`layer_moments` (and ``"shared_sign"`` for :func:`nonzero_fraction`).
+INPUT_KINDS = ("gaussian", "rademacher", "mixture")
+
+
+def _check_widths(widths):
+    if isinstance(widths, (str, bytes)) or not hasattr(widths, "__len__") or len(widths) == 0:
+        raise ValueError(f"widths must be a non-empty sequence of ints >= 1, got {widths!r}")
+    return [check_int(w, "widths", 1) for w in widths]
+
+
+def _check_signal(y, layer, xp, what):
+    """ReLU signals must stay where their squares (fourth powers) are normal float64 numbers."""
+    m = to_numpy(xp.max(xp.abs(y), axis=1))
+    live = m > 0
+    if not np.all(np.isfinite(m)) or np.any(m[live] > _Y_MAX) or np.any(m[live] < _Y_MIN):
+        raise ValueError(
+            f"{what}: a network's signal left [{_Y_MIN:g}, {_Y_MAX:g}] at layer {layer} (max |y| from "
+            f"{m[live].min() if live.any() else 0.0:.3g} to {m.max():.3g}), where its fourth power would "
+            "under- or overflow float64; use fewer layers"
+        )
+
+
+#: Range of max |y| per network in which ``y^4`` sums are computed without under/overflow.
+_Y_MAX = 1e70
+_Y_MIN = 1e-70
+
+
 #: (kappa0, c0) of the input kinds of :func:`layer_moments` (unit variance).
 INPUT_MOMENTS = {"gaussian": (3.0, 0.0), "rademacher": (1.0, 0.0), "mixture": (6.0, 1.0)}
 
@@ -79,18 +112,56 @@ class LayerMoments:
     m22: np.ndarray
 
 
-def layer_moments(widths, slope=0.0, law="gaussian", n_networks=10_000, input_kind="gaussian", backend="numpy", seed=0, chunk=None):
+def layer_moments(widths, slope=0.0, law="gaussian", n_networks=10_000, input_kind="gaussian", backend="numpy", rng=None, chunk=None):
     """Simulate ``n_networks`` networks with widths ``widths`` (``widths[l]`` = width of ``y^(l)``; the
     output has width ``widths[-1]``) on one independent He input each; return :class:`LayerMoments`
-    of every layer (depth ``len(widths) - 1``)."""
+    of every layer (depth ``len(widths) - 1``).
+
+    Parameters
+    ----------
+    widths : sequence of int
+        Widths >= 1 of ``y^(0) .. y^(d)``.
+    slope : float
+        Leaky-ReLU negative slope ``a`` (finite); weights have ``Var W = 2 / (fan_in (1 + a^2))``.
+    law : {"gaussian", "uniform", "rademacher", "orthogonal"}
+    n_networks : int
+        >= 1.
+    input_kind : {"gaussian", "rademacher", "mixture"}
+    backend : str or Backend
+    rng : None, int, SeedSequence or numpy.random.Generator
+        One stream for all chunks (:mod:`validation.backend`).
+    chunk : int, optional
+        Networks per batch (>= 1).
+
+    Raises
+    ------
+    ValueError
+        Arguments out of range; a signal whose fourth power would leave float64 (deep narrow nets).
+
+    Notes
+    -----
+    Seed 002, Prop. 4.3 (the moments whose recursion the kurtosis matrices A^(l) describe).
+    """
     b = get_backend(backend)
     xp = b.xp
-    rng = b.rng(seed)
-    widths = [int(w) for w in widths]
+    widths = _check_widths(widths)
+    slope = check_scalar(slope, "slope")
+    if abs(slope) > 1e100:
+        raise ValueError(f"slope must satisfy |slope| <= 1e100, got {slope}")
+    if not isinstance(law, str) or law not in WEIGHT_LAWS:
+        raise ValueError(f"law must be one of {WEIGHT_LAWS}, got {law!r}")
+    if not isinstance(input_kind, str) or input_kind not in INPUT_KINDS:
+        raise ValueError(f"input_kind must be one of {INPUT_KINDS}, got {input_kind!r}")
+    n_networks = check_int(n_networks, "n_networks", 1)
+    rng = b.rng(rng)
     sw2 = he_sigma_w2(slope)
     depth = len(widths) - 1
     if chunk is None:
         chunk = max(1, min(n_networks, 4_000_000 // max(w * w for w in widths)))
+    chunk = check_int(chunk, "chunk", 1)
+    _check_elements(min(chunk, n_networks) * max(w * w for w in widths), "one chunk's weights")
+    _check_elements(n_networks * (depth + 1), "the moments")
+    _check_work(n_networks * sum(a * b for a, b in zip(widths, widths[1:])), "layer_moments")
     m4 = np.empty((n_networks, depth + 1))
     m22 = np.empty((n_networks, depth + 1))
     for start in range(0, n_networks, chunk):
@@ -104,24 +175,49 @@ def layer_moments(widths, slope=0.0, law="gaussian", n_networks=10_000, input_ki
             m4[start : start + bsz, l] = to_numpy(s4 / w)
             m22[start : start + bsz, l] = to_numpy((s2 * s2 - s4) / (w * (w - 1))) if w > 1 else np.nan
             if l < depth:
-                wts = random_weights((bsz, widths[l + 1], w), sw2, law, rng, backend=b)
+                wts = _draw_weights((bsz, widths[l + 1], w), sw2, law, rng, b)
                 y = xp.matmul(wts, _leaky(xp, y, slope)[..., None])[..., 0]
+                _check_signal(y, l + 1, xp, "layer_moments")
     return LayerMoments(m4, m22)
 
 
-def nonzero_fraction(widths, law="gaussian", n_networks=100_000, input_kind="gaussian", backend="numpy", seed=0):
+def nonzero_fraction(widths, law="gaussian", n_networks=100_000, input_kind="gaussian", backend="numpy", rng=None):
     """Fraction of ReLU networks (one input each) whose ``y^(l)`` is not the zero vector, ``l = 0..d``.
 
     ``widths[l]`` is the width of ``y^(l)``, ``d = len(widths) - 1``. ``law`` may also be ``"gsm"``
     (looks-linear Gaussian, even widths), which violates the assumptions of Prop. B.2.
     ``input_kind="shared_sign"`` draws ``x = s |g|`` with one random sign ``s`` for all entries.
+    Each network's signal is rescaled to ``max |y| = 1`` after every layer (exact: ReLU networks
+    without biases are positively homogeneous), so no depth underflows a live network to zero.
+    ``rng`` follows the rule of :mod:`validation.backend`.
+
+    Raises
+    ------
+    ValueError
+        Arguments out of range (``"gsm"`` needs even widths).
+
+    Notes
+    -----
+    Seed 002, Props. B.1-B.2.
     """
     b = get_backend(backend)
     xp = b.xp
-    rng = b.rng(seed)
-    widths = [int(w) for w in widths]
+    widths = _check_widths(widths)
+    laws = WEIGHT_LAWS + ("gsm",)
+    if not isinstance(law, str) or law not in laws:
+        raise ValueError(f"law must be one of {laws}, got {law!r}")
+    if law == "gsm" and any(w % 2 for w in widths):
+        raise ValueError(f"law='gsm' needs even widths, got {widths}")
+    kinds = INPUT_KINDS + ("shared_sign",)
+    if not isinstance(input_kind, str) or input_kind not in kinds:
+        raise ValueError(f"input_kind must be one of {kinds}, got {input_kind!r}")
+    n_networks = check_int(n_networks, "n_networks", 1)
+    rng = b.rng(rng)
     depth = len(widths) - 1
     chunk = max(1, min(n_networks, 2_000_000 // max(w * w for w in widths)))
+    _check_elements(chunk * max(w * w for w in widths), "one chunk's weights")
+    _check_elements(n_networks, "n_networks (one network at a time)")
+    _check_work(n_networks * sum(a * b for a, b in zip(widths, widths[1:])), "nonzero_fraction")
     count = np.zeros(depth + 1)
     for start in range(0, n_networks, chunk):
         bsz = min(chunk, n_networks - start)
@@ -135,11 +231,13 @@ def nonzero_fraction(widths, law="gaussian", n_networks=100_000, input_kind="gau
             if l < depth:
                 n_out, n_in = widths[l + 1], widths[l]
                 if law == "gsm":
-                    w0 = random_weights((bsz, n_out // 2, n_in // 2), 2.0 * (n_in // 2) / n_in, "gaussian", rng, backend=b)
+                    w0 = _draw_weights((bsz, n_out // 2, n_in // 2), 2.0 * (n_in // 2) / n_in, "gaussian", rng, b)
                     wts = xp.concatenate([xp.concatenate([w0, -w0], axis=2), xp.concatenate([-w0, w0], axis=2)], axis=1)
                 else:
-                    wts = random_weights((bsz, n_out, n_in), 2.0, law, rng, backend=b)
+                    wts = _draw_weights((bsz, n_out, n_in), 2.0, law, rng, b)
                 y = xp.matmul(wts, xp.maximum(y, 0.0)[..., None])[..., 0]
+                m = xp.max(xp.abs(y), axis=1, keepdims=True)
+                y = y / xp.where(m > 0, m, 1.0)  # exact rescaling: relu(s y) = s relu(y)
     return count / n_networks
 
 
@@ -151,16 +249,16 @@ def _fig1_weights(init, l, n_out, n_in, bsz, rng, b):
     xp = b.xp
     first = l == 1
     if init == "he":
-        return random_weights((bsz, n_out, n_in), 1.0 if first else he_sigma_w2(0.0), "gaussian", rng, backend=b)
+        return _draw_weights((bsz, n_out, n_in), 1.0 if first else he_sigma_w2(0.0), "gaussian", rng, b)
     if init == "glorot":
-        return random_weights((bsz, n_out, n_in), 2.0 * n_in / (n_in + n_out), "gaussian", rng, backend=b)
+        return _draw_weights((bsz, n_out, n_in), 2.0 * n_in / (n_in + n_out), "gaussian", rng, b)
     if init == "orthogonal":
-        return random_weights((bsz, n_out, n_in), 1.0 if first else 2.0, "orthogonal", rng, backend=b)
+        return _draw_weights((bsz, n_out, n_in), 1.0 if first else 2.0, "orthogonal", rng, b)
     if init == "gsm":
         if first:  # [W0; -W0] x = [h, -h]: the looks-linear form from the raw input
-            w0 = random_weights((bsz, n_out // 2, n_in), 1.0, "gaussian", rng, backend=b)
+            w0 = _draw_weights((bsz, n_out // 2, n_in), 1.0, "gaussian", rng, b)
             return xp.concatenate([w0, -w0], axis=1)
-        w0 = random_weights((bsz, n_out // 2, n_in // 2), 1.0, "gaussian", rng, backend=b)  # Var = 2 / n_in
+        w0 = _draw_weights((bsz, n_out // 2, n_in // 2), 1.0, "gaussian", rng, b)  # Var = 2 / n_in
         return xp.concatenate([xp.concatenate([w0, -w0], axis=2), xp.concatenate([-w0, w0], axis=2)], axis=1)
     if init == "zero":
         if n_out == n_in:
@@ -168,12 +266,12 @@ def _fig1_weights(init, l, n_out, n_in, bsz, rng, b):
         return b.asarray(zero_weights(n_out, n_in))[None]
     if init == "zero_star":
         if first:
-            return random_weights((bsz, n_out, n_in), 1.0, "gaussian", rng, backend=b)
+            return _draw_weights((bsz, n_out, n_in), 1.0, "gaussian", rng, b)
         return None if n_out == n_in else b.asarray(zero_weights(n_out, n_in))[None]
     raise ValueError(f"init must be one of {FIG1_INITS}, got {init!r}")
 
 
-def metainit_weights(n_networks, depth, width, w0, rng, steps=500):
+def metainit_weights(n_networks, depth, width, w0, rng=None, steps=500):
     """MetaInit weights of ``n_networks`` Fig. 1 networks, shape (n_networks, n_out, n_in) per layer.
 
     As in seed 002's code (its ``metainit_cifar10_from_he_normal``): He-normal start
@@ -181,17 +279,26 @@ def metainit_weights(n_networks, depth, width, w0, rng, steps=500):
     read-out, zero biases counted in the gradient quotient, and the MetaInit defaults of
     Dauphin & Schoenholz (500 steps, lr 0.1, momentum 0.9, batch 32, cross-entropy on random
     labels). Returns the ``depth`` matrices of ``y^(1) .. y^(depth)`` (the read-out is dropped).
-    ``rng`` must be a NumPy Generator.
+    ``rng``: None, an int, a SeedSequence or a NumPy Generator (used for the start and by MetaInit).
     """
+    rng = check_rng(rng)
+    n_networks = check_int(n_networks, "n_networks", 1)
+    depth = check_int(depth, "depth", 1)
+    width = check_int(width, "width", 1)
+    w0 = check_int(w0, "w0", 1)
+    steps = check_int(steps, "steps", 0)
+    _check_elements(n_networks * (depth * width * max(width, w0) + FIG1_CLASSES * width), "the MetaInit weights")
+    _check_work(n_networks * (steps + 1) * 32 * (depth * width * max(width, w0) + FIG1_CLASSES * width), "MetaInit")
     shapes = [(width, w0)] + [(width, width)] * (depth - 1) + [(FIG1_CLASSES, width)]
     ws = [random_weights((n_networks,) + s, 2.0, "gaussian", rng) for s in shapes]
     return metainit(ws, 0.0, steps=steps, biases=True, eval_batches=0, rng=rng).weights[:-1]
 
 
-def _chunk_weights(init, depth, width, w0, bsz, rng, b, metainit_steps):
-    """Weights of layers ``1 .. depth`` of a chunk of Fig. 1 networks (see :func:`_fig1_weights`)."""
+def _chunk_weights(init, depth, width, w0, bsz, rng, host, b, metainit_steps):
+    """Weights of layers ``1 .. depth`` of a chunk of Fig. 1 networks (see :func:`_fig1_weights`);
+    ``rng`` is the backend Generator, ``host`` the NumPy one it was spawned from (MetaInit runs on
+    the host; on the NumPy backend both are the same Generator)."""
     if init == "metainit":
-        host = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(int(rng.integers(2**62)))
         return [b.asarray(w) for w in metainit_weights(bsz, depth, width, w0, host, metainit_steps)]
     return [_fig1_weights(init, l, width, w0 if l == 1 else width, bsz, rng, b) for l in range(1, depth + 1)]
 
@@ -213,6 +320,9 @@ def _pooled_variance(xp, y):
     return xp.maximum(ss, 0.0) / (count - 1)
 
 
+#: Smallest sum of squares the Numba engine trusts (below: subnormal, precision lost).
+_S2_MIN = np.finfo(np.float64).tiny * 2.0**53
+
 #: The Fig. 1 simulator rescales every network's signal to unit mean square this often (layers).
 RENORM_EVERY = 8
 
@@ -224,7 +334,7 @@ def empirical_variances(
     width=10,
     n_networks=1000,
     backend="numpy",
-    seed=0,
+    rng=None,
     chunk=None,
     desc=None,
     dtype="float32",
@@ -253,11 +363,15 @@ def empirical_variances(
         :mod:`validation._kurtosis_kernels` in float64 (``dtype`` ignored; fine to depth ~1000,
         beyond which Glorot's 2^-depth decay would underflow); ``"blas"`` (default on CuPy):
         stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. Both draw the same
-        weights for the same seed.
+        weights for the same ``rng``.
     metainit_steps : int
         MetaInit steps (``init="metainit"``; the paper's 500 by default, fewer in tests). MetaInit
         runs on the CPU in chunks of :data:`METAINIT_CHUNK` networks (2-3 s of CPU per network at
         depth 100, see ``benchmarks/metainit.py``), then the forward pass runs on ``backend``.
+
+    rng : None, int, SeedSequence or numpy.random.Generator
+        The rule of :mod:`validation.backend` (one stream for all chunks; on CuPy the device
+        Generator is spawned off it and MetaInit draws from it on the host).
 
     Returns
     -------
@@ -266,15 +380,36 @@ def empirical_variances(
         ``k`` over the data set, pooled over units; column 0 is the input's. ZerO is deterministic:
         one network is simulated and repeated.
     """
+    x = as_float_array(x, "x")
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 1:
+        raise ValueError(f"x must have shape (n, w0) with n >= 2 inputs and w0 >= 1, got {x.shape}")
+    if not isinstance(init, str) or init not in FIG1_INITS:
+        raise ValueError(f"init must be one of {FIG1_INITS}, got {init!r}")
+    depth = check_int(depth, "depth", 1)
+    width = check_int(width, "width", 2 if init == "gsm" else 1)
+    if init == "gsm" and width % 2:
+        raise ValueError(f"init='gsm' needs an even width, got {width}")
+    n_networks = check_int(n_networks, "n_networks", 1)
+    metainit_steps = check_int(metainit_steps, "metainit_steps", 0)
+    if chunk is not None:
+        chunk = check_int(chunk, "chunk", 1)
+    if desc is not None and not isinstance(desc, str):
+        raise TypeError(f"desc must be a string or None, got {type(desc).__name__}")
+    n_inputs = x.shape[0]
+    _check_elements(n_networks * (depth + 1), "the variances (n_networks x (depth + 1))")
+    _check_elements(width * max(width, x.shape[1]) * depth, "one network's weights")
+    _check_elements(width * max(n_inputs, x.shape[1]), "one network's signal")
+    _check_work(n_networks * depth * width * max(width, x.shape[1]) * n_inputs, "empirical_variances")
+    b = get_backend(backend)
+    host = check_rng(rng)
     if engine is None:
-        engine = "numba" if get_backend(backend).name == "numpy" else "blas"
+        engine = "numba" if b.name == "numpy" else "blas"
     if engine == "numba":
-        return _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, desc, metainit_steps)
+        return _empirical_variances_numba(x, init, depth, width, n_networks, host, chunk, desc, metainit_steps)
     if engine != "blas":
         raise ValueError(f"engine must be 'numba' or 'blas', got {engine!r}")
-    b = get_backend(backend)
     xp = b.xp
-    rng = b.rng(seed)
+    rng = b.rng(host)
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     ft = getattr(xp, dtype)
@@ -294,7 +429,7 @@ def empirical_variances(
         y = xp.empty((bsz, width, n), dtype=ft)
         v = xp.empty((bsz, width, n), dtype=ft)
         log_scale = np.zeros(bsz)  # y_true = exp(log_scale) * y
-        mats = _chunk_weights(init, depth, width, w0, bsz, rng, b, metainit_steps)
+        mats = _chunk_weights(init, depth, width, w0, bsz, rng, host, b, metainit_steps)
         for l in range(1, depth + 1):
             wts = mats[l - 1]
             if l == 1:
@@ -306,7 +441,7 @@ def empirical_variances(
                 else:
                     xp.matmul(wts.astype(ft), v, out=y)
             var = to_numpy(_pooled_variance(xp, y.reshape(bsz, count))).astype(np.float64)
-            out[start : start + bsz, l] = var * np.exp(2.0 * log_scale)
+            out[start : start + bsz, l] = _scaled_variance(var, log_scale, l)
             if l % RENORM_EVERY == 0 and l < depth:
                 ms = to_numpy(xp.einsum("bi,bi->b", y.reshape(bsz, count), y.reshape(bsz, count))).astype(np.float64) / count
                 scale = np.where(ms > 0, np.sqrt(ms), 1.0)
@@ -317,12 +452,29 @@ def empirical_variances(
     return out
 
 
-def _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, desc, metainit_steps):
+def _scaled_variance(var, log_scale, layer):
+    """``var * exp(2 log_scale)``, or a ValueError when a non-zero variance leaves float64."""
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        out = var * np.exp(2.0 * log_scale)
+        lg = np.log(np.where(var > 0, var, 1.0)) + 2.0 * log_scale
+    bad = (var > 0) & ((lg > _LOG_MAX) | (lg < _LOG_TINY))
+    if np.any(bad) or not np.all(np.isfinite(out)):
+        raise ValueError(
+            f"the empirical variance of a network at layer {layer} is exp({lg[bad].min() if bad.any() else np.inf:.4g}), "
+            "beyond the float64 range; use fewer layers"
+        )
+    return out
+
+
+_LOG_MAX = math.log(np.finfo(np.float64).max)
+_LOG_TINY = math.log(np.finfo(np.float64).tiny)
+
+
+def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, desc, metainit_steps):
     """The NumPy-backend path of :func:`empirical_variances` through the fused Numba kernel."""
     from meanfield.validation._kurtosis_kernels import fused_relu_sums  # noqa: PLC0415  (compiles on first use)
 
     b = get_backend("numpy")
-    rng = b.rng(seed)
     deterministic = init == "zero"
     n_sim = 1 if deterministic else n_networks
     xt = np.ascontiguousarray(np.asarray(x, dtype=np.float64).T)
@@ -336,7 +488,7 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, d
     starts = range(0, n_sim, chunk)
     for start in progress(starts, desc=desc or f"fig1 {init}", total=len(starts)):
         bsz = min(chunk, n_sim - start)
-        mats = _chunk_weights(init, depth, width, w0, bsz, rng, b, metainit_steps)
+        mats = _chunk_weights(init, depth, width, w0, bsz, rng, rng, b, metainit_steps)
         y1 = np.ascontiguousarray(np.broadcast_to(np.matmul(mats[0], xt), (bsz, width, n)))
         if identity:
             hidden = np.empty((bsz, depth - 1, 0, 0))
@@ -345,6 +497,13 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, seed, chunk, d
             for l in range(2, depth + 1):
                 hidden[:, l - 2] = mats[l - 1]
         s1, s2 = fused_relu_sums(y1, hidden, identity)
+        lost = ((s2 == 0) & (s1 != 0)) | ((s2 > 0) & (s2 < _S2_MIN)) | ~np.isfinite(s2)
+        if np.any(lost):
+            layer = int(np.argmax(lost.any(axis=0))) + 1
+            raise ValueError(
+                f"the Numba engine's float64 sums under- or overflow at layer {layer} (no renormalisation): "
+                "use engine='blas', which rescales every RENORM_EVERY layers"
+            )
         ss = np.maximum(s2 - s1 * s1 / count, 0.0)
         out[start : start + bsz, 1:] = ss / (count - 1)
     if deterministic:

@@ -7,6 +7,11 @@ boundaries; kernels are stored in the layout of :func:`validation.networks.perio
 ``(*k, c_in, c_out)`` (the transpose of the paper's ``(*k, n_out, n_in)`` used by
 :mod:`meanfield.symmetry`; :func:`paper_layout` converts). Gradients are written out by hand (no
 autodiff dependency) and checked against finite differences in the tests.
+
+Randomness: :func:`train`, :func:`looks_linear_delta_orthogonal_forward` and
+:func:`replicated_feature_experiment` take ``rng`` (None, an int, a SeedSequence or a NumPy
+Generator; the rule of :mod:`validation.backend`: an int ``n`` draws the numbers of
+``numpy.random.default_rng(n)``, None fresh entropy).
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ import numpy as np
 
 from meanfield import init as mf_init
 from meanfield import symmetry
+from meanfield._checks import as_float_array, check_bool, check_int, check_rng, check_scalar
 
 from .backend import get_backend, to_numpy
+from .networks import _check_elements, _check_work
 
 __all__ = [
     "ConstNet",
@@ -381,7 +388,21 @@ class TrainingRecord:
     backward_ratio: np.ndarray | None
 
 
-def train(net, x, y, steps, lr=0.1, dropout=0.0, grad_noise=0.0, relative_noise=False, seed=0, ratios=False) -> TrainingRecord:
+def _fraction(p, name):
+    value = check_scalar(p, name)
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must lie in [0, 1), got {value}")
+    return value
+
+
+def _nonnegative(x, name):
+    value = check_scalar(x, name)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def train(net, x, y, steps, lr=0.1, dropout=0.0, grad_noise=0.0, relative_noise=False, rng=None, ratios=False) -> TrainingRecord:
     """Deterministic full-batch gradient descent on ``(x, y)``, optionally with dropout on every
     activation or Gaussian noise of standard deviation ``grad_noise`` added to every gradient entry
     (``relative_noise=True``: ``grad_noise`` times the tensor's root-mean-square gradient, a model of
@@ -389,10 +410,22 @@ def train(net, x, y, steps, lr=0.1, dropout=0.0, grad_noise=0.0, relative_noise=
 
     With neither, nothing random enters and a network with symmetric features keeps them: C_f and
     C_b stay exactly 1 (the "Deterministic" row of Table 1 of seed 000).
+
+    ``rng`` (None, an int, a SeedSequence or a NumPy Generator) draws the dropout masks and the
+    gradient noise; it is validated even when neither is used. ``steps`` >= 0, ``lr`` > 0,
+    ``dropout`` in [0, 1), ``grad_noise`` >= 0; ``relative_noise`` and ``ratios`` are bools.
     """
     b = get_backend(net.backend)
     xp = b.xp
-    rng = b.rng(seed)
+    steps = check_int(steps, "steps", 0)
+    lr = check_scalar(lr, "lr")
+    if lr <= 0:
+        raise ValueError(f"lr must be > 0, got {lr}")
+    dropout = _fraction(dropout, "dropout")
+    grad_noise = _nonnegative(grad_noise, "grad_noise")
+    relative_noise = check_bool(relative_noise, "relative_noise")
+    ratios = check_bool(ratios, "ratios")
+    rng = b.rng(rng)
     yb = b.asarray(y, dtype=xp.int64)
     names = net.conv_names()
     cf, cb, ct, losses, fr, br = [], [], [], [], [], []
@@ -429,7 +462,7 @@ def train(net, x, y, steps, lr=0.1, dropout=0.0, grad_noise=0.0, relative_noise=
     )
 
 
-def looks_linear_delta_orthogonal_forward(x, depth, n, kernel_shape=(3, 3), seed=0, tangent=None):
+def looks_linear_delta_orthogonal_forward(x, depth, n, kernel_shape=(3, 3), rng=None, tangent=None):
     """Pre-activations of a ReLU network with eq. 8 kernels on the augmented input ``[x, 0]`` (App. B).
 
     Parameters
@@ -445,8 +478,20 @@ def looks_linear_delta_orthogonal_forward(x, depth, n, kernel_shape=(3, 3), seed
     pre : list of ndarray (batch, *spatial, n), the pre-activations of layers 1 .. depth
     us : list of the orthogonal ``U`` blocks
     jvp : list of tangents per layer (or None)
+
+    ``rng`` (None, an int, a SeedSequence or a NumPy Generator) draws the orthogonal blocks.
     """
-    rng = np.random.default_rng(seed)
+    rng = check_rng(rng)
+    x = as_float_array(x, "x")
+    depth = check_int(depth, "depth", 0)
+    n = check_int(n, "n", 2)
+    if n % 2 or x.ndim < 2 or x.shape[-1] != n // 2:
+        raise ValueError(f"n must be even and x of shape (batch, *spatial, n/2), got n={n}, x.shape={x.shape}")
+    _check_elements(x.size * 2 * depth * (2 if tangent is not None else 1), "the pre-activations of all layers")
+    if tangent is not None:
+        tangent = as_float_array(tangent, "tangent")
+        if tangent.shape != x.shape:
+            raise ValueError(f"tangent must have x's shape {x.shape}, got {tangent.shape}")
     sd = len(kernel_shape)
     zeros = np.zeros_like(x)
     xb = np.concatenate([x, zeros], axis=-1)
@@ -471,7 +516,7 @@ def looks_linear_delta_orthogonal_forward(x, depth, n, kernel_shape=(3, 3), seed
 
 
 def replicated_feature_experiment(x_train, y_train, x_test, y_test, width, unique, noise, steps=2000, lr=0.1,
-                                  batch=32, dropout=0.0, seed=0, n_classes=10):
+                                  batch=32, dropout=0.0, rng=None, n_classes=10):
     """Test error of the two-layer ReLU network of eqs. 10-11 of seed 000 (App. E) after SGD.
 
     ``W1[i] = (1 - lambda) W~[i mod K] + lambda W^[i]`` with ``W~ (K, d)``, ``W^ (N, d)`` and ``W2``
@@ -481,8 +526,29 @@ def replicated_feature_experiment(x_train, y_train, x_test, y_test, width, uniqu
     -------
     (test_error, final_forward_correlation_of_W1) ; the correlation is None for width 1
     """
-    rng = np.random.default_rng(seed)
+    rng = check_rng(rng)
+    width = check_int(width, "width", 1)
+    unique = check_int(unique, "unique", 1)
+    noise = check_scalar(noise, "noise")
+    if not 0.0 <= noise <= 1.0:
+        raise ValueError(f"noise (lambda of eq. 10) must lie in [0, 1], got {noise}")
+    lr = check_scalar(lr, "lr")
+    if lr <= 0:
+        raise ValueError(f"lr must be > 0, got {lr}")
+    steps = check_int(steps, "steps", 0)
+    batch = check_int(batch, "batch", 1)
+    dropout = _fraction(dropout, "dropout")
+    n_classes = check_int(n_classes, "n_classes", 2)
+    x_train, x_test = as_float_array(x_train, "x_train"), as_float_array(x_test, "x_test")
+    if x_train.ndim != 2 or x_test.ndim != 2 or x_train.shape[1] != x_test.shape[1] or len(x_train) < 1 or len(x_test) < 1:
+        raise ValueError(f"x_train and x_test must be non-empty (n, d) arrays of equal d, got {x_train.shape}, {x_test.shape}")
+    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
+    for name, yy, xx in (("y_train", y_train, x_train), ("y_test", y_test, x_test)):
+        if yy.shape != (len(xx),) or not np.issubdtype(yy.dtype, np.integer) or yy.min() < 0 or yy.max() >= n_classes:
+            raise ValueError(f"{name} must be integer labels in [0, n_classes) of shape ({len(xx)},), got {yy.dtype} {yy.shape}")
     d = x_train.shape[1]
+    _check_elements(max(width, unique, n_classes) * max(d, width), "the weights")
+    _check_work(steps * batch * width * (d + n_classes), "replicated_feature_experiment")
     he = lambda *shape: rng.standard_normal(shape) * np.sqrt(2.0 / shape[-1])  # noqa: E731
     wt, wh, w2 = he(unique, d), he(width, d), he(n_classes, width)
     w1 = (1.0 - noise) * wt[np.arange(width) % unique] + noise * wh
@@ -502,5 +568,7 @@ def replicated_feature_experiment(x_train, y_train, x_test, y_test, width, uniqu
         gw1 = dh.T @ xb
         w1 -= lr * gw1
         w2 -= lr * gw2
+    if not (np.all(np.isfinite(w1)) and np.all(np.isfinite(w2))):
+        raise ValueError(f"SGD diverged (non-finite weights): lower lr (got {lr})")
     pred = np.argmax(np.maximum(x_test @ w1.T, 0.0) @ w2.T, axis=1)
     return float(np.mean(pred != y_test)), (symmetry.forward_correlation(w1) if width >= 2 else None)

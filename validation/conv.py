@@ -44,6 +44,7 @@ from meanfield.init import (
 
 from ._report import Comparison, mean_and_stderr
 from ._runner import main_for, progress
+from .backend import substream
 from .networks import periodic_conv, simulate_conv
 
 __all__ = ["COVARIANCE_CASES", "ISOMETRY_ATOL", "S4_WIDTH_BIAS", "fig_s4_setup", "run"]
@@ -89,9 +90,9 @@ def _extrapolate(samples_c, samples_2c):
     return 2 * m2 - m1, np.sqrt(4 * s2**2 + s1**2)
 
 
-def _input_covariance(p, seed):
-    """A random spatially structured PSD covariance with unit mean variance."""
-    rng = np.random.default_rng(seed)
+def _input_covariance(p, rng):
+    """A random spatially structured PSD covariance with unit mean variance (``rng``: a seed or stream)."""
+    rng = np.random.default_rng(rng)
     a = rng.standard_normal((p, p)) + 1.5  # positive mean: correlated positions
     cov = a @ a.T / p + 0.3 * np.eye(p)
     return cov / np.mean(np.diag(cov))
@@ -104,10 +105,10 @@ def _covariance_rows(backend, full, seed):
     rows = []
     for k, (label, act, sw, sb, v, init) in enumerate(progress(COVARIANCE_CASES, desc="conv (a)")):
         p = 8 if v.ndim == 1 else 16
-        cov0 = _input_covariance(p, seed + 100 + k)
+        cov0 = _input_covariance(p, substream(seed, 0, k))
         theory = conv.propagate(cov0, act, sw, sb, v, depth)
         sims = [
-            simulate_conv(cov0, act, sw, sb, v, depth, c, n_net, init=init, backend=backend, seed=seed * 1000 + 10 * k + j).cov[:, :, 0]
+            simulate_conv(cov0, act, sw, sb, v, depth, c, n_net, init=init, backend=backend, rng=substream(seed, 1, k, j)).cov[:, :, 0]
             for j, c in enumerate((width, 2 * width))
         ]
         for layer in (1, depth):
@@ -145,11 +146,14 @@ def fig_s4_setup():
     return {"activation": act, "sigma_w2": sw, "sigma_b2": sb, "v": v, "n": n, "sigma_star": star, "eps0": eps0, "fixed_point": fp}
 
 
-def simulate_fig_s4(depth, channels, n_networks, backend="numpy", seed=0):
-    """Per-network Fourier amplitudes of the first cyclic diagonal of eps^l, shape (n_networks, depth + 1, n)."""
+def simulate_fig_s4(depth, channels, n_networks, backend="numpy", rng=None):
+    """Per-network Fourier amplitudes of the first cyclic diagonal of eps^l, shape (n_networks, depth + 1, n).
+
+    ``rng`` (None, an int, a SeedSequence or a NumPy Generator) is passed to :func:`simulate_conv`.
+    """
     s = fig_s4_setup()
     cov0 = np.stack([s["sigma_star"], s["sigma_star"] - s["eps0"]])
-    sim = simulate_conv(cov0, s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth, channels, n_networks, backend=backend, seed=seed)
+    sim = simulate_conv(cov0, s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth, channels, n_networks, backend=backend, rng=rng)
     eps = sim.cov[:, :, 0] - sim.cov[:, :, 1]
     return conv.cyclic_diagonal_modes(eps)[:, :, 1, :]
 
@@ -167,7 +171,7 @@ def _fig_s4_rows(backend, full, seed):
     depth = 20 if full else 10
     c = 512 if full else 256
     n_net = 128 if full else 64
-    modes_mc = simulate_fig_s4(depth, c, n_net, backend, seed + 7).real
+    modes_mc = simulate_fig_s4(depth, c, n_net, backend, rng=substream(seed, 2)).real
     exact, lin = fig_s4_theory(depth)
     rows = []
     eps0_modes = np.abs(lin[0])
@@ -187,7 +191,7 @@ def _fig_s4_rows(backend, full, seed):
 
 def fig_s2_setup(seed=0):
     """Fig. S2 set-up: tanh, n = 10, kernel 3 (uniform v), sigma_b2 = 0.05, a random spatial input covariance."""
-    return {"activation": "tanh", "sigma_b2": 0.05, "v": np.full(3, 1 / 3), "n": 10, "cov0": _input_covariance(10, seed + 5)}
+    return {"activation": "tanh", "sigma_b2": 0.05, "v": np.full(3, 1 / 3), "n": 10, "cov0": _input_covariance(10, substream(seed, 3))}
 
 
 def _fig_s2_rows(backend, full, seed):
@@ -204,7 +208,7 @@ def _fig_s2_rows(backend, full, seed):
         ests, deltas = [], []
         for j, c in enumerate((width, 2 * width)):
             sim = simulate_conv(s["cov0"], s["activation"], sw, s["sigma_b2"], s["v"], depth, c, n_net, gradients=True,
-                                backend=backend, seed=seed * 1000 + 500 + 10 * k + j)
+                                backend=backend, rng=substream(seed, 4, k, j))
             ests.append(np.log(sim.weight_grad_sq[:, :, 0] / sim.weight_grad_sq[:, -1:, 0]))
             g = sim.grad_sq[:, :, 0].mean(-1)  # mean over positions of sum_j delta_j(a)^2 / c
             deltas.append(np.log(g / g[:, -1:]))
@@ -224,7 +228,7 @@ def _fig_s2_rows(backend, full, seed):
 
 
 def _isometry_rows(seed):
-    rng = np.random.default_rng(seed + 11)
+    rng = np.random.default_rng(substream(seed, 5))
     rows = []
     cases = [
         ("orthogonal 2-D k=3 c_in=4 c_out=8 n=5x6", orthogonal_conv_kernel(3, 4, 8, rng), (5, 6)),

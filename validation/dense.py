@@ -22,6 +22,7 @@ from meanfield.data import gaussian_inputs
 
 from ._report import Comparison, mean_and_stderr
 from ._runner import main_for, progress
+from .backend import substream
 from .networks import simulate_dense
 
 __all__ = ["POINTS", "run"]
@@ -59,7 +60,7 @@ def run(backend="numpy", full=False, seed=0) -> list[Comparison]:
     depth = 20 if full else 12
     layers = [1, 3, 6, depth]
     rows: list[Comparison] = []
-    x = gaussian_inputs(2, 64, q=1.0, c=0.6, rng=seed + 1)
+    x = gaussian_inputs(2, 64, q=1.0, c=0.6, rng=substream(seed, 0))
     for k, ((name, phase), (sw, sb)) in enumerate(progress(POINTS.items(), desc="validation.dense", total=len(POINTS))):
         if sw is None:
             sw = float(dense.critical_sigma_w2(name, sb))
@@ -67,7 +68,7 @@ def run(backend="numpy", full=False, seed=0) -> list[Comparison]:
         theory = dense.propagate(cov0, name, sw, sb, depth)
         grad_theory = dense.backward_variance(name, sw, sb, depth + 1, float(np.mean(np.diag(cov0))))
         sims = [
-            simulate_dense(x, name, sw, sb, depth, n, n_networks, gradients=True, backend=backend, seed=seed * 1000 + 10 * k + j)
+            simulate_dense(x, name, sw, sb, depth, n, n_networks, gradients=True, backend=backend, rng=substream(seed, 1, k, j))
             for j, n in enumerate((width, 2 * width))
         ]
         label = f"{name} {phase} (sw2={sw:.4g}, sb2={sb:g})"

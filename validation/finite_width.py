@@ -35,6 +35,7 @@ from meanfield import finite_width as fw
 from meanfield.data import load_digits
 
 from ._finite_width_networks import simulate_pair, simulate_squared_norms
+from .backend import substream
 from ._report import Comparison, mean_and_stderr
 from ._runner import main_for, progress
 
@@ -66,7 +67,7 @@ def _squared_norm_rows(backend, full, seed, rows):
         grid = np.linspace(0.0, top, g + 1)
         p0 = fw.grid_masses(y0, grid)
         theory[g] = (grid, fw.propagate_distribution(p0, grid, layers, nodes_per_cell=2))
-    sim = simulate_squared_norms(pool, layers, n_net, per_net, backend=backend, seed=seed)
+    sim = simulate_squared_norms(pool, layers, n_net, per_net, backend=backend, rng=substream(seed, 0))
     grid, laws = theory[600]
     grid_c, laws_c = theory[300]
     for layer in LAYERS_COMPARED:
@@ -98,9 +99,9 @@ def _squared_norm_rows(backend, full, seed, rows):
 
 def _expected_norm_rows(backend, full, seed, rows):
     layers = [fw.Layer(100, 0.015, 0.05), fw.Layer(60, 0.04, 0.0), fw.Layer(150, 0.01, 0.2), fw.Layer(80, 0.03, 0.1)]
-    x0 = np.random.default_rng(seed + 3).standard_normal((8, 30)) * 0.25
+    x0 = np.random.default_rng(substream(seed, 1)).standard_normal((8, 30)) * 0.25
     n_net = 6000 if full else 1500
-    sim = simulate_squared_norms(x0, layers, n_net, 8, backend=backend, seed=seed + 5)
+    sim = simulate_squared_norms(x0, layers, n_net, 8, backend=backend, rng=substream(seed, 2))
     # each network's inputs are drawn from the pool of 8: theory averaged over the pool
     y0 = (x0 * x0).sum(1)
     theory = fw.expected_squared_norm(y0, layers).mean(1)
@@ -112,7 +113,7 @@ def _expected_norm_rows(backend, full, seed, rows):
 def _pair_rows(backend, full, seed, rows):
     n_net = 100_000 if full else 20_000
     d = 32
-    rng = np.random.default_rng(seed + 7)
+    rng = np.random.default_rng(substream(seed, 3))
     for width, c in ((100, 0.25), (200, 0.75)):
         # two unit inputs with <x1, x2> = c
         a, b = rng.standard_normal((2, d))
@@ -121,7 +122,7 @@ def _pair_rows(backend, full, seed, rows):
         b /= np.linalg.norm(b)
         x1, x2 = a, c * a + math.sqrt(1 - c * c) * b
         sw = 2.0 / width
-        inner, cosine = simulate_pair(x1, x2, width, sw, 0.0, n_net, backend=backend, seed=seed + width)
+        inner, cosine = simulate_pair(x1, x2, width, sw, 0.0, n_net, backend=backend, rng=substream(seed, 4, width))
         v = fw.preactivation_covariance(np.array([[1.0, c], [c, 1.0]]), sw)
         m, se = mean_and_stderr(inner)
         rows.append(Comparison(f"N={width}, <x1,x2>={c}: E<x1',x2'> (eq. 9)", float(fw.mean_inner_product(width, v[0, 0], v[1, 1], v[0, 1])), m, se))
@@ -137,7 +138,7 @@ def _pair_rows(backend, full, seed, rows):
             m, se = mean_and_stderr(ind)
             rows.append(Comparison(f"N={width}, <x1,x2>={c}: P(<x1',x2'> <= {t:.3g}) (K0 law)", p_th, m, se, systematic=sys_))
         # cosine-similarity law: iid-component sampler (meanfield) vs actual networks
-        samples = fw.cosine_similarity_samples(width, c, n_samples=4 * n_net, rng=seed + 11 + width)
+        samples = fw.cosine_similarity_samples(width, c, n_samples=4 * n_net, rng=substream(seed, 5, width))
         ms, ses = mean_and_stderr(samples)
         mn, sen = mean_and_stderr(cosine)
         rows.append(Comparison(f"N={width}, <x1,x2>={c}: E cos (sampler vs networks)", ms, mn, math.hypot(ses, sen)))

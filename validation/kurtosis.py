@@ -37,6 +37,7 @@ from scipy import stats
 from meanfield import kurtosis
 from meanfield.data import load_digits
 from meanfield.validation._kurtosis_networks import FIG1_INITS, INPUT_MOMENTS, empirical_variances, layer_moments, nonzero_fraction
+from meanfield.validation.backend import substream
 from meanfield.validation._report import Comparison, mean_and_stderr
 from meanfield.validation._runner import main_for, progress
 
@@ -85,7 +86,7 @@ def _kurtosis_rows(backend, full, seed):
             continue
         last = max(keep)
         n_net = _networks(w if not isinstance(w, tuple) else 0, full)
-        sim = layer_moments(widths[: last + 1], a, law, n_net, inp, backend=backend, seed=seed + 1000 + k)
+        sim = layer_moments(widths[: last + 1], a, law, n_net, inp, backend=backend, rng=substream(seed, 0, k))
         label = f"w={w if not isinstance(w, tuple) else 'x'.join(map(str, w))} a={a} {law} in={inp}"
         for d in keep:
             m, se = mean_and_stderr(sim.m4[:, d])
@@ -106,16 +107,16 @@ def _nonzero_rows(backend, full, seed):
     # then W v = 0 exactly): measured 0.042 instead of 0.100 at width 2, depth 8; see tests.
     for k, (widths, law) in enumerate(progress(cases, desc="P(output != 0)")):
         p = kurtosis.nonzero_probability(widths[:-1])
-        f = nonzero_fraction(widths, law, n_net, backend=backend, seed=seed + 2000 + k)
+        f = nonzero_fraction(widths, law, n_net, backend=backend, rng=substream(seed, 1, k))
         for d in (len(widths) // 2, len(widths) - 1):
             se = math.sqrt(p[d] * (1 - p[d]) / n_net)
             rows.append(Comparison(f"P(y!=0) widths={widths[:d]} {law} l={d}", p[d], f[d], se))
     # assumptions broken: derived values (not Prop. B.2's)
     widths = [2] * 9
-    f = nonzero_fraction(widths, "gsm", n_net, backend=backend, seed=seed + 2100)
+    f = nonzero_fraction(widths, "gsm", n_net, backend=backend, rng=substream(seed, 2))
     p = 1.0 - 2.0 ** -widths[0]  # only the input can be all-negative: half of [h, -h] is > 0
     rows.append(Comparison("P(y!=0) GSM (B.2 breaks; derived: 1 - 2^-w0) l=8", p, f[-1], math.sqrt(p * (1 - p) / n_net)))
-    f = nonzero_fraction(widths, "gaussian", n_net, input_kind="shared_sign", backend=backend, seed=seed + 2200)
+    f = nonzero_fraction(widths, "gaussian", n_net, input_kind="shared_sign", backend=backend, rng=substream(seed, 3))
     p = 0.5 * kurtosis.nonzero_probability(widths[1:-1])[-1]
     rows.append(
         Comparison(
@@ -144,7 +145,7 @@ def fig1_variances(
     x = data[: n_inputs or (data.shape[0] if full else 256)]
     return {
         init: empirical_variances(
-            x, init, depth, 10, n_mi if init == "metainit" else n_net, backend=backend, seed=seed + 3000 + k, metainit_steps=metainit_steps
+            x, init, depth, 10, n_mi if init == "metainit" else n_net, backend=backend, rng=substream(seed, 4, k), metainit_steps=metainit_steps
         )
         for k, init in enumerate(FIG1_INITS)
     }
@@ -191,7 +192,7 @@ def _fig1_rows(backend, full, seed):
 
 def _variance_rows(backend, full, seed):
     rows = []
-    rng = np.random.default_rng(seed + 4000)
+    rng = np.random.default_rng(substream(seed, 5))
     reps = 200_000 if full else 40_000
     laws = {"laplace": stats.laplace(), "uniform": stats.uniform(-1, 2), "logistic": stats.logistic()}
     for name, dist in laws.items():

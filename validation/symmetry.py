@@ -42,7 +42,7 @@ from meanfield import symmetry
 from ._report import Comparison, mean_and_stderr
 from ._runner import main_for, progress
 from ._symmetry_networks import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent, train
-from .backend import get_backend, to_numpy
+from .backend import get_backend, substream, to_numpy
 
 __all__ = ["EXACT_ABS", "EXACT_REL", "GRAD_NOISE", "run"]
 
@@ -90,11 +90,11 @@ def _constnet_pass(widths, depth, x, head, labels, backend):
 
 def _claim_rows(backend, full, seed):
     rows = []
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(substream(seed, 0))
     size, n_d, c = 16, 3, 0.5
     widths = (4, 8, 16)
     n_sp0, n_spl = size * size, (size // 4) ** 2
-    head = np.outer(np.random.default_rng(seed + 1).standard_normal(10), np.ones(widths[-1]))  # channel-mean head
+    head = np.outer(np.random.default_rng(substream(seed, 1)).standard_normal(10), np.ones(widths[-1]))  # channel-mean head
     back_theory = (widths[-1] / widths[0]) ** 2
 
     def exact_rows(label, f0, last, b0, bl, n_pairs):
@@ -149,11 +149,11 @@ def _claim_rows(backend, full, seed):
 
 def _looks_linear_rows(full, seed):
     rows = []
-    rng = np.random.default_rng(seed + 10)
+    rng = np.random.default_rng(substream(seed, 2))
     depth = 200 if full else 50
     for n in (4, 16):
         x = rng.standard_normal((2, 5, 5, n // 2))
-        pre, us, _ = looks_linear_delta_orthogonal_forward(x, depth, n, seed=seed + n)
+        pre, us, _ = looks_linear_delta_orthogonal_forward(x, depth, n, rng=substream(seed, 3, n))
         dev = 0.0
         for layer in range(1, depth):
             u = us[layer]
@@ -168,7 +168,7 @@ def _looks_linear_rows(full, seed):
         for j in range(dim):
             t = np.zeros(dim)
             t[j] = 1.0
-            _, _, jvp = looks_linear_delta_orthogonal_forward(x1, 12, n, seed=seed + 100 + n, tangent=t.reshape(x1.shape))
+            _, _, jvp = looks_linear_delta_orthogonal_forward(x1, 12, n, rng=substream(seed, 4, n), tangent=t.reshape(x1.shape))
             cols.append(jvp[-1][..., : n // 2].ravel())
         sv = np.linalg.svd(np.array(cols).T, compute_uv=False)
         rows.append(_exact(f"App. B n={n}: max|singular value - 1| of J (12 layers, {dim} dims)", 0.0, np.max(np.abs(sv - 1.0)),
@@ -178,7 +178,7 @@ def _looks_linear_rows(full, seed):
 
 def _leakynet_rows(full, seed):
     rows = []
-    rng = np.random.default_rng(seed + 20)
+    rng = np.random.default_rng(substream(seed, 5))
     depth = 1000
     rho = 0.01
     kinds = list(rng.choice(["I", "1"], depth))
@@ -205,7 +205,7 @@ def _leakynet_rows(full, seed):
 
 def _closed_form_rows(full, seed):
     rows = []
-    rng = np.random.default_rng(seed + 30)
+    rng = np.random.default_rng(substream(seed, 6))
     n_t = 2000 if full else 400
     d, r, n_in = 12, 3, 10
     samples = {"random C_f": [], "random C_b": [], "replicated C_f": [], "replicated C_b": []}
@@ -239,7 +239,7 @@ def _closed_form_rows(full, seed):
 
 def _breaking_rows(backend, full, seed):
     rows = []
-    rng = np.random.default_rng(seed + 40)
+    rng = np.random.default_rng(substream(seed, 7))
     x = rng.standard_normal((32, 8, 8, 3))
     y = rng.integers(0, 4, 32)
     steps = 40 if full else 15
@@ -247,11 +247,11 @@ def _breaking_rows(backend, full, seed):
     hidden = slice(1, None)  # the first conv's C_b reflects the data's distinct input channels
     rows.append(_exact(f"ConstNet '0' init, deterministic GD ({steps} steps): max 1 - C_f (hidden)", 0.0, det.one_minus_cf[:, hidden].max()))
     rows.append(_exact(f"ConstNet '0' init, deterministic GD ({steps} steps): max 1 - C_b (hidden)", 0.0, det.one_minus_cb[:, hidden].max()))
-    drop = train(ConstNet.initial((8, 16), 1, 3, 4, backend=backend), x, y, steps, lr=0.2, dropout=0.01, seed=seed)
+    drop = train(ConstNet.initial((8, 16), 1, 3, 4, backend=backend), x, y, steps, lr=0.2, dropout=0.01, rng=substream(seed, 8))
     broken = float(drop.one_minus_cf[-1, hidden].max())
     rows.append(Comparison(f"ConstNet '0' init, 1% dropout: max 1 - C_f > 0 after {steps} steps (1 = broken)", 1.0, float(broken > 0), 0.0,
                            note=f"measured max 1 - C_f = {broken:.3g}"))
-    noisy = train(ConstNet.initial((8, 16), 1, 3, 4, backend=backend), x, y, steps, lr=0.2, grad_noise=GRAD_NOISE, seed=seed)
+    noisy = train(ConstNet.initial((8, 16), 1, 3, 4, backend=backend), x, y, steps, lr=0.2, grad_noise=GRAD_NOISE, rng=substream(seed, 9))
     broken = float(min(noisy.one_minus_cf[-1, hidden].max(), noisy.one_minus_cb[-1, hidden].max()))
     rows.append(Comparison(f"ConstNet '0' init, gradient noise {GRAD_NOISE:g}: 1 - C_f, 1 - C_b > 0 after {steps} steps (1 = broken)",
                            1.0, float(broken > 0), 0.0, note=f"measured min over C_f, C_b of max 1 - C = {broken:.3g}"))
