@@ -3,16 +3,20 @@ ValueError / TypeError naming the argument, within a time bound.
 
 The harness, the table of baseline calls and the catalogue of values live in ``tests/fuzz/``
 (see its ``__init__``). ``test_public_api_fuzz[MODULE]`` changes each argument of each baseline
-call in turn to each value of the catalogue of its kind: about 6,200 calls, which take 5-15 s on
-two cores with a warm Numba cache when nothing hangs (every hang costs the per-call timeout; the
-first run on a cold cache compiles during the baseline calls, which have a 300 s timeout).
+call in turn to each value of the catalogue of its kind. By default it runs the fast subset of the
+catalogue (about 5,400 calls of 189 functions: 8 s of CPU, 10-30 s of wall time on two shared cores
+with a warm Numba cache); ``MEANFIELD_FUZZ_FULL=1`` runs every value (about 8,400 calls: 12 s of
+CPU, 15-40 s). Every hang costs the per-call timeout; the first run on a cold cache compiles during
+the baseline calls, which have a 300 s timeout.
 
 Environment:
 
 ``MEANFIELD_FUZZ_REPORT=FILE``
     also write the report of the calls that failed, grouped by module;
+``MEANFIELD_FUZZ_FULL=1``
+    the whole catalogue (what the lead runs after a merge; ``python tests/fuzz/run.py`` does the same);
 ``MEANFIELD_FUZZ_FAST=1``
-    only the fast subset of the catalogue (about 4,000 calls), for a quick look while fixing;
+    the fast subset even when ``MEANFIELD_FUZZ_FULL`` is set;
 ``MEANFIELD_FUZZ_TIMEOUT`` (20), ``MEANFIELD_FUZZ_WORKERS`` (CPU count, at most 2),
 ``MEANFIELD_FUZZ_MEMORY_GB`` (4)
     the per-call timeout in seconds, the number of worker processes, their address-space limit.
@@ -22,7 +26,6 @@ Outside pytest: ``python tests/fuzz/run.py [--fast] [--module dense] [--only NAM
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 import os
@@ -34,10 +37,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from fuzz import catalogue, harness, registry  # noqa: E402
-from fuzz.catalogue import RAISE, TYPE  # noqa: E402
-
-import meanfield  # noqa: E402
+from fuzz import api, catalogue, harness, registry
+from fuzz.catalogue import RAISE, TYPE
 
 MODULES = sorted({e.module for e in registry.REGISTRY})
 #: lines of BAD calls shown in an assertion message (the report has them all)
@@ -49,18 +50,7 @@ SHOWN = 80
 
 
 def _public_callables() -> dict:
-    out = {}
-    modules = [m for m in meanfield.__all__ if m != "__version__"] + registry.EXTRA_MODULES
-    for name in modules:
-        module = importlib.import_module(f"meanfield.{name}")
-        scope = registry.EXTRA_SCOPE.get(name)
-        for attr in module.__all__:
-            if scope is not None and attr not in scope:
-                continue
-            obj = getattr(module, attr)
-            if callable(obj):
-                out[f"{name}.{attr}"] = obj
-    return out
+    return api.public_callables()
 
 
 def _template(name, func) -> str:
@@ -69,8 +59,11 @@ def _template(name, func) -> str:
         params = inspect.signature(func).parameters.values()
     except (TypeError, ValueError):
         return f'    E("{name}", ...),'
-    args = ", ".join(f"{p.name}=?({p.default!r})" if p.default is not p.empty else f"{p.name}=?(...)"
-                     for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+    args = ", ".join(
+        f"{p.name}=?({p.default!r})" if p.default is not p.empty else f"{p.name}=?(...)"
+        for p in params
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    )
     return f'    E("{name}", {args}),'
 
 
@@ -79,12 +72,19 @@ def test_registry_covers_every_public_callable():
     fuzzed = {e.name for e in registry.REGISTRY}
     missing = sorted(set(public) - fuzzed - set(registry.NOT_FUZZED))
     assert not missing, (
-        f"public callables without a baseline call in tests/fuzz/registry.py: {missing} "
-        "(add an E(...) row, or a NOT_FUZZED entry with the reason); templates:\n"
+        f"public callables without a baseline call in tests/fuzz/registry.py: {missing}.\n"
+        "Add one E(...) row per function to REGISTRY in tests/fuzz/registry.py: a small, fast, valid call "
+        "with every parameter given by keyword and wrapped in its kind (F float, I int, A array, B bool, "
+        "R rng, ACT activation, CH choice, BK backend, SH shape, IS int sequence, ... -- see the module "
+        "docstring), or a NOT_FUZZED entry saying why it is not fuzzed (result containers, CLI plumbing); "
+        "then run `python tests/fuzz/run.py --only NAME`. Templates to fill in:\n"
         + "\n".join(_template(name, public[name]) for name in missing)
     )
     stale = sorted(n for n in registry.NOT_FUZZED if n not in public)
     assert not stale, f"NOT_FUZZED names that are not public callables: {stale}"
+    classes = {n.rsplit(".", 1)[0] for n in fuzzed if n.rsplit(".", 1)[0] in public}
+    stale_rows = sorted(n for n in fuzzed if n not in public and n.rsplit(".", 1)[0] not in classes)
+    assert not stale_rows, f"registry rows that are not public callables (renamed or removed?): {stale_rows}"
     assert len(fuzzed) == len(registry.REGISTRY), "a function has two rows"
     for name in fuzzed:
         assert callable(harness.resolve(name)), name
@@ -122,8 +122,21 @@ def test_job_list_is_deterministic_and_labels_unique():
     assert {(j.function, j.param, j.label) for j in a[1]} <= {(j.function, j.param, j.label) for j in full[1]}
     # every kind offers the values the trust issue lists
     labels = {kind: {m.label for m in muts} for kind, muts in catalogue.KINDS.items()}
-    assert {"nan", "+inf", "-inf", "-1", "0", "1e-300", "1e300", "complex 1+1j", "True", "'a'", "None",
-            "array [1., 2.]", "empty array"} <= labels["float"]
+    assert {
+        "nan",
+        "+inf",
+        "-inf",
+        "-1",
+        "0",
+        "1e-300",
+        "1e300",
+        "complex 1+1j",
+        "True",
+        "'a'",
+        "None",
+        "array [1., 2.]",
+        "empty array",
+    } <= labels["float"]
     assert {"-1", "0", "1.5", "True", "10**12", "'a'"} <= labels["int"]
     assert {"nan entry", "+inf entry", "empty", "ndim+1", "complex", "x1e300"} <= labels["array"]
     assert {"'yes'", "None", "nan", "1"} <= labels["flag"]
@@ -158,7 +171,10 @@ def test_verdicts_of_exceptions():
     assert harness.judge(j, "dense.qmap", "sigma_w2", {}, exc=ValueError("operands could not be broadcast"))[0] == bad
     # a conflict with another parameter is named by that parameter (values that may be valid only)
     assert harness.judge(j, "dense.qmap", "sigma_w2", {}, exc=ValueError("degree too small for q"))[0] == ok
-    assert harness.judge(_job(expect=RAISE), "dense.qmap", "sigma_w2", {}, exc=ValueError("degree too small for q"))[0] == bad
+    assert (
+        harness.judge(_job(expect=RAISE), "dense.qmap", "sigma_w2", {}, exc=ValueError("degree too small for q"))[0]
+        == bad
+    )
     # an out-of-range result may instead name its log-scale alternative (the overflow contract)
     fj = _job("finite_width.expected_squared_norm", "layers", "x", None)
     out_of_range = ValueError("the expected squared norm leaves the float64 range; use log_expected_squared_norm")
@@ -179,7 +195,10 @@ def test_verdicts_of_exceptions():
     assert harness.judge(pj, "data.read_mnist_idx", "path", {"path": "/x/y"}, exc=FileNotFoundError("/x/y"))[0] == ok
     pj = _job("data.read_mnist_idx", "path", "garbage bytes", RAISE)
     assert harness.judge(pj, "data.read_mnist_idx", "path", {"path": "/x/y"}, exc=FileNotFoundError("/x/y"))[0] == bad
-    assert harness.judge(pj, "data.read_mnist_idx", "path", {"path": "/x/y"}, exc=ValueError("/x/y is not an IDX file"))[0] == ok
+    assert (
+        harness.judge(pj, "data.read_mnist_idx", "path", {"path": "/x/y"}, exc=ValueError("/x/y is not an IDX file"))[0]
+        == ok
+    )
 
 
 def test_verdicts_of_results():
@@ -196,7 +215,9 @@ def test_verdicts_of_results():
 def test_allow_list_admits_only_documented_infinities():
     from meanfield.dense import FixedPoint
 
-    diverging = FixedPoint(q_star=math.inf, c_star=1.0, chi_1=1.5, chi_c=1.5, chi_q=1.5, xi_q=math.inf, xi_c=math.inf, phase="chaotic")
+    diverging = FixedPoint(
+        q_star=math.inf, c_star=1.0, chi_1=1.5, chi_c=1.5, chi_q=1.5, xi_q=math.inf, xi_c=math.inf, phase="chaotic"
+    )
     assert harness.nonfinite_problems("dense.fixed_point", diverging, {}) == []
     # the same infinities where the documented condition (chi >= 1) fails, or a NaN, are BAD
     wrong = diverging.replace(chi_q=0.75, chi_c=0.5)
@@ -251,7 +272,8 @@ def campaign(request):
     """One run of every selected module's functions (the modules -k/-m leave in the session)."""
     modules = _selected_modules(request)
     functions = {e.name for e in registry.REGISTRY if e.module in modules}
-    result = harness.run_campaign(full=not os.environ.get("MEANFIELD_FUZZ_FAST"), functions=functions)
+    full = bool(os.environ.get("MEANFIELD_FUZZ_FULL")) and not os.environ.get("MEANFIELD_FUZZ_FAST")
+    result = harness.run_campaign(full=full, functions=functions)
     path = harness.expected_report_path()
     if path:
         with open(path, "w") as f:

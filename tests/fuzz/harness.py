@@ -67,9 +67,24 @@ MEMORY_LIMIT = int(float(os.environ.get("MEANFIELD_FUZZ_MEMORY_GB", "4")) * 2**3
 ENTRIES = {e.name: e for e in REGISTRY + SELFTEST_REGISTRY}
 #: modules the manager imports before forking workers
 PRELOAD = [
-    "meanfield", "meanfield.gaussian", "meanfield.activations", "meanfield.dense", "meanfield.conv",
-    "meanfield.init", "meanfield.finite_width", "meanfield.kurtosis", "meanfield.symmetry",
-    "meanfield.landscape", "meanfield.data", "meanfield.validation.networks", "meanfield.figures",
+    "meanfield",
+    "meanfield.gaussian",
+    "meanfield.activations",
+    "meanfield.dense",
+    "meanfield.conv",
+    "meanfield.init",
+    "meanfield.finite_width",
+    "meanfield.kurtosis",
+    "meanfield.symmetry",
+    "meanfield.landscape",
+    "meanfield.data",
+    "meanfield.backend",
+    "meanfield.checks",
+    "meanfield.numerics",
+    "meanfield.validation.simulators",
+    "meanfield.validation.report",
+    "meanfield.validation.runner",
+    "meanfield.figures",
 ]
 
 
@@ -124,7 +139,7 @@ def _order(name: str) -> int:
 def make_jobs(full: bool, functions=None, timeout: float = DEFAULT_TIMEOUT) -> tuple[list[Job], list[Job]]:
     """(baseline jobs, mutation jobs) for the registry entries named in ``functions`` (all: None)."""
     baselines, mutated = [], []
-    for entry in (REGISTRY if functions is None else [ENTRIES[f] for f in sorted(functions, key=_order)]):
+    for entry in REGISTRY if functions is None else [ENTRIES[f] for f in sorted(functions, key=_order)]:
         func = resolve(entry.name)
         params = inspect.signature(func).parameters
         baselines.append(Job(entry.name, None, "baseline", None, BASELINE_TIMEOUT))
@@ -132,7 +147,9 @@ def make_jobs(full: bool, functions=None, timeout: float = DEFAULT_TIMEOUT) -> t
             actual = parameter_name(func, param)
             default = params[actual].default if actual in params else inspect.Parameter.empty
             for m in catalogue.mutations(arg.kind, full):
-                expect = None if (m.none and default is None) else m.expect
+                expect = None if (m.none and (default is None or param in entry.none_ok)) else m.expect
+                if param in entry.nan_ok and m.label in catalogue.NAN_LABELS:
+                    expect = None
                 mutated.append(Job(entry.name, param, m.label, expect, timeout))
     return baselines, mutated
 
@@ -156,8 +173,19 @@ def make_fixtures(directory) -> dict:
     files["cifar"] = pickle.dumps(batch, protocol=2)
     # a figure JSON of meanfield.figures
     fig = {
-        "metadata": {"library": "meanfield", "version": "0", "paper": "fuzz", "figure": "fuzz", "name": "fuzz", "seed": 0,
-                     "full": False, "backend": "numpy", "params": {}, "units": {}, "notes": ""},
+        "metadata": {
+            "library": "meanfield",
+            "version": "0",
+            "paper": "fuzz",
+            "figure": "fuzz",
+            "name": "fuzz",
+            "seed": 0,
+            "full": False,
+            "backend": "numpy",
+            "params": {},
+            "units": {},
+            "notes": "",
+        },
         "axes": {"m": ["row", "column"]},
         "data": {"x": [1.0, 2.0, 3.0], "m": [[1.0, 2.0], [3.0, 4.0]]},
     }
@@ -166,12 +194,18 @@ def make_fixtures(directory) -> dict:
     nan_idx = np.array([[1.0, np.nan], [np.inf, 2.0]], dtype=">f8")
     variants = {
         "mnist": {
-            ".nan": bytes([0, 0, 0x0E, 2]) + b"".join(int(s).to_bytes(4, "big") for s in nan_idx.shape) + nan_idx.tobytes(),
-            ".wrongshape": bytes([0, 0, 0x08, 3]) + b"".join(int(s).to_bytes(4, "big") for s in (3, 100, 100)) + images.tobytes(),
+            ".nan": bytes([0, 0, 0x0E, 2])
+            + b"".join(int(s).to_bytes(4, "big") for s in nan_idx.shape)
+            + nan_idx.tobytes(),
+            ".wrongshape": bytes([0, 0, 0x08, 3])
+            + b"".join(int(s).to_bytes(4, "big") for s in (3, 100, 100))
+            + images.tobytes(),
         },
         "cifar": {
             ".nan": pickle.dumps({b"data": np.full((2, 3072), np.nan), b"labels": [3, 7]}, protocol=2),
-            ".wrongshape": pickle.dumps({b"data": np.zeros((2, 100), dtype=np.uint8), b"labels": [3, 7, 1]}, protocol=2),
+            ".wrongshape": pickle.dumps(
+                {b"data": np.zeros((2, 100), dtype=np.uint8), b"labels": [3, 7, 1]}, protocol=2
+            ),
         },
         "figure_json": {
             ".nan": json.dumps(dict(fig, data={"x": [1.0, "nan", "inf"]})).encode(),
@@ -204,7 +238,7 @@ def _materialize(value, fixtures):
         return fixtures[value.name]
     try:
         return copy.deepcopy(value)
-    except Exception:  # noqa: BLE001 - e.g. objects holding compiled functions
+    except Exception:
         return value
 
 
@@ -230,8 +264,10 @@ def names_argument(message: str, name: str) -> bool:
     ``a must ...``, ``'a'``, ``a=``, so that the article "a" does not count)."""
     if len(name) > 1:
         return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message, re.IGNORECASE) is not None
-    pattern = (rf"(^|[\s(\[,;'\"`]){re.escape(name)}"
-               rf"(?=\s*[=:,;\[\]()'\"`.]|\s+(must|has|is|are|should|cannot|needs|of|shape|entries|contains|was|and|or)\b|$)")
+    pattern = (
+        rf"(^|[\s(\[,;'\"`]){re.escape(name)}"
+        rf"(?=\s*[=:,;\[\]()'\"`.]|\s+(must|has|is|are|should|cannot|needs|of|shape|entries|contains|was|and|or)\b|$)"
+    )
     return re.search(pattern, message, re.IGNORECASE) is not None
 
 
@@ -242,13 +278,15 @@ def names_alternative(message: str, function: str) -> bool:
     module = importlib.import_module(func.__module__) if getattr(func, "__module__", None) else None
     params = set(inspect.signature(func).parameters)
     for name in re.findall(r"\buse\s+`{0,2}([A-Za-z_][A-Za-z_0-9]*)", message):
-        if name in params or (module is not None and not name.startswith("_") and callable(getattr(module, name, None))):
+        if name in params or (
+            module is not None and not name.startswith("_") and callable(getattr(module, name, None))
+        ):
             return True
     return False
 
 
 def _field_path(path: str) -> str:
-    """"ret.fixed_point.xi_c[3]" -> "fixed_point.xi_c" (indices dropped)."""
+    """ "ret.fixed_point.xi_c[3]" -> "fixed_point.xi_c" (indices dropped)."""
     p = re.sub(r"\[[^\]]*\]", "", path)
     return p[4:] if p.startswith("ret.") else ("" if p == "ret" else p)
 
@@ -285,8 +323,10 @@ def _walk(obj, path, out, depth=0):
 
 def _describe(values: np.ndarray) -> str:
     bad = values[~np.isfinite(values)]
-    kinds = sorted({("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")) for v in np.real(bad).ravel()[:1000]}
-                   | ({"complex-nonfinite"} if np.iscomplexobj(bad) else set()))
+    kinds = sorted(
+        {("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")) for v in np.real(bad).ravel()[:1000]}
+        | ({"complex-nonfinite"} if np.iscomplexobj(bad) else set())
+    )
     return f"{bad.size}/{values.size} non-finite {kinds}"
 
 
@@ -309,7 +349,7 @@ def nonfinite_problems(function: str, result, kwargs) -> list[str]:
                     ok = False
                 if rule.sign and np.any(np.isinf(vals) & (np.sign(vals) != rule.sign)):
                     ok = False
-            except Exception as exc:  # noqa: BLE001 - a predicate that cannot be evaluated allows nothing
+            except Exception as exc:
                 ok = False
                 path += f" (allow-rule failed: {type(exc).__name__})"
             if ok:
@@ -342,7 +382,9 @@ def _is_contract_exception(exc: BaseException) -> bool:
 OS_ERRORS_FOR = {"missing file": (FileNotFoundError,), "a directory": (IsADirectoryError, PermissionError)}
 
 
-def judge(job: Job, function: str, changed: str | None, kwargs, result=None, exc: BaseException | None = None) -> tuple[str, str]:
+def judge(
+    job: Job, function: str, changed: str | None, kwargs, result=None, exc: BaseException | None = None
+) -> tuple[str, str]:
     """(verdict, detail) of one call."""
     if exc is not None:
         what = f"{type(exc).__module__}.{type(exc).__name__}".replace("builtins.", "")
@@ -355,7 +397,9 @@ def judge(job: Job, function: str, changed: str | None, kwargs, result=None, exc
             return "BAD", f"foreign exception {what}: {_short(exc)}"
         if job.expect == TYPE and not isinstance(exc, TypeError):
             return "BAD", f"{what} where TypeError is required: {_short(exc)}"
-        path_named = kind == "path" and isinstance(kwargs.get(changed), str) and kwargs[changed] and kwargs[changed] in str(exc)
+        path_named = (
+            kind == "path" and isinstance(kwargs.get(changed), str) and kwargs[changed] and kwargs[changed] in str(exc)
+        )
         if names_argument(str(exc), changed) or path_named:
             return "OK", f"{what}: {_short(exc, 80)}"
         # A value that may be valid on its own (expect None: -1, 0, 10**12, an empty array, ...)
@@ -383,18 +427,18 @@ def run_job(job: Job, fixtures) -> Outcome:
     t0 = time.perf_counter()
     try:
         func, kwargs, changed = build_call(job, fixtures)
-    except Exception as exc:  # noqa: BLE001 - the table itself is wrong
+    except Exception as exc:
         return Outcome(job, "BAD", f"fuzz table error building the call: {type(exc).__name__}: {_short(exc)}", 0.0)
     try:
         result = func(**kwargs)
-    except BaseException as exc:  # noqa: BLE001 - every exception is judged
+    except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
         verdict, detail = judge(job, job.function, changed, kwargs, exc=exc)
     else:
         try:
             verdict, detail = judge(job, job.function, changed, kwargs, result=result)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             verdict, detail = "BAD", f"result could not be inspected: {type(exc).__name__}: {_short(exc)}"
     return Outcome(job, verdict, detail, time.perf_counter() - t0)
 
@@ -424,7 +468,7 @@ def _worker_main(conn, fixtures, memory_limit):
         import numba
 
         numba.set_num_threads(1)  # the workers share the cores; one thread each
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     gc.collect()
     gc.freeze()  # the imported library: never scanned again, so the collection after a call is cheap
@@ -468,8 +512,9 @@ def default_workers() -> int:
     return int(os.environ.get("MEANFIELD_FUZZ_WORKERS", min(2, os.cpu_count() or 1)))
 
 
-def run_jobs(jobs: list[Job], fixtures, workers: int | None = None, memory_limit: int = MEMORY_LIMIT,
-             verbose: bool = False) -> list[Outcome]:
+def run_jobs(
+    jobs: list[Job], fixtures, workers: int | None = None, memory_limit: int = MEMORY_LIMIT, verbose: bool = False
+) -> list[Outcome]:
     """Run ``jobs`` in a fresh manager process (see the module notes); the outcomes in job order."""
     import subprocess
     import tempfile
@@ -517,25 +562,46 @@ def _blame_crash(ctx, fixtures, memory_limit, results, i, job, code, history, el
     later call segfaults)."""
     alone, code_alone, status = _run_sequence(ctx, fixtures, memory_limit, [job])
     if status == "died":
-        results[i] = Outcome(job, "BAD", f"worker process died ({_why(code_alone)}) in this call or the garbage "
-                                         "collection after it (reproduced in a fresh worker)", elapsed)
+        results[i] = Outcome(
+            job,
+            "BAD",
+            f"worker process died ({_why(code_alone)}) in this call or the garbage "
+            "collection after it (reproduced in a fresh worker)",
+            elapsed,
+        )
         return
-    alone_outcome = alone[0] if alone else Outcome(job, "BAD", f"timeout: no answer within {job.timeout:g} s", job.timeout)
-    before = "; ".join(f"{h.param or 'baseline'}={h.label}" if h.function == job.function else f"{h.function}({h.param}={h.label})"
-                       for _, h in history) or "none"
+    alone_outcome = (
+        alone[0] if alone else Outcome(job, "BAD", f"timeout: no answer within {job.timeout:g} s", job.timeout)
+    )
+    before = (
+        "; ".join(
+            f"{h.param or 'baseline'}={h.label}" if h.function == job.function else f"{h.function}({h.param}={h.label})"
+            for _, h in history
+        )
+        or "none"
+    )
     # Memory corruption shows up later and depends on the heap's layout: blame this call and name
     # the calls the worker made before it (one of them may be the culprit).
-    results[i] = Outcome(job, "BAD", f"worker process died ({_why(code)}) in this call; the worker's previous calls: {before}; "
-                                     f"alone in a fresh worker this call gives: {alone_outcome.verdict} {alone_outcome.detail}", elapsed)
+    results[i] = Outcome(
+        job,
+        "BAD",
+        f"worker process died ({_why(code)}) in this call; the worker's previous calls: {before}; "
+        f"alone in a fresh worker this call gives: {alone_outcome.verdict} {alone_outcome.detail}",
+        elapsed,
+    )
 
 
-def run_jobs_here(jobs: list[Job], fixtures, workers: int, memory_limit: int = MEMORY_LIMIT,
-                  progress=None) -> list[Outcome]:
+def run_jobs_here(
+    jobs: list[Job], fixtures, workers: int, memory_limit: int = MEMORY_LIMIT, progress=None
+) -> list[Outcome]:
     """Run ``jobs`` on ``workers`` forked processes of THIS process (the manager); the outcomes in
     job order. Baseline jobs (``param is None``) all finish before any other job starts."""
     ctx = mp.get_context("fork")
     results: list[Outcome | None] = [None] * len(jobs)
-    phases = [[i for i, j in enumerate(jobs) if j.param is None], [i for i, j in enumerate(jobs) if j.param is not None]]
+    phases = [
+        [i for i, j in enumerate(jobs) if j.param is None],
+        [i for i, j in enumerate(jobs) if j.param is not None],
+    ]
     pool = [_Worker(ctx, fixtures, memory_limit) for _ in range(max(1, workers))]
     try:
         for phase in phases:
@@ -572,9 +638,13 @@ def run_jobs_here(jobs: list[Job], fixtures, workers: int, memory_limit: int = M
                             history = list(w.history)
                             w.kill()
                             pool[k] = _Worker(ctx, fixtures, memory_limit)
-                            _blame_crash(ctx, fixtures, memory_limit, results, i, job, code, history, time.monotonic() - start)
+                            _blame_crash(
+                                ctx, fixtures, memory_limit, results, i, job, code, history, time.monotonic() - start
+                            )
                     elif time.monotonic() > deadline:
-                        results[i] = Outcome(job, "BAD", f"timeout: no answer within {job.timeout:g} s (killed)", job.timeout)
+                        results[i] = Outcome(
+                            job, "BAD", f"timeout: no answer within {job.timeout:g} s (killed)", job.timeout
+                        )
                         w.kill()
                         pool[k] = _Worker(ctx, fixtures, memory_limit)
                     else:
@@ -618,8 +688,14 @@ def module_of(function: str) -> str:
     return ENTRIES[function].module
 
 
-def run_campaign(full: bool = False, functions=None, fixtures_dir=None, workers=None, timeout: float = DEFAULT_TIMEOUT,
-                 verbose: bool = False) -> Campaign:
+def run_campaign(
+    full: bool = False,
+    functions=None,
+    fixtures_dir=None,
+    workers=None,
+    timeout: float = DEFAULT_TIMEOUT,
+    verbose: bool = False,
+) -> Campaign:
     import tempfile
 
     if workers is None:
@@ -683,8 +759,10 @@ def format_report(c: Campaign, title: str = "meanfield public-API fuzz report") 
         lines.extend(format_line(o) for o in bad)
         lines.append("")
     slow = sorted((o for o in c.outcomes if o.verdict == "OK"), key=lambda o: -o.elapsed)[:10]
-    lines.append("# slowest OK calls (s): " + ", ".join(
-        f"{o.job.function}[{o.job.param or 'baseline'}={o.job.label}] {o.elapsed:.2f}" for o in slow))
+    lines.append(
+        "# slowest OK calls (s): "
+        + ", ".join(f"{o.job.function}[{o.job.param or 'baseline'}={o.job.label}] {o.elapsed:.2f}" for o in slow)
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fuzz import harness  # noqa: E402
+from fuzz import harness
 
 
 def main(request: str, answer: str) -> int:

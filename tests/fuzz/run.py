@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fuzz import harness  # noqa: E402
+from fuzz import harness
 
 
 def main(argv=None) -> int:
@@ -35,11 +35,15 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"not in the registry: {sorted(unknown)}")
 
-    campaign = harness.run_campaign(not args.fast, functions or None, workers=args.workers, timeout=args.timeout, verbose=args.verbose)
+    campaign = harness.run_campaign(
+        not args.fast, functions or None, workers=args.workers, timeout=args.timeout, verbose=args.verbose
+    )
     report = harness.format_report(campaign)
     if args.report:
         Path(args.report).write_text(report)
-        print(f"{len(campaign.bad)} BAD of {len(campaign.outcomes)} calls in {campaign.wall:.1f} s; report: {args.report}")
+        print(
+            f"{len(campaign.bad)} BAD of {len(campaign.outcomes)} calls in {campaign.wall:.1f} s; report: {args.report}"
+        )
     else:
         print(report)
     return 1 if campaign.bad else 0
