@@ -295,3 +295,38 @@ def test_public_api_fuzz(campaign, module):
             f"rerun one function with `python tests/fuzz/run.py --only NAME`):\n{shown}",
             pytrace=False,
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# the audit behind the trust issue, replayed (tests/fuzz/findings.py)
+
+
+def test_audit_findings_are_all_mapped():
+    """Every BAD line of the audit parses and maps onto a registry function, parameter and value."""
+    from fuzz import findings
+
+    found = findings.parse()
+    assert len(found) == 695  # the audit file's BAD lines (a changed file must be looked at)
+    jobs, unmapped = findings.replay_jobs(found, harness.DEFAULT_TIMEOUT)
+    assert not unmapped, "\n".join(f"line {f.line}: {f.function} {f.param}={f.label}" for f in unmapped)
+    assert len(jobs) > 500
+
+
+def test_audit_custom_sqrt_is_refused_when_built():
+    """The audit's "custom sqrt (NaN for x<0)" activation is now refused by from_functions itself."""
+    from meanfield.activations import Activation
+
+    with pytest.raises(ValueError, match="phi"):
+        Activation.from_functions("custom_sqrt", np.sqrt, lambda x: 0.5 / np.sqrt(x), lambda x: -0.25 * x**-1.5)
+
+
+def test_audit_findings_replay():
+    """Every call of /work/shared/audit/fuzz-findings.txt (copied to tests/fuzz/audit_findings.txt),
+    on this registry's baseline of the same function, is now OK."""
+    from fuzz import findings
+
+    jobs, _ = findings.replay_jobs(findings.parse(), harness.DEFAULT_TIMEOUT)
+    with tempfile.TemporaryDirectory() as tmp:
+        outcomes = harness.run_jobs(jobs, harness.make_fixtures(tmp))
+    bad = [harness.format_line(o) for o in outcomes if o.verdict != "OK"]
+    assert not bad, f"{len(bad)} calls of the audit still misbehave:\n" + "\n".join(bad[:SHOWN])

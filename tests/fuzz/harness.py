@@ -52,7 +52,7 @@ _TESTS_DIR = str(Path(__file__).resolve().parent.parent)
 if _TESTS_DIR not in sys.path:  # the manager process and its workers import ``fuzz`` from here
     sys.path.insert(0, _TESTS_DIR)
 
-from fuzz import catalogue  # noqa: E402
+from fuzz import catalogue, findings  # noqa: E402
 from fuzz.catalogue import RAISE, TYPE  # noqa: E402
 from fuzz.registry import ALLOW_NONFINITE, REGISTRY, SELFTEST_REGISTRY, Fixture, Lazy  # noqa: E402
 
@@ -212,6 +212,13 @@ def make_fixtures(directory) -> dict:
             ".wrongshape": json.dumps({"data": [1, 2]}).encode(),
         },
     }
+    # the audit's corrupt IDX headers (tried on every reader): an unknown type code, sizes whose
+    # product overflows, zero dimensions
+    corrupt_idx = {
+        ".badtype": bytes([0, 0, 0x07, 1]) + (3).to_bytes(4, "big") + bytes(3),
+        ".overflow": bytes([0, 0, 0x08, 3]) + b"".join((2**31 - 1).to_bytes(4, "big") for _ in range(3)) + bytes(8),
+        ".zerondim": bytes([0, 0, 0x08, 0]) + bytes(8),
+    }
     paths = {}
     for name, payload in files.items():
         path = d / (name + (".json" if name == "figure_json" else ".bin"))
@@ -221,7 +228,7 @@ def make_fixtures(directory) -> dict:
         Path(str(path) + ".garbage.gz").write_bytes(garbage)
         Path(str(path) + ".empty").write_bytes(b"")
         Path(str(path) + ".truncated").write_bytes(payload[: len(payload) // 2])
-        for suffix, content in variants[name].items():
+        for suffix, content in (variants[name] | corrupt_idx).items():
             Path(str(path) + suffix).write_bytes(content)
         paths[name] = str(path)
     return paths
@@ -251,7 +258,10 @@ def build_call(job: Job, fixtures) -> tuple:
         actual = parameter_name(func, param)
         value = _materialize(arg.value, fixtures)
         if param == job.param:
-            mutation = next(m for m in catalogue.KINDS[arg.kind] if m.label == job.label)
+            if job.label.startswith(findings.PREFIX):  # a call of the audit replay (fuzz.findings)
+                mutation = findings.mutation(job.label)
+            else:
+                mutation = next(m for m in catalogue.KINDS[arg.kind] if m.label == job.label)
             value = mutation.make(value)
             changed = actual
         kwargs[actual] = value
