@@ -2,9 +2,10 @@
 
 Public modules: the submodules listed in ``meanfield.__all__``; every ``meanfield.validation``
 module whose name does not start with an underscore (``validation.simulators`` included; its own
-submodules re-export the same objects and are covered through the package); and, of
-``meanfield.figures``, the loader (:data:`EXTRA_SCOPE`: the figure functions draw figures and are
-rendered by ``tests/test_figures_render.py``).
+submodules re-export the same objects and are covered through the package); and the package
+``meanfield.figures`` itself, whose ``__all__`` holds the loaders (``load``, ``FigureData``). The
+per-paper figure modules are not in scope: their functions draw figures and are rendered by
+``tests/test_figures_render.py``. :data:`EXTRA_SCOPE` can restrict a module to some of its names.
 
 A callable re-exported under several names (``meanfield.backend.get_backend`` is
 ``meanfield.validation.backend.get_backend``) is one function: it is covered when any of its names
@@ -16,8 +17,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-#: Of these modules only the listed names are in scope.
-EXTRA_SCOPE = {"figures": {"load", "FigureData"}}
+#: Of these modules only the listed names are in scope (none restricted today).
+EXTRA_SCOPE: dict[str, set[str]] = {}
 
 
 def public_modules() -> list[str]:
