@@ -25,22 +25,32 @@ __all__ = [
     "check_probability_vector",
     "check_rng",
     "check_scalar",
+    "is_complex",
 ]
 
 #: Relative tolerance below which a negative eigenvalue of a covariance is rounding, not a defect.
 PSD_RTOL = 1e-10
 
 
+def is_complex(x) -> bool:
+    """``numpy.iscomplexobj(x)``, but False (not ``ValueError``) for a ragged nested sequence, which the
+    caller's own conversion then rejects with a message naming the argument."""
+    try:
+        return bool(np.iscomplexobj(x))
+    except (TypeError, ValueError):
+        return False
+
+
 def as_float_array(x, name: str) -> np.ndarray:
     """Return ``x`` as a contiguous float64 array; reject NaN and infinity."""
-    if np.iscomplexobj(x):
+    if is_complex(x):  # is_complex: numpy's iscomplexobj raises its own ValueError on a ragged list
         raise TypeError(f"{name} must be real, got a complex value")
     try:
         arr = np.asarray(x, dtype=np.float64)
         if arr.ndim:  # ascontiguousarray would turn a scalar into shape (1,)
             arr = np.ascontiguousarray(arr)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a real number or array of real numbers") from exc
+        raise ValueError(f"{name} must be a real number or a regular (non-ragged) array of real numbers") from exc
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite (no NaN or infinity)")
     return arr
@@ -84,6 +94,8 @@ def check_int(n, name: str, minimum: int | None = None, maximum: int | None = No
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         if isinstance(n, float) and float(n).is_integer():
             n = int(n)
+        elif isinstance(n, (complex, np.complexfloating)):
+            raise TypeError(f"{name} must be an integer, got the complex {n!r}")
         else:
             raise ValueError(f"{name} must be an integer, got {n!r}")
     n = int(n)
@@ -100,8 +112,8 @@ def check_covariance(cov, name: str = "cov", strict: bool = False) -> np.ndarray
     ``strict``: the type rules of :func:`as_real_array`.
     """
     arr = as_real_array(cov, name) if strict else as_float_array(cov, name)
-    if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
-        raise ValueError(f"{name} must be a square matrix (shape (..., D, D)), got shape {arr.shape}")
+    if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2] or arr.shape[-1] == 0:
+        raise ValueError(f"{name} must be a square matrix (shape (..., D, D), D >= 1), got shape {arr.shape}")
     scale = max(float(np.max(np.abs(arr))), 1e-300) if arr.size else 1.0
     if not np.allclose(arr, np.swapaxes(arr, -1, -2), rtol=1e-12, atol=1e-12 * scale):
         raise ValueError(f"{name} must be symmetric")
@@ -180,12 +192,14 @@ def as_real_array(x, name: str) -> np.ndarray:
     ``ValueError``. Returns a float64 array (0-d for scalars, contiguous otherwise)."""
     if isinstance(x, (bool, np.bool_, str, bytes)):
         raise TypeError(f"{name} must be a real number or array of real numbers, got {x!r}")
-    if np.iscomplexobj(x):
+    if is_complex(x):
         raise TypeError(f"{name} must be real, got a complex value")
     try:
         raw = np.asarray(x)
-    except (TypeError, ValueError) as exc:
+    except TypeError as exc:
         raise TypeError(f"{name} must be a real number or array of real numbers") from exc
+    except ValueError as exc:  # a ragged nested sequence
+        raise ValueError(f"{name} must be a regular (non-ragged) array of real numbers") from exc
     if raw.dtype == np.bool_ or raw.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be a real number or array of real numbers, got dtype {raw.dtype}")
     return as_float_array(raw, name)

@@ -36,9 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_rng
+from ._checks import check_int, check_rng
 
 __all__ = ["Backend", "available_backends", "get_backend", "spawn_sequences", "substream", "to_numpy"]
+
+#: Most children :func:`spawn_sequences` creates in one call (each is a Python object).
+MAX_SPAWN = 2**24
 
 
 def spawn_sequences(generator: np.random.Generator, n: int) -> list[np.random.SeedSequence]:
@@ -50,7 +53,19 @@ def spawn_sequences(generator: np.random.Generator, n: int) -> list[np.random.Se
     numbers (the CNN simulator regenerates a layer's kernels in its backward pass this way).
     Generators whose bit generator has no spawnable seed sequence (built from a raw state) get
     children of a ``SeedSequence`` seeded with 128 bits drawn from them.
+
+    Raises
+    ------
+    TypeError
+        ``generator`` not a ``numpy.random.Generator``; ``n`` complex.
+    ValueError
+        ``n`` not an integer in ``[0, MAX_SPAWN]``.
     """
+    if not isinstance(generator, np.random.Generator):
+        raise TypeError(
+            f"generator must be a numpy.random.Generator (see meanfield.checks.check_rng), got {type(generator).__name__}"
+        )
+    n = check_int(n, "n", 0, MAX_SPAWN)
     try:
         return generator.bit_generator.seed_seq.spawn(n)
     except (AttributeError, TypeError, NotImplementedError):  # a seedless bit generator
@@ -65,6 +80,8 @@ def substream(seed: int, *key: int) -> np.random.SeedSequence:
     simulator call its own stream ``substream(seed, part, case, ...)``: spawned children (equal to
     ``SeedSequence(seed, spawn_key=key)``), independent of each other and of the call order.
     """
+    if isinstance(seed, (complex, np.complexfloating)):
+        raise TypeError(f"seed must be a non-negative int, got the complex {seed!r}")
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or int(seed) < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     for k in key:
@@ -168,7 +185,7 @@ def get_backend(name: str | Backend = "numpy") -> Backend:
     if isinstance(name, Backend):
         return name
     if not isinstance(name, str):
-        raise TypeError(f"backend must be 'numpy', 'cupy' or a Backend, got {type(name).__name__}")
+        raise TypeError(f"backend name must be 'numpy', 'cupy' or a Backend, got {type(name).__name__}")
     if name == "numpy":
         return Backend("numpy", np)
     if name == "cupy":
@@ -180,7 +197,7 @@ def get_backend(name: str | Backend = "numpy") -> Backend:
                 "(cupy-cuda12x) on a machine with a CUDA GPU"
             ) from exc
         return Backend("cupy", cupy)
-    raise ValueError(f"backend must be 'numpy' or 'cupy', got {name!r}")
+    raise ValueError(f"backend name must be 'numpy' or 'cupy', got {name!r}")
 
 
 def available_backends() -> list[str]:

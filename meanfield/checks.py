@@ -111,9 +111,14 @@ def check_int(n: object, name: str, minimum: int | None = None, maximum: int | N
 
     Raises
     ------
+    TypeError
+        A complex number (or a bound that is not an integer).
     ValueError
         A non-integer or a value out of range (the message names the argument and the range).
     """
+    for bound, label in ((minimum, "minimum"), (maximum, "maximum")):
+        if bound is not None and (isinstance(bound, (bool, np.bool_)) or not isinstance(bound, (int, np.integer))):
+            raise TypeError(f"{label} must be None or an integer, got {bound!r}")
     return _checks.check_int(n, name, minimum, maximum)
 
 
@@ -178,8 +183,10 @@ def check_probability_vector(v: ArrayLike, name: str = "v", atol: float = 1e-10)
     Raises
     ------
     TypeError, ValueError
-        As :func:`as_float_array`; empty, negative or a sum other than 1 (``ValueError``).
+        As :func:`as_float_array`; empty, negative or a sum other than 1 (``ValueError``); an
+        ``atol`` that is not a finite real number ``>= 0``.
     """
+    atol = _checks.check_nonnegative_scalar(atol, "atol")
     return _checks.check_probability_vector(v, name, atol)
 
 
@@ -252,12 +259,14 @@ def check_variance_vector(v: ArrayLike, name: str = "v", ndim: int | None = None
         Complex or boolean entries.
     ValueError
         Non-finite or negative entries, a sum other than 1 (to 1e-10), even sizes, or a number of
-        dimensions other than 1, 2 or ``ndim``.
+        dimensions other than 1, 2 or ``ndim``; ``ndim`` not 1, 2 or None.
 
     Notes
     -----
     Seed 003, eq. 2.2: ``omega_ij(beta) ~ N(0, sigma_w2 v_beta / c)``.
     """
+    if ndim is not None:
+        ndim = check_int(ndim, "ndim", 1, 2)
     if isinstance(v, (bool, np.bool_)) or (isinstance(v, np.ndarray) and v.dtype == np.bool_):
         raise TypeError(f"{name} must hold real numbers, got booleans")
     v = check_probability_vector(v, name)

@@ -84,6 +84,14 @@ CRITICAL_ATOL = dense.CRITICAL_ATOL
 #: whose phi'' has Dirac parts; the error is O(step^2) ~ 1e-10 relative for the arc-cosine family.
 KAPPA_STEP = 1e-5
 _HOMOGENEOUS = dense._HOMOGENEOUS
+#: Most spatial positions P a shape may have (a 1024 x 1024 image): beyond it the Fourier
+#: eigenvalues alone would take gigabytes, so sizes are refused at once with a ValueError.
+MAX_POSITIONS = 2**20
+#: Most positions of a P x P covariance the library allocates itself (:func:`fixed_point_covariance`):
+#: 16,384^2 float64 entries are 2 GiB.
+MAX_COVARIANCE_POSITIONS = 2**14
+#: Most variance vectors :func:`gs_family` returns.
+MAX_GS_COUNT = 10**5
 
 
 # ----------------------------------------------------------------------------------------------
@@ -107,15 +115,26 @@ def spatial_shape(shape) -> tuple:
 
     Raises
     ------
+    TypeError
+        A complex size.
     ValueError
-        A size < 1, a non-integer size, or more than two dimensions.
+        A size < 1, a non-integer size, more than two dimensions, or more than
+        :data:`MAX_POSITIONS` positions.
     """
+    return _spatial_shape(shape, "shape")
+
+
+def _spatial_shape(shape, name: str) -> tuple:
+    """:func:`spatial_shape` with the argument's name in the messages."""
     if isinstance(shape, (tuple, list, np.ndarray)):
-        dims = tuple(check_int(s, "shape", 1) for s in shape)
+        dims = tuple(check_int(s, name, 1, MAX_POSITIONS) for s in shape)
         if len(dims) not in (1, 2):
-            raise ValueError(f"shape must be an int n (1-D) or a pair (n1, n2) (2-D), got {shape!r}")
-        return dims
-    return (check_int(shape, "shape", 1),)
+            raise ValueError(f"{name} must be an int n (1-D) or a pair (n1, n2) (2-D), got {shape!r}")
+    else:
+        dims = (check_int(shape, name, 1, MAX_POSITIONS),)
+    if math.prod(dims) > MAX_POSITIONS:
+        raise ValueError(f"{name} {dims} has {math.prod(dims)} positions, more than MAX_POSITIONS = {MAX_POSITIONS}")
+    return dims
 
 
 def _check_v(v, ndim=None) -> np.ndarray:
@@ -443,17 +462,17 @@ def gs_family(kernel_shape=(3, 3), count=5) -> list[np.ndarray]:
     kernel_shape : int or (int, int)
         Odd kernel size(s) ``2k+1``.
     count : int
-        Number of vectors (>= 2).
+        Number of vectors (``2 <= count <= MAX_GS_COUNT``).
 
     Returns
     -------
     list of ndarray, each of shape ``kernel_shape``
         Variance vectors (non-negative, summing to 1), GS0 first.
     """
-    ks = spatial_shape(kernel_shape)
+    ks = _spatial_shape(kernel_shape, "kernel_shape")
     if any(s % 2 == 0 for s in ks):
         raise ValueError(f"kernel_shape must be odd (2k+1), got {ks}")
-    count = check_int(count, "count", 2)
+    count = check_int(count, "count", 2, MAX_GS_COUNT)
     delta = np.zeros(ks)
     delta[tuple(s // 2 for s in ks)] = 1.0
     uniform = np.full(ks, 1.0 / np.prod(ks))
@@ -633,7 +652,7 @@ def fixed_point_covariance(q_star, c_star, size) -> np.ndarray:
     c_star : float
         Fixed-point correlation ``c*`` in [-1, 1].
     size : int
-        Number of positions P (>= 1).
+        Number of positions P (``1 <= P <= MAX_COVARIANCE_POSITIONS``).
 
     Returns
     -------
@@ -642,11 +661,11 @@ def fixed_point_covariance(q_star, c_star, size) -> np.ndarray:
     Raises
     ------
     ValueError
-        ``q_star`` negative or not finite, ``|c_star| > 1``, ``size < 1``.
+        ``q_star`` negative or not finite, ``|c_star| > 1``, ``size`` out of range.
     """
     q_star = check_nonnegative_scalar(q_star, "q_star")
     c_star = check_correlation(check_scalar(c_star, "c_star"), "c_star")
-    size = check_int(size, "size", 1)
+    size = check_int(size, "size", 1, MAX_COVARIANCE_POSITIONS)
     return q_star * (c_star + (1.0 - c_star) * np.eye(size))
 
 
@@ -696,7 +715,9 @@ def linearized_decay(
     depth = dense._check_depth(depth, eps0.shape[0])
     fp = dense.fixed_point(act, sigma_w2, sigma_b2, degree)
     if not math.isfinite(fp.q_star):
-        raise ValueError("the fixed point q* is infinite at these parameters: no linearisation exists")
+        raise ValueError(
+            "the fixed point q* is infinite at these parameters (activation, sigma_w2, sigma_b2): no linearisation exists"
+        )
     if fp.q_star > 0:
         kappa = _kappa(act, sigma_w2, fp.q_star, fp.c_star, degree)
         chi_c = fp.chi_c

@@ -65,7 +65,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
-from ._checks import as_float_array, check_bool, check_int, check_scalar
+from ._checks import as_float_array, check_bool, check_int, check_scalar, is_complex
 from ._results import Result
 
 __all__ = [
@@ -121,7 +121,7 @@ def _int(n, name, minimum, maximum=None) -> int:
 
 def _real_array(x, name) -> np.ndarray:
     """A finite float64 array of real numbers; bools, complex numbers, strings and objects raise ``TypeError``."""
-    if x is None or isinstance(x, (str, bytes)) or np.iscomplexobj(x):
+    if x is None or isinstance(x, (str, bytes)) or is_complex(x):
         raise TypeError(f"{name} must be an array of real numbers, got {type(x).__name__}")
     try:
         arr = np.asarray(x)

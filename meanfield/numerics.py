@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import as_float_array, check_scalar
+from ._checks import as_float_array, check_scalar, is_complex
 from ._results import Result
 
 __all__ = ["RichardsonEstimate", "richardson"]
@@ -110,7 +110,7 @@ def richardson(
         )
     arrays = []
     for x, name in ((coarse, "coarse"), (fine, "fine"), (coarse_stderr, "coarse_stderr"), (fine_stderr, "fine_stderr")):
-        if isinstance(x, (bool, np.bool_, str, bytes)) or np.iscomplexobj(x):
+        if isinstance(x, (bool, np.bool_, str, bytes)) or is_complex(x):
             raise TypeError(f"{name} must be a real number or array of real numbers, got {type(x).__name__}")
         arrays.append(as_float_array(x, name))
     c, f, sc, sf = arrays

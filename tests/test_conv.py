@@ -338,3 +338,49 @@ def test_gs_family_conditioning_worsens_from_delta_to_uniform():
     # Parseval: sum |lambda|^2 = P sum v^2, strictly decreasing along the family
     assert np.allclose(energy, [64 * np.sum(v**2) for v in family], rtol=1e-12)
     assert all(a > b for a, b in zip(energy, energy[1:]))
+
+
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: conv.fourier_eigenvalues([0.25, 0.5, 0.25], (10**12,)),
+        lambda: conv.averaging_singular_values([0.25, 0.5, 0.25], 10**12),
+        lambda: conv.depth_scales("tanh", 1.5, 0.05, [0.25, 0.5, 0.25], (10**12,)),
+        lambda: conv.spatial_shape((2**20 + 1,)),
+    ],
+)
+def test_huge_shapes_are_refused_at_once(call):
+    """A shape of 10**12 positions raised MemoryError (trying to allocate 7 TiB)."""
+    with pytest.raises(ValueError, match="shape"):
+        call()
+
+
+def test_size_limits_of_allocating_functions():
+    with pytest.raises(ValueError, match="count"):
+        conv.gs_family(3, 10**12)  # MemoryError before
+    with pytest.raises(ValueError, match="size"):
+        conv.fixed_point_covariance(1.0, 0.5, 2**64)  # numpy's "Maximum allowed dimension exceeded"
+
+
+@pytest.mark.parametrize("kernel_shape", [0, 3.5, "a", None, (2, 3, 4), ()])
+def test_gs_family_messages_name_kernel_shape(kernel_shape):
+    """The messages said 'shape must be ...'."""
+    with pytest.raises(ValueError, match="kernel_shape"):
+        conv.gs_family(kernel_shape)
+
+
+def test_complex_sizes_are_type_errors():
+    with pytest.raises(TypeError, match="shape"):
+        conv.spatial_shape(3 + 1j)
+    with pytest.raises(TypeError, match="count"):
+        conv.gs_family(3, 2 + 1j)
+
+
+def test_ragged_covariance_names_the_argument():
+    with pytest.raises(ValueError, match="cov"):
+        conv.average([[1.0, 2.0], [3.0]], [0.25, 0.5, 0.25], 2)
+    with pytest.raises(ValueError, match="v"):
+        conv.fourier_eigenvalues([[0.25, 0.5], [0.25]], 4)

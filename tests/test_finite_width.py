@@ -839,3 +839,72 @@ def test_result_dataclasses_are_frozen_with_replace():
     assert ce.replace(lower=-7.0).lower == -7.0 and ce.lower != -7.0
     assert lay.replace(fan_in=6).unscaled_sigma_w2 == pytest.approx(2.0 / 6)
     assert op.replace(activation="x").activation == "x"
+
+
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"width": 1.5}, "width"),
+        ({"width": "a"}, "width"),
+        ({"width": None}, "width"),
+        ({"width": float("nan")}, "width"),
+        ({"width": 2 + 1j}, "width"),
+        ({"sigma_w2": float("nan")}, "sigma_w2"),
+        ({"sigma_w2": float("inf")}, "sigma_w2"),
+        ({"sigma_w2": -1.0}, "sigma_w2"),
+        ({"sigma_w2": 1 + 1j}, "sigma_w2"),
+        ({"sigma_w2": "a"}, "sigma_w2"),
+        ({"sigma_b2": float("-inf")}, "sigma_b2"),
+        ({"sigma_b2": None}, "sigma_b2"),
+        ({"fan_in": 1.5}, "fan_in"),
+        ({"fan_in": 2 + 1j}, "fan_in"),
+    ],
+)
+def test_layer_validates_its_fields(kwargs, name):
+    """Layer(width=1.5), Layer(sigma_w2=nan), ... were built silently (NaN fields, str widths)."""
+    args = {"width": 4, "sigma_w2": 0.5, "sigma_b2": 0.1, "fan_in": None} | kwargs
+    with pytest.raises((TypeError, ValueError), match=name):
+        fw.Layer(**args)
+
+
+def test_layer_normalises_field_types():
+    layer = fw.Layer(4.0, 2, np.float64(0.5), fan_in=np.int64(8))
+    assert (type(layer.width), type(layer.sigma_w2), type(layer.sigma_b2), type(layer.fan_in)) == (
+        int,
+        float,
+        float,
+        int,
+    )
+    assert layer.unscaled_sigma_w2 == 0.25
+
+
+def test_empty_covariance_v12_is_refused():
+    """v12=[] gave numpy's 'only 0-dimensional arrays can be converted' / a broadcast error."""
+    with pytest.raises(ValueError, match="v12"):
+        fw.inner_product_law(np.linspace(0.0, 4.0, 9), 3, 1.0, 1.0, np.array([]))
+    with pytest.raises(ValueError, match="v12"):
+        fw.relu_product_density([0.2, 0.5], 1.0, 1.0, np.array([]))
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda r: fw.grid_masses(r, np.linspace(0.0, 4.0, 5)), "samples"),
+        (lambda r: fw.grid_masses([0.5, 1.0], r), "grid"),
+        (lambda r: fw.relu_kernel(1.0, r, 4, 0.5), "z"),
+        (lambda r: fw.preactivation_covariance(r, 0.5, 0.1, fan_in=2), "gram"),
+    ],
+)
+def test_ragged_arrays_name_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call([[1.0, 2.0], [3.0]])
+
+
+def test_domain_truncation_takes_one_exponent():
+    from meanfield.validation.finite_width import domain_truncation
+
+    with pytest.raises(TypeError, match=r"^m must be a scalar"):
+        domain_truncation(np.array([]), 10, 1.5, 1e6)  # numpy's "only 0-dimensional arrays ..." before

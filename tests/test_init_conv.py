@@ -310,3 +310,37 @@ def test_check_finite_is_a_bool_and_only_skips_the_finite_checks():
     ):
         with pytest.raises(TypeError, match="check_finite"):
             f(1)
+
+
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
+
+
+@pytest.mark.parametrize("kernel_shape", [3.5, (3.5,), "a", None, 3 + 1j, 0, (), (3, 3, 3)])
+def test_kernel_offsets_checks_at_the_call(kernel_shape):
+    """kernel_offsets returned a generator for any argument; the error (if any) came at iteration."""
+    from meanfield.init import kernel_offsets
+
+    with pytest.raises((TypeError, ValueError), match="kernel_shape"):
+        kernel_offsets(kernel_shape)
+    assert list(kernel_offsets((2,))) == [((0,), (-1,)), ((1,), (0,))]  # even sizes stay allowed
+
+
+def test_complex_kernel_shape_is_a_type_error():
+    """A complex kernel_shape raised ValueError (the standards: complex input is a TypeError)."""
+    with pytest.raises(TypeError, match="kernel_shape"):
+        gaussian_conv_kernel(3 + 1j, 2, 2, rng=0)
+    with pytest.raises(TypeError, match="kernel_shape"):
+        periodic_conv_weight_grad(np.ones((2, 5, 2)), np.ones((2, 5, 2)), 3 + 1j)
+    from meanfield.validation.simulators import conv_kernels, looks_linear_delta_orthogonal_forward
+
+    with pytest.raises(TypeError, match="kernel_shape"):
+        conv_kernels(2, 3 + 1j, 3, 2.0, rng=0)
+    with pytest.raises(TypeError, match="kernel_shape"):
+        looks_linear_delta_orthogonal_forward(np.ones((2, 5, 2)), 2, 4, 3 + 1j, rng=0)
+
+
+def test_ragged_kernel_names_the_argument():
+    with pytest.raises(ValueError, match="kernel"):
+        to_torch_layout([[1.0, 2.0], [3.0]])
+    with pytest.raises(ValueError, match="weight"):
+        from_torch_layout([[1.0, 2.0], [3.0]])

@@ -252,3 +252,16 @@ def test_metainit_result_inherits_result():
     res = metainit(ws, steps=2, eval_batches=0, rng=1)
     assert isinstance(res, MetaInitResult) and isinstance(res, Result) and dataclasses.is_dataclass(res)
     assert res.replace(gq_before=1.0).gq_before == 1.0 and res.gq_before is None
+
+
+def test_ragged_arguments_name_the_argument():
+    """Regression (public-API fuzzer): ragged lists raised numpy's 'inhomogeneous shape' ValueError."""
+    rng = np.random.default_rng(0)
+    w = [rng.standard_normal((4, 3)), rng.standard_normal((2, 4))]
+    x = rng.standard_normal((5, 3))
+    with pytest.raises(ValueError, match="targets"):
+        gradient_quotient(w, x, [[0, 1], [1]])
+    with pytest.raises(ValueError, match="weights"):
+        gradient_quotient([[[1.0, 2.0], [3.0]], w[1]], x, np.array([0, 1, 0, 1, 1]))
+    with pytest.raises(ValueError, match="x"):
+        gradient_quotient(w, [[1.0, 2.0, 3.0], [3.0]], np.array([0, 1]))

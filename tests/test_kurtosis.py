@@ -451,3 +451,9 @@ def test_result_dataclasses_inherit_result_with_replace():
     p = results[1]
     assert p.replace(log_scale=2.0).log_alpha == pytest.approx(p.log_alpha + 2.0)
     assert results[2].replace(gap=0.5).gap == 0.5
+
+
+def test_ragged_input_names_the_argument():
+    """Regression (public-API fuzzer): a ragged x raised numpy's own 'inhomogeneous shape' error."""
+    with pytest.raises(ValueError, match="x"):
+        K.input_statistics([[1.0, 2.0], [3.0]])

@@ -1191,3 +1191,29 @@ def test_complex_integer_arguments_are_type_errors(name, value):
     rule is TypeError for complex input."""
     with pytest.raises(TypeError, match=name.strip()):
         COMPLEX_INTEGER_ARGUMENTS[name](value)
+
+
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
+
+
+@pytest.mark.parametrize("a0", [[np.nan, 0.1], [], [[0.1, 0.1]], 0.1, [1e300, 1e300], "a"])
+def test_mode_flow_messages_name_a0(a0):
+    """mode_flow's errors named 'a' (the energy's argument), not its own 'a0'."""
+    with pytest.raises((TypeError, ValueError), match="a0"):
+        L.mode_flow(a0, 2.0, [0.0, 1.0])
+
+
+@pytest.mark.parametrize("f", [L.mode_energy, L.mode_gradient, L.mode_hessian])
+def test_mode_overflow_names_a(f):
+    with pytest.raises(ValueError, match=r"mode strengths a\b"):
+        f(np.array([0.5, 0.5]) * 1e300, 2.0)
+
+
+@pytest.mark.parametrize("which", ["a0", "b0", "s", "u", "v"])
+def test_three_layer_flow_overflow_names_the_argument(which):
+    """The overflow message said 'scale a, b and s down' for three_layer_flow(a0=..., b0=..., u, v)."""
+    ab = 0.1 * np.array([[1.0, 0.5], [0.5, 1.0], [0.2, -0.3]])
+    kw = {"a0": ab, "b0": ab, "s": np.array([2.0, 1.0]), "u": np.eye(3)[:, :2], "v": np.eye(3)[:, :2]}
+    kw[which] = kw[which] * 1e300
+    with pytest.raises(ValueError, match=rf"\b{which}\b"):
+        L.three_layer_flow(t=[0.0, 0.5], **kw)

@@ -212,3 +212,18 @@ def test_symmetry_model_forward_follows_the_rng_rule_and_checks_its_flags():
     for bad, exc in ((dict(dropout=1.5), ValueError), (dict(keep=1), TypeError), (dict(rng="3"), TypeError)):
         with pytest.raises(exc):
             net.forward(x, **bad)
+
+
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
+
+
+def test_simulator_argument_messages():
+    from meanfield.validation.simulators import empirical_variances, simulate_squared_norms
+
+    x = np.random.default_rng(0).standard_normal((6, 4))
+    with pytest.raises(ValueError, match="dtype"):
+        empirical_variances(x, "he", 3, 4, 3, rng=0, engine="numba", dtype="no_such")  # ignored before
+    with pytest.raises(ValueError, match=r"layers\[1\]"):
+        simulate_squared_norms(x, [(8, 0.25), (4,)], 4, 2, rng=0)
+    with pytest.raises(TypeError, match="width"):
+        simulate_dense(x[:2], "tanh", 1.5, 0.05, 2, 2 + 1j, 2, rng=0)

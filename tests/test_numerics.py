@@ -103,3 +103,18 @@ def test_bad_values(coarse, fine, exc, match):
         return
     with pytest.raises(exc, match=match):
         richardson(coarse, fine, order=2)
+
+
+@pytest.mark.parametrize("name", ["coarse", "fine", "coarse_stderr", "fine_stderr"])
+def test_ragged_input_names_the_argument(name):
+    """Regression (public-API fuzzer): a ragged list raised numpy's own 'inhomogeneous shape' error."""
+    kwargs = {"coarse": [1.0, 2.0], "fine": [1.1, 2.05], "coarse_stderr": 0.0, "fine_stderr": 0.0}
+    kwargs[name] = [[1.0, 2.0], [3.0]]
+    with pytest.raises(ValueError, match=name):
+        richardson(
+            kwargs["coarse"],
+            kwargs["fine"],
+            order=2,
+            coarse_stderr=kwargs["coarse_stderr"],
+            fine_stderr=kwargs["fine_stderr"],
+        )

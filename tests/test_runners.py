@@ -106,3 +106,51 @@ def test_entry_points_reject_a_string_argv():
     for entry in (main, figures_main, validation_main):
         with pytest.raises(TypeError, match="argv"):
             entry("figures --all")
+
+
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
+
+
+def test_report_and_runner_check_their_arguments(tmp_path):
+    import math
+
+    import numpy as np
+    from meanfield.validation.report import mean_and_stderr, write_table_json
+    from meanfield.validation.runner import check_backend_available
+
+    for backend in ("no_such", None, 3):
+        with pytest.raises((TypeError, ValueError), match="backend"):
+            check_backend_available(backend)  # returned the value unchecked
+    rows = [Comparison("a", 1.0, 1.01, 0.01)]
+    kw = {"seed": 0, "full": False, "backend": "numpy", "seconds": 1.0}
+    for name, bad in [("seed", 1.5), ("seed", None), ("full", 1), ("backend", "no_such"), ("seconds", math.nan)]:
+        with pytest.raises((TypeError, ValueError), match=name):
+            write_table_json(tmp_path / "t.json", "t", rows, **(kw | {name: bad}))
+    with pytest.raises(TypeError, match="title"):
+        write_table_json(tmp_path / "t.json", None, rows, **kw)
+    # finite samples near the float64 limit: the squares overflowed to an infinite standard error
+    samples = np.array([1.0, 2.0, 4.0]) * 1e300
+    _, stderr = mean_and_stderr(samples)
+    assert math.isfinite(stderr) and stderr == pytest.approx(
+        np.std([1.0, 2.0, 4.0], ddof=1) / math.sqrt(3) * 1e300, rel=1e-12
+    )
+    with pytest.raises(ValueError, match="samples"):
+        mean_and_stderr([[1.0, 2.0], [3.0]])
+
+
+def test_fig1_variances_checks_its_arguments():
+    import numpy as np
+    from meanfield.validation.kurtosis import fig1_variances
+
+    kw = {"n_networks": 2, "n_inputs": 4, "depth": 3, "n_metainit": 1, "metainit_steps": 2, "rng": 0}
+    for name, bad in [
+        ("full", 1),
+        ("n_inputs", 1.5),
+        ("n_inputs", 1),
+        ("n_metainit", "a"),
+        ("n_networks", np.array([2, 3])),
+    ]:
+        with pytest.raises((TypeError, ValueError), match=name):
+            fig1_variances(**(kw | {name: bad}))
+    with pytest.raises(ValueError, match="metainit_steps"):
+        fig1_variances(**(kw | {"metainit_steps": 10**12}))

@@ -238,3 +238,69 @@ def test_leakynet_slope_is_the_leaky_relu_slope():
     assert all(np.array_equal(a.params[k], b.params[k]) for k in a.params)
     with pytest.raises(TypeError, match="slope"):
         LeakyNet.initial(list("I1"), 4, 1, 3, slope=0.2, rho=0.2)
+
+
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
+
+_LOGITS = np.random.default_rng(0).standard_normal((5, 3))
+
+
+@pytest.mark.parametrize(
+    "logits, labels, name",
+    [
+        (None, [0, 1, 2, 0, 1], "logits"),  # AttributeError: 'NoneType' object has no attribute 'max'
+        ("a", [0, 1, 2, 0, 1], "logits"),
+        (np.float64(1.0), [0], "logits"),  # numpy AxisError
+        (_LOGITS + 1j, [0, 1, 2, 0, 1], "logits"),  # accepted silently
+        (np.where(np.eye(5, 3) > 0, np.nan, _LOGITS), [0, 1, 2, 0, 1], "logits"),
+        (_LOGITS, np.array([0.0, 1.0, np.nan, 0.0, 1.0]), "labels"),  # IndexError
+        (_LOGITS, [0, 1, 3, 0, 1], "labels"),  # IndexError (out of range)
+        (_LOGITS, [0, 1], "labels"),
+        (_LOGITS, None, "labels"),  # accepted silently
+        (_LOGITS, np.ones(5) + 1j, "labels"),
+    ],
+)
+def test_softmax_xent_checks_its_arguments(logits, labels, name):
+    with pytest.raises((TypeError, ValueError), match=name):
+        softmax_xent(logits, labels)
+
+
+def test_train_checks_labels_and_work():
+    net = ConstNet.initial((2, 4), 1, 1, 3, kernel_shape=(3,), stride=1)
+    x = np.random.default_rng(1).standard_normal((3, 5, 1))
+    with pytest.raises(ValueError, match="y"):
+        train(net, x, np.array([0.0, np.nan, 1.0]), 1)  # IndexError: index -9223372036854775808
+    with pytest.raises(ValueError, match="y"):
+        train(net, x, [0, 1], 1)  # IndexError: shape mismatch
+    with pytest.raises(ValueError, match="steps"):
+        train(net, x, [0, 1, 2], 10**12)  # ran until killed
+    with pytest.raises(ValueError, match="x"):
+        train(net, [[1.0], [2.0, 3.0]], [0, 1], 1)
+
+
+def test_constnet_and_leakynet_initial_check_their_arguments():
+    with pytest.raises(TypeError, match="batchnorm"):
+        ConstNet.initial((2, 4), 1, 1, 3, kernel_shape=(3,), stride=1, batchnorm=1)
+    bad_head = np.zeros((3, 4))
+    bad_head[0, 0] = np.nan
+    with pytest.raises(ValueError, match="head"):
+        ConstNet.initial((2, 4), 1, 1, 3, kernel_shape=(3,), stride=1, head=bad_head)
+    with pytest.raises(ValueError, match="head"):
+        LeakyNet.initial(["I", "1"], 4, 1, 3, kernel_shape=(3,), head=np.zeros((2, 4)))
+    with pytest.raises(ValueError, match=r"\bn\b"):
+        LeakyNet.initial(["I", "1"], 0, 1, 3, kernel_shape=(3,))  # named 'n_out' before
+    with pytest.raises(ValueError, match="n_input"):
+        LeakyNet.initial(["I", "1"], 4, 10**12, 3, kernel_shape=(3,))  # named 'n_in' before
+    with pytest.raises(ValueError, match="n_classes"):
+        LeakyNet.initial(["I", "1"], 4, 1, 10**12, kernel_shape=(3,))  # MemoryError before
+
+
+def test_replicated_feature_experiment_labels_and_divergence():
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((6, 4)), np.array([0, 1, 2, 0, 1, 2])
+    with pytest.raises(TypeError, match="y_train"):
+        replicated_feature_experiment(x, y + 1j, x[:3], y[:3], 4, 2, 0.1, steps=2, rng=0, n_classes=3)
+    with pytest.raises(ValueError, match="y_test"):
+        replicated_feature_experiment(x, y, x[:3], [[0, 1], [2]], 4, 2, 0.1, steps=2, rng=0, n_classes=3)
+    with pytest.raises(ValueError, match="SGD diverged.*lr"):
+        replicated_feature_experiment(x, y, x[:3], y[:3], 4, 2, 0.1, steps=3, lr=1e300, rng=0, n_classes=3)

@@ -38,6 +38,7 @@ import math
 import numpy as np
 
 from meanfield import finite_width as fw
+from meanfield.checks import check_scalar
 from meanfield.data import load_digits
 from meanfield.numerics import richardson
 
@@ -232,6 +233,7 @@ def domain_truncation(m: float, width: int, sigma_w2: float, top: float, *, fan_
     >>> f"{domain_truncation(-2.0, 20, 2.0, 1e6):.3g}"   # 2 N 0.5^N top^-1.5 / (1.5 sqrt(2 pi 0.1))
     '3.21e-14'
     """
+    m = check_scalar(m, "m")  # one exponent (relu_log_eigenvalue also takes arrays)
     fw.relu_log_eigenvalue(
         m, width, sigma_w2, fan_in=fan_in
     )  # validates m, width, sigma_w2 and fan_in (ValueError / TypeError)

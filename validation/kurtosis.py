@@ -45,6 +45,7 @@ from meanfield.validation.simulators import (
 from scipy import stats
 
 from meanfield import kurtosis
+from meanfield.checks import check_bool, check_int
 from meanfield.data import load_digits
 
 __all__ = ["FIG1_DEPTH", "FIG1_STREAM", "FIG1_THRESHOLD", "KAPPA_MAX", "fig1_variances", "run"]
@@ -175,17 +176,29 @@ def fig1_variances(
         Randomness (the library's rule: an int ``n`` is ``numpy.random.default_rng(n)``); the
         initialisers in ``FIG1_INITS`` get the children spawned off it, in that order.
     n_networks, n_inputs, depth, n_metainit, metainit_steps : int
-        Sizes (see above).
+        Sizes (see above); ``n_inputs`` between 2 and the 1,797 digits.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A ``full`` that is not a bool; sizes that are not integers in range (named).
 
     Returns
     -------
     dict of str to ndarray
         Per initialiser, the empirical variance of the output after layers ``0 .. depth`` for each network.
     """
+    full = check_bool(full, "full")
+    n_networks, n_metainit = (
+        None if n is None else check_int(n, name, 1)
+        for n, name in ((n_networks, "n_networks"), (n_metainit, "n_metainit"))
+    )
     children = spawn_sequences(get_backend("numpy").rng(rng), len(FIG1_INITS))
     n_net = n_networks or (10_000 if full else 1_000)
-    n_mi = n_metainit or FIG1_METAINIT_NETWORKS[bool(full)]
+    n_mi = n_metainit or FIG1_METAINIT_NETWORKS[full]
     data = load_digits(standardized=True).x
+    if n_inputs is not None:
+        n_inputs = check_int(n_inputs, "n_inputs", 2, data.shape[0])
     x = data[: n_inputs or (data.shape[0] if full else 256)]
     return {
         init: empirical_variances(

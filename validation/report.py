@@ -136,7 +136,11 @@ def mean_and_stderr(samples, axis=0):
     ValueError
         Fewer than 2 samples along ``axis``, or ``axis`` out of range.
     """
-    if np.iscomplexobj(samples):
+    try:
+        complex_input = np.iscomplexobj(samples)
+    except ValueError as exc:  # a ragged nested sequence
+        raise ValueError("samples must be a regular (non-ragged) array of real numbers") from exc
+    if complex_input:
         raise TypeError("samples must be real, got complex values")
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"axis must be an int, got {axis!r}")
@@ -152,7 +156,12 @@ def mean_and_stderr(samples, axis=0):
             f"samples needs at least 2 independent samples along axis {axis} for a standard error, got {n}"
         )
     mean = samples.mean(axis=axis)
-    stderr = samples.std(axis=axis, ddof=1) / math.sqrt(n)
+    # scaled by the largest |sample| so that finite samples near the float64 limit (1e300) do not
+    # overflow in the squares of the variance
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = np.max(np.abs(samples), axis=axis, keepdims=True)
+        scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+        stderr = (samples / scale).std(axis=axis, ddof=1) * np.squeeze(scale, axis=axis) / math.sqrt(n)
     return mean, stderr
 
 
@@ -271,7 +280,26 @@ def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, 
     The file has the three blocks of a figure's JSON (``metadata``, ``axes``, ``data``) and is read
     back by :func:`meanfield.figures.load`; ``data["rows"]`` holds one record per comparison
     (:data:`ROW_FIELDS`), ``data["passed"]`` / ``data["failed"]`` the counts.
+
+    Raises ``TypeError`` / ``ValueError`` naming the argument for a ``title`` that is not a str, a
+    ``seed`` that is not an int >= 0, a non-bool ``full``, a ``backend`` other than "numpy" /
+    "cupy", ``seconds`` not None or a finite number >= 0, or rows that are not :class:`Comparison`.
     """
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a str, got {title!r}")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative int (what the run recorded), got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative int (what the run recorded), got {seed!r}")
+    if not isinstance(full, (bool, np.bool_)):
+        raise TypeError(f"full must be True or False, got {full!r}")
+    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
+        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+    if seconds is not None:
+        if isinstance(seconds, (bool, np.bool_, str, bytes)) or np.iscomplexobj(seconds) or np.ndim(seconds) != 0:
+            raise TypeError(f"seconds must be None or a real number, got {seconds!r}")
+        if not (math.isfinite(float(seconds)) and float(seconds) >= 0):
+            raise ValueError(f"seconds must be finite and >= 0, got {seconds!r}")
     rows = list(rows)
     if not all(isinstance(r, Comparison) for r in rows):
         raise TypeError("rows must be Comparison objects")

@@ -174,7 +174,14 @@ def _parser(prog: str) -> CliParser:
 
 
 def check_backend_available(backend: str) -> str:
-    """``backend`` when it can be used here: ``"cupy"`` needs CuPy (``ValueError`` saying what to install)."""
+    """``backend`` when it can be used here: ``"cupy"`` needs CuPy (``ValueError`` saying what to install).
+
+    Anything but ``"numpy"`` or ``"cupy"`` raises ``TypeError`` (not a str) or ``ValueError``.
+    """
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+    if backend not in ("numpy", "cupy"):
+        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
     if backend == "cupy":
         try:
             import cupy  # noqa: F401

@@ -12,7 +12,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from .._checks import as_float_array, check_int, check_scalar
+from .._checks import as_float_array, check_int, check_scalar, is_complex
 
 #: Largest width ``N`` (and fan-in) accepted: the binomial weights ``C(N, k) 0.5^N`` of Prop. 4
 #: (``N + 1`` numbers) are held in memory; 10^7 takes about a second.
@@ -83,7 +83,7 @@ def unscaled(sigma_w2: float, fan_in: int, name: str = "sigma_w2") -> float:
 
 def real_array(x: object, name: str) -> np.ndarray:
     """A finite float64 array of real numbers; bools, complex numbers, strings and objects raise ``TypeError``."""
-    if x is None or isinstance(x, (str, bytes)) or np.iscomplexobj(x):
+    if x is None or isinstance(x, (str, bytes)) or is_complex(x):
         raise TypeError(f"{name} must be a real number or array of real numbers, got {type(x).__name__}")
     try:
         arr = np.asarray(x)
@@ -140,6 +140,8 @@ def check_pair(v11: object, v22: object, v12: object) -> tuple[float, float, np.
     v11 = positive(v11, "v11")
     v22 = positive(v22, "v22")
     v12 = real_array(v12, "v12")
+    if v12.size == 0:
+        raise ValueError("v12 must be a number or a non-empty array of covariances")
     scale = math.sqrt(v11) * math.sqrt(v22)
     with np.errstate(over="ignore"):
         rho = v12 / scale

@@ -32,10 +32,20 @@ class Layer(Result):
         Property: seed 001's per-weight variance ``sigma_w2 / fan_in`` (what a simulator written
         in the paper's parametrisation takes).
 
+    Raises
+    ------
+    TypeError
+        Complex numbers, bools or strings as fields.
+    ValueError
+        ``width`` or ``fan_in`` not an integer in ``[1, MAX_WIDTH]``; a variance that is negative,
+        NaN or infinite.
+
     Notes
     -----
-    Fields are validated where a layer is used (:func:`propagate_distribution`,
-    :func:`expected_squared_norm`, ...), each error naming ``layers[i]`` and the field.
+    Fields are validated when the layer is built (the fields then hold a Python ``int`` and
+    ``float``s), and again where layers are used (:func:`propagate_distribution`,
+    :func:`expected_squared_norm`, ...), where plain tuples are accepted too and each error names
+    ``layers[i]`` and the field.
 
     Examples
     --------
@@ -49,6 +59,14 @@ class Layer(Result):
     sigma_w2: float
     sigma_b2: float = 0.0
     fan_in: int | None = None
+
+    def __post_init__(self) -> None:
+        width = width_arg(self.width, "width")
+        object.__setattr__(self, "width", width)
+        object.__setattr__(self, "sigma_w2", nonneg(self.sigma_w2, "sigma_w2"))
+        object.__setattr__(self, "sigma_b2", nonneg(self.sigma_b2, "sigma_b2"))
+        if self.fan_in is not None:
+            object.__setattr__(self, "fan_in", fan_in_arg(self.fan_in, width))
 
     @property
     def unscaled_sigma_w2(self) -> float:

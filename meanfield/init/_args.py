@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_int, check_scalar
+from .._checks import as_float_array, check_int, check_scalar, is_complex
 
 #: Largest number of float64 entries one initialiser allocates (2^29 numbers = 4 GiB).
 MAX_ELEMENTS = 2**29
@@ -49,7 +49,7 @@ def positive(x, name: str) -> float:
 
 def real_array(x, name: str) -> np.ndarray:
     """A finite float64 array of real numbers; bools, complex numbers, strings and objects raise ``TypeError``."""
-    if x is None or isinstance(x, (str, bytes)) or np.iscomplexobj(x):
+    if x is None or isinstance(x, (str, bytes)) or is_complex(x):
         raise TypeError(f"{name} must be an array of real numbers, got {type(x).__name__}")
     try:
         arr = np.asarray(x)

@@ -107,9 +107,42 @@ def kernel_offsets(kernel_shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...
     --------
     >>> list(kernel_offsets((3,)))
     [((0,), (-1,)), ((1,), (0,)), ((2,), (1,))]
+
+    Raises
+    ------
+    TypeError
+        A ``kernel_shape`` that is not an int or a sequence of ints (complex, strings, None).
+    ValueError
+        Sizes < 1, non-integer sizes, an empty shape or more than 2^31 taps (checked at the call,
+        not at the first iteration).
     """
-    for index in itertools.product(*(range(int(s)) for s in kernel_shape)):
-        yield index, tuple(j - int(s) // 2 for j, s in zip(index, kernel_shape))
+    ks = _kernel_sizes(kernel_shape, odd=False)
+    check_size(_elements(ks), "prod(kernel_shape)")
+    return _offsets_of(ks)
+
+
+def _offsets_of(ks: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
+    for index in itertools.product(*(range(s) for s in ks)):
+        yield index, tuple(j - s // 2 for j, s in zip(index, ks))
+
+
+def _kernel_sizes(kernel_shape: Any, odd: bool = True) -> tuple[int, ...]:
+    """``kernel_shape`` (an int or a tuple / list of 1 or 2 ints, odd if ``odd``) as a tuple of ints
+    ``>= 1``; complex numbers and non-sequences raise ``TypeError``, bad sizes ``ValueError``."""
+    if isinstance(kernel_shape, numbers.Integral) and not isinstance(kernel_shape, (bool, np.bool_)):
+        kernel_shape = (kernel_shape,)
+    if isinstance(kernel_shape, (complex, np.complexfloating)):
+        raise TypeError(
+            f"kernel_shape must be an odd int or a tuple of 1 or 2 odd ints, got the complex {kernel_shape!r}"
+        )
+    if isinstance(kernel_shape, (str, bytes)) or not isinstance(kernel_shape, (tuple, list)):
+        raise ValueError(f"kernel_shape must be an odd int or a tuple of 1 or 2 odd ints, got {kernel_shape!r}")
+    ks = tuple(int_arg(s, "kernel_shape", 1) for s in kernel_shape)
+    if len(ks) not in (1, 2) or (odd and any(s % 2 == 0 for s in ks)):
+        raise ValueError(
+            f"kernel_shape must be 1 or 2 {'odd ' if odd else ''}sizes{' (2k+1)' if odd else ''}, got {ks}"
+        )
+    return ks
 
 
 def _elements(shape: Sequence[int]) -> int:
@@ -357,13 +390,7 @@ def periodic_conv_weight_grad(
     """
     b = get_backend(backend)
     xp = b.xp
-    if isinstance(kernel_shape, numbers.Integral) and not isinstance(kernel_shape, (bool, np.bool_)):
-        kernel_shape = (kernel_shape,)
-    if isinstance(kernel_shape, (str, bytes)) or not isinstance(kernel_shape, (tuple, list)):
-        raise ValueError(f"kernel_shape must be a tuple of 1 or 2 odd ints, got {kernel_shape!r}")
-    ks = tuple(int_arg(s, "kernel_shape", 1) for s in kernel_shape)
-    if len(ks) not in (1, 2) or any(s % 2 == 0 for s in ks):
-        raise ValueError(f"kernel_shape must be 1 or 2 odd sizes (2k+1), got {ks}")
+    ks = _kernel_sizes(kernel_shape)
     sd = len(ks)
     check_finite = check_bool(check_finite, "check_finite")
     x = _backend_array(x, "x", b, check_finite)
@@ -676,13 +703,7 @@ def gaussian_conv_kernel(
     >>> round(float(np.mean(k[:, 1] ** 2) * 8), 1)   # sigma_w2 v_0 = 2
     2.0
     """
-    if isinstance(kernel_shape, numbers.Integral) and not isinstance(kernel_shape, (bool, np.bool_)):
-        kernel_shape = (kernel_shape,)
-    if isinstance(kernel_shape, (str, bytes)) or not isinstance(kernel_shape, (tuple, list)):
-        raise ValueError(f"kernel_shape must be an odd int or a tuple of 1 or 2 odd ints, got {kernel_shape!r}")
-    ks = tuple(int_arg(s, "kernel_shape", 1) for s in kernel_shape)
-    if len(ks) not in (1, 2) or any(s % 2 == 0 for s in ks):
-        raise ValueError(f"kernel_shape must be 1 or 2 odd sizes (2k+1), got {ks}")
+    ks = _kernel_sizes(kernel_shape)
     c_in = int_arg(c_in, "c_in", 1)
     c_out = int_arg(c_out, "c_out", 1)
     sigma_w2 = nonneg(sigma_w2, "sigma_w2")

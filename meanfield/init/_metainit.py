@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._checks import check_bool, check_rng
+from .._checks import check_bool, check_rng, is_complex
 from .._results import Result
 from ._args import check_size, int_arg, real, real_array
 
@@ -403,9 +403,12 @@ def gradient_quotient(
     xa = np.ascontiguousarray(_mT(xa if stacked else xa[None]))
     batch = xa.shape[-1]
     if loss == "cross_entropy":
-        if np.iscomplexobj(targets):
+        if is_complex(targets):
             raise TypeError("targets must be integer labels, got complex numbers")
-        t = np.asarray(targets)
+        try:
+            t = np.asarray(targets)
+        except ValueError as exc:  # a ragged nested sequence
+            raise ValueError("targets must be a regular array of integer labels") from exc
         if (
             not np.issubdtype(t.dtype, np.integer)
             or t.size == 0

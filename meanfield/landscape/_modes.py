@@ -66,12 +66,12 @@ def mode_offsets(architecture: str, n_weights: int) -> np.ndarray:
     return np.arange(1, n_weights + 1, dtype=np.float64)
 
 
-def _mode_args(a, s, architecture):
+def _mode_args(a, s, architecture, name="a"):
     _check_architecture(architecture, _MODE_ARCHITECTURES)
-    a = as_float_array(a, "a")
+    a = as_float_array(a, name)
     if a.ndim != 1 or not 1 <= a.size <= MAX_MODE_LAYERS:
         raise ValueError(
-            f"a must be a 1-D array of 1 to {MAX_MODE_LAYERS} (MAX_MODE_LAYERS) mode strengths "
+            f"{name} must be a 1-D array of 1 to {MAX_MODE_LAYERS} (MAX_MODE_LAYERS) mode strengths "
             f"a_1..a_{{N_l-1}}, got shape {a.shape}"
         )
     s = check_scalar(s, "s")
@@ -80,7 +80,7 @@ def _mode_args(a, s, architecture):
         finite = np.all(np.isfinite(x)) and np.isfinite(np.prod(np.abs(x)))
     if not finite:
         raise ValueError(
-            f"prod_l |a_l + c_l| overflows double precision for these {a.size} mode strengths; "
+            f"prod_l |{name}_l + c_l| overflows double precision for these {a.size} mode strengths {name}; "
             "use fewer layers or smaller strengths"
         )
     return a, s, x
@@ -245,7 +245,7 @@ def mode_flow(
         Complex or non-numeric arguments; ``architecture`` not a str.
     """
     rtol, atol = _check_tolerances(rtol, atol)
-    a0, s, _ = _mode_args(a0, s, architecture)
+    a0, s, _ = _mode_args(a0, s, architecture, "a0")
     if a0.size > MAX_FLOW_DIMENSION:
         raise ValueError(
             f"a0 must hold at most {MAX_FLOW_DIMENSION} (MAX_FLOW_DIMENSION) mode strengths, got {a0.size}"

@@ -66,7 +66,7 @@ def _three_layer_args(a, b, s, u, v, names=("a", "b")):
     with np.errstate(over="ignore"):
         A, B = a + v, b + u
     if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
-        raise ValueError("a + v or b + u overflows double precision (scale them down)")
+        raise ValueError(f"{na} + v or {nb} + u overflows double precision (scale {na}, {nb}, u, v down)")
     return a, b, s, A, B
 
 
@@ -75,11 +75,14 @@ def _residual(A, B, s) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.diag(s) - A.T @ B
     if not np.all(np.isfinite(r)):
-        raise ValueError("diag(s) - (a + v)^T (b + u) overflows double precision (scale a, b and s down)")
+        raise ValueError("diag(s) - (a + v)^T (b + u) overflows double precision (scale a, b, s, u, v down)")
     return r
 
 
-_OVERFLOW_HINT = "overflows double precision (scale a, b and s down: the energy scales as the fourth power of a common factor of a and b)"
+_OVERFLOW_HINT = (
+    "overflows double precision for these a, b, s, u, v (scale them down: the energy scales as the fourth power "
+    "of a common factor of a and b)"
+)
 
 
 def three_layer_energy(
@@ -244,7 +247,10 @@ def three_layer_flow(
     if printed and a0.shape[1] != 2:
         raise ValueError("printed=True implements eqs. 13-14 / 17-18, which have n_modes = 2")
     t = _check_times(t)
-    three_layer_energy(a0, b0, s, u, v)  # the initial energy must be representable
+    try:
+        three_layer_energy(a0, b0, s, u, v)  # the initial energy must be representable
+    except ValueError as exc:  # name the flow's own arguments (a0, b0), not the energy's
+        raise ValueError(str(exc).replace("these a, b,", "these a0, b0,")) from None
     u = np.zeros_like(b0) if u is None else as_float_array(u, "u")
     v = np.zeros_like(a0) if v is None else as_float_array(v, "v")
     shape = a0.shape

@@ -54,7 +54,8 @@ def _check_kernel_shape(kernel_shape):
     if isinstance(kernel_shape, numbers.Integral) and not isinstance(kernel_shape, (bool, np.bool_)):
         kernel_shape = (kernel_shape,)
     if isinstance(kernel_shape, (str, bytes)) or not isinstance(kernel_shape, (tuple, list, np.ndarray)):
-        raise ValueError(f"kernel_shape must be a tuple of 1 or 2 odd ints, got {kernel_shape!r}")
+        exc = TypeError if isinstance(kernel_shape, (complex, np.complexfloating)) else ValueError
+        raise exc(f"kernel_shape must be a tuple of 1 or 2 odd ints, got {kernel_shape!r}")
     ks = tuple(check_int(s, "kernel_shape", 1) for s in kernel_shape)
     if len(ks) not in (1, 2):
         raise ValueError(f"kernel_shape must have 1 or 2 entries (1-D or 2-D), got {ks}")

@@ -45,12 +45,12 @@ def _layers(layers):
     if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__"):
         raise ValueError(f"layers must be a sequence of (width, sigma_w2[, sigma_b2]), got {layers!r}")
     out = []
-    for layer in layers:
+    for i, layer in enumerate(layers):
         if hasattr(layer, "width"):
             w, sw, sb = layer.width, layer.sigma_w2, layer.sigma_b2
         else:
             if isinstance(layer, (str, bytes)) or not hasattr(layer, "__len__") or len(layer) not in (2, 3):
-                raise ValueError(f"each layer must be (width, sigma_w2[, sigma_b2]), got {layer!r}")
+                raise ValueError(f"layers[{i}] must be (width, sigma_w2[, sigma_b2]), got {layer!r}")
             w, sw, *rest = layer
             sb = rest[0] if rest else 0.0
         out.append(

@@ -91,7 +91,7 @@ def _check_signal(y, layer, xp, what):
         raise ValueError(
             f"{what}: a network's signal left [{_Y_MIN:g}, {_Y_MAX:g}] at layer {layer} (max |y| from "
             f"{m[live].min() if live.any() else 0.0:.3g} to {m.max():.3g}), where its fourth power would "
-            "under- or overflow float64; use fewer layers"
+            "under- or overflow float64; use fewer layers (widths) or a slope farther from 0"
         )
 
 
@@ -324,7 +324,10 @@ def metainit_weights(
     w0 = check_int(w0, "w0", 1)
     steps = check_int(steps, "steps", 0)
     check_elements(n_networks * (depth * width * max(width, w0) + FIG1_CLASSES * width), "the MetaInit weights")
-    check_work(n_networks * (steps + 1) * 32 * (depth * width * max(width, w0) + FIG1_CLASSES * width), "MetaInit")
+    check_work(
+        n_networks * (steps + 1) * 32 * (depth * width * max(width, w0) + FIG1_CLASSES * width),
+        "MetaInit (n_networks x (steps + 1) x the network; steps = metainit_steps)",
+    )
     shapes = [(width, w0)] + [(width, width)] * (depth - 1) + [(FIG1_CLASSES, width)]
     ws = [dense_weights(s[0], s[1], 2.0, "gaussian", rng, batch=n_networks) for s in shapes]
     return metainit(ws, 0.0, steps=steps, biases=True, eval_batches=0, rng=rng).weights[:-1]
@@ -436,6 +439,8 @@ def empirical_variances(
     check_elements(width * max(width, x.shape[1]) * depth, "one network's weights")
     check_elements(width * max(n_inputs, x.shape[1]), "one network's signal")
     check_work(n_networks * depth * width * max(width, x.shape[1]) * n_inputs, "empirical_variances")
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     b = get_backend(backend)
     host = check_rng(rng)
     if engine is None:

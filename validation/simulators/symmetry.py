@@ -61,7 +61,16 @@ def softmax_xent(logits: Any, labels: Any, xp: Any = np) -> tuple[float, Any]:
     -------
     (float, array)
         The loss and ``dloss / dlogits`` (shape of ``logits``).
+
+    Raises
+    ------
+    TypeError
+        Complex or non-numeric ``logits``; ``labels`` that are not integers.
+    ValueError
+        ``logits`` not a finite non-empty (batch, classes) array; ``labels`` not of shape (batch,)
+        or outside ``[0, classes)``.
     """
+    logits, labels = _xent_args(logits, labels, xp)
     z = logits - logits.max(axis=1, keepdims=True)
     p = xp.exp(z)
     p /= p.sum(axis=1, keepdims=True)
@@ -70,6 +79,50 @@ def softmax_xent(logits: Any, labels: Any, xp: Any = np) -> tuple[float, Any]:
     g = p.copy()
     g[xp.arange(n), labels] -= 1.0
     return loss, g / n
+
+
+def _head(head: ArrayLike | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A given classifier head as a finite float64 array of ``shape`` (None stays None)."""
+    if head is None:
+        return None
+    if isinstance(head, np.ndarray) and head.dtype == np.bool_:
+        raise TypeError("head must hold real numbers, got booleans")
+    head = as_float_array(head, "head")
+    if head.shape != tuple(shape):
+        raise ValueError(f"head must have shape (n_classes, width) = {tuple(shape)}, got {head.shape}")
+    return head
+
+
+def _labels(labels: Any, n: int, n_classes: int, name: str = "labels") -> np.ndarray:
+    """``labels`` as an int64 NumPy array of shape (n,) with entries in ``[0, n_classes)``."""
+    if isinstance(labels, (str, bytes)) or labels is None:
+        raise TypeError(f"{name} must be an array of integer class labels, got {labels!r}")
+    try:
+        arr = np.asarray(to_numpy(labels))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a regular array of integer class labels") from exc
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold integer class labels, got dtype {arr.dtype}")
+    if arr.dtype.kind == "f" and not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+        raise ValueError(f"{name} must hold integer class labels, got non-integral or non-finite values")
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must have shape (batch,) = ({n},), got {arr.shape}")
+    if n and (arr.min() < 0 or arr.max() >= n_classes):
+        raise ValueError(f"{name} must lie in [0, {n_classes}) (the number of classes), got {arr.min()} .. {arr.max()}")
+    return arr.astype(np.int64)
+
+
+def _xent_args(logits: Any, labels: Any, xp: Any) -> tuple[Any, Any]:
+    if xp is np:
+        if isinstance(logits, np.ndarray) and logits.dtype == np.bool_:
+            raise TypeError("logits must hold real numbers, got booleans")
+        logits = as_float_array(logits, "logits")
+    elif not hasattr(logits, "ndim"):
+        raise TypeError(f"logits must be an array of the backend {xp.__name__}, got {type(logits).__name__}")
+    if logits.ndim != 2 or logits.shape[0] == 0 or logits.shape[1] == 0:
+        raise ValueError(f"logits must be a non-empty (batch, classes) array, got shape {logits.shape}")
+    lab = _labels(labels, logits.shape[0], logits.shape[1])
+    return logits, (lab if xp is np else xp.asarray(lab))
 
 
 def _input(x: Any, b: Backend) -> Any:
@@ -157,9 +210,16 @@ class ConstNet:
         head: ArrayLike | None = None,
         backend: str | Backend = "numpy",
     ) -> ConstNet:
-        """The paper's initialisation; ``head`` (n_classes, widths[-1]) replaces the zero head if given."""
+        """The paper's initialisation; ``head`` (n_classes, widths[-1]) replaces the zero head if given.
+
+        Raises ``TypeError`` / ``ValueError`` naming the argument for bad sizes (see
+        :func:`meanfield.init.constnet`), a non-bool ``batchnorm`` or a ``head`` that is not a finite
+        real array of shape (n_classes, widths[-1]).
+        """
         b = get_backend(backend)
+        batchnorm = check_bool(batchnorm, "batchnorm")
         init = mf_init.constnet(widths, blocks_per_stage, n_input, n_classes, kernel_shape, stride)
+        head = _head(head, init.head.shape)
         p = {"first": init.first}
         order = []
         for s, stage in enumerate(init.blocks):
@@ -325,6 +385,10 @@ class LeakyNet:
     ) -> LeakyNet:
         """The paper's initialisation (:func:`meanfield.init.leakynet`); ``slope`` defaults to 0.01.
 
+        Raises ``TypeError`` / ``ValueError`` naming the argument for bad sizes (``n``, ``n_input``,
+        ``n_classes`` integers >= 1, a head of at most ``MAX_ELEMENTS`` entries) or a ``head`` that is not
+        a finite real array of shape (n_classes, n).
+
         ``rho`` is the former name of ``slope`` (deprecated; give one of the two).
         """
         if slope is not None and rho is not None:
@@ -332,10 +396,15 @@ class LeakyNet:
         slope = 0.01 if slope is None and rho is None else (rho if slope is None else slope)
         slope = check_scalar(slope, "slope")
         b = get_backend(backend)
+        n = check_int(n, "n", 1)
+        n_input = check_int(n_input, "n_input", 1, 2**31)
+        n_classes = check_int(n_classes, "n_classes", 1)
+        check_elements(n_classes * n, "the head, n_classes * n,")
+        head = _head(head, (n_classes, n))
         p = {"first": mf_init.averaging_conv(n, n_input, kernel_shape)}
         for i, w in enumerate(mf_init.leakynet(kinds, n, slope, kernel_shape, gamma)):
             p[f"layer{i + 1}"] = w
-        p["head"] = np.zeros((n_classes, n)) if head is None else np.asarray(head, dtype=float)
+        p["head"] = np.zeros((n_classes, n)) if head is None else head
         p["bias"] = np.zeros(n_classes)
         return cls({k: b.asarray(v) for k, v in p.items()}, slope, len(kernel_shape), b, len(list(kinds)))
 
@@ -522,7 +591,14 @@ def train(
     relative_noise = check_bool(relative_noise, "relative_noise")
     ratios = check_bool(ratios, "ratios")
     rng = b.rng(rng)
-    yb = b.asarray(y, dtype=xp.int64)
+    if not hasattr(x, "shape"):
+        x = as_float_array(x, "x")
+    x_shape = x.shape
+    if not x_shape:
+        raise ValueError(f"x must be an array of shape (batch, *spatial, n_input), got {x!r}")
+    yb = b.asarray(_labels(y, x_shape[0], int(net.params["head"].shape[0]), "y"))
+    n_params = sum(int(np.prod(v.shape)) for v in net.params.values())
+    check_work((steps + 1) * int(np.prod(x_shape)) * n_params, "train (steps + 1) * x.size * parameters")
     names = net.conv_names()
     cf, cb, ct, losses, fr, br = [], [], [], [], [], []
     for step in range(steps + 1):
@@ -651,7 +727,8 @@ def looks_linear_delta_orthogonal_forward(
     if isinstance(kernel_shape, (int, np.integer)) and not isinstance(kernel_shape, (bool, np.bool_)):
         kernel_shape = (kernel_shape,)
     if not isinstance(kernel_shape, (tuple, list)) or len(kernel_shape) not in (1, 2):
-        raise ValueError(f"kernel_shape must be an odd int or a tuple of 1 or 2 odd ints, got {kernel_shape!r}")
+        exc = TypeError if isinstance(kernel_shape, (complex, np.complexfloating)) else ValueError
+        raise exc(f"kernel_shape must be an odd int or a tuple of 1 or 2 odd ints, got {kernel_shape!r}")
     sd = len(kernel_shape)
     if width % 2 or x.ndim != sd + 2 or x.shape[-1] != width // 2 or x.size == 0:
         raise ValueError(
@@ -784,12 +861,8 @@ def replicated_feature_experiment(
         raise ValueError(
             f"x_train and x_test must be non-empty (n, d) arrays of equal d, got {x_train.shape}, {x_test.shape}"
         )
-    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
-    for name, yy, xx in (("y_train", y_train, x_train), ("y_test", y_test, x_test)):
-        if yy.shape != (len(xx),) or not np.issubdtype(yy.dtype, np.integer) or yy.min() < 0 or yy.max() >= n_classes:
-            raise ValueError(
-                f"{name} must be integer labels in [0, n_classes) of shape ({len(xx)},), got {yy.dtype} {yy.shape}"
-            )
+    y_train = _labels(y_train, len(x_train), n_classes, "y_train")
+    y_test = _labels(y_test, len(x_test), n_classes, "y_test")
     d = x_train.shape[1]
     check_elements(max(width, unique, n_classes) * max(d, width), "the weights")
     check_work(steps * batch * width * (d + n_classes), "replicated_feature_experiment")
@@ -807,7 +880,12 @@ def replicated_feature_experiment(
         if dropout > 0:
             mask = (rng.random(h.shape) >= dropout) / (1.0 - dropout)
             h = h * mask
-        _, dlog = softmax_xent(h @ w2.T, yb)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is caught just below
+                logits = h @ w2.T
+            _, dlog = softmax_xent(logits, yb)
+        except ValueError:  # non-finite logits: the weights blew up
+            raise ValueError(f"SGD diverged (non-finite logits): lower lr (got {lr}) or scale x_train down") from None
         gw2 = dlog.T @ h
         dh = (dlog @ w2) * dphi(pre) * mask
         gw1 = dh.T @ xb

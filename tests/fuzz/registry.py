@@ -1,0 +1,730 @@
+"""THE TABLE: one small, fast, valid baseline call per public function of meanfield.
+
+Update this file when the public API changes:
+
+- a new public function: add an ``E(...)`` line with every parameter (``test_fuzz_api`` fails
+  until every public callable is either here or in :data:`NOT_FUZZED`, and until every parameter
+  of its signature is given or listed in ``skip=`` with a reason);
+- a renamed parameter: rename the keyword here. ``rng=R(...)`` is passed as ``seed=`` to a
+  function that still calls its random source ``seed`` (main before the rng rename), so the table
+  works on both sides of that rename;
+- an infinity that a docstring documents as a value: add an :class:`Allow` rule to
+  :data:`ALLOW_NONFINITE`, with the documented condition as its predicate.
+
+Argument kinds (the mutation catalogue of each is in :mod:`fuzz.catalogue`):
+``F`` real scalar, ``I`` integer, ``A`` array, ``B`` bool flag, ``R`` random source,
+``ACT`` activation, ``CH`` string choice, ``BK`` array backend, ``SH`` shape (int or tuple),
+``IS`` sequence of ints, ``P`` path of a fixture file, ``TXT`` free text, ``FN`` callable,
+``MATS`` list of matrices, ``LAY`` finite-width layers, ``DIST`` distribution, ``FP`` pair of
+floats, ``IP`` pair of ints, ``TS`` sequence of strings, ``DT`` dtype, ``X`` not mutated.
+
+Baseline values are plain values (copied for every call), ``Lazy(fn)`` (built in the worker for
+every call, e.g. from another library function) or ``Fixture(name)`` (a file written once per run
+by :func:`fuzz.harness.make_fixtures`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# ---------------------------------------------------------------------------------------------
+# table machinery
+
+
+@dataclass(frozen=True)
+class Lazy:
+    fn: Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class Fixture:
+    name: str
+
+
+@dataclass(frozen=True)
+class Arg:
+    kind: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str  # dotted path below ``meanfield``: "dense.fixed_point", "activations.Activation.from_functions"
+    args: dict
+    skip: dict = field(default_factory=dict)  # parameter -> why it is not given / fuzzed
+    #: parameter -> the documentation that lets NaN through it (its "nan" mutations then need no
+    #: error; the non-finite results still need an Allow rule)
+    nan_ok: dict = field(default_factory=dict)
+    #: parameters documented to take None although their default is not None
+    none_ok: tuple = ()
+
+    @property
+    def module(self) -> str:
+        parts = self.name.split(".")
+        # a classmethod constructor ("activations.Activation.from_functions") belongs to the class's module
+        return ".".join(parts[:-2] if len(parts) > 2 and parts[-2][:1].isupper() else parts[:-1])
+
+
+def E(function, /, *, skip=None, nan_ok=None, none_ok=(), **args) -> Entry:
+    """A table row: the function's registry name, then its baseline arguments by keyword
+    (``skip``, ``nan_ok``, ``none_ok``: see :class:`Entry`)."""
+    return Entry(function, args, dict(skip or {}), dict(nan_ok or {}), tuple(none_ok))
+
+
+def F(v):
+    return Arg("float", v)
+
+
+def I(v):  # noqa: E743
+    return Arg("int", v)
+
+
+def A(v):
+    return Arg("array", v)
+
+
+def B(v):
+    return Arg("flag", v)
+
+
+def R(v=0):
+    return Arg("rng", v)
+
+
+def ACT(v="tanh"):
+    return Arg("activation", v)
+
+
+def CH(v):
+    return Arg("choice", v)
+
+
+def BK(v="numpy"):
+    return Arg("backend", v)
+
+
+def SH(v):
+    return Arg("shape", v)
+
+
+def IS(v):
+    return Arg("intseq", v)
+
+
+def P(name):
+    return Arg("path", Fixture(name))
+
+
+def TXT(v):
+    return Arg("text", v)
+
+
+def FN(v):
+    return Arg("callable", v)
+
+
+def MATS(v):
+    return Arg("matrices", v)
+
+
+def LAY(v):
+    return Arg("layers", v)
+
+
+def DIST(v):
+    return Arg("distribution", v)
+
+
+def FP(v):
+    return Arg("float_pair", v)
+
+
+def IP(v):
+    return Arg("int_pair", v)
+
+
+def TS(v):
+    return Arg("textseq", v)
+
+
+def DT(v):
+    return Arg("dtype", v)
+
+
+def X(v):
+    return Arg("fixed", v)
+
+
+# ---------------------------------------------------------------------------------------------
+# baseline values (deterministic; tiny sizes so that a baseline call takes milliseconds)
+
+_rng = np.random.default_rng(20240601)
+COV2 = np.array([[1.0, 0.3], [0.3, 0.8]])
+COV4 = 0.6 * np.eye(4) + 0.2  # a 4-position spatial covariance, PSD
+EPS4 = 1e-3 * np.array([[1.0, 0.5, 0.0, 0.5], [0.5, 1.0, 0.5, 0.0], [0.0, 0.5, 1.0, 0.5], [0.5, 0.0, 0.5, 1.0]])
+V3 = np.array([0.25, 0.5, 0.25])
+X25 = _rng.standard_normal((2, 5))
+X53 = _rng.standard_normal((5, 3))
+X64 = _rng.standard_normal((6, 4))
+W43 = _rng.standard_normal((4, 3))
+W23 = _rng.standard_normal((2, 3))
+W33 = [_rng.standard_normal((3, 3)) / math.sqrt(3) for _ in range(3)]
+GQ_WEIGHTS = [_rng.standard_normal((4, 3)) * math.sqrt(2 / 3), _rng.standard_normal((2, 4)) * math.sqrt(2 / 4)]
+MI_WEIGHTS = [
+    _rng.standard_normal((4, 3)) * math.sqrt(2 / 3),
+    _rng.standard_normal((4, 4)) * math.sqrt(2 / 4),
+    _rng.standard_normal((2, 4)) * math.sqrt(2 / 4),
+]
+KERNEL_1D = _rng.standard_normal((3, 2, 2)) / 3
+CONV_X = _rng.standard_normal((2, 5, 2))
+CONV_G = _rng.standard_normal((2, 5, 2))
+AB32 = 0.1 * np.array([[1.0, 0.5], [0.5, 1.0], [0.2, -0.3]])  # three-layer nets: 3 hidden, 2 modes
+UV32 = np.eye(3)[:, :2]  # orthonormal skip vectors
+GRID13 = np.linspace(0.0, 6.0, 13)
+GRID9 = np.linspace(0.0, 4.0, 9)
+
+
+def _fw_p0():
+    """Masses on GRID13's states of a few squared norms near 1."""
+    from meanfield.finite_width import grid_masses
+
+    return grid_masses([0.8, 0.9, 1.0, 1.1, 1.2], GRID13)
+
+
+def _task_inputs():
+    from meanfield.landscape import regression_task
+
+    return regression_task(3, 1.0, 2).inputs
+
+
+def _task_targets():
+    from meanfield.landscape import regression_task
+
+    return regression_task(3, 1.0, 2).targets
+
+
+def _binary_config():
+    from meanfield.landscape import decode_configuration
+
+    return decode_configuration(5, 4, 2)  # (mats, w_out, bias) of a 4-layer width-2 net
+
+
+def _generator():
+    return np.random.default_rng(0)
+
+
+def _cube():
+    return (lambda x: x**3), (lambda x: 3 * x**2), (lambda x: 6 * x)
+
+
+TRAIN_X = _rng.standard_normal((3, 5, 1))
+#: validation.report: "NaN/inf in theory, estimate or stderr is allowed: the row then FAILs (a visible verdict)"
+_ROW_NAN = (
+    "a non-finite theory / estimate / stderr makes the validation row FAIL visibly (validation.report docstrings)"
+)
+
+
+def _constnet():
+    from meanfield.validation.simulators import ConstNet
+
+    return ConstNet.initial((2, 4), 1, 1, 3, kernel_shape=(3,), stride=1)
+
+
+def _comparisons():
+    from meanfield.validation.report import Comparison
+
+    return [Comparison("a", 1.0, 1.01, 0.01), Comparison("b", 0.5, 0.6, 0.01, note="off")]
+
+
+def _tmp_dir():
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="meanfield-fuzz-out-")
+
+
+def _tmp_json():
+    return _tmp_dir() + "/table.json"
+
+
+# ---------------------------------------------------------------------------------------------
+# THE TABLE
+
+# fmt: off
+# (one row per function: the table reads better unwrapped)
+REGISTRY: list[Entry] = [
+    # --- gaussian ---------------------------------------------------------------------------
+    E("gaussian.expectation", activation=ACT("tanh"), q=F(1.0), derivatives=IP((1, 1)), degree=I(100)),
+    E("gaussian.pair_expectation", activation=ACT("tanh"), q1=F(1.0), q2=F(0.5), c=F(0.3), derivatives=IP((0, 0)), degree=I(100)),
+    E("gaussian.variance_derivative", activation=ACT("tanh"), q=F(1.0), degree=I(100)),
+    E("gaussian.hermite_rule", degree=I(20)),
+    E("gaussian.kernel_rule", degree=I(20)),
+    # --- activations ------------------------------------------------------------------------
+    E("activations.get_activation", activation=ACT("leaky_relu"), slope=F(0.1)),
+    E("activations.Activation.from_functions", name=TXT("cube"), phi=FN(Lazy(lambda: _cube()[0])),
+      dphi=FN(Lazy(lambda: _cube()[1])), d2phi=FN(Lazy(lambda: _cube()[2])), smooth=B(True)),
+    # --- backend ----------------------------------------------------------------------------
+    E("backend.available_backends"),
+    E("backend.get_backend", name=BK()),
+    E("backend.spawn_sequences", generator=R(Lazy(_generator)), n=I(3)),
+    E("backend.substream", seed=I(0), skip={"key": "*key: integers appended to the SeedSequence's spawn key (seed is fuzzed)"}),
+    E("backend.to_numpy", x=X(X25)),  # a copy to host memory, not a check: values pass through unchanged (docstring)
+    # --- checks (messages name the argument by the ``name`` given: here the parameter's own name) --
+    E("checks.as_float_array", x=A(X25), name=X("x")),
+    E("checks.check_bool", flag=B(True), name=X("flag")),
+    E("checks.check_correlation", c=F(0.5), name=X("c")),
+    E("checks.check_covariance", cov=A(COV2), name=X("cov")),
+    E("checks.check_finite", x=A(X25), name=X("x")),
+    E("checks.check_int", n=I(3), name=X("n"), minimum=I(1), maximum=I(10)),
+    E("checks.check_nonnegative", x=F(1.0), name=X("x")),
+    E("checks.check_positive", x=F(1.0), name=X("x")),
+    E("checks.check_probability_vector", v=A(V3), name=X("v"), atol=F(1e-10)),
+    E("checks.check_rng", rng=R(0)),
+    E("checks.check_scalar", x=F(1.0), name=X("x")),
+    E("checks.check_variance", x=F(1.0), name=X("x")),
+    E("checks.check_variance_vector", v=A(V3), name=X("v"), ndim=I(1)),
+    E("checks.resolve_spatial_shape", ndim=I(1), shape=SH((4,)), size=I(4), name=X("shape"), none_ok=("shape", "size")),
+    # --- numerics ---------------------------------------------------------------------------
+    E("numerics.richardson", coarse=A([1.0, 2.0]), fine=A([1.1, 2.05]), order=F(2.0), ratio=F(2.0), coarse_stderr=A([0.01, 0.01]),
+      fine_stderr=A([0.01, 0.02])),
+    # --- dense ------------------------------------------------------------------------------
+    E("dense.qmap", q=F(1.0), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), degree=I(100)),
+    E("dense.cmap", c=F(0.5), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), q=F(1.0), degree=I(100)),
+    E("dense.covariance_map", cov=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), degree=I(100)),
+    E("dense.derivative_covariance_map", cov=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), degree=I(100)),
+    E("dense.fixed_point", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), degree=I(100)),
+    E("dense.critical_sigma_w2", activation=ACT("tanh"), sigma_b2=F(0.05), degree=I(100), bracket=FP((1e-6, 100.0))),
+    E("dense.phase_diagram", activation=ACT("tanh"), sigma_w2=A([1.0, 2.0]), sigma_b2=A([0.0, 0.1]), degree=I(100)),
+    E("dense.propagate", cov0=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(3), degree=I(100)),
+    E("dense.propagate_log", cov0=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(3), degree=I(100)),
+    E("dense.backward_variance", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(5), q0=F(1.0), log=B(False), degree=I(100)),
+    E("dense.input_covariance", x=A(X25), sigma_w2=F(1.5), sigma_b2=F(0.05)),
+    # --- conv -------------------------------------------------------------------------------
+    E("conv.average", cov=A(COV4), v=A(V3), shape=SH(4)),
+    E("conv.average_transpose", cov=A(COV4), v=A(V3), shape=SH(4)),
+    E("conv.averaging_singular_values", v=A(V3), shape=SH(4)),
+    E("conv.cyclic_diagonal_modes", cov=A(COV4), shape=SH(4)),
+    E("conv.fourier_eigenvalues", v=A(V3), shape=SH(4)),
+    E("conv.spatial_shape", shape=SH((4,))),
+    E("conv.fixed_point_covariance", q_star=F(0.5), c_star=F(0.3), size=I(4)),
+    E("conv.gs_family", kernel_shape=SH((3, 3)), count=I(3)),
+    E("conv.covariance_map", cov=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), shape=SH(4), degree=I(100)),
+    E("conv.backward_covariance_map", cov_grad=A(np.eye(4)), cov=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), v=A(V3), shape=SH(4), degree=I(100)),
+    E("conv.depth_scales", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), shape=SH(4), degree=I(100)),
+    E("conv.propagate", cov0=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(3), shape=SH(4), degree=I(100)),
+    E("conv.propagate_log", cov0=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(3), shape=SH(4), degree=I(100)),
+    E("conv.gradient_variance_decay", cov0=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(3),
+      cov_grad_out=A(np.eye(4)), shape=SH(4), degree=I(100)),
+    E("conv.linearized_decay", eps0=A(EPS4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(3), shape=SH(4), degree=I(100)),
+    # --- init -------------------------------------------------------------------------------
+    E("init.dense_weights", n_out=I(3), n_in=I(4), sigma_w2=F(1.0), law=CH("gaussian"), rng=R(0), batch=SH(()), backend=BK()),
+    E("init.glorot_sigma_w2", fan_in=I(4), fan_out=I(3), slope=F(0.1)),
+    E("init.haar_orthogonal", n_out=I(3), n_in=I(4), rng=R(0), batch=SH(()), backend=BK()),
+    E("init.he_sigma_w2", slope=F(0.1)),
+    E("init.gsm", n_out=I(4), n_in=I(6), sigma_w2=F(2.0), rng=R(0), batch=SH(()), backend=BK()),
+    E("init.looks_linear", w0=A(W23)),
+    E("init.looks_linear_input", x=A(W23)),
+    E("init.orthogonal_looks_linear", n_out=I(4), n_in=I(6), sigma_w2=F(1.0), rng=R(0), batch=SH(()), backend=BK()),
+    E("init.conv_matrix", kernel=A(KERNEL_1D), spatial_shape=SH(4)),
+    E("init.delta_orthogonal_kernel", kernel_size=I(3), c_in=I(2), c_out=I(3), sigma_w2=F(1.0), rng=R(0)),
+    E("init.delta_orthogonal_kernel_1d", kernel_size=I(3), c_in=I(2), c_out=I(3), sigma_w2=F(1.0), rng=R(0)),
+    E("init.orthogonal_conv_kernel", kernel_size=I(3), c_in=I(2), c_out=I(2), sigma_w2=F(1.0), rng=R(0)),
+    E("init.orthogonal_conv_kernel_1d", kernel_size=I(3), c_in=I(2), c_out=I(2), sigma_w2=F(1.0), rng=R(0)),
+    E("init.orthogonal_kernel_variance", kernel_size=I(3), ndim=I(1)),
+    E("init.symmetric_projection", n=I(4), rng=R(0)),
+    E("init.hadamard", m=I(4)),
+    E("init.zero_network", widths=IS([3, 4, 2])),
+    E("init.zero_star_network", widths=IS([3, 4, 2]), law=CH("gaussian"), rng=R(0)),
+    E("init.zero_weights", n_out=I(3), n_in=I(4)),
+    E("init.averaging_conv", n_out=I(2), n_in=I(2), kernel_shape=SH((3, 3))),
+    E("init.channel_matrix", n=I(3), kind=CH("I"), gamma=F(0.5)),
+    E("init.constnet", widths=IS([2, 4]), blocks_per_stage=I(1), n_input=I(3), n_classes=I(2), kernel_shape=SH((3, 3)), stride=I(2)),
+    E("init.delta_kernel", kernel_shape=SH((3, 3))),
+    E("init.leakynet", kinds=TS(["I", "1"]), n=I(3), slope=F(0.01), kernel_shape=SH((3, 3)), gamma=A([0.5, 0.9])),
+    E("init.looks_linear_delta_orthogonal", n=I(4), kernel_shape=SH((3, 3)), sigma_w2=F(1.0), rng=R(0)),
+    E("init.gradient_quotient", weights=MATS(GQ_WEIGHTS), x=A(X53), targets=A(np.array([0, 1, 0, 1, 1])), slope=F(0.0), eps=F(1e-5),
+      loss=CH("cross_entropy"), biases=B(False)),
+    E("init.metainit", weights=MATS(MI_WEIGHTS), slope=F(0.0), steps=I(2), lr=F(0.1), momentum=F(0.9), eps=F(1e-5), batch_size=I(4),
+      loss=CH("cross_entropy"), biases=B(False), eval_batches=I(1), rng=R(0)),
+    E("init.conv_singular_values", kernel=A(KERNEL_1D), spatial_shape=SH(4)),
+    E("init.to_torch_layout", kernel=A(KERNEL_1D)),
+    E("init.from_torch_layout", weight=A(np.moveaxis(KERNEL_1D, 0, -1).copy())),
+    E("init.gaussian_conv_kernel", kernel_shape=SH((3,)), c_in=I(2), c_out=I(3), sigma_w2=F(2.0), v=A(V3), rng=R(0), batch=SH(()), backend=BK()),
+    E("init.kernel_offsets", kernel_shape=SH((3,))),
+    E("init.periodic_conv", x=A(CONV_X), kernel=A(KERNEL_1D), spatial_dims=I(1), backend=BK(), check_finite=B(True)),
+    E("init.periodic_conv_transpose", g=A(CONV_G), kernel=A(KERNEL_1D), spatial_dims=I(1), backend=BK(), check_finite=B(True)),
+    E("init.periodic_conv_weight_grad", x=A(CONV_X), g=A(CONV_G), kernel_shape=SH((3,)), sum_leading=I(0), backend=BK(), check_finite=B(True)),
+    # --- finite_width -----------------------------------------------------------------------
+    E("finite_width.Layer", width=I(4), sigma_w2=F(0.5), sigma_b2=F(0.1), fan_in=I(4)),
+    E("finite_width.sigma_w2_from_unscaled", variance=F(0.5), fan_in=I(4)),
+    E("finite_width.unscaled_sigma_w2", sigma_w2=F(2.0), fan_in=I(4)),
+    E("finite_width.cosine_similarity_samples", width=I(5), rho=F(0.5), n_samples=I(100), sigma_w2=F(1.0), rng=R(0), chunk=I(50),
+      dtype=DT(np.float64)),
+    E("finite_width.critical_exponents", fan_in=I(10), width=I(10), sigma_w2=F(1.5)),
+    E("finite_width.quasi_stationary_exponent", fan_in=I(10), width=I(10), sigma_w2=F(1.5)),
+    E("finite_width.discretize_operator", grid=A(GRID13), width=I(4), sigma_w2=F(0.5), sigma_b2=F(0.0), activation=ACT("relu"), fan_in=I(4),
+      nodes_per_cell=I(2), n_quantiles=I(256), method=CH("auto")),
+    E("finite_width.kernel_masses", y=F(1.0), grid=A(GRID13), width=I(4), sigma_w2=F(0.5), sigma_b2=F(0.0), activation=ACT("relu"), fan_in=I(4),
+      method=CH("auto"), n_quantiles=I(256)),
+    E("finite_width.expected_squared_norm", y0=F(1.0), layers=LAY([(4, 0.5, 0.1), (4, 0.5)])),
+    E("finite_width.log_expected_squared_norm", y0=F(1.0), layers=LAY([(4, 0.5, 0.1), (4, 0.5)])),
+    E("finite_width.grid_masses", samples=A([0.1, 0.5, 1.2, 3.0]), grid=A(np.linspace(0.0, 4.0, 5))),
+    E("finite_width.inner_product_law", grid=A(GRID9), width=I(3), v11=F(1.0), v22=F(1.0), v12=F(0.3)),
+    E("finite_width.mean_inner_product", width=I(3), v11=F(1.0), v22=F(1.0), v12=F(0.3)),
+    E("finite_width.orthant_probability", rho=F(0.3)),
+    E("finite_width.relu_correlation", rho=F(0.3)),
+    E("finite_width.preactivation_covariance", gram=A(COV2), sigma_w2=F(0.5), sigma_b2=F(0.1), fan_in=I(2)),
+    E("finite_width.propagate_distribution", p0=A(Lazy(_fw_p0)), grid=A(GRID13), layers=LAY([(4, 0.5), (4, 0.5, 0.05)]), activation=ACT("relu"),
+      skip={"kwargs": "passed to discretize_operator (fuzzed there)"}),
+    E("finite_width.relu_eigenvalue", fan_in=I(10), m=F(-1.5), width=I(10), sigma_w2=F(1.5)),
+    E("finite_width.relu_eigenvalue_printed", fan_in=I(10), m=F(-1.5), width=I(10), sigma_w2=F(1.5)),
+    E("finite_width.relu_log_eigenvalue", fan_in=I(10), m=F(-1.5), width=I(10), sigma_w2=F(1.5)),
+    E("finite_width.relu_kernel", y=F(1.0), z=A([0.5, 1.0, 1.5]), width=I(4), sigma_w2=F(0.5), sigma_b2=F(0.1), fan_in=I(4)),
+    E("finite_width.relu_product_density", t=A([0.2, 0.5]), v11=F(1.0), v22=F(1.0), v12=F(0.3), log=B(False)),
+    # --- kurtosis ---------------------------------------------------------------------------
+    E("kurtosis.transition_matrix", width=I(4), slope=F(0.1), weight_kurtosis=F(3.0), sigma_x2=F(1.0)),
+    E("kurtosis.product", widths=IS([3, 3]), slope=F(0.1), weight_kurtosis=F(3.0), sigma_x2=F(1.0)),
+    E("kurtosis.propagate", kappa0=F(3.0), c0=F(0.0), widths=IS([3, 3]), slope=F(0.1), weight_kurtosis=F(3.0), sigma_x2=F(1.0)),
+    E("kurtosis.spectral_radius", width=I(4), slope=F(0.1), weight_kurtosis=F(3.0)),
+    E("kurtosis.trace_determinant", width=I(4), slope=F(0.1), weight_kurtosis=F(3.0)),
+    E("kurtosis.depth_to_kurtosis", threshold=F(10.0), kappa0=F(3.0), c0=F(0.0), width=I(4), slope=F(0.1), weight_kurtosis=F(3.0),
+      sigma_x2=F(1.0), max_depth=I(1000)),
+    E("kurtosis.empirical_variance_distribution", kappa=F(3.0), n=I(10), sigma2=F(1.0)),
+    E("kurtosis.input_statistics", x=A(X64), method=CH("pairs"), weight_kurtosis=F(3.0)),
+    E("kurtosis.nonzero_probability", widths=IS([3, 3]), log=B(False)),
+    E("kurtosis.weight_kurtosis", distribution=DIST("uniform")),
+    # --- symmetry ---------------------------------------------------------------------------
+    E("symmetry.forward_correlation", w=A(W43), complement=B(False)),
+    E("symmetry.backward_correlation", w=A(W43), complement=B(False)),
+    E("symmetry.total_correlation", w=A(W43), complement=B(False)),
+    E("symmetry.pairwise_mean_cosine", vectors=A(W43), complement=B(False)),
+    E("symmetry.closed_form_correlations", kind=CH("replicated_identity"), n_out=I(6), n_in=I(3), replicas=I(1), gamma=F(0.5)),
+    E("symmetry.effective_width", c_f=F(0.5), n=I(4)),
+    E("symmetry.perturbation_ratio", a=A(X53), axis=I(-1)),
+    E("symmetry.propagate_perturbation", alpha=A(np.abs(X53)), epsilon=A(1e-3 * X53), kinds=TS(["I", "1"]), slope=F(0.01), gamma=A([0.5, 0.9])),
+    E("symmetry.subnetwork_counts", d=I(3), n_layers=I(2), include_empty=B(True)),
+    # --- landscape --------------------------------------------------------------------------
+    E("landscape.regression_task", grid_size=I(3), extent=F(1.0), n_components=I(2), rng=R(0)),
+    E("landscape.n_binary_parameters", n_layers=I(4), width=I(2), output_bias_bit=B(False)),
+    E("landscape.decode_configuration", c=I(5), n_layers=I(4), width=I(2), output_bias_bit=B(False)),
+    E("landscape.forward_binary", architecture=CH("residual"), inputs=A(Lazy(_task_inputs)), mats=MATS(Lazy(lambda: _binary_config()[0])),
+      w_out=A(Lazy(lambda: _binary_config()[1])), output_bias=F(0.0), biases=A(np.full((3, 2), 0.1))),
+    E("landscape.binary_landscape", architecture=CH("plain"), inputs=A(Lazy(_task_inputs)), targets=A(Lazy(_task_targets)),
+      biases=A(np.full((3, 2), 0.1)), n_layers=I(4), output_bias_bit=B(False), rtol=F(1e-12), top_bits=I(2)),
+    E("landscape.skip_network", architecture=CH("residual"), x=A(X53), weights=MATS(W33), biases=MATS([np.zeros(3)] * 3)),
+    E("landscape.rescaling_deviation", architecture=CH("plain"), x=A(X53), weights=MATS(W33), k=I(0), l=I(1), g=F(10.0),
+      biases=MATS([np.full(3, 0.1)] * 3)),
+    E("landscape.mode_energy", a=A([0.5, 0.5]), s=F(2.0), architecture=CH("plain")),
+    E("landscape.mode_gradient", a=A([0.5, 0.5]), s=F(2.0), architecture=CH("residual")),
+    E("landscape.mode_hessian", a=A([0.5, 0.5]), s=F(2.0), architecture=CH("residual")),
+    E("landscape.mode_flow", a0=A([0.1, 0.1]), s=F(2.0), t=A([0.0, 1.0, 2.0]), architecture=CH("plain"), rtol=F(1e-9), atol=F(1e-12)),
+    E("landscape.mode_offsets", architecture=CH("residual"), n_weights=I(2)),
+    E("landscape.mode_saddle", architecture=CH("residual"), n_weights=I(2)),
+    E("landscape.three_layer_energy", a=A(AB32), b=A(AB32), s=A([2.0, 1.0]), u=A(UV32), v=A(UV32)),
+    E("landscape.three_layer_gradient_field", a=A(AB32), b=A(AB32), s=A([2.0, 1.0]), u=A(UV32), v=A(UV32), printed=B(False)),
+    E("landscape.three_layer_hessian", a=A(AB32), b=A(AB32), s=A([2.0, 1.0]), u=A(UV32), v=A(UV32)),
+    E("landscape.three_layer_flow", a0=A(AB32), b0=A(AB32), s=A([2.0, 1.0]), t=A([0.0, 0.5, 1.0]), u=A(UV32), v=A(UV32), printed=B(False),
+      rtol=F(1e-9), atol=F(1e-12)),
+    E("landscape.permutation_counts", widths=IS([6, 3]), n_classes=I(3)),
+    E("landscape.column_covariance_spectrum", n=I(4), tau=F(0.5), log=B(False)),
+    E("landscape.controlled_skip_matrix", n=I(4), tau=F(0.5), rng=R(0)),
+    E("landscape.supp4_skip_matrix", n=I(4), tau=F(0.5), rng=R(0)),
+    E("landscape.folded_orthogonal", n=I(4), n_orthonormal=I(2), rng=R(0)),
+    # --- data -------------------------------------------------------------------------------
+    E("data.gaussian_inputs", n_inputs=I(3), dim=I(4), q=F(1.0), c=F(0.2), rng=R(0)),
+    E("data.load_digits", n_samples=I(10), standardized=B(False)),
+    E("data.standardize", x=A(X53), eps=F(1e-12)),
+    E("data.read_mnist_idx", path=P("mnist")),
+    E("data.read_cifar10_batch", path=P("cifar")),
+    # --- validation.simulators (Monte-Carlo simulators) -------------------------------------
+    E("validation.simulators.activation_fn", activation=ACT("tanh"), backend=BK()),
+    E("validation.simulators.conv_kernels", n_networks=I(2), kernel_shape=SH((3,)), width=I(3), sigma_w2=F(2.0), v=A(V3), init=CH("gaussian"),
+      rng=R(Lazy(_generator)), backend=BK()),
+    E("validation.simulators.simulate_dense", x=A(X25), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(2), width=I(8),
+      n_networks=I(2), law=CH("gaussian"), gradients=B(False), backend=BK(), rng=R(0)),
+    E("validation.simulators.simulate_conv", cov0=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
+      width=I(3), n_networks=I(2), init=CH("gaussian"), spatial_shape=SH(4), gradients=B(False), backend=BK(), rng=R(0)),
+    E("validation.simulators.simulate_pair", x1=A(X25[0]), x2=A(X25[1]), width=I(8), sigma_w2=F(0.25), sigma_b2=F(0.1), n_networks=I(5),
+      backend=BK(), rng=R(0)),
+    E("validation.simulators.simulate_squared_norms", inputs=A(X25), layers=LAY([(8, 0.25), (8, 0.25, 0.1)]), n_networks=I(4),
+      inputs_per_network=I(2), backend=BK(), rng=R(0)),
+    E("validation.simulators.layer_moments", widths=IS([3, 3]), slope=F(0.1), law=CH("gaussian"), n_networks=I(100), input_kind=CH("gaussian"),
+      backend=BK(), rng=R(0), chunk=I(50)),
+    E("validation.simulators.nonzero_fraction", widths=IS([3, 3]), law=CH("gaussian"), n_networks=I(100), input_kind=CH("gaussian"),
+      backend=BK(), rng=R(0)),
+    E("validation.simulators.empirical_variances", x=A(X64), init=CH("he"), depth=I(3), width=I(4), n_networks=I(3), backend=BK(), rng=R(0),
+      chunk=I(2), desc=TXT("fuzz"), dtype=CH("float64"), engine=CH("numba"), metainit_steps=I(2)),
+    E("validation.simulators.metainit_weights", n_networks=I(2), depth=I(3), width=I(4), w0=I(4), rng=R(0), steps=I(2)),
+    E("validation.simulators.looks_linear_delta_orthogonal_forward", x=A(CONV_X), depth=I(2), width=I(4), kernel_shape=SH(3), rng=R(0),
+      tangent=A(CONV_G)),
+    E("validation.simulators.replicated_feature_experiment", x_train=A(X64), y_train=A(np.array([0, 1, 2, 0, 1, 2])), x_test=A(X64[:3]),
+      y_test=A(np.array([0, 1, 2])), width=I(4), unique=I(2), noise=F(0.1), steps=I(3), lr=F(0.1), batch=I(4), dropout=F(0.0), rng=R(0),
+      n_classes=I(3)),
+    E("validation.simulators.softmax_xent", logits=A(X53), labels=A(np.array([0, 1, 2, 0, 1])), xp=X(np)),
+    E("validation.simulators.ConstNet.initial", widths=IS([2, 4]), blocks_per_stage=I(1), n_input=I(1), n_classes=I(3), kernel_shape=SH((3,)),
+      stride=I(1), batchnorm=B(False), head=A(np.zeros((3, 4))), backend=BK()),
+    E("validation.simulators.LeakyNet.initial", kinds=TS(["I", "1"]), n=I(4), n_input=I(1), n_classes=I(3), kernel_shape=SH((3,)),
+      slope=F(0.01), head=A(np.zeros((3, 4))), gamma=A([0.5, 0.9]), backend=BK(),
+      skip={"rho": "deprecated alias of slope (giving both raises TypeError; tests/test_networks.py)"}),
+    E("validation.simulators.train", net=X(Lazy(_constnet)), x=A(TRAIN_X), y=A(np.array([0, 1, 2])), steps=I(2), lr=F(0.1), dropout=F(0.0),
+      grad_noise=F(0.0), relative_noise=B(False), rng=R(0), ratios=B(False)),
+    # --- validation comparison helpers, report, runner ----------------------------------------
+    E("validation.conv.fig_s4_setup"),
+    E("validation.conv.fig_s4_theory", depth=I(3)),
+    E("validation.conv.simulate_fig_s4", depth=I(2), width=I(4), n_networks=I(2), backend=BK(), rng=R(0)),
+    E("validation.finite_width.domain_truncation", m=F(-1.5), width=I(10), sigma_w2=F(0.2), top=F(1e6), fan_in=I(10)),
+    E("validation.kurtosis.fig1_variances", full=B(False), backend=BK(), rng=R(0), n_networks=I(2), n_inputs=I(4), depth=I(3), n_metainit=I(1),
+      metainit_steps=I(2)),
+    E("validation.report.Comparison", name=TXT("row"), theory=F(1.0), estimate=F(1.01), stderr=F(0.01), z=F(4.5), systematic=F(0.0),
+      note=TXT(""), side=CH("both"), nan_ok={f: _ROW_NAN for f in ("theory", "estimate", "stderr")}),
+    E("validation.report.format_table", title=TXT("fuzz"), rows=X(Lazy(_comparisons))),
+    E("validation.report.mean_and_stderr", samples=A(X53), axis=I(0), nan_ok={"samples": _ROW_NAN}),
+    E("validation.report.run_metadata", skip={"fields": "free-form metadata copied into the block"}),
+    E("validation.report.table_records", rows=X(Lazy(_comparisons))),
+    E("validation.report.to_jsonable", obj=X({"a": np.arange(3.0), "b": [1.0, float("nan")]})),
+    E("validation.report.git_commit"),
+    E("validation.report.write_table_json", path=X(Lazy(_tmp_json)), title=TXT("fuzz"), rows=X(Lazy(_comparisons)), seed=I(0), full=B(False),
+      backend=BK(), seconds=F(1.0)),
+    E("validation.runner.check_backend_available", backend=BK()),
+    E("validation.runner.check_out_dir", out_dir=X(Lazy(_tmp_dir))),
+    E("validation.runner.comparison_modules"),
+    # --- figures ----------------------------------------------------------------------------
+    E("figures.load", path=P("figure_json")),
+]
+
+# fmt: on
+
+#: Entries of fuzz.selftest, for the harness's own tests (not public API; never in a campaign).
+SELFTEST_REGISTRY: list[Entry] = [
+    E("selftest.well_behaved", x=F(4.0), flag=B(False)),
+    E("selftest.hangs", x=F(1.0)),
+    E("selftest.crashes", x=F(1.0)),
+    E("selftest.sloppy", x=F(1.0)),
+]
+
+#: Public callables that are not fuzzed, and why. Everything else public (see :mod:`fuzz.api`)
+#: must be in REGISTRY; ``test_registry_covers_every_public_callable`` fails otherwise.
+_RESULT = "result container: a frozen dataclass the library returns, not built from user input"
+NOT_FUZZED: dict[str, str] = {
+    name: _RESULT
+    for name in [
+        "conv.BackwardPropagation",
+        "conv.ConvDepthScales",
+        "conv.LinearizedDecay",
+        "data.Dataset",
+        "dense.FixedPoint",
+        "dense.LogPropagation",
+        "dense.PhaseDiagram",
+        "finite_width.DiscreteOperator",
+        "finite_width.TransitionKernel",
+        "finite_width.CriticalExponents",
+        "init.ConstNetInit",
+        "init.MetaInitResult",
+        "kurtosis.EmpiricalVarianceDistribution",
+        "kurtosis.InputStatistics",
+        "kurtosis.KurtosisPropagation",
+        "kurtosis.LemmaProduct",
+        "kurtosis.TraceDeterminant",
+        "landscape.LandscapeResult",
+        "landscape.ModeTrajectory",
+        "landscape.PermutationCounts",
+        "landscape.RegressionTask",
+        "landscape.ThreeLayerHessian",
+        "landscape.ThreeLayerTrajectory",
+        "numerics.RichardsonEstimate",
+        "symmetry.ClosedFormCorrelations",
+        "symmetry.SubnetworkCounts",
+        "validation.simulators.DenseSimulation",
+        "validation.simulators.ConvSimulation",
+        "validation.simulators.LayerMoments",
+        "validation.simulators.LooksLinearForward",
+        "validation.simulators.PairSimulation",
+        "validation.simulators.ReplicatedFeatureResult",
+        "validation.simulators.TrainingRecord",
+        "figures.FigureData",
+    ]
+}
+NOT_FUZZED["activations.Activation"] = (
+    "built by get_activation (built-ins) and Activation.from_functions (user functions), both fuzzed; "
+    "the raw dataclass constructor holds kernel codes and is not a user entry point"
+)
+NOT_FUZZED["backend.Backend"] = "built by get_backend (fuzzed); the raw dataclass holds an array module"
+for _net in ("ConstNet", "LeakyNet"):
+    NOT_FUZZED[f"validation.simulators.{_net}"] = (
+        f"built by {_net}.initial (fuzzed); the raw dataclass holds the backend's parameter arrays"
+    )
+for _mod in ("conv", "dense", "finite_width", "kurtosis", "landscape", "symmetry"):
+    NOT_FUZZED[f"validation.{_mod}.run"] = (
+        "a whole theory-vs-simulation comparison (seconds to minutes a call; full=True runs the paper's "
+        "sizes); run by `meanfield validate` and its tests, its arguments checked by validation.runner"
+    )
+NOT_FUZZED["validation.conv.isometry_rows"] = "rows of validation.conv.run (simulates networks for seconds); run there"
+NOT_FUZZED["validation.finite_width.eigen_rows"] = (
+    "rows of validation.finite_width.run (seconds of quadrature); run there"
+)
+for _name in (
+    "CliParser",
+    "add_arguments",
+    "add_common_arguments",
+    "main",
+    "main_for",
+    "progress",
+    "run_modules",
+    "size_from_args",
+):
+    NOT_FUZZED[f"validation.runner.{_name}"] = (
+        "command-line plumbing (argparse parsers, entry points, progress bar): tested through the CLI in "
+        "tests/test_cli.py and tests/test_runners.py"
+    )
+
+# ---------------------------------------------------------------------------------------------
+# documented non-finite values
+
+
+@dataclass(frozen=True)
+class Allow:
+    """Non-finite values that ``function``'s documentation states, at ``field`` of its result.
+
+    ``field`` is the attribute path below the result ("" for the result itself, "q_star",
+    "fixed_point.xi_c"; list and array indices are dropped). ``where(result, kwargs)`` returns
+    True (or a boolean mask broadcastable to the field) where the documented condition holds;
+    a non-finite value elsewhere, an infinity of the other sign than ``sign``, or a NaN unless
+    ``nan`` is set, is still BAD.
+    """
+
+    function: str
+    field: str
+    where: Callable[[Any, dict], Any]
+    doc: str
+    nan: bool = False
+    sign: int = 0  # +1: only +inf is documented, -1: only -inf, 0: either
+
+
+#: |chi - 1| below which the library calls a map critical (dense.CRITICAL_ATOL = 1e-9)
+_CRIT = 1e-9
+
+
+def _chi_at_least_one(chi_field):
+    return lambda r, kw: getattr(r, chi_field) >= 1.0 - _CRIT
+
+
+def _fp_chi(chi_field):
+    return lambda r, kw: getattr(r.fixed_point, chi_field) >= 1.0 - _CRIT
+
+
+def _zero_expectation(kw):
+    """Rows x y0 where E|x^(l)|^2 = 0 exactly: y0 = 0 and no bias so far, or after a layer with
+    sigma_w2 = sigma_b2 = 0 (and no bias since)."""
+    y0 = np.asarray(kw["y0"], dtype=float)
+    zero = np.broadcast_to(y0 == 0.0, y0.shape).copy()
+    rows = [zero.copy()]
+    for layer in kw["layers"]:
+        if hasattr(layer, "width"):
+            sw, sb = float(layer.sigma_w2), float(layer.sigma_b2)
+        else:
+            sw, sb = float(layer[1]), float(layer[2]) if len(layer) > 2 else 0.0
+        if sb > 0.0:
+            zero[...] = False
+        elif sw == 0.0:
+            zero[...] = True
+        rows.append(zero.copy())
+    return np.array(rows)
+
+
+ALLOW_NONFINITE: list[Allow] = [
+    # dense.FixedPoint: "q_star: inf when q grows without bound, e.g. ReLU with sigma_w2 > 2";
+    # q can only run away when the q-map's slope is >= 1 there (chi_q >= 1).
+    Allow(
+        "dense.fixed_point", "q_star", _chi_at_least_one("chi_q"), "FixedPoint.q_star: inf when q grows without bound"
+    ),
+    # "xi_q, xi_c: -1/log(chi); inf where the chi is >= 1" (and within CRITICAL_ATOL of 1).
+    Allow("dense.fixed_point", "xi_q", _chi_at_least_one("chi_q"), "FixedPoint.xi_q: inf where chi_q >= 1"),
+    Allow("dense.fixed_point", "xi_c", _chi_at_least_one("chi_c"), "FixedPoint.xi_c: inf where chi_c >= 1"),
+    # PhaseDiagram: the same quantities on a grid (no chi_q field: q* can diverge only where the
+    # activation's slope at infinity makes chi_1 >= 1).
+    Allow(
+        "dense.phase_diagram",
+        "q_star",
+        lambda r, kw: np.asarray(r.chi_1) >= 1.0 - _CRIT,
+        "PhaseDiagram.q_star (as FixedPoint)",
+    ),
+    Allow(
+        "dense.phase_diagram",
+        "xi_c",
+        lambda r, kw: np.asarray(r.chi_c) >= 1.0 - _CRIT,
+        "PhaseDiagram.xi_c (as FixedPoint)",
+    ),
+    # conv.ConvDepthScales: "xi_c, xi_q: inf where chi |lambda| >= 1 or within CRITICAL_ATOL";
+    # its fixed_point field is a dense FixedPoint.
+    Allow(
+        "conv.depth_scales",
+        "xi_c",
+        lambda r, kw: r.fixed_point.chi_c * np.abs(r.lambda_) >= 1.0 - _CRIT,
+        "ConvDepthScales.xi_c",
+    ),
+    Allow(
+        "conv.depth_scales",
+        "xi_q",
+        lambda r, kw: r.fixed_point.chi_q * np.abs(r.lambda_) >= 1.0 - _CRIT,
+        "ConvDepthScales.xi_q",
+    ),
+    Allow("conv.depth_scales", "fixed_point.q_star", _fp_chi("chi_q"), "FixedPoint.q_star"),
+    Allow("conv.depth_scales", "fixed_point.xi_q", _fp_chi("chi_q"), "FixedPoint.xi_q"),
+    Allow("conv.depth_scales", "fixed_point.xi_c", _fp_chi("chi_c"), "FixedPoint.xi_c"),
+    # finite_width.TransitionKernel: "log_density: finite wherever the density is positive, -inf
+    # exactly where it is 0 (z <= 0, or sigma_y^2 = 0)".
+    Allow(
+        "finite_width.relu_kernel",
+        "log_density",
+        lambda r, kw: np.asarray(r.density) == 0.0,
+        "TransitionKernel.log_density: -inf exactly where the density is 0",
+        sign=-1,
+    ),
+    # finite_width.log_expected_squared_norm: "-inf exactly where the expectation is 0 (y0 = 0 and
+    # no bias so far, or a layer with sigma_w2 = sigma_b2 = 0); finite everywhere else".
+    Allow(
+        "finite_width.log_expected_squared_norm",
+        "",
+        lambda r, kw: _zero_expectation(kw),
+        "log_expected_squared_norm: -inf exactly where the expectation is 0",
+        sign=-1,
+    ),
+    # init.MetaInitResult: "gq_before, gq_after: ... NaN when eval_batches = 0".
+    *[
+        Allow(
+            "init.metainit",
+            f,
+            lambda r, kw: kw.get("eval_batches") == 0,
+            f"MetaInitResult.{f}: NaN when eval_batches = 0",
+            nan=True,
+        )
+        for f in ("gq_before", "gq_after")
+    ],
+    # validation.report: a non-finite theory / estimate / stderr is kept and FAILs its row visibly;
+    # mean_and_stderr: "non-finite samples give a non-finite mean or standard error on purpose".
+    *[
+        Allow(
+            "validation.report.Comparison",
+            f,
+            lambda r, kw: not r.passed,
+            f"Comparison.{f}: non-finite -> the row FAILs",
+            nan=True,
+        )
+        for f in ("theory", "estimate", "stderr")
+    ],
+    Allow(
+        "validation.report.mean_and_stderr",
+        "",
+        lambda r, kw: not np.all(np.isfinite(np.asarray(kw["samples"], dtype=float))),
+        "mean_and_stderr: non-finite samples give a non-finite mean / stderr",
+        nan=True,
+    ),
+    # figures.load: "the strings 'inf', '-inf', 'nan' restored to floats" (a figure may hold them).
+    Allow(
+        "figures.load", "data", lambda r, kw: True, "FigureData.data: non-finite values written by a figure", nan=True
+    ),
+]
