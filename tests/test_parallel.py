@@ -171,6 +171,34 @@ def test_census_equals_binary_landscape(arch):
         assert cen.min_loss == full.losses.min()
         assert cen.argmin == int(np.argmin(full.losses))
         assert cen.minima_per_chunk.sum() == cen.n_local_minima
+        assert cen.complete and cen.n_configurations == 2**full.n_params
+
+
+def test_partial_censuses_add_up():
+    task = _task()
+    whole = landscape.landscape_census("residual", task.inputs, task.targets, n_layers=5, chunk_bits=3)
+    a = landscape.landscape_census("residual", task.inputs, task.targets, n_layers=5, chunk_bits=3, chunks=[5, 0, 2])
+    b = landscape.landscape_census(
+        "residual", task.inputs, task.targets, n_layers=5, chunk_bits=3, chunks=[1, 3, 4, 6, 7]
+    )
+    assert not a.complete and a.n_configurations == 3 * 2**11
+    assert list(a.chunk_indices) == [0, 2, 5]
+    assert a.n_local_minima + b.n_local_minima == whole.n_local_minima
+    assert np.array_equal(np.sort(np.concatenate([a.local_minima, b.local_minima])), whole.local_minima)
+    assert min(a.min_loss, b.min_loss) == whole.min_loss
+
+
+@pytest.mark.parametrize("ratio", [0, 10**9])  # 0: recompute every candidate's neighbours; 1e9: neighbour tables
+@pytest.mark.parametrize("arch", ["plain", "residual"])
+def test_census_both_cross_chunk_paths_agree(arch, ratio, monkeypatch):
+    from meanfield.landscape import _census
+
+    monkeypatch.setattr(_census, "CROSS_PASS_RATIO", ratio)
+    task = _task()
+    full = landscape.binary_landscape(arch, task.inputs, task.targets, n_layers=5)
+    cen = landscape.landscape_census(arch, task.inputs, task.targets, n_layers=5, chunk_bits=5)
+    assert np.array_equal(cen.local_minima, full.local_minima)
+    assert cen.n_strict_local_minima == full.n_strict_local_minima
 
 
 def test_census_with_biases_and_bias_bit_equals_binary_landscape():
@@ -193,6 +221,11 @@ def test_census_with_biases_and_bias_bit_equals_binary_landscape():
         ({"n_layers": 40}, ValueError),
         ({"rtol": np.nan}, ValueError),
         ({"architecture": "dense"}, ValueError),
+        ({"chunk_bits": 2, "chunks": [4]}, ValueError),
+        ({"chunk_bits": 2, "chunks": [1, 1]}, ValueError),
+        ({"chunk_bits": 2, "chunks": []}, ValueError),
+        ({"chunk_bits": 2, "chunks": "01"}, TypeError),
+        ({"chunk_bits": 2, "chunks": [True]}, (TypeError, ValueError)),
     ],
 )
 def test_census_rejects(kwargs, exc):
