@@ -598,8 +598,10 @@ def ensemble(
     return merged
 
 
-def _sweep_chunk(func, over, values, kwargs):
-    return func(**{over: values}, **kwargs)
+def _sweep_chunk(func, over, values, kwargs, vectorised=True):
+    if vectorised:
+        return func(**{over: values}, **kwargs)
+    return [func(**{over: v}, **kwargs) for v in values.tolist()]
 
 
 def sweep(
@@ -609,6 +611,7 @@ def sweep(
     *,
     rows_per_chunk: int,
     keep: Sequence[str] = (),
+    vectorised: bool = True,
     **kwargs: Any,
 ) -> Any:
     """A deterministic grid function evaluated by rows on the current executor.
@@ -632,10 +635,14 @@ def sweep(
         Rows per task, >= 1.
     keep : sequence of str
         Result fields that are not per row.
+    vectorised : bool
+        ``False`` for functions of one grid point (e.g. :func:`meanfield.conv.depth_scales` over
+        ``sigma_w2``): each chunk calls ``func`` once per value and the result is the list of the
+        per-point results, in grid order.
 
     Returns
     -------
-    The merged result.
+    The merged result (a list when ``vectorised`` is False).
 
     Raises
     ------
@@ -652,8 +659,12 @@ def sweep(
     if vals.ndim != 1 or vals.size == 0:
         raise ValueError(f"values must be a non-empty 1-D grid, got shape {vals.shape}")
     keep = tuple(keep)
+    if not isinstance(vectorised, (bool, np.bool_)):
+        raise TypeError(f"vectorised must be True or False, got {vectorised!r}")
     ranges = chunk_ranges(vals.size, rows_per_chunk)
-    parts = map_chunks(_sweep_chunk, [(func, over, vals[a:b], kwargs) for a, b in ranges])
+    parts = map_chunks(_sweep_chunk, [(func, over, vals[a:b], kwargs, bool(vectorised)) for a, b in ranges])
+    if not vectorised:
+        return [r for part in parts for r in part]
     first = parts[0]
     if isinstance(first, np.ndarray):
         return np.concatenate(parts, axis=0)

@@ -6,6 +6,7 @@ merges run in chunk order, so no floating-point reduction tolerance is needed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -158,6 +159,20 @@ def test_sweep_phase_diagram_is_bitwise_equal():
         assert np.array_equal(getattr(rows, name), getattr(whole, name)), name
 
 
+def test_sweep_of_a_pointwise_conv_function_equals_the_loop():
+    from meanfield import conv
+
+    grid = np.array([0.8, 1.2, 1.6, 2.0, 2.4])
+    v = np.full(3, 1 / 3)
+    args = dict(activation="tanh", sigma_b2=0.05, v=v, shape=(8,))
+    got = parallel.sweep(conv.depth_scales, "sigma_w2", grid, rows_per_chunk=2, vectorised=False, **args)
+    want = [conv.depth_scales(sigma_w2=float(s), **args) for s in grid]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        for f in dataclasses.fields(w):
+            assert np.array_equal(getattr(g, f.name), getattr(w, f.name)), f.name
+
+
 @pytest.mark.parametrize("arch", ["plain", "residual", "hyper_residual", "path_residual"])
 def test_census_equals_binary_landscape(arch):
     task = _task()
@@ -291,6 +306,20 @@ def test_dask_matches_serial(client):
     assert np.array_equal(cen.local_minima, serial[2].local_minima)
     assert np.array_equal(cen.minima_per_chunk, serial[2].minima_per_chunk)
     assert np.array_equal(rows.chi_1, pd.chi_1) and np.array_equal(rows.q_star, pd.q_star)
+
+
+def test_dask_fig1_ensemble_matches_serial(client):
+    pytest.importorskip("sklearn")  # the embedded digits (data extra)
+    from meanfield.validation import kurtosis as VK
+
+    kw = dict(n_networks=VK.FIG1_CHUNK + 7, n_inputs=20, depth=6, n_metainit=2, metainit_steps=2, rng=11)
+    serial = VK.fig1_variances(**kw)
+    with parallel.using(client):
+        spread = VK.fig1_variances(**kw)
+    assert list(spread) == list(serial)
+    for init in serial:
+        assert np.array_equal(spread[init], serial[init]), init
+    assert serial["he"].shape == (VK.FIG1_CHUNK + 7, 7)  # two chunks of networks
 
 
 def test_dask_active_client_is_picked_up(client):
