@@ -281,7 +281,7 @@ def _make_executor(target, workers, scheduler, retries) -> tuple[Executor, bool]
         if workers is not None or scheduler is not None:
             raise ValueError("pass either an executor or workers= / scheduler=, not both")
         return target, False
-    if target is None or target == "serial":
+    if target is None or (isinstance(target, str) and target == "serial"):
         if scheduler is not None:
             distributed = _require_distributed()
             if workers is not None:
@@ -299,11 +299,11 @@ def _make_executor(target, workers, scheduler, retries) -> tuple[Executor, bool]
             client = distributed.Client(cluster, set_as_default=False)
             return DaskExecutor(client, retries, owns=True), True
         return SerialExecutor(), False
-    if target == "processes":
+    if isinstance(target, str) and target == "processes":
         if scheduler is not None:
             raise ValueError("scheduler= needs a Dask target, not 'processes'")
         return ProcessExecutor(workers or os.cpu_count() or 1), True
-    if target == "dask":
+    if isinstance(target, str) and target == "dask":
         distributed = _require_distributed()
         if workers is not None or scheduler is not None:
             raise ValueError("'dask' uses the active client; pass workers= or scheduler= without it")
@@ -444,11 +444,14 @@ def map_chunks(fn: Callable[..., Any], args_list: Sequence[tuple]) -> list:
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if isinstance(args_list, (str, bytes)) or not all(isinstance(a, tuple) for a in args_list):
+    if isinstance(args_list, (str, bytes)) or not isinstance(args_list, Sequence):
+        raise TypeError(f"args_list must be a sequence of argument tuples, got {type(args_list).__name__}")
+    args_list = list(args_list)
+    if not all(isinstance(a, tuple) for a in args_list):
         raise TypeError("args_list must be a sequence of argument tuples")
     if len(args_list) > MAX_CHUNKS:
         raise ValueError(f"args_list has {len(args_list)} chunks; at most {MAX_CHUNKS} (MAX_CHUNKS)")
-    return current().map(fn, list(args_list))
+    return current().map(fn, args_list)
 
 
 @dataclass(frozen=True)

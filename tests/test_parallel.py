@@ -76,6 +76,16 @@ def test_chunk_ranges_rejects(bad):
         parallel.chunk_ranges(10, bad)
 
 
+def test_map_chunks_rejects_bad_lists():
+    with pytest.raises(TypeError, match="args_list"):
+        parallel.map_chunks(_draw, ((5, s) for s in range(2)))
+    with pytest.raises(TypeError, match="args_list"):
+        parallel.map_chunks(_draw, [5, 6])
+    with pytest.raises(TypeError, match="fn"):
+        parallel.map_chunks(3, [(1,)])
+    assert parallel.map_chunks(_draw, []) == []
+
+
 def test_chunk_streams_are_spawned_children():
     got = parallel.chunk_streams(5, 3)
     want = np.random.SeedSequence(5).spawn(3)
@@ -114,6 +124,7 @@ def test_moments_rejects(bad):
         ({"target": 3}, TypeError),
         ({"retries": -1}, ValueError),
         ({"scheduler": ""}, TypeError),
+        ({"target": np.zeros(2)}, TypeError),
     ],
 )
 def test_using_rejects(kwargs, exc):
