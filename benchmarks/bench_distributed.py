@@ -13,7 +13,7 @@ Printed: wall time, throughput, speed-up over serial, per-task overhead
 (``(wall - serial compute / workers) / tasks``), bytes moved per task (pickled arguments out and
 result back), and the cluster's start time (not in the other timings).
 
-    python benchmarks/bench_distributed.py            # about 3-5 minutes on 2 shared cores
+    python benchmarks/bench_distributed.py            # a few minutes on 2 shared cores
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from meanfield.validation import kurtosis as VK
 from meanfield import landscape as L
 from meanfield import parallel
 
-FIG1 = dict(n_networks=1000, n_inputs=128, depth=100, n_metainit=2, metainit_steps=20, rng=0)
+FIG1 = dict(n_networks=1000, n_inputs=64, depth=100, n_metainit=2, metainit_steps=20, rng=0)
+FIG1_WARM = dict(n_networks=2, n_inputs=8, depth=3, n_metainit=1, metainit_steps=1, rng=0)
 LAND_BITS, LAND_CHUNKS = 8, list(range(64))
 
 
@@ -44,6 +45,14 @@ def land():
     return L.landscape_census(
         "residual", task.inputs, task.targets, n_layers=8, chunk_bits=LAND_BITS, chunks=LAND_CHUNKS
     )
+
+
+def warm():
+    """Small calls that load every kernel (Numba cache) and import every module in a process."""
+    VK.fig1_variances(**FIG1_WARM)
+    task = L.regression_task(grid_size=3, rng=0)
+    L.landscape_census("residual", task.inputs, task.targets, n_layers=4, chunk_bits=2)
+    return noop()
 
 
 def noop():
@@ -84,17 +93,16 @@ def main() -> None:
     work = {"fig1 ensemble": fig1, "2^24 landscape": land, "no-op x200": noop}
     units = {"fig1 ensemble": 6 * FIG1["n_networks"] + FIG1["n_metainit"], "2^24 landscape": 2**24, "no-op x200": 200}
     unit_name = {"fig1 ensemble": "networks", "2^24 landscape": "configurations", "no-op x200": "tasks"}
-    for fn in work.values():  # compile every kernel in this process first
-        fn()
-    sizes = {name: _bytes_per_task(fn) for name, fn in work.items()}
+    warm()
+    sizes = {name: _bytes_per_task(fn) for name, fn in work.items()}  # (also warms the caches here)
     serial = {name: _timed(fn) for name, fn in work.items()}
     results = {"serial": {n: (t, 0.0) for n, (t, _) in serial.items()}}
     for workers in (1, 2):
         t0 = time.perf_counter()
         with parallel.using(workers=workers):
             start = time.perf_counter() - t0
-            for fn in work.values():  # warm-up: imports and Numba cache loads in the workers
-                fn()
+            for _ in range(2 * workers):  # warm-up: imports and Numba cache loads in every worker
+                warm()
             results[f"{workers} worker(s)"] = {}
             for name, fn in work.items():
                 t, out = _timed(fn)

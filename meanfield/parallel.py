@@ -61,6 +61,7 @@ from ._checks import check_rng
 from ._results import Result
 
 __all__ = [
+    "CONNECT_TIMEOUT_S",
     "DEFAULT_RETRIES",
     "MAX_CHUNKS",
     "DaskExecutor",
@@ -86,6 +87,9 @@ DEFAULT_RETRIES = 3
 MAX_CHUNKS = 1_000_000
 
 _EXTRA_HINT = 'pip install "meanfield-theory[distributed]"'
+
+#: How long connecting to ``scheduler=`` may take before it is reported unreachable.
+CONNECT_TIMEOUT_S = 10.0
 
 
 def _require_distributed():
@@ -287,7 +291,7 @@ def _make_executor(target, workers, scheduler, retries) -> tuple[Executor, bool]
             if workers is not None:
                 raise ValueError("pass either workers= (a local cluster) or scheduler= (an existing one), not both")
             try:
-                client = distributed.Client(scheduler, timeout="10s", set_as_default=False)
+                client = distributed.Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False)
             except OSError as exc:
                 raise ValueError(f"scheduler: cannot connect to {scheduler!r} ({exc})") from None
             return DaskExecutor(client, retries, owns=True), True

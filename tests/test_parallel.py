@@ -319,6 +319,7 @@ def test_dask_matches_serial(client):
     assert np.array_equal(rows.chi_1, pd.chi_1) and np.array_equal(rows.q_star, pd.q_star)
 
 
+@pytest.mark.slow  # ~5 s idle (digits, MetaInit and the Fig. 1 kernel loaded in every worker)
 def test_dask_fig1_ensemble_matches_serial(client):
     pytest.importorskip("sklearn")  # the embedded digits (data extra)
     from meanfield.validation import kurtosis as VK
@@ -393,10 +394,11 @@ def test_cli_rejects_bad_parallel_options(argv, needle, tmp_path, capsys):
     assert len(err) == 1 and needle in err[0]
 
 
-def test_cli_unreachable_scheduler_is_a_usage_error(capsys):
+def test_cli_unreachable_scheduler_is_a_usage_error(capsys, monkeypatch):
     pytest.importorskip("distributed")
     from meanfield.cli import main
 
+    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT_S", 2.0)
     t0 = time.perf_counter()
     assert main(["validate", "dense", "--scheduler", "tcp://127.0.0.1:9"]) == 2
     assert time.perf_counter() - t0 < 30
@@ -404,6 +406,25 @@ def test_cli_unreachable_scheduler_is_a_usage_error(capsys):
     assert len(err) == 1 and "scheduler" in err[0]
 
 
+def test_cli_scheduler_runs_the_modules_on_that_cluster(client, monkeypatch):
+    from meanfield.validation import runner
+
+    seen = []
+
+    def fake_run_modules(names, **kwargs):
+        ex = parallel.current()
+        seen.append((names, type(ex).__name__, ex.client.scheduler.address))
+        return True
+
+    monkeypatch.setattr(runner, "run_modules", fake_run_modules)
+    address = client.scheduler.address
+    assert runner.main(["dense", "--scheduler", address]) == 0
+    assert seen == [(["dense"], "DaskExecutor", address)]
+    assert isinstance(parallel.current(), parallel.SerialExecutor)
+    assert len(client.scheduler_info()["workers"]) == 2  # the CLI closed its client, not the cluster
+
+
+@pytest.mark.slow  # starts its own LocalCluster (~5 s idle)
 def test_cli_workers_runs_the_modules_on_a_dask_cluster(monkeypatch):
     pytest.importorskip("distributed")
     from meanfield.validation import runner
