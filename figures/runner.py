@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from meanfield.validation.runner import CliParser, add_common_arguments, progress, size_from_args
+from meanfield.validation.runner import CliParser, add_common_arguments, open_executor, progress, size_from_args
 
 from ._common import SIZES, check_backend, check_out_dir, check_seed, check_size
 
@@ -198,10 +198,12 @@ def main(argv=None, prog: str = "meanfield figures") -> int:
         check_backend(args.backend)
         _plan(names, registry, args.backend)
         check_out_dir(args.out)
+        stack = open_executor(args)
     except (TypeError, ValueError) as exc:
         return p.fail(str(exc))
     try:
-        run_figures(names, out=args.out, size=size, backend=args.backend, seed=args.seed, keep_going=True)
+        with stack:
+            run_figures(names, out=args.out, size=size, backend=args.backend, seed=args.seed, keep_going=True)
     except RuntimeError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1

@@ -2,7 +2,7 @@
 
 Subcommands
 -----------
-``meanfield reproduce [--out DIR] [--size smoke|default|full | --full] [--backend numpy|cupy] [--seed N]``
+``meanfield reproduce [--out DIR] [--size smoke|default|full | --full] [--backend numpy|cupy] [--seed N] [--workers N | --scheduler ADDRESS]``
     The main job: every figure (``DIR/figures``), then every validation comparison, whose tables are
     also written as JSON (``DIR/validation``).
 ``meanfield figures [NAME ...] [--all] [--list] [--out DIR] [...]``
@@ -123,16 +123,24 @@ def _reproduce(args, parser) -> int:
     from pathlib import Path
 
     from meanfield.figures.runner import all_figures, check_backend, run_figures
-    from meanfield.validation.runner import check_out_dir, comparison_modules, run_modules, size_from_args
+    from meanfield.validation.runner import (
+        check_out_dir,
+        comparison_modules,
+        open_executor,
+        run_modules,
+        size_from_args,
+    )
 
     try:
         size = size_from_args(args)
         check_backend(args.backend)
         fig_dir = check_out_dir(Path(args.out) / "figures")
         val_dir = check_out_dir(Path(args.out) / "validation")
+        stack = open_executor(args)  # --workers / --scheduler: started or connected before any work
     except (TypeError, ValueError) as exc:
         return parser.fail(str(exc))
     try:
+        stack.__enter__()
         try:
             run_figures(
                 sorted(all_figures()), out=fig_dir, size=size, backend=args.backend, seed=args.seed, keep_going=True
@@ -145,6 +153,8 @@ def _reproduce(args, parser) -> int:
     except KeyboardInterrupt:
         print("meanfield reproduce: interrupted", file=sys.stderr)
         return 130
+    finally:
+        stack.close()
     print(
         f"figures written to {fig_dir} ({'all made' if figures_ok else 'some FAILED'}); "
         f"validation tables in {val_dir} ({'passed' if ok else 'FAILED'})"

@@ -21,6 +21,7 @@ Environment: ``MEANFIELD_NO_PROGRESS=1`` hides the progress bars (as ``--no-prog
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import pkgutil
@@ -39,11 +40,13 @@ __all__ = [
     "CliParser",
     "add_arguments",
     "add_common_arguments",
+    "add_parallel_arguments",
     "check_backend_available",
     "check_out_dir",
     "comparison_modules",
     "main",
     "main_for",
+    "open_executor",
     "progress",
     "run_modules",
     "size_from_args",
@@ -141,6 +144,57 @@ def add_common_arguments(p: argparse.ArgumentParser, sizes=None) -> None:
     p.add_argument(
         "--no-progress", action=_NoProgress, default=False, help=f"hide progress bars (or set {NO_PROGRESS_ENV}=1)"
     )
+    add_parallel_arguments(p)
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def add_parallel_arguments(p: argparse.ArgumentParser) -> None:
+    """``--workers N`` and ``--scheduler ADDRESS`` (Dask, :mod:`meanfield.parallel`)."""
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        default=None,
+        metavar="N",
+        help="run the chunks of ensembles, sweeps and landscapes on a local Dask cluster of N worker "
+        "processes (needs the 'distributed' extra); same numbers as without it",
+    )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run the chunks on the Dask scheduler at ADDRESS (e.g. tcp://host:8786; a SLURM cluster "
+        "through dask-jobqueue, see docs/distributed.md)",
+    )
+
+
+def open_executor(args) -> contextlib.ExitStack:
+    """Enter the executor of ``--workers`` / ``--scheduler`` (started or connected here, before any
+    work); the returned stack closes it. ``ValueError`` with a one-line reason when Dask is missing
+    (naming the extra), both options are given or the scheduler cannot be reached."""
+    from meanfield import parallel
+
+    stack = contextlib.ExitStack()
+    workers, scheduler = getattr(args, "workers", None), getattr(args, "scheduler", None)
+    try:
+        stack.enter_context(parallel.executor_from_options(workers, scheduler))
+    except ImportError as exc:
+        raise ValueError(f"--workers / --scheduler: {exc}") from None
+    except (OSError, TimeoutError) as exc:
+        raise ValueError(f"--scheduler: cannot connect to {scheduler!r} ({exc})") from None
+    except (TypeError, ValueError) as exc:
+        opt = "--scheduler" if scheduler is not None else "--workers"
+        msg = str(exc)
+        raise ValueError(msg if msg.startswith("--") else f"{opt}: {msg}") from None
+    return stack
 
 
 def size_from_args(args) -> str:
@@ -310,6 +364,7 @@ def main_for(run, module_name: str, argv=None) -> int:
         args = p.parse_args(argv)
         check_backend_available(args.backend)
         out = check_out_dir(args.out) if args.out is not None else None
+        stack = open_executor(args)
     except SystemExit as exc:
         return int(exc.code or 0)
     except ValueError as exc:
@@ -319,7 +374,8 @@ def main_for(run, module_name: str, argv=None) -> int:
         print(f"validation.{name}: {skip}")
         return 0
     t0 = time.perf_counter()
-    rows = run(backend=args.backend, full=args.full, seed=args.seed)
+    with stack:
+        rows = run(backend=args.backend, full=args.full, seed=args.seed)
     print(format_table(f"validation.{name}", rows))
     if out is not None:
         write_table_json(
@@ -373,10 +429,12 @@ def main(argv=None, prog: str = "meanfield validate") -> int:
     try:
         check_backend_available(args.backend)
         out = check_out_dir(args.out) if args.out is not None else None
+        stack = open_executor(args)
     except ValueError as exc:
         return p.fail(str(exc))
     try:
-        ok = run_modules(names, backend=args.backend, full=args.full, seed=args.seed, out=out)
+        with stack:
+            ok = run_modules(names, backend=args.backend, full=args.full, seed=args.seed, out=out)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

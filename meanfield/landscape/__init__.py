@@ -42,7 +42,9 @@ One concept per private submodule, every public name re-exported here (import fr
   :func:`folded_orthogonal`, :func:`column_covariance_spectrum`, :func:`controlled_skip_matrix`,
   :func:`supp4_skip_matrix`;
 - ``_symmetries``: the rescaling and permutation symmetries (Sec. 2.1, Discussion):
-  :func:`skip_network`, :func:`rescaling_deviation`, :func:`permutation_counts`.
+  :func:`skip_network`, :func:`rescaling_deviation`, :func:`permutation_counts`;
+- ``_census``: local-minimum counts of landscapes too large to hold, chunked by leading bits and
+  run on :mod:`meanfield.parallel` (a Dask cluster when asked): :func:`landscape_census`.
 
 Every result is a frozen dataclass with ``.replace()`` (:class:`meanfield._results.Result`).
 Random functions take ``rng`` (``None``, an int ``n`` meaning ``numpy.random.default_rng(n)``, or a
@@ -139,3 +141,11 @@ from ._three_layer import __all__ as _three_layer_all
 __all__ = (
     list(_binary_all) + list(_three_layer_all) + list(_modes_all) + list(_skip_matrices_all) + list(_symmetries_all)
 )
+
+# chunked (distributed) census of the binary landscapes: meanfield.parallel, docs/distributed.md
+from ._census import *  # noqa: F403
+from ._census import MAX_CENSUS_PARAMETERS as MAX_CENSUS_PARAMETERS
+from ._census import MAX_CHUNK_CONFIGURATIONS as MAX_CHUNK_CONFIGURATIONS
+from ._census import __all__ as _census_all
+
+__all__ += list(_census_all)
