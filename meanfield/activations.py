@@ -1,8 +1,8 @@
 """Activation functions for mean-field computations.
 
 An :class:`Activation` carries NumPy-vectorised ``phi``, ``dphi`` (phi') and ``d2phi`` (phi'').
-Built-in activations are identified inside Numba kernels by an integer ``code`` dispatched with
-``inline="always"`` (never as a function argument, which would defeat ``cache=True``), and their
+Built-in activations are identified inside Numba kernels by an integer ``code`` dispatched by
+the compiled (not inlined) :func:`evaluate` (never as a function argument, which would defeat ``cache=True``), and their
 parameters (leaky ReLU's ``slope``) travel as a float. User-defined activations,
 :meth:`Activation.from_functions`, take an uncached NumPy path through the quadrature.
 
@@ -83,7 +83,10 @@ def _sigmoid(x):
     return e / (1.0 + e)
 
 
-@numba.njit(inline="always")
+# Not inlined (issue 18): inlining this ten-way switch into every kernel multiplied the first-call
+# compile time (dense.propagate 27 s -> 12 s without it, same results and steady-state speed,
+# benchmarks/bench_cold_start.py); LLVM still inlines it where that pays.
+@numba.njit(cache=True)
 def evaluate(code, param, deriv, x):
     """phi^(deriv)(x) of built-in activation ``code`` (deriv 0, 1 or 2); scalar, for kernels."""
     if code == LINEAR:
@@ -149,9 +152,8 @@ def evaluate(code, param, deriv, x):
     return math.nan
 
 
-#: :func:`evaluate` as an ordinary compiled call, for paths that are not hot loops (large-variance
-#: rules, values at 0): inlining the ten-way switch there only lengthens the first compilation.
-evaluate_call = numba.njit(cache=True)(evaluate.py_func)
+#: :func:`evaluate` itself (kept as a name for the kernels that import it; one compiled copy).
+evaluate_call = evaluate
 
 
 @numba.njit(inline="always")

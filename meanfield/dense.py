@@ -85,6 +85,7 @@ from .gaussian import (
     kernel_rule,
     pair_expectation,
     pair_value,
+    run_time_orders,
     single_value,
     variance_derivative_value,
 )
@@ -369,17 +370,16 @@ def _cov_map_one(code, a, d, sw, sb, cov, z, w, out):
 
 @numba.njit(cache=True)
 def _c_map_one(code, a, cov, z, w, out):
-    """out = E phi(h) phi(h)^T for one covariance: :func:`_cov_map_one` with the derivative orders
-    as constants (0), which the compiler folds into the inlined activation switch (~10 % faster
-    propagation than passing them at run time)."""
+    """out = E phi(h) phi(h)^T for one covariance: :func:`_cov_map_one` with the derivative orders 0."""
+    o0, _o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     dim = cov.shape[0]
     for i in range(dim):
         qi = max(cov[i, i], 0.0)
-        out[i, i] = single_value(code, a, 0, 0, qi, z, w)
+        out[i, i] = single_value(code, a, o0, o0, qi, z, w)
         si = math.sqrt(qi)
         for j in range(i + 1, dim):
             qj = max(cov[j, j], 0.0)
-            v = pair_value(code, a, 0, 0, qi, qj, _correlation(cov[i, j], si, math.sqrt(qj)), z, w)
+            v = pair_value(code, a, o0, o0, qi, qj, _correlation(cov[i, j], si, math.sqrt(qj)), z, w)
             out[i, j] = v
             out[j, i] = v
 
@@ -581,9 +581,10 @@ def _scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout, work):
     log_sw = math.log(sw) if sw > 0.0 else -math.inf
     relu_like = code == SOFTPLUS or code == SWISH or code == GELU
     if kmax > 0.0 and logs < math.log(Q_LINEAR_BELOW) and not (code == LINEAR or code == RELU or code == LEAKY_RELU):
-        phi0 = evaluate_call(code, a, 0, 0.0)
-        d1 = evaluate_call(code, a, 1, 0.0)
-        d2 = evaluate_call(code, a, 2, 0.0)
+        o0, o1, o2 = run_time_orders(code)  # run-time orders: literals compile extra specialisations
+        phi0 = evaluate_call(code, a, o0, 0.0)
+        d1 = evaluate_call(code, a, o1, 0.0)
+        d2 = evaluate_call(code, a, o2, 0.0)
         # E phi(u_i) phi(u_j) = phi0^2 + phi0 phi''(0) (q_i + q_j) / 2 + phi'(0)^2 Sigma_ij + O(q^2)
         for i in range(dim):
             for j in range(dim):
@@ -624,7 +625,11 @@ def _scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout, work):
 def _propagate_kernel(code, a, sw, sb, k0, log0, depth, z, w, k_out, logs_out):
     """Iterate the C-map on (log-scale, normalised covariance); see propagate_log."""
     dim = k0.shape[0]
-    k_out[0] = k0
+    # element loop, not ``k_out[0] = k0``: an array slice assignment compiles numba's shape-mismatch
+    # message formatting (string joins, reprs), a quarter of this kernel's first-call compile time
+    for i in range(dim):
+        for j in range(dim):
+            k_out[0, i, j] = k0[i, j]
     logs_out[0] = log0
     tmp = np.empty((dim, dim))
     work = np.empty((dim, dim))
@@ -808,11 +813,12 @@ def _g(code, a, sw, sb, q, z, w):
     term integrated as one localised integrand: at large q, sw E phi^2 - q cancels to a few ulps
     of q, which would swamp sb (and decide q* by rounding when sw / 2 = 1).
     """
+    o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     if code == SOFTPLUS or code == SWISH or code == GELU:
-        val = (0.5 * sw - 1.0) * q + sb + sw * excess_value(code, a, 0, q, z, w)
-        slope = (0.5 * sw - 1.0) + sw * excess_value(code, a, 1, q, z, w)
+        val = (0.5 * sw - 1.0) * q + sb + sw * excess_value(code, a, o0, q, z, w)
+        slope = (0.5 * sw - 1.0) + sw * excess_value(code, a, o1, q, z, w)
         return val, slope
-    val = sw * single_value(code, a, 0, 0, q, z, w) + sb - q
+    val = sw * single_value(code, a, o0, o0, q, z, w) + sb - q
     slope = sw * variance_derivative_value(code, a, q, z, w) - 1.0
     return val, slope
 
@@ -840,6 +846,7 @@ def _newton_q(code, a, sw, sb, lo, hi, z, w):
 def _solve_q(code, a, sw, sb, z, w):
     """The stable fixed point q* reached from small variances; inf when q grows without bound;
     NaN when q* exceeds the float64 range. See the module notes."""
+    o0, _o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     if sw == 0.0:
         return sb
     m = sw * asymptotic_slope(code, a)
@@ -850,7 +857,7 @@ def _solve_q(code, a, sw, sb, z, w):
         if m > 1.0 or sb > 0.0:
             return math.inf
         return 0.0  # m = 1, sb = 0: every q is fixed; 0 is reported
-    g0 = sw * single_value(code, a, 0, 0, 0.0, z, w) + sb
+    g0 = sw * single_value(code, a, o0, o0, 0.0, z, w) + sb
     if g0 <= 0.0:  # q = 0 is a fixed point (phi(0) = 0, sb = 0)
         s0 = sw * variance_derivative_value(code, a, 0.0, z, w) - 1.0
         if s0 < 0.0:
@@ -916,6 +923,7 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, c0=0.0):
     Returns ``(c*, chi_c)``: Newton's last slope integral is ``chi_c`` at an iterate within 1e-15 of
     c*, which saves the 2-D integral of a separate evaluation (NaN where it is not available).
     """
+    o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     if chi1 <= 1.0 + 1e-12 or q == 0.0:
         return 1.0, chi1  # at c* = 1 the two arguments coincide: chi_c = chi_1
     lo = 0.0
@@ -923,10 +931,10 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, c0=0.0):
     c = c0 if 0.0 <= c0 < 1.0 else 0.0
     nc = c
     for _ in range(200):
-        h = (sw * pair_value(code, a, 0, 0, q, q, c, z, w) + sb) / q - c
+        h = (sw * pair_value(code, a, o0, o0, q, q, c, z, w) + sb) / q - c
         if h == 0.0:
             return c, math.nan
-        dh = sw * pair_value(code, a, 1, 1, q, q, c, z, w) - 1.0
+        dh = sw * pair_value(code, a, o1, o1, q, q, c, z, w) - 1.0
         one_minus = 1.0 - c
         big_h = h / one_minus
         if big_h > 0.0:
@@ -949,6 +957,7 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, c0=0.0):
 @numba.njit(cache=True)
 def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out, c0=0.0):
     """out = (q*, c*, chi_1, chi_c, chi_q, frozen); NaN everywhere when q* overflows."""
+    _o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     q = _solve_q(code, a, sw, sb, z, w)
     if math.isnan(q):
         for i in range(6):
@@ -959,7 +968,7 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out, c0=0.0):
         # q -> inf: the chi's of the asymptote (relu for the ReLU-like; the activation itself if
         # homogeneous), whose correlation map has the fixed point c* = 1
         if homogeneous:
-            chi1 = sw * single_value(code, a, 1, 1, 1.0, z, w)
+            chi1 = sw * single_value(code, a, o1, o1, 1.0, z, w)
             chiq = sw * variance_derivative_value(code, a, 1.0, z, w)
         else:
             chi1 = 0.5 * sw
@@ -969,17 +978,17 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out, c0=0.0):
     elif q == 0.0:
         # q -> 0 with sb = 0 and phi(0) = 0: the c-map is q-independent (homogeneous) or the
         # identity (smooth): its slope at c* = 1 is 1, so correlations converge polynomially or freeze
-        chi1 = sw * single_value(code, a, 1, 1, 0.0 if not homogeneous else 1.0, z, w)
+        chi1 = sw * single_value(code, a, o1, o1, 0.0 if not homogeneous else 1.0, z, w)
         chiq = sw * variance_derivative_value(code, a, 0.0 if not homogeneous else 1.0, z, w)
         c = 1.0
         chic = 1.0 if sw > 0.0 else 0.0
         if sw > 0.0 and not (code == RELU or (code == LEAKY_RELU and a != 1.0)):
             frozen = 1.0
     else:
-        chi1 = sw * single_value(code, a, 1, 1, q, z, w)
+        chi1 = sw * single_value(code, a, o1, o1, q, z, w)
         c, chic = _solve_c(code, a, sw, sb, q, chi1, z, w, c0)
         if math.isnan(chic):
-            chic = sw * pair_value(code, a, 1, 1, q, q, c, z, w)
+            chic = sw * pair_value(code, a, o1, o1, q, q, c, z, w)
         chiq = sw * variance_derivative_value(code, a, q, z, w)
     out[0] = q
     out[1] = c
@@ -1114,8 +1123,10 @@ def fixed_point(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> FixedP
     sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
     z, w = kernel_rule(degree)
     out = np.empty(6)
-    # the serial kernel: a one-point call to the parallel grid kernel pays a thread-pool launch
-    _fixed_point_values(act.code, act.param, act.code in _HOMOGENEOUS, sigma_w2, sigma_b2, z, w, out)
+    # the serial kernel: a one-point call to the parallel grid kernel pays a thread-pool launch;
+    # c0 passed explicitly (as by _phase_kernel): an omitted default is another type signature,
+    # which compiled the kernel a second time
+    _fixed_point_values(act.code, act.param, act.code in _HOMOGENEOUS, sigma_w2, sigma_b2, z, w, out, 0.0)
     if np.isnan(out[0]):
         raise _fixed_point_error(act, sigma_w2, sigma_b2)
     q, c, chi1, chic, chiq, frozen = (float(v) for v in out)

@@ -153,6 +153,18 @@ def hermite_rule(degree: int = DEFAULT_DEGREE):
 
 
 @numba.njit(cache=True)
+def run_time_orders(code):
+    """The derivative orders 0, 1, 2 as run-time integers (``code`` is any run-time int).
+
+    Numba specialises a compiled function on every distinct literal argument: calls with the
+    constants 0 and 1 compiled ``pair_value`` and everything below it twice, ``evaluate`` three
+    times (issue 18, ``benchmarks/bench_cold_start.py``). Kernels pass these instead of literals.
+    """
+    zero = code - code
+    return zero, zero + 1, zero + 2
+
+
+@numba.njit(cache=True)
 def _acos_terms(c):
     c = min(1.0, max(-1.0, c))
     theta = math.acos(c)
@@ -253,9 +265,9 @@ def _hard_tanh_pair(d1, d2, s1, s2, c):
     p0 = math.erf(a1 * _SQRT_HALF) * math.erf(a2 * _SQRT_HALF)
     absc = abs(c)
     if d1 == 1:
-        return min(1.0, p0 + _rectangle_theta_integral(a1, a2, absc, False))
+        return min(1.0, p0 + _rectangle_theta_integral(a1, a2, absc, d1 != 1))
     sign = 1.0 if c >= 0.0 else -1.0
-    return s1 * s2 * (c * p0 + sign * _rectangle_theta_integral(a1, a2, absc, True))
+    return s1 * s2 * (c * p0 + sign * _rectangle_theta_integral(a1, a2, absc, d1 == 0))
 
 
 @numba.njit(cache=True)
@@ -498,7 +510,9 @@ def _fill_rule(scale, mu, allow_gh, tail, hw_extra, tail_extra, z, w, zo, wo):
     breaks = np.empty(
         2 * (_octaves(hw) + _octaves(hw_extra) if hw_extra > 0.0 else _octaves(hw)) + 2 * int(TRAPEZOID_ZMAX) + 20
     )
-    n = _graded_side(zc, hw, tail, hw_extra, tail_extra, 1.0, TRAPEZOID_ZMAX - zc, breaks, zo, wo, 0)
+    n = _graded_side(
+        zc, hw, tail, hw_extra, tail_extra, 1.0, TRAPEZOID_ZMAX - zc, breaks, zo, wo, breaks.size - breaks.size
+    )
     return _graded_side(zc, hw, tail, hw_extra, tail_extra, -1.0, TRAPEZOID_ZMAX + zc, breaks, zo, wo, n)
 
 
@@ -521,15 +535,16 @@ def _inner_rules(scale, means, tail, z, w):
     counts = np.empty(means.size, dtype=np.int64)
     total = 0
     for i in range(means.size):
-        counts[i] = _fill_rule(scale, means[i], True, tail, 0.0, 0.0, z, w, zo, wo)
+        counts[i] = _fill_rule(scale, means[i], z.size >= 0, tail, 0.0, 0.0, z, w, zo, wo)
         total += counts[i]
     nodes = np.empty(total)
     weights = np.empty(total)
     pos = 0
     for i in range(means.size):
-        n = _fill_rule(scale, means[i], True, tail, 0.0, 0.0, z, w, zo, wo)
-        nodes[pos : pos + n] = zo[:n]
-        weights[pos : pos + n] = wo[:n]
+        n = _fill_rule(scale, means[i], z.size >= 0, tail, 0.0, 0.0, z, w, zo, wo)
+        for k in range(n):  # element loop: see _propagate_kernel in dense.py
+            nodes[pos + k] = zo[k]
+            weights[pos + k] = wo[k]
         pos += n
     return counts, nodes, weights
 
@@ -574,12 +589,12 @@ def _pair_graded(code, a, d1, d2, s1, s2, sc, ss, outer_scale, z, w):
     wo = np.empty(zo.size)
     zi = np.empty(_rule_capacity(ss, 0.0, z.size))
     wi = np.empty(zi.size)
-    n1 = _fill_rule(outer_scale, 0.0, True, tail1, hw_extra, tail_extra, z, w, zo, wo)
+    n1 = _fill_rule(outer_scale, 0.0, z.size >= 0, tail1, hw_extra, tail_extra, z, w, zo, wo)
     tail2 = BUILTIN_TAIL_U / ss if ss > 0.0 else 0.0
     fixed_inner = ss <= TRAPEZOID_MAX_SCALE
     n2 = 0
     if fixed_inner and ss > 0.0:
-        n2 = _fill_rule(ss, 0.0, True, tail2, 0.0, 0.0, z, w, zi, wi)
+        n2 = _fill_rule(ss, 0.0, z.size >= 0, tail2, 0.0, 0.0, z, w, zi, wi)
     k1 = _value_scale(code, d1, s1)
     k2 = _value_scale(code, d2, s2)
     acc = 0.0
@@ -592,7 +607,7 @@ def _pair_graded(code, a, d1, d2, s1, s2, sc, ss, outer_scale, z, w):
             inner = evaluate_call(code, a, d2, base) * k2
         else:
             if not fixed_inner:
-                n2 = _fill_rule(ss, base, True, tail2, 0.0, 0.0, z, w, zi, wi)
+                n2 = _fill_rule(ss, base, z.size >= 0, tail2, 0.0, 0.0, z, w, zi, wi)
             inner = 0.0
             for j in range(n2):
                 inner += wi[j] * evaluate_call(code, a, d2, base + ss * zi[j])
@@ -700,7 +715,7 @@ def single_value(code, a, d1, d2, q, z, w):
         return acc
     zo = np.empty(_rule_capacity(s, 0.0, z.size))
     wo = np.empty(zo.size)
-    n = _fill_rule(s, 0.0, False, BUILTIN_TAIL_U / s, 0.0, 0.0, z, w, zo, wo)
+    n = _fill_rule(s, 0.0, z.size < 0, BUILTIN_TAIL_U / s, 0.0, 0.0, z, w, zo, wo)
     k1 = _value_scale(code, d1, s)
     k2 = _value_scale(code, d2, s)
     for i in range(n):
@@ -712,17 +727,18 @@ def single_value(code, a, d1, d2, q, z, w):
 @numba.njit(cache=True)
 def variance_derivative_value(code, a, q, z, w):
     """d/dq E phi(sqrt(q) z)^2 = E[z phi(u) phi'(u)] / sqrt(q); at q = 0 the limit phi'(0)^2 + phi(0) phi''(0)."""
+    o0, o1, o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     v = _closed_variance_derivative(code, a, q)
     if not math.isnan(v):
         return v
     if q == 0.0:
-        return evaluate_call(code, a, 1, 0.0) ** 2 + evaluate_call(code, a, 0, 0.0) * evaluate_call(code, a, 2, 0.0)
+        return evaluate_call(code, a, o1, 0.0) ** 2 + evaluate_call(code, a, o0, 0.0) * evaluate_call(code, a, o2, 0.0)
     s = math.sqrt(q)
     acc = 0.0
     if s <= GH_MAX_SCALE:
         for i in range(z.size):
             u = s * z[i]
-            acc += w[i] * z[i] * evaluate(code, a, 0, u) * evaluate(code, a, 1, u)
+            acc += w[i] * z[i] * evaluate(code, a, o0, u) * evaluate(code, a, o1, u)
         return acc / s
     if s <= TRAPEZOID_MAX_SCALE:
         h = _trapezoid_step(s)
@@ -731,29 +747,35 @@ def variance_derivative_value(code, a, q, z, w):
             zi = i * h
             u = s * zi
             acc += (
-                h * _INV_SQRT_2PI_K * math.exp(-0.5 * zi * zi) * zi * evaluate(code, a, 0, u) * evaluate(code, a, 1, u)
+                h
+                * _INV_SQRT_2PI_K
+                * math.exp(-0.5 * zi * zi)
+                * zi
+                * evaluate(code, a, o0, u)
+                * evaluate(code, a, o1, u)
             )
         return acc / s
     zo = np.empty(_rule_capacity(s, 0.0, z.size))
     wo = np.empty(zo.size)
-    n = _fill_rule(s, 0.0, False, BUILTIN_TAIL_U / s, 0.0, 0.0, z, w, zo, wo)
+    n = _fill_rule(s, 0.0, z.size < 0, BUILTIN_TAIL_U / s, 0.0, 0.0, z, w, zo, wo)
     k0 = _value_scale(code, 0, s)
     for i in range(n):
         u = s * zo[i]
-        acc += wo[i] * zo[i] * (evaluate_call(code, a, 0, u) * k0) * evaluate_call(code, a, 1, u)
+        acc += wo[i] * zo[i] * (evaluate_call(code, a, o0, u) * k0) * evaluate_call(code, a, o1, u)
     return acc / s / k0
 
 
 @numba.njit(cache=True)
 def _excess_integrand(code, a, which, s, zi):
     """phi(u)^2 - relu(u)^2 (which 0) or z (phi phi' - relu relu')(u) / s (which 1), u = s z."""
+    o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     u = s * zi
     r = u if u > 0.0 else 0.0
     if which == 0:
-        p = evaluate_call(code, a, 0, u)
+        p = evaluate_call(code, a, o0, u)
         return (p - r) * (p + r)
     h = 1.0 if u > 0.0 else 0.0
-    return zi * (evaluate_call(code, a, 0, u) * evaluate_call(code, a, 1, u) - r * h) / s
+    return zi * (evaluate_call(code, a, o0, u) * evaluate_call(code, a, o1, u) - r * h) / s
 
 
 @numba.njit(cache=True)
@@ -763,12 +785,15 @@ def excess_value(code, a, which, q, z, w):
     integrand, so there is no cancellation between two numbers of size q (the q* solver needs
     these at q ~ 1e14, where q/2 - E phi^2 ~ 1e-7 while E phi^2 itself carries an error ~ 0.1).
     Rules by sqrt(q) as in :func:`single_value`."""
+    o0, o1, o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     s = math.sqrt(q)
     if s == 0.0:
         if which == 0:
-            return evaluate_call(code, a, 0, 0.0) ** 2
+            return evaluate_call(code, a, o0, 0.0) ** 2
         return (
-            evaluate_call(code, a, 1, 0.0) ** 2 + evaluate_call(code, a, 0, 0.0) * evaluate_call(code, a, 2, 0.0) - 0.5
+            evaluate_call(code, a, o1, 0.0) ** 2
+            + evaluate_call(code, a, o0, 0.0) * evaluate_call(code, a, o2, 0.0)
+            - 0.5
         )
     acc = 0.0
     if s <= GH_MAX_SCALE:
@@ -784,7 +809,7 @@ def excess_value(code, a, which, q, z, w):
         return acc
     zo = np.empty(_rule_capacity(s, 0.0, z.size))
     wo = np.empty(zo.size)
-    n = _fill_rule(s, 0.0, False, BUILTIN_TAIL_U / s, 0.0, 0.0, z, w, zo, wo)
+    n = _fill_rule(s, 0.0, z.size < 0, BUILTIN_TAIL_U / s, 0.0, 0.0, z, w, zo, wo)
     for i in range(n):
         acc += wo[i] * _excess_integrand(code, a, which, s, zo[i])
     return acc

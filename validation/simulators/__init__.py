@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from ._common import MAX_ELEMENTS, MAX_WORK, UNDERFLOW_LOG, activation_fn
 from .conv import CONV_INITS, ConvSimulation, conv_kernels, simulate_conv
-from .dense import DenseSimulation, simulate_dense
+from .dense import EXACT_LAWS, FORWARD_METHODS, DenseSimulation, simulate_dense
 from .finite_width import PairSimulation, simulate_pair, simulate_squared_norms
 from .kurtosis import (
     FIG1_INITS,
@@ -78,7 +78,9 @@ from .symmetry import (
 
 __all__ = [
     "CONV_INITS",
+    "EXACT_LAWS",
     "FIG1_INITS",
+    "FORWARD_METHODS",
     "INPUT_KINDS",
     "INPUT_MOMENTS",
     "MAX_ELEMENTS",

@@ -35,7 +35,7 @@ from meanfield import Result
 from meanfield.activations import Activation, get_activation
 from meanfield.backend import Backend, get_backend, spawn_sequences, to_numpy
 from meanfield.checks import check_bool, check_int, check_rng, check_variance
-from meanfield.init import WEIGHT_LAWS, dense_weights
+from meanfield.init import WEIGHT_LAWS, dense_weights, haar_orthogonal
 
 from ._common import (
     UNDERFLOW_LOG,  # noqa: F401  (named in the module notes)
@@ -49,10 +49,39 @@ from ._common import (
     normalize,
 )
 
-__all__ = ["DenseSimulation", "simulate_dense"]
+__all__ = ["EXACT_LAWS", "FORWARD_METHODS", "DenseSimulation", "simulate_dense"]
 
 #: Weights kept in memory for the backward pass up to this many elements; beyond, regenerated.
 _STORE_ELEMENTS = 2**29
+#: ``method`` values of :func:`simulate_dense`.
+FORWARD_METHODS = ("auto", "weights", "exact")
+#: Weight laws whose layer outputs given the layer inputs the exact sampler draws (rotation invariant).
+EXACT_LAWS = ("gaussian", "orthogonal")
+#: ``method="auto"`` samples a layer exactly when ``EXACT_RATIO * D <= fan_in`` (measured break-even
+#: is near D = fan_in / 2 at width 512; ``benchmarks/bench_simulate.py``).
+EXACT_RATIO = 4
+
+
+def _exact_product(a, width, fan_in, law, gen, b, n_networks):
+    """A draw of ``W @ a`` (W of the law at sigma_w2 = 1, one per network) in O(fan_in D^2 + width D^2).
+
+    ``a = Q R`` (reduced QR, Q with k = min(fan_in, D) orthonormal columns), so ``W a = (W Q) R``.
+    Gaussian W: ``W Q`` has i.i.d. N(0, 1 / fan_in) entries (rotation invariance). Haar W (scaled as
+    :func:`meanfield.init.dense_weights`): ``W Q`` is ``sqrt(max(width, fan_in) / fan_in)`` times the
+    first ``width`` rows of a Haar-uniform k-frame in R^max(width, fan_in). Either way the law of
+    ``W a`` given ``a`` is exactly that of the weight path (seed 003's dense layer; the Gaussian case
+    is the conditional law h | Phi ~ N(0, Phi Phi^T / fan_in) of the mean-field derivation).
+    """
+    xp = b.xp
+    _, r = xp.linalg.qr(a)  # a: (m, fan_in, D) with m = 1 or n_networks; r: (m, k, D)
+    k = r.shape[-2]
+    if law == "gaussian":
+        g = gen.standard_normal((n_networks, width, k)) * (1.0 / math.sqrt(fan_in))
+    else:
+        big = max(width, fan_in)
+        frame = haar_orthogonal(big, k, gen, batch=(n_networks,), backend=b)
+        g = math.sqrt(big / fan_in) * frame[:, :width, :]
+    return g @ r
 
 
 @dataclass(frozen=True)
@@ -108,6 +137,7 @@ def simulate_dense(
     *,
     backend: str | Backend = "numpy",
     rng: Any = None,
+    method: str = "auto",
 ) -> DenseSimulation:
     """Simulate ``n_networks`` independent random dense networks on the inputs ``x``.
 
@@ -139,6 +169,14 @@ def simulate_dense(
         Randomness (:mod:`meanfield.backend`): layer ``l``'s weights and biases come from the
         ``l``-th child spawned off it, the output gradient from the last child; an int ``n`` gives
         the same numbers as ``numpy.random.default_rng(n)``; None draws fresh entropy.
+    method : {"auto", "weights", "exact"}
+        How a layer's ``W a`` is drawn. ``"weights"``: sample the ``width x fan_in`` matrix and
+        multiply, O(width fan_in D) per layer and network. ``"exact"``: sample ``W a`` given ``a``
+        directly from its law, O((fan_in + width) D^2) (see Notes); only for the rotation-invariant
+        laws :data:`EXACT_LAWS` and without ``gradients`` (which need the weights).
+        ``"auto"`` (default): ``"exact"`` for a layer when that is allowed and
+        ``EXACT_RATIO * D <= fan_in`` (few inputs), else ``"weights"``. Both give the same law of
+        every recorded statistic, but different numbers for the same ``rng``.
 
     Returns
     -------
@@ -151,7 +189,8 @@ def simulate_dense(
         Complex or boolean inputs or variances, a non-bool ``gradients``, an ``rng`` of another type.
     ValueError
         Empty or non-finite ``x`` or a shape other than (D, n0); negative / non-finite variances;
-        ``depth < 0``, ``width < 1``, ``n_networks < 1``; an unknown ``law`` or activation; an array
+        ``depth < 0``, ``width < 1``, ``n_networks < 1``; an unknown ``law``, ``method`` or activation;
+        ``method="exact"`` with ``gradients`` or a law outside :data:`EXACT_LAWS`; an array
         beyond :data:`MAX_ELEMENTS`; an activation returning NaN / infinity (the message names the
         layer); a non-homogeneous activation's signal falling below ~2e-292 (:data:`UNDERFLOW_LOG`).
 
@@ -159,6 +198,12 @@ def simulate_dense(
     -----
     The finite-width networks behind the mean-field recursion of seed 003, eqs. 2.2-2.4 in the
     one-tap (dense) case, and the backward variance of its eq. 2.16.
+
+    The exact sampler (issue 18): with the post-activations ``a`` (fan_in x D) of a network fixed,
+    Gaussian weights make the next pre-activations' rows i.i.d. ``N(0, sigma_w2 a^T a / fan_in +
+    sigma_b2)`` -- the conditional law behind the mean-field recursion (seed 003, eq. 2.2) -- drawn
+    here as ``Z R / sqrt(fan_in)`` with ``a = Q R``; Haar-orthogonal weights map the orthonormal
+    frame Q to a uniformly random D-frame with the same Gram matrix ``R^T R = a^T a``.
 
     Examples
     --------
@@ -183,6 +228,13 @@ def simulate_dense(
     if not isinstance(law, str) or law not in WEIGHT_LAWS:
         raise ValueError(f"law must be one of {WEIGHT_LAWS}, got {law!r}")
     gradients = check_bool(gradients, "gradients")
+    if not isinstance(method, str) or method not in FORWARD_METHODS:
+        raise ValueError(f"method must be one of {FORWARD_METHODS}, got {method!r}")
+    if method == "exact" and (gradients or law not in EXACT_LAWS):
+        raise ValueError(
+            f"method='exact' needs a law in {EXACT_LAWS} and gradients=False (the backward pass needs the "
+            f"weights), got law={law!r}, gradients={gradients}"
+        )
     generator = check_rng(rng)
     d, n_in = x.shape
     check_elements(
@@ -203,9 +255,16 @@ def simulate_dense(
     for layer in range(depth + 1):
         gen = b.generator(seqs[layer])
         fan_in = n_in if layer == 0 else width
-        w = dense_weights(width, fan_in, 1.0, law, gen, batch=n_networks, backend=b)
+        exact = method == "exact" or (
+            method == "auto" and not gradients and law in EXACT_LAWS and EXACT_RATIO * d <= fan_in
+        )
+        if exact:
+            wa = _exact_product(a, width, fan_in, law, gen, b, n_networks)
+        else:
+            w = dense_weights(width, fan_in, 1.0, law, gen, batch=n_networks, backend=b)
+            wa = w @ a
         bias = gen.standard_normal((n_networks, width, 1)) if sigma_b2 > 0 else None
-        u, log_u = combine(xp, w @ a, log_a + log_w, bias, log_b)
+        u, log_u = combine(xp, wa, log_a + log_w, bias, log_b)
         cov_n[:, layer] = xp.swapaxes(u, 1, 2) @ u / width
         logs[:, layer] = 2.0 * log_u
         if gradients:

@@ -1,0 +1,118 @@
+"""First-call (compile) time of every public entry point that reaches Numba, cold and warm cache.
+
+Run ``python benchmarks/bench_cold_start.py [NAME ...]`` (names: the first column below; none = all).
+
+For each entry point three fresh Python processes run the same call:
+
+* **cold**: ``NUMBA_CACHE_DIR`` set to a new empty temporary directory -- the first call compiles
+  every kernel it reaches (what a fresh clone, a CI run or a new user pays);
+* **warm**: a second process on the same (now filled) cache directory -- the kernels are loaded
+  from disk (what every later process pays);
+* the time of a *second* call inside the warm process is printed too (the steady-state cost of
+  the call itself, so ``warm - steady`` is the cache-loading overhead).
+
+Targets (issue 18): cold <= 5 s, warm <= 0.5 s. Compilation is single-threaded, so the process's
+CPU time of the first call (``time.process_time``) is what the call costs on an idle core; the wall
+time is printed beside it, with the machine's 1-minute load average (the benchmarks share 2 cores
+with other jobs; wall times scale with the load).
+``import meanfield`` itself is excluded from every time (it compiles nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+#: name -> (setup, call): the setup runs before the clock starts, the call is timed twice.
+ENTRY_POINTS = {
+    "activation.phi": ("from meanfield.activations import get_activation; a = get_activation('tanh')", "a.phi(x1)"),
+    "gaussian.expectation": ("from meanfield import gaussian", "gaussian.expectation('tanh', 0.7, (1, 1))"),
+    "gaussian.pair_expectation": (
+        "from meanfield import gaussian",
+        "gaussian.pair_expectation('tanh', 0.7, 1.1, 0.3)",
+    ),
+    "gaussian.variance_derivative": ("from meanfield import gaussian", "gaussian.variance_derivative('tanh', 0.7)"),
+    "dense.qmap": ("from meanfield import dense", "dense.qmap(0.7, 'tanh', 1.5, 0.05)"),
+    "dense.cmap": ("from meanfield import dense", "dense.cmap(0.3, 'tanh', 1.5, 0.05)"),
+    "dense.covariance_map": ("from meanfield import dense", "dense.covariance_map(cov, 'tanh', 1.5, 0.05)"),
+    "dense.propagate": ("from meanfield import dense", "dense.propagate(cov, 'tanh', 1.5, 0.05, 5)"),
+    "dense.propagate(erf)": ("from meanfield import dense", "dense.propagate(cov, 'erf', 1.5, 0.05, 5)"),
+    "dense.fixed_point": ("from meanfield import dense", "dense.fixed_point('tanh', 1.5, 0.05)"),
+    "dense.phase_diagram": ("from meanfield import dense", "dense.phase_diagram('tanh', [1.0, 2.0], [0.0, 0.1])"),
+    "dense.critical_sigma_w2": ("from meanfield import dense", "dense.critical_sigma_w2('tanh', 0.05)"),
+    "dense.backward_variance": ("from meanfield import dense", "dense.backward_variance('tanh', 1.5, 0.05, 5, 1.0)"),
+    "conv.propagate": (
+        "from meanfield import conv; import numpy as np; c0 = 0.5 * np.eye(4) + 0.5",
+        "conv.propagate(c0, 'tanh', 1.5, 0.05, np.full(3, 1 / 3), 5)",
+    ),
+    "conv.depth_scales": (
+        "from meanfield import conv; import numpy as np",
+        "conv.depth_scales('tanh', 1.5, 0.05, np.full(3, 1 / 3), (8,))",
+    ),
+    "landscape.binary_landscape": (
+        "from meanfield import landscape as L; t = L.regression_task(rng=0)",
+        "L.binary_landscape('residual', t.inputs, t.targets, n_layers=3)",
+    ),
+    "simulators.empirical_variances": (
+        "from meanfield.validation.simulators import empirical_variances; import numpy as np; "
+        "xs = np.random.default_rng(0).standard_normal((20, 5))",
+        "empirical_variances(xs, 'he', depth=4, width=6, n_networks=3, rng=0)",
+    ),
+}
+
+_TEMPLATE = """
+import json, time
+import numpy as np
+x1 = np.linspace(-2.0, 2.0, 5)
+cov = np.array([[1.0, 0.3, 0.1], [0.3, 0.8, 0.2], [0.1, 0.2, 1.2]])
+{setup}
+c0, t0 = time.process_time(), time.perf_counter()
+{call}
+c1, t1 = time.process_time(), time.perf_counter()
+{call}
+t2 = time.perf_counter()
+print(json.dumps([t1 - t0, t2 - t1, c1 - c0]))
+"""
+
+
+def _run(name: str, cache: str) -> tuple[float, float, float]:
+    setup, call = ENTRY_POINTS[name]
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+    out = subprocess.run(
+        [sys.executable, "-c", _TEMPLATE.format(setup=setup, call=call)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if out.returncode:
+        raise RuntimeError(f"{name} failed:\n{out.stderr[-2000:]}")
+    first, second, cpu = json.loads(out.stdout.strip().splitlines()[-1])
+    return first, second, cpu
+
+
+def main(names: list[str]) -> None:
+    names = names or list(ENTRY_POINTS)
+    unknown = sorted(set(names) - set(ENTRY_POINTS))
+    if unknown:
+        raise SystemExit(f"unknown entry points {unknown}; known: {sorted(ENTRY_POINTS)}")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} (2-core machine shared with other jobs)")
+    print(
+        f"{'entry point':<30s} {'cold wall':>9s} {'cold CPU':>9s} {'warm wall':>9s} {'warm CPU':>9s} {'steady':>9s}"
+        "  (seconds; target cold <= 5, warm <= 0.5, judged on CPU time)"
+    )
+    worst = [0.0, 0.0]
+    for name in names:
+        with tempfile.TemporaryDirectory() as cache:
+            cold, _, cold_cpu = _run(name, cache)
+            warm, steady, warm_cpu = _run(name, cache)
+        worst = [max(worst[0], cold_cpu), max(worst[1], warm_cpu)]
+        flag = "" if cold_cpu <= 5.0 and warm_cpu <= 0.5 else "  <-- over target"
+        print(f"{name:<30s} {cold:9.2f} {cold_cpu:9.2f} {warm:9.3f} {warm_cpu:9.3f} {steady:9.4f}{flag}", flush=True)
+    print(f"worst CPU: cold {worst[0]:.2f} s, warm {worst[1]:.3f} s; load average at end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
