@@ -15,6 +15,7 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``checks``        The argument checks every layer validates its inputs with.
 ``backend``       Array backends (NumPy, CuPy) of the weight samplers and the simulators.
 ``numerics``      Numerical helpers: the one Richardson extrapolation.
+``spectra``       Jacobian singular-value spectra by free probability (Pennington et al.; seed 003).
 
 :class:`Result` is the base class of every result dataclass (frozen, with ``.replace()``).
 """
@@ -40,6 +41,7 @@ _SUBMODULES = {
     "landscape",
     "numerics",
     "symmetry",
+    "spectra",
 }
 
 __all__ = sorted(_SUBMODULES) + ["Result", "__version__"]

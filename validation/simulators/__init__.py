@@ -11,6 +11,8 @@ module                                   simulators                             
 :mod:`~.kurtosis`                        :func:`layer_moments` (:class:`LayerMoments`),           002
                                          :func:`nonzero_fraction`, :func:`empirical_variances`,
                                          :func:`metainit_weights`
+:mod:`~.jacobian`                        :func:`jacobian_singular_values`,                        003
+                                         :func:`conv_jacobian_singular_values`
 :mod:`~.symmetry`                        :class:`ConstNet`, :class:`LeakyNet`, :func:`train`      000
                                          (:class:`TrainingRecord`),
                                          :func:`looks_linear_delta_orthogonal_forward`,
@@ -52,6 +54,12 @@ from ._common import MAX_ELEMENTS, MAX_WORK, UNDERFLOW_LOG, activation_fn
 from .conv import CONV_INITS, ConvSimulation, conv_kernels, simulate_conv
 from .dense import DenseSimulation, simulate_dense
 from .finite_width import PairSimulation, simulate_pair, simulate_squared_norms
+from .jacobian import (
+    JACOBIAN_CONV_KERNELS,
+    JACOBIAN_WEIGHTS,
+    conv_jacobian_singular_values,
+    jacobian_singular_values,
+)
 from .kurtosis import (
     FIG1_INITS,
     INPUT_KINDS,
@@ -81,6 +89,8 @@ __all__ = [
     "FIG1_INITS",
     "INPUT_KINDS",
     "INPUT_MOMENTS",
+    "JACOBIAN_CONV_KERNELS",
+    "JACOBIAN_WEIGHTS",
     "MAX_ELEMENTS",
     "MAX_WORK",
     "METAINIT_CHUNK",
@@ -96,8 +106,10 @@ __all__ = [
     "ReplicatedFeatureResult",
     "TrainingRecord",
     "activation_fn",
+    "conv_jacobian_singular_values",
     "conv_kernels",
     "empirical_variances",
+    "jacobian_singular_values",
     "layer_moments",
     "looks_linear_delta_orthogonal_forward",
     "metainit_weights",
