@@ -417,7 +417,7 @@ def _solve_grid(solver: _Solver, grid_desc, eta, lam_start):
         raise ValueError("the spectrum solver did not converge at the starting point")
     u, m, refs = sol
     prev_log_lam = math.log(lam_start)
-    out = np.empty(grid_desc.size, dtype=complex)
+    out = np.zeros(grid_desc.size, dtype=complex)  # unsolved points (below a stop) stay 0
     for i, lam in enumerate(grid_desc):
         target = math.log(lam)
         # step from prev_log_lam to target, halving on failure
