@@ -15,6 +15,7 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``checks``        The argument checks every layer validates its inputs with.
 ``backend``       Array backends (NumPy, CuPy) of the weight samplers and the simulators.
 ``numerics``      Numerical helpers: the one Richardson extrapolation.
+``ntk``           The neural tangent kernel recursion, fixed points, depth scales.
 ``spectra``       Jacobian singular-value spectra by free probability (Pennington et al.; seed 003).
 
 :class:`Result` is the base class of every result dataclass (frozen, with ``.replace()``).
@@ -42,6 +43,7 @@ _SUBMODULES = {
     "numerics",
     "symmetry",
     "spectra",
+    "ntk",
 }
 
 __all__ = sorted(_SUBMODULES) + ["Result", "__version__"]
