@@ -24,6 +24,16 @@ criticality and like :math:`\chi_1^l` in the chaotic phase. Off the diagonal
 :math:`\Theta_{l+1} = q^*c^* + \chi_{c^*}\Theta_l`, with fixed point :math:`q^*c^*/(1-\chi_{c^*})` and
 depth scale :math:`\xi_{c^*} = -1/\log\chi_{c^*}` (Xiao, Pennington, Schoenholz 2020, Sec. 3).
 
+Periodic CNNs (seed 003). With NTK-parametrised kernels,
+:math:`h^{l+1}_j(\alpha) = \frac{\sigma_w}{\sqrt{c}}\sum_{\beta}\sqrt{v_\beta}\sum_i\omega_{ji}(\beta)\phi(h^l_i(\alpha+\beta)) + \sigma_b\beta_j`,
+the kernel over (input, position) pairs obeys (Arora et al. 2019, Sec. 5 for the uniform case)
+
+.. math:: \Theta^{l+1} = \Sigma^{l+1} + \mathcal{A}_v\star\big(\dot\Sigma^{l+1}\odot\Theta^l\big),
+    \qquad \Sigma^{l+1} = \mathcal{A}_v\star\mathcal{C}(\Sigma^l),
+
+with the covariances over inputs x positions of :func:`meanfield.conv.multi_input_covariance_map`
+(:func:`conv_ntk_map`, :func:`propagate_conv_ntk`).
+
 References
 ----------
 Jacot, Gabriel, Hongler (2018), "Neural tangent kernel: convergence and generalization in neural
@@ -45,7 +55,16 @@ from ._results import Result
 from .activations import get_activation
 from .gaussian import DEFAULT_DEGREE
 
-__all__ = ["NTKFixedPoint", "NTKPropagation", "NTKStep", "ntk_fixed_point", "ntk_map", "propagate_ntk"]
+__all__ = [
+    "NTKFixedPoint",
+    "NTKPropagation",
+    "NTKStep",
+    "conv_ntk_map",
+    "ntk_fixed_point",
+    "ntk_map",
+    "propagate_conv_ntk",
+    "propagate_ntk",
+]
 
 #: Most layers :func:`propagate_ntk` accepts.
 MAX_DEPTH = 100_000
@@ -174,6 +193,103 @@ def propagate_ntk(cov0, activation, sigma_w2, sigma_b2, depth: int, degree=DEFAU
     theta = cov
     for layer in range(depth):
         step = ntk_map(cov, theta, activation, sigma_w2, sigma_b2, degree)
+        cov, theta = step.cov, step.ntk
+        covs[layer + 1], ntks[layer + 1] = cov, theta
+    return NTKPropagation(cov=covs, ntk=ntks)
+
+
+def _check_multi(x, name):
+    arr = np.asarray(x)
+    if arr.ndim < 4 or arr.shape[-4] != arr.shape[-2] or arr.shape[-3] != arr.shape[-1]:
+        raise ValueError(f"{name} must have shape (..., D, P, D, P), got {arr.shape}")
+    d, p = arr.shape[-4], arr.shape[-3]
+    flat = check_covariance(arr.reshape(arr.shape[:-4] + (d * p, d * p)), name, strict=True)
+    return flat.reshape(arr.shape)
+
+
+def conv_ntk_map(cov, ntk, activation, sigma_w2, sigma_b2, v, shape=None, degree=DEFAULT_DEGREE) -> NTKStep:
+    r"""One periodic-CNN layer of the NTK recursion over (input, position) pairs (seed 003 networks).
+
+    Parameters
+    ----------
+    cov, ntk : array_like, shape (..., D, P, D, P)
+        :math:`\Sigma^l` and :math:`\Theta^l` over D inputs and P positions (each symmetric PSD
+        as a ``(D P) x (D P)`` matrix).
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+    v : array_like
+        Variance vector (see :func:`meanfield.conv.average`).
+    shape : int or (int, int), optional
+    degree : int
+
+    Returns
+    -------
+    NTKStep
+        ``cov`` = :math:`\Sigma^{l+1}`, ``ntk`` = :math:`\Theta^{l+1}`, shape (..., D, P, D, P).
+
+    Raises
+    ------
+    ValueError
+        Shapes other than (..., D, P, D, P) or mismatched, matrices not PSD, bad variances or ``v``.
+    TypeError
+        Complex, boolean or non-numeric arguments.
+
+    Notes
+    -----
+    The recursion of the module notes; the derivative kernel is the factor of the backward map of
+    seed 003, eq. 2.15.
+    """
+    from . import conv
+
+    cov = _check_multi(cov, "cov")
+    ntk = _check_multi(ntk, "ntk")
+    if ntk.shape != cov.shape:
+        raise ValueError(f"ntk must have the shape of cov {cov.shape}, got {ntk.shape}")
+    d, p = cov.shape[-4], cov.shape[-3]
+    lead = cov.shape[:-4]
+    nxt = conv.multi_input_covariance_map(cov, activation, sigma_w2, sigma_b2, v, shape, degree)
+    flat = cov.reshape(lead + (d * p, d * p))
+    dot = dense.derivative_covariance_map(flat, activation, sigma_w2, degree).reshape(cov.shape)
+    blocks = np.swapaxes(dot * ntk, -3, -2)  # (..., D, D, P, P)
+    out = nxt + np.swapaxes(conv.average(blocks, v, shape), -3, -2)
+    if not np.all(np.isfinite(out)):
+        raise ValueError("the tangent kernel exceeds the float64 range")
+    return NTKStep(cov=nxt, ntk=out)
+
+
+def propagate_conv_ntk(cov0, activation, sigma_w2, sigma_b2, v, depth: int, shape=None, degree=DEFAULT_DEGREE):
+    r"""The infinite-channel NTK of a periodic CNN over (input, position) pairs through ``depth`` layers.
+
+    Parameters
+    ----------
+    cov0 : array_like, shape (D, P, D, P)
+        First-layer covariance (e.g. :func:`meanfield.conv.multi_input_covariance`); :math:`\Theta^1 = \Sigma^1`.
+    activation, sigma_w2, sigma_b2, v, shape, degree
+        As :func:`conv_ntk_map`.
+    depth : int
+        Layers after the first (0 to :data:`MAX_DEPTH`).
+
+    Returns
+    -------
+    NTKPropagation
+        ``cov`` and ``ntk`` of shape (depth + 1, D, P, D, P). The NTK of a read-out of one channel
+        at position alpha is ``ntk[depth][:, alpha, :, alpha]``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`conv_ntk_map`; ``depth`` out of range.
+    """
+    cov = _check_multi(cov0, "cov0")
+    if cov.ndim != 4:
+        raise ValueError(f"cov0 must have shape (D, P, D, P), got {cov.shape}")
+    depth = check_int(depth, "depth", minimum=0, maximum=MAX_DEPTH)
+    covs = np.empty((depth + 1, *cov.shape))
+    ntks = np.empty_like(covs)
+    covs[0] = ntks[0] = cov
+    theta = cov
+    for layer in range(depth):
+        step = conv_ntk_map(cov, theta, activation, sigma_w2, sigma_b2, v, shape, degree)
         cov, theta = step.cov, step.ntk
         covs[layer + 1], ntks[layer + 1] = cov, theta
     return NTKPropagation(cov=covs, ntk=ntks)

@@ -94,3 +94,50 @@ def test_empirical_ntk_arguments():
         empirical_ntk(np.ones(3), "tanh", 1.0, 0.0, 1, 4, 1)
     a = empirical_ntk(x, "tanh", 1.0, 0.0, 1, 4, 2, rng=7)
     assert np.array_equal(a, empirical_ntk(x, "tanh", 1.0, 0.0, 1, 4, 2, rng=np.random.default_rng(7)))
+
+
+# ---- periodic CNNs --------------------------------------------------------------------------------
+
+CONV_V = [0.25, 0.5, 0.25]
+
+
+def test_conv_ntk_reduces_to_dense_for_one_position_and_matches_by_hand():
+    from meanfield import conv
+
+    x = np.random.default_rng(0).standard_normal((2, 5, 3))
+    cov0 = conv.multi_input_covariance(x, 1.5, 0.05, CONV_V)
+    one = cov0[:, :1, :, :1]
+    a = ntk.propagate_conv_ntk(one, "tanh", 1.5, 0.05, [1.0], 3).ntk[3][:, 0, :, 0]
+    b = ntk.propagate_ntk(one[:, 0, :, 0], "tanh", 1.5, 0.05, 3).ntk[3]
+    assert np.allclose(a, b, rtol=1e-13)
+    # one layer by hand: Theta' = Sigma' + A * (Sigma_dot o Theta)
+    step = ntk.conv_ntk_map(cov0, cov0, "relu", 2.0, 0.1, CONV_V)
+    flat = cov0.reshape(10, 10)
+    dot = dense.derivative_covariance_map(flat, "relu", 2.0).reshape(2, 5, 2, 5)
+    prod = np.swapaxes(dot * cov0, 1, 2)
+    expect = conv.multi_input_covariance_map(cov0, "relu", 2.0, 0.1, CONV_V) + np.swapaxes(
+        conv.average(prod, CONV_V), 1, 2
+    )
+    assert np.allclose(step.ntk, expect, rtol=1e-13)
+
+
+def test_empirical_conv_ntk_mean_matches_theory():
+    from meanfield.validation.simulators import empirical_conv_ntk
+
+    from meanfield import conv
+
+    x = np.random.default_rng(3).standard_normal((2, 6, 3))
+    cov0 = conv.multi_input_covariance(x, 2.0, 0.0, CONV_V)
+    depth, width = 1, 96
+    th = ntk.propagate_conv_ntk(cov0, "relu", 2.0, 0.0, CONV_V, depth).ntk[depth][:, 2, :, 2]
+    emp = empirical_conv_ntk(x, "relu", 2.0, 0.0, CONV_V, depth, width, 80, position=2, rng=4)
+    se = emp.std(axis=0, ddof=1) / math.sqrt(emp.shape[0])
+    # 4.5 standard errors plus the O(1/c) bias bound |Theta| (depth + 1) / c
+    assert np.all(np.abs(emp.mean(axis=0) - th) <= 4.5 * se + np.abs(th) * (depth + 1) / width)
+
+
+def test_conv_ntk_arguments():
+    with pytest.raises(ValueError):
+        ntk.conv_ntk_map(np.eye(4), np.eye(4), "tanh", 1.0, 0.0, CONV_V)
+    with pytest.raises(ValueError):
+        ntk.propagate_conv_ntk(np.ones((1, 3, 1, 3)) * -1.0, "tanh", 1.0, 0.0, CONV_V, 1)

@@ -4,7 +4,10 @@ For tanh at an ordered, a critical and a chaotic point, and relu at its critical
 (q = 1, c = 0.6) go through ``depth`` hidden layers and a scalar read-out; the theory is
 :func:`meanfield.ntk.propagate_ntk` (``ntk[depth]``), the Monte-Carlo the empirical kernels of
 :func:`meanfield.validation.simulators.empirical_ntk` (NumPy back-propagation, checked against
-PyTorch autograd in the tests). Rows: Theta(x1, x1), Theta(x2, x2), Theta(x1, x2).
+PyTorch autograd in the tests). Rows: Theta(x1, x1), Theta(x2, x2), Theta(x1, x2). The same for
+1-D periodic CNNs (tanh and relu, variance vector ``CONV_V``, P = 6 positions, two inputs with 3
+channels, one-channel read-out at position 1): :func:`meanfield.ntk.propagate_conv_ntk` against
+:func:`meanfield.validation.simulators.empirical_conv_ntk`, extrapolated in the channel count.
 
 Tolerance, stated in advance (as :mod:`meanfield.validation.dense`): the empirical NTK is biased by
 O(1/N), so means at widths N and 2N are Richardson-extrapolated (``2 m_2N - m_N``) with their
@@ -14,16 +17,18 @@ standard error over independent networks; the verdict allows ``Z_DEFAULT`` stand
 
 from __future__ import annotations
 
-from meanfield import dense, ntk
+import numpy as np
+
+from meanfield import conv, dense, ntk
 from meanfield.data import gaussian_inputs
 from meanfield.numerics import richardson
 
 from .backend import substream
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
-from .simulators.ntk import empirical_ntk
+from .simulators.ntk import empirical_conv_ntk, empirical_ntk
 
-__all__ = ["POINTS", "run"]
+__all__ = ["CONV_POINTS", "CONV_V", "POINTS", "run"]
 
 #: (activation, phase) -> (sigma_w2, sigma_b2); None: the critical sigma_w2 at that sigma_b2.
 POINTS = {
@@ -32,6 +37,26 @@ POINTS = {
     ("tanh", "chaotic"): (2.5, 0.05),
     ("relu", "critical"): (2.0, 0.0),
 }
+#: CNN rows: (activation, sigma_w2, sigma_b2) and the variance vector.
+CONV_POINTS = (("tanh", 1.5, 0.05), ("relu", 2.0, 0.0))
+CONV_V = (0.25, 0.5, 0.25)
+
+
+def _rows(label, theory, sims, width):
+    rows = []
+    for a, b in ((0, 0), (1, 1), (0, 1)):
+        (m1, s1), (m2, s2) = (mean_and_stderr(s[:, a, b]) for s in sims)
+        est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
+        rows.append(
+            Comparison(
+                f"{label}: Theta(x{a + 1}, x{b + 1})",
+                float(theory[a, b]),
+                float(est.value),
+                float(est.stderr),
+                systematic=EXTRAPOLATION_BIAS(theory[a, b], width),
+            )
+        )
+    return rows
 
 
 def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
@@ -55,18 +80,17 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
             for j, n in enumerate((width, 2 * width))
         ]
         label = f"{name} {phase} (sw2={sw:.4g}, sb2={sb:g}), L={depth}"
-        for a, b in ((0, 0), (1, 1), (0, 1)):
-            (m1, s1), (m2, s2) = (mean_and_stderr(s[:, a, b]) for s in sims)
-            est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
-            rows.append(
-                Comparison(
-                    f"{label}: Theta(x{a + 1}, x{b + 1})",
-                    float(theory[a, b]),
-                    float(est.value),
-                    float(est.stderr),
-                    systematic=EXTRAPOLATION_BIAS(theory[a, b], width),
-                )
-            )
+        rows += _rows(label, theory, sims, width)
+    xc = np.random.default_rng(substream(seed, 2)).standard_normal((2, 6, 3))
+    channels = 128 if full else 48
+    for k, (name, sw, sb) in enumerate(CONV_POINTS):
+        cov0 = conv.multi_input_covariance(xc, sw, sb, CONV_V)
+        theory = ntk.propagate_conv_ntk(cov0, name, sw, sb, CONV_V, 2).ntk[2][:, 1, :, 1]
+        sims = [
+            empirical_conv_ntk(xc, name, sw, sb, CONV_V, 2, c, n_networks, position=1, rng=substream(seed, 3, k, j))
+            for j, c in enumerate((channels, 2 * channels))
+        ]
+        rows += _rows(f"CNN {name} (sw2={sw:g}, sb2={sb:g}, v={CONV_V}), L=2", theory, sims, channels)
     return rows
 
 

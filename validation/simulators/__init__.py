@@ -13,7 +13,7 @@ module                                   simulators                             
                                          :func:`metainit_weights`
 :mod:`~.jacobian`                        :func:`jacobian_singular_values`,                        003
                                          :func:`conv_jacobian_singular_values`
-:mod:`~.ntk`                             :func:`empirical_ntk`                                    --
+:mod:`~.ntk`                             :func:`empirical_ntk`, :func:`empirical_conv_ntk`        003
 :mod:`~.symmetry`                        :class:`ConstNet`, :class:`LeakyNet`, :func:`train`      000
                                          (:class:`TrainingRecord`),
                                          :func:`looks_linear_delta_orthogonal_forward`,
@@ -73,7 +73,7 @@ from .kurtosis import (
     metainit_weights,
     nonzero_fraction,
 )
-from .ntk import NTK_METHODS, empirical_ntk
+from .ntk import NTK_METHODS, empirical_conv_ntk, empirical_ntk
 from .symmetry import (
     ConstNet,
     LeakyNet,
@@ -111,6 +111,7 @@ __all__ = [
     "activation_fn",
     "conv_jacobian_singular_values",
     "conv_kernels",
+    "empirical_conv_ntk",
     "empirical_ntk",
     "empirical_variances",
     "jacobian_singular_values",

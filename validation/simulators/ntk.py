@@ -23,12 +23,13 @@ import math
 import numpy as np
 
 from meanfield.activations import get_activation
-from meanfield.checks import as_float_array, check_int, check_rng
+from meanfield.checks import as_float_array, check_int, check_probability_vector, check_rng
 from meanfield.checks import check_variance as _variance
+from meanfield.init import periodic_conv, periodic_conv_transpose
 
 from ._common import activation_fn, check_work
 
-__all__ = ["NTK_METHODS", "empirical_ntk"]
+__all__ = ["NTK_METHODS", "empirical_conv_ntk", "empirical_ntk"]
 
 #: Differentiation methods of :func:`empirical_ntk`.
 NTK_METHODS = ("auto", "numpy", "torch")
@@ -166,6 +167,101 @@ def empirical_ntk(
             out[k] = _numpy_ntk(x, params, phi, dphi, sw, sb)
         else:
             out[k] = _torch_ntk(x, params, act.name, act, sw, sb)
+    if not np.all(np.isfinite(out)):
+        raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
+    return out
+
+
+def empirical_conv_ntk(
+    x,
+    activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v,
+    depth: int,
+    width: int,
+    n_networks: int,
+    *,
+    position: int = 0,
+    rng=None,
+) -> np.ndarray:
+    r"""Empirical NTKs of random 1-D periodic CNNs in the NTK parametrisation (seed 003 networks).
+
+    The kernel of layer l + 1 is :math:`\sigma_w\sqrt{v_\beta}\,\omega(\beta)/\sqrt{c_l}`, standard
+    normal :math:`\omega`; ``depth`` hidden convolutional layers of ``width`` channels and a
+    one-channel convolutional read-out; the output is that channel at ``position``. Gradients by
+    back-propagation (:func:`meanfield.init.periodic_conv_transpose`).
+
+    Parameters
+    ----------
+    x : array_like, shape (D, P, c0)
+        Inputs.
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+    v : array_like, shape (2k + 1,)
+        Variance vector.
+    depth, width, n_networks : int
+    position : int
+        Output position (0 to P - 1).
+    rng : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    ndarray, shape (n_networks, D, D)
+        :func:`meanfield.ntk.propagate_conv_ntk` ``(...).ntk[depth][:, position, :, position]`` is the
+        infinite-channel limit.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad shapes, sizes, variances or ``v``.
+    """
+    x = as_float_array(x, "x")
+    if x.ndim != 3 or min(x.shape) < 1:
+        raise ValueError(f"x must have shape (D, P, c0), got {x.shape}")
+    v = check_probability_vector(v, "v")
+    if v.ndim != 1 or v.size % 2 == 0 or v.size > x.shape[1]:
+        raise ValueError(f"v must be 1-D of odd length <= P, got shape {v.shape}")
+    act = get_activation(activation)
+    sw = math.sqrt(_variance(sigma_w2, "sigma_w2"))
+    sb = math.sqrt(_variance(sigma_b2, "sigma_b2"))
+    depth = check_int(depth, "depth", minimum=0, maximum=100)
+    width = check_int(width, "width", minimum=1, maximum=4096)
+    n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
+    d, p, c0 = x.shape
+    position = check_int(position, "position", minimum=0, maximum=p - 1)
+    check_work(n_networks * (depth + 1) * 4 * d * p * v.size * max(width, c0) * width, "empirical_conv_ntk")
+    phi, dphi = activation_fn(act)
+    k = v.size
+    offsets = np.arange(k) - k // 2
+    out = np.empty((n_networks, d, d))
+    for net, g in enumerate(check_rng(rng).spawn(n_networks)):
+        sizes = [c0] + [width] * depth + [1]
+        kernels, biases = [], []
+        for i in range(depth + 1):
+            om = g.standard_normal((k, sizes[i + 1], sizes[i]))
+            kernels.append(sw * np.sqrt(v)[:, None, None] * om / math.sqrt(sizes[i]))
+            biases.append(g.standard_normal(sizes[i + 1]))
+        us, hs = [x], []
+        for i in range(depth + 1):
+            h = periodic_conv(us[-1], kernels[i], 1) + sb * biases[i]
+            hs.append(h)
+            if i < depth:
+                us.append(phi(h))
+        delta = np.zeros_like(hs[-1])
+        delta[:, position, 0] = 1.0
+        theta = np.zeros((d, d))
+        for i in range(depth, -1, -1):
+            u = us[i]
+            scale = sw * sw * v / sizes[i]
+            for t, beta in enumerate(offsets):
+                grad = np.einsum("api,apj->aij", delta, np.roll(u, -beta, axis=1))  # (D, c_out, c_in)
+                theta += scale[t] * np.einsum("aij,bij->ab", grad, grad)
+            ssum = delta.sum(axis=1)  # (D, c_out)
+            theta += sb * sb * ssum @ ssum.T
+            if i:
+                delta = dphi(hs[i - 1]) * periodic_conv_transpose(delta, kernels[i], 1)
+        out[net] = theta
     if not np.all(np.isfinite(out)):
         raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
     return out
