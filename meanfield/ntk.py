@@ -59,6 +59,7 @@ __all__ = [
     "NTKFixedPoint",
     "NTKPropagation",
     "NTKStep",
+    "constnet_ntk",
     "conv_ntk_map",
     "ntk_fixed_point",
     "ntk_map",
@@ -381,3 +382,78 @@ def ntk_fixed_point(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> NT
         chi_1=chi1,
         chi_c=chic,
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# ConstNet (seed 000, App. D).
+
+
+def constnet_ntk(
+    x,
+    widths=(4, 8, 16),
+    n_input: int = 3,
+    n_classes: int = 10,
+    stride: int = 2,
+) -> np.ndarray:
+    r"""The NTK of a ConstNet at initialisation: the kernel of a linear model (seed 000, App. D).
+
+    With the head initialised to zero every back-propagated signal :math:`\beta^{(\ell)}` vanishes,
+    so only the head and its bias contribute:
+
+    .. math:: \Theta_{ij}(x, x') = \delta_{ij}\big(\langle\bar a(x), \bar a(x')\rangle + 1\big),
+
+    :math:`\bar a` the spatially pooled last features. At initialisation (App. C) they are the
+    first layer's features at the positions kept by the ``len(widths) - 1`` strided widening blocks,
+    equal in every channel: :math:`\bar a_c(x) = m(x)`, the mean over the kept positions of
+    :math:`\frac{1}{n_{in}}\sum_j x_{\gamma j}` (the library's first layer averages the input
+    channels, :func:`meanfield.init.constnet`; the paper's App. D writes the sum, a factor
+    :math:`n_{in}`). Hence :math:`\Theta_{ij} = \delta_{ij}(n_{last}\,m(x)m(x') + 1)`: a linear
+    model's kernel, independent of the number of ConstNet blocks and of the kernel size.
+
+    Parameters
+    ----------
+    x : array_like, shape (D, *spatial, n_input)
+        D inputs, 1-D or 2-D spatial, channels last.
+    widths : sequence of int
+        Stage widths (each >= 1); the last is :math:`n_{last}`.
+    n_input : int
+        Input channels (must match ``x``).
+    n_classes : int
+        Outputs (>= 1).
+    stride : int
+        Stride of the widening blocks (>= 1).
+
+    Returns
+    -------
+    ndarray, shape (D, D, n_classes, n_classes)
+        :math:`\Theta_{ij}(x_a, x_b)` at ``[a, b, i, j]``.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not match, sizes out of range, non-finite inputs.
+    TypeError
+        Complex, boolean or non-numeric inputs.
+
+    Notes
+    -----
+    Seed 000, App. C (the features through narrowing layers) and App. D (the NTK); checked against
+    the empirical NTK of :class:`meanfield.validation.simulators.ConstNet` (all parameters, by
+    back-propagation) in :mod:`meanfield.validation.ntk`.
+    """
+    from ._checks import as_real_array
+
+    x = as_real_array(x, "x")
+    if x.ndim not in (3, 4) or x.shape[-1] != check_int(n_input, "n_input", minimum=1) or min(x.shape) < 1:
+        raise ValueError(f"x must have shape (D, *spatial, n_input) with 1 or 2 spatial axes, got {x.shape}")
+    if not isinstance(widths, (tuple, list, np.ndarray)) or len(widths) < 1:
+        raise ValueError(f"widths must be a non-empty sequence of ints, got {widths!r}")
+    widths = [check_int(w, "widths", minimum=1) for w in widths]
+    n_classes = check_int(n_classes, "n_classes", minimum=1)
+    stride = check_int(stride, "stride", minimum=1)
+    sd = x.ndim - 2
+    a0 = x.mean(axis=-1)  # first layer: delta kernel averaging the input channels
+    keep = (slice(None),) + (slice(None, None, stride ** (len(widths) - 1)),) * sd
+    m = a0[keep].reshape(x.shape[0], -1).mean(axis=1)
+    gram = widths[-1] * np.outer(m, m) + 1.0
+    return gram[:, :, None, None] * np.eye(n_classes)

@@ -141,3 +141,21 @@ def test_conv_ntk_arguments():
         ntk.conv_ntk_map(np.eye(4), np.eye(4), "tanh", 1.0, 0.0, CONV_V)
     with pytest.raises(ValueError):
         ntk.propagate_conv_ntk(np.ones((1, 3, 1, 3)) * -1.0, "tanh", 1.0, 0.0, CONV_V, 1)
+
+
+def test_constnet_ntk_is_a_linear_models_kernel_and_matches_backprop():
+    from meanfield.validation.ntk import _constnet_empirical
+
+    x = np.random.default_rng(5).standard_normal((3, 8, 8, 3))
+    th = ntk.constnet_ntk(x, (4, 8), 3, 4, 2)
+    emp = _constnet_empirical(x, (4, 8), 4)
+    assert np.allclose(emp, th, rtol=0, atol=1e-12 * np.abs(th).max())
+    # linear in each input (plus the bias's 1): Theta - 1 is bilinear
+    y = np.random.default_rng(6).standard_normal((1, 8, 8, 3))
+    lin = ntk.constnet_ntk(np.concatenate([x[:1], y, x[:1] + 2 * y]), (4, 8), 3, 1, 2)[..., 0, 0] - 1
+    assert lin[0, 2] == pytest.approx(lin[0, 0] + 2 * lin[0, 1], rel=1e-12)
+    assert np.all(th[:, :, 0, 1] == 0)
+    with pytest.raises(ValueError):
+        ntk.constnet_ntk(x, (4, 8), 2, 4, 2)  # n_input does not match x
+    with pytest.raises(TypeError):
+        ntk.constnet_ntk(x.astype(complex), (4, 8), 3, 4, 2)

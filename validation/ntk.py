@@ -9,6 +9,11 @@ PyTorch autograd in the tests). Rows: Theta(x1, x1), Theta(x2, x2), Theta(x1, x2
 channels, one-channel read-out at position 1): :func:`meanfield.ntk.propagate_conv_ntk` against
 :func:`meanfield.validation.simulators.empirical_conv_ntk`, extrapolated in the channel count.
 
+ConstNet (seed 000, App. D): :func:`meanfield.ntk.constnet_ntk` (a linear model's kernel) against
+the empirical NTK over every parameter of :class:`meanfield.validation.simulators.ConstNet` at its
+deterministic initialisation (per-example back-propagation); no sampling, so the standard error is
+0 and the tolerance the rounding bound :data:`CONSTNET_RTOL` times the kernel's scale.
+
 Tolerance, stated in advance (as :mod:`meanfield.validation.dense`): the empirical NTK is biased by
 O(1/N), so means at widths N and 2N are Richardson-extrapolated (``2 m_2N - m_N``) with their
 standard error over independent networks; the verdict allows ``Z_DEFAULT`` standard errors plus
@@ -28,7 +33,7 @@ from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
 from .simulators.ntk import empirical_conv_ntk, empirical_ntk
 
-__all__ = ["CONV_POINTS", "CONV_V", "POINTS", "run"]
+__all__ = ["CONSTNET_RTOL", "CONV_POINTS", "CONV_V", "POINTS", "run"]
 
 #: (activation, phase) -> (sigma_w2, sigma_b2); None: the critical sigma_w2 at that sigma_b2.
 POINTS = {
@@ -40,6 +45,26 @@ POINTS = {
 #: CNN rows: (activation, sigma_w2, sigma_b2) and the variance vector.
 CONV_POINTS = (("tanh", 1.5, 0.05), ("relu", 2.0, 0.0))
 CONV_V = (0.25, 0.5, 0.25)
+#: Rounding tolerance (relative) of the deterministic ConstNet rows: sums of ~1e3 products of
+#: O(1) numbers in float64.
+CONSTNET_RTOL = 1e-12
+
+
+def _constnet_empirical(x, widths, n_classes):
+    """Empirical NTK (D, D, n_classes, n_classes) of the initial ConstNet, all parameters."""
+    from .simulators import ConstNet
+
+    net = ConstNet.initial(widths=widths, blocks_per_stage=2, n_input=x.shape[-1], n_classes=n_classes)
+    grads = []
+    for a in range(x.shape[0]):
+        for k in range(n_classes):
+            net.forward(x[a : a + 1])
+            up = np.zeros((1, n_classes))
+            up[0, k] = 1.0
+            g = net.backward(up)
+            grads.append(np.concatenate([np.ravel(g[key]) for key in sorted(g)]))
+    jac = np.array(grads).reshape(x.shape[0], n_classes, -1)
+    return np.einsum("aip,bjp->abij", jac, jac)
 
 
 def _rows(label, theory, sims, width):
@@ -91,6 +116,26 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
             for j, c in enumerate((channels, 2 * channels))
         ]
         rows += _rows(f"CNN {name} (sw2={sw:g}, sb2={sb:g}, v={CONV_V}), L=2", theory, sims, channels)
+    widths, n_classes = (4, 8, 16), 3
+    xs = np.random.default_rng(substream(seed, 4)).standard_normal((2, 8, 8, 3))
+    th = ntk.constnet_ntk(xs, widths, 3, n_classes, 2)
+    emp = _constnet_empirical(xs, widths, n_classes)
+    scale = float(np.max(np.abs(th)))
+    for (a, b, i, j), what in (
+        ((0, 0, 0, 0), "Theta_00(x1, x1)"),
+        ((0, 1, 0, 0), "Theta_00(x1, x2)"),
+        ((0, 1, 0, 1), "Theta_01(x1, x2) (other class: 0)"),
+    ):
+        rows.append(
+            Comparison(
+                f"ConstNet {widths} (seed 000 App. D, linear-model kernel): {what}",
+                float(th[a, b, i, j]),
+                float(emp[a, b, i, j]),
+                0.0,
+                systematic=CONSTNET_RTOL * scale,
+                note="deterministic initialisation: rounding tolerance only",
+            )
+        )
     return rows
 
 
