@@ -144,11 +144,11 @@ def test_conv_ntk_arguments():
 
 
 def test_constnet_ntk_is_a_linear_models_kernel_and_matches_backprop():
-    from meanfield.validation.ntk import _constnet_empirical
+    from meanfield.validation.ntk import constnet_empirical_ntk
 
     x = np.random.default_rng(5).standard_normal((3, 8, 8, 3))
     th = ntk.constnet_ntk(x, (4, 8), 3, 4, 2)
-    emp = _constnet_empirical(x, (4, 8), 4)
+    emp = constnet_empirical_ntk(x, (4, 8), 4)
     assert np.allclose(emp, th, rtol=0, atol=1e-12 * np.abs(th).max())
     # linear in each input (plus the bias's 1): Theta - 1 is bilinear
     y = np.random.default_rng(6).standard_normal((1, 8, 8, 3))

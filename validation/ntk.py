@@ -33,7 +33,7 @@ from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
 from .simulators.ntk import empirical_conv_ntk, empirical_ntk
 
-__all__ = ["CONSTNET_RTOL", "CONV_POINTS", "CONV_V", "POINTS", "run"]
+__all__ = ["CONSTNET_RTOL", "CONV_POINTS", "CONV_V", "POINTS", "constnet_empirical_ntk", "run"]
 
 #: (activation, phase) -> (sigma_w2, sigma_b2); None: the critical sigma_w2 at that sigma_b2.
 POINTS = {
@@ -50,8 +50,19 @@ CONV_V = (0.25, 0.5, 0.25)
 CONSTNET_RTOL = 1e-12
 
 
-def _constnet_empirical(x, widths, n_classes):
-    """Empirical NTK (D, D, n_classes, n_classes) of the initial ConstNet, all parameters."""
+def constnet_empirical_ntk(x, widths, n_classes):
+    """Empirical NTK of the initial ConstNet over every parameter (per-example back-propagation).
+
+    Parameters
+    ----------
+    x : ndarray, shape (D, *spatial, n_input)
+    widths : sequence of int
+    n_classes : int
+
+    Returns
+    -------
+    ndarray, shape (D, D, n_classes, n_classes)
+    """
     from .simulators import ConstNet
 
     net = ConstNet.initial(widths=widths, blocks_per_stage=2, n_input=x.shape[-1], n_classes=n_classes)
@@ -119,7 +130,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     widths, n_classes = (4, 8, 16), 3
     xs = np.random.default_rng(substream(seed, 4)).standard_normal((2, 8, 8, 3))
     th = ntk.constnet_ntk(xs, widths, 3, n_classes, 2)
-    emp = _constnet_empirical(xs, widths, n_classes)
+    emp = constnet_empirical_ntk(xs, widths, n_classes)
     scale = float(np.max(np.abs(th)))
     for (a, b, i, j), what in (
         ((0, 0, 0, 0), "Theta_00(x1, x1)"),
