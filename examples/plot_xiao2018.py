@@ -56,3 +56,7 @@ show(xiao2018.fig_s3)
 # %%
 # ``xiao2018.fig_s4`` (Fig. S4): Absolute Fourier amplitudes of the first cyclic diagonal of eps^l through random erf CNNs (Sec. F).
 show(xiao2018.fig_s4)
+
+# %%
+# ``xiao2018.fig_spectra`` (Sec. 2.2.1): Jacobian spectra of critical tanh networks, orthogonal vs Gaussian weights at depths 2^k.
+show(xiao2018.fig_spectra)
