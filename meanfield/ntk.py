@@ -412,7 +412,7 @@ def constnet_ntk(
 
     Parameters
     ----------
-    x : array_like, shape (D, *spatial, n_input)
+    x : array_like, shape ``(D, *spatial, n_input)``
         D inputs, 1-D or 2-D spatial, channels last.
     widths : sequence of int
         Stage widths (each >= 1); the last is :math:`n_{last}`.

@@ -88,6 +88,13 @@ API_MODULES = [
     "meanfield.figures.grzejdziak2023",
     "meanfield.figures.blumenfeld2020",
     "meanfield.figures.orhan2017",
+    "meanfield.spectra",
+    "meanfield.ntk",
+    "meanfield.validation.simulators.jacobian",
+    "meanfield.validation.simulators.ntk",
+    "meanfield.validation.spectra",
+    "meanfield.validation.ntk",
+    "meanfield.validation.conv_inputs",
 ]
 
 # Docstrings with RST errors in files being rewritten by other engineers; they are left out of

@@ -55,7 +55,7 @@ def constnet_empirical_ntk(x, widths, n_classes):
 
     Parameters
     ----------
-    x : ndarray, shape (D, *spatial, n_input)
+    x : ndarray, shape ``(D, *spatial, n_input)``
     widths : sequence of int
     n_classes : int
 
