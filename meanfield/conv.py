@@ -54,6 +54,7 @@ from ._checks import (
     check_probability_vector,
     check_scalar,
 )
+from ._results import Result
 from .activations import get_activation
 from .gaussian import DEFAULT_DEGREE, kernel_rule, pair_expectation
 
@@ -1000,7 +1001,7 @@ def multi_input_covariance(x, sigma_w2, sigma_b2, v, shape=None) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class CMapEigenbasis:
+class CMapEigenbasis(Result):
     r"""Eigenbases of the Jacobian J of the C-map at the fixed point :math:`\Sigma^*` (Lemma B.2, Thm. B.1).
 
     Attributes
@@ -1028,9 +1029,6 @@ class CMapEigenbasis:
     kappa: float
     q_star: float
     c_star: float
-
-    def replace(self, **changes) -> CMapEigenbasis:
-        return replace(self, **changes)
 
 
 def cmap_jacobian(u, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> np.ndarray:
