@@ -76,3 +76,7 @@ show(xiao2018.fig_5)
 # %%
 # ``xiao2018.fig_4a`` (Fig. 4a, trained networks): Test accuracy against depth of critical Gaussian tanh CNNs with variance vectors GS0 ... GS4.
 show(xiao2018.fig_4a)
+
+# %%
+# ``xiao2018.fig_spectra`` (Sec. 2.2.1): Jacobian spectra of critical tanh networks, orthogonal vs Gaussian weights at depths 2^k.
+show(xiao2018.fig_spectra)

@@ -892,3 +892,99 @@ def fig_4a(out_dir, *, size, backend, seed):
 
 FIGURES.update({"fig_2": fig_2, "fig_1": fig_1, "fig_3": fig_3, "fig_5": fig_5, "fig_4a": fig_4a})
 __all__ += ["fig_1", "fig_2", "fig_3", "fig_4a", "fig_5"]
+
+
+#: Bias variance of the Jacobian-spectrum figure (tanh on the critical line: q* = 0.046).
+SPECTRA_SIGMA_B2 = 1e-4
+
+
+@figure(paper=PAPER, figure="not in the paper (Sec. 2.2.1; Pennington et al. 2017 style)", honours_backend=False)
+def fig_spectra(out_dir, *, size, backend, seed):
+    """Jacobian singular-value spectra of critical tanh networks: orthogonal vs Gaussian weights at depths 2^k.
+
+    Notes
+    -----
+    Seed 003, Sec. 2.2.1 (after Pennington et al. 2017, Fig. 1): the density of the squared singular
+    values lambda of the input-output Jacobian, per decade of lambda, from
+    :func:`meanfield.spectra.jacobian_spectrum` (free probability), over histograms of the
+    eigenvalues of J J^T of finite networks started at the fixed point
+    (:func:`meanfield.validation.simulators.jacobian_singular_values`). Orthogonal weights keep the
+    spectrum concentrated around chi_1^L = 1 as depth grows (dynamical isometry), Gaussian weights
+    spread it over many decades although its mean stays 1. Simulation on the CPU (NumPy SVDs).
+    """
+    from meanfield.validation.simulators import jacobian_singular_values
+
+    from meanfield import spectra
+
+    sb = SPECTRA_SIGMA_B2
+    sw = float(dense.critical_sigma_w2("tanh", sb))
+    depths = by_size(size, smoke=(1, 4), default=(1, 4, 16, 64), full=(1, 4, 16, 64, 256))
+    width = by_size(size, smoke=32, default=200, full=400)
+    n_networks = by_size(size, smoke=2, default=8, full=20)
+    n_points = by_size(size, smoke=240, default=1000, full=2000)
+    n_atoms = by_size(size, smoke=800, default=3000, full=6000)
+    laws = ("orthogonal", "gaussian")
+    rngs = streams(seed, len(laws) * len(depths))
+    fig, axs = plt.subplots(1, 2, figsize=(9.5, 4.0), layout="constrained", sharey=True)
+    bins = np.linspace(-8, 3, 111)
+    data: dict = {"depths": np.array(depths), "log10_bins": bins}
+    cases = [(law, d) for law in laws for d in depths]
+    for k, (law, depth) in enumerate(progress(cases, desc="fig_spectra")):
+        ax = axs[laws.index(law)]
+        col = colors(len(depths))[depths.index(depth)]
+        s = spectra.jacobian_spectrum("tanh", sw, sb, depth, law, n_points=n_points, n_atoms=n_atoms)
+        per_decade = np.log(10.0) * s.squared_singular_values * s.density
+        ev = jacobian_singular_values("tanh", sw, sb, depth, width, n_networks, law, rng=rngs[k])
+        logs = np.log10(np.clip(ev.ravel(), 1e-300, None))
+        hist, _ = np.histogram(logs, bins=bins)
+        hist = hist / (logs.size * np.diff(bins))
+        ax.stairs(hist, bins, color=col, alpha=0.55, fill=True)
+        ax.plot(np.log10(s.squared_singular_values), per_decade, color=col, lw=1.4, label=f"L = {depth}")
+        data[f"{law}_L{depth}_log10_lambda"] = np.log10(s.squared_singular_values)
+        data[f"{law}_L{depth}_theory_per_decade"] = per_decade
+        data[f"{law}_L{depth}_mc_per_decade"] = hist
+        data[f"{law}_L{depth}_theory_mass_on_grid"] = s.mass
+    for ax, law in zip(axs, laws):
+        ax.set_title(f"{law} weights", fontsize=9)
+        ax.set_xlabel(r"$\log_{10}\lambda$ ($\lambda$ = squared singular value of $J$)")
+        ax.legend(fontsize=7, title="theory (lines), simulation (shaded)", title_fontsize=7)
+        ax.set_xlim(bins[0], bins[-1])
+    for ax in axs:
+        ax.set_ylabel(r"density per decade of $\lambda$")
+    title(
+        fig,
+        PAPER,
+        "Sec. 2.2.1",
+        "Jacobian spectra, free probability vs simulation (orthogonal: dynamical isometry)",
+        f"tanh, sigma_w2 = {sw:.5g} (critical), sigma_b2 = {sb:g}, q* = "
+        f"{dense.fixed_point('tanh', sw, sb).q_star:.3g}; width {width}, {n_networks} networks per curve",
+    )
+    params = {
+        "activation": "tanh",
+        "sigma_w2": sw,
+        "sigma_b2": sb,
+        "depths": list(depths),
+        "width": width,
+        "n_networks": n_networks,
+        "n_points": n_points,
+        "n_atoms": n_atoms,
+    }
+    axes = {}
+    units = {k: "probability per decade of lambda" for k in data if k.endswith("per_decade")}
+    return _save(
+        fig_spectra,
+        fig,
+        out_dir,
+        "xiao2018_fig_spectra",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        axes=axes,
+        units=units,
+    )
+
+
+FIGURES["fig_spectra"] = fig_spectra
+__all__ += ["fig_spectra"]

@@ -16,6 +16,8 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``backend``       Array backends (NumPy, CuPy) of the weight samplers and the simulators.
 ``numerics``      Numerical helpers: the one Richardson extrapolation.
 ``parallel``      One execution layer: chunks in-process, on local processes or on a Dask cluster.
+``ntk``           The neural tangent kernel recursion, fixed points, depth scales.
+``spectra``       Jacobian singular-value spectra by free probability (Pennington et al.; seed 003).
 
 :class:`Result` is the base class of every result dataclass (frozen, with ``.replace()``).
 """
@@ -42,6 +44,8 @@ _SUBMODULES = {
     "numerics",
     "symmetry",
     "parallel",
+    "spectra",
+    "ntk",
 }
 
 __all__ = sorted(_SUBMODULES) + ["Result", "__version__"]

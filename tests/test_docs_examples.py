@@ -97,6 +97,13 @@ API_MODULES = [
         if importlib.util.find_spec("torch") is not None
         else []
     ),
+    "meanfield.spectra",
+    "meanfield.ntk",
+    "meanfield.validation.simulators.jacobian",
+    "meanfield.validation.simulators.ntk",
+    "meanfield.validation.spectra",
+    "meanfield.validation.ntk",
+    "meanfield.validation.conv_inputs",
 ]
 
 # Docstrings with RST errors in files being rewritten by other engineers; they are left out of

@@ -11,6 +11,9 @@ module                                                 simulators               
 :mod:`~meanfield.validation.simulators.kurtosis`       :func:`layer_moments` (:class:`LayerMoments`),          002
                                                        :func:`nonzero_fraction`, :func:`empirical_variances`,
                                                        :func:`metainit_weights`
+:mod:`~meanfield.validation.simulators.jacobian`       :func:`jacobian_singular_values`,                       003
+                                                       :func:`conv_jacobian_singular_values`
+:mod:`~meanfield.validation.simulators.ntk`            :func:`empirical_ntk`, :func:`empirical_conv_ntk`       003
 :mod:`~meanfield.validation.simulators.symmetry`       :class:`ConstNet`, :class:`LeakyNet`, :func:`train`     000
                                                        (:class:`TrainingRecord`),
                                                        :func:`looks_linear_delta_orthogonal_forward`,
@@ -52,6 +55,12 @@ from ._common import MAX_ELEMENTS, MAX_WORK, UNDERFLOW_LOG, activation_fn
 from .conv import CONV_INITS, ConvSimulation, conv_kernels, simulate_conv
 from .dense import EXACT_LAWS, FORWARD_METHODS, DenseSimulation, simulate_dense
 from .finite_width import PairSimulation, simulate_pair, simulate_squared_norms
+from .jacobian import (
+    JACOBIAN_CONV_KERNELS,
+    JACOBIAN_WEIGHTS,
+    conv_jacobian_singular_values,
+    jacobian_singular_values,
+)
 from .kurtosis import (
     FIG1_INITS,
     INPUT_KINDS,
@@ -64,6 +73,7 @@ from .kurtosis import (
     metainit_weights,
     nonzero_fraction,
 )
+from .ntk import NTK_METHODS, empirical_conv_ntk, empirical_ntk
 from .symmetry import (
     ConstNet,
     LeakyNet,
@@ -83,9 +93,12 @@ __all__ = [
     "FORWARD_METHODS",
     "INPUT_KINDS",
     "INPUT_MOMENTS",
+    "JACOBIAN_CONV_KERNELS",
+    "JACOBIAN_WEIGHTS",
     "MAX_ELEMENTS",
     "MAX_WORK",
     "METAINIT_CHUNK",
+    "NTK_METHODS",
     "RENORM_EVERY",
     "UNDERFLOW_LOG",
     "ConstNet",
@@ -98,8 +111,12 @@ __all__ = [
     "ReplicatedFeatureResult",
     "TrainingRecord",
     "activation_fn",
+    "conv_jacobian_singular_values",
     "conv_kernels",
+    "empirical_conv_ntk",
+    "empirical_ntk",
     "empirical_variances",
+    "jacobian_singular_values",
     "layer_moments",
     "looks_linear_delta_orthogonal_forward",
     "metainit_weights",

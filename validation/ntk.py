@@ -1,0 +1,154 @@
+"""Neural tangent kernels: the infinite-width recursion against empirical NTKs of finite networks.
+
+For tanh at an ordered, a critical and a chaotic point, and relu at its critical point, two inputs
+(q = 1, c = 0.6) go through ``depth`` hidden layers and a scalar read-out; the theory is
+:func:`meanfield.ntk.propagate_ntk` (``ntk[depth]``), the Monte-Carlo the empirical kernels of
+:func:`meanfield.validation.simulators.empirical_ntk` (NumPy back-propagation, checked against
+PyTorch autograd in the tests). Rows: Theta(x1, x1), Theta(x2, x2), Theta(x1, x2). The same for
+1-D periodic CNNs (tanh and relu, variance vector ``CONV_V``, P = 6 positions, two inputs with 3
+channels, one-channel read-out at position 1): :func:`meanfield.ntk.propagate_conv_ntk` against
+:func:`meanfield.validation.simulators.empirical_conv_ntk`, extrapolated in the channel count.
+
+ConstNet (seed 000, App. D): :func:`meanfield.ntk.constnet_ntk` (a linear model's kernel) against
+the empirical NTK over every parameter of :class:`meanfield.validation.simulators.ConstNet` at its
+deterministic initialisation (per-example back-propagation); no sampling, so the standard error is
+0 and the tolerance the rounding bound :data:`CONSTNET_RTOL` times the kernel's scale.
+
+Tolerance, stated in advance (as :mod:`meanfield.validation.dense`): the empirical NTK is biased by
+O(1/N), so means at widths N and 2N are Richardson-extrapolated (``2 m_2N - m_N``) with their
+standard error over independent networks; the verdict allows ``Z_DEFAULT`` standard errors plus
+:func:`EXTRAPOLATION_BIAS` (the quantity's scale over N^2) for the O(1/N^2) remainder.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from meanfield import conv, dense, ntk
+from meanfield.data import gaussian_inputs
+from meanfield.numerics import richardson
+
+from .backend import substream
+from .report import Comparison, mean_and_stderr
+from .runner import main_for, progress
+from .simulators.ntk import empirical_conv_ntk, empirical_ntk
+
+__all__ = ["CONSTNET_RTOL", "CONV_POINTS", "CONV_V", "POINTS", "constnet_empirical_ntk", "run"]
+
+#: (activation, phase) -> (sigma_w2, sigma_b2); None: the critical sigma_w2 at that sigma_b2.
+POINTS = {
+    ("tanh", "ordered"): (0.8, 0.05),
+    ("tanh", "critical"): (None, 0.05),
+    ("tanh", "chaotic"): (2.5, 0.05),
+    ("relu", "critical"): (2.0, 0.0),
+}
+#: CNN rows: (activation, sigma_w2, sigma_b2) and the variance vector.
+CONV_POINTS = (("tanh", 1.5, 0.05), ("relu", 2.0, 0.0))
+CONV_V = (0.25, 0.5, 0.25)
+#: Rounding tolerance (relative) of the deterministic ConstNet rows: sums of ~1e3 products of
+#: O(1) numbers in float64.
+CONSTNET_RTOL = 1e-12
+
+
+def constnet_empirical_ntk(x, widths, n_classes):
+    """Empirical NTK of the initial ConstNet over every parameter (per-example back-propagation).
+
+    Parameters
+    ----------
+    x : ndarray, shape ``(D, *spatial, n_input)``
+    widths : sequence of int
+    n_classes : int
+
+    Returns
+    -------
+    ndarray, shape (D, D, n_classes, n_classes)
+    """
+    from .simulators import ConstNet
+
+    net = ConstNet.initial(widths=widths, blocks_per_stage=2, n_input=x.shape[-1], n_classes=n_classes)
+    grads = []
+    for a in range(x.shape[0]):
+        for k in range(n_classes):
+            net.forward(x[a : a + 1])
+            up = np.zeros((1, n_classes))
+            up[0, k] = 1.0
+            g = net.backward(up)
+            grads.append(np.concatenate([np.ravel(g[key]) for key in sorted(g)]))
+    jac = np.array(grads).reshape(x.shape[0], n_classes, -1)
+    return np.einsum("aip,bjp->abij", jac, jac)
+
+
+def _rows(label, theory, sims, width):
+    rows = []
+    for a, b in ((0, 0), (1, 1), (0, 1)):
+        (m1, s1), (m2, s2) = (mean_and_stderr(s[:, a, b]) for s in sims)
+        est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
+        rows.append(
+            Comparison(
+                f"{label}: Theta(x{a + 1}, x{b + 1})",
+                float(theory[a, b]),
+                float(est.value),
+                float(est.stderr),
+                systematic=EXTRAPOLATION_BIAS(theory[a, b], width),
+            )
+        )
+    return rows
+
+
+def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
+    """Bound on the O(1/N^2) remainder after width extrapolation: the quantity's scale over N^2."""
+    return abs(scale) / width**2
+
+
+def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
+    """Compare NTKs with the infinite-width recursion (see the module docstring)."""
+    width = 512 if full else 128
+    n_networks = 1000 if full else 200
+    depth = 6 if full else 3
+    x = gaussian_inputs(2, 32, q=1.0, c=0.6, rng=substream(seed, 0))
+    rows: list[Comparison] = []
+    for k, ((name, phase), (sw, sb)) in enumerate(progress(POINTS.items(), desc="validation.ntk", total=len(POINTS))):
+        if sw is None:
+            sw = float(dense.critical_sigma_w2(name, sb))
+        theory = ntk.propagate_ntk(dense.input_covariance(x, sw, sb), name, sw, sb, depth).ntk[depth]
+        sims = [
+            empirical_ntk(x, name, sw, sb, depth, n, n_networks, rng=substream(seed, 1, k, j))
+            for j, n in enumerate((width, 2 * width))
+        ]
+        label = f"{name} {phase} (sw2={sw:.4g}, sb2={sb:g}), L={depth}"
+        rows += _rows(label, theory, sims, width)
+    xc = np.random.default_rng(substream(seed, 2)).standard_normal((2, 6, 3))
+    channels = 128 if full else 48
+    for k, (name, sw, sb) in enumerate(CONV_POINTS):
+        cov0 = conv.multi_input_covariance(xc, sw, sb, CONV_V)
+        theory = ntk.propagate_conv_ntk(cov0, name, sw, sb, CONV_V, 2).ntk[2][:, 1, :, 1]
+        sims = [
+            empirical_conv_ntk(xc, name, sw, sb, CONV_V, 2, c, n_networks, position=1, rng=substream(seed, 3, k, j))
+            for j, c in enumerate((channels, 2 * channels))
+        ]
+        rows += _rows(f"CNN {name} (sw2={sw:g}, sb2={sb:g}, v={CONV_V}), L=2", theory, sims, channels)
+    widths, n_classes = (4, 8, 16), 3
+    xs = np.random.default_rng(substream(seed, 4)).standard_normal((2, 8, 8, 3))
+    th = ntk.constnet_ntk(xs, widths, 3, n_classes, 2)
+    emp = constnet_empirical_ntk(xs, widths, n_classes)
+    scale = float(np.max(np.abs(th)))
+    for (a, b, i, j), what in (
+        ((0, 0, 0, 0), "Theta_00(x1, x1)"),
+        ((0, 1, 0, 0), "Theta_00(x1, x2)"),
+        ((0, 1, 0, 1), "Theta_01(x1, x2) (other class: 0)"),
+    ):
+        rows.append(
+            Comparison(
+                f"ConstNet {widths} (seed 000 App. D, linear-model kernel): {what}",
+                float(th[a, b, i, j]),
+                float(emp[a, b, i, j]),
+                0.0,
+                systematic=CONSTNET_RTOL * scale,
+                note="deterministic initialisation: rounding tolerance only",
+            )
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_for(run, __name__))

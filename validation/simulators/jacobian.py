@@ -1,0 +1,226 @@
+r"""Input-output Jacobians of finite random dense and periodic convolutional networks (seed 003, Sec. 2.2.1).
+
+The network is :math:`h^l = W^l x^{l-1} + b^l`, :math:`x^l = \phi(h^l)`, ``l = 1..depth``, started
+at the fixed point: the entries of :math:`h^0` are drawn i.i.d. :math:`N(0, q)` and
+:math:`x^0 = \phi(h^0)`, so that every layer's pre-activations have variance ~q (q = q* of
+:func:`meanfield.dense.fixed_point` by default). The Jacobian is :math:`J = \prod_l D^l W^l`,
+:math:`D^l = \mathrm{diag}\,\phi'(h^l)`, accumulated by matrix products; the result is the squared
+singular values of J (the eigenvalues of :math:`JJ^T`), the quantity
+:func:`meanfield.spectra.jacobian_spectrum` predicts.
+
+Convolutions: ``width`` channels on a ring of ``size`` positions; :math:`W^l` is the
+``(size * width)``-square block-circulant matrix :func:`meanfield.init.conv_matrix` of a kernel from
+:func:`meanfield.init.delta_orthogonal_kernel_1d`, :func:`meanfield.init.orthogonal_conv_kernel_1d`
+or :func:`meanfield.init.gaussian_conv_kernel` (uniform ``v``); biases are per channel.
+
+Randomness: ``rng`` as everywhere (None, int, SeedSequence, Generator); each network draws from its
+own spawned child stream, so results do not depend on how many networks are simulated together.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from meanfield import dense
+from meanfield.activations import get_activation
+from meanfield.checks import check_int, check_rng
+from meanfield.checks import check_variance as check_nonnegative_scalar
+from meanfield.init import (
+    conv_matrix,
+    delta_orthogonal_kernel_1d,
+    dense_weights,
+    gaussian_conv_kernel,
+    haar_orthogonal,
+    orthogonal_conv_kernel_1d,
+)
+
+from ._common import activation_fn, check_work
+
+__all__ = ["JACOBIAN_CONV_KERNELS", "JACOBIAN_WEIGHTS", "conv_jacobian_singular_values", "jacobian_singular_values"]
+
+#: Weight laws of :func:`jacobian_singular_values`.
+JACOBIAN_WEIGHTS = ("gaussian", "orthogonal")
+#: Kernel laws of :func:`conv_jacobian_singular_values`.
+JACOBIAN_CONV_KERNELS = ("delta_orthogonal", "orthogonal", "gaussian")
+
+
+def _start_q(activation, sigma_w2, sigma_b2, q):
+    if q is None:
+        q = dense.fixed_point(activation, sigma_w2, sigma_b2).q_star
+        if not math.isfinite(q):
+            raise ValueError("q* is infinite at these variances: pass q")
+        return q
+    return check_nonnegative_scalar(q, "q")
+
+
+def _choice(value, allowed, name):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, one of {allowed}, got {value!r}")
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def _run(draw_w, draw_b, n, depth, phi, dphi, q, gen):
+    h = math.sqrt(q) * gen.standard_normal(n)
+    x = phi(h)
+    jac = np.eye(n)
+    for _ in range(depth):
+        w = draw_w(gen)
+        h = w @ x + draw_b(gen)
+        x = phi(h)
+        jac = dphi(h)[:, None] * (w @ jac)
+    if not np.all(np.isfinite(jac)):
+        raise ValueError("the Jacobian overflowed (reduce depth or sigma_w2)")
+    s = np.linalg.svd(jac, compute_uv=False)
+    return s * s
+
+
+def jacobian_singular_values(
+    activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    depth: int,
+    width: int,
+    n_networks: int,
+    weights: str = "orthogonal",
+    *,
+    q: float | None = None,
+    rng=None,
+) -> np.ndarray:
+    r"""Squared singular values of the input-output Jacobian of random dense networks.
+
+    Parameters
+    ----------
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+        Variances (>= 0); weights ``N(0, sigma_w2 / width)`` or ``sqrt(sigma_w2)`` times Haar orthogonal.
+    depth, width, n_networks : int
+        Layers (1 to 10^4), width (1 to 4096), networks (1 to 10^5).
+    weights : {"orthogonal", "gaussian"}
+    q : float, optional
+        Variance of the starting pre-activations (default q*).
+    rng : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    ndarray, shape (n_networks, width)
+        Eigenvalues of :math:`JJ^T`, descending per network.
+
+    Raises
+    ------
+    ValueError
+        Sizes out of range, an unknown weight law, q* infinite without ``q``, work beyond the
+        simulators' bound, a Jacobian beyond float64.
+    TypeError
+        Wrong argument types.
+    """
+    act = get_activation(activation)
+    sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
+    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
+    depth = check_int(depth, "depth", minimum=1, maximum=10**4)
+    width = check_int(width, "width", minimum=1, maximum=4096)
+    n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
+    weights = _choice(weights, JACOBIAN_WEIGHTS, "weights")
+    check_work(n_networks * depth * 3 * width**3, "jacobian_singular_values")
+    q = _start_q(act, sigma_w2, sigma_b2, q)
+    phi, dphi = activation_fn(act)
+    sb = math.sqrt(sigma_b2)
+    gens = check_rng(rng).spawn(n_networks)
+    out = np.empty((n_networks, width))
+    if weights == "orthogonal":
+        scale = math.sqrt(sigma_w2)
+
+        def draw_w(g):
+            return scale * haar_orthogonal(width, width, rng=g)
+    else:
+
+        def draw_w(g):
+            return dense_weights(width, width, sigma_w2=sigma_w2, rng=g)
+
+    def draw_b(g):
+        return sb * g.standard_normal(width)
+
+    for k, g in enumerate(gens):
+        out[k] = _run(draw_w, draw_b, width, depth, phi, dphi, q, g)
+    return out
+
+
+def conv_jacobian_singular_values(
+    activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    depth: int,
+    width: int,
+    size: int,
+    n_networks: int,
+    kernel: str = "delta_orthogonal",
+    *,
+    kernel_size: int = 3,
+    q: float | None = None,
+    rng=None,
+) -> np.ndarray:
+    r"""Squared singular values of the Jacobian of random 1-D periodic CNNs (seed 003, Sec. 2.2.1).
+
+    Parameters
+    ----------
+    activation, sigma_w2, sigma_b2, depth, q, rng
+        As :func:`jacobian_singular_values`.
+    width : int
+        Channels c (1 to 1024).
+    size : int
+        Spatial positions n (1 to 256); the Jacobian is ``(n c) x (n c)`` (at most 4096).
+    n_networks : int
+    kernel : {"delta_orthogonal", "orthogonal", "gaussian"}
+        Algorithm 2, Algorithm 1 (1-D), or i.i.d. ``N(0, sigma_w2 / (c k))`` taps (uniform ``v``).
+    kernel_size : int
+        Odd kernel width k (1 to size).
+
+    Returns
+    -------
+    ndarray, shape (n_networks, size * width)
+        Eigenvalues of :math:`JJ^T`, descending per network.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`jacobian_singular_values`; an even or oversized ``kernel_size``.
+    """
+    act = get_activation(activation)
+    sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
+    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
+    depth = check_int(depth, "depth", minimum=1, maximum=10**4)
+    width = check_int(width, "width", minimum=1, maximum=1024)
+    size = check_int(size, "size", minimum=1, maximum=256)
+    n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
+    kernel = _choice(kernel, JACOBIAN_CONV_KERNELS, "kernel")
+    kernel_size = check_int(kernel_size, "kernel_size", minimum=1, maximum=size)
+    if kernel_size % 2 == 0:
+        raise ValueError(f"kernel_size must be odd, got {kernel_size}")
+    n = size * width
+    if n > 4096:
+        raise ValueError(f"size * width must be <= 4096, got {n}")
+    check_work(n_networks * depth * 3 * n**3, "conv_jacobian_singular_values")
+    q = _start_q(act, sigma_w2, sigma_b2, q)
+    phi, dphi = activation_fn(act)
+    sb = math.sqrt(sigma_b2)
+    gens = check_rng(rng).spawn(n_networks)
+    out = np.empty((n_networks, n))
+
+    def draw_w(g):
+        if kernel == "delta_orthogonal":
+            k = delta_orthogonal_kernel_1d(kernel_size, width, width, sigma_w2=sigma_w2, rng=g)
+        elif kernel == "orthogonal":
+            k = orthogonal_conv_kernel_1d(kernel_size, width, width, sigma_w2=sigma_w2, rng=g)
+        else:
+            k = gaussian_conv_kernel(kernel_size, width, width, sigma_w2=sigma_w2, rng=g)
+        return conv_matrix(k, size)
+
+    def draw_b(g):
+        return np.tile(sb * g.standard_normal(width), size)  # positions row-major, channels last
+
+    for k, g in enumerate(gens):
+        out[k] = _run(draw_w, draw_b, n, depth, phi, dphi, q, g)
+    return out

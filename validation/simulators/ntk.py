@@ -1,0 +1,267 @@
+r"""Empirical neural tangent kernels of finite random dense networks (for :mod:`meanfield.ntk`).
+
+The network is the NTK parametrisation of :mod:`meanfield.ntk`: ``depth`` hidden layers of width
+``width`` and a scalar linear read-out,
+:math:`h^{l+1} = \sigma_w\,\omega^{l+1}\phi(h^l)/\sqrt{N_l} + \sigma_b\beta^{l+1}` with
+:math:`\phi(h^0) = x`, standard normal :math:`\omega, \beta`. The empirical kernel is
+:math:`\Theta(x_a, x_b) = \sum_p \partial_p f(x_a)\,\partial_p f(x_b)` over every weight and bias.
+
+Two ways to differentiate, same networks: ``method="numpy"`` back-propagates by hand,
+:math:`\delta^l = \phi'(h^l)\odot(\sigma_w\omega^{l+1}/\sqrt{N_l})^T\delta^{l+1}` and
+:math:`\Theta = \sum_l \delta^l_a\!\cdot\delta^l_b\,(\sigma_w^2\,x^{l-1}_a\!\cdot x^{l-1}_b/N_{l-1} + \sigma_b^2)`;
+``method="torch"`` (extra ``torch``) differentiates the same weights with PyTorch autograd and
+forms the Gram matrix of the per-input parameter gradients; ``"auto"`` is torch when installed.
+The weights are always drawn by NumPy from ``rng`` (one spawned stream per network), so both
+methods see identical networks.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import numpy as np
+
+from meanfield.activations import get_activation
+from meanfield.checks import as_float_array, check_int, check_probability_vector, check_rng
+from meanfield.checks import check_variance as _variance
+from meanfield.init import periodic_conv, periodic_conv_transpose
+
+from ._common import activation_fn, check_work
+
+__all__ = ["NTK_METHODS", "empirical_conv_ntk", "empirical_ntk"]
+
+#: Differentiation methods of :func:`empirical_ntk`.
+NTK_METHODS = ("auto", "numpy", "torch")
+
+
+def _weights(gen, n0, width, depth):
+    sizes = [n0] + [width] * depth + [1]
+    return [
+        (gen.standard_normal((sizes[i + 1], sizes[i])), gen.standard_normal(sizes[i + 1])) for i in range(depth + 1)
+    ]
+
+
+def _numpy_ntk(x, params, phi, dphi, sw, sb):
+    acts, pres = [x.T], []  # x^{l-1} as columns: (n_{l-1}, D)
+    for i, (w, b) in enumerate(params):
+        h = sw * (w @ acts[-1]) / math.sqrt(w.shape[1]) + sb * b[:, None]
+        pres.append(h)
+        if i < len(params) - 1:
+            acts.append(phi(h))
+    delta = np.ones_like(pres[-1])  # d f / d h^{L+1}
+    theta = np.zeros((x.shape[0], x.shape[0]))
+    for i in range(len(params) - 1, -1, -1):
+        w = params[i][0]
+        dd = delta.T @ delta
+        theta += dd * (sw * sw * (acts[i].T @ acts[i]) / w.shape[1] + sb * sb)
+        if i:
+            delta = dphi(pres[i - 1]) * ((sw / math.sqrt(w.shape[1])) * (w.T @ delta))
+    return theta
+
+
+def _torch_ntk(x, params, act_name, act, sw, sb):
+    import torch
+
+    tparams = []
+    for w, b in params:
+        tparams += [torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True)]
+    fns = {
+        "tanh": torch.tanh,
+        "relu": torch.relu,
+        "linear": lambda u: u,
+        "erf": torch.erf,
+        "sigmoid": torch.sigmoid,
+        "softplus": torch.nn.functional.softplus,
+        "gelu": torch.nn.functional.gelu,
+    }
+    if act_name not in fns:
+        raise ValueError(f"method='torch' supports {sorted(fns)}, got {act_name!r} (use method='numpy')")
+    phi = fns[act_name]
+    grads = []
+    for a in range(x.shape[0]):
+        u = torch.tensor(x[a])
+        for i in range(0, len(tparams), 2):
+            w, b = tparams[i], tparams[i + 1]
+            u = sw * (w @ u) / math.sqrt(w.shape[1]) + sb * b
+            if i < len(tparams) - 2:
+                u = phi(u)
+        g = torch.autograd.grad(u.sum(), tparams)
+        grads.append(torch.cat([gi.reshape(-1) for gi in g]))
+    jac = torch.stack(grads)
+    return (jac @ jac.T).detach().numpy()
+
+
+def empirical_ntk(
+    x,
+    activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    depth: int,
+    width: int,
+    n_networks: int,
+    *,
+    method: str = "numpy",
+    rng=None,
+) -> np.ndarray:
+    r"""Empirical NTKs of ``n_networks`` random networks on the inputs ``x``.
+
+    Parameters
+    ----------
+    x : array_like, shape (D, n0)
+        Inputs (finite reals, D and n0 >= 1).
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+        Variances (>= 0).
+    depth : int
+        Hidden layers (0 to 100); the read-out is one more layer.
+    width : int
+        Hidden width (1 to 8192).
+    n_networks : int
+        Independent networks (1 to 10^5).
+    method : {"numpy", "torch", "auto"}
+        How to differentiate (see the module notes); ``"torch"`` needs the extra ``torch``.
+    rng : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    ndarray, shape (n_networks, D, D)
+        The kernels; :func:`meanfield.ntk.propagate_ntk` ``(input_covariance(x), ...).ntk[depth]`` is
+        their infinite-width limit.
+
+    Raises
+    ------
+    ValueError
+        Sizes out of range, an unknown method, work beyond the simulators' bound, non-finite values.
+    TypeError
+        Wrong argument types.
+    ImportError
+        ``method="torch"`` without PyTorch (``pip install "meanfield-theory[torch]"``).
+    """
+    x = as_float_array(x, "x")
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"x must have shape (D, n0) with D, n0 >= 1, got {x.shape}")
+    act = get_activation(activation)
+    sw = math.sqrt(_variance(sigma_w2, "sigma_w2"))
+    sb = math.sqrt(_variance(sigma_b2, "sigma_b2"))
+    depth = check_int(depth, "depth", minimum=0, maximum=100)
+    width = check_int(width, "width", minimum=1, maximum=8192)
+    n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
+    if not isinstance(method, str):
+        raise TypeError(f"method must be one of {NTK_METHODS}, got {method!r}")
+    if method not in NTK_METHODS:
+        raise ValueError(f"method must be one of {NTK_METHODS}, got {method!r}")
+    if method == "auto":
+        method = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
+    if method == "torch" and importlib.util.find_spec("torch") is None:
+        raise ImportError('method="torch" needs PyTorch: pip install "meanfield-theory[torch]"')
+    check_work(
+        n_networks * (depth + 1) * 4 * width * width * x.shape[0] + n_networks * width * x.shape[1], "empirical_ntk"
+    )
+    phi, dphi = activation_fn(act)
+    gens = check_rng(rng).spawn(n_networks)
+    out = np.empty((n_networks, x.shape[0], x.shape[0]))
+    for k, g in enumerate(gens):
+        params = _weights(g, x.shape[1], width, depth)
+        if method == "numpy":
+            out[k] = _numpy_ntk(x, params, phi, dphi, sw, sb)
+        else:
+            out[k] = _torch_ntk(x, params, act.name, act, sw, sb)
+    if not np.all(np.isfinite(out)):
+        raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
+    return out
+
+
+def empirical_conv_ntk(
+    x,
+    activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v,
+    depth: int,
+    width: int,
+    n_networks: int,
+    *,
+    position: int = 0,
+    rng=None,
+) -> np.ndarray:
+    r"""Empirical NTKs of random 1-D periodic CNNs in the NTK parametrisation (seed 003 networks).
+
+    The kernel of layer l + 1 is :math:`\sigma_w\sqrt{v_\beta}\,\omega(\beta)/\sqrt{c_l}`, standard
+    normal :math:`\omega`; ``depth`` hidden convolutional layers of ``width`` channels and a
+    one-channel convolutional read-out; the output is that channel at ``position``. Gradients by
+    back-propagation (:func:`meanfield.init.periodic_conv_transpose`).
+
+    Parameters
+    ----------
+    x : array_like, shape (D, P, c0)
+        Inputs.
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+    v : array_like, shape (2k + 1,)
+        Variance vector.
+    depth, width, n_networks : int
+    position : int
+        Output position (0 to P - 1).
+    rng : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    ndarray, shape (n_networks, D, D)
+        :func:`meanfield.ntk.propagate_conv_ntk` ``(...).ntk[depth][:, position, :, position]`` is the
+        infinite-channel limit.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad shapes, sizes, variances or ``v``.
+    """
+    x = as_float_array(x, "x")
+    if x.ndim != 3 or min(x.shape) < 1:
+        raise ValueError(f"x must have shape (D, P, c0), got {x.shape}")
+    v = check_probability_vector(v, "v")
+    if v.ndim != 1 or v.size % 2 == 0 or v.size > x.shape[1]:
+        raise ValueError(f"v must be 1-D of odd length <= P, got shape {v.shape}")
+    act = get_activation(activation)
+    sw = math.sqrt(_variance(sigma_w2, "sigma_w2"))
+    sb = math.sqrt(_variance(sigma_b2, "sigma_b2"))
+    depth = check_int(depth, "depth", minimum=0, maximum=100)
+    width = check_int(width, "width", minimum=1, maximum=4096)
+    n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
+    d, p, c0 = x.shape
+    position = check_int(position, "position", minimum=0, maximum=p - 1)
+    check_work(n_networks * (depth + 1) * 4 * d * p * v.size * max(width, c0) * width, "empirical_conv_ntk")
+    phi, dphi = activation_fn(act)
+    k = v.size
+    offsets = np.arange(k) - k // 2
+    out = np.empty((n_networks, d, d))
+    for net, g in enumerate(check_rng(rng).spawn(n_networks)):
+        sizes = [c0] + [width] * depth + [1]
+        kernels, biases = [], []
+        for i in range(depth + 1):
+            om = g.standard_normal((k, sizes[i + 1], sizes[i]))
+            kernels.append(sw * np.sqrt(v)[:, None, None] * om / math.sqrt(sizes[i]))
+            biases.append(g.standard_normal(sizes[i + 1]))
+        us, hs = [x], []
+        for i in range(depth + 1):
+            h = periodic_conv(us[-1], kernels[i], 1) + sb * biases[i]
+            hs.append(h)
+            if i < depth:
+                us.append(phi(h))
+        delta = np.zeros_like(hs[-1])
+        delta[:, position, 0] = 1.0
+        theta = np.zeros((d, d))
+        for i in range(depth, -1, -1):
+            u = us[i]
+            scale = sw * sw * v / sizes[i]
+            for t, beta in enumerate(offsets):
+                grad = np.einsum("api,apj->aij", delta, np.roll(u, -beta, axis=1))  # (D, c_out, c_in)
+                theta += scale[t] * np.einsum("aij,bij->ab", grad, grad)
+            ssum = delta.sum(axis=1)  # (D, c_out)
+            theta += sb * sb * ssum @ ssum.T
+            if i:
+                delta = dphi(hs[i - 1]) * periodic_conv_transpose(delta, kernels[i], 1)
+        out[net] = theta
+    if not np.all(np.isfinite(out)):
+        raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
+    return out
