@@ -72,14 +72,18 @@ import numba
 import numpy as np
 from scipy.special import roots_hermitenorm
 
+from . import closed_forms as _cf
 from ._checks import check_correlation, check_int, check_nonnegative
 from .activations import (
+    ELU,
     ERF,
     GELU,
     HARD_TANH,
     LEAKY_RELU,
     LINEAR,
     RELU,
+    SELU,
+    SIN,
     SOFTPLUS,
     SWISH,
     TANH,
@@ -261,6 +265,8 @@ def _hard_tanh_pair(d1, d2, s1, s2, c):
 @numba.njit(cache=True)
 def _closed_pair(code, a, d1, d2, q1, q2, c):
     """E phi^(d1)(u1) phi^(d2)(u2) in closed form, or NaN."""
+    if code >= SIN or code == GELU:  # issue-17 closed forms (meanfield.closed_forms)
+        return _cf._pair(code, a, d1, d2, q1, q2, c)
     if d1 > d2:  # symmetric in the two slots after swapping (q1, d1) <-> (q2, d2)
         d1, d2 = d2, d1
         q1, q2 = q2, q1
@@ -305,6 +311,8 @@ def _closed_pair(code, a, d1, d2, q1, q2, c):
 @numba.njit(cache=True)
 def _closed_single(code, a, d1, d2, q):
     """E phi^(d1)(u) phi^(d2)(u), u ~ N(0, q), in closed form, or NaN."""
+    if code >= SIN or code == GELU:
+        return _cf._single(code, a, d1, d2, q)
     if code == ERF:
         if d1 + d2 == 0:
             return (2.0 / math.pi) * math.asin(2.0 * q / (1.0 + 2.0 * q))
@@ -330,6 +338,8 @@ def _closed_single(code, a, d1, d2, q):
 @numba.njit(cache=True)
 def _closed_variance_derivative(code, a, q):
     """d/dq E phi(sqrt(q) z)^2 in closed form, or NaN."""
+    if code >= SIN or code == GELU:
+        return _cf._variance_derivative(code, a, q)
     if code == LINEAR:
         return 1.0
     if code == RELU:
@@ -555,7 +565,7 @@ def _value_scale(code, d, s):
     The graded rule evaluates phi at |u| up to 9 sqrt(q); dividing the growing factors by their
     scale keeps the products finite for q up to the float64 range.
     """
-    if d == 0 and (code == SOFTPLUS or code == SWISH or code == GELU):
+    if d == 0 and (code == SOFTPLUS or code == SWISH or code == GELU or code == ELU or code == SELU):
         return 1.0 / max(1.0, s)
     return 1.0
 
