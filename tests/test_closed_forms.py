@@ -13,7 +13,7 @@ from scipy.special import erf as scipy_erf
 
 from meanfield.activations import get_activation
 from meanfield.closed_forms import QUAD_RTOL, erf_pair_expectation
-from meanfield.dense import cmap, fixed_point, qmap
+from meanfield.dense import cmap, fixed_point, propagate, qmap
 from meanfield.gaussian import expectation, pair_expectation, variance_derivative
 
 _SQ = 1.0 / math.sqrt(2.0 * math.pi)
@@ -256,3 +256,22 @@ def test_fixed_point_of_new_builtins_is_a_fixed_point_of_the_qmap(name, params):
             assert qmap(fp.q_star, act, sw, sb) == pytest.approx(fp.q_star, rel=1e-9, abs=1e-12)
             if fp.q_star > 0 and fp.c_star < 1:
                 assert cmap(fp.c_star, act, sw, sb, q=fp.q_star) == pytest.approx(fp.c_star, abs=1e-9)
+
+
+def test_edges_of_the_new_builtins_in_the_dense_maps():
+    # abs is positively homogeneous: q-map sw q + sb exactly, chi_1 = sw E sign^2 = sw at any q
+    fp = fixed_point("abs", 2.0, 0.1)
+    assert math.isinf(fp.q_star) and fp.chi_1 == 2.0 and fp.phase == "chaotic"
+    fp = fixed_point("abs", 0.5, 0.0)
+    assert fp.q_star == 0.0 and not fp.c_frozen  # abs's limiting c-map is the (non-identity) kernel map
+    # superlinear activations whose variance diverges: chi's are infinite (not relu's sigma_w2 / 2)
+    fp = fixed_point("exp", 1.0, 0.1)
+    assert math.isinf(fp.q_star) and math.isinf(fp.chi_1) and fp.phase == "chaotic"
+    with pytest.raises(ValueError, match="exp"):
+        propagate(np.array([[1.0, 0.5], [0.5, 1.0]]), "exp", 1.0, 0.1, 5)
+    # non-monotone q-map (cos): chi_q < 0, the depth scale is -1 / log|chi_q|
+    fp = fixed_point("cos", 1.0, 0.0)
+    assert fp.chi_q < 0 and fp.xi_q == pytest.approx(-1 / math.log(abs(fp.chi_q)))
+    # sign: chi_1 = inf (the c-map has infinite slope at c = 1), chi_c finite at c* < 1
+    fp = fixed_point("sign", 1.0, 0.1)
+    assert math.isinf(fp.chi_1) and 0 < fp.c_star < 1 and math.isfinite(fp.chi_c)
