@@ -72,8 +72,8 @@ import numba
 import numpy as np
 from scipy.special import roots_hermitenorm
 
-from . import closed_forms as _cf
 from ._checks import check_correlation, check_int, check_nonnegative
+from ._closed import pair_closed, single_closed, variance_derivative_closed
 from .activations import (
     ELU,
     ERF,
@@ -266,7 +266,7 @@ def _hard_tanh_pair(d1, d2, s1, s2, c):
 def _closed_pair(code, a, d1, d2, q1, q2, c):
     """E phi^(d1)(u1) phi^(d2)(u2) in closed form, or NaN."""
     if code >= SIN or code == GELU:  # issue-17 closed forms (meanfield.closed_forms)
-        return _cf._pair(code, a, d1, d2, q1, q2, c)
+        return pair_closed(code, a, d1, d2, q1, q2, c)
     if d1 > d2:  # symmetric in the two slots after swapping (q1, d1) <-> (q2, d2)
         d1, d2 = d2, d1
         q1, q2 = q2, q1
@@ -312,7 +312,7 @@ def _closed_pair(code, a, d1, d2, q1, q2, c):
 def _closed_single(code, a, d1, d2, q):
     """E phi^(d1)(u) phi^(d2)(u), u ~ N(0, q), in closed form, or NaN."""
     if code >= SIN or code == GELU:
-        return _cf._single(code, a, d1, d2, q)
+        return single_closed(code, a, d1, d2, q)
     if code == ERF:
         if d1 + d2 == 0:
             return (2.0 / math.pi) * math.asin(2.0 * q / (1.0 + 2.0 * q))
@@ -339,7 +339,7 @@ def _closed_single(code, a, d1, d2, q):
 def _closed_variance_derivative(code, a, q):
     """d/dq E phi(sqrt(q) z)^2 in closed form, or NaN."""
     if code >= SIN or code == GELU:
-        return _cf._variance_derivative(code, a, q)
+        return variance_derivative_closed(code, a, q)
     if code == LINEAR:
         return 1.0
     if code == RELU:
