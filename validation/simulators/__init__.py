@@ -59,10 +59,12 @@ from .kurtosis import (
     METAINIT_CHUNK,
     RENORM_EVERY,
     LayerMoments,
+    ResidualSimulation,
     empirical_variances,
     layer_moments,
     metainit_weights,
     nonzero_fraction,
+    simulate_residual_moments,
 )
 from .symmetry import (
     ConstNet,
@@ -94,6 +96,7 @@ __all__ = [
     "LooksLinearForward",
     "PairSimulation",
     "ReplicatedFeatureResult",
+    "ResidualSimulation",
     "TrainingRecord",
     "activation_fn",
     "conv_kernels",
@@ -106,6 +109,7 @@ __all__ = [
     "simulate_conv",
     "simulate_dense",
     "simulate_pair",
+    "simulate_residual_moments",
     "simulate_squared_norms",
     "softmax_xent",
     "train",

@@ -46,10 +46,12 @@ __all__ = [
     "METAINIT_CHUNK",
     "RENORM_EVERY",
     "LayerMoments",
+    "ResidualSimulation",
     "empirical_variances",
     "layer_moments",
     "metainit_weights",
     "nonzero_fraction",
+    "simulate_residual_moments",
 ]
 
 #: Initialisers of the Fig. 1 experiment.
@@ -548,3 +550,84 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, de
     if deterministic:
         out = np.repeat(out, n_networks, axis=0)
     return out
+
+
+@dataclass(frozen=True)
+class ResidualSimulation(Result):
+    """Per-network coordinate averages of a residual (or plain) network's signal, per layer.
+
+    Attributes
+    ----------
+    s2, m4, m22 : ndarray, shape (depth + 1, n_networks)
+        ``mean_i y_i^2``, ``mean_i y_i^4`` and ``mean_{i != j} y_i^2 y_j^2`` of one Gaussian input
+        in each network (independent over networks: standard errors from the spread over axis 1).
+    """
+
+    s2: np.ndarray
+    m4: np.ndarray
+    m22: np.ndarray
+
+
+def simulate_residual_moments(
+    width: int, depth: int, n_networks: int, slope: float = 0.0, *, residual: bool = True, rng=None
+) -> ResidualSimulation:
+    """Moments of ``y' = y + W phi_a(y)`` (or ``W phi_a(y)``) with He Gaussian weights, by simulation.
+
+    Parameters
+    ----------
+    width : int
+        ``2 <= w <= 4096``.
+    depth : int
+        ``0 <= depth <= 1000``.
+    n_networks : int
+        ``>= 2``; each network gets its own weights and one input ``x ~ N(0, I_w)``.
+    slope : float
+        Leaky-ReLU negative slope ``a`` (finite).
+    residual : bool
+        Skip connection or not.
+    rng : None, int, SeedSequence or numpy.random.Generator
+        Chunks of networks draw from children spawned off it.
+
+    Returns
+    -------
+    ResidualSimulation
+
+    Raises
+    ------
+    ValueError
+        Arguments out of range; non-finite signals.
+    TypeError
+        Bools, complex numbers, strings.
+
+    Notes
+    -----
+    The Monte-Carlo side of :func:`meanfield.kurtosis_residual.residual_moments` (seed 002, Sec. 6).
+    """
+    w = check_int(width, "width", 2, 4096)
+    depth = check_int(depth, "depth", 0, 1000)
+    n = check_int(n_networks, "n_networks", 2)
+    a = check_scalar(slope, "slope")
+    if not isinstance(residual, bool):
+        raise TypeError(f"residual must be a bool, got {residual!r}")
+    gen = check_rng(rng)
+    sd = math.sqrt(2.0 / (w * (1.0 + a * a)))
+    out = np.empty((3, depth + 1, n))
+    chunk = max(1, 2**22 // (w * w))
+    starts = list(range(0, n, chunk))
+    for seq, s in zip(gen.spawn(len(starts)), starts):
+        g = seq
+        b = min(chunk, n - s)
+        y = g.standard_normal((b, w))
+        for l in range(depth + 1):
+            if l > 0:
+                phi = np.where(y > 0, y, a * y)
+                u = np.einsum("bij,bj->bi", g.standard_normal((b, w, w)) * sd, phi)
+                y = y + u if residual else u
+            y2 = y * y
+            tot = y2.sum(1)
+            out[0, l, s : s + b] = tot / w
+            out[1, l, s : s + b] = (y2 * y2).sum(1) / w
+            out[2, l, s : s + b] = (tot * tot - (y2 * y2).sum(1)) / (w * (w - 1))
+        if not np.all(np.isfinite(out[:, :, s : s + b])):
+            raise ValueError("the simulated signals leave float64: use a smaller depth")
+    return ResidualSimulation(s2=out[0], m4=out[1], m22=out[2])
