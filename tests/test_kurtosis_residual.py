@@ -79,3 +79,18 @@ def test_residual_moments_reject_bad_arguments():
         residual_moments(4, 3, residual=1)
     with pytest.raises(ValueError, match="weight_kurtosis"):
         residual_moments(4, 3, weight_kurtosis=0.5)
+
+
+def test_pointwise_convolution_follows_prop_4_3_and_kernel_three_grows_faster():
+    from meanfield.validation.simulators import simulate_conv_moments
+
+    depth = 3
+    dense = K.propagate(3.0, 0.0, [6] * depth).kappa
+    sim = simulate_conv_moments(6, 1, 8, depth, 6_000, rng=9)  # kernel 1: dense nets of width 6
+    k = sim.m4.mean(1) / sim.s2.mean(1) ** 2
+    m4, s2 = sim.m4[depth], sim.s2[depth]
+    infl = m4 / s2.mean() ** 2 - 2 * k[depth] * s2 / s2.mean()
+    assert abs(k[depth] - dense[-1]) < Z * infl.std(ddof=1) / math.sqrt(m4.size)
+    assert k[0] == pytest.approx(3.0, rel=0.05)  # Gaussian input (4,000-sample estimate)
+    with pytest.raises(ValueError, match="kernel_size"):
+        simulate_conv_moments(2, 9, 8, 1, 10)

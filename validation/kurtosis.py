@@ -283,6 +283,42 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     rows += _fig1_rows(backend, full, seed)
     rows += _variance_rows(backend, full, seed)
     rows += _residual_rows(backend, full, seed)
+    rows += _conv_rows(backend, full, seed)
+    return rows
+
+
+def _conv_rows(backend, full, seed):
+    """Seed 002, Sec. 6: convolutions make the kurtosis grow "at even faster pace" (issue 17 item 5).
+
+    1-D periodic ReLU convolutions (16 positions, He kernels), Gaussian inputs, kurtosis at layer 4:
+    (1) kernel size 1 with 12 channels is 16 weight-sharing dense networks of width 12, whose
+    kurtosis is Prop. 4.3's (both sides: a check of the simulator); (2) the conjecture for kernel
+    size 3 with 4 channels: at least the kurtosis of a dense network of the same fan-in 12 (Prop. 4.3;
+    side "above": a FAIL would mean parameter sharing slows the growth). No recursion is offered for
+    the convolutional case: same-channel pairs at different positions share a filter, so Lemma 4.2's
+    single-coordinate sign flip fails and the moment recursion does not close.
+    """
+    from meanfield.validation.simulators import simulate_conv_moments
+
+    depth, n_pos = 4, 16
+    n = 100_000 if full else 20_000
+    rows = []
+    dense = float(kurtosis.propagate(3.0, 0.0, [12] * depth).kappa[-1])
+    for channels, k, side, label in (
+        (12, 1, "both", "= dense Prop. 4.3"),
+        (4, 3, "above", ">= dense Prop. 4.3 (conjecture)"),
+    ):
+        sim = simulate_conv_moments(channels, k, n_pos, depth, n, rng=substream(seed, 42, k))
+        kap, se = _kappa_and_stderr(sim, depth)
+        rows.append(
+            Comparison(
+                f"conv ReLU c={channels}, k={k}: kurtosis at layer {depth} {label}, fan-in 12",
+                dense,
+                kap,
+                se,
+                side=side,
+            )
+        )
     return rows
 
 
