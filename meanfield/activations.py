@@ -20,8 +20,21 @@ hard_tanh     clip(x, -1, 1)                              closed form (clipped G
 sigmoid       1 / (1 + exp(-x))                           quadrature
 softplus      log(1 + exp(x))                             quadrature
 swish         x * sigmoid(x)                              quadrature
-gelu          x * Phi(x)  (exact, Phi the normal CDF)     quadrature
+gelu          x * Phi(x)  (exact, Phi the normal CDF)     closed form (orders <= 1)
+sin, cos      sin(x), cos(x)                              closed form
+abs           |x|                                         closed form (arc-cosine kernel)
+sign          sign(x)                                     closed form (arcsine kernel) (*)
+exp           exp(x)                                      closed form
+rbf           exp(-gamma x^2)  (gamma > 0, default 1/2)   closed form
+relu_power    max(x, 0)^n  (n = 2, 3, 4; default 2)       closed form (arc-cosine, degree n)
+elu           x (x > 0), alpha (e^x - 1) (default 1)      quadrature (accuracy tested)
+selu          lambda elu_alpha(x) (Klambauer et al.)      quadrature (accuracy tested)
 ============  ==========================================  ==============================
+
+(*) sign' is the Dirac 2 delta(x): its first-derivative moments are the distributional ones,
+E phi'(u1) phi'(u2) = 2 / (pi sqrt(q1 q2 (1 - c^2))), infinite at c = 1 (chi_1 = inf: sign
+networks are maximally chaotic); ``dphi`` itself is 0 pointwise. Closed forms are in
+:mod:`meanfield.closed_forms` (mixed derivative orders without a closed form use quadrature).
 
 "quadrature" is Gauss-Hermite for small variances and trapezoid / graded Gauss-Legendre rules for
 large ones (see :mod:`meanfield.gaussian`); every rule has a bounded number of nodes at any q.
@@ -46,6 +59,8 @@ __all__ = ["ACTIVATIONS", "Activation", "get_activation"]
 
 # Integer codes of the built-in activations (private to the kernels; names are the public API).
 LINEAR, TANH, ERF, RELU, LEAKY_RELU, HARD_TANH, SIGMOID, SOFTPLUS, SWISH, GELU = range(10)
+# Issue 17 item 6: closed-form families (sin ... relu_power) and elu / selu (quadrature).
+SIN, COS, ABS, SIGN, EXP, RBF, RELU_POWER, ELU, SELU = range(10, 19)
 CUSTOM = -1
 
 _CODES = {
@@ -59,8 +74,24 @@ _CODES = {
     "softplus": SOFTPLUS,
     "swish": SWISH,
     "gelu": GELU,
+    "sin": SIN,
+    "cos": COS,
+    "abs": ABS,
+    "sign": SIGN,
+    "exp": EXP,
+    "rbf": RBF,
+    "relu_power": RELU_POWER,
+    "elu": ELU,
+    "selu": SELU,
 }
-_KINKED = {RELU, LEAKY_RELU, HARD_TANH}
+_KINKED = {RELU, LEAKY_RELU, HARD_TANH, ABS, SIGN, SELU}
+#: The one parameter of the parametrised built-ins: name -> (keyword, default).
+_PARAMS = {LEAKY_RELU: ("slope", 0.01), RBF: ("gamma", 0.5), RELU_POWER: ("n", 2), ELU: ("alpha", 1.0)}
+#: SELU's constants (Klambauer et al. 2017, eq. 14): selu(x) = lambda * elu_alpha(x).
+SELU_ALPHA = 1.6732632423543772
+SELU_LAMBDA = 1.0507009873554805
+#: Largest exponent n of relu_power whose moments are tabulated in closed form.
+RELU_POWER_MAX = 4
 #: Positively homogeneous built-ins: phi(s u) = s phi(u) for s > 0 (closed-form moments).
 HOMOGENEOUS = (LINEAR, RELU, LEAKY_RELU)
 #: Smooth built-ins that grow like ReLU: phi(u) - relu(u) decays as |u| -> infinity.
@@ -149,6 +180,51 @@ def evaluate(code, param, deriv, x):
         if deriv == 1:
             return 0.5 * (1.0 + math.erf(x / _SQRT_2)) + x * pdf
         return pdf * (2.0 - x * x)
+    if code == SIN:
+        if deriv == 0:
+            return math.sin(x)
+        return math.cos(x) if deriv == 1 else -math.sin(x)
+    if code == COS:
+        if deriv == 0:
+            return math.cos(x)
+        return -math.sin(x) if deriv == 1 else -math.cos(x)
+    if code == ABS:
+        if deriv == 0:
+            return abs(x)
+        if deriv == 1:
+            return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+        return 0.0
+    if code == SIGN:
+        if deriv == 0:
+            return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+        return 0.0
+    if code == EXP:
+        return math.exp(x)
+    if code == RBF:
+        e = math.exp(-param * x * x)
+        if deriv == 0:
+            return e
+        if deriv == 1:
+            return -2.0 * param * x * e
+        return (4.0 * param * param * x * x - 2.0 * param) * e
+    if code == RELU_POWER:
+        if x <= 0.0:
+            return 0.0
+        if deriv == 0:
+            return x**param
+        if deriv == 1:
+            return param * x ** (param - 1.0)
+        return param * (param - 1.0) * x ** (param - 2.0)
+    if code == ELU or code == SELU:
+        alpha = param if code == ELU else SELU_ALPHA
+        lam = 1.0 if code == ELU else SELU_LAMBDA
+        if x > 0.0:
+            if deriv == 0:
+                return lam * x
+            return lam if deriv == 1 else 0.0
+        if deriv == 0:
+            return lam * alpha * math.expm1(x)
+        return lam * alpha * math.exp(x)
     return math.nan
 
 
@@ -168,8 +244,14 @@ def asymptotic_slope(code, param):
         return 1.0
     if code == LEAKY_RELU:
         return 0.5 * (1.0 + param * param)
-    if code == RELU or code == SOFTPLUS or code == SWISH or code == GELU:
+    if code == RELU or code == SOFTPLUS or code == SWISH or code == GELU or code == ELU:
         return 0.5
+    if code == SELU:
+        return 0.5 * SELU_LAMBDA * SELU_LAMBDA
+    if code == ABS:
+        return 1.0
+    if code == EXP or code == RELU_POWER:
+        return math.inf  # E phi^2 grows faster than q (e^{2q}; q^n)
     return 0.0
 
 
@@ -341,7 +423,9 @@ def get_activation(activation, **params) -> Activation:
     activation : str or Activation
         One of :data:`ACTIVATIONS`.
     **params
-        ``slope`` for ``leaky_relu`` (default 0.01, any finite real number).
+        ``slope`` for ``leaky_relu`` (default 0.01, any finite real number); ``gamma`` for
+        ``rbf`` (default 0.5, in (0, 1e150]); ``n`` for ``relu_power`` (default 2, an integer in
+        [2, 4]); ``alpha`` for ``elu`` (default 1, in [0, 1e150]).
 
     Returns
     -------
@@ -350,9 +434,9 @@ def get_activation(activation, **params) -> Activation:
     Raises
     ------
     ValueError
-        Unknown name, unexpected parameter, or a non-finite ``slope``.
+        Unknown name, unexpected parameter, or a parameter outside its range.
     TypeError
-        ``slope`` is not a real scalar (complex, bool, array, string).
+        A parameter is not a real scalar (complex, bool, array, string).
     """
     if isinstance(activation, Activation):
         if params:
@@ -363,12 +447,13 @@ def get_activation(activation, **params) -> Activation:
     code = _CODES[activation]
     param = 0.0
     name = activation
-    if code == LEAKY_RELU:
-        unknown = set(params) - {"slope"}
+    if code in _PARAMS:
+        key, default = _PARAMS[code]
+        unknown = set(params) - {key}
         if unknown:
-            raise ValueError(f"leaky_relu takes only 'slope', got {sorted(unknown)}")
-        param = check_scalar(params.get("slope", 0.01), "slope")
-        name = f"leaky_relu(slope={param:g})"
+            raise ValueError(f"{activation} takes only {key!r}, got {sorted(unknown)}")
+        param = _check_param(code, key, params.get(key, default))
+        name = f"{activation}({key}={param:g})"
     elif params:
         raise ValueError(f"activation {activation!r} takes no parameters, got {sorted(params)}")
     return Activation(
@@ -378,5 +463,21 @@ def get_activation(activation, **params) -> Activation:
         d2phi=_builtin(code, param, 2),
         code=code,
         param=param,
-        smooth=code not in _KINKED,
+        smooth=code not in _KINKED and not (code == ELU and param != 1.0),
     )
+
+
+def _check_param(code, key, value) -> float:
+    """The checked parameter of a parametrised built-in (see :func:`get_activation`)."""
+    if code == RELU_POWER:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)):
+            raise TypeError(f"n must be an integer in [2, {RELU_POWER_MAX}], got {value!r}")
+        if not (float(value).is_integer() and 2 <= value <= RELU_POWER_MAX):
+            raise ValueError(f"n must be an integer in [2, {RELU_POWER_MAX}] (n = 1 is 'relu'), got {value!r}")
+        return float(value)
+    param = check_scalar(value, key)
+    if code == RBF and not 0.0 < param <= 1e150:
+        raise ValueError(f"gamma must be in (0, 1e150], got {param!r}")
+    if code == ELU and not 0.0 <= param <= 1e150:
+        raise ValueError(f"alpha must be in [0, 1e150], got {param!r}")
+    return param

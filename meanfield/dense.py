@@ -66,11 +66,15 @@ from ._checks import (
     check_scalar,
 )
 from .activations import (
+    ABS,
+    COS,
     GELU,
     LEAKY_RELU,
     LINEAR,
     RELU,
     SIGMOID,
+    SIGN,
+    SIN,
     SOFTPLUS,
     SWISH,
     asymptotic_slope,
@@ -133,7 +137,7 @@ Q_ASYMPTOTE_ABOVE = 1e40
 MAX_DEPTH = 10_000_000
 #: Most floats a propagation may return.
 MAX_PROPAGATION_SIZE = 2**28
-_HOMOGENEOUS = (LINEAR, RELU, LEAKY_RELU)
+_HOMOGENEOUS = (LINEAR, RELU, LEAKY_RELU, ABS)
 _RELU_LIKE = (SOFTPLUS, SWISH, GELU)
 _LOG_DBL_MIN = math.log(np.finfo(np.float64).tiny)
 _LOG_DBL_MAX = math.log(np.finfo(np.float64).max)
@@ -523,6 +527,8 @@ def _combine(tmp, logs, log_rel, const, kout):
     hmax = 0.0
     for i in range(dim):
         hmax = max(hmax, tmp[i, i])
+    if not math.isfinite(hmax):
+        return math.inf  # the map overflowed (exp, relu_power): the caller reports it
     lh = log_rel + math.log(hmax) if (hmax > 0.0 and log_rel > -math.inf) else -math.inf
     lc = math.log(const) - logs if const > 0.0 else -math.inf
     base = max(lh, lc)
@@ -580,7 +586,11 @@ def _scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout, work):
         kmax = max(kmax, k[i, i])
     log_sw = math.log(sw) if sw > 0.0 else -math.inf
     relu_like = code == SOFTPLUS or code == SWISH or code == GELU
-    if kmax > 0.0 and logs < math.log(Q_LINEAR_BELOW) and not (code == LINEAR or code == RELU or code == LEAKY_RELU):
+    if (
+        kmax > 0.0
+        and logs < math.log(Q_LINEAR_BELOW)
+        and not (code == LINEAR or code == RELU or code == LEAKY_RELU or code == ABS)
+    ):
         o0, o1, o2 = run_time_orders(code)  # run-time orders: literals compile extra specialisations
         phi0 = evaluate_call(code, a, o0, 0.0)
         d1 = evaluate_call(code, a, o1, 0.0)
@@ -596,6 +606,7 @@ def _scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout, work):
         and code != LINEAR
         and code != RELU
         and code != LEAKY_RELU
+        and (code < SIN or code == SIGN)  # the issue-17 closed forms are evaluated at any scale
         and logs > math.log(1e300)
     ):
         _sign_kernel_map(code, k, tmp)
@@ -605,7 +616,7 @@ def _scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout, work):
     ka = a
     mat = k
     lf = logs
-    if code == LINEAR or code == RELU or code == LEAKY_RELU:
+    if code == LINEAR or code == RELU or code == LEAKY_RELU or code == ABS:
         pass  # C(e^L k) = e^L C(k) + sb exactly
     elif kmax > 0.0 and relu_like and logs > math.log(Q_ASYMPTOTE_ABOVE):
         kcode = code - code + RELU  # the asymptote's map
@@ -970,6 +981,9 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out, c0=0.0):
         if homogeneous:
             chi1 = sw * single_value(code, a, o1, o1, 1.0, z, w)
             chiq = sw * variance_derivative_value(code, a, 1.0, z, w)
+        elif math.isinf(asymptotic_slope(code, a)):
+            chi1 = math.inf  # superlinear (exp, relu_power): E phi'(u)^2 grows without bound
+            chiq = math.inf
         else:
             chi1 = 0.5 * sw
             chiq = sw * asymptotic_slope(code, a)
@@ -982,7 +996,7 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out, c0=0.0):
         chiq = sw * variance_derivative_value(code, a, 0.0 if not homogeneous else 1.0, z, w)
         c = 1.0
         chic = 1.0 if sw > 0.0 else 0.0
-        if sw > 0.0 and not (code == RELU or (code == LEAKY_RELU and a != 1.0)):
+        if sw > 0.0 and not (code == RELU or code == ABS or (code == LEAKY_RELU and a != 1.0)):
             frozen = 1.0
     else:
         chi1 = sw * single_value(code, a, o1, o1, q, z, w)
@@ -1010,7 +1024,7 @@ def _phase_kernel(code, a, homogeneous, sw_grid, sb_grid, z, w, out):
 
 
 def _depth_scale(chi):
-    chi = np.asarray(chi, dtype=np.float64)
+    chi = np.abs(np.asarray(chi, dtype=np.float64))  # chi < 0 (cos, rbf q-maps): oscillating decay at rate |chi|
     with np.errstate(divide="ignore"):
         xi = np.where(chi < 1.0, -1.0 / np.log(np.where(chi < 1.0, chi, 0.5)), np.inf)
     xi = np.where(np.abs(chi - 1.0) <= CRITICAL_ATOL, np.inf, xi)
@@ -1046,7 +1060,7 @@ class FixedPoint:
     chi_q : float
         Slope of the q-map at q* (at q* = inf: sigma_w2 times the asymptotic slope m_inf).
     xi_q, xi_c : float
-        Depth scales -1/log(chi_q), -1/log(chi_c); ``inf`` where the chi is >= 1 or within
+        Depth scales -1/log|chi_q|, -1/log|chi_c| (chi_q < 0 for non-monotone q-maps: cos, rbf); ``inf`` where the chi is >= 1 or within
         CRITICAL_ATOL of 1 (no exponential convergence: power law at criticality, frozen or
         polynomially converging correlations at q* = 0, growth at q* = inf); 0 where the chi is 0.
     phase : str
@@ -1315,12 +1329,18 @@ def _log_chi1_along(act, sigma_w2, log_q, degree):
     out = np.empty(log_q.shape)
     tiny = log_q < math.log(Q_LINEAR_BELOW)
     big_relu = (log_q > math.log(Q_ASYMPTOTE_ABOVE)) & (act.code in _RELU_LIKE)
-    big_bounded = (log_q > math.log(1e300)) & (act.code not in _RELU_LIKE)
-    mid = ~(tiny | big_relu | big_bounded)
+    big_bounded = (log_q > math.log(1e300)) & (act.code not in _RELU_LIKE) & (act.code < SIN)
+    big_other = (log_q > math.log(1e300)) & (act.code >= SIN)
+    if big_other.any() and act.code not in (SIN, COS):
+        raise ValueError(
+            f"the gradient variance of {act.name} is implemented for q <= 1e300, got log q up to {float(log_q.max()):.6g}"
+        )
+    mid = ~(tiny | big_relu | big_bounded | big_other)
     d0 = float(evaluate_call(act.code, act.param, 1, 0.0))
     with np.errstate(divide="ignore"):
         out[tiny] = log_sw + math.log(d0 * d0) if d0 != 0 else -np.inf
         out[big_relu] = log_sw + math.log(0.5)
+        out[big_other] = log_sw + math.log(0.5)  # sin, cos: E cos(u)^2, E sin(u)^2 -> 1/2
         if big_bounded.any():  # E phi'(u)^2 ~ (int phi'^2) / sqrt(2 pi q): relative error O(1/q)
             out[big_bounded] = (
                 log_sw

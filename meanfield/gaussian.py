@@ -73,13 +73,17 @@ import numpy as np
 from scipy.special import roots_hermitenorm
 
 from ._checks import check_correlation, check_int, check_nonnegative
+from ._closed import pair_closed, single_closed, variance_derivative_closed
 from .activations import (
+    ELU,
     ERF,
     GELU,
     HARD_TANH,
     LEAKY_RELU,
     LINEAR,
     RELU,
+    SELU,
+    SIN,
     SOFTPLUS,
     SWISH,
     TANH,
@@ -273,6 +277,8 @@ def _hard_tanh_pair(d1, d2, s1, s2, c):
 @numba.njit(cache=True)
 def _closed_pair(code, a, d1, d2, q1, q2, c):
     """E phi^(d1)(u1) phi^(d2)(u2) in closed form, or NaN."""
+    if code >= SIN or code == GELU:  # issue-17 closed forms (meanfield.closed_forms)
+        return pair_closed(code, a, d1, d2, q1, q2, c)
     if d1 > d2:  # symmetric in the two slots after swapping (q1, d1) <-> (q2, d2)
         d1, d2 = d2, d1
         q1, q2 = q2, q1
@@ -317,6 +323,8 @@ def _closed_pair(code, a, d1, d2, q1, q2, c):
 @numba.njit(cache=True)
 def _closed_single(code, a, d1, d2, q):
     """E phi^(d1)(u) phi^(d2)(u), u ~ N(0, q), in closed form, or NaN."""
+    if code >= SIN or code == GELU:
+        return single_closed(code, a, d1, d2, q)
     if code == ERF:
         if d1 + d2 == 0:
             return (2.0 / math.pi) * math.asin(2.0 * q / (1.0 + 2.0 * q))
@@ -342,6 +350,8 @@ def _closed_single(code, a, d1, d2, q):
 @numba.njit(cache=True)
 def _closed_variance_derivative(code, a, q):
     """d/dq E phi(sqrt(q) z)^2 in closed form, or NaN."""
+    if code >= SIN or code == GELU:
+        return variance_derivative_closed(code, a, q)
     if code == LINEAR:
         return 1.0
     if code == RELU:
@@ -570,7 +580,7 @@ def _value_scale(code, d, s):
     The graded rule evaluates phi at |u| up to 9 sqrt(q); dividing the growing factors by their
     scale keeps the products finite for q up to the float64 range.
     """
-    if d == 0 and (code == SOFTPLUS or code == SWISH or code == GELU):
+    if d == 0 and (code == SOFTPLUS or code == SWISH or code == GELU or code == ELU or code == SELU):
         return 1.0 / max(1.0, s)
     return 1.0
 

@@ -16,6 +16,13 @@ Rows:
 3. **Two inputs** (Thm. 5, Fig. 2): mean inner product (eq. 9), the law of ``<x1, x2>`` (the K0 /
    FFT law) and the cosine-similarity law from :func:`cosine_similarity_samples` (iid components)
    against actual random one-layer networks.
+5. **Laws across layers** (issue 17 item 2, :mod:`meanfield.finite_width` ``_laws``): the mean
+   cosine similarity at layers 1, 3, 6 from :func:`gram_chain_samples` (Prop. 2 iterated, no
+   weight matrices) against networks with Gaussian weight matrices (two-sample standard error);
+   ``E |x^(6)|^2`` of those networks against Cor. 3; the component CDF of eq. 2 (right-continuous
+   inverse) at layer 3 with ``p_2`` sampled from the chain, against the networks' units (per-network
+   means: units of one network share its norm); the exact finite-n second moment of the GSM
+   product spectrum against products of Gaussian matrices.
 4. **Eigenvalues** (Prop. 4, eq. 8 as derived): the discretised operator applied to ``y^m`` on a log
    grid, Richardson-extrapolated in the grid step; these rows are deterministic, so the tolerance
    is the extrapolation's own error estimate ``|fine - coarse| / 3`` (the estimated error of the
@@ -335,10 +342,116 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         lambda: _expected_norm_rows(backend, full, seed, rows),
         lambda: _pair_rows(backend, full, seed, rows),
         lambda: _eigen_rows(rows),
+        lambda: _laws_rows(backend, full, seed, rows),
     ]
     for step in progress(steps, desc="validation.finite_width"):
         step()
     return rows
+
+
+def _network_grams(x1, x2, width, depth, sigma_w2, n_net, rng):
+    """Gram entries of two inputs through ``depth`` ReLU layers of networks with Gaussian weight
+    matrices (``W ~ N(0, sigma_w2 / fan_in)``, no bias): arrays (depth + 1, n_net) each, and the
+    last layer's first signal (n_net, width)."""
+    gen = np.random.default_rng(rng)
+    d = x1.size
+    n1 = np.empty((depth + 1, n_net))
+    n2 = np.empty((depth + 1, n_net))
+    ip = np.empty((depth + 1, n_net))
+    n1[0], n2[0], ip[0] = x1 @ x1, x2 @ x2, x1 @ x2
+    last = np.empty((n_net, width))
+    chunk = 500
+    for s in range(0, n_net, chunk):
+        b = min(chunk, n_net - s)
+        x = np.broadcast_to(np.stack([x1, x2]), (b, 2, d))
+        for l in range(1, depth + 1):
+            fan_in = x.shape[-1]
+            w = gen.standard_normal((b, fan_in, width)) * math.sqrt(sigma_w2 / fan_in)
+            x = np.maximum(np.matmul(x, w), 0.0)
+            n1[l, s : s + b] = np.einsum("bi,bi->b", x[:, 0], x[:, 0])
+            n2[l, s : s + b] = np.einsum("bi,bi->b", x[:, 1], x[:, 1])
+            ip[l, s : s + b] = np.einsum("bi,bi->b", x[:, 0], x[:, 1])
+        last[s : s + b] = x[:, 0]
+    return n1, n2, ip, last
+
+
+def _laws_rows(backend, full, seed, rows):
+    """Rows of item 5 of the module docstring (issue 17 item 2)."""
+    d, width, depth = 20, 64, 6
+    n_net, n_chain = (20_000, 80_000) if full else (3_000, 12_000)
+    rng = np.random.default_rng(substream(seed, 30))
+    a, b = rng.standard_normal((2, d))
+    a /= np.linalg.norm(a)
+    b -= (b @ a) * a
+    b /= np.linalg.norm(b)
+    c0 = 0.2
+    x1, x2 = a, c0 * a + math.sqrt(1 - c0 * c0) * b
+    g0 = np.array([[1.0, c0], [c0, 1.0]])
+    n1, n2, ip, last = _network_grams(x1, x2, width, depth, 2.0, n_net, substream(seed, 31))
+    net_cos = ip / np.sqrt(n1 * n2)
+    chain = fw.gram_chain_samples(g0, depth, width, 2.0, fan_in=d, n_samples=n_chain, rng=substream(seed, 32))
+    ch_cos = chain.cosine
+    for l in (1, 3, 6):
+        ms, ses = mean_and_stderr(ch_cos[l])
+        mn, sen = mean_and_stderr(net_cos[l])
+        rows.append(
+            Comparison(
+                f"N={width}, cos0={c0}: E cos at layer {l} (Gram chain vs networks)",
+                float(ms),
+                float(mn),
+                math.hypot(ses, sen),
+                note="Prop. 2 iterated: exact in law; two-sample standard error",
+            )
+        )
+    layers = [fw.Layer(width, 2.0, fan_in=d)] + [fw.Layer(width, 2.0)] * (depth - 1)
+    m, se = mean_and_stderr(n1[depth])
+    rows.append(
+        Comparison(
+            f"N={width}: E|x^({depth})|^2 of networks (Cor. 3)",
+            float(fw.expected_squared_norm(1.0, layers)[-1]),
+            float(m),
+            float(se),
+        )
+    )
+    # eq. 2 at layer `depth` for the first signal: p_{depth-1} sampled from the chain
+    states = np.sort(chain.norms1[depth - 1])
+    p = np.full(states.size, 1.0 / states.size)
+    for t in (0.0, 0.1, 0.3):
+        th = fw.component_cdf(t, p, states, 2.0, fan_in=width)
+        # Monte-Carlo error of the chain-sampled mixture: the spread of Phi(t / sigma_s) over states
+        sig = np.sqrt(2.0 / width * states)
+        per_state = (
+            0.5 * (1.0 + np.vectorize(math.erf)(t / (sig * math.sqrt(2.0)))) if t > 0 else np.full(states.size, 0.5)
+        )
+        se_th = float(per_state.std(ddof=1) / math.sqrt(states.size))
+        mn, sen = mean_and_stderr((last <= t).mean(axis=1))
+        rows.append(
+            Comparison(
+                f"N={width}: P(x_i^({depth}) <= {t}) (eq. 2, right-continuous inverse)",
+                float(th),
+                float(mn),
+                math.hypot(se_th, sen),
+                note="printed eq. 2 gives P(x_i < t): 0 instead of 1/2 at t = 0",
+            )
+        )
+    # GSM product spectrum: exact finite-n second moment
+    n_gsm, reps = 32, (8_000 if full else 1_500)
+    gen = np.random.default_rng(substream(seed, 33))
+    for L in (2, 5):
+        prod = np.broadcast_to(np.eye(n_gsm), (reps, n_gsm, n_gsm)).copy()
+        for _ in range(L):
+            prod = (gen.standard_normal((reps, n_gsm, n_gsm)) / math.sqrt(n_gsm)) @ prod
+        aa = prod @ np.swapaxes(prod, 1, 2)
+        m2 = np.einsum("rij,rji->r", aa, aa) / n_gsm
+        m, se = mean_and_stderr(m2)
+        rows.append(
+            Comparison(
+                f"GSM n={n_gsm}, L={L}: E (1/n) tr (P P^T)^2 (exact; Fuss-Catalan limit {L + 1})",
+                fw.gsm_second_moment(L, n_gsm),
+                float(m),
+                float(se),
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -313,6 +313,107 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     rows += _nonzero_rows(backend, full, seed)
     rows += _fig1_rows(backend, full, seed)
     rows += _variance_rows(backend, full, seed)
+    rows += _residual_rows(backend, full, seed)
+    rows += _conv_rows(backend, full, seed)
+    return rows
+
+
+def _conv_rows(backend, full, seed):
+    """Seed 002, Sec. 6: convolutions make the kurtosis grow "at even faster pace" (issue 17 item 5).
+
+    1-D periodic ReLU convolutions (16 positions, He kernels), Gaussian inputs, kurtosis at layer 4:
+    (1) kernel size 1 with 12 channels is 16 weight-sharing dense networks of width 12, whose
+    kurtosis is Prop. 4.3's (both sides: a check of the simulator); (2) the conjecture for kernel
+    size 3 with 4 channels: at least the kurtosis of a dense network of the same fan-in 12 (Prop. 4.3;
+    side "above": a FAIL would mean parameter sharing slows the growth). No recursion is offered for
+    the convolutional case: same-channel pairs at different positions share a filter, so Lemma 4.2's
+    single-coordinate sign flip fails and the moment recursion does not close.
+    """
+    from meanfield.validation.simulators import simulate_conv_moments
+
+    depth, n_pos = 4, 16
+    n = 100_000 if full else 20_000
+    rows = []
+    dense = float(kurtosis.propagate(3.0, 0.0, [12] * depth).kappa[-1])
+    for channels, k, side, label in (
+        (12, 1, "both", "= dense Prop. 4.3"),
+        (4, 3, "above", ">= dense Prop. 4.3 (conjecture)"),
+    ):
+        sim = simulate_conv_moments(channels, k, n_pos, depth, n, rng=substream(seed, 42, k))
+        kap, se = _kappa_and_stderr(sim, depth)
+        rows.append(
+            Comparison(
+                f"conv ReLU c={channels}, k={k}: kurtosis at layer {depth} {label}, fan-in 12",
+                dense,
+                kap,
+                se,
+                side=side,
+            )
+        )
+    return rows
+
+
+def _kappa_and_stderr(sim, layer):
+    """Kurtosis mean(m4) / mean(s2)^2 over networks and its delta-method standard error."""
+    m4, s2 = sim.m4[layer], sim.s2[layer]
+    k = m4.mean() / s2.mean() ** 2
+    infl = m4 / s2.mean() ** 2 - 2.0 * k * s2 / s2.mean()  # influence function of the ratio
+    return float(k), float(infl.std(ddof=1) / math.sqrt(m4.size))
+
+
+def _residual_rows(backend, full, seed):
+    """Seed 002, Sec. 6: "skip connections cannot stop the growth of kurtosis" (issue 17 item 5).
+
+    Residual layers ``y + W phi_a(y)`` (He Gaussian weights, width 8, Gaussian inputs):
+    (1) the linear case (a = 1, the case the conjecture invokes) against the exact moment
+    recursion of :mod:`meanfield.kurtosis_residual`; (2) the conjecture for ReLU: the kurtosis of
+    ReLU residual networks at depth 6 is at least the linear residual network's exact value
+    (side "above": a FAIL would mean the ReLU nonlinearity slows the growth below the linear case);
+    (3) the sign-symmetric closure of the recursion for ReLU, which is not exact for residual
+    layers (module notes), shown as a one-sided row (the simulation lies above it).
+    """
+    from meanfield.validation.simulators import simulate_residual_moments
+
+    from meanfield.kurtosis_residual import residual_moments
+
+    width, depth = 8, 6
+    n = 200_000 if full else 40_000
+    rows = []
+    lin = simulate_residual_moments(width, depth, n, slope=1.0, rng=substream(seed, 40))
+    th_lin = residual_moments(width, depth, slope=1.0)
+    for l in (2, depth):
+        m, se = mean_and_stderr(lin.m4[l])
+        rows.append(
+            Comparison(
+                f"residual linear w={width}: E y^4 at layer {l} (exact recursion)",
+                float(th_lin.m4[l]),
+                float(m),
+                float(se),
+            )
+        )
+    relu = simulate_residual_moments(width, depth, n, slope=0.0, rng=substream(seed, 41))
+    k, se = _kappa_and_stderr(relu, depth)
+    rows.append(
+        Comparison(
+            f"residual ReLU w={width}: kurtosis at layer {depth} >= linear residual's (conjecture, Sec. 6)",
+            float(th_lin.kappa[depth]),
+            k,
+            se,
+            side="above",
+            note="kurtosis grows through skip connections with ReLU at least as with no activation",
+        )
+    )
+    th_relu = residual_moments(width, depth, slope=0.0)
+    rows.append(
+        Comparison(
+            f"residual ReLU w={width}: kurtosis at layer {depth} vs sign-symmetric closure (not exact)",
+            float(th_relu.kappa[depth]),
+            k,
+            se,
+            side="above",
+            note="Lemma 4.2's sign-flip invariance fails for residual layers: the closure underestimates",
+        )
+    )
     return rows
 
 

@@ -26,6 +26,8 @@ Submodules (private; everything is re-exported here):
 ``_correlation``    the ReLU correlation map and the mean inner product (Thm. 5, eqs. 9-10)
 ``_joint``          two inputs: joint pre-activations (Prop. 2), the law of ``<x1, x2>`` and of the
                     cosine (Thm. 5, Fig. 2)
+``_laws``           several layers: the Gram-matrix chain, the cosine law over depth, the component
+                    CDFs (eqs. 2-3), the GSM product spectrum (Sec. 3) -- issue 17 item 2
 ==================  ===============================================================================
 
 Code name                         paper symbol / statement
@@ -46,6 +48,13 @@ Code name                         paper symbol / statement
 :func:`relu_product_density`      the K0 part of ``f_prod`` in Thm. 5
 :func:`inner_product_law`         ``f_prod^{*N}``, the law of ``<x1, x2>`` given the previous layer
 :func:`cosine_similarity_samples` the Fig. 2 law: iid bivariate normal components (Prop. 2), ReLU, cosine
+:func:`gram_chain_samples`        joint law of ``(|x1|^2, |x2|^2, <x1, x2>)`` through L layers (Prop. 2 iterated)
+:func:`cosine_law_over_depth`     the cosine's law at every depth + the mean-field cosine ("signals become parallel")
+:func:`component_cdf`             eq. 2 (right-continuous inverse: **corrected** at atoms)
+:func:`joint_component_cdf`       eq. 3
+:func:`gsm_product_moments`       Fuss-Catalan moments of the GSM product's squared singular values (Sec. 3)
+:func:`gsm_product_density`       the Fuss-Catalan density (Neuschel's parametrisation)
+:func:`gsm_second_moment`         exact finite-n second moment of the GSM product spectrum
 ================================  ======================================================================
 
 :func:`cosine_similarity_samples` is a sampler in the theory layer on purpose: it draws the
@@ -94,6 +103,8 @@ from ._joint import *  # noqa: F403
 from ._joint import __all__ as _joint_all
 from ._kernel import *  # noqa: F403
 from ._kernel import __all__ as _kernel_all
+from ._laws import *  # noqa: F403
+from ._laws import __all__ as _laws_all
 from ._layer import *  # noqa: F403
 from ._layer import __all__ as _layer_all
 from ._norms import *  # noqa: F403
@@ -110,4 +121,5 @@ __all__ = sorted(
     + list(_norms_all)
     + list(_correlation_all)
     + list(_joint_all)
+    + list(_laws_all)
 )

@@ -68,10 +68,13 @@ from .kurtosis import (
     METAINIT_CHUNK,
     RENORM_EVERY,
     LayerMoments,
+    MomentSimulation,
     empirical_variances,
     layer_moments,
     metainit_weights,
     nonzero_fraction,
+    simulate_conv_moments,
+    simulate_residual_moments,
 )
 from .ntk import NTK_METHODS, empirical_conv_ntk, empirical_ntk
 from .symmetry import (
@@ -107,6 +110,7 @@ __all__ = [
     "LayerMoments",
     "LeakyNet",
     "LooksLinearForward",
+    "MomentSimulation",
     "PairSimulation",
     "ReplicatedFeatureResult",
     "TrainingRecord",
@@ -123,8 +127,10 @@ __all__ = [
     "nonzero_fraction",
     "replicated_feature_experiment",
     "simulate_conv",
+    "simulate_conv_moments",
     "simulate_dense",
     "simulate_pair",
+    "simulate_residual_moments",
     "simulate_squared_norms",
     "softmax_xent",
     "train",

@@ -46,10 +46,13 @@ __all__ = [
     "METAINIT_CHUNK",
     "RENORM_EVERY",
     "LayerMoments",
+    "MomentSimulation",
     "empirical_variances",
     "layer_moments",
     "metainit_weights",
     "nonzero_fraction",
+    "simulate_conv_moments",
+    "simulate_residual_moments",
 ]
 
 #: Initialisers of the Fig. 1 experiment.
@@ -553,3 +556,163 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, de
     if deterministic:
         out = np.repeat(out, n_networks, axis=0)
     return out
+
+
+@dataclass(frozen=True)
+class MomentSimulation(Result):
+    """Per-network coordinate averages of a simulated signal (residual, plain or convolutional), per layer.
+
+    Attributes
+    ----------
+    s2, m4, m22 : ndarray, shape (depth + 1, n_networks)
+        ``mean_i y_i^2``, ``mean_i y_i^4`` and ``mean_{i != j} y_i^2 y_j^2`` of one Gaussian input
+        in each network (independent over networks: standard errors from the spread over axis 1).
+    """
+
+    s2: np.ndarray
+    m4: np.ndarray
+    m22: np.ndarray
+
+
+def simulate_residual_moments(
+    width: int, depth: int, n_networks: int, slope: float = 0.0, *, residual: bool = True, rng=None
+) -> MomentSimulation:
+    """Moments of ``y' = y + W phi_a(y)`` (or ``W phi_a(y)``) with He Gaussian weights, by simulation.
+
+    Parameters
+    ----------
+    width : int
+        ``2 <= w <= 4096``.
+    depth : int
+        ``0 <= depth <= 1000``.
+    n_networks : int
+        ``>= 2``; each network gets its own weights and one input ``x ~ N(0, I_w)``.
+    slope : float
+        Leaky-ReLU negative slope ``a`` (finite).
+    residual : bool
+        Skip connection or not.
+    rng : None, int, SeedSequence or numpy.random.Generator
+        Chunks of networks draw from children spawned off it.
+
+    Returns
+    -------
+    MomentSimulation
+
+    Raises
+    ------
+    ValueError
+        Arguments out of range; non-finite signals.
+    TypeError
+        Bools, complex numbers, strings.
+
+    Notes
+    -----
+    The Monte-Carlo side of :func:`meanfield.kurtosis_residual.residual_moments` (seed 002, Sec. 6).
+    """
+    w = check_int(width, "width", 2, 4096)
+    depth = check_int(depth, "depth", 0, 1000)
+    n = check_int(n_networks, "n_networks", 2)
+    a = check_scalar(slope, "slope")
+    if not isinstance(residual, bool):
+        raise TypeError(f"residual must be a bool, got {residual!r}")
+    gen = check_rng(rng)
+    sd = math.sqrt(2.0 / (w * (1.0 + a * a)))
+    out = np.empty((3, depth + 1, n))
+    chunk = max(1, 2**22 // (w * w))
+    starts = list(range(0, n, chunk))
+    for seq, s in zip(gen.spawn(len(starts)), starts):
+        g = seq
+        b = min(chunk, n - s)
+        y = g.standard_normal((b, w))
+        for l in range(depth + 1):
+            if l > 0:
+                phi = np.where(y > 0, y, a * y)
+                u = np.einsum("bij,bj->bi", g.standard_normal((b, w, w)) * sd, phi)
+                y = y + u if residual else u
+            y2 = y * y
+            tot = y2.sum(1)
+            out[0, l, s : s + b] = tot / w
+            out[1, l, s : s + b] = (y2 * y2).sum(1) / w
+            out[2, l, s : s + b] = (tot * tot - (y2 * y2).sum(1)) / (w * (w - 1))
+        if not np.all(np.isfinite(out[:, :, s : s + b])):
+            raise ValueError("the simulated signals leave float64: use a smaller depth")
+    return MomentSimulation(s2=out[0], m4=out[1], m22=out[2])
+
+
+def simulate_conv_moments(
+    channels: int,
+    kernel_size: int,
+    positions: int,
+    depth: int,
+    n_networks: int,
+    slope: float = 0.0,
+    *,
+    rng=None,
+) -> MomentSimulation:
+    """Moments of a 1-D periodic convolutional leaky-ReLU network with He Gaussian kernels, by simulation.
+
+    ``y^(l+1)[i, p] = sum_{j, b} W[i, j, b] phi_a(y^(l)[j, (p + b) mod n])`` with
+    ``Var W = 2 / (channels kernel_size (1 + a^2))`` (He for fan-in ``channels * kernel_size``), one input
+    ``x ~ N(0, I)`` of shape (channels, positions) per network.
+
+    Parameters
+    ----------
+    channels, kernel_size, positions : int
+        ``1 <= channels <= 256``, ``1 <= kernel_size <= positions <= 4096``, ``channels * positions >= 2``.
+    depth : int
+        ``0 <= depth <= 1000``.
+    n_networks : int
+        ``>= 2``.
+    slope : float
+        Negative slope ``a`` (finite).
+    rng : None, int, SeedSequence or numpy.random.Generator
+
+    Returns
+    -------
+    MomentSimulation
+        Averages over the ``channels * positions`` coordinates (``m22`` over distinct coordinates).
+
+    Raises
+    ------
+    ValueError, TypeError
+        Arguments out of range or of the wrong type; non-finite signals.
+
+    Notes
+    -----
+    Seed 002, Sec. 6: "convolutional layers induce even more dependence of layer outputs due to
+    parameter sharing, so we expect the output kurtosis to grow at even faster pace".
+    ``kernel_size = 1`` is ``positions`` dense networks of width ``channels`` sharing weights, whose
+    per-coordinate kurtosis follows Prop. 4.3 exactly (``validation.kurtosis`` checks it).
+    """
+    c = check_int(channels, "channels", 1, 256)
+    n_pos = check_int(positions, "positions", 1, 4096)
+    k = check_int(kernel_size, "kernel_size", 1, n_pos)
+    if c * n_pos < 2:
+        raise ValueError("channels * positions must be >= 2")
+    depth = check_int(depth, "depth", 0, 1000)
+    n = check_int(n_networks, "n_networks", 2)
+    a = check_scalar(slope, "slope")
+    gen = check_rng(rng)
+    sd = math.sqrt(2.0 / (c * k * (1.0 + a * a)))
+    m = c * n_pos
+    out = np.empty((3, depth + 1, n))
+    chunk = max(1, 2**22 // (c * k * n_pos + c * c * k))
+    starts = list(range(0, n, chunk))
+    for g, s in zip(gen.spawn(len(starts)), starts):
+        b = min(chunk, n - s)
+        y = g.standard_normal((b, c, n_pos))
+        for l in range(depth + 1):
+            if l > 0:
+                phi = np.where(y > 0, y, a * y)
+                shifted = np.stack([np.roll(phi, -beta, axis=2) for beta in range(k)], axis=2)
+                w = g.standard_normal((b, c, c, k)) * sd
+                y = np.einsum("bijk,bjkn->bin", w, shifted)
+            y2 = (y * y).reshape(b, m)
+            tot = y2.sum(1)
+            sq = (y2 * y2).sum(1)
+            out[0, l, s : s + b] = tot / m
+            out[1, l, s : s + b] = sq / m
+            out[2, l, s : s + b] = (tot * tot - sq) / (m * (m - 1))
+        if not np.all(np.isfinite(out[:, :, s : s + b])):
+            raise ValueError("the simulated signals leave float64: use a smaller depth")
+    return MomentSimulation(s2=out[0], m4=out[1], m22=out[2])

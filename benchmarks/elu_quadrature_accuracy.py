@@ -1,0 +1,44 @@
+"""Accuracy of the library's quadrature for elu and selu (no closed form) against scipy's adaptive
+quadrature (nested ``scipy.integrate.quad`` with breakpoints at the kinks).
+
+Run: ``python benchmarks/elu_quadrature_accuracy.py``. Prints the worst relative error per
+activation and derivative order over q1, q2 in {0.05, 0.3, 1, 4, 16}, c in {-0.6, 0.3, 0.9}.
+The kink of phi' (selu, elu with alpha != 1) or of phi'' (elu) at u = 0 makes the Gauss-Hermite and
+trapezoid rules converge algebraically there (O(h^2)), so the error is far above the ~1e-13 of
+the smooth activations; ``tests/test_closed_forms.py`` pins the bound it prints.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from test_closed_forms import quad_pair
+
+from meanfield.activations import get_activation
+from meanfield.gaussian import pair_expectation
+
+
+def main():
+    grid_q = [0.05, 0.3, 1.0, 4.0, 16.0]
+    grid_c = [-0.6, 0.3, 0.9]
+    t0 = time.perf_counter()
+    for act in (get_activation("elu"), get_activation("elu", alpha=0.5), get_activation("selu")):
+        for d in ((0, 0), (1, 1)):
+            worst = 0.0
+            where = None
+            for q1, q2, c in itertools.product(grid_q, grid_q, grid_c):
+                ref = quad_pair(act, *d, q1, q2, c)
+                err = abs(pair_expectation(act, q1, q2, c, d) - ref) / max(abs(ref), 1e-12)
+                if err > worst:
+                    worst, where = err, (q1, q2, c)
+            print(f"{act.name:22s} d={d}  worst relative error {worst:.2e} at (q1, q2, c) = {where}")
+    print(f"[{time.perf_counter() - t0:.0f} s]")
+
+
+if __name__ == "__main__":
+    main()
