@@ -207,8 +207,11 @@ def _hessian_eigs(torch, p, member, x, y, arch, bn_layer):
         r["b"] = flat[depth * n * n :].view(1, depth, n)
         return _xent(torch, _forward(torch, r, xd, arch, bn_layer), y)[0]
 
-    h = torch.autograd.functional.hessian(loss, flat0, vectorize=True).numpy()
-    return np.linalg.eigvalsh(0.5 * (h + h.T))
+    # forward-over-reverse (torch.func): 20 times faster here than autograd.functional.hessian
+    h = torch.func.jacfwd(torch.func.jacrev(loss))(flat0).detach()
+    # eigenvalues by torch under the one-thread setting: NumPy's threaded LAPACK took 0.74 s for
+    # a 288 x 288 matrix on the shared machine, torch's single thread a few milliseconds
+    return torch.linalg.eigvalsh(0.5 * (h + h.T)).numpy()
 
 
 def train_skip_ensemble(

@@ -358,7 +358,7 @@ def skip_network_hessian(
         out = _torch_skip_forward(torch, architecture, xt, wl, bl, qs, ps, constant_bias)
         return 0.5 * ((yt - out) ** 2).sum() / xt.shape[0]
 
-    hess = torch.autograd.functional.hessian(loss, theta0).detach().numpy()
+    hess = torch.func.jacfwd(torch.func.jacrev(loss))(theta0).detach().numpy()  # forward-over-reverse
     hess = 0.5 * (hess + hess.T)
     value = float(loss(theta0))
     if not (np.all(np.isfinite(hess)) and math.isfinite(value)):

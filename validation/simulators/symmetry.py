@@ -423,6 +423,12 @@ class TrainingRecord(Result):
     forward_ratio, backward_ratio : ndarray, shape (steps + 1, n_features) or None
         :func:`meanfield.symmetry.perturbation_ratio` of the forward features ``a^l`` and of the
         backward features ``dL/da^l`` (recorded with ``ratios=True``).
+    train_accuracy : ndarray, shape (steps + 1,) or None
+        Fraction of the training inputs classified correctly by the forward pass of each step (with
+        its dropout masks, as trained); None from records made before this field existed.
+    test_accuracy : ndarray, shape (steps + 1,) or None
+        Accuracy on ``(x_test, y_test)`` before each step and after the last, without dropout (None
+        when no test set was given).
     """
 
     names: list
@@ -432,6 +438,8 @@ class TrainingRecord(Result):
     loss: np.ndarray
     forward_ratio: np.ndarray | None
     backward_ratio: np.ndarray | None
+    train_accuracy: np.ndarray | None = None
+    test_accuracy: np.ndarray | None = None
 
 
 def _fraction(p, name):
@@ -468,6 +476,8 @@ def train(
     *,
     rng: Any = None,
     ratios: bool = False,
+    x_test: ArrayLike | None = None,
+    y_test: ArrayLike | None = None,
 ) -> TrainingRecord:
     """Deterministic full-batch gradient descent on ``(x, y)``, optionally with dropout on every
     activation or Gaussian noise of standard deviation ``grad_noise`` added to every gradient entry
@@ -497,6 +507,9 @@ def train(
         Draws the dropout masks and the gradient noise; validated even when neither is used.
     ratios : bool
         Also record the perturbation ratios of the forward and backward features.
+    x_test, y_test : array_like, optional
+        A held-out set (shapes as ``x``, ``y``); its accuracy is recorded before each step and
+        after the last (seed 000 reports test accuracy, Tables 1-4).
 
     Returns
     -------
@@ -523,8 +536,14 @@ def train(
     ratios = check_bool(ratios, "ratios")
     rng = b.rng(rng)
     yb = b.asarray(y, dtype=xp.int64)
+    if (x_test is None) != (y_test is None):
+        raise ValueError("give both x_test and y_test, or neither")
+    if x_test is not None:
+        y_test_b = b.asarray(np.asarray(y_test), dtype=xp.int64)
+        if y_test_b.ndim != 1 or int(y_test_b.shape[0]) != int(np.shape(x_test)[0]):
+            raise ValueError(f"y_test must hold one label per row of x_test, got shape {tuple(y_test_b.shape)}")
     names = net.conv_names()
-    cf, cb, ct, losses, fr, br = [], [], [], [], [], []
+    cf, cb, ct, losses, fr, br, acc, test_acc = [], [], [], [], [], [], [], []
     for step in range(steps + 1):
         p_np = {k: to_numpy(net.params[k]) for k in names}
         if not all(np.all(np.isfinite(v)) for v in p_np.values()):
@@ -550,6 +569,9 @@ def train(
         except ValueError as exc:  # an overflowing convolution
             raise ValueError(f"training diverged at step {step} ({exc}): lower lr (got {lr})") from exc
         losses.append(loss)
+        acc.append(float(xp.mean(xp.argmax(logits, axis=1) == yb)))
+        if x_test is not None:
+            test_acc.append(float(xp.mean(xp.argmax(net.forward(x_test), axis=1) == y_test_b)))
         if ratios:
             fr.append([symmetry.perturbation_ratio(to_numpy(f)) for f in feats])
             br.append([symmetry.perturbation_ratio(to_numpy(g)) for g in betas])
@@ -568,6 +590,8 @@ def train(
         np.array(losses),
         np.array(fr) if ratios else None,
         np.array(br) if ratios else None,
+        np.array(acc),
+        np.array(test_acc) if x_test is not None else None,
     )
 
 
