@@ -748,9 +748,10 @@ def fig_12(out_dir, *, size, backend, seed):
     x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
     gammas = [0.0, 0.1, 0.5, 1.0]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
-    loss, cf0, cf1 = [], [], []
+    loss, cf0, cf1, rel_change = [], [], [], []
     for g in progress(gammas, desc="fig_12"):
         net = LeakyNet.initial(["I"] * 12, n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO, gamma=[g] * 12)
+        w_init = {f"layer{l}": np.array(net.params[f"layer{l}"]) for l in range(1, 13)}
         rec = train(
             net,
             x,
@@ -767,6 +768,7 @@ def fig_12(out_dir, *, size, backend, seed):
         )
         axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[0], ":", color=line.get_color())
         loss.append(rec.loss)
+        rel_change.append([float(np.linalg.norm(net.params[k] - w) / np.linalg.norm(w)) for k, w in w_init.items()])
         cf0.append(1.0 - rec.one_minus_cf[0])
         cf1.append(1.0 - rec.one_minus_cf[-1])
     axes[0].set_xlabel("full-batch gradient step")
@@ -785,11 +787,15 @@ def fig_12(out_dir, *, size, backend, seed):
     fig.suptitle(
         f"{PAPER}, analogue of Fig. 12 (App. J): LeakyNets with every layer $\\gamma I + (1-\\gamma)\\,11^T/n$\n"
         f"12 layers of {LEAKY_CHANNELS} channels, leaky-ReLU slope {LEAKY_RHO:g}; gradient descent (learning rate {lr:g}, "
-        f"relative gradient noise {LEAKY_NOISE:g}) on {n} 8x8 digits",
-        fontsize=10,
+        f"relative gradient noise {LEAKY_NOISE:g}) on {n} 8x8 digits\n"
+        f"odd layers carry the factor -1/slope (App. H): their weights move {_odd_even_ratio(rel_change):.0f}x less "
+        "(relative) than the even ones and keep their initial $C_f$; the paper sees this for the even layers "
+        "(its code evidently puts -1/slope on the second layer of each pair, as in Sec. 5.1)",
+        fontsize=9,
     )
     fig.tight_layout()
     data = {
+        "relative_weight_change": np.array(rel_change),
         "gamma": np.array(gammas),
         "step": np.arange(steps + 1),
         "layer": np.arange(13),
@@ -820,14 +826,27 @@ def fig_12(out_dir, *, size, backend, seed):
             "n_images": n,
             "data": "digits 8x8x1, standardised per feature",
         },
-        axes={"loss": ["gamma", "step"], "initial_C_f": ["gamma", "layer"], "final_C_f": ["gamma", "layer"]},
+        axes={
+            "loss": ["gamma", "step"],
+            "initial_C_f": ["gamma", "layer"],
+            "final_C_f": ["gamma", "layer"],
+            "relative_weight_change": ["gamma", "leakynet_layer"],
+        },
         units={
             "loss": "cross-entropy [nats]",
             "initial_C_f": "dimensionless (eq. 5)",
             "final_C_f": "dimensionless (eq. 5)",
             "layer": "0 = input (averaging) conv, l = LeakyNet layer l",
+            "relative_weight_change": "||W_l(end) - W_l(0)|| / ||W_l(0)|| for LeakyNet layers 1..12",
         },
     )
+
+
+def _odd_even_ratio(rel_change) -> float:
+    """Median relative weight change of the even LeakyNet layers over that of the odd ones (Fig. 12)."""
+    r = np.asarray(rel_change, dtype=float)
+    odd, even = np.median(r[:, 0::2]), np.median(r[:, 1::2])
+    return float(even / odd) if odd > 0 else float("inf")
 
 
 def _pair(w):
