@@ -207,7 +207,8 @@ def _hessian_eigs(torch, p, member, x, y, arch, bn_layer):
         r["b"] = flat[depth * n * n :].view(1, depth, n)
         return _xent(torch, _forward(torch, r, xd, arch, bn_layer), y)[0]
 
-    # forward-over-reverse (torch.func): 20 times faster here than autograd.functional.hessian
+    # forward-over-reverse (torch.func); as fast as autograd.functional.hessian in steady state and
+    # without its first-call overhead (benchmarks/symmetry_training.py)
     h = torch.func.jacfwd(torch.func.jacrev(loss))(flat0).detach()
     # eigenvalues by torch under the one-thread setting: NumPy's threaded LAPACK took 0.74 s for
     # a 288 x 288 matrix on the shared machine, torch's single thread a few milliseconds
