@@ -422,3 +422,70 @@ def fig_spectral_radius(out_dir, *, size, backend, seed):
 
 
 FIGURES = {"fig_1": fig_1, "fig_kurtosis": fig_kurtosis, "fig_spectral_radius": fig_spectral_radius}
+
+
+# --- trained networks (issue 14): meanfield.validation.trainability runs, drawn by figures/_training.py ---
+
+from . import _training  # noqa: E402
+
+
+def _zero_details(res, size):
+    p = res["params"]
+    return (
+        f"ReLU, width {p['width']}, {p['steps']} Adam steps, lr {p['lr']:g}, {p['n_networks']} nets each; "
+        f"{p['dataset'].split(' (')[0]} ({size} size)"
+    )
+
+
+@figure(paper=PAPER, figure="Fig. 2", honours_backend=False)
+def fig_2(out_dir, *, size, backend, seed):
+    """Test accuracy against depth of constant-width ReLU networks: He (three weight laws) vs ZerO.
+
+    Notes
+    -----
+    Seed 002 Sec. 6, Fig. 2 (CIFAR-10, width 10, depths 0-100, Adam 1e-4, 500 steps): random
+    initialisations, whose empirical output variance vanishes with depth, fail in deep networks;
+    ZerO does not. Bars: min and max over networks (as in the paper).
+    """
+    res = _training.experiment("zero", size, seed)
+    sub = dict(res, labels=res["labels"][:4], test_accuracy=res["test_accuracy"][:, :4])
+    return _training.depth_figure(
+        fig_2,
+        out_dir,
+        "grzejdziak2023_fig_2",
+        sub,
+        size=size,
+        seed=seed,
+        bars="minmax",
+        what="random initialisations vs ZerO over depth",
+        details=_zero_details(res, size),
+    )
+
+
+@figure(paper=PAPER, figure="supplement Figs. 2-3 (ZerO vs ZerO*)", honours_backend=False)
+def fig_zero_star(out_dir, *, size, backend, seed):
+    """Test accuracy against depth of ZerO and ZerO* (random first layer) beside He Gaussian.
+
+    Notes
+    -----
+    Seed 002, supplement Figs. 2-3: ZerO* (random first layer, ZerO elsewhere) is at least as good as
+    ZerO, and keeps the input information that ZerO's truncated identities drop.
+    """
+    res = _training.experiment("zero", size, seed)
+    keep = [0, 3, 4]
+    sub = dict(res, labels=[res["labels"][j] for j in keep], test_accuracy=res["test_accuracy"][:, keep])
+    return _training.depth_figure(
+        fig_zero_star,
+        out_dir,
+        "grzejdziak2023_fig_zero_star",
+        sub,
+        size=size,
+        seed=seed,
+        bars="minmax",
+        what="ZerO vs ZerO*",
+        details=_zero_details(res, size),
+    )
+
+
+FIGURES.update({"fig_2": fig_2, "fig_zero_star": fig_zero_star})
+__all__ += ["fig_2", "fig_zero_star"]

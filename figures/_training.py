@@ -1,0 +1,127 @@
+"""Shared drawing of the trained-network figures (issue 14): the runs come from
+:func:`meanfield.validation.trainability.experiment` (cached per process, so ``meanfield reproduce``
+trains each ensemble once for the figures and the validation rows)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from meanfield.validation.trainability import experiment
+
+from ._common import colors, plt, save_figure, title
+
+__all__ = ["curves_figure", "depth_figure", "experiment", "run_sizes"]
+
+
+def run_sizes(p: dict, keys) -> str:
+    """``"k1 = v1, k2 = v2"`` for the title line."""
+    return ", ".join(f"{k} {p[k]}" for k in keys if k in p)
+
+
+def _ci95(a: np.ndarray) -> np.ndarray:
+    """Half-width of the 95 % confidence interval of the mean over the last axis (0 for one sample)."""
+    n = a.shape[-1]
+    return 1.96 * a.std(axis=-1, ddof=1) / math.sqrt(n) if n > 1 else np.zeros(a.shape[:-1])
+
+
+def depth_figure(
+    func,
+    out_dir,
+    name,
+    res,
+    *,
+    size,
+    seed,
+    what,
+    details,
+    key="test_accuracy",
+    ylabel="test accuracy",
+    notes="",
+    bars="ci",
+    extra_panel=None,
+):
+    """Accuracy against depth, one line per initialiser (mean and 95 % CI or min-max bars)."""
+    acc = res[key]
+    depths = res["depths"]
+    ncols = 2 if extra_panel else 1
+    fig, axs = plt.subplots(1, ncols, figsize=(5.6 * ncols, 4.2), layout="constrained", squeeze=False)
+    ax = axs[0, 0]
+    for j, (label, col) in enumerate(zip(res["labels"], colors(len(res["labels"])))):
+        m = acc[:, j].mean(axis=-1)
+        if bars == "minmax":
+            err = [m - acc[:, j].min(axis=-1), acc[:, j].max(axis=-1) - m]
+        else:
+            err = _ci95(acc[:, j])
+        ax.errorbar(depths, m, yerr=err, marker="o", ms=3, capsize=2, lw=1, color=col, label=label)
+    ax.axhline(0.1, color="0.6", ls=":", lw=0.8, label="chance (10 classes)")
+    ax.set_xlabel("depth $L$ (hidden layers)")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    if extra_panel:
+        extra_panel(axs[0, 1])
+    title(fig, func.paper, func.figure, what, details)
+    data = {k: v for k, v in res.items() if k not in ("params",)}
+    data["labels"] = list(res["labels"])
+    axes = {k: ["depth", "initialiser", "network"] for k in data if k.endswith("accuracy")}
+    if "v" in data:
+        axes["v"] = ["variance vector (GS0..GS4)", "kernel row", "kernel column"]
+    for k, v in data.items():
+        if isinstance(v, np.ndarray) and v.ndim >= 2 and k not in axes:
+            axes[k] = [f"axis {i}" for i in range(v.ndim)]
+    return save_figure(
+        fig,
+        out_dir,
+        name,
+        data,
+        paper=func.paper,
+        figure=func.figure,
+        seed=seed,
+        size=size,
+        backend="numpy",
+        params=res["params"],
+        axes=axes,
+        units={key: "fraction correct", "seconds": "s"},
+        notes=notes,
+    )
+
+
+def curves_figure(func, out_dir, name, res, inits, labels, *, size, seed, what, details, notes=""):
+    """Train (dashed) and test (solid) accuracy against steps for the given initialisers of ``deep_cnn``."""
+    fig, ax = plt.subplots(figsize=(5.8, 4.2), layout="constrained")
+    data = {}
+    axes = {}
+    for init, label, col in zip(inits, labels, colors(len(inits))):
+        run = res["runs"][init]
+        steps = run["steps"]
+        for key, ls in (("test_accuracy", "-"), ("train_accuracy", "--")):
+            a = run[key]
+            m = a.mean(axis=0)
+            ax.plot(steps, m, ls, color=col, lw=1.2, label=f"{label}, {key.split('_')[0]}")
+            ax.fill_between(steps, a.min(axis=0), a.max(axis=0), color=col, alpha=0.12, lw=0)
+            data[f"{init}_{key}"] = a
+            axes[f"{init}_{key}"] = ["network", "record"]
+        data[f"{init}_steps"] = steps
+    ax.axhline(0.1, color="0.6", ls=":", lw=0.8, label="chance")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("accuracy (lines: mean, bands: min-max over networks)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    title(fig, func.paper, func.figure, what, details)
+    data["seconds"] = res["seconds"]
+    return save_figure(
+        fig,
+        out_dir,
+        name,
+        data,
+        paper=func.paper,
+        figure=func.figure,
+        seed=seed,
+        size=size,
+        backend="numpy",
+        params=res["params"],
+        axes=axes,
+        units={"seconds": "s"},
+        notes=notes,
+    )

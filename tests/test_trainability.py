@@ -1,0 +1,71 @@
+"""Trainability experiments and their validation rows (meanfield.validation.trainability), smoke size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("sklearn")
+
+from meanfield.validation import trainability as T
+from meanfield.validation.report import Comparison
+
+from meanfield import dense
+
+
+def test_depth_scale_agreement_counts_cells_by_hand():
+    """3 depths x 2 sigma_w2 with 6 xi_c = 10 and 100: hand-counted agreement and exclusions."""
+    res = {
+        "depths": np.array([2, 10, 400]),
+        "xi_c": np.array([10.0, 100.0]) / 6.0,
+        # trainable?   sw0: L=2 yes, L=10 (ambiguous), L=400 no;  sw1: L=2 yes, L=10 NO (disagrees), L=400 no
+        "train_accuracy": np.array([[[0.9, 0.9], [0.9, 0.9]], [[0.2, 0.2], [0.1, 0.1]], [[0.1, 0.1], [0.1, 0.1]]]),
+    }
+    frac, n = T.depth_scale_agreement(res)
+    # scored: (2, sw0) agree, (400, sw0) agree, (2, sw1) agree, (10, sw1) ratio 0.1 -> scored, predicted
+    # trainable but 0.1 observed -> disagree, (400, sw1) ratio 4 -> agree; (10, sw0) ratio 1 -> not scored
+    assert n == 5
+    assert frac == pytest.approx(4 / 5)
+
+
+def test_experiments_are_cached_and_shaped():
+    res = T.experiment("depth_scale", "smoke", 0)
+    assert T.experiment("depth_scale", "smoke", 0) is res
+    nd, ns = len(res["depths"]), len(res["sigma_w2"])
+    assert res["train_accuracy"].shape[:2] == (nd, ns)
+    assert np.all((res["train_accuracy"] >= 0) & (res["train_accuracy"] <= 1))
+    # xi_c is the mean-field one (the theory layer), not something fitted to the runs
+    np.testing.assert_allclose(
+        res["xi_c"], [dense.fixed_point("tanh", s, T.SIGMA_B2_FIG2).xi_c for s in res["sigma_w2"]]
+    )
+    cnn = T.experiment("deep_cnn", "smoke", 0)
+    assert set(cnn["runs"]) == {"delta_orthogonal", "orthogonal", "gaussian"}
+    with pytest.raises(ValueError):
+        T.experiment("nope")
+    with pytest.raises(ValueError):
+        T.experiment("zero", size="huge")
+    with pytest.raises(TypeError):
+        T.experiment("zero", seed=1.5)
+    with pytest.raises(ValueError):
+        T.experiment("zero", seed=-1)
+
+
+def test_rows_are_comparisons_with_fixed_tolerances():
+    rows = T.rows("smoke", 0)
+    assert len(rows) == 7 and all(isinstance(r, Comparison) for r in rows)
+    assert rows[0].theory == T.MIN_AGREEMENT and rows[0].side == "above"
+    assert rows[1].theory == T.DELTA_ORTHOGONAL_TARGET
+    for r in rows[2:6]:
+        assert r.theory == T.Z_ONE_SIDED and r.stderr == 0.0
+    assert rows[6].theory == -T.Z_ONE_SIDED
+    assert all(np.isfinite(r.estimate) for r in rows)
+
+
+def test_z_statistic_of_a_one_sided_claim():
+    """The z-rows can fail: equal samples give z = 0 < 1.645, a clear gap gives a large z."""
+    rng = np.random.default_rng(0)
+    a = 0.8 + 0.01 * rng.standard_normal(20)
+    assert T.z_score(a, a) == 0.0
+    assert T.z_score(a, a - 0.1) > 10
+    assert T.z_score(a - 0.1, a) < -10
