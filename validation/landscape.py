@@ -302,7 +302,8 @@ def _supp1_rows(seed):
             gap_rest,
             0.0,
             systematic=HESSIAN_ROUNDING * scale,
-            note=f"inside them they differ by {gap_own / scale:.3g} x max|H| (the printed 'identical' overstates)",
+            note=f"inside them they differ by {gap_own / scale:.3g} x max|H| (zero only where the error "
+            "back-propagated to the units vanishes; the printed 'identical' overstates)",
         )
     )
     r = L.skip_network_hessian("residual", x, y, ws, bs)
