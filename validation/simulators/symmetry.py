@@ -426,9 +426,11 @@ class TrainingRecord(Result):
     train_accuracy : ndarray, shape (steps + 1,) or None
         Fraction of the training inputs classified correctly by the forward pass of each step (with
         its dropout masks, as trained); None from records made before this field existed.
-    test_accuracy : ndarray, shape (steps + 1,) or None
-        Accuracy on ``(x_test, y_test)`` before each step and after the last, without dropout (None
-        when no test set was given).
+    test_accuracy : ndarray, shape (n_evaluations,) or None
+        Accuracy on ``(x_test, y_test)``, without dropout, at the steps ``test_steps`` (None when no
+        test set was given).
+    test_steps : ndarray of int or None
+        The steps at which ``test_accuracy`` was measured: every ``eval_every``-th and the last.
     """
 
     names: list
@@ -440,6 +442,7 @@ class TrainingRecord(Result):
     backward_ratio: np.ndarray | None
     train_accuracy: np.ndarray | None = None
     test_accuracy: np.ndarray | None = None
+    test_steps: np.ndarray | None = None
 
 
 def _fraction(p, name):
@@ -478,6 +481,7 @@ def train(
     ratios: bool = False,
     x_test: ArrayLike | None = None,
     y_test: ArrayLike | None = None,
+    eval_every: int = 1,
 ) -> TrainingRecord:
     """Deterministic full-batch gradient descent on ``(x, y)``, optionally with dropout on every
     activation or Gaussian noise of standard deviation ``grad_noise`` added to every gradient entry
@@ -510,6 +514,8 @@ def train(
     x_test, y_test : array_like, optional
         A held-out set (shapes as ``x``, ``y``); its accuracy is recorded before each step and
         after the last (seed 000 reports test accuracy, Tables 1-4).
+    eval_every : int
+        Measure the test accuracy every ``eval_every`` steps (>= 1) and after the last.
 
     Returns
     -------
@@ -536,6 +542,7 @@ def train(
     ratios = check_bool(ratios, "ratios")
     rng = b.rng(rng)
     yb = b.asarray(y, dtype=xp.int64)
+    eval_every = check_int(eval_every, "eval_every", 1)
     if (x_test is None) != (y_test is None):
         raise ValueError("give both x_test and y_test, or neither")
     if x_test is not None:
@@ -543,7 +550,7 @@ def train(
         if y_test_b.ndim != 1 or int(y_test_b.shape[0]) != int(np.shape(x_test)[0]):
             raise ValueError(f"y_test must hold one label per row of x_test, got shape {tuple(y_test_b.shape)}")
     names = net.conv_names()
-    cf, cb, ct, losses, fr, br, acc, test_acc = [], [], [], [], [], [], [], []
+    cf, cb, ct, losses, fr, br, acc, test_acc, test_steps = [], [], [], [], [], [], [], [], []
     for step in range(steps + 1):
         p_np = {k: to_numpy(net.params[k]) for k in names}
         if not all(np.all(np.isfinite(v)) for v in p_np.values()):
@@ -570,7 +577,8 @@ def train(
             raise ValueError(f"training diverged at step {step} ({exc}): lower lr (got {lr})") from exc
         losses.append(loss)
         acc.append(float(xp.mean(xp.argmax(logits, axis=1) == yb)))
-        if x_test is not None:
+        if x_test is not None and (step % eval_every == 0 or step == steps):
+            test_steps.append(step)
             test_acc.append(float(xp.mean(xp.argmax(net.forward(x_test), axis=1) == y_test_b)))
         if ratios:
             fr.append([symmetry.perturbation_ratio(to_numpy(f)) for f in feats])
@@ -592,6 +600,7 @@ def train(
         np.array(br) if ratios else None,
         np.array(acc),
         np.array(test_acc) if x_test is not None else None,
+        np.array(test_steps, dtype=np.int64) if x_test is not None else None,
     )
 
 
