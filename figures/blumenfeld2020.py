@@ -345,6 +345,8 @@ def _constnet_runs(size, seed):
     sz = _constnet_sizes(size)
     x, y = _digits(np.random.default_rng(data_ss))
     n = sz["n_images"]
+    # the last 500 shuffled digits are never trained on: their accuracy is Table 1's test accuracy
+    x_test, y_test = x[N_TRAIN:].reshape(-1, 8, 8, 1), y[N_TRAIN:]
     x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
     widths, blocks = CONSTNET_WIDTHS, CONSTNET_BLOCKS
     variants = {
@@ -358,7 +360,16 @@ def _constnet_runs(size, seed):
         make, kw = variants[name]
         # common random numbers: every variant draws its dropout masks / noise from the same stream
         runs[name] = train(
-            make(), x, y, sz["steps"], lr=CONSTNET_LR, **kw, **rng_kwargs(train, np.random.default_rng(train_ss))
+            make(),
+            x,
+            y,
+            sz["steps"],
+            lr=CONSTNET_LR,
+            **kw,
+            **rng_kwargs(train, np.random.default_rng(train_ss)),
+            x_test=x_test,
+            y_test=y_test,
+            eval_every=CONSTNET_EVAL_EVERY,
         )
     return runs, sz
 
@@ -738,9 +749,10 @@ def fig_12(out_dir, *, size, backend, seed):
     x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
     gammas = [0.0, 0.1, 0.5, 1.0]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
-    loss, cf0, cf1 = [], [], []
+    loss, cf0, cf1, rel_change = [], [], [], []
     for g in progress(gammas, desc="fig_12"):
         net = LeakyNet.initial(["I"] * 12, n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO, gamma=[g] * 12)
+        w_init = {f"layer{l}": np.array(net.params[f"layer{l}"]) for l in range(1, 13)}
         rec = train(
             net,
             x,
@@ -757,6 +769,7 @@ def fig_12(out_dir, *, size, backend, seed):
         )
         axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[0], ":", color=line.get_color())
         loss.append(rec.loss)
+        rel_change.append([float(np.linalg.norm(net.params[k] - w) / np.linalg.norm(w)) for k, w in w_init.items()])
         cf0.append(1.0 - rec.one_minus_cf[0])
         cf1.append(1.0 - rec.one_minus_cf[-1])
     axes[0].set_xlabel("full-batch gradient step")
@@ -775,11 +788,15 @@ def fig_12(out_dir, *, size, backend, seed):
     fig.suptitle(
         f"{PAPER}, analogue of Fig. 12 (App. J): LeakyNets with every layer $\\gamma I + (1-\\gamma)\\,11^T/n$\n"
         f"12 layers of {LEAKY_CHANNELS} channels, leaky-ReLU slope {LEAKY_RHO:g}; gradient descent (learning rate {lr:g}, "
-        f"relative gradient noise {LEAKY_NOISE:g}) on {n} 8x8 digits",
-        fontsize=10,
+        f"relative gradient noise {LEAKY_NOISE:g}) on {n} 8x8 digits\n"
+        f"odd layers carry the factor -1/slope (App. H): their weights move {_odd_even_ratio(rel_change):.0f}x less "
+        "(relative) than the even ones and keep their initial $C_f$; the paper sees this for the even layers "
+        "(its code evidently puts -1/slope on the second layer of each pair, as in Sec. 5.1)",
+        fontsize=9,
     )
     fig.tight_layout()
     data = {
+        "relative_weight_change": np.array(rel_change),
         "gamma": np.array(gammas),
         "step": np.arange(steps + 1),
         "layer": np.arange(13),
@@ -810,14 +827,27 @@ def fig_12(out_dir, *, size, backend, seed):
             "n_images": n,
             "data": "digits 8x8x1, standardised per feature",
         },
-        axes={"loss": ["gamma", "step"], "initial_C_f": ["gamma", "layer"], "final_C_f": ["gamma", "layer"]},
+        axes={
+            "loss": ["gamma", "step"],
+            "initial_C_f": ["gamma", "layer"],
+            "final_C_f": ["gamma", "layer"],
+            "relative_weight_change": ["gamma", "leakynet_layer"],
+        },
         units={
             "loss": "cross-entropy [nats]",
             "initial_C_f": "dimensionless (eq. 5)",
             "final_C_f": "dimensionless (eq. 5)",
             "layer": "0 = input (averaging) conv, l = LeakyNet layer l",
+            "relative_weight_change": "||W_l(end) - W_l(0)|| / ||W_l(0)|| for LeakyNet layers 1..12",
         },
     )
+
+
+def _odd_even_ratio(rel_change) -> float:
+    """Median relative weight change of the even LeakyNet layers over that of the odd ones (Fig. 12)."""
+    r = np.asarray(rel_change, dtype=float)
+    odd, even = np.median(r[:, 0::2]), np.median(r[:, 1::2])
+    return float(even / odd) if odd > 0 else float("inf")
 
 
 def _pair(w):
@@ -983,3 +1013,94 @@ FIGURES = {
     "fig_12": fig_12,
     "table_correlations": table_correlations,
 }
+
+
+#: Steps between test-accuracy evaluations of the ConstNet runs (a 500-image forward pass costs
+#: about as much as a training step on 128 images: evaluating every step doubled Fig. 3's time).
+CONSTNET_EVAL_EVERY = 10
+
+#: Table 1 of seed 000 (CIFAR-10, 300 epochs, test accuracy in %): the paper's numbers beside ours.
+TABLE_1_PAPER = {
+    "He init": 95.40,
+    "'0' init, 1% dropout": 95.46,
+    "'0' init, gradient noise 1e-8": 95.37,  # the paper's "non-deterministic GPU computation" row
+    "'0' init, deterministic": 24.79,
+}
+
+
+@figure(paper=PAPER, figure="analogue of Table 1 (digits, small ConstNet)", honours_backend=False)
+def table_1(out_dir, *, size, backend, seed):
+    """Test accuracy of a ConstNet with and without a symmetry-breaking noise source (the runs of Figs. 3 and 6).
+
+    The four ConstNet runs shared with :func:`fig_3` and :func:`fig_6` (He init; '0' init with 1 %
+    dropout; '0' init with N(0, 1e-8^2) gradient noise, the model of non-deterministic GPU
+    reductions; '0' init fully deterministic), tested on 500 held-out digits. Left: test accuracy
+    over training; right: final test accuracy beside the paper's CIFAR-10 numbers, with
+    ``max 1 - C_f`` over the hidden convolutions (0: the features are still identical).
+
+    Notes
+    -----
+    Seed 000, Sec. 4.2, Table 1 (and App. I, Table 3). Reduced precision (FP16) is not modelled.
+    """
+    runs, sz = _constnet_runs(size, seed)
+    names = list(runs)
+    acc = np.stack([runs[k].test_accuracy for k in names])
+    final = 100.0 * acc[:, -1]
+    cf = np.array([float(runs[k].one_minus_cf[-1, 1:].max()) for k in names])
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    steps_axis = runs[names[0]].test_steps
+    for i, k in enumerate(names):
+        a.plot(steps_axis, 100.0 * acc[i], marker="o", ms=2, label=k)
+    a.set_xlabel("full-batch gradient steps")
+    a.set_ylabel("test accuracy [%]")
+    a.legend(fontsize=7)
+    y = np.arange(len(names))
+    b.barh(y, final, color="tab:blue", label="here (digits)")
+    b.scatter([TABLE_1_PAPER[k] for k in names], y, color="k", marker="x", zorder=3, label="paper (CIFAR-10)")
+    b.set_yticks(y, [f"{k}\n(max 1 - C_f = {c:.2g})" for k, c in zip(names, cf)], fontsize=7)
+    b.set_xlabel("final test accuracy [%]")
+    b.set_ylabel("initialisation and noise source")
+    b.legend(fontsize=7)
+    det, drop = final[names.index("'0' init, deterministic")], final[names.index("'0' init, 1% dropout")]
+    seen = "reproduced" if drop > det else "NOT reproduced at this size"
+    b.set_title(
+        f"paper: noise recovers the He accuracy, deterministic fails; dropout {drop:.1f} vs deterministic {det:.1f}: {seen}",
+        fontsize=7,
+    )
+    fig.suptitle(
+        f"{PAPER}, analogue of Table 1: ConstNet test accuracy with and without symmetry breaking\n"
+        f"{sz['n_images']} training digits, 500 test digits, {sz['steps']} full-batch steps at learning rate {CONSTNET_LR:g} "
+        "(paper: CIFAR-10, 300 epochs)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    return save_figure(
+        fig,
+        out_dir,
+        "blumenfeld2020_table_1",
+        {
+            "variant": names,
+            "test_step": steps_axis,
+            "test_accuracy": acc,
+            "final_test_accuracy": final,
+            "paper_test_accuracy": np.array([TABLE_1_PAPER[k] for k in names]),
+            "max_one_minus_cf": cf,
+        },
+        paper=PAPER,
+        figure=table_1.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params={**_constnet_params(sz), "n_test": 500},
+        axes={"test_accuracy": ["variant", "step"]},
+        units={
+            "test_accuracy": "fraction of the 500 held-out digits classified correctly",
+            "final_test_accuracy": "percent",
+            "paper_test_accuracy": "percent (CIFAR-10, Table 1 of the paper)",
+            "max_one_minus_cf": "max over hidden convolutions of 1 - C_f after training",
+        },
+    )
+
+
+__all__ += ["TABLE_1_PAPER", "table_1"]
+FIGURES.update({"table_1": table_1})

@@ -967,7 +967,18 @@ import typing  # noqa: E402
 from meanfield import Result  # noqa: E402
 
 #: The public names of meanfield.landscape before the split (they must all keep working).
-PUBLIC_NAMES = {
+DEGENERACY_NAMES = {
+    "HessianSpectrum",
+    "SingularityMeasures",
+    "bias_penalty",
+    "bias_targets",
+    "degenerate_fraction",
+    "singularity_measures",
+    "skip_network_hessian",
+}
+
+
+PUBLIC_NAMES = DEGENERACY_NAMES | {
     "ARCHITECTURES",
     "LandscapeResult",
     "ModeTrajectory",
@@ -1009,6 +1020,8 @@ LIMITS = {
     "MAX_SKIP_SIZE",
     "MAX_TAU_SPREAD",
     "MAX_THREE_LAYER_ENTRIES",
+    "DEGENERATE_RTOL",
+    "MAX_HESSIAN_PARAMETERS",
 }
 SUBMODULES = {
     "_binary": {
@@ -1045,6 +1058,7 @@ SUBMODULES = {
         "supp4_skip_matrix",
     },
     "_symmetries": {"PermutationCounts", "permutation_counts", "rescaling_deviation", "skip_network"},
+    "_degeneracy": DEGENERACY_NAMES,
 }
 
 
@@ -1083,6 +1097,11 @@ RESULTS = {
     "ThreeLayerHessian": (lambda: L.three_layer_hessian(np.eye(2), np.eye(2), [1.0, 0.5]), {"aa": None}),
     "ModeTrajectory": (lambda: L.mode_flow([0.1, 0.2], 1.0, [0.0, 0.1]), {"architecture": "residual"}),
     "PermutationCounts": (lambda: L.permutation_counts(4, 2), {"class_respecting": 1}),
+    "SingularityMeasures": (lambda: L.singularity_measures([np.eye(2), np.ones((1, 2))]), {"tol": 0.5}),
+    "HessianSpectrum": (
+        lambda: (pytest.importorskip("torch"), L.skip_network_hessian("plain", np.eye(2), np.eye(2), [np.eye(2)]))[1],
+        {"loss": 2.0},
+    ),
 }
 
 

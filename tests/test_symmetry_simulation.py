@@ -304,3 +304,25 @@ def test_replicated_feature_experiment_labels_and_divergence():
         replicated_feature_experiment(x, y, x[:3], [[0, 1], [2]], 4, 2, 0.1, steps=2, rng=0, n_classes=3)
     with pytest.raises(ValueError, match="SGD diverged.*lr"):
         replicated_feature_experiment(x, y, x[:3], y[:3], 4, 2, 0.1, steps=3, lr=1e300, rng=0, n_classes=3)
+
+
+def test_train_records_accuracy_and_test_accuracy():
+    """train() records the accuracy of each step's forward pass and, every eval_every steps and at
+    the end, the test accuracy of the current weights (issue 15: Table 1 needs test accuracy)."""
+    from meanfield.validation.simulators import ConstNet, train
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((12, 4, 4, 1)), rng.integers(0, 3, 12)
+    xt, yt = rng.standard_normal((9, 4, 4, 1)), rng.integers(0, 3, 9)
+    head = rng.standard_normal((3, 4))
+    initial_acc = np.mean(np.argmax(ConstNet.initial((2, 4), 1, 1, 3, head=head).forward(x), axis=1) == y)
+    net = ConstNet.initial((2, 4), 1, 1, 3, head=head)
+    rec = train(net, x, y, 5, lr=0.1, x_test=xt, y_test=yt, eval_every=2)
+    assert rec.test_steps.tolist() == [0, 2, 4, 5] and rec.train_accuracy.shape == (6,)
+    assert rec.train_accuracy[0] == initial_acc
+    # the last test accuracy is that of the final weights
+    assert rec.test_accuracy[-1] == np.mean(np.argmax(net.forward(xt), axis=1) == yt)
+    with pytest.raises(ValueError, match="x_test"):
+        train(net, x, y, 1, x_test=xt)
+    with pytest.raises(ValueError, match="eval_every"):
+        train(net, x, y, 1, x_test=xt, y_test=yt, eval_every=0)

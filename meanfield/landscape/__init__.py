@@ -18,7 +18,12 @@ code                               paper
 ``mode_hessian``                   Supp. Note 3, eqs. 36-37
 ``folded_orthogonal``              Sec. 2.4.2, Fig. 9 ("128, 64, ..., 1 orthonormal vectors")
 ``controlled_skip_matrix``         Sec. 2.4.2, Fig. 10, Supp. Note 4 (eigenvalues on the unit circle)
-``skip_network``                   eqs. 24-26 (real-valued ReLU nets with identity skips)
+``skip_network``                   eqs. 24-26 (real-valued ReLU nets; skip matrices ``Q_l``, long
+                                   skips of eq. 26, constant bias profiles ``a l + b`` of Sec. 2.4.3)
+``singularity_measures``           Supp. Note 1: elimination and overlap singularities of weights
+``skip_network_hessian``           Supp. Note 1: exact Hessian (PyTorch autodiff, float64)
+``degenerate_fraction``            fraction of zero Hessian eigenvalues
+``bias_targets``, ``bias_penalty`` Sec. 2.4.1: BiasSymmBreak / BiasL2Reg / BiasInit
 ``rescaling_deviation``            Sec. 2.1, Fig. 2c (rescaling symmetry)
 ``permutation_counts``             Sec. 2.1, Fig. 1a (``prod_l n_l!``) and the Discussion (``n!``
                                    versus ``K! (d!)^K``)
@@ -45,6 +50,10 @@ One concept per private submodule, every public name re-exported here (import fr
   :func:`skip_network`, :func:`rescaling_deviation`, :func:`permutation_counts`;
 - ``_census``: local-minimum counts of landscapes too large to hold, chunked by leading bits and
   run on :mod:`meanfield.parallel` (a Dask cluster when asked): :func:`landscape_census`.
+- ``_degeneracy``: singularities and Hessian degeneracy of (trained) networks and the bias
+  regulariser of Sec. 2.4.1 (Supp. Note 1): :func:`singularity_measures`,
+  :func:`degenerate_fraction`, :func:`skip_network_hessian`, :func:`bias_targets`,
+  :func:`bias_penalty`.
 
 Every result is a frozen dataclass with ``.replace()`` (:class:`meanfield._results.Result`).
 Random functions take ``rng`` (``None``, an int ``n`` meaning ``numpy.random.default_rng(n)``, or a
@@ -123,6 +132,10 @@ from ._binary import MAX_LANDSCAPE_WORK as MAX_LANDSCAPE_WORK
 from ._binary import __all__ as _binary_all
 from ._common import MAX_FLOW_DIMENSION as MAX_FLOW_DIMENSION
 from ._common import MAX_FLOW_EVALUATIONS as MAX_FLOW_EVALUATIONS
+from ._degeneracy import *  # noqa: F403
+from ._degeneracy import DEGENERATE_RTOL as DEGENERATE_RTOL
+from ._degeneracy import MAX_HESSIAN_PARAMETERS as MAX_HESSIAN_PARAMETERS
+from ._degeneracy import __all__ as _degeneracy_all
 from ._modes import *  # noqa: F403
 from ._modes import MAX_MODE_LAYERS as MAX_MODE_LAYERS
 from ._modes import __all__ as _modes_all
@@ -139,7 +152,12 @@ from ._three_layer import __all__ as _three_layer_all
 
 # the MAX_* limits are importable from here but, as before the split, not listed in __all__
 __all__ = (
-    list(_binary_all) + list(_three_layer_all) + list(_modes_all) + list(_skip_matrices_all) + list(_symmetries_all)
+    list(_binary_all)
+    + list(_three_layer_all)
+    + list(_modes_all)
+    + list(_skip_matrices_all)
+    + list(_symmetries_all)
+    + list(_degeneracy_all)
 )
 
 # chunked (distributed) census of the binary landscapes: meanfield.parallel, docs/distributed.md

@@ -68,19 +68,68 @@ def _check_skip_net(x, weights, biases):
     return h, ws, bs
 
 
-def _skip_forward(architecture, h, ws, bs):
+def _check_matrices(mats, n, count, name):
+    """``None`` or a list of ``count`` finite (n, n) arrays (a 3-D array is split along its first axis)."""
+    if mats is None:
+        return None
+    if isinstance(mats, np.ndarray) and mats.ndim == 3:
+        mats = list(mats)
+    if not isinstance(mats, (list, tuple)):
+        raise TypeError(f"{name} must be a list of (n, n) arrays (one per weight matrix), got {type(mats).__name__}")
+    if len(mats) != count:
+        raise ValueError(f"{name} must hold one (n, n) matrix per weight matrix ({count}), got {len(mats)}")
+    out = []
+    for i, q in enumerate(mats):
+        q = as_float_array(q, f"{name}[{i}]")
+        if q.shape != (n, n):
+            raise ValueError(f"{name}[{i}] must have shape (n, n) = {(n, n)}, got {q.shape}")
+        out.append(q)
+    return out
+
+
+def _check_constant_bias(constant_bias):
+    """``None`` or the pair ``(a, b)`` of finite floats of the profile ``a l + b`` (Sec. 2.4.3)."""
+    if constant_bias is None:
+        return None
+    if not isinstance(constant_bias, (tuple, list)) or len(constant_bias) != 2:
+        raise TypeError(f"constant_bias must be None or a pair (a, b) of floats, got {constant_bias!r}")
+    return check_scalar(constant_bias[0], "constant_bias[0] (a)"), check_scalar(
+        constant_bias[1], "constant_bias[1] (b)"
+    )
+
+
+def _skip_forward(architecture, h, ws, bs, skips=None, long_skips=None, constant_bias=None):
     history = [h]
     with np.errstate(over="ignore", invalid="ignore"):
         for idx, (w, b) in enumerate(zip(ws, bs)):
             l = idx + 1
-            new = np.maximum(h @ w.T + b, 0.0)
+            pre = h @ w.T + b
+            if constant_bias is not None:
+                pre = pre + (constant_bias[0] * l + constant_bias[1])
+            new = np.maximum(pre, 0.0)
             if architecture != "plain":
-                new = new + h
+                new = new + (h if skips is None else h @ skips[idx].T)
             if architecture == "hyper_residual" and l >= 2:
-                new = new + sum(history[:-1]) / (l - 1)
+                longs = skips if long_skips is None else long_skips
+                if longs is None:
+                    far = sum(history[:-1])
+                else:
+                    far = sum(x_k @ longs[k].T for k, x_k in enumerate(history[:-1]))
+                new = new + far / (l - 1)
             h = new
             history.append(h)
     return h
+
+
+def _skip_options(architecture, h, ws, skips, long_skips, constant_bias):
+    n, count = h.shape[1], len(ws)
+    skips = _check_matrices(skips, n, count, "skips")
+    long_skips = _check_matrices(long_skips, n, count, "long_skips")
+    if architecture == "plain" and (skips is not None or long_skips is not None):
+        raise ValueError("skips and long_skips apply to the residual and hyper-residual architectures, not to 'plain'")
+    if architecture == "residual" and long_skips is not None:
+        raise ValueError("long_skips applies to the hyper-residual architecture only (eq. 26)")
+    return skips, long_skips, _check_constant_bias(constant_bias)
 
 
 def skip_network(
@@ -88,10 +137,21 @@ def skip_network(
     x: ArrayLike,
     weights: Sequence[ArrayLike] | np.ndarray,
     biases: Sequence[ArrayLike] | np.ndarray | None = None,
+    *,
+    skips: Sequence[ArrayLike] | np.ndarray | None = None,
+    long_skips: Sequence[ArrayLike] | np.ndarray | None = None,
+    constant_bias: tuple[float, float] | None = None,
 ) -> np.ndarray:
-    """Real-valued ReLU net with identity skips: eq. 24 (plain), 25 (residual, ``Q_l = I``), 26 (hyper-residual) of seed 004.
+    """Real-valued ReLU net with skip matrices: eq. 24 (plain), 25 (residual), 26 (hyper-residual) of seed 004.
 
-    Hyper-residual (eq. 26): ``x_{l+1} = f(W_l x_l + b) + x_l + [x_{l-1} + ... + x_1] / (l - 1)``.
+    Plain (eq. 24): ``x_{l+1} = f(W_l x_l + b_l + c_l)``; residual (eq. 25):
+    ``x_{l+1} = f(W_l x_l + b_l + c_l) + Q_l x_l``; hyper-residual (eq. 26):
+    ``x_{l+1} = f(W_l x_l + b_l + c_l) + Q_l x_l + [P_{l-1} x_{l-1} + ... + P_1 x_1] / (l - 1)``,
+    with ``f = relu``, ``Q_l`` the ``skips`` (default the identity), ``P_k`` the ``long_skips``
+    (default ``Q_k``, eq. 26 as printed; Fig. 11 uses ``Q = I`` and twice-folded orthogonal ``P``,
+    :func:`folded_orthogonal`) and ``c_l = a l + b`` the untrained constant bias profile of
+    Sec. 2.4.3 / Fig. 12 (``constant_bias=(a, b)``; default none), the same for every unit of layer
+    ``l = 1 .. len(weights)``, so it breaks the rescaling symmetry but not the permutation symmetry.
 
     Parameters
     ----------
@@ -102,6 +162,15 @@ def skip_network(
         ``W_1 ... W_{L-1}`` (at least one), finite.
     biases : list of (n,) arrays, optional
         One per weight matrix (default zero), finite.
+    skips : list of (n, n) arrays, optional
+        ``Q_1 .. Q_{L-1}`` of eqs. 25-26 (residual and hyper-residual only; default identities),
+        e.g. :func:`folded_orthogonal` or :func:`controlled_skip_matrix` (Figs. 9-10).
+    long_skips : list of (n, n) arrays, optional
+        ``P_1 .. P_{L-1}``, the matrices of the connections from non-adjacent layers in eq. 26
+        (hyper-residual only; default ``skips``). The last one is never used.
+    constant_bias : (float, float), optional
+        ``(a, b)`` of the untrained bias ``a l + b`` added to every pre-activation of layer ``l``
+        (Sec. 2.4.3, Fig. 12; ``(0, 0)`` is the plain bias-free net).
 
     Returns
     -------
@@ -111,14 +180,23 @@ def skip_network(
     Raises
     ------
     ValueError
-        Unknown architecture, arrays of the wrong shape or with NaN or infinity, a bias list of
-        the wrong length, or activations that overflow double precision (scale x or the weights down).
+        Unknown architecture, arrays of the wrong shape or with NaN or infinity, a bias or skip list
+        of the wrong length, skips given to the plain net (or ``long_skips`` to the residual net),
+        or activations that overflow double precision (scale x or the weights down).
     TypeError
-        ``architecture`` not a str; ``weights`` or ``biases`` not lists; complex or non-numeric entries.
+        ``architecture`` not a str; ``weights``, ``biases``, ``skips`` or ``long_skips`` not lists;
+        ``constant_bias`` not a pair; complex or non-numeric entries.
+
+    Notes
+    -----
+    Seed 004, Sec. 2.4, eqs. 24-26; Secs. 2.4.2-2.4.3 for the skip matrices and constant biases.
+    With ``skips=None`` and ``long_skips=None`` the result is the identity-skip network of earlier
+    versions exactly.
     """
     _check_architecture(architecture, _SKIP_ARCHITECTURES)
     h, ws, bs = _check_skip_net(x, weights, biases)
-    out = _skip_forward(architecture, h, ws, bs)
+    skips, long_skips, constant_bias = _skip_options(architecture, h, ws, skips, long_skips, constant_bias)
+    out = _skip_forward(architecture, h, ws, bs, skips, long_skips, constant_bias)
     if not np.all(np.isfinite(out)):
         raise ValueError("x, weights and biases give activations that overflow double precision (scale them down)")
     return out
@@ -140,6 +218,10 @@ def rescaling_deviation(
     l: int,
     g: float = 10.0,
     biases: Sequence[ArrayLike] | np.ndarray | None = None,
+    *,
+    skips: Sequence[ArrayLike] | np.ndarray | None = None,
+    long_skips: Sequence[ArrayLike] | np.ndarray | None = None,
+    constant_bias: tuple[float, float] | None = None,
 ) -> float:
     """Relative change ``||F' - F|| / ||F||`` of the output when ``W_k -> g W_k``, ``W_l -> W_l / g``
     and the biases of layers ``k`` to ``l - 1`` are multiplied by ``g`` (Sec. 2.1, Fig. 2c of seed 004).
@@ -159,7 +241,9 @@ def rescaling_deviation(
     g : float
         Rescaling factor, finite and ``> 0``.
     biases : list of (n,) arrays, optional
-        Default zero.
+        Default zero (the trained biases; they are rescaled).
+    skips, long_skips, constant_bias
+        As in :func:`skip_network`; never rescaled (the constant biases of Fig. 12 are untrained).
 
     Returns
     -------
@@ -178,6 +262,7 @@ def rescaling_deviation(
     """
     _check_architecture(architecture, _SKIP_ARCHITECTURES)
     h, ws, bs = _check_skip_net(x, weights, biases)
+    skips, long_skips, constant_bias = _skip_options(architecture, h, ws, skips, long_skips, constant_bias)
     n = len(ws)
     if n < 2:
         raise ValueError(f"weights must hold at least 2 matrices to rescale a pair, got {n}")
@@ -193,8 +278,8 @@ def rescaling_deviation(
         w2[l] /= g
         for j in range(k, l):
             b2[j] *= g
-    f0 = _skip_forward(architecture, h, ws, bs)
-    f1 = _skip_forward(architecture, h, w2, b2)
+    f0 = _skip_forward(architecture, h, ws, bs, skips, long_skips, constant_bias)
+    f1 = _skip_forward(architecture, h, w2, b2, skips, long_skips, constant_bias)
     if not (np.all(np.isfinite(f0)) and np.all(np.isfinite(f1)) and all(np.all(np.isfinite(w)) for w in w2 + b2)):
         raise ValueError(
             f"x, weights and g = {g!r} give an output that overflows double precision (scale x or the "

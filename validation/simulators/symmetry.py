@@ -492,6 +492,14 @@ class TrainingRecord(Result):
     forward_ratio, backward_ratio : ndarray, shape (steps + 1, n_features) or None
         :func:`meanfield.symmetry.perturbation_ratio` of the forward features ``a^l`` and of the
         backward features ``dL/da^l`` (recorded with ``ratios=True``).
+    train_accuracy : ndarray, shape (steps + 1,) or None
+        Fraction of the training inputs classified correctly by the forward pass of each step (with
+        its dropout masks, as trained); None from records made before this field existed.
+    test_accuracy : ndarray, shape (n_evaluations,) or None
+        Accuracy on ``(x_test, y_test)``, without dropout, at the steps ``test_steps`` (None when no
+        test set was given).
+    test_steps : ndarray of int or None
+        The steps at which ``test_accuracy`` was measured: every ``eval_every``-th and the last.
     """
 
     names: list
@@ -501,6 +509,9 @@ class TrainingRecord(Result):
     loss: np.ndarray
     forward_ratio: np.ndarray | None
     backward_ratio: np.ndarray | None
+    train_accuracy: np.ndarray | None = None
+    test_accuracy: np.ndarray | None = None
+    test_steps: np.ndarray | None = None
 
 
 def _fraction(p, name):
@@ -537,6 +548,9 @@ def train(
     *,
     rng: Any = None,
     ratios: bool = False,
+    x_test: ArrayLike | None = None,
+    y_test: ArrayLike | None = None,
+    eval_every: int = 1,
 ) -> TrainingRecord:
     """Deterministic full-batch gradient descent on ``(x, y)``, optionally with dropout on every
     activation or Gaussian noise of standard deviation ``grad_noise`` added to every gradient entry
@@ -566,6 +580,11 @@ def train(
         Draws the dropout masks and the gradient noise; validated even when neither is used.
     ratios : bool
         Also record the perturbation ratios of the forward and backward features.
+    x_test, y_test : array_like, optional
+        A held-out set (shapes as ``x``, ``y``); its accuracy is recorded before each step and
+        after the last (seed 000 reports test accuracy, Tables 1-4).
+    eval_every : int
+        Measure the test accuracy every ``eval_every`` steps (>= 1) and after the last.
 
     Returns
     -------
@@ -596,11 +615,21 @@ def train(
     x_shape = x.shape
     if not x_shape:
         raise ValueError(f"x must be an array of shape (batch, *spatial, n_input), got {x!r}")
-    yb = b.asarray(_labels(y, x_shape[0], int(net.params["head"].shape[0]), "y"))
+    n_classes = int(net.params["head"].shape[0])
+    yb = b.asarray(_labels(y, x_shape[0], n_classes, "y"))
     n_params = sum(int(np.prod(v.shape)) for v in net.params.values())
     check_work((steps + 1) * int(np.prod(x_shape)) * n_params, "train (steps + 1) * x.size * parameters")
+    eval_every = check_int(eval_every, "eval_every", 1)
+    if (x_test is None) != (y_test is None):
+        raise ValueError("give both x_test and y_test, or neither")
+    if x_test is not None:
+        if not hasattr(x_test, "shape"):
+            x_test = as_float_array(x_test, "x_test")
+        if len(x_test.shape) != len(x_shape) or tuple(x_test.shape[1:]) != tuple(x_shape[1:]):
+            raise ValueError(f"x_test must have the shape of x apart from its batch, got {tuple(x_test.shape)}")
+        y_test_b = b.asarray(_labels(y_test, int(x_test.shape[0]), n_classes, "y_test"))
     names = net.conv_names()
-    cf, cb, ct, losses, fr, br = [], [], [], [], [], []
+    cf, cb, ct, losses, fr, br, acc, test_acc, test_steps = [], [], [], [], [], [], [], [], []
     for step in range(steps + 1):
         p_np = {k: to_numpy(net.params[k]) for k in names}
         if not all(np.all(np.isfinite(v)) for v in p_np.values()):
@@ -626,6 +655,10 @@ def train(
         except ValueError as exc:  # an overflowing convolution
             raise ValueError(f"training diverged at step {step} ({exc}): lower lr (got {lr})") from exc
         losses.append(loss)
+        acc.append(float(xp.mean(xp.argmax(logits, axis=1) == yb)))
+        if x_test is not None and (step % eval_every == 0 or step == steps):
+            test_steps.append(step)
+            test_acc.append(float(xp.mean(xp.argmax(net.forward(x_test), axis=1) == y_test_b)))
         if ratios:
             fr.append([symmetry.perturbation_ratio(to_numpy(f)) for f in feats])
             br.append([symmetry.perturbation_ratio(to_numpy(g)) for g in betas])
@@ -644,6 +677,9 @@ def train(
         np.array(losses),
         np.array(fr) if ratios else None,
         np.array(br) if ratios else None,
+        np.array(acc),
+        np.array(test_acc) if x_test is not None else None,
+        np.array(test_steps, dtype=np.int64) if x_test is not None else None,
     )
 
 

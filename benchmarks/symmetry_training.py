@@ -1,0 +1,117 @@
+"""Speed of the seed-004 trainer and its Hessians (meanfield.validation.symmetry_training).
+
+Prints, in one run, the ratios behind three choices of the trainer:
+
+1. one PyTorch intra-op thread against the process default for a training step of a 4-member
+   ensemble (width 32, 10 hidden layers, batch 500): on a shared, oversubscribed machine spinning
+   threads made small batched products many times slower;
+2. forward-over-reverse Hessians (``torch.func.jacfwd(jacrev(f))``, what the trainer uses) against
+   ``torch.autograd.functional.hessian`` (reverse-over-reverse) for the 288 hidden parameters of
+   a width-8, 4-layer net on 128 inputs (measured: about equal after warm-up, ratio 0.9);
+3. ``torch.linalg.eigvalsh`` on one thread against ``numpy.linalg.eigvalsh`` for that Hessian;
+
+and the wall time of one default-size training run (the unit of the Orhan figures' cost).
+
+    python benchmarks/symmetry_training.py [--repeats 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+from meanfield.validation import symmetry_training as T
+
+from meanfield.data import load_digits
+
+
+def _time(f, repeats):
+    f()  # warm-up
+    t = time.perf_counter()
+    for _ in range(repeats):
+        f()
+    return (time.perf_counter() - t) / repeats
+
+
+def _mlp_loss(p, x, y):
+    """Cross-entropy of an ensemble of residual ReLU MLPs (batched products, the trainer's shapes)."""
+    h = torch.relu(torch.matmul(x, p["W0"].transpose(1, 2)))
+    for i in range(p["W"].shape[1]):
+        h = torch.relu(torch.bmm(h, p["W"][:, i].transpose(1, 2)) + p["b"][:, i][:, None, :]) + h
+    logits = torch.bmm(h, p["Wout"].transpose(1, 2))
+    e = logits.shape[0]
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, 10), y.repeat(e))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--repeats", type=int, default=20)
+    args = p.parse_args()
+    rng = np.random.default_rng(0)
+    x = torch.tensor(rng.standard_normal((500, 64)), dtype=torch.float32)
+    y = torch.tensor(rng.integers(0, 10, 500))
+
+    def params(dtype, e, n, depth):
+        g = lambda *s: torch.tensor(rng.standard_normal(s) / np.sqrt(s[-1]), dtype=dtype)  # noqa: E731
+        return {
+            "W0": g(e, n, 64).requires_grad_(),
+            "W": g(e, depth, n, n).requires_grad_(),
+            "b": torch.zeros(e, depth, n, dtype=dtype, requires_grad=True),
+            "Wout": g(e, 10, n).requires_grad_(),
+        }
+
+    p32 = params(torch.float32, 4, 32, 10)
+
+    def step():
+        _mlp_loss(p32, x, y).backward()
+
+    default_threads = torch.get_num_threads()
+    t_default = _time(step, args.repeats)
+    torch.set_num_threads(1)
+    t_one = _time(step, args.repeats)
+    print(
+        f"training step (4 networks, width 32, 10 layers, batch 500), {default_threads} threads: "
+        f"{1e3 * t_default:.2f} ms; 1 thread: {1e3 * t_one:.2f} ms; ratio {t_default / t_one:.1f}"
+    )
+
+    p64 = params(torch.float64, 1, 8, 4)
+    xh, yh = x[:128].double(), y[:128]
+    flat0 = torch.cat([p64["W"].detach().reshape(-1), p64["b"].detach().reshape(-1)])
+
+    def loss(flat):
+        r = dict(p64)
+        r["W"] = flat[: 4 * 64].view(1, 4, 8, 8)
+        r["b"] = flat[4 * 64 :].view(1, 4, 8)
+        return _mlp_loss(r, xh, yh)
+
+    reps = max(2, args.repeats // 5)
+    t_rr = _time(lambda: torch.autograd.functional.hessian(loss, flat0, vectorize=True), reps)
+    t_fr = _time(lambda: torch.func.jacfwd(torch.func.jacrev(loss))(flat0), reps)
+    print(
+        f"Hessian (288 parameters, 128 inputs): reverse-over-reverse {1e3 * t_rr:.1f} ms; "
+        f"forward-over-reverse {1e3 * t_fr:.1f} ms; ratio {t_rr / t_fr:.1f}"
+    )
+    h = torch.func.jacfwd(torch.func.jacrev(loss))(flat0).detach()
+    hn = h.numpy()
+    t_np = _time(lambda: np.linalg.eigvalsh(hn), args.repeats)
+    t_th = _time(lambda: torch.linalg.eigvalsh(h), args.repeats)
+    print(
+        f"eigvalsh 288 x 288: numpy {1e3 * t_np:.1f} ms; torch (1 thread) {1e3 * t_th:.1f} ms; ratio {t_np / t_th:.1f}"
+    )
+    torch.set_num_threads(default_threads)
+
+    d = load_digits(standardized=True)
+    t = time.perf_counter()
+    T.train_skip_ensemble(
+        "residual", d.x[:1297], d.y[:1297], n_members=4, width=32, depth=10, steps=150, record_every=15, rng=0
+    )
+    print(
+        "one default-size Orhan training run (4 networks, width 32, 10 layers, 150 steps): "
+        f"{time.perf_counter() - t:.1f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
