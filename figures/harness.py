@@ -11,6 +11,8 @@ modules of this package); a new figure is written with it:
 - drawing: :data:`plt` (``matplotlib.pyplot`` on the Agg backend), :func:`colors`, :func:`title`,
   :func:`plot_log_floor`, :func:`mark_floor`, and the log-scale plots with exact zeros
   :func:`plot_with_zeros`, :func:`zero_band`, :func:`zero_floor`;
+- showing: :func:`show_figure` (render a figure and display its PNG in the current matplotlib
+  figure: the documentation gallery and notebooks);
 - running: :mod:`meanfield.figures.runner` (``all_figures``, ``run_figures``, ``main``: the
   ``meanfield figures`` command).
 
@@ -53,8 +55,46 @@ __all__ = [
     "plt",
     "rng_kwargs",
     "save_figure",
+    "show_figure",
     "streams",
     "title",
     "zero_band",
     "zero_floor",
 ]
+
+
+def show_figure(func, out_dir=None, *, size: str = "smoke", **kwargs):
+    """Render the figure ``func`` and display its PNG on a new matplotlib figure.
+
+    Parameters
+    ----------
+    func : callable
+        A figure function declared with :func:`figure` (e.g. ``meanfield.figures.xiao2018.fig_s1``).
+    out_dir : str or path-like, optional
+        Where the PNG and its JSON are written; a new temporary folder when omitted.
+    size : {"smoke", "default", "full"}
+        The figure's size (``"smoke"``: seconds; the gallery's choice).
+    **kwargs
+        Passed to ``func`` (``seed``, ``backend``).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files ``func`` wrote (its PNG first).
+
+    Raises
+    ------
+    TypeError
+        If ``func`` is not a figure function.
+    """
+    import tempfile
+
+    if not callable(func) or not hasattr(func, "sizes"):
+        raise TypeError(f"func must be a figure function declared with @figure, got {func!r}")
+    out_dir = tempfile.mkdtemp() if out_dir is None else out_dir
+    files = func(out_dir, size=size, **kwargs)
+    image = plt.imread(files[0])
+    _fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
+    ax.imshow(image)
+    ax.axis("off")
+    return files

@@ -19,6 +19,7 @@ Every argument is checked before any work (the output folder is created and a fi
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from meanfield.validation.runner import ENVIRONMENT_HELP, CliParser
 
@@ -123,7 +124,7 @@ def _reproduce(args, parser) -> int:
     return 0 if ok and figures_ok else 1
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``meanfield`` command line with ``argv`` (default ``sys.argv[1:]``); the exit status."""
     if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
         raise TypeError(f"argv must be a list of strings, got {argv!r}")

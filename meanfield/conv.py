@@ -478,7 +478,7 @@ def cyclic_diagonal_modes(cov, shape=None) -> np.ndarray:
 
     Returns
     -------
-    ndarray of complex, shape (..., *shape, *shape)
+    ndarray of complex, shape ``(..., *shape, *shape)``
         ``out[..., d, m] = sum_a Sigma[a, a + d] exp(-2 pi i m a / n)`` (indices are pairs in 2-D).
         Under the linearised dynamics (eq. 2.11) each entry is multiplied by
         ``chi * lambda_m`` per layer.
@@ -608,7 +608,7 @@ class LinearizedDecay:
     ----------
     eps : ndarray, shape (depth + 1, P, P)
         :math:`\\epsilon^l`, index 0 being the input perturbation.
-    modes : ndarray of complex, shape (depth + 1, *shape, *shape)
+    modes : ndarray of complex, shape ``(depth + 1, *shape, *shape)``
         :func:`cyclic_diagonal_modes` of ``eps``: ``modes[l, d, m]`` is the Fourier amplitude ``m``
         of cyclic diagonal ``d`` (Fig. S4 plots ``abs(modes[:, 1, :])``).
     lambda_ : ndarray of complex, shape ``shape``

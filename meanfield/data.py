@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._checks import as_float_array, check_bool, check_int, check_rng, check_scalar
 
@@ -65,7 +66,13 @@ class Dataset:
     name: str
 
 
-def gaussian_inputs(n_inputs, dim, q=1.0, c=0.0, rng=None) -> np.ndarray:
+def gaussian_inputs(
+    n_inputs: int,
+    dim: int,
+    q: float = 1.0,
+    c: float = 0.0,
+    rng: int | np.random.SeedSequence | np.random.Generator | None = None,
+) -> np.ndarray:
     """Random inputs with mean squared entry ``q`` and pairwise cosine ``c`` in expectation.
 
     Each input is ``sqrt(q) * (sqrt(c) * z_0 + sqrt(1 - c) * z_a)`` with ``z`` i.i.d. standard
@@ -115,7 +122,7 @@ def gaussian_inputs(n_inputs, dim, q=1.0, c=0.0, rng=None) -> np.ndarray:
     return math.sqrt(q) * (math.sqrt(c) * common + math.sqrt(1.0 - c) * own)
 
 
-def standardize(x, eps: float = 1e-12) -> np.ndarray:
+def standardize(x: ArrayLike, eps: float = 1e-12) -> np.ndarray:
     """Per-feature standardisation: zero mean and unit variance over the samples.
 
     A feature whose standard deviation is at most ``eps`` times its largest magnitude
@@ -165,7 +172,7 @@ def standardize(x, eps: float = 1e-12) -> np.ndarray:
     return out
 
 
-def load_digits(n_samples=None, standardized: bool = False) -> Dataset:
+def load_digits(n_samples: int | None = None, standardized: bool = False) -> Dataset:
     """The embedded real data set: scikit-learn's bundled 8 x 8 digits (UCI optdigits test set).
 
     Parameters
@@ -272,7 +279,7 @@ def _read_idx(f, path):
     return data
 
 
-def read_mnist_idx(path) -> np.ndarray:
+def read_mnist_idx(path: str | os.PathLike) -> np.ndarray:
     """Read an IDX file (the MNIST format), gzip-compressed or not.
 
     The header is two zero bytes, a type code (0x08 unsigned byte, 0x09 signed byte, 0x0B short,
@@ -409,7 +416,7 @@ def _batch_field(batch, key):
     raise KeyError(key)
 
 
-def read_cifar10_batch(path) -> Dataset:
+def read_cifar10_batch(path: str | os.PathLike) -> Dataset:
     """Read a CIFAR-10 python batch (``data_batch_1`` to ``test_batch``), treating it as untrusted.
 
     The batches are pickles, and ``pickle.load`` on a file from elsewhere can run arbitrary code.

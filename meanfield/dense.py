@@ -1041,7 +1041,7 @@ class FixedPoint:
         CRITICAL_ATOL of 1 (no exponential convergence: power law at criticality, frozen or
         polynomially converging correlations at q* = 0, growth at q* = inf); 0 where the chi is 0.
     phase : str
-        'ordered' (chi_1 < 1), 'chaotic' (chi_1 > 1) or 'critical' (|chi_1 - 1| <= 1e-9).
+        'ordered' (chi_1 < 1), 'chaotic' (chi_1 > 1) or 'critical' (``|chi_1 - 1| <= 1e-9``).
     c_frozen : bool
         True where q* = 0 and the c-map is the identity (smooth phi with phi(0) = 0, no bias, the
         ordered phase; linear): correlations then stop at an input-dependent value instead of

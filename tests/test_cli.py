@@ -98,6 +98,7 @@ def test_subcommand_usage_names_the_real_program(capsys):
         assert out.startswith(f"usage: meanfield {command}") and "python -m figures" not in out
 
 
+@pytest.mark.slow
 def test_python_m_entry_points_keep_working():
     """``python -m meanfield.figures`` / ``meanfield.validation`` (run from / so that no local folder
     named ``figures`` or ``validation`` can shadow the installed packages)."""
@@ -160,6 +161,7 @@ def test_cpu_only_figure_named_with_cupy_is_refused(fake, tmp_path, capsys, monk
     assert fake.calls == []
 
 
+@pytest.mark.slow
 def test_figures_run_cpu_only_ones_on_numpy_and_report_failures(fake, tmp_path, capsys):
     assert main(["figures", "fake", "--size", "smoke", "--seed", "4", "--out", str(tmp_path)]) == 0
     assert sorted(fake.calls) == [("cpu", "smoke", "numpy", 4), ("gpu", "smoke", "numpy", 4)]

@@ -210,6 +210,7 @@ def test_two_d_averaging_of_kronecker_products_factorises():
     assert np.allclose(lhs, rhs, atol=ROUND_ATOL)
 
 
+@pytest.mark.slow
 def test_propagate_deep_relu_does_not_overflow():
     cov0 = 0.5 + 0.5 * np.eye(4)
     res = conv.propagate_log(cov0, "relu", 3.0, 0.1, [0.25, 0.5, 0.25], 10_000)
@@ -303,6 +304,7 @@ def test_backward_map_at_fixed_point_is_chi1_times_averaged_diagonal():
     assert np.allclose(np.diag(out), expected, rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sw", [1.0, 4.25])
 def test_gradient_variance_decays_like_chi1_power(sw):
     fp = dense.fixed_point("tanh", sw, 0.05)

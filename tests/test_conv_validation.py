@@ -73,6 +73,7 @@ def test_fig_s4_small_simulation_agrees_with_theory():
     assert np.all(np.abs(lin[-1, 0]) / np.abs(lin[0, 0]) >= np.abs(lin[-1, 1:]) / np.abs(lin[0, 1:]))
 
 
+@pytest.mark.slow
 def test_isometry_rows_pass():
     rows = vconv.isometry_rows(0)
     assert rows and all(r.passed for r in rows)
@@ -123,6 +124,7 @@ def test_fig_s3_claim_block_circulant_approaches_marchenko_pastur():
     assert k2 > k8 > 2 * k64
 
 
+@pytest.mark.slow
 def test_fast_figures_write_png_and_json(tmp_path):
     from meanfield.figures.xiao2018 import fig_2_theory, fig_4b
 

@@ -137,6 +137,7 @@ def test_propagate_iterates_the_covariance_map():
     assert far[0, 1] / far[0, 0] == pytest.approx(fp.c_star, abs=1e-8)
 
 
+@pytest.mark.slow
 def test_deep_networks_do_not_overflow_or_return_nan():
     cov0 = np.array([[1.0, 0.4], [0.4, 1.3]])
     deep = 10_000

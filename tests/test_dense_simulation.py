@@ -67,6 +67,7 @@ def _load(paths):
     return load(next(p for p in paths if p.suffix == ".json")).data
 
 
+@pytest.mark.slow
 def test_fig_s1_phase_diagram_claims(tmp_path):
     from meanfield.figures.xiao2018 import fig_s1
 
@@ -85,6 +86,7 @@ def test_fig_s1_phase_diagram_claims(tmp_path):
     assert (tmp_path / "xiao2018_fig_s1.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_fig_depth_scales_diverge_at_the_edge_of_chaos(tmp_path):
     from meanfield.figures.xiao2018 import fig_depth_scales
 
@@ -97,6 +99,7 @@ def test_fig_depth_scales_diverge_at_the_edge_of_chaos(tmp_path):
         assert abs(peak - dense.critical_sigma_w2("tanh", b)) <= 2 * (sw[1] - sw[0])
 
 
+@pytest.mark.slow
 def test_fig_qc_maps_points_follow_theory(tmp_path):
     from meanfield.figures.xiao2018 import fig_qc_maps
 

@@ -99,11 +99,7 @@ API_MODULES = [
 
 # Docstrings with RST errors in files being rewritten by other engineers; they are left out of
 # test_docstrings_are_valid_rst and checked by the strict xfail below (remove an entry once fixed).
-KNOWN_RST_WARNINGS = {
-    "meanfield.dense.FixedPoint": "'|chi_1 - 1|' read as a substitution",
-    "meanfield.conv.LinearizedDecay": "'*' read as emphasis",
-    "meanfield.conv.cyclic_diagonal_modes": "'*' read as emphasis",
-}
+KNOWN_RST_WARNINGS: dict[str, str] = {}
 
 
 def _docutils_parser():

@@ -220,6 +220,7 @@ def test_fig_s4_json_is_self_describing(tmp_path):
     assert np.all(back["monte_carlo_stderr"] > 0)
 
 
+@pytest.mark.slow
 def test_fig_s1_names_the_axes_of_its_grids(tmp_path):
     """The issue's example: 48 x 32 arrays with no names."""
     from meanfield.figures import xiao2018
@@ -230,9 +231,24 @@ def test_fig_s1_names_the_axes_of_its_grids(tmp_path):
     assert back.metadata["params"]["activation"] == "tanh"
 
 
+@pytest.mark.slow
 def test_same_seed_same_figure_numbers(tmp_path):
     from meanfield.figures import xiao2018
 
     a, b, c = (load(xiao2018.fig_s3(tmp_path / str(k), size="smoke", seed=s)[1]) for k, s in enumerate((1, 1, 2)))
     assert np.array_equal(a["conv_density"], b["conv_density"])
     assert not np.array_equal(a["conv_density"], c["conv_density"])
+
+
+@pytest.mark.slow
+def test_show_figure_renders_png_and_rejects_non_figures(tmp_path):
+    import matplotlib.pyplot as plt
+    from meanfield.figures import orhan2017
+    from meanfield.figures.harness import show_figure
+
+    files = show_figure(orhan2017.fig_4, tmp_path)
+    assert files[0].suffix == ".png" and files[0].exists()
+    assert plt.gca().images, "the PNG is drawn on the current axes"
+    plt.close("all")
+    with pytest.raises(TypeError, match="func"):
+        show_figure(print)

@@ -107,6 +107,7 @@ def test_zero_band_is_not_drawn_without_zeros():
     plt.close(fig)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", RENDERED, ids=[f"{m.__name__.rsplit('.', 1)[-1]}.{n}" for m, n in RENDERED])
 def test_json_is_self_describing_and_title_names_paper_and_figure(rendered, key):
     """The JSON had no version, seed, size, parameters, units or axis names; titles lacked the paper."""
@@ -125,6 +126,7 @@ def test_json_is_self_describing_and_title_names_paper_and_figure(rendered, key)
     assert (figure_words.split(" (")[0] in title) or ("not a figure of the paper" in title)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", RENDERED, ids=[f"{m.__name__.rsplit('.', 1)[-1]}.{n}" for m, n in RENDERED])
 def test_every_axes_with_data_is_labelled_and_free_of_jargon(rendered, key):
     module, name = key
@@ -225,6 +227,7 @@ def test_cpu_only_figures_say_so_and_refuse_cupy(tmp_path, func):
     assert not list(tmp_path.glob("*.png"))
 
 
+@pytest.mark.slow
 def test_fig_s1_biases_are_not_the_next_seeds_task_stream(tmp_path):
     """Fig. S1 drew its biases from seed + 1: the N(0, 1) numbers behind the task of seed 1."""
     fd = load(O.fig_s1(tmp_path, size="smoke", seed=0)[1])

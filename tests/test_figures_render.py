@@ -64,6 +64,7 @@ def _texts(fig) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", sorted(REGISTRY))
 def test_figure_renders_for_a_reader(key, tmp_path, captured):
     func = REGISTRY[key]

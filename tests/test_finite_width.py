@@ -60,6 +60,7 @@ def test_kernel_fan_in_scales_the_weight_variance(n, fan_in, sigma_w2, y, z):
     assert k.density == pytest.approx(_kernel_scipy(y, z, n, sigma_w2 / fan_in, 0.1), rel=1e-9, abs=1e-300)
 
 
+@pytest.mark.slow
 def test_kernel_is_a_probability_law_and_matches_simulation():
     n, sigma_w2, sb, y = 7, 2.8, 0.2, 1.3
     sw = sigma_w2 / n  # seed 001's per-weight variance, for the simulation
@@ -91,6 +92,7 @@ def test_lambda_minus_one(n, sigma_w2, fan_in):
     assert fw.relu_eigenvalue(-1.0, n, sigma_w2, fan_in=fan_in) == pytest.approx(1 - 0.5**n, rel=1e-12)
 
 
+@pytest.mark.slow
 @given(st.integers(1, 25), st.floats(0.1, 4.0), st.floats(-4.0, -0.6), st.floats(0.2, 3.0))
 @settings(max_examples=10)
 def test_eigenvalue_equals_direct_quadrature(n, sw, m, z):
@@ -180,6 +182,7 @@ def test_operator_second_eigenvalue_is_lambda_minus_one():
         assert w[1].real == pytest.approx(1 - 0.5**n, abs=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factor", [2.0, 1.6, 1.2])
 def test_operator_positive_eigenvector_is_power_law(factor):
     """The eigenvector of 1 - 0.5^N has density ~ y^m, m = quasi_stationary_exponent (paper: shapes ~ y^m)."""
@@ -303,6 +306,7 @@ def test_propagate_distribution_mean_follows_corollary_3():
     assert np.all(np.abs(means[0] - expected) <= REFINEMENT_FACTOR * np.abs(means[0] - means[1]) + 1e-14)
 
 
+@pytest.mark.slow
 def test_expected_squared_norm_against_simulation():
     rng = np.random.default_rng(5)
     widths, sigma_w2s, sbs = [50, 30, 40], [1.0, 3.0, 1.5], [0.1, 0.0, 0.2]
@@ -422,6 +426,7 @@ def test_inner_product_law_mean_and_simulation():
         assert abs(p_mc - cdf[j]) <= Z * math.sqrt(cdf[j] * (1 - cdf[j]) / s.size) + lattice
 
 
+@pytest.mark.slow
 def test_cosine_similarity_samples():
     s = fw.cosine_similarity_samples(50, 1.0, n_samples=1000, rng=0)
     assert np.allclose(s, 1.0)
@@ -569,6 +574,7 @@ def test_simulator_squared_norms_he_preserves_mean():
     assert abs(m - y0) <= Z * se
 
 
+@pytest.mark.slow
 def test_validation_eigen_rows_pass():
     from meanfield.validation.finite_width import eigen_rows
 
@@ -576,6 +582,7 @@ def test_validation_eigen_rows_pass():
     assert len(rows) == 9 and all(r.passed for r in rows)
 
 
+@pytest.mark.slow
 def test_fig_1b_writes_files(tmp_path):
     from meanfield.figures import load
     from meanfield.figures.burkholz2019 import fig_1b
@@ -616,6 +623,7 @@ def test_cosine_law_does_not_depend_on_sigma_w_without_bias():
 COSINE_SD_RATIO_RTOL = 0.05
 
 
+@pytest.mark.slow
 def test_fig_2_claims(tmp_path):
     """Fig. 2: cosines after one ReLU layer lie in [0, 1], their mean grows with <x1, x2>, N = 100 is wider."""
     from meanfield.figures import load

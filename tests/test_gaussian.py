@@ -83,6 +83,7 @@ def test_single_expectations_match_adaptive_quadrature(name, q):
         assert abs(expectation(act, q, d) - ref) < SMOOTH_TOL + REF_TOL * abs(ref)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["tanh", "gelu", "softplus"])
 @pytest.mark.parametrize("q1,q2,c", [(0.1, 0.2, 0.5), (0.8, 1.7, -0.3), (5.0, 30.0, 0.9), (100.0, 100.0, 0.2)])
 def test_pair_expectations_match_adaptive_quadrature(name, q1, q2, c):
@@ -105,6 +106,7 @@ def test_arc_cosine_closed_form_matches_quadrature(q1, q2, c, slope, d):
     assert pair_expectation(act, q1, q2, c, d) == pytest.approx(ref, abs=REF_TOL, rel=REF_TOL)
 
 
+@pytest.mark.slow
 @settings(max_examples=8)
 @given(
     q1=hs.floats(0.05, 20.0), q2=hs.floats(0.05, 20.0), c=hs.floats(-0.95, 0.95), d=hs.sampled_from([(0, 0), (1, 1)])

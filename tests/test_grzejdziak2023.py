@@ -7,6 +7,7 @@ from meanfield.figures import load
 from meanfield.validation import kurtosis as VK
 
 
+@pytest.mark.slow
 def test_fig_1_small(tmp_path):
     paths = G.fig_1(tmp_path, n_networks=30, n_inputs=60, n_metainit=2, metainit_steps=5)
     assert [p.suffix for p in paths] == [".png", ".json"] and all(p.exists() for p in paths)
@@ -25,6 +26,7 @@ def test_fig_1_small(tmp_path):
     assert meta["seed"] == 0 and meta["size"] == "default" and "quantiles" in meta["units"]
 
 
+@pytest.mark.slow
 def test_fig_kurtosis_and_spectral_radius_small(tmp_path):
     p = G.fig_kurtosis(tmp_path, scale=0.02)
     fd = load(p[1])

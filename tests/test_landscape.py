@@ -184,6 +184,7 @@ def test_exact_ties_versus_tolerance(task):
     assert np.all(r0.n_better >= r1.n_better)
 
 
+@pytest.mark.slow
 def test_landscape_ordering_small(task):
     """Seven layers, two units (the paper's net): plain is the most rugged, hyper-residual the least."""
     counts = {a: L.binary_landscape(a, task.inputs, task.targets).n_local_minima for a in ARCHS}
@@ -505,6 +506,7 @@ def test_permutation_counts_of_several_layers():
 # ------------------------------------------------------------------ validation and figures (reduced size)
 
 
+@pytest.mark.slow
 def test_validation_landscape_rows_pass():
     from meanfield.validation import landscape as V
 
@@ -521,6 +523,7 @@ def test_validation_landscape_rows_pass():
     assert not failed, failed
 
 
+@pytest.mark.slow
 def test_figures_orhan2017(tmp_path):
     from meanfield.figures import load, orhan2017
 

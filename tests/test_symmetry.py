@@ -263,6 +263,7 @@ def test_subnetwork_counts_by_enumeration(d, n_layers, include_empty):
     assert (c.random, c.all_to_all, c.one_to_one) == brute_force_counts(d, n_layers, include_empty)
 
 
+@pytest.mark.slow
 def test_subnetwork_counts_paper_numbers_and_scale():
     c = symmetry.subnetwork_counts(640, 10_000)
     logs = c.log2()

@@ -122,6 +122,7 @@ def test_replicated_features_degrade_short_training_on_digits():
     assert cf == 1.0
 
 
+@pytest.mark.slow
 def test_validation_symmetry_passes():
     from meanfield.validation import symmetry as vs
 
@@ -157,6 +158,7 @@ BACKWARD_DROP = 1e3
 IDENTITY_BACKWARD_RTOL = 0.1
 
 
+@pytest.mark.slow
 def test_fig_9_and_10_claims(tmp_path):
     """Figs. 9-10: ratios exactly 0 at initialisation; '1' layers remove the perturbation, 'I' keep it."""
     from meanfield.figures import load

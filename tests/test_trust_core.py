@@ -175,6 +175,7 @@ _HANG_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_former_hangs_return_in_bounded_time():
     # compile (and cache) the kernels here, so the child process times the computations only
     dense.phase_diagram("gelu", [1.0], [0.1])

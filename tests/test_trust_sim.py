@@ -393,6 +393,7 @@ def test_tanh_with_overflowing_first_layer_gets_the_saturated_limit():
         sim.cov  # noqa: B018 -- layer 0 is ~1e900
 
 
+@pytest.mark.slow
 def test_deep_relu_network_carries_its_scale_and_deep_tanh_raises_on_underflow():
     """Depth 10^4: leaky ReLU at sigma_w2 = 4 vs 2 differ by exactly (l + 1) log 2 in log-variance; tanh in
     the ordered phase without bias underflows (max |h| < 2e-292 after ~2000 layers): ValueError."""

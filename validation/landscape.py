@@ -26,7 +26,7 @@ import numpy as np
 from meanfield import landscape as L
 
 from .report import Comparison, mean_and_stderr
-from .runner import main_for, progress
+from .runner import check_run_arguments, main_for, progress
 
 __all__ = ["run"]
 
@@ -202,19 +202,6 @@ def _mode_rows(seed):
     return rows
 
 
-def _check_run_arguments(backend: object, full: object, seed: object) -> tuple[str, bool, int]:
-    """The checks of ``runner.run_modules`` for a direct call of :func:`run` (before any work)."""
-    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
-        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
-    if not isinstance(full, (bool, np.bool_)):
-        raise TypeError(f"full must be True or False, got {full!r}")
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
-    if seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed}")
-    return backend, bool(full), int(seed)
-
-
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons; ``full`` uses 10 targets on a 10x10 grid (default 3 targets, 5x5).
 
@@ -239,7 +226,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     TypeError
         ``full`` not a bool; ``seed`` not an int.
     """
-    backend, full, seed = _check_run_arguments(backend, full, seed)
+    backend, full, seed = check_run_arguments(backend, full, seed)
     n_targets, grid, n_nets = (10, 10, 100) if full else (3, 5, 20)
     rows = _landscape_rows(n_targets, grid, seed)
     rows += _bias_rows(n_targets, grid, seed)

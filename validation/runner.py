@@ -207,6 +207,32 @@ def check_out_dir(out_dir) -> Path:
     return path
 
 
+def check_run_arguments(backend: object, full: object, seed: object) -> tuple[str, bool, int]:
+    """Check the arguments every comparison module's ``run(backend, full, seed)`` takes, before any work.
+
+    Returns
+    -------
+    tuple of (str, bool, int)
+        ``backend``, ``full`` and ``seed`` as plain Python values.
+
+    Raises
+    ------
+    ValueError
+        If ``backend`` is not ``'numpy'`` or ``'cupy'``, or ``seed`` is negative.
+    TypeError
+        If ``full`` is not a bool or ``seed`` not an int.
+    """
+    if not isinstance(full, (bool, np.bool_)):
+        raise TypeError(f"full must be True or False, got {full!r}")
+    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
+        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed}")
+    return backend, bool(full), int(seed)
+
+
 def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
     """Run the named comparison modules and print their tables; True when every row passed.
 
@@ -224,15 +250,8 @@ def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"unknown comparison module(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    if not isinstance(full, (bool, np.bool_)):
-        raise TypeError(f"full must be True or False, got {full!r}")
-    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
-        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+    backend, full, seed = check_run_arguments(backend, full, seed)
     check_backend_available(backend)
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
-    if seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed}")
     if out is not None:
         out = check_out_dir(out)
     all_ok = True

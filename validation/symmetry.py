@@ -42,7 +42,7 @@ from meanfield.activations import get_activation
 
 from .backend import get_backend, substream, to_numpy
 from .report import Comparison, mean_and_stderr
-from .runner import main_for, progress
+from .runner import check_run_arguments, main_for, progress
 from .simulators import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent, train
 
 __all__ = ["EXACT_ABS", "EXACT_REL", "GRAD_NOISE", "run"]
@@ -378,19 +378,6 @@ def _breaking_rows(backend, full, seed):
     return rows
 
 
-def _check_run_arguments(backend: object, full: object, seed: object) -> tuple[str, bool, int]:
-    """The checks of ``runner.run_modules`` for a direct call of :func:`run` (before any work)."""
-    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
-        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
-    if not isinstance(full, (bool, np.bool_)):
-        raise TypeError(f"full must be True or False, got {full!r}")
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
-    if seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed}")
-    return backend, bool(full), int(seed)
-
-
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons of the module docstring.
 
@@ -415,7 +402,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     TypeError
         ``full`` not a bool; ``seed`` not an int.
     """
-    backend, full, seed = _check_run_arguments(backend, full, seed)
+    backend, full, seed = check_run_arguments(backend, full, seed)
     rows = []
     for part in progress(range(5), desc="validation.symmetry"):
         if part == 0:

@@ -1,24 +1,24 @@
 """Monte-Carlo simulators of finite random networks, one module per theory.
 
-=======================================  ======================================================  ======
-module                                   simulators                                              seed
-=======================================  ======================================================  ======
-:mod:`~.dense`                           :func:`simulate_dense` (:class:`DenseSimulation`)        003
-:mod:`~.conv`                            :func:`simulate_conv` (:class:`ConvSimulation`),         003
-                                         :func:`conv_kernels`
-:mod:`~.finite_width`                    :func:`simulate_squared_norms`, :func:`simulate_pair`    001
-                                         (:class:`PairSimulation`)
-:mod:`~.kurtosis`                        :func:`layer_moments` (:class:`LayerMoments`),           002
-                                         :func:`nonzero_fraction`, :func:`empirical_variances`,
-                                         :func:`metainit_weights`
-:mod:`~.jacobian`                        :func:`jacobian_singular_values`,                        003
-                                         :func:`conv_jacobian_singular_values`
-:mod:`~.ntk`                             :func:`empirical_ntk`, :func:`empirical_conv_ntk`        003
-:mod:`~.symmetry`                        :class:`ConstNet`, :class:`LeakyNet`, :func:`train`      000
-                                         (:class:`TrainingRecord`),
-                                         :func:`looks_linear_delta_orthogonal_forward`,
-                                         :func:`replicated_feature_experiment`
-=======================================  ======================================================  ======
+=====================================================  ======================================================  ======
+module                                                 simulators                                              seed
+=====================================================  ======================================================  ======
+:mod:`~meanfield.validation.simulators.dense`          :func:`simulate_dense` (:class:`DenseSimulation`)       003
+:mod:`~meanfield.validation.simulators.conv`           :func:`simulate_conv` (:class:`ConvSimulation`),        003
+                                                       :func:`conv_kernels`
+:mod:`~meanfield.validation.simulators.finite_width`   :func:`simulate_squared_norms`, :func:`simulate_pair`   001
+                                                       (:class:`PairSimulation`)
+:mod:`~meanfield.validation.simulators.kurtosis`       :func:`layer_moments` (:class:`LayerMoments`),          002
+                                                       :func:`nonzero_fraction`, :func:`empirical_variances`,
+                                                       :func:`metainit_weights`
+:mod:`~meanfield.validation.simulators.jacobian`       :func:`jacobian_singular_values`,                       003
+                                                       :func:`conv_jacobian_singular_values`
+:mod:`~meanfield.validation.simulators.ntk`            :func:`empirical_ntk`, :func:`empirical_conv_ntk`       003
+:mod:`~meanfield.validation.simulators.symmetry`       :class:`ConstNet`, :class:`LeakyNet`, :func:`train`     000
+                                                       (:class:`TrainingRecord`),
+                                                       :func:`looks_linear_delta_orthogonal_forward`,
+                                                       :func:`replicated_feature_experiment`
+=====================================================  ======================================================  ======
 
 Every public name is re-exported here: ``from meanfield.validation.simulators import simulate_dense``.
 
@@ -40,7 +40,7 @@ orthogonal kernels (``batch`` and ``backend`` arguments), convolutions are
 
 Parametrisation: ``sigma_w2`` means ``W_ij ~ N(0, sigma_w2 / fan_in)`` except in the seed-001
 simulators :func:`simulate_squared_norms` and :func:`simulate_pair`, which take the paper's
-per-weight variance (see :mod:`~.finite_width`).
+per-weight variance (see :mod:`~meanfield.validation.simulators.finite_width`).
 
 Randomness: ``rng`` is ``None`` (fresh OS entropy), a non-negative ``int`` ``n`` (exactly the stream of
 ``numpy.random.default_rng(n)``), a ``SeedSequence`` or a NumPy ``Generator``; independent streams
