@@ -274,6 +274,13 @@ class JacobianSpectrum(Result):
         -------
         ndarray
             Values in [0, 1], non-decreasing; ``1 - mass`` below the grid's first point.
+
+        Notes
+        -----
+        ``1 - mass`` counts everything the grid misses as lying below it, including the O(eta)
+        Cauchy tails of the broadening above the support: the CDF is accurate to O(eta);
+        :mod:`meanfield.validation.spectra` removes that term by Richardson extrapolation in eta
+        (the same range at n and 2n points).
         """
         lam = as_real_array(lam, "lam")
         if np.any(lam < 0):
