@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import dense
-from ._checks import check_covariance, check_int
+from ._checks import as_real_array, check_covariance, check_int
 from ._results import Result
 from .activations import get_activation
 from .gaussian import DEFAULT_DEGREE
@@ -85,6 +85,31 @@ class NTKPropagation(Result):
 
     cov: np.ndarray
     ntk: np.ndarray
+
+
+#: Largest ``D * D * n_classes**2`` that :func:`constnet_ntk` allocates (8 bytes each).
+MAX_ELEMENTS = 10**8
+
+
+def _overflow():
+    """The ValueError for a kernel beyond float64, naming the arguments that set its scale."""
+    return ValueError(
+        "the tangent kernel exceeds the float64 range at these activation, sigma_w2, sigma_b2 "
+        "(choose smaller variances, fewer layers, or an activation of bounded growth)"
+    )
+
+
+def _maps(fn, *args):
+    """Call a covariance map of :mod:`meanfield.dense` / :mod:`meanfield.conv`; overflow -> :func:`_overflow`."""
+    try:
+        out = fn(*args)
+    except ValueError as exc:
+        if "float64 range" in str(exc):
+            raise _overflow() from exc
+        raise
+    if not np.all(np.isfinite(out)):
+        raise _overflow()
+    return out
 
 
 @dataclass(frozen=True)
@@ -139,11 +164,12 @@ def ntk_map(cov, ntk, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> 
     ntk = check_covariance(ntk, "ntk", strict=True)
     if ntk.shape != cov.shape:
         raise ValueError(f"ntk must have the shape of cov {cov.shape}, got {ntk.shape}")
-    nxt = dense.covariance_map(cov, activation, sigma_w2, sigma_b2, degree)
-    dot = dense.derivative_covariance_map(cov, activation, sigma_w2, degree)
-    out = nxt + dot * ntk
+    nxt = _maps(dense.covariance_map, cov, activation, sigma_w2, sigma_b2, degree)
+    dot = _maps(dense.derivative_covariance_map, cov, activation, sigma_w2, degree)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = nxt + dot * ntk
     if not np.all(np.isfinite(out)):
-        raise ValueError("the tangent kernel exceeds the float64 range")
+        raise _overflow()
     return NTKStep(cov=nxt, ntk=out)
 
 
@@ -193,14 +219,21 @@ def propagate_ntk(cov0, activation, sigma_w2, sigma_b2, depth: int, degree=DEFAU
     covs[0] = ntks[0] = cov
     theta = cov
     for layer in range(depth):
-        step = ntk_map(cov, theta, activation, sigma_w2, sigma_b2, degree)
+        try:
+            step = ntk_map(cov, theta, activation, sigma_w2, sigma_b2, degree)
+        except ValueError as exc:
+            # the input was checked at layer 0: a later state check failing means the
+            # propagated kernel left the float64 range
+            if layer > 0 and str(exc).startswith(("cov ", "ntk ")):
+                raise _overflow() from exc
+            raise
         cov, theta = step.cov, step.ntk
         covs[layer + 1], ntks[layer + 1] = cov, theta
     return NTKPropagation(cov=covs, ntk=ntks)
 
 
 def _check_multi(x, name):
-    arr = np.asarray(x)
+    arr = as_real_array(x, name)
     if arr.ndim < 4 or arr.shape[-4] != arr.shape[-2] or arr.shape[-3] != arr.shape[-1]:
         raise ValueError(f"{name} must have shape (..., D, P, D, P), got {arr.shape}")
     d, p = arr.shape[-4], arr.shape[-3]
@@ -248,13 +281,14 @@ def conv_ntk_map(cov, ntk, activation, sigma_w2, sigma_b2, v, shape=None, degree
         raise ValueError(f"ntk must have the shape of cov {cov.shape}, got {ntk.shape}")
     d, p = cov.shape[-4], cov.shape[-3]
     lead = cov.shape[:-4]
-    nxt = conv.multi_input_covariance_map(cov, activation, sigma_w2, sigma_b2, v, shape, degree)
+    nxt = _maps(conv.multi_input_covariance_map, cov, activation, sigma_w2, sigma_b2, v, shape, degree)
     flat = cov.reshape(lead + (d * p, d * p))
-    dot = dense.derivative_covariance_map(flat, activation, sigma_w2, degree).reshape(cov.shape)
-    blocks = np.swapaxes(dot * ntk, -3, -2)  # (..., D, D, P, P)
-    out = nxt + np.swapaxes(conv.average(blocks, v, shape), -3, -2)
+    dot = _maps(dense.derivative_covariance_map, flat, activation, sigma_w2, degree).reshape(cov.shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        blocks = np.swapaxes(dot * ntk, -3, -2)  # (..., D, D, P, P)
+        out = nxt + np.swapaxes(conv.average(blocks, v, shape), -3, -2)
     if not np.all(np.isfinite(out)):
-        raise ValueError("the tangent kernel exceeds the float64 range")
+        raise _overflow()
     return NTKStep(cov=nxt, ntk=out)
 
 
@@ -290,7 +324,14 @@ def propagate_conv_ntk(cov0, activation, sigma_w2, sigma_b2, v, depth: int, shap
     covs[0] = ntks[0] = cov
     theta = cov
     for layer in range(depth):
-        step = conv_ntk_map(cov, theta, activation, sigma_w2, sigma_b2, v, shape, degree)
+        try:
+            step = conv_ntk_map(cov, theta, activation, sigma_w2, sigma_b2, v, shape, degree)
+        except ValueError as exc:
+            # the input was checked at layer 0: a later state check failing means the
+            # propagated kernel left the float64 range
+            if layer > 0 and str(exc).startswith(("cov ", "ntk ")):
+                raise _overflow() from exc
+            raise
         cov, theta = step.cov, step.ntk
         covs[layer + 1], ntks[layer + 1] = cov, theta
     return NTKPropagation(cov=covs, ntk=ntks)
@@ -311,7 +352,8 @@ class NTKFixedPoint(Result):
         (``inf`` where the chi is >= 1, 0 where it is 0).
     growth : float
         Per-layer growth factor of the diagonal: :math:`\chi_1` (> 1 chaotic; at criticality the
-        growth is linear, :math:`q^*` per layer).
+        growth is linear, :math:`q^*` per layer; ``inf`` for ``"sign"``, whose derivative is a
+        Dirac delta, as ``chi_1`` of :func:`meanfield.dense.fixed_point`).
     q_star, c_star, chi_1, chi_c : float
         The forward fixed point (:func:`meanfield.dense.fixed_point`).
     """
@@ -441,8 +483,6 @@ def constnet_ntk(
     the empirical NTK of :class:`meanfield.validation.simulators.ConstNet` (all parameters, by
     back-propagation) in :mod:`meanfield.validation.ntk`.
     """
-    from ._checks import as_real_array
-
     x = as_real_array(x, "x")
     if x.ndim not in (3, 4) or x.shape[-1] != check_int(n_input, "n_input", minimum=1) or min(x.shape) < 1:
         raise ValueError(f"x must have shape (D, *spatial, n_input) with 1 or 2 spatial axes, got {x.shape}")
@@ -450,10 +490,18 @@ def constnet_ntk(
         raise ValueError(f"widths must be a non-empty sequence of ints, got {widths!r}")
     widths = [check_int(w, "widths", minimum=1) for w in widths]
     n_classes = check_int(n_classes, "n_classes", minimum=1)
+    if x.shape[0] ** 2 * n_classes**2 > MAX_ELEMENTS:
+        raise ValueError(
+            f"n_classes must satisfy D**2 * n_classes**2 <= MAX_ELEMENTS = {MAX_ELEMENTS} (D = {x.shape[0]} inputs), "
+            f"got n_classes = {n_classes}"
+        )
     stride = check_int(stride, "stride", minimum=1)
     sd = x.ndim - 2
     a0 = x.mean(axis=-1)  # first layer: delta kernel averaging the input channels
     keep = (slice(None),) + (slice(None, None, stride ** (len(widths) - 1)),) * sd
     m = a0[keep].reshape(x.shape[0], -1).mean(axis=1)
-    gram = widths[-1] * np.outer(m, m) + 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        gram = widths[-1] * np.outer(m, m) + 1.0
+    if not np.all(np.isfinite(gram)):
+        raise ValueError("x is too large: the kernel n_last m(x) m(x') + 1 exceeds the float64 range")
     return gram[:, :, None, None] * np.eye(n_classes)

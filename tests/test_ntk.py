@@ -159,3 +159,43 @@ def test_constnet_ntk_is_a_linear_models_kernel_and_matches_backprop():
         ntk.constnet_ntk(x, (4, 8), 2, 4, 2)  # n_input does not match x
     with pytest.raises(TypeError):
         ntk.constnet_ntk(x.astype(complex), (4, 8), 3, 4, 2)
+
+
+# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: ntk.ntk_map(np.eye(2), np.eye(2), "sign", 1.5, 0.05),
+        lambda: ntk.propagate_ntk(np.eye(2), "exp", 1.5, 0.05, 3),
+        lambda: ntk.propagate_ntk(np.eye(2), "tanh", 1e300, 0.05, 3),
+    ],
+)
+def test_fuzz3_ntk_overflow_names_the_arguments(call):
+    with pytest.raises(ValueError, match="activation, sigma_w2, sigma_b2"):
+        call()
+
+
+def test_fuzz3_conv_ntk_overflow_and_ragged_name_the_arguments():
+    from meanfield.conv import multi_input_covariance
+
+    x = np.random.default_rng(0).standard_normal((2, 5, 2))
+    v = np.array([0.25, 0.5, 0.25])
+    cov = multi_input_covariance(x, 1.5, 0.05, v, 5)
+    with pytest.raises(ValueError, match="sigma_w2"):
+        ntk.propagate_conv_ntk(cov, "tanh", 1e300, 0.05, v, 2, shape=5)
+    with pytest.raises(ValueError, match="activation"):
+        ntk.conv_ntk_map(cov, cov, "sign", 1.5, 0.05, v, shape=5)
+    with pytest.raises(ValueError, match="cov"):
+        ntk.conv_ntk_map([[1.0, 2.0], [1.0]], cov, "tanh", 1.5, 0.05, v, shape=5)
+
+
+def test_fuzz3_constnet_ntk_bounds_n_classes_and_overflow():
+    x = np.random.default_rng(0).standard_normal((2, 4, 4, 1))
+    with pytest.raises(ValueError, match="n_classes"):
+        ntk.constnet_ntk(x, (2, 4), n_input=1, n_classes=10**12)
+    with pytest.raises(ValueError, match="n_classes"):
+        ntk.constnet_ntk(x, (2, 4), n_input=1, n_classes=2**64)
+    with pytest.raises(ValueError, match=r"\bx\b"):
+        ntk.constnet_ntk(1e300 * x, (2, 4), n_input=1, n_classes=3)

@@ -214,6 +214,21 @@ def _binary_config():
     return decode_configuration(5, 4, 2)  # (mats, w_out, bias) of a 4-layer width-2 net
 
 
+#: optional skip-network extras (seed 004 training experiments) left at their None defaults
+_SKIP_OPTS = {
+    "skips": "optional skip-connection matrices (None: the architecture's identity skips); checked in tests/test_landscape.py",
+    "long_skips": "optional long skip matrices (None: none); checked in tests/test_landscape.py",
+    "constant_bias": "optional constant-bias pair (None: none); checked in tests/test_landscape.py",
+}
+
+
+def _mi_cov():
+    """A (D=2, P=5, D, P) covariance over inputs x positions: conv.multi_input_covariance of CONV_X."""
+    from meanfield.conv import multi_input_covariance
+
+    return multi_input_covariance(CONV_X, 1.5, 0.05, V3, 5)
+
+
 def _generator():
     return np.random.default_rng(0)
 
@@ -415,9 +430,9 @@ REGISTRY: list[Entry] = [
       w_out=A(Lazy(lambda: _binary_config()[1])), output_bias=F(0.0), biases=A(np.full((3, 2), 0.1))),
     E("landscape.binary_landscape", architecture=CH("plain"), inputs=A(Lazy(_task_inputs)), targets=A(Lazy(_task_targets)),
       biases=A(np.full((3, 2), 0.1)), n_layers=I(4), output_bias_bit=B(False), rtol=F(1e-12), top_bits=I(2)),
-    E("landscape.skip_network", architecture=CH("residual"), x=A(X53), weights=MATS(W33), biases=MATS([np.zeros(3)] * 3)),
+    E("landscape.skip_network", architecture=CH("residual"), x=A(X53), weights=MATS(W33), biases=MATS([np.zeros(3)] * 3), skip=_SKIP_OPTS),
     E("landscape.rescaling_deviation", architecture=CH("plain"), x=A(X53), weights=MATS(W33), k=I(0), l=I(1), g=F(10.0),
-      biases=MATS([np.full(3, 0.1)] * 3)),
+      biases=MATS([np.full(3, 0.1)] * 3), skip=_SKIP_OPTS),
     E("landscape.mode_energy", a=A([0.5, 0.5]), s=F(2.0), architecture=CH("plain")),
     E("landscape.mode_gradient", a=A([0.5, 0.5]), s=F(2.0), architecture=CH("residual")),
     E("landscape.mode_hessian", a=A([0.5, 0.5]), s=F(2.0), architecture=CH("residual")),
@@ -445,7 +460,8 @@ REGISTRY: list[Entry] = [
     E("validation.simulators.conv_kernels", n_networks=I(2), kernel_shape=SH((3,)), width=I(3), sigma_w2=F(2.0), v=A(V3), init=CH("gaussian"),
       rng=R(Lazy(_generator)), backend=BK()),
     E("validation.simulators.simulate_dense", x=A(X25), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(2), width=I(8),
-      n_networks=I(2), law=CH("gaussian"), gradients=B(False), backend=BK(), rng=R(0)),
+      n_networks=I(2), law=CH("gaussian"), gradients=B(False), backend=BK(), rng=R(0),
+      method=CH("auto")),
     E("validation.simulators.simulate_conv", cov0=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
       width=I(3), n_networks=I(2), init=CH("gaussian"), spatial_shape=SH(4), gradients=B(False), backend=BK(), rng=R(0)),
     E("validation.simulators.simulate_pair", x1=A(X25[0]), x2=A(X25[1]), width=I(8), sigma_w2=F(0.25), sigma_b2=F(0.1), n_networks=I(5),
@@ -471,7 +487,8 @@ REGISTRY: list[Entry] = [
       slope=F(0.01), head=A(np.zeros((3, 4))), gamma=A([0.5, 0.9]), backend=BK(),
       skip={"rho": "deprecated alias of slope (giving both raises TypeError; tests/test_networks.py)"}),
     E("validation.simulators.train", net=X(Lazy(_constnet)), x=A(TRAIN_X), y=A(np.array([0, 1, 2])), steps=I(2), lr=F(0.1), dropout=F(0.0),
-      grad_noise=F(0.0), relative_noise=B(False), rng=R(0), ratios=B(False)),
+      grad_noise=F(0.0), relative_noise=B(False), rng=R(0), ratios=B(False),
+      x_test=A(TRAIN_X[:2]), y_test=A(np.array([0, 1])), eval_every=I(1)),
     # --- validation comparison helpers, report, runner ----------------------------------------
     E("validation.conv.fig_s4_setup"),
     E("validation.conv.fig_s4_theory", depth=I(3)),
@@ -494,6 +511,63 @@ REGISTRY: list[Entry] = [
     E("validation.runner.comparison_modules"),
     # --- figures ----------------------------------------------------------------------------
     E("figures.load", path=P("figure_json")),
+    # --- fuzz3: functions added after the first campaign ------------------------------------
+    E("conv.cmap_jacobian", u=A(EPS4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), degree=I(50)),
+    E("conv.cmap_jacobian_eigenbasis", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), size=I(3), degree=I(50)),
+    E("conv.multi_input_covariance", x=A(CONV_X), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), shape=SH(5)),
+    E("conv.multi_input_covariance_map", cov=A(Lazy(_mi_cov)), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), shape=SH(5),
+      degree=I(50)),
+    E("conv.multi_input_propagate", cov0=A(Lazy(_mi_cov)), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
+      shape=SH(5), degree=I(50)),
+    E("finite_width.component_cdf", x=A([-0.5, 0.0, 0.7]), law=A(Lazy(_fw_p0)), states=A(GRID13), sigma_w2=F(2.0), sigma_b2=F(0.0), fan_in=I(5),
+      activation=ACT("relu")),
+    E("finite_width.joint_component_cdf", x=A([0.3, -0.2]), law=A(Lazy(_fw_p0)), states=A(GRID13), sigma_w2=F(2.0), sigma_b2=F(0.0), fan_in=I(5),
+      activation=ACT("relu")),
+    E("finite_width.cosine_law_over_depth", gram0=A(COV2), depth=I(2), width=I(4), sigma_w2=F(2.0), sigma_b2=F(0.0), fan_in=I(4),
+      activation=ACT("relu"), n_samples=I(200), bins=I(10), rng=R(0)),
+    E("finite_width.gram_chain_samples", gram0=A(COV2), depth=I(2), width=I(4), sigma_w2=F(2.0), sigma_b2=F(0.0), fan_in=I(4),
+      activation=ACT("relu"), n_samples=I(200), rng=R(0)),
+    E("finite_width.gsm_product_density", x=A([0.5, 1.0, 2.0]), depth=I(2)),
+    E("finite_width.gsm_product_moments", depth=I(2), k=A([0, 1, 2])),
+    E("finite_width.gsm_second_moment", depth=I(2), n=I(4)),
+    E("landscape.bias_penalty", biases=MATS([np.full(3, 0.1), np.full(3, -0.2)]), targets=MATS([np.zeros(3), np.full(3, 0.1)]), strength=F(0.5)),
+    E("landscape.bias_targets", widths=IS([3, 2]), sigma=F(0.5), rng=R(0)),
+    E("landscape.degenerate_fraction", eigenvalues=A([1.0, 1e-9, -0.5, 0.0]), rtol=F(1e-6)),
+    E("landscape.landscape_census", architecture=CH("plain"), inputs=A(Lazy(_task_inputs)), targets=A(Lazy(_task_targets)),
+      biases=A(np.full((3, 2), 0.1)), n_layers=I(4), output_bias_bit=B(False), rtol=F(1e-12), chunk_bits=I(2), chunks=IS([0, 1])),
+    E("landscape.singularity_measures", weights=MATS(W33), tol=F(1e-3)),
+    E("landscape.skip_network_hessian", architecture=CH("residual"), x=A(X53), y=A(X53[:, ::-1].copy()), weights=MATS(W33),
+      biases=MATS([np.zeros(3)] * 3), skip=_SKIP_OPTS),
+    E("ntk.constnet_ntk", x=A(_rng.standard_normal((2, 4, 4, 1))), widths=IS([2, 4]), n_input=I(1), n_classes=I(3), stride=I(2)),
+    E("ntk.ntk_map", cov=A(COV2), ntk=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), degree=I(50)),
+    E("ntk.ntk_fixed_point", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), degree=I(50)),
+    E("ntk.propagate_ntk", cov0=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(3), degree=I(50)),
+    E("ntk.conv_ntk_map", cov=A(Lazy(_mi_cov)), ntk=A(Lazy(_mi_cov)), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3),
+      shape=SH(5), degree=I(50)),
+    E("ntk.propagate_conv_ntk", cov0=A(Lazy(_mi_cov)), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
+      shape=SH(5), degree=I(50)),
+    E("parallel.chunk_ranges", n=I(10), chunk_size=I(3)),
+    E("parallel.chunk_streams", rng=R(0), n_chunks=I(3)),
+    E("spectra.derivative_law", activation=ACT("tanh"), q=F(0.5), n_atoms=I(200)),
+    E("spectra.spectrum_moments", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5)),
+    E("spectra.jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5),
+      n_points=I(50), decades=F(4.0), lam_range=FP((1e-3, 10.0)), eta=F(1e-3), n_atoms=I(200)),
+    E("spectra.conv_jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), kernel=CH("delta_orthogonal")),
+    E("validation.conv_inputs.simulate_multi_input", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
+      width=I(3), n_networks=I(2), rng=R(0)),
+    E("validation.ntk.constnet_empirical_ntk", x=A(_rng.standard_normal((2, 4, 4, 1))), widths=IS([2, 4]), n_classes=I(3)),
+    E("validation.simulators.jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(4),
+      n_networks=I(2), weights=CH("orthogonal"), q=F(0.5), rng=R(0)),
+    E("validation.simulators.conv_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(2),
+      size=I(4), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
+    E("validation.simulators.empirical_ntk", x=A(X25), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(2), width=I(4),
+      n_networks=I(2), method=CH("numpy"), rng=R(0)),
+    E("validation.simulators.empirical_conv_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
+      width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
+    E("validation.simulators.simulate_conv_moments", channels=I(2), kernel_size=I(3), positions=I(4), depth=I(2), n_networks=I(4), slope=F(0.1),
+      rng=R(0)),
+    E("validation.simulators.simulate_residual_moments", width=I(3), depth=I(2), n_networks=I(4), slope=F(0.1), residual=B(True), rng=R(0)),
+    E("validation.trainability.z_score", a=A([1.0, 1.2, 0.9]), b=A([0.5, 0.6, 0.4, 0.7])),
 ]
 
 # fmt: on
@@ -580,6 +654,68 @@ for _name in (
         "command-line plumbing (argparse parsers, entry points, progress bar): tested through the CLI in "
         "tests/test_cli.py and tests/test_runners.py"
     )
+
+# fuzz3: containers, executors, experiments and plumbing added after the first campaign
+for _name in [
+    "conv.CMapEigenbasis",
+    "finite_width.CosineLaw",
+    "finite_width.GramChain",
+    "landscape.HessianSpectrum",
+    "landscape.LandscapeCensus",
+    "landscape.SingularityMeasures",
+    "ntk.NTKFixedPoint",
+    "ntk.NTKPropagation",
+    "ntk.NTKStep",
+    "parallel.Moments",
+    "spectra.DerivativeLaw",
+    "spectra.JacobianSpectrum",
+    "spectra.SpectrumMoments",
+    "validation.simulators.MomentSimulation",
+    "validation.symmetry_training.SkipTrainingResult",
+    "validation.training.TrainingCurves",
+    "validation.training.TrainingData",
+]:
+    NOT_FUZZED[_name] = _RESULT
+for _mod in ("audit", "conv_inputs", "ntk", "spectra", "trainability"):
+    NOT_FUZZED[f"validation.{_mod}.run"] = NOT_FUZZED["validation.dense.run"]
+_EXECUTOR = (
+    "parallel executor / scheduler plumbing (worker processes, a Dask client, a context manager): "
+    "starting pools hundreds of times is not a unit call; tested in tests/test_parallel.py"
+)
+for _name in (
+    "DaskExecutor",
+    "Executor",
+    "ProcessExecutor",
+    "SerialExecutor",
+    "current",
+    "executor_from_options",
+    "using",
+    "map_chunks",
+    "ensemble",
+    "sweep",
+):
+    NOT_FUZZED[f"parallel.{_name}"] = _EXECUTOR
+for _name in ("add_parallel_arguments", "open_executor"):
+    NOT_FUZZED[f"validation.runner.{_name}"] = NOT_FUZZED["validation.runner.main"]
+NOT_FUZZED["validation.audit.unavailable"] = "reports which optional comparisons cannot run here (no arguments)"
+_TRAINING = (
+    "trains an ensemble of networks with PyTorch (seconds even at the smallest size); tested in its own test module"
+)
+for _name in (
+    "validation.symmetry_training.train_skip_ensemble",
+    "validation.symmetry_training.rescaled_accuracy_ratio",
+    "validation.training.train_ensemble",
+    "validation.training.ensemble_forward",
+    "validation.training.init_parameters",
+    "validation.training.DenseNet",
+    "validation.training.ConvNet",
+    "validation.training.load_training_data",
+    "validation.trainability.experiment",
+    "validation.trainability.rows",
+    "validation.trainability.clear_cache",
+    "validation.trainability.depth_scale_agreement",
+):
+    NOT_FUZZED[_name] = _TRAINING
 
 # ---------------------------------------------------------------------------------------------
 # documented non-finite values
@@ -723,6 +859,50 @@ ALLOW_NONFINITE: list[Allow] = [
         "mean_and_stderr: non-finite samples give a non-finite mean / stderr",
         nan=True,
     ),
+    # ntk.NTKFixedPoint: "theta_diag: inf when chi_1 >= 1"; "theta_offdiag: inf when chi_c* >= 1";
+    # "inf where the kernel grows without bound (chi >= 1 or q* = inf)"; "xi_diag, xi_offdiag: inf
+    # where the chi is >= 1"; "growth: inf for sign" (as dense's chi_1).
+    Allow(
+        "ntk.ntk_fixed_point",
+        "theta_diag",
+        lambda r, kw: r.chi_1 >= 1.0 - _CRIT or math.isinf(r.q_star),
+        "NTKFixedPoint.theta_diag: inf when chi_1 >= 1 or q* = inf",
+        sign=1,
+    ),
+    Allow(
+        "ntk.ntk_fixed_point",
+        "theta_offdiag",
+        lambda r, kw: r.chi_c >= 1.0 - _CRIT or math.isinf(r.q_star),
+        "NTKFixedPoint.theta_offdiag: inf when chi_c* >= 1 or q* = inf",
+        sign=1,
+    ),
+    Allow(
+        "ntk.ntk_fixed_point",
+        "xi_diag",
+        _chi_at_least_one("chi_1"),
+        "NTKFixedPoint.xi_diag: inf where chi_1 >= 1",
+        sign=1,
+    ),
+    Allow(
+        "ntk.ntk_fixed_point",
+        "xi_offdiag",
+        _chi_at_least_one("chi_c"),
+        "NTKFixedPoint.xi_offdiag: inf where chi_c >= 1",
+        sign=1,
+    ),
+    # q_star, c_star, chi_1, chi_c: "the forward fixed point (dense.fixed_point)": q* = inf only
+    # where chi_1 >= 1; at q* = inf the chis are the asymptote's values (inf for exp).
+    Allow("ntk.ntk_fixed_point", "q_star", _chi_at_least_one("chi_1"), "FixedPoint.q_star: inf when q grows", sign=1),
+    *[
+        Allow(
+            "ntk.ntk_fixed_point",
+            f,
+            lambda r, kw: getattr(kw.get("activation"), "name", kw.get("activation")) == "sign" or math.isinf(r.q_star),
+            f"NTKFixedPoint.{f}: inf for sign (phi' a Dirac delta) or at q* = inf (the asymptote's value)",
+            sign=1,
+        )
+        for f in ("growth", "chi_1", "chi_c")
+    ],
     # figures.load: "the strings 'inf', '-inf', 'nan' restored to floats" (a figure may hold them).
     Allow(
         "figures.load", "data", lambda r, kw: True, "FigureData.data: non-finite values written by a figure", nan=True
