@@ -974,6 +974,7 @@ def multi_input_propagate(
     d, p = _multi_shape(cov, "cov0")
     if cov.ndim != 4:
         raise ValueError(f"cov0 must have shape (D, P, D, P), got {cov.shape}")
+    check_covariance(cov.reshape(d * p, d * p), "cov0")
     depth = check_int(depth, "depth", 0, 100_000)
     out = np.empty((depth + 1, d, p, d, p))
     out[0] = cov
@@ -1085,6 +1086,8 @@ def cmap_jacobian(u, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> n
     u = as_real_array(u, "u")
     if u.ndim < 2 or u.shape[-1] != u.shape[-2]:
         raise ValueError(f"u must have shape (..., P, P), got {u.shape}")
+    if u.size == 0:
+        raise ValueError(f"u must be non-empty (P >= 1), got shape {u.shape}")
     if not np.allclose(u, np.swapaxes(u, -1, -2), rtol=1e-12, atol=1e-12 * max(float(np.max(np.abs(u))), 1e-300)):
         raise ValueError("u must be symmetric")
     chi_q, chi_c, kappa, _, _ = _jacobian_constants(activation, sigma_w2, sigma_b2, degree)
@@ -1100,7 +1103,9 @@ def _jacobian_constants(activation, sigma_w2, sigma_b2, degree):
     act = get_activation(activation)
     fp = dense.fixed_point(act, sigma_w2, sigma_b2, degree)
     if not math.isfinite(fp.q_star):
-        raise ValueError("q* is infinite at these variances: the C-map has no finite fixed point to linearise")
+        raise ValueError(
+            "q* is infinite at these activation, sigma_w2, sigma_b2: the C-map has no finite fixed point to linearise"
+        )
     kappa = _kappa(act, check_nonnegative_scalar(sigma_w2, "sigma_w2"), fp.q_star, fp.c_star, degree)
     return fp.chi_q, fp.chi_c, kappa, fp.q_star, fp.c_star
 
@@ -1145,7 +1150,10 @@ def cmap_jacobian_eigenbasis(activation, sigma_w2, sigma_b2, size, degree=DEFAUL
     chi_q, chi_c, kappa, q, c = _jacobian_constants(activation, sigma_w2, sigma_b2, degree)
     if abs(chi_q - chi_c) <= 1e-12 * max(abs(chi_q), 1e-300):
         if kappa != 0.0:
-            raise ValueError("chi_q = chi_c with kappa != 0: the diagonal eigenbasis of Thm. B.1 does not exist")
+            raise ValueError(
+                "chi_q = chi_c with kappa != 0 at these activation, sigma_w2, sigma_b2: the diagonal eigenbasis "
+                "of Thm. B.1 does not exist"
+            )
         coef = 0.0
     else:
         coef = kappa / (chi_q - chi_c)

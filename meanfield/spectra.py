@@ -421,7 +421,10 @@ def _solve_grid(solver: _Solver, grid_desc, eta, lam_start):
     refs = (log_u, np.log(m0), np.log1p(m0))
     sol = solver.newton(u, lz, refs)
     if sol is None:
-        raise ValueError("the spectrum solver did not converge at the starting point")
+        raise ValueError(
+            "the spectrum solver did not converge at the starting point at these sigma_w2, sigma_b2, depth "
+            "(variances this extreme put the spectrum outside the solver's float64 range)"
+        )
     u, m, refs = sol
     prev_log_lam = math.log(lam_start)
     out = np.zeros(grid_desc.size, dtype=complex)  # unsolved points (below a stop) stay 0
@@ -595,7 +598,7 @@ def jacobian_spectrum(
         q = fp.q_star
         if math.isinf(q):
             if act.name not in ("relu", "softplus", "swish", "gelu"):
-                raise ValueError(f"q* is infinite for {act.name} at these variances")
+                raise ValueError(f"q* is infinite for activation {act.name} at these sigma_w2, sigma_b2")
             q = 1.0
             act = get_activation("relu")  # the relu-like asymptote: phi'^2 -> relu'^2
     else:
@@ -603,7 +606,10 @@ def jacobian_spectrum(
     law = derivative_law(act, q, n_atoms)
     mu1, mu2 = law.moment(1), law.moment(2)
     if mu1 == 0.0:
-        raise ValueError(f"phi'(u) = 0 almost surely for {act.name} at q = {q!r}: the Jacobian is 0")
+        raise ValueError(
+            f"phi'(u) = 0 almost surely for activation {act.name} at q = {q!r} (the fixed point of sigma_w2, "
+            "sigma_b2, or the given q): the Jacobian is 0"
+        )
     gaussian = weights == "gaussian"
     chi_1 = sigma_w2 * mu1
     if lam_range is None:
@@ -767,12 +773,15 @@ def spectrum_moments(
             act, q = get_activation("relu"), 1.0
     q = check_nonnegative_scalar(q, "q")
     law = derivative_law(act, q)
-    mu1 = float(expectation(act, q, (1, 1))) if act.is_builtin else law.moment(1)
+    try:
+        mu1 = float(expectation(act, q, (1, 1))) if act.is_builtin else law.moment(1)
+    except ValueError as exc:
+        raise ValueError(f"E phi'(u)^2 is not finite for activation {act.name!r} at q = {q!r}") from exc
     mu2 = law.moment(2)
     chi_1 = sigma_w2 * mu1
     log_mean = depth * math.log(chi_1) if chi_1 > 0 else -math.inf
     if log_mean > 700:
-        raise ValueError(f"chi_1^L = e^{log_mean:.0f} exceeds the float64 range")
+        raise ValueError(f"chi_1^L = e^{log_mean:.0f} exceeds the float64 range at these sigma_w2, depth")
     mean = math.exp(log_mean)
     g = 1.0 if weights == "gaussian" else 0.0
     variance = mean**2 * depth * (mu2 / mu1**2 - 1.0 + g) if mu1 > 0 else 0.0

@@ -115,3 +115,58 @@ def test_bad_arguments():
         conv.cmap_jacobian_eigenbasis("relu", 3.0, 0.1, 4)  # q* infinite
     with pytest.raises(ValueError):
         conv.multi_input_propagate(np.ones((1, 2, 1, 2)), "tanh", 1.0, 0.0, [1.0], -1)
+
+
+# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+
+
+def test_fuzz3_cmap_jacobian_errors_name_the_argument():
+    with pytest.raises(ValueError, match=r"\bu\b"):
+        conv.cmap_jacobian(np.zeros((0, 0)), "tanh", 1.5, 0.05)
+    with pytest.raises(ValueError, match="activation"):
+        conv.cmap_jacobian(np.eye(3), "linear", 1.5, 0.05)
+    with pytest.raises(ValueError, match="activation"):
+        conv.cmap_jacobian_eigenbasis("relu", 1.5, 0.05, 3)
+
+
+def test_fuzz3_multi_input_propagate_checks_cov0():
+    x = np.random.default_rng(0).standard_normal((2, 5, 2))
+    v = np.array([0.25, 0.5, 0.25])
+    cov0 = conv.multi_input_covariance(x, 1.5, 0.05, v, 5)
+    with pytest.raises(ValueError, match="cov0"):
+        conv.multi_input_propagate(-cov0, "tanh", 1.5, 0.05, v, 2, shape=5)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("x", None),
+        ("x", np.zeros((2, 5))),
+        ("x", 1e300 * np.ones((2, 5, 2))),
+        ("sigma_b2", np.nan),
+        ("sigma_b2", 1 + 1j),
+        ("v", [0.5, 0.5]),
+        ("v", [1 + 0j, 0, 0]),
+        ("depth", 1.5),
+        ("depth", 10**12),
+        ("width", 0),
+        ("n_networks", -1),
+        ("n_networks", 10**12),
+    ],
+)
+def test_fuzz3_simulate_multi_input_checks_arguments_by_name(name, value):
+    from meanfield.validation.conv_inputs import simulate_multi_input
+
+    kwargs = dict(
+        x=np.random.default_rng(0).standard_normal((2, 5, 2)),
+        activation="tanh",
+        sigma_w2=1.5,
+        sigma_b2=0.05,
+        v=np.array([0.25, 0.5, 0.25]),
+        depth=2,
+        width=3,
+        n_networks=2,
+    )
+    kwargs[name] = value
+    with pytest.raises((TypeError, ValueError), match=name):
+        simulate_multi_input(**kwargs, rng=0)

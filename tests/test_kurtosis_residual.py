@@ -94,3 +94,16 @@ def test_pointwise_convolution_follows_prop_4_3_and_kernel_three_grows_faster():
     assert k[0] == pytest.approx(3.0, rel=0.05)  # Gaussian input (4,000-sample estimate)
     with pytest.raises(ValueError, match="kernel_size"):
         simulate_conv_moments(2, 9, 8, 1, 10)
+
+
+# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+
+
+@pytest.mark.parametrize("n", [10**12, 2**64])
+def test_fuzz3_moment_simulators_bound_n_networks(n):
+    from meanfield.validation.simulators import simulate_conv_moments
+
+    with pytest.raises(ValueError, match="n_networks"):
+        simulate_residual_moments(3, 2, n, 0.1, rng=0)
+    with pytest.raises(ValueError, match="n_networks"):
+        simulate_conv_moments(2, 3, 4, 2, n, 0.1, rng=0)

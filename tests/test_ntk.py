@@ -199,3 +199,11 @@ def test_fuzz3_constnet_ntk_bounds_n_classes_and_overflow():
         ntk.constnet_ntk(x, (2, 4), n_input=1, n_classes=2**64)
     with pytest.raises(ValueError, match=r"\bx\b"):
         ntk.constnet_ntk(1e300 * x, (2, 4), n_input=1, n_classes=3)
+
+
+@pytest.mark.parametrize("x", [None, "a", 1.0, np.ones((2, 4, 4, 1, 1)), 1e300 * np.ones((2, 4, 4, 1))])
+def test_fuzz3_constnet_empirical_ntk_checks_x(x):
+    from meanfield.validation.ntk import constnet_empirical_ntk
+
+    with pytest.raises((TypeError, ValueError), match=r"\bx\b"):
+        constnet_empirical_ntk(x, [2, 4], 3)

@@ -187,3 +187,28 @@ def test_simulator_rng_rule_and_arguments():
         conv_jacobian_singular_values("tanh", 1.0, 0.0, 2, 4, 5, 1, kernel_size=2)
     with pytest.raises(ValueError):
         jacobian_singular_values("relu", 3.0, 0.1, 2, 8, 3)  # q* infinite: pass q
+
+
+# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: spectra.spectrum_moments("sign", 1.05, 0.01, 3, q=0.5), "activation"),
+        (lambda: spectra.spectrum_moments("tanh", 1e300, 0.01, 3, q=0.5), "sigma_w2"),
+        (lambda: spectra.conv_jacobian_spectrum("linear", 1.05, 0.01, 3), "activation"),
+        (lambda: spectra.conv_jacobian_spectrum("sign", 1.05, 0.01, 3), "activation"),
+        (lambda: spectra.conv_jacobian_spectrum("tanh", 1e300, 0.01, 3), "sigma_w2"),
+        (lambda: spectra.conv_jacobian_spectrum("tanh", 1.05, 1e300, 3), "sigma_b2"),
+        (
+            lambda: spectra.jacobian_spectrum(
+                "tanh", 1e300, 0.01, 3, q=0.5, n_points=50, lam_range=(1e-3, 10.0), eta=1e-3, n_atoms=200
+            ),
+            "sigma_w2",
+        ),
+    ],
+)
+def test_fuzz3_spectra_errors_name_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()

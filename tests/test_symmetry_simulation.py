@@ -326,3 +326,17 @@ def test_train_records_accuracy_and_test_accuracy():
         train(net, x, y, 1, x_test=xt)
     with pytest.raises(ValueError, match="eval_every"):
         train(net, x, y, 1, x_test=xt, y_test=yt, eval_every=0)
+
+
+# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+
+
+@pytest.mark.parametrize("bad", [np.nan, 1 + 1j])
+def test_fuzz3_train_checks_x_test_by_name(bad):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((3, 5, 1)), np.array([0, 1, 2])
+    xt = rng.standard_normal((2, 5, 1)).astype(type(bad))
+    xt[0, 0, 0] = bad
+    net = ConstNet.initial((2, 4), 1, 1, 3, kernel_shape=(3,), stride=1)
+    with pytest.raises((TypeError, ValueError), match="x_test"):
+        train(net, x, y, 1, x_test=xt, y_test=np.array([0, 1]))

@@ -69,3 +69,14 @@ def test_z_statistic_of_a_one_sided_claim():
     assert T.z_score(a, a) == 0.0
     assert T.z_score(a, a - 0.1) > 10
     assert T.z_score(a - 0.1, a) < -10
+
+
+# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+
+
+@pytest.mark.parametrize("bad", [[1.0, np.nan], [1.0, np.inf], [1 + 1j, 2.0], [[1.0], [1.0, 2.0]], None, "a", []])
+def test_fuzz3_z_score_rejects_bad_samples_naming_them(bad):
+    with pytest.raises((TypeError, ValueError), match=r"\ba\b"):
+        T.z_score(bad, [1.0, 2.0])
+    with pytest.raises((TypeError, ValueError), match=r"\bb\b"):
+        T.z_score([1.0, 2.0], bad)

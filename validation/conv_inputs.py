@@ -21,7 +21,7 @@ import numpy as np
 
 from meanfield import conv
 from meanfield.activations import get_activation
-from meanfield.checks import check_rng
+from meanfield.checks import as_float_array, check_int, check_probability_vector, check_rng, check_variance
 from meanfield.init import gaussian_conv_kernel, periodic_conv
 from meanfield.numerics import richardson
 
@@ -38,6 +38,10 @@ V = (0.25, 0.5, 0.25)
 P, C0 = 8, 4
 #: (activation, sigma_w2, sigma_b2).
 POINTS = (("tanh", 1.8, 0.05), ("relu", 2.0, 0.0))
+
+
+#: Largest number of float64 values :func:`simulate_multi_input` allocates or multiplies per layer.
+MAX_ELEMENTS = 10**8
 
 
 def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
@@ -67,11 +71,36 @@ def simulate_multi_input(x, activation, sigma_w2, sigma_b2, v, depth, width, n_n
     -------
     ndarray, shape (n_networks, depth + 1, D, P, D, P)
         ``sum_j h_j^a(alpha) h_j^b(alpha') / width`` at layers 1 .. depth + 1.
+
+    Raises
+    ------
+    ValueError
+        ``x`` not a non-empty finite (D, P, c0) array; negative or non-finite variances; ``v`` not
+        a probability vector of odd length <= P; ``depth`` < 0, ``width`` or ``n_networks`` < 1;
+        ``n_networks (depth + 1) (D P)^2`` or ``n_networks (depth + 1) width^2`` above
+        :data:`MAX_ELEMENTS`; covariances beyond float64.
+    TypeError
+        Complex, boolean or non-numeric arguments.
     """
     act = get_activation(activation)
     phi, _ = activation_fn(act)
-    v = np.asarray(v, dtype=float)
+    x = as_float_array(x, "x")
+    if x.ndim != 3 or x.size == 0:
+        raise ValueError(f"x must be a non-empty array of shape (D, P, c0), got shape {x.shape}")
+    sigma_w2 = check_variance(sigma_w2, "sigma_w2")
+    sigma_b2 = check_variance(sigma_b2, "sigma_b2")
+    v = check_probability_vector(v, "v")
+    if v.size % 2 == 0 or v.size > x.shape[1]:
+        raise ValueError(f"v must have an odd length <= P = {x.shape[1]}, got {v.size}")
+    depth = check_int(depth, "depth", 0, 10_000)
+    width = check_int(width, "width", 1, 100_000)
+    n_networks = check_int(n_networks, "n_networks", 1, MAX_ELEMENTS)
     d, p, c0 = x.shape
+    if n_networks * (depth + 1) * max(d * p, width) ** 2 > MAX_ELEMENTS:
+        raise ValueError(
+            f"n_networks * (depth + 1) * max(D P, width)**2 must be <= MAX_ELEMENTS = {MAX_ELEMENTS}, got "
+            f"n_networks = {n_networks}, depth = {depth}, D P = {d * p}, width = {width}"
+        )
     out = np.empty((n_networks, depth + 1, d, p, d, p))
     for k, g in enumerate(check_rng(rng).spawn(n_networks)):
         u = x
@@ -81,6 +110,8 @@ def simulate_multi_input(x, activation, sigma_w2, sigma_b2, v, depth, width, n_n
             h = periodic_conv(u, kern, 1) + np.sqrt(sigma_b2) * g.standard_normal(width)
             out[k, layer] = np.einsum("aic,bjc->aibj", h, h) / width
             u = phi(h)
+    if not np.all(np.isfinite(out)):
+        raise ValueError("the simulated covariances exceed the float64 range: rescale x or reduce sigma_w2, sigma_b2")
     return out
 
 

@@ -62,8 +62,24 @@ def constnet_empirical_ntk(x, widths, n_classes):
     Returns
     -------
     ndarray, shape (D, D, n_classes, n_classes)
+
+    Raises
+    ------
+    ValueError
+        ``x`` not a non-empty finite ``(D, *spatial, n_input)`` array with 1 or 2 spatial axes;
+        ``widths`` / ``n_classes`` out of range (as :meth:`ConstNet.initial`); a kernel beyond float64.
+    TypeError
+        Complex, boolean or non-numeric inputs.
     """
+    from meanfield.checks import as_float_array
+
     from .simulators import ConstNet
+
+    x = as_float_array(x, "x")
+    if x.ndim not in (3, 4) or x.size == 0:
+        raise ValueError(
+            f"x must be a non-empty array of shape (D, *spatial, n_input) with 1 or 2 spatial axes, got {x.shape}"
+        )
 
     net = ConstNet.initial(widths=widths, blocks_per_stage=2, n_input=x.shape[-1], n_classes=n_classes)
     grads = []
@@ -75,7 +91,11 @@ def constnet_empirical_ntk(x, widths, n_classes):
             g = net.backward(up)
             grads.append(np.concatenate([np.ravel(g[key]) for key in sorted(g)]))
     jac = np.array(grads).reshape(x.shape[0], n_classes, -1)
-    return np.einsum("aip,bjp->abij", jac, jac)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.einsum("aip,bjp->abij", jac, jac)
+    if not np.all(np.isfinite(out)):
+        raise ValueError("x is too large: the empirical NTK exceeds the float64 range")
+    return out
 
 
 def _rows(label, theory, sims, width):

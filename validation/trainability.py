@@ -60,6 +60,7 @@ from pathlib import Path
 import numpy as np
 
 from meanfield import conv, dense
+from meanfield.checks import as_float_array
 
 from .backend import substream
 from .report import Comparison
@@ -471,8 +472,18 @@ def z_score(a: np.ndarray, b: np.ndarray) -> float:
         ``(mean(a) - mean(b)) / sqrt(var(a) / n_a + var(b) / n_b)``; 0 when both the difference
         and the standard error vanish, ``+-1e6`` when only the standard error does (or a sample
         has one element).
+
+    Raises
+    ------
+    ValueError
+        ``a`` or ``b`` empty, ragged or holding NaN / infinity.
+    TypeError
+        Complex, boolean or non-numeric entries.
     """
-    a, b = np.asarray(a, float).ravel(), np.asarray(b, float).ravel()
+    a, b = as_float_array(a, "a").ravel(), as_float_array(b, "b").ravel()
+    for name, arr in (("a", a), ("b", b)):
+        if arr.size < 1 or not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be a non-empty array of finite numbers")
     se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size) if min(a.size, b.size) > 1 else 0.0
     diff = float(a.mean() - b.mean())
     if se == 0.0:

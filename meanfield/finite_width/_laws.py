@@ -290,7 +290,12 @@ def cosine_law_over_depth(
     mf[0] = g0[0, 1] / math.sqrt(g0[0, 0] * g0[1, 1]) if g0[0, 0] * g0[1, 1] > 0 else 0.0
     if depth > 0:
         v1 = nonneg(sigma_w2, "sigma_w2") / fan_in * g0 + nonneg(sigma_b2, "sigma_b2")
-        traj = dense.propagate(v1, act, sigma_w2, sigma_b2, depth - 1)  # pre-activation covariances V^(1..L)
+        try:
+            traj = dense.propagate(v1, act, sigma_w2, sigma_b2, depth - 1)  # pre-activation covariances V^(1..L)
+        except ValueError as exc:
+            raise ValueError(
+                f"the mean-field covariances leave the float64 range at these sigma_w2, sigma_b2 ({exc})"
+            ) from exc
         for l in range(1, depth + 1):
             v = traj[l - 1]
             q1, q2 = v[0, 0], v[1, 1]
@@ -340,13 +345,13 @@ def _right_inverse(act, x):
     )
 
 
-def _law_states(law, grid):
-    grid = real_array(grid, "grid")
+def _law_states(law, grid, name="grid"):
+    grid = real_array(grid, name)
     p = real_array(law, "law")
     if grid.ndim != 1 or grid.size < 1 or p.shape != grid.shape:
-        raise ValueError(f"law and grid must be 1-D of the same length >= 1, got {p.shape} and {grid.shape}")
+        raise ValueError(f"law and {name} must be 1-D of the same length >= 1, got {p.shape} and {grid.shape}")
     if np.any(grid < 0) or np.any(np.diff(grid) <= 0):
-        raise ValueError("grid must be increasing and non-negative (squared norms)")
+        raise ValueError(f"{name} must be increasing and non-negative (squared norms)")
     if np.any(p < 0) or abs(p.sum() - 1.0) > 1e-8:
         raise ValueError("law must be non-negative masses summing to 1 (to 1e-8)")
     return p, grid
@@ -407,7 +412,7 @@ def component_cdf(
     xs = real_array(x, "x")
     if np.any(np.isnan(xs)):
         raise ValueError("x must not contain NaN")
-    p, ys = _law_states(law, states)
+    p, ys = _law_states(law, states, "states")
     fi = int_arg(fan_in, "fan_in", 1, MAX_WIDTH)
     sig = np.sqrt(nonneg(sigma_w2, "sigma_w2") / fi * ys + nonneg(sigma_b2, "sigma_b2"))
     inv = _right_inverse(act, xs)
@@ -462,7 +467,7 @@ def joint_component_cdf(
     xs = real_array(x, "x")
     if xs.ndim != 1 or xs.size < 1:
         raise ValueError(f"x must be 1-D with one threshold per component, got shape {xs.shape}")
-    p, ys = _law_states(law, states)
+    p, ys = _law_states(law, states, "states")
     total = 0.0
     for ps, y in zip(p, ys):
         if ps == 0:
@@ -511,7 +516,10 @@ def gsm_product_moments(depth: int, k: ArrayLike) -> float | np.ndarray:
     array([ 1.,  3., 12.])
     """
     depth = int_arg(depth, "depth", 1, MAX_GSM_DEPTH)
-    ks = np.asarray(k)
+    try:
+        ks = np.asarray(k)
+    except ValueError as exc:  # ragged
+        raise ValueError(f"k must be an integer or a rectangular array of integers, got {k!r}") from exc
     if ks.dtype == bool or not np.issubdtype(ks.dtype, np.integer):
         raise TypeError(f"k must be integer moment orders, got {k!r}")
     if np.any(ks < 0) or np.any(ks > 50):

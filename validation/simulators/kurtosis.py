@@ -37,7 +37,7 @@ from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
 from meanfield.init import WEIGHT_LAWS, dense_weights, gsm, he_sigma_w2, metainit, zero_weights
 
 from ..runner import progress
-from ._common import activation_fn, check_elements, check_work
+from ._common import MAX_ELEMENTS, activation_fn, check_elements, check_work
 
 __all__ = [
     "FIG1_INITS",
@@ -611,7 +611,8 @@ def simulate_residual_moments(
     """
     w = check_int(width, "width", 2, 4096)
     depth = check_int(depth, "depth", 0, 1000)
-    n = check_int(n_networks, "n_networks", 2)
+    n = check_int(n_networks, "n_networks", 2, MAX_ELEMENTS)
+    check_work(n * (depth + 1) * w * w, "simulate_residual_moments: n_networks * (depth + 1) * width**2")
     a = check_scalar(slope, "slope")
     if not isinstance(residual, bool):
         raise TypeError(f"residual must be a bool, got {residual!r}")
@@ -690,7 +691,11 @@ def simulate_conv_moments(
     if c * n_pos < 2:
         raise ValueError("channels * positions must be >= 2")
     depth = check_int(depth, "depth", 0, 1000)
-    n = check_int(n_networks, "n_networks", 2)
+    n = check_int(n_networks, "n_networks", 2, MAX_ELEMENTS)
+    check_work(
+        n * (depth + 1) * c * c * k * n_pos,
+        "simulate_conv_moments: n_networks * (depth + 1) * channels**2 * kernel_size * positions",
+    )
     a = check_scalar(slope, "slope")
     gen = check_rng(rng)
     sd = math.sqrt(2.0 / (c * k * (1.0 + a * a)))

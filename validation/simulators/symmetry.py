@@ -623,7 +623,7 @@ def train(
     if (x_test is None) != (y_test is None):
         raise ValueError("give both x_test and y_test, or neither")
     if x_test is not None:
-        if not hasattr(x_test, "shape"):
+        if not hasattr(x_test, "shape") or isinstance(x_test, np.ndarray):
             x_test = as_float_array(x_test, "x_test")
         if len(x_test.shape) != len(x_shape) or tuple(x_test.shape[1:]) != tuple(x_shape[1:]):
             raise ValueError(f"x_test must have the shape of x apart from its batch, got {tuple(x_test.shape)}")
