@@ -222,6 +222,19 @@ _SKIP_OPTS = {
 }
 
 
+def _dense_net():
+    from meanfield.validation.training import DenseNet
+
+    return DenseNet(depth=2, width=4)
+
+
+def _dense_params():
+    """Parameters of two width-4 DenseNets on (1, 5) inputs, 3 classes."""
+    from meanfield.validation.training import init_parameters
+
+    return [init_parameters(_dense_net(), (1, 5), n_classes=3, rng=i) for i in range(2)]
+
+
 def _mi_cov():
     """A (D=2, P=5, D, P) covariance over inputs x positions: conv.multi_input_covariance of CONV_X."""
     from meanfield.conv import multi_input_covariance
@@ -552,7 +565,8 @@ REGISTRY: list[Entry] = [
     E("spectra.spectrum_moments", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5)),
     E("spectra.jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5),
       n_points=I(50), decades=F(4.0), lam_range=FP((1e-3, 10.0)), eta=F(1e-3), n_atoms=I(200)),
-    E("spectra.conv_jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), kernel=CH("delta_orthogonal")),
+    E("spectra.conv_jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), kernel=CH("delta_orthogonal"),
+      q=F(0.5), n_points=I(50), n_atoms=I(200), none_ok=("q",)),
     E("validation.conv_inputs.simulate_multi_input", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
       width=I(3), n_networks=I(2), rng=R(0)),
     E("validation.ntk.constnet_empirical_ntk", x=A(_rng.standard_normal((2, 4, 4, 1))), widths=IS([2, 4]), n_classes=I(3)),
@@ -568,6 +582,13 @@ REGISTRY: list[Entry] = [
       rng=R(0)),
     E("validation.simulators.simulate_residual_moments", width=I(3), depth=I(2), n_networks=I(4), slope=F(0.1), residual=B(True), rng=R(0)),
     E("validation.trainability.z_score", a=A([1.0, 1.2, 0.9]), b=A([0.5, 0.6, 0.4, 0.7])),
+    E("validation.training.DenseNet", depth=I(2), width=I(4), activation=CH("tanh"), init=CH("gaussian"), sigma_w2=F(1.0), sigma_b2=F(0.0),
+      slope=F(0.0)),
+    E("validation.training.ConvNet", depth=I(2), channels=I(2), ndim=I(1), kernel_size=I(3), activation=CH("tanh"), init=CH("gaussian"),
+      sigma_w2=F(1.0), sigma_b2=F(0.0), v=A(V3), slope=F(0.0), readout=CH("pool")),
+    E("validation.training.init_parameters", net=X(Lazy(_dense_net)), input_shape=SH((1, 5)), n_classes=I(3), rng=R(0)),
+    E("validation.training.ensemble_forward", net=X(Lazy(_dense_net)), parameters=X(Lazy(_dense_params)),
+      x=A(_rng.standard_normal((2, 3, 1, 5))), dtype=CH("float64")),
 ]
 
 # fmt: on
@@ -705,17 +726,21 @@ for _name in (
     "validation.symmetry_training.train_skip_ensemble",
     "validation.symmetry_training.rescaled_accuracy_ratio",
     "validation.training.train_ensemble",
-    "validation.training.ensemble_forward",
-    "validation.training.init_parameters",
-    "validation.training.DenseNet",
-    "validation.training.ConvNet",
-    "validation.training.load_training_data",
     "validation.trainability.experiment",
     "validation.trainability.rows",
-    "validation.trainability.clear_cache",
-    "validation.trainability.depth_scale_agreement",
 ):
     NOT_FUZZED[_name] = _TRAINING
+NOT_FUZZED["validation.trainability.clear_cache"] = (
+    "empties the experiment cache of validation.trainability (no arguments)"
+)
+NOT_FUZZED["validation.trainability.depth_scale_agreement"] = (
+    "reads the result dict of validation.trainability.experiment (a training sweep, seconds); tested in "
+    "tests/test_trainability.py"
+)
+NOT_FUZZED["validation.training.load_training_data"] = (
+    "loads and downsamples scikit-learn's digits or the user's MNIST / CIFAR-10 files (seconds a call); "
+    "tested in tests/test_training.py"
+)
 
 # ---------------------------------------------------------------------------------------------
 # documented non-finite values
