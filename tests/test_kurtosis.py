@@ -457,3 +457,14 @@ def test_ragged_input_names_the_argument():
     """Regression (public-API fuzzer): a ragged x raised numpy's own 'inhomogeneous shape' error."""
     with pytest.raises(ValueError, match="x"):
         K.input_statistics([[1.0, 2.0], [3.0]])
+
+
+# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+
+
+@pytest.mark.parametrize("name", ["n_networks", "n_metainit"])
+def test_fuzz3_fig1_variances_bounds_network_counts_by_name(name):
+    from meanfield.validation.kurtosis import fig1_variances
+
+    with pytest.raises(ValueError, match=name):
+        fig1_variances(full=False, rng=0, n_inputs=4, depth=3, metainit_steps=2, **{name: 10**12})

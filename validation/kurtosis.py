@@ -193,9 +193,13 @@ def fig1_variances(
         Per initialiser, the empirical variance of the output after layers ``0 .. depth`` for each network.
     """
     full = check_bool(full, "full")
+    # at most parallel.MAX_CHUNKS chunks of FIG1_CHUNK / FIG1_METAINIT_CHUNK networks
     n_networks, n_metainit = (
-        None if n is None else check_int(n, name, 1)
-        for n, name in ((n_networks, "n_networks"), (n_metainit, "n_metainit"))
+        None if n is None else check_int(n, name, 1, parallel.MAX_CHUNKS * chunk)
+        for n, name, chunk in (
+            (n_networks, "n_networks", FIG1_CHUNK),
+            (n_metainit, "n_metainit", FIG1_METAINIT_CHUNK),
+        )
     )
     children = spawn_sequences(get_backend("numpy").rng(rng), len(FIG1_INITS))
     n_net = n_networks or (10_000 if full else 1_000)
