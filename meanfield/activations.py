@@ -451,7 +451,7 @@ def get_activation(activation, **params) -> Activation:
         key, default = _PARAMS[code]
         unknown = set(params) - {key}
         if unknown:
-            raise ValueError(f"{activation} takes only {key!r}, got {sorted(unknown)}")
+            raise ValueError(f"activation {activation!r} takes only {key!r}, got {sorted(unknown)}")
         param = _check_param(code, key, params.get(key, default))
         name = f"{activation}({key}={param:g})"
     elif params:

@@ -351,7 +351,9 @@ def propagate_log(
             lm = math.log(m) if m > 0 else 0.0
             mapped = mapped / m if m > 0 else mapped
         if not math.isfinite(lm):
-            raise ValueError(f"propagation of {act.name} leaves even the log-scale representation at layer {layer}")
+            raise ValueError(
+                f"propagation of activation {act.name} leaves even the log-scale representation at layer {layer}"
+            )
         k = _average(mapped, v, shape, +1)  # linear: commutes with the scale
         m = float(np.max(np.diagonal(k)))
         out[layer] = k / m if m > 0 else k
@@ -524,7 +526,8 @@ def cyclic_diagonal_modes(cov, shape=None) -> np.ndarray:
 
 
 def _xi(x):
-    x = np.asarray(x, dtype=np.float64)
+    # |chi| as in dense (chi_q < 0 for non-monotone q-maps such as cos, rbf)
+    x = np.abs(np.asarray(x, dtype=np.float64))
     with np.errstate(divide="ignore"):
         xi = np.where(x < 1.0, -1.0 / np.log(np.where(x < 1.0, x, 0.5)), np.inf)
     return np.where(np.abs(x - 1.0) <= CRITICAL_ATOL, np.inf, xi)
@@ -542,7 +545,8 @@ class ConvDepthScales:
         Off-diagonal depth scales ``-1 / log(chi_c |lambda|)``; inf where ``chi_c |lambda| >= 1``
         (no exponential convergence), 0 where ``lambda = 0``.
     xi_q : ndarray, shape ``shape``
-        Diagonal depth scales ``-1 / log(chi_q |lambda|)``, same conventions.
+        Diagonal depth scales ``-1 / log(|chi_q| |lambda|)``, same conventions (``chi_q < 0`` for
+        non-monotone q-maps: cos, rbf, as in :class:`meanfield.dense.FixedPoint`).
     fixed_point : meanfield.dense.FixedPoint
         q*, c*, chi_1, chi_c, chi_q of the dense network (identical for the CNN, Sec. 2.1.4).
     """
@@ -603,7 +607,9 @@ def depth_scales(activation, sigma_w2, sigma_b2, v, shape, degree=DEFAULT_DEGREE
     lam = fourier_eigenvalues(v, shape)
     fp = dense.fixed_point(activation, sigma_w2, sigma_b2, degree)
     mod = np.abs(lam)
-    return ConvDepthScales(lambda_=lam, xi_c=_xi(fp.chi_c * mod), xi_q=_xi(fp.chi_q * mod), fixed_point=fp)
+    with np.errstate(invalid="ignore"):  # chi = inf (exp at q* = inf): a mode with lambda = 0 still has xi = 0
+        xi_c, xi_q = (_xi(np.where(mod == 0.0, 0.0, chi * mod)) for chi in (fp.chi_c, fp.chi_q))
+    return ConvDepthScales(lambda_=lam, xi_c=xi_c, xi_q=xi_q, fixed_point=fp)
 
 
 def _kappa(act, sigma_w2, q, c, degree):

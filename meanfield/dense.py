@@ -686,7 +686,9 @@ def _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     logs = np.empty(depth + 1)
     _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, k_out, logs)
     if not (np.all(np.isfinite(logs)) and np.all(np.isfinite(k_out))):
-        raise ValueError(f"propagation of {act.name} leaves even the log-scale representation at these parameters")
+        raise ValueError(
+            f"propagation of activation {act.name} leaves even the log-scale representation at these parameters"
+        )
     return LogPropagation(log_scale=logs, normalized=k_out), cov0
 
 
@@ -1053,6 +1055,8 @@ class FixedPoint:
         sigma_w2 E phi'(sqrt(q*) z)^2: slope of the c-map at c = 1, mean squared singular value
         of the layer Jacobian, per-layer factor of gradient variance. At q* = inf: the value of
         the asymptote (sigma_w2 / 2 for the ReLU-like); at q* = 0: sigma_w2 phi'(0)^2.
+        ``inf`` for sign (phi' is a Dirac delta) and at q* = inf for activations growing faster
+        than linearly (exp, relu_power with n > 1), as chi_c and chi_q there.
     chi_c : float
         Slope of the c-map at c*: sigma_w2 E phi'(u1) phi'(u2) at (q*, c*) when 0 < q* < inf; at
         q* = inf, chi_1 (the asymptote's value); at q* = 0, the slope of the limiting c-map, 1

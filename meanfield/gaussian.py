@@ -871,7 +871,7 @@ def _check_derivatives(act: Activation, derivatives):
 def _finish(out, shape, what, act):
     if not np.all(np.isfinite(out)):
         raise ValueError(
-            f"{what} of {act.name!r} is not finite for some inputs: the result exceeds the float64 "
+            f"{what} of activation {act.name!r} is not finite for some inputs: the result exceeds the float64 "
             "range at these variances"
         )
     return out.reshape(shape) if shape else float(out[0])

@@ -54,3 +54,12 @@ def test_from_functions():
 def test_bad_names_and_parameters(args, kwargs):
     with pytest.raises(ValueError):
         get_activation(*args, **kwargs)
+
+
+# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer, full catalogue) -----
+
+
+@pytest.mark.parametrize("name", ["rbf", "relu_power", "elu"])
+def test_fuzz3_wrong_parameter_names_the_activation(name):
+    with pytest.raises(ValueError, match="activation"):
+        get_activation(name, slope=0.1)

@@ -384,3 +384,19 @@ def test_ragged_covariance_names_the_argument():
         conv.average([[1.0, 2.0], [3.0]], [0.25, 0.5, 0.25], 2)
     with pytest.raises(ValueError, match="v"):
         conv.fourier_eigenvalues([[0.25, 0.5], [0.25]], 4)
+
+
+# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer, full catalogue) -----
+
+
+def test_fuzz3_depth_scales_finite_for_negative_chi_q_and_zero_modes():
+    """cos has chi_q < 0: xi_q = -1/log|chi_q lambda| is finite (was NaN); a mode with lambda = 0 has
+    xi = 0 even where chi is inf (exp at q* = inf; was inf * 0 = NaN -> inf)."""
+    v = [0.25, 0.5, 0.25]
+    r = conv.depth_scales("cos", 1.5, 0.05, v, 4)
+    assert r.fixed_point.chi_q < 0
+    mod = np.abs(r.lambda_)
+    np.testing.assert_allclose(r.xi_q[mod > 0], -1.0 / np.log(np.abs(r.fixed_point.chi_q) * mod[mod > 0]))
+    r = conv.depth_scales("exp", 1.5, 0.05, v, 4)
+    zero = np.abs(r.lambda_) == 0
+    assert zero.any() and np.all(r.xi_c[zero] == 0.0) and np.all(r.xi_q[zero] == 0.0)

@@ -161,3 +161,11 @@ def test_vectorised_shapes():
 def test_bad_input_raises(call):
     with pytest.raises(ValueError):
         call()
+
+
+# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer, full catalogue) -----
+
+
+def test_fuzz3_infinite_expectation_names_the_activation():
+    with pytest.raises(ValueError, match="activation"):
+        expectation("sign", 1.0, (1, 1))

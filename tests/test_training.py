@@ -304,3 +304,15 @@ def test_training_data_is_checked(small_data):
     with pytest.raises(ValueError):
         train_ensemble(DenseNet(depth=1, width=4), 1, data=nan, steps=1)
     assert isinstance(small_data, TrainingData) and small_data.image_shape == (1, 8, 8)
+
+
+# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer, full catalogue) -----
+
+
+def test_fuzz3_ragged_v_and_x_are_named():
+    with pytest.raises(ValueError, match=r"\bv\b"):
+        ConvNet(depth=2, channels=2, ndim=1, kernel_size=3, v=[[0.25, 0.5], [0.25]])
+    net = DenseNet(depth=2, width=4)
+    params = [init_parameters(net, (1, 5), n_classes=3, rng=i) for i in range(2)]
+    with pytest.raises(ValueError, match=r"\bx\b"):
+        ensemble_forward(net, params, [[[[1.0] * 5]], [[[1.0] * 4]]])

@@ -285,9 +285,12 @@ class ConvNet(Result):
         if self.v is not None:
             if self.init != "gaussian":
                 raise ValueError(f"v is only used with init='gaussian', got init={self.init!r}")
-            if isinstance(self.v, (str, bytes)) or np.iscomplexobj(self.v):
+            try:
+                arr = np.asarray(self.v)
+            except ValueError as exc:  # ragged
+                raise ValueError("v must be a flat sequence of real numbers") from exc
+            if isinstance(self.v, (str, bytes)) or np.iscomplexobj(arr):
                 raise TypeError("v must be a sequence of real numbers")
-            arr = np.asarray(self.v)
             if arr.dtype == bool or arr.dtype.kind not in "iuf":
                 raise TypeError(f"v must hold real numbers, got dtype {arr.dtype}")
             arr = arr.astype(np.float64).ravel()
@@ -770,9 +773,12 @@ def ensemble_forward(
     if not isinstance(net, (DenseNet, ConvNet)):
         raise TypeError(f"net must be a DenseNet or a ConvNet, got {type(net).__name__}")
     dtype = _choice(dtype, "dtype", ("float32", "float64"))
+    try:
+        x = np.asarray(x)
+    except ValueError as exc:  # ragged
+        raise ValueError("x must be a rectangular array of real numbers") from exc
     if np.iscomplexobj(x):
         raise TypeError("x must be real")
-    x = np.asarray(x)
     if x.dtype == bool or x.dtype.kind not in "iuf":
         raise TypeError(f"x must hold real numbers, got dtype {x.dtype}")
     if x.ndim < 4 or 0 in x.shape or not np.all(np.isfinite(x)):

@@ -796,6 +796,15 @@ def _zero_expectation(kw):
     return np.array(rows)
 
 
+def _sign_or_q_inf(r, kw, prefix):
+    """Where FixedPoint's chis are documented as inf: activation sign, or q* = inf."""
+    act = kw.get("activation")
+    if getattr(act, "name", act) == "sign":
+        return True
+    obj = r.fixed_point if prefix else r
+    return np.isinf(np.asarray(obj.q_star))
+
+
 ALLOW_NONFINITE: list[Allow] = [
     # dense.FixedPoint: "q_star: inf when q grows without bound, e.g. ReLU with sigma_w2 > 2";
     # q can only run away when the q-map's slope is >= 1 there (chi_q >= 1).
@@ -830,7 +839,7 @@ ALLOW_NONFINITE: list[Allow] = [
     Allow(
         "conv.depth_scales",
         "xi_q",
-        lambda r, kw: r.fixed_point.chi_q * np.abs(r.lambda_) >= 1.0 - _CRIT,
+        lambda r, kw: np.abs(r.fixed_point.chi_q * r.lambda_) >= 1.0 - _CRIT,
         "ConvDepthScales.xi_q",
     ),
     Allow("conv.depth_scales", "fixed_point.q_star", _fp_chi("chi_q"), "FixedPoint.q_star"),
@@ -927,6 +936,23 @@ ALLOW_NONFINITE: list[Allow] = [
             sign=1,
         )
         for f in ("growth", "chi_1", "chi_c")
+    ],
+    # dense.FixedPoint.chi_1 (and chi_c, chi_q): "inf for sign (phi' is a Dirac delta) and at
+    # q* = inf for activations growing faster than linearly (exp, relu_power with n > 1)".
+    *[
+        Allow(
+            fn,
+            f"{prefix}{f}",
+            lambda r, kw, prefix=prefix: _sign_or_q_inf(r, kw, prefix),
+            f"FixedPoint.{f}: inf for sign or at q* = inf (superlinear activations)",
+            sign=1,
+        )
+        for fn, prefix in (
+            ("dense.fixed_point", ""),
+            ("dense.phase_diagram", ""),
+            ("conv.depth_scales", "fixed_point."),
+        )
+        for f in ("chi_1", "chi_c", "chi_q")
     ],
     # figures.load: "the strings 'inf', '-inf', 'nan' restored to floats" (a figure may hold them).
     Allow(
