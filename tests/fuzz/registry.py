@@ -582,6 +582,8 @@ REGISTRY: list[Entry] = [
       rng=R(0)),
     E("validation.simulators.simulate_residual_moments", width=I(3), depth=I(2), n_networks=I(4), slope=F(0.1), residual=B(True), rng=R(0)),
     E("validation.trainability.z_score", a=A([1.0, 1.2, 0.9]), b=A([0.5, 0.6, 0.4, 0.7])),
+    E("validation.trainability.clear_cache"),
+    E("validation.audit.unavailable"),
     E("validation.training.DenseNet", depth=I(2), width=I(4), activation=CH("tanh"), init=CH("gaussian"), sigma_w2=F(1.0), sigma_b2=F(0.0),
       slope=F(0.0)),
     E("validation.training.ConvNet", depth=I(2), channels=I(2), ndim=I(1), kernel_size=I(3), activation=CH("tanh"), init=CH("gaussian"),
@@ -718,7 +720,6 @@ for _name in (
     NOT_FUZZED[f"parallel.{_name}"] = _EXECUTOR
 for _name in ("add_parallel_arguments", "open_executor"):
     NOT_FUZZED[f"validation.runner.{_name}"] = NOT_FUZZED["validation.runner.main"]
-NOT_FUZZED["validation.audit.unavailable"] = "reports which optional comparisons cannot run here (no arguments)"
 _TRAINING = (
     "trains an ensemble of networks with PyTorch (seconds even at the smallest size); tested in its own test module"
 )
@@ -730,9 +731,6 @@ for _name in (
     "validation.trainability.rows",
 ):
     NOT_FUZZED[_name] = _TRAINING
-NOT_FUZZED["validation.trainability.clear_cache"] = (
-    "empties the experiment cache of validation.trainability (no arguments)"
-)
 NOT_FUZZED["validation.trainability.depth_scale_agreement"] = (
     "reads the result dict of validation.trainability.experiment (a training sweep, seconds); tested in "
     "tests/test_trainability.py"
