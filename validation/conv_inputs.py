@@ -40,8 +40,10 @@ P, C0 = 8, 4
 POINTS = (("tanh", 1.8, 0.05), ("relu", 2.0, 0.0))
 
 
-#: Largest number of float64 values :func:`simulate_multi_input` allocates or multiplies per layer.
+#: Largest number of float64 values :func:`simulate_multi_input` returns.
 MAX_ELEMENTS = 10**8
+#: Largest number of multiply-adds of one :func:`simulate_multi_input` call.
+MAX_WORK = 2**44
 
 
 def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
@@ -77,8 +79,8 @@ def simulate_multi_input(x, activation, sigma_w2, sigma_b2, v, depth, width, n_n
     ValueError
         ``x`` not a non-empty finite (D, P, c0) array; negative or non-finite variances; ``v`` not
         a probability vector of odd length <= P; ``depth`` < 0, ``width`` or ``n_networks`` < 1;
-        ``n_networks (depth + 1) (D P)^2`` or ``n_networks (depth + 1) width^2`` above
-        :data:`MAX_ELEMENTS`; covariances beyond float64.
+        ``n_networks (depth + 1) (D P)^2`` above :data:`MAX_ELEMENTS` or the multiply-adds above
+        :data:`MAX_WORK`; covariances beyond float64.
     TypeError
         Complex, boolean or non-numeric arguments.
     """
@@ -96,10 +98,15 @@ def simulate_multi_input(x, activation, sigma_w2, sigma_b2, v, depth, width, n_n
     width = check_int(width, "width", 1, 100_000)
     n_networks = check_int(n_networks, "n_networks", 1, MAX_ELEMENTS)
     d, p, c0 = x.shape
-    if n_networks * (depth + 1) * max(d * p, width) ** 2 > MAX_ELEMENTS:
+    if n_networks * (depth + 1) * (d * p) ** 2 > MAX_ELEMENTS:
         raise ValueError(
-            f"n_networks * (depth + 1) * max(D P, width)**2 must be <= MAX_ELEMENTS = {MAX_ELEMENTS}, got "
-            f"n_networks = {n_networks}, depth = {depth}, D P = {d * p}, width = {width}"
+            f"n_networks * (depth + 1) * (D P)**2 must be <= MAX_ELEMENTS = {MAX_ELEMENTS}, got n_networks = "
+            f"{n_networks}, depth = {depth}, D P = {d * p}"
+        )
+    if n_networks * (depth + 1) * d * p * width * max(width, c0) * v.size > MAX_WORK:
+        raise ValueError(
+            f"n_networks * (depth + 1) * D * P * width * max(width, c0) * len(v) must be <= MAX_WORK = {MAX_WORK}: "
+            f"simulate fewer networks, layers or channels (n_networks = {n_networks}, depth = {depth}, width = {width})"
         )
     out = np.empty((n_networks, depth + 1, d, p, d, p))
     for k, g in enumerate(check_rng(rng).spawn(n_networks)):
