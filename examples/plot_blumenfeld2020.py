@@ -42,3 +42,7 @@ show(blumenfeld2020.fig_12)
 # %%
 # ``blumenfeld2020.table_correlations`` (not in the paper: closed forms after eq. 6): Closed-form forward / backward correlations C_f, C_b (after eq. 6) next to values measured on tensors.
 show(blumenfeld2020.table_correlations)
+
+# %%
+# ``blumenfeld2020.table_1`` (analogue of Table 1 (digits, small ConstNet)): Test accuracy of a ConstNet with and without a symmetry-breaking noise source (the runs of Figs. 3 and 6).
+show(blumenfeld2020.table_1)
