@@ -66,6 +66,7 @@ import numpy as np
 
 from meanfield import conv, dense
 
+from .audit import unavailable  # the torch extra: `meanfield validate` skips this module without it
 from .backend import substream
 from .report import Comparison
 from .runner import main_for, progress
@@ -82,6 +83,7 @@ __all__ = [
     "experiment",
     "rows",
     "run",
+    "unavailable",
     "z_score",
 ]
 
