@@ -56,3 +56,7 @@ show(blumenfeld2020.fig_12)
 # %%
 # ``blumenfeld2020.table_correlations`` (not in the paper: closed forms after eq. 6): Closed-form forward / backward correlations C_f, C_b (after eq. 6) next to values measured on tensors.
 show(blumenfeld2020.table_correlations)
+
+# %%
+# ``blumenfeld2020.table_1`` (analogue of Table 1): ConstNet test accuracy with and without a symmetry-breaking noise source.
+show(blumenfeld2020.table_1)
