@@ -40,3 +40,11 @@ show(burkholz2019.fig_2)
 # %%
 # ``burkholz2019.fig_thm5`` (not in the paper (Thm. 5, eqs. 9-10)): Thm. 5: ReLU correlation map against the identity, and eq. 9 against its linearisation eq. 10.
 show(burkholz2019.fig_thm5)
+
+# %%
+# ``burkholz2019.fig_3`` (Fig. 3, trained networks): Test accuracy against depth of ReLU networks: He against GSM and orthogonal looks-linear.
+show(burkholz2019.fig_3)
+
+# %%
+# ``burkholz2019.fig_4`` (Fig. 4 (training accuracy; CIFAR-10 not run), trained networks): Training accuracy of the runs of :func:`fig_3` (the paper's Fig. 4 repeats Fig. 3 on CIFAR-10).
+show(burkholz2019.fig_4)

@@ -56,3 +56,23 @@ show(xiao2018.fig_s3)
 # %%
 # ``xiao2018.fig_s4`` (Fig. S4): Absolute Fourier amplitudes of the first cyclic diagonal of eps^l through random erf CNNs (Sec. F).
 show(xiao2018.fig_s4)
+
+# %%
+# ``xiao2018.fig_2`` (Fig. 2, trained networks): Training accuracy over (sigma_w2, depth) of tanh networks at sigma_b2 = 2e-5, with 6 xi_c overlaid.
+show(xiao2018.fig_2)
+
+# %%
+# ``xiao2018.fig_1`` (Fig. 1, trained networks): Test accuracy over training of critical delta-orthogonal vs Gaussian tanh CNNs of the same depth.
+show(xiao2018.fig_1)
+
+# %%
+# ``xiao2018.fig_3`` (Fig. 3, trained networks): Training and test accuracy curves of the deepest delta-orthogonal tanh CNN (with orthogonal, Algorithm 1).
+show(xiao2018.fig_3)
+
+# %%
+# ``xiao2018.fig_5`` (Fig. 5, trained networks): Training speed: orthogonal (Algorithm 1) against Gaussian kernels of the same critical depth.
+show(xiao2018.fig_5)
+
+# %%
+# ``xiao2018.fig_4a`` (Fig. 4a, trained networks): Test accuracy against depth of critical Gaussian tanh CNNs with variance vectors GS0 ... GS4.
+show(xiao2018.fig_4a)

@@ -105,7 +105,11 @@ def curves_figure(func, out_dir, name, res, inits, labels, *, size, seed, what, 
         data[f"{init}_steps"] = steps
     ax.axhline(0.1, color="0.6", ls=":", lw=0.8, label="chance")
     ax.set_xlabel("training step")
-    ax.set_ylabel("accuracy (lines: mean, bands: min-max over networks)")
+    ax.set_ylabel("accuracy (mean; band: min to max)")
+    finals = ", ".join(
+        f"{label} {res['runs'][init]['test_accuracy'][:, -1].mean():.2f}" for init, label in zip(inits, labels)
+    )
+    details = f"{details}\nfinal test accuracy (mean over networks): {finals}"
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
     title(fig, func.paper, func.figure, what, details)

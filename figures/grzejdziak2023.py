@@ -427,6 +427,7 @@ FIGURES = {"fig_1": fig_1, "fig_kurtosis": fig_kurtosis, "fig_spectral_radius": 
 # --- trained networks (issue 14): meanfield.validation.trainability runs, drawn by figures/_training.py ---
 
 from . import _training  # noqa: E402
+from ._common import colors, title  # noqa: E402
 
 
 def _zero_details(res, size):
@@ -489,3 +490,61 @@ def fig_zero_star(out_dir, *, size, backend, seed):
 
 FIGURES.update({"fig_2": fig_2, "fig_zero_star": fig_zero_star})
 __all__ += ["fig_2", "fig_zero_star"]
+
+
+@figure(paper=PAPER, figure="supplement Fig. 1 (kurtosis vs accuracy)", honours_backend=False)
+def fig_kurtosis_accuracy(out_dir, *, size, backend, seed):
+    """Test accuracy after training against the output kurtosis at initialisation (Prop. 4.3).
+
+    Notes
+    -----
+    Seed 002, supplement Fig. 1 (MNIST, CIFAR-10; widths and depths 5-50, Bernoulli / uniform /
+    normal weights, Adam 1e-4, 500 steps): networks with a large output kurtosis at initialisation
+    train badly. The kurtosis is the theory's (:func:`meanfield.kurtosis.propagate` from the
+    training inputs' statistics), the accuracy the trained networks' (digits).
+    """
+    res = _training.experiment("kurtosis_accuracy", size, seed)
+    p = res["params"]
+    logk = res["log10_output_kurtosis"]
+    acc = res["test_accuracy"].mean(axis=-1)
+    fig, ax = plt.subplots(figsize=(5.8, 4.2), layout="constrained")
+    for j, (label, col, mk) in enumerate(zip(res["labels"], colors(len(res["labels"])), "so^")):
+        ax.plot(logk[..., j].ravel(), acc[..., j].ravel(), mk, ms=4, color=col, label=f"{label} weights")
+    ax.axhline(0.1, color="0.6", ls=":", lw=0.8, label="chance")
+    ax.set_xlabel(r"$\log_{10}$ output kurtosis at initialisation (Prop. 4.3)")
+    ax.set_ylabel("test accuracy after training (mean over networks)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    rho = np.corrcoef(np.argsort(np.argsort(logk.ravel())), np.argsort(np.argsort(acc.ravel())))[0, 1]
+    title(
+        fig,
+        PAPER,
+        fig_kurtosis_accuracy.figure,
+        f"accuracy vs output kurtosis (rank correlation {rho:+.2f})",
+        f"He ReLU nets, widths {list(res['widths'])} x depths {list(res['depths'])}, {p['steps']} Adam steps, "
+        f"lr {p['lr']:g}, {p['n_networks']} nets each; digits ({size} size)",
+    )
+    data = {k: v for k, v in res.items() if k != "params"}
+    data["rank_correlation"] = rho
+    axes = {
+        "log10_output_kurtosis": ["width", "depth", "weight law"],
+        "test_accuracy": ["width", "depth", "weight law", "network"],
+    }
+    return save_figure(
+        fig,
+        out_dir,
+        "grzejdziak2023_fig_kurtosis_accuracy",
+        data,
+        paper=fig_kurtosis_accuracy.paper,
+        figure=fig_kurtosis_accuracy.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=p,
+        axes=axes,
+        units={"test_accuracy": "fraction correct", "seconds": "s"},
+    )
+
+
+FIGURES["fig_kurtosis_accuracy"] = fig_kurtosis_accuracy
+__all__ += ["fig_kurtosis_accuracy"]

@@ -867,6 +867,14 @@ def fig_4a(out_dir, *, size, backend, seed):
         ax.set_ylabel(r"singular value of $\mathcal{A}_v\star$ (4 x 4 images)")
         ax.legend(fontsize=7)
 
+    deepest = res["test_accuracy"][-1].mean(axis=-1)
+    order = np.corrcoef(np.arange(deepest.size), np.argsort(np.argsort(deepest)))[0, 1]  # Spearman rho
+    seen = (
+        "paper's ordering seen (GS0 best at the deepest depth)"
+        if order < 0
+        else f"paper's ordering NOT seen at this size: {res['labels'][int(np.argmax(deepest))]} best at "
+        f"L = {int(res['depths'][-1])} (rank correlation {order:+.2f}, expected < 0)"
+    )
     return _training.depth_figure(
         fig_4a,
         out_dir,
@@ -876,8 +884,9 @@ def fig_4a(out_dir, *, size, backend, seed):
         seed=seed,
         what="test accuracy vs depth for non-uniform variance vectors",
         details=f"critical Gaussian CNNs, {p['channels']} channels, {p['steps']} steps, {p['n_networks']} nets each; "
-        f"digits 4x4 ({size} size)",
+        f"digits 4x4 ({size} size)\n{seen}",
         extra_panel=singular_values,
+        notes=seen,
     )
 
 
