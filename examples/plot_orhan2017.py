@@ -8,8 +8,22 @@ paper's sizes. The numbers behind each figure are written beside its PNG as JSON
 (``meanfield.figures.load``).
 """
 
+import tempfile
+
+import matplotlib.pyplot as plt
 from meanfield.figures import orhan2017
-from meanfield.figures.harness import show_figure as show
+
+OUT = tempfile.mkdtemp()
+
+
+def show(func):
+    """Render ``func`` at the smoke size and display its PNG."""
+    png = func(OUT, size="smoke")[0]
+    image = plt.imread(png)
+    _fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
+    ax.imshow(image)
+    ax.axis("off")
+
 
 # %%
 # ``orhan2017.fig_4`` (Fig. 4): Better neighbours, adaptive walks and basin sizes of the four binary toy landscapes.
@@ -28,33 +42,33 @@ show(orhan2017.fig_5)
 show(orhan2017.fig_6)
 
 # %%
-# ``orhan2017.fig_2c`` (Fig. 2c (digits, trained networks)): Rescaling symmetry of trained plain, residual and hyper-residual nets: accuracy after ``W_k * 10, W_l / 10`` over before.
+# ``orhan2017.fig_2c`` (Fig. 2c): rescaling symmetry of trained plain, residual and hyper-residual nets.
 show(orhan2017.fig_2c)
 
 # %%
-# ``orhan2017.fig_7`` (Fig. 7 (digits, trained networks)): Training accuracy of plain, residual and the bias symmetry-breaking variants of Sec. 2.4.1.
+# ``orhan2017.fig_7`` (Fig. 7): training accuracy of plain, residual and the bias symmetry-breaking variants.
 show(orhan2017.fig_7)
 
 # %%
-# ``orhan2017.fig_8`` (Fig. 8 (digits, trained networks)): (a) Gradient norms with respect to the layer activities after training; (b) training accuracy.
+# ``orhan2017.fig_8`` (Fig. 8): gradient norms per layer after training; BiasSymmBreak with one batch-normalised layer.
 show(orhan2017.fig_8)
 
 # %%
-# ``orhan2017.fig_9`` (Fig. 9 (digits, trained networks)): Residual nets whose skip matrices are Haar orthogonal matrices folded to n, n/4, ..., 1 orthonormal columns.
+# ``orhan2017.fig_9`` (Fig. 9): residual nets with folded orthogonal skip matrices.
 show(orhan2017.fig_9)
 
 # %%
-# ``orhan2017.fig_10`` (Fig. 10 (digits, trained networks)): (a) Column-covariance spectra ``exp(-tau (i - 1))``; (b) training accuracy of residual nets with such skips.
+# ``orhan2017.fig_10`` (Fig. 10): skip matrices of controlled orthogonality (eigenvalues on the unit circle).
 show(orhan2017.fig_10)
 
 # %%
-# ``orhan2017.fig_11`` (Fig. 11 (digits, trained networks)): Hyper-residual nets (identity adjacent skips, twice-folded orthogonal long skips) against residual nets.
+# ``orhan2017.fig_11`` (Fig. 11): hyper-residual nets with folded long skips against residual nets.
 show(orhan2017.fig_11)
 
 # %%
-# ``orhan2017.fig_12`` (Fig. 12 (digits, trained networks)): Constant untrained bias profiles ``a l + b``: (a) profiles, (b) rescaling ratio, (c) training accuracy.
+# ``orhan2017.fig_12`` (Fig. 12): constant untrained bias profiles ``a l + b``.
 show(orhan2017.fig_12)
 
 # %%
-# ``orhan2017.fig_singularities`` (not a figure of the paper: Supp. Note 1 singularities during training): Degenerate Hessian eigenvalues, overlap distance and accuracy during training, with and without skips.
+# ``orhan2017.fig_singularities`` (Supp. Note 1 during training): degenerate Hessian eigenvalues and overlaps.
 show(orhan2017.fig_singularities)
