@@ -994,6 +994,8 @@ PUBLIC_NAMES = {
     "three_layer_flow",
     "three_layer_gradient_field",
     "three_layer_hessian",
+    "LandscapeCensus",
+    "landscape_census",
 }
 LIMITS = {
     "MAX_BINARY_PARAMETERS",
@@ -1006,6 +1008,8 @@ LIMITS = {
     "MAX_SKIP_SIZE",
     "MAX_TAU_SPREAD",
     "MAX_THREE_LAYER_ENTRIES",
+    "MAX_CENSUS_PARAMETERS",
+    "MAX_CHUNK_CONFIGURATIONS",
 }
 SUBMODULES = {
     "_binary": {
@@ -1042,6 +1046,7 @@ SUBMODULES = {
         "supp4_skip_matrix",
     },
     "_symmetries": {"PermutationCounts", "permutation_counts", "rescaling_deviation", "skip_network"},
+    "_census": {"LandscapeCensus", "landscape_census"},
 }
 
 
@@ -1080,6 +1085,7 @@ RESULTS = {
     "ThreeLayerHessian": (lambda: L.three_layer_hessian(np.eye(2), np.eye(2), [1.0, 0.5]), {"aa": None}),
     "ModeTrajectory": (lambda: L.mode_flow([0.1, 0.2], 1.0, [0.0, 0.1]), {"architecture": "residual"}),
     "PermutationCounts": (lambda: L.permutation_counts(4, 2), {"class_respecting": 1}),
+    "LandscapeCensus": (lambda: L.landscape_census("plain", *_tiny_task(), n_layers=3), {"rtol": 0.5}),
 }
 
 
