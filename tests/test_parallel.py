@@ -438,3 +438,26 @@ def test_cli_workers_runs_the_modules_on_a_dask_cluster(monkeypatch):
     assert runner.main(["dense", "--workers", "1"]) == 0
     assert seen == [(["dense"], "DaskExecutor", 1)]
     assert isinstance(parallel.current(), parallel.SerialExecutor)  # closed and reset afterwards
+
+
+def test_cli_reproduce_runs_figures_and_validation_on_the_cluster(client, monkeypatch, tmp_path):
+    import meanfield.figures.runner as fr
+    from meanfield.validation import runner
+
+    seen = []
+
+    def fake_figures(names, **kwargs):
+        seen.append(("figures", type(parallel.current()).__name__))
+        return []
+
+    def fake_modules(names, **kwargs):
+        seen.append(("validation", type(parallel.current()).__name__))
+        return True
+
+    monkeypatch.setattr(fr, "run_figures", fake_figures)
+    monkeypatch.setattr(runner, "run_modules", fake_modules)
+    from meanfield.cli import main
+
+    assert main(["reproduce", "--out", str(tmp_path), "--scheduler", client.scheduler.address]) == 0
+    assert seen == [("figures", "DaskExecutor"), ("validation", "DaskExecutor")]
+    assert isinstance(parallel.current(), parallel.SerialExecutor)
