@@ -304,7 +304,7 @@ def get_backend(name: str | Backend = "numpy") -> Backend:
     if isinstance(name, Backend):
         return name
     if not isinstance(name, str):
-        raise TypeError(f"backend must be one of {BACKENDS} or a Backend, got {type(name).__name__}")
+        raise TypeError(f"backend name must be one of {BACKENDS} or a Backend, got {type(name).__name__}")
     if name == "numpy":
         return Backend("numpy", np)
     if name == "torch":
@@ -335,7 +335,7 @@ def get_backend(name: str | Backend = "numpy") -> Backend:
                 "(cupy-cuda12x) on a machine with a CUDA GPU"
             ) from exc
         return Backend("cupy", cupy)
-    raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")
+    raise ValueError(f"backend name must be one of {BACKENDS}, got {name!r}")
 
 
 def available_backends() -> list[str]:

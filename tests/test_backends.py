@@ -107,7 +107,7 @@ def test_torch_backend_is_reproducible_and_float64():
 
 def test_backend_names_and_missing_packages(monkeypatch):
     assert BACKENDS == ("numpy", "cupy", "torch", "array_api_strict")
-    with pytest.raises(ValueError, match="backend must be one of"):
+    with pytest.raises(ValueError, match="backend name must be one of"):
         get_backend("jax")
     with pytest.raises(TypeError):
         get_backend(3)
