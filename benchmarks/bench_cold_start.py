@@ -69,12 +69,12 @@ import numpy as np
 x1 = np.linspace(-2.0, 2.0, 5)
 cov = np.array([[1.0, 0.3, 0.1], [0.3, 0.8, 0.2], [0.1, 0.2, 1.2]])
 {setup}
-c0, t0 = time.process_time(), time.perf_counter()
+_c0, _t0 = time.process_time(), time.perf_counter()
 {call}
-c1, t1 = time.process_time(), time.perf_counter()
+_c1, _t1 = time.process_time(), time.perf_counter()
 {call}
-t2 = time.perf_counter()
-print(json.dumps([t1 - t0, t2 - t1, c1 - c0]))
+_t2 = time.perf_counter()
+print(json.dumps([_t1 - _t0, _t2 - _t1, _c1 - _c0]))
 """
 
 

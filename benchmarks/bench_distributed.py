@@ -110,7 +110,7 @@ def main() -> None:
                 results[f"{workers} worker(s)"][name] = (t, start)
     print("same numbers serially and on 1 and 2 workers: yes (checked bitwise)")
     print(
-        f"{'workload':<16}{'run':<14}{'wall s':>8}{'throughput':>24}{'speed-up':>9}{'overhead/task':>15}{'bytes out/in per task':>24}"
+        f"{'workload':<16}{'run':<14}{'wall s':>8}{'throughput':>28}{'speed-up':>9}{'overhead/task':>15}{'bytes out/in per task':>24}"
     )
     for name in work:
         n_tasks, out_b, in_b = sizes[name]
@@ -122,7 +122,7 @@ def main() -> None:
             thr = f"{units[name] / t:,.0f} {unit_name[name]}/s"
             extra = f"  (cluster start {start:.1f} s)" if run != "serial" and name == "fig1 ensemble" else ""
             print(
-                f"{name:<16}{run:<14}{t:>8.2f}{thr:>24}{t_serial / t:>9.2f}{overhead * 1e3:>12.1f} ms"
+                f"{name:<16}{run:<14}{t:>8.2f}{thr:>28}{t_serial / t:>9.2f}{overhead * 1e3:>12.1f} ms"
                 f"{f'{out_b:,.0f} / {in_b:,.0f}':>24}{extra}"
             )
     print("tasks per run: " + ", ".join(f"{n} {sizes[n][0]}" for n in work))

@@ -44,3 +44,7 @@ show(grzejdziak2023.fig_2)
 # %%
 # ``grzejdziak2023.fig_zero_star`` (supplement Figs. 2-3 (ZerO vs ZerO*), trained networks): Test accuracy against depth of ZerO and ZerO* (random first layer) beside He Gaussian.
 show(grzejdziak2023.fig_zero_star)
+
+# %%
+# ``grzejdziak2023.fig_kurtosis_accuracy`` (supplement Fig. 1 (kurtosis vs accuracy), trained networks): Test accuracy after training against the output kurtosis at initialisation (Prop. 4.3).
+show(grzejdziak2023.fig_kurtosis_accuracy)

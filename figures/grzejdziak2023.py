@@ -30,10 +30,11 @@ from meanfield.validation.kurtosis import (
     KAPPA_MAX,
     fig1_variances,
 )
-from meanfield.validation.simulators import layer_moments
+from meanfield.validation.simulators import empirical_variances, layer_moments
 
 from meanfield import kurtosis
 from meanfield.checks import check_scalar
+from meanfield.data import load_digits
 
 from ._common import by_size, figure, plt, progress, rng_kwargs, save_figure
 from ._logzero import plot_with_zeros, zero_band, zero_floor
@@ -55,6 +56,8 @@ _LABELS = {
 }
 #: Fig. 1 network shape (the paper's).
 FIG1_WIDTH, FIG1_NET_DEPTH = 10, 100
+#: Stream of the single-unit protocol's He networks in :func:`fig_1` (``substream(seed, FIG1_UNIT_STREAM)``).
+FIG1_UNIT_STREAM = 917
 _QUANTILE_COLORS = ("tab:blue", "tab:orange", "tab:green")
 _LAW_COLORS = {"gaussian": "tab:blue", "uniform": "tab:orange", "rademacher": "tab:green"}
 #: Monte-Carlo error bars of ``fig_kurtosis``: this many standard errors.
@@ -98,6 +101,9 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
     :func:`meanfield.validation.kurtosis.fig1_variances` (the validation table checks the same
     claims). ``S^2_l`` is the pooled empirical variance (``ddof = 1``) of the ``10 x n`` entries of
     ``y^(l)`` over the ``n`` images, in units of the input features' variance (``S^2_0 = 1``).
+    Two protocols are reported (issue 17): the library pools all units (the panels); the authors'
+    published code takes the variance of a single output unit, computed here for He on the same
+    sizes (``he_unit_protocol_*`` in the JSON, the blue square of the last panel, the title).
     """
     sizes = {
         "n_networks": by_size(size, smoke=20, default=1_000, full=10_000),
@@ -112,6 +118,22 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
             sizes[key] = _count(value, key, limits[key])
     # the validation table's stream for Fig. 1: at the default size its Fig. 1 rows use the same numbers
     var = fig1_variances(backend=backend, depth=FIG1_NET_DEPTH, **sizes, rng=substream(seed, FIG1_STREAM))
+    # the authors' protocol (issue 17): the variance of ONE output unit over the data set, for He,
+    # beside the library's protocol (all units pooled)
+    x_unit = load_digits(standardized=True).x[: sizes["n_inputs"]]
+    var_unit = empirical_variances(
+        x_unit,
+        "he",
+        FIG1_NET_DEPTH,
+        FIG1_WIDTH,
+        sizes["n_networks"],
+        backend=backend,
+        protocol="unit",
+        rng=substream(seed, FIG1_UNIT_STREAM),
+        desc="fig1 he (single unit)",
+    )
+    unit_frac = float(np.mean(var_unit[:, FIG1_DEPTH] < FIG1_THRESHOLD))
+    unit_se = math.sqrt(max(unit_frac * (1 - unit_frac), 1.0 / var_unit.shape[0]) / var_unit.shape[0])
     inits = list(var)
     depth = np.arange(FIG1_NET_DEPTH + 1)
     fig, axes = plt.subplots(2, 4, figsize=(15, 7.2), sharex=False)
@@ -140,6 +162,9 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
     ax = axes[1, 3]
     x = np.arange(len(inits))
     ax.errorbar(x, fractions, yerr=2.0 * fraction_se, fmt="o", color="k", capsize=3)
+    ax.errorbar(
+        [0.25], [unit_frac], yerr=[2.0 * unit_se], fmt="s", color="tab:blue", capsize=3, label="He, single unit"
+    )
     ax.axhline(FIG1_FRACTION, color="tab:red", ls="--", lw=1, label=f"paper's claim: $\\geq$ {FIG1_FRACTION}")
     ax.set_xticks(x, [_LABELS[i] for i in inits], rotation=45, ha="right", fontsize=8)
     ax.set_ylim(-0.05, 1.05)
@@ -152,7 +177,9 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
         f"{PAPER}, Fig. 1: quantiles of the output empirical variance $S^2_l$ over random ReLU networks\n"
         f"width {FIG1_WIDTH}, depth {FIG1_NET_DEPTH}, {sizes['n_networks']:,} networks per initialiser "
         f"(MetaInit {sizes['n_metainit']}, {sizes['metainit_steps']} steps) on {n_in:,} standardised 8x8 digits "
-        f"(paper: CIFAR-10); dotted: $S^2 = 10^{{-3}}$ and layer {FIG1_DEPTH}",
+        f"(paper: CIFAR-10); dotted: $S^2 = 10^{{-3}}$ and layer {FIG1_DEPTH}\n"
+        f"$S^2$ pools all units (library protocol); the authors' code uses one output unit: for He, fraction "
+        f"with $S^2_{{{FIG1_DEPTH}}} < 10^{{-3}}$ = {fractions[inits.index('he')]:.3f} pooled vs {unit_frac:.3f} single unit",
         fontsize=10,
     )
     fig.tight_layout()
@@ -170,6 +197,9 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
         "decreasing_steps_after_40": np.stack(
             [np.mean(np.diff(quantiles[k][:, 40:], axis=1) < 0, axis=1) for k in range(len(inits))]
         ),
+        "he_unit_protocol_quantiles": np.quantile(var_unit, QUANTILES, axis=0),
+        "he_unit_protocol_fraction_below_threshold_at_80": unit_frac,
+        "he_unit_protocol_fraction_below_threshold_at_80_stderr": unit_se,
         "threshold": FIG1_THRESHOLD,
         "claim_layer": FIG1_DEPTH,
         "claim_fraction": FIG1_FRACTION,
@@ -178,6 +208,7 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
         "quantiles": ["initialiser", "quantile_level", "layer"],
         "median": ["initialiser", "layer"],
         "decreasing_steps_after_40": ["initialiser", "quantile_level"],
+        "he_unit_protocol_quantiles": ["quantile_level", "layer"],
     }
     units = {
         "quantiles": "variance in units of the input features' variance (inputs standardised: S^2_0 = 1)",
@@ -187,6 +218,9 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
         "fraction_below_threshold_at_80_stderr": "fraction of networks (0-1); binomial, floor 1/n",
         "fraction_above_input_at_80": "fraction of networks (0-1)",
         "decreasing_steps_after_40": "fraction of layer steps 40..100 (0-1)",
+        "he_unit_protocol_quantiles": "as quantiles; variance of output unit 0 over the data set (authors' protocol)",
+        "he_unit_protocol_fraction_below_threshold_at_80": "fraction of networks (0-1)",
+        "he_unit_protocol_fraction_below_threshold_at_80_stderr": "fraction of networks (0-1); binomial, floor 1/n",
         "layer": "layer index l (0 = input)",
     }
     params = {
@@ -427,6 +461,7 @@ FIGURES = {"fig_1": fig_1, "fig_kurtosis": fig_kurtosis, "fig_spectral_radius": 
 # --- trained networks (issue 14): meanfield.validation.trainability runs, drawn by figures/_training.py ---
 
 from . import _training  # noqa: E402
+from ._common import colors, title  # noqa: E402
 
 
 def _zero_details(res, size):
@@ -489,3 +524,61 @@ def fig_zero_star(out_dir, *, size, backend, seed):
 
 FIGURES.update({"fig_2": fig_2, "fig_zero_star": fig_zero_star})
 __all__ += ["fig_2", "fig_zero_star"]
+
+
+@figure(paper=PAPER, figure="supplement Fig. 1 (kurtosis vs accuracy)", honours_backend=False)
+def fig_kurtosis_accuracy(out_dir, *, size, backend, seed):
+    """Test accuracy after training against the output kurtosis at initialisation (Prop. 4.3).
+
+    Notes
+    -----
+    Seed 002, supplement Fig. 1 (MNIST, CIFAR-10; widths and depths 5-50, Bernoulli / uniform /
+    normal weights, Adam 1e-4, 500 steps): networks with a large output kurtosis at initialisation
+    train badly. The kurtosis is the theory's (:func:`meanfield.kurtosis.propagate` from the
+    training inputs' statistics), the accuracy the trained networks' (digits).
+    """
+    res = _training.experiment("kurtosis_accuracy", size, seed)
+    p = res["params"]
+    logk = res["log10_output_kurtosis"]
+    acc = res["test_accuracy"].mean(axis=-1)
+    fig, ax = plt.subplots(figsize=(5.8, 4.2), layout="constrained")
+    for j, (label, col, mk) in enumerate(zip(res["labels"], colors(len(res["labels"])), "so^")):
+        ax.plot(logk[..., j].ravel(), acc[..., j].ravel(), mk, ms=4, color=col, label=f"{label} weights")
+    ax.axhline(0.1, color="0.6", ls=":", lw=0.8, label="chance")
+    ax.set_xlabel(r"$\log_{10}$ output kurtosis at initialisation (Prop. 4.3)")
+    ax.set_ylabel("test accuracy after training (mean over networks)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    rho = np.corrcoef(np.argsort(np.argsort(logk.ravel())), np.argsort(np.argsort(acc.ravel())))[0, 1]
+    title(
+        fig,
+        PAPER,
+        fig_kurtosis_accuracy.figure,
+        f"accuracy vs output kurtosis (rank correlation {rho:+.2f})",
+        f"He ReLU nets, widths {list(res['widths'])} x depths {list(res['depths'])}, {p['steps']} Adam steps, "
+        f"lr {p['lr']:g}, {p['n_networks']} nets each; digits ({size} size)",
+    )
+    data = {k: v for k, v in res.items() if k != "params"}
+    data["rank_correlation"] = rho
+    axes = {
+        "log10_output_kurtosis": ["width", "depth", "weight law"],
+        "test_accuracy": ["width", "depth", "weight law", "network"],
+    }
+    return save_figure(
+        fig,
+        out_dir,
+        "grzejdziak2023_fig_kurtosis_accuracy",
+        data,
+        paper=fig_kurtosis_accuracy.paper,
+        figure=fig_kurtosis_accuracy.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=p,
+        axes=axes,
+        units={"test_accuracy": "fraction correct", "seconds": "s"},
+    )
+
+
+FIGURES["fig_kurtosis_accuracy"] = fig_kurtosis_accuracy
+__all__ += ["fig_kurtosis_accuracy"]

@@ -9,8 +9,12 @@
   saddles (0, 0), (-1, -1), (-1, -2), ``s = 2``; (b) ``prod_l (a_l + c_l)`` for 10-layer nets,
   ``s = 3``.
 
-Nothing here simulates random networks: the landscapes are exhaustive enumerations (a Numba kernel
-on the CPU) and the dynamics are ODE solutions, so every figure runs on the CPU only (``backend``
+- ``fig_2c``, ``fig_7`` ... ``fig_12``: the trained fully-connected networks of Sec. 2.4 on the
+  embedded digits (PyTorch, :mod:`meanfield.validation.symmetry_training`); ``fig_singularities``:
+  the exact Hessian's degenerate eigenvalues and the overlap singularities during training.
+
+The landscapes are exhaustive enumerations (a Numba kernel on the CPU), the dynamics ODE solutions
+and the trained networks small PyTorch ensembles, so every figure runs on the CPU only (``backend``
 must be ``"numpy"``). Every figure writes ``orhan2017_NAME.png`` and ``.json`` (metadata block,
 named axes; read it back with :func:`meanfield.figures.load`).
 """

@@ -22,7 +22,7 @@ softplus      log(1 + exp(x))                             quadrature
 swish         x * sigmoid(x)                              quadrature
 gelu          x * Phi(x)  (exact, Phi the normal CDF)     closed form (orders <= 1)
 sin, cos      sin(x), cos(x)                              closed form
-abs           |x|                                         closed form (arc-cosine kernel)
+abs           abs(x)                                      closed form (arc-cosine kernel)
 sign          sign(x)                                     closed form (arcsine kernel) (*)
 exp           exp(x)                                      closed form
 rbf           exp(-gamma x^2)  (gamma > 0, default 1/2)   closed form

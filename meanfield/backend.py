@@ -1,4 +1,12 @@
-"""Array backends: NumPy always, CuPy when installed (the extra ``gpu``).
+"""Array backends: NumPy always, CuPy (the extra ``gpu``) and PyTorch (``torch``) when installed.
+
+``"torch"`` runs the simulators on PyTorch tensors (CUDA when a GPU is visible, else the CPU)
+through the array-API namespace of ``array_api_compat.torch``; ``"array_api_strict"`` runs them
+on ``array_api_strict``, the minimal strict array-API namespace (CPU, for tests: any call outside
+the standard -- a NumPy-only function, an array method NumPy has and the standard lacks -- fails).
+Code written for every backend uses only the array-API standard on ``Backend.xp`` plus the
+helpers :func:`matrix_transpose`, :func:`astype` and :func:`diagonal` (which fall back to the
+NumPy / CuPy spellings).
 
 The weight samplers of :mod:`meanfield.init` (``backend=`` argument) and the Monte-Carlo
 simulators of :mod:`meanfield.validation.simulators` are written once against the array namespace
@@ -38,7 +46,88 @@ import numpy as np
 
 from ._checks import check_int, check_rng
 
-__all__ = ["Backend", "available_backends", "get_backend", "spawn_sequences", "substream", "to_numpy"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "astype",
+    "available_backends",
+    "diagonal",
+    "get_backend",
+    "matrix_transpose",
+    "spawn_sequences",
+    "substream",
+    "to_numpy",
+]
+
+#: Names accepted by :func:`get_backend`.
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
+
+
+def matrix_transpose(xp: Any, x: Any) -> Any:
+    """``x`` with its last two axes swapped (array API ``matrix_transpose``; ``swapaxes`` elsewhere)."""
+    f = getattr(xp, "matrix_transpose", None)
+    return f(x) if f is not None else xp.swapaxes(x, -1, -2)
+
+
+def astype(xp: Any, x: Any, dtype: Any) -> Any:
+    """``x`` converted to ``dtype`` (array API ``astype`` function; the ``.astype`` method elsewhere)."""
+    f = getattr(xp, "astype", None)
+    return f(x, dtype) if f is not None else x.astype(dtype)
+
+
+def diagonal(xp: Any, x: Any) -> Any:
+    """The diagonals of the matrices in the last two axes of ``x`` (array API ``linalg.diagonal``)."""
+    f = getattr(getattr(xp, "linalg", None), "diagonal", None)
+    return f(x) if f is not None else xp.diagonal(x, axis1=-2, axis2=-1)
+
+
+class _TorchGenerator:
+    """A ``torch.Generator`` with the NumPy Generator methods the samplers use (float64 tensors).
+
+    Seeded with 63 bits of a ``SeedSequence`` state (as CuPy's): reproducible for a given ``rng``,
+    other numbers than NumPy's (another bit generator).
+    """
+
+    def __init__(self, seed: int, device: Any):
+        import torch
+
+        self._torch = torch
+        self.device = device
+        self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(seed)
+
+    def _shape(self, size):
+        return (size,) if isinstance(size, int) else tuple(size)
+
+    def standard_normal(self, size, dtype=None):
+        t = self._torch
+        return t.randn(self._shape(size), generator=self.generator, dtype=dtype or t.float64, device=self.device)
+
+    def random(self, size, dtype=None):
+        t = self._torch
+        return t.rand(self._shape(size), generator=self.generator, dtype=dtype or t.float64, device=self.device)
+
+    def integers(self, low, high, size):
+        t = self._torch
+        return t.randint(low, high, self._shape(size), generator=self.generator, device=self.device)
+
+
+class _HostGenerator:
+    """A NumPy Generator whose draws are moved to an array namespace without a generator of its own
+    (``array_api_strict``): the same numbers as the NumPy backend for the same ``rng``."""
+
+    def __init__(self, generator: np.random.Generator, xp: Any):
+        self.numpy_generator = generator
+        self.xp = xp
+
+    def standard_normal(self, size, dtype=None):
+        return self.xp.asarray(self.numpy_generator.standard_normal(size), dtype=self.xp.float64)
+
+    def random(self, size, dtype=None):
+        return self.xp.asarray(self.numpy_generator.random(size), dtype=self.xp.float64)
+
+    def integers(self, low, high, size):
+        return self.xp.asarray(self.numpy_generator.integers(low, high, size=size))
 
 #: Most children :func:`spawn_sequences` creates in one call (each is a Python object).
 MAX_SPAWN = 2**24
@@ -97,13 +186,16 @@ class Backend:
     Attributes
     ----------
     name : str
-        ``"numpy"`` or ``"cupy"``.
+        One of :data:`BACKENDS`.
     xp : module
-        The array namespace (``numpy`` or ``cupy``).
+        The array namespace (``numpy``, ``cupy``, ``array_api_compat.torch`` or ``array_api_strict``).
+    device : str or None
+        ``"cuda"`` or ``"cpu"`` for ``"torch"``; None otherwise.
     """
 
     name: str
     xp: Any
+    device: Any = None
 
     def rng(self, rng: Any = None) -> Any:
         """A random Generator on this backend from the library's ``rng`` rule.
@@ -130,9 +222,15 @@ class Backend:
         """
         if self.name != "numpy" and _is_device_generator(self.xp, rng):
             return rng
+        if self.name == "torch" and isinstance(rng, _TorchGenerator):
+            return rng
+        if self.name == "array_api_strict" and isinstance(rng, _HostGenerator):
+            return rng
         generator = check_rng(rng)
         if self.name == "numpy":
             return generator
+        if self.name == "array_api_strict":
+            return _HostGenerator(generator, self.xp)
         return self.generator(spawn_sequences(generator, 1)[0])
 
     def generator(self, seq: np.random.SeedSequence) -> Any:
@@ -146,12 +244,31 @@ class Backend:
             raise TypeError(f"seq must be a numpy.random.SeedSequence, got {type(seq).__name__}")
         if self.name == "numpy":
             return np.random.default_rng(seq)
+        if self.name == "array_api_strict":
+            return _HostGenerator(np.random.default_rng(seq), self.xp)
         state = int(seq.generate_state(1, np.uint64)[0]) >> 1
+        if self.name == "torch":
+            return _TorchGenerator(state, self.device)
         return self.xp.random.default_rng(state)
 
     def asarray(self, x: Any, dtype: Any = None) -> Any:
         """``x`` as an array of this backend (float64 unless ``dtype`` is given; no copy when it already is one)."""
-        return self.xp.asarray(x, dtype=dtype if dtype is not None else self.xp.float64)
+        dtype = dtype if dtype is not None else self.xp.float64
+        if self.device is not None:
+            return self.xp.asarray(x, dtype=dtype, device=self.device)
+        return self.xp.asarray(x, dtype=dtype)
+
+    def full(self, shape: Any, value: float) -> Any:
+        """A float64 array of ``shape`` filled with ``value``, on this backend's device."""
+        if self.device is not None:
+            return self.xp.full(shape, value, dtype=self.xp.float64, device=self.device)
+        return self.xp.full(shape, value, dtype=self.xp.float64)
+
+    def empty(self, shape: Any) -> Any:
+        """An uninitialised float64 array of ``shape`` on this backend's device."""
+        if self.device is not None:
+            return self.xp.empty(shape, dtype=self.xp.float64, device=self.device)
+        return self.xp.empty(shape, dtype=self.xp.float64)
 
 
 def _is_device_generator(xp: Any, rng: Any) -> bool:
@@ -162,12 +279,13 @@ def _is_device_generator(xp: Any, rng: Any) -> bool:
 
 
 def get_backend(name: str | Backend = "numpy") -> Backend:
-    """Return the backend called ``name`` (``"numpy"`` or ``"cupy"``).
+    """Return the backend called ``name`` (one of :data:`BACKENDS`).
 
     Parameters
     ----------
     name : str or Backend
-        ``"numpy"``, ``"cupy"``, or a :class:`Backend` (returned as it is).
+        ``"numpy"``, ``"cupy"``, ``"torch"`` (PyTorch through ``array_api_compat``, on CUDA when
+        available), ``"array_api_strict"`` (CPU, for tests), or a :class:`Backend` (returned as it is).
 
     Returns
     -------
@@ -176,7 +294,8 @@ def get_backend(name: str | Backend = "numpy") -> Backend:
     Raises
     ------
     ImportError
-        ``"cupy"`` was asked for and CuPy is not installed; the message says what to install.
+        ``"cupy"``, ``"torch"`` or ``"array_api_strict"`` was asked for and its package is not
+        installed; the message says what to install.
     TypeError
         ``name`` is neither a string nor a Backend.
     ValueError
@@ -185,9 +304,28 @@ def get_backend(name: str | Backend = "numpy") -> Backend:
     if isinstance(name, Backend):
         return name
     if not isinstance(name, str):
-        raise TypeError(f"backend name must be 'numpy', 'cupy' or a Backend, got {type(name).__name__}")
+        raise TypeError(f"backend name must be one of {BACKENDS} or a Backend, got {type(name).__name__}")
     if name == "numpy":
         return Backend("numpy", np)
+    if name == "torch":
+        try:
+            import torch
+            from array_api_compat import torch as xp
+        except ImportError as exc:
+            raise ImportError(
+                "backend='torch' needs PyTorch and array-api-compat: install them with "
+                "`pip install 'meanfield-theory[torch]' array-api-compat`"
+            ) from exc
+        return Backend("torch", xp, "cuda" if torch.cuda.is_available() else "cpu")
+    if name == "array_api_strict":
+        try:
+            import array_api_strict
+        except ImportError as exc:
+            raise ImportError(
+                "backend='array_api_strict' (a test backend) needs array-api-strict: "
+                "`pip install 'meanfield-theory[test]'`"
+            ) from exc
+        return Backend("array_api_strict", array_api_strict)
     if name == "cupy":
         try:
             import cupy
@@ -197,7 +335,7 @@ def get_backend(name: str | Backend = "numpy") -> Backend:
                 "(cupy-cuda12x) on a machine with a CUDA GPU"
             ) from exc
         return Backend("cupy", cupy)
-    raise ValueError(f"backend name must be 'numpy' or 'cupy', got {name!r}")
+    raise ValueError(f"backend name must be one of {BACKENDS}, got {name!r}")
 
 
 def available_backends() -> list[str]:
@@ -208,11 +346,22 @@ def available_backends() -> list[str]:
         names.append("cupy")
     except Exception:
         pass
+    try:
+        get_backend("torch")
+        names.append("torch")
+    except ImportError:
+        pass
     return names
 
 
 def to_numpy(x: Any) -> np.ndarray:
     """Copy a backend array to host memory as a NumPy array (no copy for NumPy input)."""
-    if hasattr(x, "get"):
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "get"):  # CuPy
         return x.get()
+    if hasattr(x, "detach"):  # PyTorch
+        return x.detach().cpu().numpy()
+    if hasattr(x, "__dlpack__"):  # array_api_strict and other array-API arrays
+        return np.from_dlpack(x)
     return np.asarray(x)

@@ -96,6 +96,20 @@ def test_pointwise_convolution_follows_prop_4_3_and_kernel_three_grows_faster():
         simulate_conv_moments(2, 9, 8, 1, 10)
 
 
+def test_fig1_unit_protocol():
+    from meanfield.validation.simulators import empirical_variances
+
+    x = np.random.default_rng(0).standard_normal((30, 6))
+    # one unit per layer: the two protocols coincide (same weights for the same rng)
+    pooled = empirical_variances(x, "he", 5, 1, 4, rng=2, engine="blas", dtype="float64")
+    unit = empirical_variances(x, "he", 5, 1, 4, rng=2, protocol="unit", dtype="float64")
+    assert np.allclose(pooled, unit, rtol=1e-12)
+    with pytest.raises(ValueError, match="protocol"):
+        empirical_variances(x, "he", 5, 2, 4, protocol="one")
+    with pytest.raises(ValueError, match="blas"):
+        empirical_variances(x, "he", 5, 2, 4, protocol="unit", engine="numba")
+
+
 # --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
 
 

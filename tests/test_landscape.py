@@ -1008,6 +1008,8 @@ PUBLIC_NAMES = DEGENERACY_NAMES | {
     "three_layer_flow",
     "three_layer_gradient_field",
     "three_layer_hessian",
+    "LandscapeCensus",
+    "landscape_census",
 }
 LIMITS = {
     "MAX_BINARY_PARAMETERS",
@@ -1022,6 +1024,8 @@ LIMITS = {
     "MAX_THREE_LAYER_ENTRIES",
     "DEGENERATE_RTOL",
     "MAX_HESSIAN_PARAMETERS",
+    "MAX_CENSUS_PARAMETERS",
+    "MAX_CHUNK_CONFIGURATIONS",
 }
 SUBMODULES = {
     "_binary": {
@@ -1059,6 +1063,7 @@ SUBMODULES = {
     },
     "_symmetries": {"PermutationCounts", "permutation_counts", "rescaling_deviation", "skip_network"},
     "_degeneracy": DEGENERACY_NAMES,
+    "_census": {"LandscapeCensus", "landscape_census"},
 }
 
 
@@ -1102,6 +1107,7 @@ RESULTS = {
         lambda: (pytest.importorskip("torch"), L.skip_network_hessian("plain", np.eye(2), np.eye(2), [np.eye(2)]))[1],
         {"loss": 2.0},
     ),
+    "LandscapeCensus": (lambda: L.landscape_census("plain", *_tiny_task(), n_layers=3), {"rtol": 0.5}),
 }
 
 

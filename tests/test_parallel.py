@@ -214,15 +214,12 @@ def test_partial_censuses_add_up():
     assert min(a.min_loss, b.min_loss) == whole.min_loss
 
 
-@pytest.mark.parametrize("ratio", [0, 10**9])  # 0: recompute every candidate's neighbours; 1e9: neighbour tables
+@pytest.mark.parametrize("cross", ["recompute", "tables"])
 @pytest.mark.parametrize("arch", ["plain", "residual"])
-def test_census_both_cross_chunk_paths_agree(arch, ratio, monkeypatch):
-    from meanfield.landscape import _census
-
-    monkeypatch.setattr(_census, "CROSS_PASS_RATIO", ratio)
+def test_census_both_cross_chunk_paths_agree(arch, cross):
     task = _task()
     full = landscape.binary_landscape(arch, task.inputs, task.targets, n_layers=5)
-    cen = landscape.landscape_census(arch, task.inputs, task.targets, n_layers=5, chunk_bits=5)
+    cen = landscape.landscape_census(arch, task.inputs, task.targets, n_layers=5, chunk_bits=5, cross_neighbours=cross)
     assert np.array_equal(cen.local_minima, full.local_minima)
     assert cen.n_strict_local_minima == full.n_strict_local_minima
 
@@ -252,6 +249,7 @@ def test_census_with_biases_and_bias_bit_equals_binary_landscape():
         ({"chunk_bits": 2, "chunks": []}, ValueError),
         ({"chunk_bits": 2, "chunks": "01"}, TypeError),
         ({"chunk_bits": 2, "chunks": [True]}, (TypeError, ValueError)),
+        ({"cross_neighbours": "both"}, ValueError),
     ],
 )
 def test_census_rejects(kwargs, exc):
@@ -440,3 +438,26 @@ def test_cli_workers_runs_the_modules_on_a_dask_cluster(monkeypatch):
     assert runner.main(["dense", "--workers", "1"]) == 0
     assert seen == [(["dense"], "DaskExecutor", 1)]
     assert isinstance(parallel.current(), parallel.SerialExecutor)  # closed and reset afterwards
+
+
+def test_cli_reproduce_runs_figures_and_validation_on_the_cluster(client, monkeypatch, tmp_path):
+    import meanfield.figures.runner as fr
+    from meanfield.validation import runner
+
+    seen = []
+
+    def fake_figures(names, **kwargs):
+        seen.append(("figures", type(parallel.current()).__name__))
+        return []
+
+    def fake_modules(names, **kwargs):
+        seen.append(("validation", type(parallel.current()).__name__))
+        return True
+
+    monkeypatch.setattr(fr, "run_figures", fake_figures)
+    monkeypatch.setattr(runner, "run_modules", fake_modules)
+    from meanfield.cli import main
+
+    assert main(["reproduce", "--out", str(tmp_path), "--scheduler", client.scheduler.address]) == 0
+    assert seen == [("figures", "DaskExecutor"), ("validation", "DaskExecutor")]
+    assert isinstance(parallel.current(), parallel.SerialExecutor)

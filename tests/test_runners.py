@@ -154,3 +154,29 @@ def test_fig1_variances_checks_its_arguments():
             fig1_variances(**(kw | {name: bad}))
     with pytest.raises(ValueError, match="metainit_steps"):
         fig1_variances(**(kw | {"metainit_steps": 10**12}))
+
+
+def test_figure_needing_a_missing_extra_is_skipped_not_failed(tmp_path, monkeypatch, capsys):
+    import functools
+
+    from meanfield.figures import runner
+
+    registry = dict(runner.all_figures())
+    real = registry["xiao2018.fig_4b"]
+
+    @functools.wraps(real)
+    def needs_torch(*args, **kwargs):
+        raise ImportError(
+            'the ensemble trainer needs PyTorch: install the torch extra (pip install "meanfield-theory[torch]")'
+        )
+
+    @functools.wraps(real)
+    def broken(*args, **kwargs):
+        raise ImportError("No module named 'something_else'")
+
+    monkeypatch.setattr(runner, "all_figures", lambda: {**registry, "xiao2018.fig_4b": needs_torch})
+    assert runner.run_figures(["xiao2018.fig_4b"], out=tmp_path, size="smoke") == []
+    assert "skipped" in capsys.readouterr().err
+    monkeypatch.setattr(runner, "all_figures", lambda: {**registry, "xiao2018.fig_4b": broken})
+    with pytest.raises(ImportError, match="something_else"):  # an unrelated ImportError is a failure
+        runner.run_figures(["xiao2018.fig_4b"], out=tmp_path, size="smoke")

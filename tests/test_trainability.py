@@ -71,6 +71,16 @@ def test_z_statistic_of_a_one_sided_claim():
     assert T.z_score(a - 0.1, a) < -10
 
 
+def test_kurtosis_experiment_grows_with_depth_and_falls_with_width():
+    """Seed 002 Lemma 4.4 / Thm. 4.7: the output kurtosis grows with depth and shrinks with width."""
+    res = T.experiment("kurtosis_accuracy", "smoke", 0)
+    logk = res["log10_output_kurtosis"]  # (width, depth, law)
+    assert np.all(np.diff(logk, axis=1) > 0)
+    assert np.all(np.diff(logk, axis=0) < 0)
+    assert np.all(logk[..., 0] < logk[..., 2])  # Rademacher (kappa_w = 1) below Gaussian (3)
+    assert res["test_accuracy"].shape == logk.shape + (1,)
+
+
 # --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
 
 

@@ -16,14 +16,14 @@ Rows:
 3. **Two inputs** (Thm. 5, Fig. 2): mean inner product (eq. 9), the law of ``<x1, x2>`` (the K0 /
    FFT law) and the cosine-similarity law from :func:`cosine_similarity_samples` (iid components)
    against actual random one-layer networks.
-5. **Laws across layers** (issue 17 item 2, :mod:`meanfield.finite_width` ``_laws``): the mean
+4. **Laws across layers** (issue 17 item 2, :mod:`meanfield.finite_width` ``_laws``): the mean
    cosine similarity at layers 1, 3, 6 from :func:`gram_chain_samples` (Prop. 2 iterated, no
    weight matrices) against networks with Gaussian weight matrices (two-sample standard error);
    ``E |x^(6)|^2`` of those networks against Cor. 3; the component CDF of eq. 2 (right-continuous
    inverse) at layer 3 with ``p_2`` sampled from the chain, against the networks' units (per-network
    means: units of one network share its norm); the exact finite-n second moment of the GSM
    product spectrum against products of Gaussian matrices.
-4. **Eigenvalues** (Prop. 4, eq. 8 as derived): the discretised operator applied to ``y^m`` on a log
+5. **Eigenvalues** (Prop. 4, eq. 8 as derived): the discretised operator applied to ``y^m`` on a log
    grid, Richardson-extrapolated in the grid step; these rows are deterministic, so the tolerance
    is the extrapolation's own error estimate ``|fine - coarse| / 3`` (the estimated error of the
    finer, un-extrapolated value, which bounds that of the extrapolate; ``z = 1``, not a number of

@@ -308,12 +308,19 @@ def _supp1_rows(seed):
     return rows
 
 
+#: One-sided 5 % level of the trained-network claims "skips reduce the degenerate fraction".
+Z_ONE_SIDED = 1.645
+
+
 def _trained_rows(full, seed):
     """Trained networks (PyTorch): Hessian degeneracy, rescaling (Fig. 2c), skip orthogonality (Figs. 9-10).
 
     Statistics and tolerances, fixed before the runs: the time-averaged degenerate fraction
     (``|lambda| <= DEGENERATE_RTOL max |lambda|``) of the hidden-parameter Hessian, paired by
-    network (every architecture starts from the same weights), plain minus skip must be >= 0;
+    network (every architecture starts from the same weights), plain minus skip must be positive
+    at the one-sided 5 % level (z >= :data:`Z_ONE_SIDED`; the first version of this row asked only
+    for a non-negative mean, which is no test: the z form was fixed after a first run of 4
+    networks showed -0.010 +- 0.048, before the 8-network run);
     the rescaled / original training accuracy must be 1 for plain nets up to one argmax flip
     (``1 / n``) and at most :data:`RESCALE_ACCURACY_BROKEN` (+ z standard errors) with identity
     skips; the final training accuracy of residual nets with orthogonal skips must exceed that with
@@ -355,15 +362,17 @@ def _trained_rows(full, seed):
     frac = {a: r.degenerate_fraction.mean(axis=0) for a, r in hess.items()}
     for arch in ("residual", "hyper_residual"):
         m, se = mean_and_stderr(frac["plain"] - frac[arch])
+        z_diff = float(m) / float(se) if se > 0 else (math.inf if m > 0 else -math.inf)
         rows.append(
             Comparison(
-                f"degenerate Hessian eigenvalues during training: plain - {arch} >= 0",
+                f"degenerate Hessian eigenvalues during training: z of plain - {arch} >= {Z_ONE_SIDED}",
+                Z_ONE_SIDED,
+                z_diff,
                 0.0,
-                float(m),
-                float(se),
                 z=0.0,
                 side="above",
-                note=f"plain {frac['plain'].mean():.3f}, {arch} {frac[arch].mean():.3f} ({members} nets)",
+                note=f"plain {frac['plain'].mean():.3f}, {arch} {frac[arch].mean():.3f}, "
+                f"difference {float(m):.3f} +- {float(se):.3f} ({members} nets)",
             )
         )
     width, depth, steps = (32, 10, 200) if not full else (64, 20, 1000)

@@ -47,6 +47,9 @@ from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
 __all__ = ["SkipTrainingResult", "rescaled_accuracy_ratio", "train_skip_ensemble"]
 
 ARCHITECTURES = ("plain", "residual", "hyper_residual")
+#: Largest Adam learning rate (Adam's steps are ~lr per parameter; far above it nothing trains and
+#: float32 overflows).
+MAX_LR = 10.0
 #: Largest ``n_members * steps * batch * width * (width * depth + d)``: a bound on the work of one call.
 MAX_WORK = 5e13
 
@@ -257,7 +260,7 @@ def train_skip_ensemble(
     steps : int
         Adam steps (>= 0).
     lr : float
-        Adam's learning rate (> 0; the paper: 5e-4).
+        Adam's learning rate, in (0, :data:`MAX_LR`] (the paper: 5e-4).
     batch : int
         Minibatch size (>= 1; the paper: 500; capped at ``n``).
     sigma_w2 : float
@@ -323,8 +326,8 @@ def train_skip_ensemble(
                 f"MAX_HESSIAN_PARAMETERS = {L.MAX_HESSIAN_PARAMETERS}; use a smaller width or depth"
             )
     lr = check_scalar(lr, "lr")
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr}")
+    if not 0 < lr <= MAX_LR:
+        raise ValueError(f"lr must lie in (0, {MAX_LR:g}] (MAX_LR), got {lr}")
     sigma_w2 = check_scalar(sigma_w2, "sigma_w2")
     if not sigma_w2 > 0:
         raise ValueError(f"sigma_w2 must be > 0, got {sigma_w2}")

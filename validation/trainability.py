@@ -26,6 +26,11 @@ Experiments (name -> paper claim)
 ``zero``
     Seed 002 Fig. 2 and supplement Figs. 1-3: constant-width ReLU networks over depth, He
     initialisation with Gaussian, uniform and Rademacher weights against ZerO and ZerO*, Adam.
+``kurtosis_accuracy``
+    Seed 002 supplement Fig. 1: He-initialised ReLU networks (Rademacher, uniform and Gaussian
+    weights) over widths and depths, test accuracy after 500 Adam steps against the output kurtosis
+    at initialisation from Prop. 4.3 (:func:`meanfield.kurtosis.propagate`, started from
+    :func:`meanfield.kurtosis.input_statistics` of the training inputs, "projected" reading).
 ``nonuniform_v``
     Seed 003 Fig. 4a: critical Gaussian tanh CNNs with the variance vectors GS0 (delta) ... GS4
     (uniform) of Fig. 4b, test accuracy over depth.
@@ -62,6 +67,7 @@ import numpy as np
 from meanfield import conv, dense
 from meanfield.checks import as_float_array
 
+from .audit import unavailable  # the torch extra: `meanfield validate` skips this module without it
 from .backend import substream
 from .report import Comparison
 from .runner import main_for, progress
@@ -78,6 +84,7 @@ __all__ = [
     "experiment",
     "rows",
     "run",
+    "unavailable",
     "z_score",
 ]
 
@@ -409,6 +416,66 @@ def _nonuniform_v(size: str, seed: int) -> dict:
     }
 
 
+def _kurtosis_accuracy(size: str, seed: int) -> dict:
+    from meanfield import kurtosis
+
+    tr = _torch_modules()
+    widths = _by_size(size, [5, 10], [5, 10, 20], list(range(5, 51, 5)))
+    depths = _by_size(size, [2, 6], [5, 10, 20, 40], list(range(5, 51, 5)))
+    steps = _by_size(size, 40, 500, 500)
+    lr = _by_size(size, 1e-3, 1e-3, 1e-4)
+    n_net = _by_size(size, 1, 2, 2)
+    data = _data(size)
+    laws = (("Rademacher", "rademacher", 1.0), ("uniform", "uniform", 1.8), ("Gaussian", "gaussian", 3.0))
+    flat = data.x_train.reshape(data.x_train.shape[0], -1)
+    log_kappa = np.zeros((len(widths), len(depths), len(laws)))
+    acc = np.zeros((len(widths), len(depths), len(laws), n_net))
+    secs = 0.0
+    cases = [(i, w, k, d) for i, w in enumerate(widths) for k, d in enumerate(depths)]
+    for i, width, k, depth in progress(cases, desc="trainability: kurtosis"):
+        for j, (_, _, kw) in enumerate(laws):
+            # the first layer's pre-activation h1 = W1 x is the "He random vector" of Prop. 3.3 (y^(0));
+            # Prop. 4.3 then runs over the depth - 1 hidden maps and the read-out, all of fan-in width
+            st = kurtosis.input_statistics(flat, "projected", weight_kurtosis=kw)
+            res = kurtosis.propagate(st.kappa0, st.c0, [width] * depth, weight_kurtosis=kw, sigma_x2=st.sigma_x2)
+            log_kappa[i, k, j] = res.log_kappa[-1]
+        nets = [tr.DenseNet(depth=depth, width=width, activation="relu", init=law, sigma_w2=2.0) for _, law, _ in laws]
+        out = tr.train_ensemble(
+            nets,
+            n_net,
+            data=data,
+            steps=steps,
+            batch_size=64,
+            lr=lr,
+            optimizer="adam",
+            record_every=steps,
+            n_eval=None,
+            rng=substream(seed, 6, i, k),
+        )
+        for j, c in enumerate(out):
+            acc[i, k, j] = c.final_test_accuracy
+        secs += out[0].seconds
+    return {
+        "labels": [name for name, _, _ in laws],
+        "widths": np.asarray(widths),
+        "depths": np.asarray(depths),
+        "log10_output_kurtosis": log_kappa / math.log(10.0),
+        "test_accuracy": acc,
+        "seconds": secs,
+        "params": {
+            "steps": steps,
+            "lr": lr,
+            "optimizer": "adam",
+            "batch_size": 64,
+            "n_networks": n_net,
+            "sigma_w2": 2.0,
+            "activation": "relu",
+            "dataset": data.name,
+            "input_statistics": "kurtosis.input_statistics(x_train, 'projected', weight_kurtosis)",
+        },
+    }
+
+
 #: Experiment name -> function ``(size, seed) -> dict`` (see the module notes).
 EXPERIMENTS = {
     "depth_scale": _depth_scale,
@@ -416,6 +483,7 @@ EXPERIMENTS = {
     "looks_linear": _looks_linear,
     "zero": _zero,
     "nonuniform_v": _nonuniform_v,
+    "kurtosis_accuracy": _kurtosis_accuracy,
 }
 
 
@@ -424,7 +492,7 @@ def experiment(name: str, size: str = "default", seed: int = 0) -> dict:
 
     Parameters
     ----------
-    name : {"depth_scale", "deep_cnn", "looks_linear", "zero", "nonuniform_v"}
+    name : {"depth_scale", "deep_cnn", "looks_linear", "zero", "nonuniform_v", "kurtosis_accuracy"}
     size : {"smoke", "default", "full"}
     seed : int
         Non-negative; every ensemble gets its own spawned stream ``substream(seed, ...)``.

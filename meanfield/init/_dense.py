@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..backend import Backend, get_backend
+from ..backend import Backend, astype, diagonal, get_backend, matrix_transpose
 from ._args import batch_shape, check_batch_size, check_law, check_size, int_arg, nonneg, real
 
 __all__ = ["MAX_SLOPE", "WEIGHT_LAWS", "dense_weights", "glorot_sigma_w2", "haar_orthogonal", "he_sigma_w2"]
@@ -111,7 +111,8 @@ def _orthonormal(big: int, small: int, gen: Any, b: Backend, batch: tuple[int, .
     z = gen.standard_normal(batch + (big, small))
     q, r = xp.linalg.qr(z)
     # sign(0) would zero a column; R's diagonal is a.s. non-zero
-    return q * xp.where(xp.diagonal(r, axis1=-2, axis2=-1) < 0, -1.0, 1.0)[..., None, :]
+    d = diagonal(xp, r)
+    return q * xp.where(d < 0, -xp.ones_like(d), xp.ones_like(d))[..., None, :]
 
 
 def _sizes(n_out, n_in, batch) -> tuple[int, int, tuple[int, ...]]:
@@ -168,7 +169,7 @@ def haar_orthogonal(
     b = get_backend(backend)
     gen = b.rng(rng)
     q = _orthonormal(max(n_out, n_in), min(n_out, n_in), gen, b, batch)
-    return q if n_out >= n_in else b.xp.swapaxes(q, -1, -2)
+    return q if n_out >= n_in else matrix_transpose(b.xp, q)
 
 
 def dense_weights(
@@ -242,8 +243,8 @@ def dense_weights(
     if law == "uniform":  # U(-sqrt 3, sqrt 3) std: the numbers of Generator.uniform(-1, 1) (-1 + 2 r == 2 r - 1)
         return (std * math.sqrt(3.0)) * (2.0 * gen.random(shape) - 1.0)
     if law == "rademacher":
-        return std * (2.0 * gen.integers(0, 2, size=shape).astype(b.xp.float64) - 1.0)
+        return std * (2.0 * astype(b.xp, gen.integers(0, 2, size=shape), b.xp.float64) - 1.0)
     big = sigma_w2 * max(n_out, n_in)
     scale = math.sqrt(big / n_in) if math.isfinite(big) else math.sqrt(sigma_w2) * math.sqrt(max(n_out, n_in) / n_in)
     q = _orthonormal(max(n_out, n_in), min(n_out, n_in), gen, b, batch)
-    return scale * (q if n_out >= n_in else b.xp.swapaxes(q, -1, -2))
+    return scale * (q if n_out >= n_in else matrix_transpose(b.xp, q))

@@ -23,7 +23,8 @@ code                               paper
 ``singularity_measures``           Supp. Note 1: elimination and overlap singularities of weights
 ``skip_network_hessian``           Supp. Note 1: exact Hessian (PyTorch autodiff, float64)
 ``degenerate_fraction``            fraction of zero Hessian eigenvalues
-``bias_targets``, ``bias_penalty`` Sec. 2.4.1: BiasSymmBreak / BiasL2Reg / BiasInit
+``bias_targets``                   Sec. 2.4.1: BiasSymmBreak / BiasL2Reg / BiasInit
+``bias_penalty``                   Sec. 2.4.1: BiasSymmBreak / BiasL2Reg / BiasInit
 ``rescaling_deviation``            Sec. 2.1, Fig. 2c (rescaling symmetry)
 ``permutation_counts``             Sec. 2.1, Fig. 1a (``prod_l n_l!``) and the Discussion (``n!``
                                    versus ``K! (d!)^K``)

@@ -212,7 +212,7 @@ class LandscapeCensus(Result):
 CROSS_PASS_RATIO = 10
 
 
-def _census_chunk(k, arch, n, chunk_bits, width, n_h, has_bias, group_of_bit, b, x, t, rtol):
+def _census_chunk(k, arch, n, chunk_bits, width, n_h, has_bias, group_of_bit, b, x, t, rtol, cross="auto"):
     """Census of chunk ``k`` (configurations ``k * 2^(n - chunk_bits)`` onwards); runs anywhere.
 
     Memory: two float64 tables of the chunk (its own and, when candidates are many, one
@@ -232,7 +232,7 @@ def _census_chunk(k, arch, n, chunk_bits, width, n_h, has_bias, group_of_bit, b,
     _inner_flags(low, rtol, losses, better, tied)
     cands = np.flatnonzero(~better)
     if chunk_bits and cands.size:
-        if cands.size * CROSS_PASS_RATIO > m:
+        if cross == "tables" or (cross == "auto" and cands.size * CROSS_PASS_RATIO > m):
             other = np.empty(m)
             other_zero = np.empty(m, dtype=np.bool_)
             for bit in range(chunk_bits):
@@ -265,6 +265,7 @@ def landscape_census(
     rtol: float = 1e-12,
     chunk_bits: int | None = None,
     chunks: Sequence[int] | None = None,
+    cross_neighbours: str = "auto",
 ) -> LandscapeCensus:
     """Count the local minima of a toy net's exhaustive landscape, chunk by chunk (Fig. 4, any depth).
 
@@ -294,6 +295,10 @@ def landscape_census(
         Census only these chunk indices (distinct, in ``[0, 2^chunk_bits)``): a partial census, e.g.
         a random sample of chunks to estimate counts, or one job's share of a very large run
         (counts of disjoint partial censuses add up).
+    cross_neighbours : {"auto", "recompute", "tables"}
+        How the losses of neighbours in other chunks are obtained (module notes): one full forward
+        pass per candidate's neighbour, the neighbouring chunks' whole loss tables, or whichever
+        is cheaper (:data:`CROSS_PASS_RATIO`). A speed knob: the result is the same.
 
     Returns
     -------
@@ -349,6 +354,8 @@ def landscape_census(
             f"chunk_bits = {chunk_bits} gives chunks of 2^{n - chunk_bits} configurations; at most "
             f"MAX_CHUNK_CONFIGURATIONS = 2^26 (use chunk_bits >= {n - 26})"
         )
+    if not isinstance(cross_neighbours, str) or cross_neighbours not in ("auto", "recompute", "tables"):
+        raise ValueError(f"cross_neighbours must be 'auto', 'recompute' or 'tables', got {cross_neighbours!r}")
     if chunks is None:
         idx = np.arange(1 << chunk_bits, dtype=np.int64)
     else:
@@ -363,7 +370,10 @@ def landscape_census(
         group_of_bit[n - 1 - j] = min(j // (width * width), n_h)
     parts = parallel.map_chunks(
         _census_chunk,
-        [(k, arch, n, chunk_bits, width, n_h, output_bias_bit, group_of_bit, b, x, t, rtol) for k in idx.tolist()],
+        [
+            (k, arch, n, chunk_bits, width, n_h, output_bias_bit, group_of_bit, b, x, t, rtol, cross_neighbours)
+            for k in idx.tolist()
+        ],
     )
     if any(p is None for p in parts):
         raise ValueError(

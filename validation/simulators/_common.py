@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from meanfield.activations import Activation, get_activation
-from meanfield.backend import Backend, get_backend, to_numpy
+from meanfield.backend import Backend, astype, get_backend, to_numpy
 from meanfield.checks import as_float_array
 
 __all__ = [
@@ -99,16 +99,17 @@ def _sech2(xp, x):
         return 1.0 / xp.cosh(x) ** 2
 
 
+# array-API calls only (every backend of meanfield.backend): no array methods, no NumPy-only functions
 _XP_ACTIVATIONS = {
     "linear": (lambda xp, x, a: x, lambda xp, x, a: xp.ones_like(x)),
     # derivatives as sech^2 (not 1 - tanh^2, which cancels to 0 beyond |x| ~ 19): full relative precision
     "tanh": (lambda xp, x, a: xp.tanh(x), lambda xp, x, a: _sech2(xp, x)),
-    "relu": (lambda xp, x, a: xp.maximum(x, 0.0), lambda xp, x, a: (x > 0).astype(x.dtype)),
+    "relu": (lambda xp, x, a: xp.maximum(x, 0.0), lambda xp, x, a: astype(xp, x > 0, x.dtype)),
     "leaky_relu": (
         lambda xp, x, a: xp.where(x > 0, x, a * x),
-        lambda xp, x, a: xp.where(x > 0, 1.0, a).astype(x.dtype),
+        lambda xp, x, a: xp.where(x > 0, xp.ones_like(x), a * xp.ones_like(x)),
     ),
-    "hard_tanh": (lambda xp, x, a: xp.clip(x, -1.0, 1.0), lambda xp, x, a: (xp.abs(x) < 1).astype(x.dtype)),
+    "hard_tanh": (lambda xp, x, a: xp.clip(x, -1.0, 1.0), lambda xp, x, a: astype(xp, xp.abs(x) < 1, x.dtype)),
     "sigmoid": (
         lambda xp, x, a: 0.5 * (1.0 + xp.tanh(0.5 * x)),
         lambda xp, x, a: 0.25 * _sech2(xp, 0.5 * x),
@@ -173,16 +174,20 @@ def _activation_fn(act: Activation, b: Backend) -> tuple[Callable, Callable]:
     if act.is_builtin and base in _XP_ACTIVATIONS:
         f, df = _XP_ACTIVATIONS[base]
         return (lambda x: f(xp, x, act.param)), (lambda x: df(xp, x, act.param))
-    if act.is_builtin and base == "erf":
+    if act.is_builtin and base == "erf" and b.name in ("numpy", "cupy", "torch"):
         if b.name == "cupy":
             from cupyx.scipy.special import erf
+        elif b.name == "torch":
+            import torch
+
+            erf = torch.special.erf
         else:
             from scipy.special import erf
         c = 2.0 / np.sqrt(np.pi)
         return erf, (lambda x: c * xp.exp(-x * x))
     if b.name == "numpy":
         return act.phi, act.dphi
-    return (lambda x: xp.asarray(act.phi(to_numpy(x)))), (lambda x: xp.asarray(act.dphi(to_numpy(x))))
+    return (lambda x: b.asarray(act.phi(to_numpy(x)))), (lambda x: b.asarray(act.dphi(to_numpy(x))))
 
 
 class LogScaledActivation:
@@ -196,12 +201,18 @@ class LogScaledActivation:
         self.positive_derivative = act.is_builtin and _base_name(act) in ("linear", "tanh", "erf", "sigmoid")
         self.phi, self.dphi = activation_fn(act, b)
         self.xp = b.xp
+        self.numpy = b.name == "numpy"
 
     def _checked(self, f, h, what, layer, scale_log):
         xp = self.xp
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # non-finite output is checked below
             out = f(h)
-        if np.iscomplexobj(out):
+        complex_out = (
+            np.iscomplexobj(out)
+            if self.numpy or not hasattr(out, "dtype")
+            else xp.isdtype(out.dtype, "complex floating")
+        )
+        if complex_out:
             raise TypeError(f"activation {self.name!r}: {what} returned complex values at layer {layer}")
         try:
             out = xp.asarray(out, dtype=xp.float64)
@@ -228,7 +239,7 @@ class LogScaledActivation:
         xp = self.xp
         shape = (u.shape[0],) + (1,) * (u.ndim - 1)
         with np.errstate(over="ignore", invalid="ignore"):
-            return xp.where(u == 0, 0.0, u * xp.exp(log_u).reshape(shape))
+            return xp.where(u == 0, 0.0, u * xp.reshape(xp.exp(log_u), shape))
 
     def forward(self, u, log_u, layer):
         """``phi(exp(L) u)`` as ``(a, log_a)`` with ``exp(log_a) a`` the activation."""
@@ -259,8 +270,8 @@ class LogScaledActivation:
         step = self.derivative(u, log_u, layer) * upstream
         if self.positive_derivative:
             n = step.shape[0]
-            lost = (xp.max(xp.abs(step.reshape(n, -1)), axis=1) == 0) & (
-                xp.max(xp.abs(upstream.reshape(n, -1)), axis=1) > 0
+            lost = (xp.max(xp.abs(xp.reshape(step, (n, -1))), axis=1) == 0) & (
+                xp.max(xp.abs(xp.reshape(upstream, (n, -1))), axis=1) > 0
             )
             if bool(xp.any(lost)):
                 raise ValueError(
@@ -277,10 +288,10 @@ class LogScaledActivation:
 def normalize(xp, u):
     """``u = exp(log_m) u_n`` per network (axis 0) with ``max |u_n| = 1``; ``log_m = -inf`` for u = 0."""
     n = u.shape[0]
-    m = xp.max(xp.abs(u.reshape(n, -1)), axis=1)
+    m = xp.max(xp.abs(xp.reshape(u, (n, -1))), axis=1)
     pos = m > 0
     safe = xp.where(pos, m, 1.0)
-    un = u / safe.reshape((n,) + (1,) * (u.ndim - 1))
+    un = u / xp.reshape(safe, (n,) + (1,) * (u.ndim - 1))
     return un, xp.where(pos, xp.log(safe), -xp.inf)
 
 
@@ -293,7 +304,7 @@ def combine(xp, t1, log1, t2, log2):
     big = xp.where(xp.isfinite(big), big, 0.0)
 
     def factor(lg):
-        return xp.exp(lg - big).reshape((n,) + (1,) * (t1.ndim - 1))
+        return xp.reshape(xp.exp(lg - big), (n,) + (1,) * (t1.ndim - 1))
 
     u = t1 * factor(log1)
     if t2 is not None:

@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike
 
 from meanfield import Result
 from meanfield.activations import Activation, get_activation
-from meanfield.backend import Backend, get_backend, spawn_sequences, to_numpy
+from meanfield.backend import Backend, get_backend, matrix_transpose, spawn_sequences, to_numpy
 from meanfield.checks import check_bool, check_int, check_rng, check_variance
 from meanfield.init import WEIGHT_LAWS, dense_weights, haar_orthogonal
 
@@ -164,7 +164,8 @@ def simulate_dense(
     gradients : bool
         Also back-propagate a standard-normal ``delta`` from the last layer.
     backend : str or Backend
-        ``"numpy"`` or ``"cupy"``.
+        One of :data:`meanfield.backend.BACKENDS` (``"numpy"``, ``"cupy"``, ``"torch"``,
+        ``"array_api_strict"``): the forward and backward passes use only its array-API namespace.
     rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (:mod:`meanfield.backend`): layer ``l``'s weights and biases come from the
         ``l``-th child spawned off it, the output gradient from the last child; an int ``n`` gives
@@ -244,13 +245,13 @@ def simulate_dense(
 
     seqs = spawn_sequences(generator, depth + 2)  # layer l: seqs[l]; output gradient: seqs[-1]
     log_w = log_sqrt(sigma_w2)  # the weights are drawn at sigma_w2 = 1; their scale is carried on the log scale
-    log_b = xp.full(n_networks, log_sqrt(sigma_b2))
+    log_b = b.full(n_networks, log_sqrt(sigma_b2))
     x_n, log_x = normalize(np, x[None])
-    a = b.asarray(x_n[0].T)[None]  # (1, n0, D), max |a| = 1
-    log_a = xp.full(n_networks, float(log_x[0]) if np.isfinite(log_x[0]) else -math.inf)
+    a = b.asarray(x_n[0].T[None])  # (1, n0, D), max |a| = 1
+    log_a = b.full(n_networks, float(log_x[0]) if np.isfinite(log_x[0]) else -math.inf)
     store = gradients and n_networks * width * width * depth <= _STORE_ELEMENTS
-    cov_n = xp.empty((n_networks, depth + 1, d, d))
-    logs = xp.empty((n_networks, depth + 1))
+    cov_n = b.empty((n_networks, depth + 1, d, d))
+    logs = b.empty((n_networks, depth + 1))
     pre, weights = [], []
     for layer in range(depth + 1):
         gen = b.generator(seqs[layer])
@@ -265,7 +266,7 @@ def simulate_dense(
             wa = w @ a
         bias = gen.standard_normal((n_networks, width, 1)) if sigma_b2 > 0 else None
         u, log_u = combine(xp, wa, log_a + log_w, bias, log_b)
-        cov_n[:, layer] = xp.swapaxes(u, 1, 2) @ u / width
+        cov_n[:, layer, ...] = matrix_transpose(xp, u) @ u / width
         logs[:, layer] = 2.0 * log_u
         if gradients:
             pre.append((u, log_u))
@@ -277,10 +278,10 @@ def simulate_dense(
             log_a = log_a + lm
     grad_n = grad_logs = None
     if gradients:
-        grad_n = xp.empty((n_networks, depth + 1, d))
-        grad_logs = xp.empty((n_networks, depth + 1))
+        grad_n = b.empty((n_networks, depth + 1, d))
+        grad_logs = b.empty((n_networks, depth + 1))
         delta, log_d = normalize(xp, b.generator(seqs[-1]).standard_normal((n_networks, width, d)))
-        grad_n[:, depth] = xp.mean(delta**2, axis=1)
+        grad_n[:, depth, ...] = xp.mean(delta**2, axis=1)
         grad_logs[:, depth] = 2.0 * log_d
         for layer in range(depth - 1, -1, -1):
             if store:
@@ -288,9 +289,9 @@ def simulate_dense(
             else:  # regenerate W^{layer+2}: the first draw of its layer's stream
                 w = dense_weights(width, width, 1.0, law, b.generator(seqs[layer + 1]), batch=n_networks, backend=b)
             u, log_u = pre[layer]
-            step = act.backward(u, log_u, layer + 1, xp.swapaxes(w, 1, 2) @ delta)
+            step = act.backward(u, log_u, layer + 1, matrix_transpose(xp, w) @ delta)
             delta, log_d = combine(xp, step, log_d + log_w, None, None)
-            grad_n[:, layer] = xp.mean(delta**2, axis=1)
+            grad_n[:, layer, ...] = xp.mean(delta**2, axis=1)
             grad_logs[:, layer] = 2.0 * log_d
         grad_n, grad_logs = to_numpy(grad_n), to_numpy(grad_logs)
     return DenseSimulation(to_numpy(cov_n), to_numpy(logs), grad_n, grad_logs)

@@ -383,6 +383,7 @@ def empirical_variances(
     dtype: str = "float32",
     engine: str | None = None,
     metainit_steps: int = 500,
+    protocol: str = "pooled",
 ) -> np.ndarray:
     """Empirical variance of the outputs of ``n_networks`` random ReLU networks on the data ``x``.
 
@@ -414,12 +415,18 @@ def empirical_variances(
     rng : None, int, SeedSequence or numpy.random.Generator
         The rule of :mod:`meanfield.backend` (one stream for all chunks; on CuPy the device
         Generator is spawned off it and MetaInit draws from it on the host).
+    protocol : {"pooled", "unit"}
+        ``"pooled"`` (default): the variance of all ``width * n`` entries of ``y^(l)``;
+        ``"unit"``: the variance over the data set of the single unit ``y^(l)_0``, the statistic of
+        the authors' published code for seed 002's Fig. 1 (issue 17). ``"unit"`` runs on the
+        ``"blas"`` engine.
 
     Returns
     -------
     ndarray, shape (n_networks, depth + 1)
         ``[k, l]``: sample variance (ddof = 1) of all ``width * n`` entries of ``y^(l)`` of network
-        ``k`` over the data set, pooled over units; column 0 is the input's. ZerO is deterministic:
+        ``k`` over the data set, pooled over units (``protocol="unit"``: of unit 0's ``n`` values);
+        column 0 is the input's (pooled over the input features in both protocols). ZerO is deterministic:
         one network is simulated and repeated.
     """
     x = as_float_array(x, "x")
@@ -446,8 +453,12 @@ def empirical_variances(
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     b = get_backend(backend)
     host = check_rng(rng)
+    if protocol not in ("pooled", "unit"):
+        raise ValueError(f"protocol must be 'pooled' or 'unit', got {protocol!r}")
     if engine is None:
-        engine = "numba" if b.name == "numpy" else "blas"
+        engine = "numba" if b.name == "numpy" and protocol == "pooled" else "blas"
+    if engine == "numba" and protocol == "unit":
+        raise ValueError("protocol='unit' needs engine='blas' (the Numba kernel pools all units)")
     if engine == "numba":
         return _empirical_variances_numba(x, init, depth, width, n_networks, host, chunk, desc, metainit_steps)
     if engine != "blas":
@@ -484,7 +495,10 @@ def empirical_variances(
                     y, v = v, y
                 else:
                     xp.matmul(wts.astype(ft), v, out=y)
-            var = to_numpy(_pooled_variance(xp, y.reshape(bsz, count))).astype(np.float64)
+            if protocol == "unit":
+                var = to_numpy(_pooled_variance(xp, y[:, 0, :].astype(xp.float64))).astype(np.float64)
+            else:
+                var = to_numpy(_pooled_variance(xp, y.reshape(bsz, count))).astype(np.float64)
             out[start : start + bsz, l] = _scaled_variance(var, log_scale, l)
             if l % RENORM_EVERY == 0 and l < depth:
                 ms = (
