@@ -129,6 +129,7 @@ class _HostGenerator:
     def integers(self, low, high, size):
         return self.xp.asarray(self.numpy_generator.integers(low, high, size=size))
 
+
 #: Most children :func:`spawn_sequences` creates in one call (each is a Python object).
 MAX_SPAWN = 2**24
 

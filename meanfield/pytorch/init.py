@@ -326,7 +326,7 @@ def critical_normal_(
     >>> layer = torch.nn.Linear(256, 256)
     >>> _ = critical_normal_(layer.weight, "tanh", 0.05, layer.bias, generator=torch.Generator().manual_seed(0))
     >>> round(layer.weight.meanfield_init.sigma_w2, 4)
-    1.7609
+    1.761
     """
     _check_tensor(tensor)
     sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
@@ -808,7 +808,7 @@ def critical_init_(
     >>> net = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
     >>> _ = critical_init_(net, sigma_b2=0.05, generator=torch.Generator().manual_seed(0))
     >>> round(net[2].weight.meanfield_init.sigma_w2, 4)
-    1.7609
+    1.761
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
