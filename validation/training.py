@@ -317,7 +317,7 @@ class TrainingData(Result):
 
     Attributes
     ----------
-    x_train, x_test : ndarray, shape (n, channels, *spatial)
+    x_train, x_test : ndarray, shape ``(n, channels, *spatial)``
         Images, channels first (flattened for :class:`DenseNet` by the trainer), float64.
     y_train, y_test : ndarray of int64, shape (n,)
         Labels in ``0 .. n_classes - 1``.
@@ -744,7 +744,7 @@ def ensemble_forward(
     net : DenseNet or ConvNet
     parameters : sequence of sequences of ndarray
         One list per network, as :func:`init_parameters` returns it (same shapes for every network).
-    x : ndarray, shape (n_networks, batch, channels, *spatial)
+    x : ndarray, shape ``(n_networks, batch, channels, *spatial)``
         Finite real inputs, one batch per network.
     dtype : {"float64", "float32"}
 

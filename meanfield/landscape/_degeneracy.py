@@ -117,7 +117,7 @@ def _row_norms(w: np.ndarray) -> np.ndarray:
 
 
 def singularity_measures(weights: Sequence[ArrayLike] | np.ndarray, tol: float = 1e-3) -> SingularityMeasures:
-    """Elimination and overlap singularities of a feed-forward stack ``W_1 .. W_m`` (Supp. Note 1 of seed 004).
+    """Elimination and overlap singularities of a feed-forward stack ``W_1, ..., W_m`` (Supp. Note 1 of seed 004).
 
     Units are the rows of each ``W_l`` (shape ``(n_out, n_in)``; its outputs feed ``W_{l+1}``).
     Norms and distances are relative to the root-mean-square row norm of the same matrix, so the
