@@ -415,7 +415,7 @@ def call_user(func, u, label, name) -> np.ndarray:
     return y
 
 
-def get_activation(activation, **params) -> Activation:
+def get_activation(activation: str | Activation, **params: float) -> Activation:
     """Return an :class:`Activation` from its name (or pass an Activation through).
 
     Parameters

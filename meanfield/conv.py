@@ -41,8 +41,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import dense
 from ._checks import (
@@ -57,6 +59,9 @@ from ._checks import (
 from ._results import Result
 from .activations import get_activation
 from .gaussian import DEFAULT_DEGREE, kernel_rule, pair_expectation
+
+if TYPE_CHECKING:  # annotations only
+    from .activations import Activation
 
 __all__ = [
     "BackwardPropagation",
@@ -105,7 +110,7 @@ MAX_GS_COUNT = 10**5
 # Shapes, variance vectors and the averaging operator.
 
 
-def spatial_shape(shape) -> tuple:
+def spatial_shape(shape: int | tuple[int, ...] | None) -> tuple:
     """Normalise a ``shape`` argument: an int ``n`` (1-D) or a pair ``(n1, n2)`` (2-D), each >= 1.
 
     Seed 003 treats 1-D signals (Sec. 2.1) and 2-D images (Sec. 3, Fig. 4) on periodic lattices.
@@ -217,7 +222,7 @@ def _apply_plan(cov, plan):
     return out.reshape(cov.shape)
 
 
-def average(cov, v, shape=None) -> np.ndarray:
+def average(cov: ArrayLike, v: ArrayLike, shape: int | tuple[int, ...] | None = None) -> np.ndarray:
     r"""The averaging operator :math:`[\mathcal{A}_v\star\Sigma]_{\alpha,\alpha'} = \sum_\beta v_\beta \Sigma_{\alpha+\beta,\alpha'+\beta}` (eqs. 2.4, S7).
 
     Parameters
@@ -243,7 +248,7 @@ def average(cov, v, shape=None) -> np.ndarray:
     return _average(cov, v, shape, +1)
 
 
-def average_transpose(cov, v, shape=None) -> np.ndarray:
+def average_transpose(cov: ArrayLike, v: ArrayLike, shape: int | tuple[int, ...] | None = None) -> np.ndarray:
     r"""The adjoint :math:`[\mathcal{A}_v^T\star\Sigma]_{\alpha,\alpha'} = \sum_\beta v_\beta \Sigma_{\alpha-\beta,\alpha'-\beta}` (backward pass, seed 003 eq. 2.15).
 
     Parameters
@@ -272,7 +277,15 @@ def average_transpose(cov, v, shape=None) -> np.ndarray:
 # Forward maps.
 
 
-def covariance_map(cov, activation, sigma_w2, sigma_b2, v, shape=None, degree=DEFAULT_DEGREE) -> np.ndarray:
+def covariance_map(
+    cov: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v: ArrayLike,
+    shape: int | tuple[int, ...] | None = None,
+    degree: int = DEFAULT_DEGREE,
+) -> np.ndarray:
     r"""One CNN layer in the many-channel limit: :math:`\Sigma \mapsto \mathcal{A}_v\star\mathcal{C}(\Sigma)` (eqs. 2.3-2.5, 2.13).
 
     Parameters
@@ -314,7 +327,14 @@ def covariance_map(cov, activation, sigma_w2, sigma_b2, v, shape=None, degree=DE
 
 
 def propagate_log(
-    cov0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree=DEFAULT_DEGREE
+    cov0: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v: ArrayLike,
+    depth: int,
+    shape: int | tuple[int, ...] | None = None,
+    degree: int = DEFAULT_DEGREE,
 ) -> dense.LogPropagation:
     r"""Iterate :math:`\Sigma^{l+1} = \mathcal{A}_v\star\mathcal{C}(\Sigma^l)` without overflow.
 
@@ -387,7 +407,16 @@ def propagate_log(
     return dense.LogPropagation(log_scale=logs, normalized=out)
 
 
-def propagate(cov0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree=DEFAULT_DEGREE) -> np.ndarray:
+def propagate(
+    cov0: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v: ArrayLike,
+    depth: int,
+    shape: int | tuple[int, ...] | None = None,
+    degree: int = DEFAULT_DEGREE,
+) -> np.ndarray:
     r"""Spatial covariances through ``depth`` CNN layers (eq. 2.13), index 0 being ``cov0``.
 
     Parameters
@@ -435,7 +464,7 @@ def _ring(v, shape):
     return u
 
 
-def fourier_eigenvalues(v, shape) -> np.ndarray:
+def fourier_eigenvalues(v: ArrayLike, shape: int | tuple[int, ...] | None) -> np.ndarray:
     r"""Eigenvalues :math:`\lambda_m = \sum_\beta v_\beta e^{2\pi i\, m\cdot\beta/n}` of :math:`\mathcal{A}_v\star`, one per Fourier mode.
 
     Mode ``m`` (an index in ``range(n)``, or a pair in 2-D) of every cyclic diagonal of a
@@ -463,7 +492,7 @@ def fourier_eigenvalues(v, shape) -> np.ndarray:
     return np.conj(np.fft.fftn(_ring(v, shape)))
 
 
-def averaging_singular_values(v, shape) -> np.ndarray:
+def averaging_singular_values(v: ArrayLike, shape: int | tuple[int, ...] | None) -> np.ndarray:
     r"""Singular values of :math:`\mathcal{A}_v\star` in descending order (seed 003, Fig. 4b).
 
     :math:`\mathcal{A}_v\star` is a normal operator (a convex combination of commuting cyclic
@@ -485,7 +514,7 @@ def averaging_singular_values(v, shape) -> np.ndarray:
     return np.sort(np.abs(fourier_eigenvalues(v, shape)).ravel())[::-1]
 
 
-def gs_family(kernel_shape=(3, 3), count=5) -> list[np.ndarray]:
+def gs_family(kernel_shape: tuple[int, ...] = (3, 3), count: int = 5) -> list[np.ndarray]:
     """The variance vectors GS0 ... GS{count-1} between the delta (GS0) and the uniform vector (last).
 
     ``GS_i = (1 - t_i) * delta + t_i * uniform`` with ``t_i = i / (count - 1)``. Seed 003 (Sec. 3.3,
@@ -514,7 +543,7 @@ def gs_family(kernel_shape=(3, 3), count=5) -> list[np.ndarray]:
     return [(1 - t) * delta + t * uniform for t in np.linspace(0.0, 1.0, count)]
 
 
-def cyclic_diagonal_modes(cov, shape=None) -> np.ndarray:
+def cyclic_diagonal_modes(cov: ArrayLike, shape: int | tuple[int, ...] | None = None) -> np.ndarray:
     r"""Fourier amplitudes of the cyclic diagonals :math:`e_d(\alpha) = \Sigma_{\alpha,\alpha+d}`.
 
     Parameters
@@ -586,7 +615,14 @@ class ConvDepthScales:
         return replace(self, **changes)
 
 
-def depth_scales(activation, sigma_w2, sigma_b2, v, shape, degree=DEFAULT_DEGREE) -> ConvDepthScales:
+def depth_scales(
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v: ArrayLike,
+    shape: int | tuple[int, ...] | None,
+    degree: int = DEFAULT_DEGREE,
+) -> ConvDepthScales:
     r"""Depth scales :math:`\xi_m = -1/\log(\chi_{c^*}|\lambda_m|)` of every Fourier mode (eqs. 2.9-2.12).
 
     The paper writes :math:`-1/\log(\chi_{c^*}\lambda)`; for a non-symmetric ``v`` the eigenvalue is
@@ -681,7 +717,7 @@ class LinearizedDecay:
         return replace(self, **changes)
 
 
-def fixed_point_covariance(q_star, c_star, size) -> np.ndarray:
+def fixed_point_covariance(q_star: float, c_star: float, size: int) -> np.ndarray:
     """The spatially uniform fixed point :math:`\\Sigma^* = q^*(\\delta_{\\alpha\\alpha'} + (1 - \\delta_{\\alpha\\alpha'}) c^*)` (seed 003, eq. 2.6).
 
     Parameters
@@ -709,7 +745,14 @@ def fixed_point_covariance(q_star, c_star, size) -> np.ndarray:
 
 
 def linearized_decay(
-    eps0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree=DEFAULT_DEGREE
+    eps0: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v: ArrayLike,
+    depth: int,
+    shape: int | tuple[int, ...] | None = None,
+    degree: int = DEFAULT_DEGREE,
 ) -> LinearizedDecay:
     r"""Perturbation :math:`\epsilon^l = \Sigma^* - \Sigma^l` predicted layer by layer by the linearised map (eq. 2.9).
 
@@ -795,7 +838,15 @@ def linearized_decay(
 # Backward pass.
 
 
-def backward_covariance_map(cov_grad, cov, activation, sigma_w2, v, shape=None, degree=DEFAULT_DEGREE) -> np.ndarray:
+def backward_covariance_map(
+    cov_grad: ArrayLike,
+    cov: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    v: ArrayLike,
+    shape: int | tuple[int, ...] | None = None,
+    degree: int = DEFAULT_DEGREE,
+) -> np.ndarray:
     r"""Back-propagate the gradient covariance one layer (seed 003, eq. 2.15 and supplement A.1).
 
     .. math:: \tilde\Sigma^l_{\alpha\alpha'} = \Big[\sum_\beta v_\beta\,\tilde\Sigma^{l+1}_{\alpha-\beta,\alpha'-\beta}\Big]
@@ -857,7 +908,15 @@ class BackwardPropagation:
 
 
 def gradient_variance_decay(
-    cov0, activation, sigma_w2, sigma_b2, v, depth, cov_grad_out=None, shape=None, degree=DEFAULT_DEGREE
+    cov0: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v: ArrayLike,
+    depth: int,
+    cov_grad_out: ArrayLike | None = None,
+    shape: int | tuple[int, ...] | None = None,
+    degree: int = DEFAULT_DEGREE,
 ) -> BackwardPropagation:
     r"""Gradient statistics of a depth-``depth`` CNN by :func:`backward_covariance_map` (eq. 2.15-2.16).
 
@@ -929,7 +988,15 @@ def _multi_shape(cov, name):
     return cov.shape[-4], cov.shape[-3]
 
 
-def multi_input_covariance_map(cov, activation, sigma_w2, sigma_b2, v, shape=None, degree=DEFAULT_DEGREE) -> np.ndarray:
+def multi_input_covariance_map(
+    cov: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v: ArrayLike,
+    shape: int | tuple[int, ...] | None = None,
+    degree: int = DEFAULT_DEGREE,
+) -> np.ndarray:
     r"""One CNN layer for D inputs at once: the covariance over inputs x positions (seed 003, footnote 3).
 
     .. math:: \Sigma^{l+1}_{(a,\alpha),(b,\alpha')} = \sum_\beta v_\beta\,
@@ -980,7 +1047,14 @@ def multi_input_covariance_map(cov, activation, sigma_w2, sigma_b2, v, shape=Non
 
 
 def multi_input_propagate(
-    cov0, activation, sigma_w2, sigma_b2, v, depth, shape=None, degree=DEFAULT_DEGREE
+    cov0: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v: ArrayLike,
+    depth: int,
+    shape: int | tuple[int, ...] | None = None,
+    degree: int = DEFAULT_DEGREE,
 ) -> np.ndarray:
     r"""Iterate :func:`multi_input_covariance_map` ``depth`` times.
 
@@ -1015,7 +1089,9 @@ def multi_input_propagate(
     return out
 
 
-def multi_input_covariance(x, sigma_w2, sigma_b2, v, shape=None) -> np.ndarray:
+def multi_input_covariance(
+    x: ArrayLike, sigma_w2: float, sigma_b2: float, v: ArrayLike, shape: int | tuple[int, ...] | None = None
+) -> np.ndarray:
     r"""First-layer covariance over inputs x positions of a periodic CNN on D inputs.
 
     .. math:: \Sigma^1_{(a,\alpha),(b,\alpha')} = \frac{\sigma_w^2}{c_0}\sum_\beta v_\beta\,
@@ -1085,7 +1161,9 @@ class CMapEigenbasis(Result):
     c_star: float
 
 
-def cmap_jacobian(u, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> np.ndarray:
+def cmap_jacobian(
+    u: ArrayLike, activation: str | Activation, sigma_w2: float, sigma_b2: float, degree: int = DEFAULT_DEGREE
+) -> np.ndarray:
     r"""The Jacobian of the C-map at the fixed point applied to symmetric matrices (Lemma B.2).
 
     .. math:: J(U)_{\alpha\alpha} = \chi_{q^*}U_{\alpha\alpha},\qquad
@@ -1142,7 +1220,9 @@ def _jacobian_constants(activation, sigma_w2, sigma_b2, degree):
     return fp.chi_q, fp.chi_c, kappa, fp.q_star, fp.c_star
 
 
-def cmap_jacobian_eigenbasis(activation, sigma_w2, sigma_b2, size, degree=DEFAULT_DEGREE) -> CMapEigenbasis:
+def cmap_jacobian_eigenbasis(
+    activation: str | Activation, sigma_w2: float, sigma_b2: float, size: int, degree: int = DEFAULT_DEGREE
+) -> CMapEigenbasis:
     r"""The eigenbases :math:`B_d` and :math:`B_{o.d.}` of eq. 2.8 in the form of Lemma B.2 / Thm. B.1.
 
     Parameters

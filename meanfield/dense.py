@@ -51,9 +51,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._checks import (
     as_real_array,
@@ -93,6 +95,9 @@ from .gaussian import (
     single_value,
     variance_derivative_value,
 )
+
+if TYPE_CHECKING:  # annotations only
+    from .activations import Activation
 
 __all__ = [
     "FixedPoint",
@@ -172,7 +177,7 @@ def _finite_result(x, what):
 # Maps.
 
 
-def input_covariance(x, sigma_w2, sigma_b2) -> np.ndarray:
+def input_covariance(x: ArrayLike, sigma_w2: float, sigma_b2: float) -> np.ndarray:
     r"""First-layer pre-activation covariance :math:`\Sigma^1 = \sigma_w^2 x x^T / n_0 + \sigma_b^2`.
 
     Parameters
@@ -221,7 +226,9 @@ def input_covariance(x, sigma_w2, sigma_b2) -> np.ndarray:
     return out
 
 
-def qmap(q, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE):
+def qmap(
+    q: float | ArrayLike, activation: str | Activation, sigma_w2: float, sigma_b2: float, degree: int = DEFAULT_DEGREE
+) -> float | np.ndarray:
     r"""The length map :math:`q^{l+1} = \sigma_w^2\,\mathbb{E}\,\phi(\sqrt{q^l} z)^2 + \sigma_b^2` (Poole et al. 2016, eq. 3).
 
     Parameters
@@ -272,7 +279,14 @@ def _limit_cmap(act, c, sigma_w2, where):
     )
 
 
-def cmap(c, activation, sigma_w2, sigma_b2, q=None, degree=DEFAULT_DEGREE):
+def cmap(
+    c: float | ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    q: float | ArrayLike | None = None,
+    degree: int = DEFAULT_DEGREE,
+) -> float | np.ndarray:
     r"""The correlation map of two inputs of equal variance ``q`` (Poole et al. 2016, eq. 5).
 
     .. math:: c^{l+1} = \frac{\sigma_w^2\,\mathbb{E}\,\phi(u_1)\phi(u_2) + \sigma_b^2}{\sigma_w^2\,\mathbb{E}\,\phi(u)^2 + \sigma_b^2},
@@ -414,7 +428,9 @@ def _map_stack(cov, act, d, sigma_w2, sigma_b2, degree):
     return _finite_result(out, "the covariance map").reshape(shape)
 
 
-def covariance_map(cov, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> np.ndarray:
+def covariance_map(
+    cov: ArrayLike, activation: str | Activation, sigma_w2: float, sigma_b2: float, degree: int = DEFAULT_DEGREE
+) -> np.ndarray:
     r"""The C-map :math:`\Sigma \mapsto \sigma_w^2\,\mathbb{E}_{h\sim N(0,\Sigma)}\phi(h)\phi(h)^T + \sigma_b^2` (seed 003, eq. 2.5).
 
     Parameters
@@ -446,7 +462,9 @@ def covariance_map(cov, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -
     return _map_stack(cov, act, 0, sigma_w2, sigma_b2, degree)
 
 
-def derivative_covariance_map(cov, activation, sigma_w2, degree=DEFAULT_DEGREE) -> np.ndarray:
+def derivative_covariance_map(
+    cov: ArrayLike, activation: str | Activation, sigma_w2: float, degree: int = DEFAULT_DEGREE
+) -> np.ndarray:
     r""":math:`\sigma_w^2\,\mathbb{E}_{h\sim N(0,\Sigma)}\phi'(h_a)\phi'(h_b)`: the factor of the backward (gradient) covariance map.
 
     Under the gradient-independence assumption (seed 003, supplement A.1), back-propagated
@@ -692,7 +710,14 @@ def _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     return LogPropagation(log_scale=logs, normalized=k_out), cov0
 
 
-def propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DEGREE) -> LogPropagation:
+def propagate_log(
+    cov0: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    depth: int,
+    degree: int = DEFAULT_DEGREE,
+) -> LogPropagation:
     r"""Iterate the C-map ``depth`` times without overflow or underflow of the scale.
 
     The covariance is carried as a log-scale and a normalised matrix. For positively homogeneous
@@ -771,7 +796,14 @@ def _unscale(res: LogPropagation, what):
         return scale[:, None, None] * res.normalized
 
 
-def propagate(cov0, activation, sigma_w2, sigma_b2, depth, degree=DEFAULT_DEGREE) -> np.ndarray:
+def propagate(
+    cov0: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    depth: int,
+    degree: int = DEFAULT_DEGREE,
+) -> np.ndarray:
     r"""Covariances of D inputs through ``depth`` layers: :math:`\Sigma^{l+1} = C(\Sigma^l)`.
 
     Parameters
@@ -1100,7 +1132,9 @@ def _fixed_point_error(act, sw, sb):
     )
 
 
-def fixed_point(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> FixedPoint:
+def fixed_point(
+    activation: str | Activation, sigma_w2: float, sigma_b2: float, degree: int = DEFAULT_DEGREE
+) -> FixedPoint:
     """The stable fixed point (q*, c*), the chi's and depth scales of a deep dense network.
 
     Parameters
@@ -1198,7 +1232,9 @@ def _grid(x, name):
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
-def phase_diagram(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> PhaseDiagram:
+def phase_diagram(
+    activation: str | Activation, sigma_w2: float, sigma_b2: float, degree: int = DEFAULT_DEGREE
+) -> PhaseDiagram:
     """The order-to-chaos phase diagram (Poole et al. 2016 Fig. 2; seed 003 Fig. S1), vectorised.
 
     Parameters
@@ -1247,7 +1283,12 @@ def phase_diagram(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> Phas
     )
 
 
-def critical_sigma_w2(activation, sigma_b2, degree=DEFAULT_DEGREE, bracket=(1e-6, 100.0)):
+def critical_sigma_w2(
+    activation: str | Activation,
+    sigma_b2: float,
+    degree: int = DEFAULT_DEGREE,
+    bracket: tuple[float, float] = (1e-06, 100.0),
+) -> float | np.ndarray:
     """The edge of chaos: the sigma_w2 at which chi_1 = 1, for each sigma_b2.
 
     Solved with Brent's method (at most 100 iterations) on chi_1(sigma_w2) - 1 (chi_1 increases
@@ -1356,7 +1397,15 @@ def _log_chi1_along(act, sigma_w2, log_q, degree):
     return out
 
 
-def backward_variance(activation, sigma_w2, sigma_b2, depth, q0, log=False, degree=DEFAULT_DEGREE):
+def backward_variance(
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    depth: int,
+    q0: float,
+    log: bool = False,
+    degree: int = DEFAULT_DEGREE,
+) -> np.ndarray:
     r"""Mean-field ratio of gradient variance at layer l to that at the last layer L = ``depth``.
 
     With :math:`\delta^l = \partial E / \partial h^l` and the gradient-independence assumption,

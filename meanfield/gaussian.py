@@ -67,9 +67,11 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import roots_hermitenorm
 
 from ._checks import check_correlation, check_int, check_nonnegative
@@ -93,6 +95,9 @@ from .activations import (
     evaluate_call,
     get_activation,
 )
+
+if TYPE_CHECKING:  # annotations only
+    from .activations import Activation
 
 __all__ = [
     "DEFAULT_DEGREE",
@@ -135,13 +140,13 @@ def _kernel_rule(degree: int):
     return zk, wk
 
 
-def kernel_rule(degree: int = DEFAULT_DEGREE):
+def kernel_rule(degree: int = DEFAULT_DEGREE) -> tuple[np.ndarray, np.ndarray]:
     """The pruned rule the kernels integrate with: :func:`hermite_rule` less nodes of weight < PRUNE_WEIGHT."""
     degree = check_int(degree, "degree", 1, 2000)
     return _kernel_rule(degree)
 
 
-def hermite_rule(degree: int = DEFAULT_DEGREE):
+def hermite_rule(degree: int = DEFAULT_DEGREE) -> tuple[np.ndarray, np.ndarray]:
     """Probabilists' Gauss-Hermite nodes and weights (weights sum to 1), cached per degree.
 
     ``sum(w * f(z))`` approximates ``E f(Z)`` for ``Z ~ N(0, 1)``, exactly for polynomials of
@@ -881,7 +886,12 @@ def _user_values(act, order, u):
     return call_user(act.derivative(order), u, ("phi", "dphi", "d2phi")[order], act.name)
 
 
-def expectation(activation, q, derivatives=(0, 0), degree: int = DEFAULT_DEGREE):
+def expectation(
+    activation: str | Activation,
+    q: float | ArrayLike,
+    derivatives: tuple[int, int] = (0, 0),
+    degree: int = DEFAULT_DEGREE,
+) -> float | np.ndarray:
     r"""Single-variable Gaussian expectation :math:`\mathbb{E}\,\phi^{(d_1)}(u)\phi^{(d_2)}(u)`, :math:`u \sim N(0, q)`.
 
     Parameters
@@ -938,7 +948,14 @@ def expectation(activation, q, derivatives=(0, 0), degree: int = DEFAULT_DEGREE)
     return _finish(out, shape, "expectation", act)
 
 
-def pair_expectation(activation, q1, q2, c, derivatives=(0, 0), degree: int = DEFAULT_DEGREE):
+def pair_expectation(
+    activation: str | Activation,
+    q1: float | ArrayLike,
+    q2: float | ArrayLike,
+    c: float | ArrayLike,
+    derivatives: tuple[int, int] = (0, 0),
+    degree: int = DEFAULT_DEGREE,
+) -> float | np.ndarray:
     r"""Bivariate Gaussian expectation :math:`\mathbb{E}\,\phi^{(d_1)}(u_1)\phi^{(d_2)}(u_2)`.
 
     :math:`(u_1, u_2) \sim N(0, [[q_1, c\sqrt{q_1 q_2}], [c\sqrt{q_1 q_2}, q_2]])`. With
@@ -1041,7 +1058,9 @@ def _custom_pair(act, d1, d2, q1, q2, c, z, w):
     return out
 
 
-def variance_derivative(activation, q, degree: int = DEFAULT_DEGREE):
+def variance_derivative(
+    activation: str | Activation, q: float | ArrayLike, degree: int = DEFAULT_DEGREE
+) -> float | np.ndarray:
     r"""The slope of the single-input variance integrand, :math:`\partial_q \mathbb{E}\,\phi(\sqrt{q} z)^2`.
 
     Computed as :math:`\mathbb{E}[z \phi(\sqrt q z)\phi'(\sqrt q z)] / \sqrt q`, which equals
