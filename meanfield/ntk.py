@@ -46,14 +46,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import dense
 from ._checks import as_real_array, check_covariance, check_int
 from ._results import Result
 from .activations import get_activation
 from .gaussian import DEFAULT_DEGREE
+
+if TYPE_CHECKING:  # annotations only
+    from .activations import Activation
 
 __all__ = [
     "NTKFixedPoint",
@@ -128,7 +133,14 @@ class NTKStep(Result):
     ntk: np.ndarray
 
 
-def ntk_map(cov, ntk, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> NTKStep:
+def ntk_map(
+    cov: ArrayLike,
+    ntk: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    degree: int = DEFAULT_DEGREE,
+) -> NTKStep:
     r"""One layer of the NTK recursion: :math:`(\Sigma, \Theta) \mapsto (\mathcal{C}(\Sigma),\ \mathcal{C}(\Sigma) + \dot{\mathcal{C}}(\Sigma)\odot\Theta)`.
 
     Parameters
@@ -173,7 +185,14 @@ def ntk_map(cov, ntk, activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> 
     return NTKStep(cov=nxt, ntk=out)
 
 
-def propagate_ntk(cov0, activation, sigma_w2, sigma_b2, depth: int, degree=DEFAULT_DEGREE) -> NTKPropagation:
+def propagate_ntk(
+    cov0: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    depth: int,
+    degree: int = DEFAULT_DEGREE,
+) -> NTKPropagation:
     r"""The infinite-width NTK of D inputs through ``depth`` layers.
 
     Parameters
@@ -241,7 +260,16 @@ def _check_multi(x, name):
     return flat.reshape(arr.shape)
 
 
-def conv_ntk_map(cov, ntk, activation, sigma_w2, sigma_b2, v, shape=None, degree=DEFAULT_DEGREE) -> NTKStep:
+def conv_ntk_map(
+    cov: ArrayLike,
+    ntk: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v: ArrayLike,
+    shape: int | tuple[int, ...] | None = None,
+    degree: int = DEFAULT_DEGREE,
+) -> NTKStep:
     r"""One periodic-CNN layer of the NTK recursion over (input, position) pairs (seed 003 networks).
 
     Parameters
@@ -292,7 +320,16 @@ def conv_ntk_map(cov, ntk, activation, sigma_w2, sigma_b2, v, shape=None, degree
     return NTKStep(cov=nxt, ntk=out)
 
 
-def propagate_conv_ntk(cov0, activation, sigma_w2, sigma_b2, v, depth: int, shape=None, degree=DEFAULT_DEGREE):
+def propagate_conv_ntk(
+    cov0: ArrayLike,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v: ArrayLike,
+    depth: int,
+    shape: int | tuple[int, ...] | None = None,
+    degree: int = DEFAULT_DEGREE,
+) -> NTKPropagation:
     r"""The infinite-channel NTK of a periodic CNN over (input, position) pairs through ``depth`` layers.
 
     Parameters
@@ -377,7 +414,9 @@ def _depth_scale(chi):
     return -1.0 / math.log(chi)
 
 
-def ntk_fixed_point(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> NTKFixedPoint:
+def ntk_fixed_point(
+    activation: str | Activation, sigma_w2: float, sigma_b2: float, degree: int = DEFAULT_DEGREE
+) -> NTKFixedPoint:
     r"""Fixed points and depth scales of the NTK recursion at the forward fixed point (q*, c*).
 
     Parameters
@@ -431,11 +470,7 @@ def ntk_fixed_point(activation, sigma_w2, sigma_b2, degree=DEFAULT_DEGREE) -> NT
 
 
 def constnet_ntk(
-    x,
-    widths=(4, 8, 16),
-    n_input: int = 3,
-    n_classes: int = 10,
-    stride: int = 2,
+    x: ArrayLike, widths: tuple[int, ...] = (4, 8, 16), n_input: int = 3, n_classes: int = 10, stride: int = 2
 ) -> np.ndarray:
     r"""The NTK of a ConstNet at initialisation: the kernel of a linear model (seed 000, App. D).
 

@@ -378,7 +378,9 @@ def using(
             executor.close()
 
 
-def executor_from_options(workers: int | None = None, scheduler: str | None = None):
+def executor_from_options(
+    workers: int | None = None, scheduler: str | None = None
+) -> contextlib.AbstractContextManager:
     """The context of the CLI's ``--workers N`` / ``--scheduler ADDRESS`` (checked before any work).
 
     Returns a context manager: :func:`using` for a Dask cluster, or a no-op context when neither

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -76,6 +77,9 @@ from ._checks import as_real_array, check_int, check_nonnegative_scalar, check_s
 from ._results import Result
 from .activations import get_activation
 from .gaussian import expectation
+
+if TYPE_CHECKING:  # annotations only
+    from .activations import Activation
 
 __all__ = [
     "CONV_KERNELS",
@@ -151,7 +155,7 @@ class DerivativeLaw(Result):
         return float(np.sum(self.weights * self.values**k))
 
 
-def derivative_law(activation, q, n_atoms: int = DEFAULT_ATOMS) -> DerivativeLaw:
+def derivative_law(activation: str | Activation, q: float | None, n_atoms: int = DEFAULT_ATOMS) -> DerivativeLaw:
     r"""The law of :math:`\phi'(\sqrt{q}\,z)^2` for :math:`z \sim N(0, 1)` (the entries of :math:`D^2`).
 
     Parameters
@@ -507,16 +511,16 @@ def _check_weights(weights, allowed, name="weights"):
 
 
 def jacobian_spectrum(
-    activation,
-    sigma_w2,
-    sigma_b2,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
     depth: int,
     weights: str = "orthogonal",
     *,
-    q=None,
+    q: float | None = None,
     n_points: int = 2000,
     decades: float = 8.0,
-    lam_range=None,
+    lam_range: tuple[float, float] | None = None,
     eta: float | None = None,
     n_atoms: int = DEFAULT_ATOMS,
 ) -> JacobianSpectrum:
@@ -676,9 +680,9 @@ def jacobian_spectrum(
 
 
 def conv_jacobian_spectrum(
-    activation,
-    sigma_w2,
-    sigma_b2,
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
     depth: int,
     kernel: str = "delta_orthogonal",
     **options,
@@ -736,7 +740,13 @@ class SpectrumMoments(Result):
 
 
 def spectrum_moments(
-    activation, sigma_w2, sigma_b2, depth: int, weights: str = "orthogonal", *, q=None
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    depth: int,
+    weights: str = "orthogonal",
+    *,
+    q: float | None = None,
 ) -> SpectrumMoments:
     r"""Mean and variance of the squared singular values from the S-transform series (no density).
 

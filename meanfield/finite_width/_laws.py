@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -43,6 +44,9 @@ from .._checks import check_covariance, check_rng
 from .._results import Result
 from ..activations import get_activation
 from ._common import MAX_ELEMENTS, MAX_WIDTH, int_arg, nonneg, real_array, width_arg
+
+if TYPE_CHECKING:  # annotations only
+    from ..activations import Activation
 
 __all__ = [
     "CosineLaw",
@@ -97,9 +101,9 @@ def gram_chain_samples(
     sigma_b2: float = 0.0,
     *,
     fan_in: int,
-    activation="relu",
-    n_samples: int = 10_000,
-    rng=None,
+    activation: str | Activation = "relu",
+    n_samples: int = 10000,
+    rng: int | np.random.SeedSequence | np.random.Generator | None = None,
 ) -> GramChain:
     r"""Exact samples of ``(|x1|^2, |x2|^2, <x1, x2>)`` through ``depth`` layers (seed 001, Prop. 2 iterated).
 
@@ -229,10 +233,10 @@ def cosine_law_over_depth(
     sigma_b2: float = 0.0,
     *,
     fan_in: int,
-    activation="relu",
-    n_samples: int = 10_000,
+    activation: str | Activation = "relu",
+    n_samples: int = 10000,
     bins: int = 100,
-    rng=None,
+    rng: int | np.random.SeedSequence | np.random.Generator | None = None,
 ) -> CosineLaw:
     r"""The cosine similarity's law over depth (seed 001, Sec. 2.4: "signals become parallel").
 
@@ -365,7 +369,7 @@ def component_cdf(
     sigma_b2: float = 0.0,
     *,
     fan_in: int,
-    activation="relu",
+    activation: str | Activation = "relu",
 ) -> float | np.ndarray:
     r"""CDF of one signal component ``x_i^(l)`` (seed 001, eq. 2, with the right-continuous inverse).
 
@@ -433,7 +437,7 @@ def joint_component_cdf(
     sigma_b2: float = 0.0,
     *,
     fan_in: int,
-    activation="relu",
+    activation: str | Activation = "relu",
 ) -> float:
     r"""Joint CDF ``P(x_1 <= x[0], ..., x_N <= x[N-1])`` of a layer's components (seed 001, eq. 3).
 
