@@ -64,6 +64,7 @@ __all__ = [
     "plt",
     "progress",
     "rng_kwargs",
+    "save_declared",
     "save_figure",
     "streams",
     "title",
@@ -378,3 +379,24 @@ def save_figure(
     fig.savefig(png, dpi=SMOKE_DPI if size == "smoke" else DPI, bbox_inches="tight")
     plt.close(fig)
     return [png, js]
+
+
+def save_declared(
+    func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes=""
+) -> list[Path]:
+    """:func:`save_figure` with the paper and figure read from the declared figure function ``func``."""
+    return save_figure(
+        fig,
+        out_dir,
+        name,
+        data,
+        paper=func.paper,
+        figure=func.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=params,
+        axes=axes,
+        units=units,
+        notes=notes,
+    )

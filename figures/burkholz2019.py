@@ -35,31 +35,12 @@ from meanfield import finite_width as fw
 from meanfield.data import load_digits
 from meanfield.numerics import richardson
 
-from ._common import by_size, colors, figure, plt, progress, rng_kwargs, save_figure, streams, title
+from ._common import by_size, colors, figure, plt, progress, rng_kwargs, streams, title
+from ._common import save_declared as _save
 
 __all__ = ["FIGURES", "fig_1a", "fig_1b", "fig_2", "fig_thm5"]
 
 PAPER = "Burkholz & Dubatovka 2019"
-
-
-def _save(
-    func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes=""
-) -> list[Path]:
-    return save_figure(
-        fig,
-        out_dir,
-        name,
-        data,
-        paper=func.paper,
-        figure=func.figure,
-        seed=seed,
-        size=size,
-        backend=backend,
-        params=params,
-        axes=axes,
-        units=units,
-        notes=notes,
-    )
 
 
 @figure(paper=PAPER, figure="Fig. 1a", honours_backend=True)

@@ -48,10 +48,10 @@ from ._common import (
     plt,
     progress,
     rng_kwargs,
-    save_figure,
     streams,
     title,
 )
+from ._common import save_declared as _save
 
 __all__ = [
     "FIGURES",
@@ -66,24 +66,6 @@ __all__ = [
 ]
 
 PAPER = "Xiao et al. 2018"
-
-
-def _save(func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes=""):
-    return save_figure(
-        fig,
-        out_dir,
-        name,
-        data,
-        paper=func.paper,
-        figure=func.figure,
-        seed=seed,
-        size=size,
-        backend=backend,
-        params=params,
-        axes=axes,
-        units=units,
-        notes=notes,
-    )
 
 
 @figure(paper=PAPER, figure="Fig. S1", honours_backend=False)
