@@ -531,6 +531,39 @@ class LandscapeResult(Result):
         return np.bincount(self.walk_length.astype(np.int64))
 
 
+def _task_arguments(architecture, inputs, targets, n_layers, output_bias_bit, rtol, biases, max_parameters, limit_name):
+    """The checked arguments of an exhaustive binary landscape (:func:`binary_landscape` and the chunked
+    census): ``(arch, x, t, n_layers, output_bias_bit, width, n_h, n, rtol, b)``, ``n`` the number of
+    binary parameters (at most ``max_parameters``, named ``limit_name`` in the message)."""
+    arch = _arch_code(architecture)
+    x = as_float_array(inputs, "inputs")
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"inputs must have shape (P, width) with P, width >= 1, got {x.shape}")
+    t = as_float_array(targets, "targets")
+    if t.shape != (x.shape[0],):
+        raise ValueError(f"targets must have shape ({x.shape[0]},) to match inputs, got {t.shape}")
+    n_layers = _int(n_layers, "n_layers", minimum=3, maximum=64)
+    output_bias_bit = check_bool(output_bias_bit, "output_bias_bit")
+    width = x.shape[1]
+    n_h = n_layers - 2
+    n = n_binary_parameters(n_layers, width, output_bias_bit)
+    if n > max_parameters:
+        raise ValueError(
+            f"the network has {n} binary parameters (n_layers = {n_layers}, width = {width}); "
+            f"at most {max_parameters} ({limit_name}) are enumerated"
+        )
+    rtol = check_scalar(rtol, "rtol")
+    if not 0.0 <= rtol < 1.0:
+        raise ValueError(f"rtol must lie in [0, 1), got {rtol!r}")
+    if biases is None:
+        b = np.zeros((n_h + 1, width))
+    else:
+        b = as_float_array(biases, "biases")
+        if b.shape != (n_h + 1, width):
+            raise ValueError(f"biases must have shape (n_layers - 1, width) = {(n_h + 1, width)}, got {b.shape}")
+    return arch, x, t, n_layers, output_bias_bit, width, n_h, n, rtol, b
+
+
 def binary_landscape(
     architecture: str,
     inputs: ArrayLike,
@@ -593,37 +626,22 @@ def binary_landscape(
     only the layers whose bits changed since the previous configuration are recomputed, so most
     configurations cost one output layer (the bits of the first matrix are the most significant).
     """
-    arch = _arch_code(architecture)
-    x = as_float_array(inputs, "inputs")
-    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"inputs must have shape (P, width) with P, width >= 1, got {x.shape}")
-    t = as_float_array(targets, "targets")
-    if t.shape != (x.shape[0],):
-        raise ValueError(f"targets must have shape ({x.shape[0]},) to match inputs, got {t.shape}")
-    n_layers = _int(n_layers, "n_layers", minimum=3, maximum=64)
-    output_bias_bit = check_bool(output_bias_bit, "output_bias_bit")
-    width = x.shape[1]
-    n_h = n_layers - 2
-    n = n_binary_parameters(n_layers, width, output_bias_bit)
-    if n > MAX_BINARY_PARAMETERS:
-        raise ValueError(
-            f"the network has {n} binary parameters (n_layers = {n_layers}, width = {width}); "
-            f"at most {MAX_BINARY_PARAMETERS} (MAX_BINARY_PARAMETERS) are enumerated"
-        )
+    arch, x, t, n_layers, output_bias_bit, width, n_h, n, rtol, b = _task_arguments(
+        architecture,
+        inputs,
+        targets,
+        n_layers,
+        output_bias_bit,
+        rtol,
+        biases,
+        MAX_BINARY_PARAMETERS,
+        "MAX_BINARY_PARAMETERS",
+    )
     if x.shape[0] << n > MAX_LANDSCAPE_WORK:
         raise ValueError(
             f"inputs: {x.shape[0]} inputs x 2^{n} configurations exceeds MAX_LANDSCAPE_WORK = 2^34; "
             "use fewer inputs or parameters"
         )
-    rtol = check_scalar(rtol, "rtol")
-    if not 0.0 <= rtol < 1.0:
-        raise ValueError(f"rtol must lie in [0, 1), got {rtol!r}")
-    if biases is None:
-        b = np.zeros((n_h + 1, width))
-    else:
-        b = as_float_array(biases, "biases")
-        if b.shape != (n_h + 1, width):
-            raise ValueError(f"biases must have shape (n_layers - 1, width) = {(n_h + 1, width)}, got {b.shape}")
     top_bits = _int(top_bits, "top_bits", minimum=0)
     top_bits = min(top_bits, n)
     group_of_bit = np.empty(n, dtype=np.int64)

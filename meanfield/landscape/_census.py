@@ -40,9 +40,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import parallel
-from .._checks import as_float_array, check_bool, check_scalar
 from .._results import Result
-from ._binary import _arch_code, _recompute, n_binary_parameters
+from ._binary import _recompute, _task_arguments
 from ._common import _int
 
 __all__ = ["LandscapeCensus", "landscape_census"]
@@ -320,32 +319,17 @@ def landscape_census(
     paper did not enumerate. The cost is one incremental forward pass per configuration (mostly
     the output layer) plus ``chunk_bits`` full passes per in-chunk candidate.
     """
-    arch = _arch_code(architecture)
-    x = as_float_array(inputs, "inputs")
-    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"inputs must have shape (P, width) with P, width >= 1, got {x.shape}")
-    t = as_float_array(targets, "targets")
-    if t.shape != (x.shape[0],):
-        raise ValueError(f"targets must have shape ({x.shape[0]},) to match inputs, got {t.shape}")
-    n_layers = _int(n_layers, "n_layers", minimum=3, maximum=64)
-    output_bias_bit = check_bool(output_bias_bit, "output_bias_bit")
-    width = x.shape[1]
-    n_h = n_layers - 2
-    n = n_binary_parameters(n_layers, width, output_bias_bit)
-    if n > MAX_CENSUS_PARAMETERS:
-        raise ValueError(
-            f"the network has {n} binary parameters (n_layers = {n_layers}, width = {width}); "
-            f"at most {MAX_CENSUS_PARAMETERS} (MAX_CENSUS_PARAMETERS) are enumerated"
-        )
-    rtol = check_scalar(rtol, "rtol")
-    if not 0.0 <= rtol < 1.0:
-        raise ValueError(f"rtol must lie in [0, 1), got {rtol!r}")
-    if biases is None:
-        b = np.zeros((n_h + 1, width))
-    else:
-        b = as_float_array(biases, "biases")
-        if b.shape != (n_h + 1, width):
-            raise ValueError(f"biases must have shape (n_layers - 1, width) = {(n_h + 1, width)}, got {b.shape}")
+    arch, x, t, n_layers, output_bias_bit, width, n_h, n, rtol, b = _task_arguments(
+        architecture,
+        inputs,
+        targets,
+        n_layers,
+        output_bias_bit,
+        rtol,
+        biases,
+        MAX_CENSUS_PARAMETERS,
+        "MAX_CENSUS_PARAMETERS",
+    )
     if chunk_bits is None:
         chunk_bits = max(0, n - 22)
     chunk_bits = _int(chunk_bits, "chunk_bits", minimum=0, maximum=n)
