@@ -520,6 +520,7 @@ REGISTRY: list[Entry] = [
     E("validation.report.write_table_json", path=X(Lazy(_tmp_json)), title=TXT("fuzz"), rows=X(Lazy(_comparisons)), seed=I(0), full=B(False),
       backend=BK(), seconds=F(1.0)),
     E("validation.runner.check_backend_available", backend=BK()),
+    E("validation.runner.backend_description", backend=BK()),
     E("validation.runner.check_out_dir", out_dir=X(Lazy(_tmp_dir))),
     E("validation.runner.comparison_modules"),
     # --- figures ----------------------------------------------------------------------------
@@ -576,9 +577,9 @@ REGISTRY: list[Entry] = [
     E("validation.simulators.conv_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(2),
       size=I(4), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
     E("validation.simulators.empirical_ntk", x=A(X25), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(2), width=I(4),
-      n_networks=I(2), method=CH("numpy"), rng=R(0)),
+      n_networks=I(2), method=CH("numpy"), rng=R(0), backend=BK()),
     E("validation.simulators.empirical_conv_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
-      width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
+      width=I(2), n_networks=I(2), position=I(0), rng=R(0), backend=BK()),
     E("validation.simulators.simulate_conv_moments", channels=I(2), kernel_size=I(3), positions=I(4), depth=I(2), n_networks=I(4), slope=F(0.1),
       rng=R(0)),
     E("validation.simulators.simulate_residual_moments", width=I(3), depth=I(2), n_networks=I(4), slope=F(0.1), residual=B(True), rng=R(0)),
@@ -745,6 +746,10 @@ NOT_FUZZED["validation.trainability.depth_scale_agreement"] = (
 NOT_FUZZED["validation.training.load_training_data"] = (
     "loads and downsamples scikit-learn's digits or the user's MNIST / CIFAR-10 files (seconds a call); "
     "tested in tests/test_training.py"
+)
+NOT_FUZZED["validation.runner.module_backend"] = (
+    "CLI plumbing: reads a comparison module's BACKENDS tuple (a module object, not user data); tested in "
+    "tests/test_backends_cli.py"
 )
 
 # ---------------------------------------------------------------------------------------------
