@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_int, check_rng
+from ._checks import as_float_array, check_int, check_rng
 
 __all__ = [
     "BACKENDS",
@@ -56,6 +56,7 @@ __all__ = [
     "matrix_transpose",
     "spawn_sequences",
     "substream",
+    "svdvals",
     "to_numpy",
 ]
 
@@ -79,6 +80,49 @@ def diagonal(xp: Any, x: Any) -> Any:
     """The diagonals of the matrices in the last two axes of ``x`` (array API ``linalg.diagonal``)."""
     f = getattr(getattr(xp, "linalg", None), "diagonal", None)
     return f(x) if f is not None else xp.diagonal(x, axis1=-2, axis2=-1)
+
+
+def svdvals(backend: str | Backend, x: Any) -> Any:
+    """Singular values (descending) of the matrices in the last two axes of ``x``, on ``backend``.
+
+    The array API's ``linalg.svdvals`` where the namespace has it (PyTorch through
+    ``array_api_compat``, ``array_api_strict``, NumPy >= 2), else ``linalg.svd(x, compute_uv=False)``
+    (NumPy < 2, CuPy): no transfer to the host.
+
+    Parameters
+    ----------
+    backend : str or Backend
+    x : array of ``backend``, shape (..., m, n)
+
+    Returns
+    -------
+    array of ``backend``, shape (..., min(m, n))
+
+    Raises
+    ------
+    ImportError
+        As :func:`get_backend` for ``backend``.
+    TypeError
+        ``x`` complex or boolean (a NumPy array or list when ``backend`` is NumPy, else an array of
+        ``backend``).
+    ValueError
+        ``x`` with fewer than two axes, an empty matrix, NaN or infinity.
+    """
+    b = get_backend(backend)
+    xp = b.xp
+    if b.name == "numpy" or isinstance(x, (np.ndarray, list, tuple)):
+        if isinstance(x, np.ndarray) and x.dtype == np.bool_:
+            raise TypeError("x must hold real numbers, got booleans")
+        x = b.asarray(as_float_array(x, "x"))
+    elif not hasattr(x, "dtype") or not xp.isdtype(x.dtype, "real floating"):
+        raise TypeError(f"x must be a real floating array of backend {b.name!r}, got {getattr(x, 'dtype', type(x))}")
+    elif not bool(xp.all(xp.isfinite(x))):
+        raise ValueError("x must be finite (no NaN or infinity)")
+    if x.ndim < 2 or min(x.shape[-2:]) < 1:
+        raise ValueError(f"x must have at least two axes (matrices, m, n >= 1), got shape {tuple(x.shape)}")
+    linalg = xp.linalg
+    f = getattr(linalg, "svdvals", None)
+    return f(x) if f is not None else linalg.svd(x, compute_uv=False)
 
 
 class _TorchGenerator:

@@ -18,7 +18,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators import conv_kernels, empirical_conv_ntk, empirical_ntk, simulate_conv
+from meanfield.validation.simulators import (
+    JACOBIAN_CONV_KERNELS,
+    JACOBIAN_WEIGHTS,
+    conv_jacobian_singular_values,
+    conv_kernels,
+    empirical_conv_ntk,
+    empirical_ntk,
+    jacobian_singular_values,
+    simulate_conv,
+    simulate_pair,
+    simulate_squared_norms,
+)
 
 from meanfield.backend import to_numpy
 from meanfield.init import orthogonal_kernel_variance
@@ -32,6 +43,21 @@ Z_TOL = 4.5
 def _torch():
     pytest.importorskip("torch")
     pytest.importorskip("array_api_compat")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """PyTorch CPU on one thread here: its thread pool spins on a loaded 2-core machine (10x slower,
+    measured: the CNN Jacobian test took 32 s with the default threads, 2.3 s with one)."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def _z_means(a, b):
@@ -132,3 +158,73 @@ def test_ntk_torch_agrees_in_distribution():
     assert np.all(np.abs(z) < Z_TOL), z
     with pytest.raises(ValueError, match="method='torch'"):
         empirical_ntk(X, "tanh", 1.5, 0.1, 1, 4, 1, method="torch", backend="torch")
+
+
+# --- finite_width (seed 001) -------------------------------------------------------------------
+
+POOL = np.random.default_rng(7).standard_normal((10, 5))
+LAYERS = [(8, 2 / 8, 0.01), (6, 2 / 6, 0.0)]
+
+
+def test_finite_width_strict_namespace_reproduces_numpy():
+    ref = simulate_squared_norms(POOL, LAYERS, 4, 3, rng=2)
+    strict = simulate_squared_norms(POOL, LAYERS, 4, 3, backend="array_api_strict", rng=2)
+    np.testing.assert_allclose(strict, ref, rtol=1e-13, atol=0)
+    ref = simulate_pair(np.ones(5), np.arange(5.0), 16, 2 / 16, 0.01, 5, rng=1)
+    strict = simulate_pair(np.ones(5), np.arange(5.0), 16, 2 / 16, 0.01, 5, backend="array_api_strict", rng=1)
+    np.testing.assert_allclose(strict.inner, ref.inner, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(strict.cosine, ref.cosine, rtol=1e-13, atol=0)
+
+
+def test_finite_width_torch_agrees_in_distribution():
+    _torch()
+    s1, s2 = np.random.SeedSequence(8, spawn_key=(1,)), np.random.SeedSequence(8, spawn_key=(2,))
+    a = simulate_squared_norms(POOL, LAYERS, 400, 2, rng=s1)
+    t = simulate_squared_norms(POOL, LAYERS, 400, 2, backend="torch", rng=s2)
+    z = _z_means(a[:, 0, 1:], t[:, 0, 1:])  # layers 1 and 2 of each network's first input
+    assert np.all(np.abs(z) < Z_TOL), z
+    pa = simulate_pair(np.ones(5), np.arange(5.0), 16, 2 / 16, 0.01, 400, rng=s1)
+    pt = simulate_pair(np.ones(5), np.arange(5.0), 16, 2 / 16, 0.01, 400, backend="torch", rng=s2)
+    z = _z_means(np.stack([pa.inner, pa.cosine], 1), np.stack([pt.inner, pt.cosine], 1))
+    assert np.all(np.abs(z) < Z_TOL), z
+
+
+# --- jacobian (seed 003, Sec. 2.2.1) -----------------------------------------------------------
+
+
+def test_jacobian_strict_namespace_reproduces_numpy():
+    for weights in JACOBIAN_WEIGHTS:
+        ref = jacobian_singular_values("tanh", 1.05, 0.01, 3, 6, 2, weights, q=0.5, rng=1)
+        strict = jacobian_singular_values(
+            "tanh", 1.05, 0.01, 3, 6, 2, weights, q=0.5, rng=1, backend="array_api_strict"
+        )
+        np.testing.assert_allclose(strict, ref, rtol=1e-12, atol=0)
+    for kernel in JACOBIAN_CONV_KERNELS:
+        ref = conv_jacobian_singular_values("tanh", 1.05, 0.01, 3, 3, 5, 2, kernel, q=0.5, rng=1)
+        strict = conv_jacobian_singular_values(
+            "tanh", 1.05, 0.01, 3, 3, 5, 2, kernel, q=0.5, rng=1, backend="array_api_strict"
+        )
+        np.testing.assert_allclose(strict, ref, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_linear_orthogonal_cnn_jacobian_is_an_isometry(backend):
+    # dynamical isometry exactly (seed 003, Sec. 2.2.1): linear network, orthogonal kernels, sigma_w2 = 1
+    if backend == "torch":
+        _torch()
+    for kernel in ("orthogonal", "delta_orthogonal"):
+        s = conv_jacobian_singular_values("linear", 1.0, 0.0, 4, 3, 5, 2, kernel, q=0.5, rng=1, backend=backend)
+        np.testing.assert_allclose(s, 1.0, atol=1e-12)
+
+
+def test_jacobian_torch_agrees_in_distribution():
+    _torch()
+    s1, s2 = np.random.SeedSequence(9, spawn_key=(1,)), np.random.SeedSequence(9, spawn_key=(2,))
+    a = jacobian_singular_values("tanh", 1.5, 0.05, 3, 6, 300, "gaussian", q=0.5, rng=s1)
+    t = jacobian_singular_values("tanh", 1.5, 0.05, 3, 6, 300, "gaussian", q=0.5, rng=s2, backend="torch")
+    z = _z_means(a[:, [0, 2, 5]], t[:, [0, 2, 5]])
+    assert np.all(np.abs(z) < Z_TOL), z
+    a = conv_jacobian_singular_values("tanh", 1.5, 0.05, 2, 2, 5, 300, "orthogonal", q=0.5, rng=s1)
+    t = conv_jacobian_singular_values("tanh", 1.5, 0.05, 2, 2, 5, 300, "orthogonal", q=0.5, rng=s2, backend="torch")
+    z = _z_means(a[:, [0, 4, 9]], t[:, [0, 4, 9]])
+    assert np.all(np.abs(z) < Z_TOL), z

@@ -301,6 +301,7 @@ REGISTRY: list[Entry] = [
     E("backend.spawn_sequences", generator=R(Lazy(_generator)), n=I(3)),
     E("backend.substream", seed=I(0), skip={"key": "*key: integers appended to the SeedSequence's spawn key (seed is fuzzed)"}),
     E("backend.to_numpy", x=X(X25)),  # a copy to host memory, not a check: values pass through unchanged (docstring)
+    E("backend.svdvals", backend=BK(), x=A(X25)),
     # --- checks (messages name the argument by the ``name`` given: here the parameter's own name) --
     E("checks.as_float_array", x=A(X25), name=X("x")),
     E("checks.check_bool", flag=B(True), name=X("flag")),
@@ -573,9 +574,9 @@ REGISTRY: list[Entry] = [
       width=I(3), n_networks=I(2), rng=R(0)),
     E("validation.ntk.constnet_empirical_ntk", x=A(_rng.standard_normal((2, 4, 4, 1))), widths=IS([2, 4]), n_classes=I(3)),
     E("validation.simulators.jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(4),
-      n_networks=I(2), weights=CH("orthogonal"), q=F(0.5), rng=R(0)),
+      n_networks=I(2), weights=CH("orthogonal"), q=F(0.5), rng=R(0), backend=BK()),
     E("validation.simulators.conv_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(2),
-      size=I(4), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
+      size=I(4), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0), backend=BK()),
     E("validation.simulators.empirical_ntk", x=A(X25), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(2), width=I(4),
       n_networks=I(2), method=CH("numpy"), rng=R(0), backend=BK()),
     E("validation.simulators.empirical_conv_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
