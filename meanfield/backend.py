@@ -5,8 +5,8 @@ through the array-API namespace of ``array_api_compat.torch``; ``"array_api_stri
 on ``array_api_strict``, the minimal strict array-API namespace (CPU, for tests: any call outside
 the standard -- a NumPy-only function, an array method NumPy has and the standard lacks -- fails).
 Code written for every backend uses only the array-API standard on ``Backend.xp`` plus the
-helpers :func:`matrix_transpose`, :func:`astype` and :func:`diagonal` (which fall back to the
-NumPy / CuPy spellings).
+helpers :func:`matrix_transpose`, :func:`astype`, :func:`concat` and :func:`diagonal` (which fall
+back to the NumPy / CuPy spellings) and :func:`svdvals`.
 
 The weight samplers of :mod:`meanfield.init` (``backend=`` argument) and the Monte-Carlo
 simulators of :mod:`meanfield.validation.simulators` are written once against the array namespace
@@ -51,6 +51,7 @@ __all__ = [
     "Backend",
     "astype",
     "available_backends",
+    "concat",
     "diagonal",
     "get_backend",
     "matrix_transpose",
@@ -68,6 +69,12 @@ def matrix_transpose(xp: Any, x: Any) -> Any:
     """``x`` with its last two axes swapped (array API ``matrix_transpose``; ``swapaxes`` elsewhere)."""
     f = getattr(xp, "matrix_transpose", None)
     return f(x) if f is not None else xp.swapaxes(x, -1, -2)
+
+
+def concat(xp: Any, arrays: Any, axis: int = 0) -> Any:
+    """Join ``arrays`` along ``axis`` (array API ``concat``; ``concatenate`` elsewhere)."""
+    f = getattr(xp, "concat", None)
+    return f(list(arrays), axis=axis) if f is not None else xp.concatenate(list(arrays), axis=axis)
 
 
 def astype(xp: Any, x: Any, dtype: Any) -> Any:
@@ -155,6 +162,11 @@ class _TorchGenerator:
         t = self._torch
         return t.randint(low, high, self._shape(size), generator=self.generator, device=self.device)
 
+    def exponential(self, scale=1.0, size=None):
+        t = self._torch
+        out = t.empty(self._shape(size), dtype=t.float64, device=self.device)
+        return out.exponential_(1.0 / scale, generator=self.generator)
+
 
 class _HostGenerator:
     """A NumPy Generator whose draws are moved to an array namespace without a generator of its own
@@ -172,6 +184,9 @@ class _HostGenerator:
 
     def integers(self, low, high, size):
         return self.xp.asarray(self.numpy_generator.integers(low, high, size=size))
+
+    def exponential(self, scale=1.0, size=None):
+        return self.xp.asarray(self.numpy_generator.exponential(scale, size), dtype=self.xp.float64)
 
 
 #: Most children :func:`spawn_sequences` creates in one call (each is a Python object).

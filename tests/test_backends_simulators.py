@@ -19,13 +19,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from meanfield.validation.simulators import (
+    INPUT_KINDS,
     JACOBIAN_CONV_KERNELS,
     JACOBIAN_WEIGHTS,
+    ConstNet,
+    LeakyNet,
     conv_jacobian_singular_values,
     conv_kernels,
     empirical_conv_ntk,
     empirical_ntk,
+    empirical_variances,
     jacobian_singular_values,
+    layer_moments,
+    nonzero_fraction,
     simulate_conv,
     simulate_pair,
     simulate_squared_norms,
@@ -228,3 +234,87 @@ def test_jacobian_torch_agrees_in_distribution():
     t = conv_jacobian_singular_values("tanh", 1.5, 0.05, 2, 2, 5, 300, "orthogonal", q=0.5, rng=s2, backend="torch")
     z = _z_means(a[:, [0, 4, 9]], t[:, [0, 4, 9]])
     assert np.all(np.abs(z) < Z_TOL), z
+
+
+# --- kurtosis (seed 002) -----------------------------------------------------------------------
+
+X_DATA = np.random.default_rng(12).standard_normal((16, 6))
+
+
+@pytest.mark.parametrize("kind", INPUT_KINDS)
+def test_kurtosis_strict_namespace_reproduces_numpy(kind):
+    ref = layer_moments([4, 6, 6], 0.1, "gaussian", 3, kind, rng=0)
+    strict = layer_moments([4, 6, 6], 0.1, "gaussian", 3, kind, backend="array_api_strict", rng=0)
+    np.testing.assert_allclose(strict.m4, ref.m4, rtol=1e-13, atol=0)
+    for law, inp in (("gsm", "shared_sign"), ("uniform", "gaussian")):
+        ref = nonzero_fraction([4, 4, 4], law, 20, inp, rng=1)
+        strict = nonzero_fraction([4, 4, 4], law, 20, inp, backend="array_api_strict", rng=1)
+        np.testing.assert_array_equal(strict, ref)
+    for init in ("he", "gsm", "zero_star"):
+        kw = dict(depth=4, width=6, n_networks=3, rng=2, dtype="float64", engine="blas")
+        ref = empirical_variances(X_DATA, init, **kw)
+        strict = empirical_variances(X_DATA, init, backend="array_api_strict", **kw)
+        np.testing.assert_allclose(strict, ref, rtol=1e-12, atol=0)
+
+
+def test_kurtosis_torch_agrees_in_distribution():
+    _torch()
+    s1, s2 = np.random.SeedSequence(13, spawn_key=(1,)), np.random.SeedSequence(13, spawn_key=(2,))
+    a = layer_moments([6, 6, 6], 0.2, "gaussian", 400, "mixture", rng=s1)
+    t = layer_moments([6, 6, 6], 0.2, "gaussian", 400, "mixture", backend="torch", rng=s2)
+    z = _z_means(a.m4, t.m4)
+    assert np.all(np.abs(z) < Z_TOL), z
+    kw = dict(depth=3, width=6, n_networks=300, dtype="float64")
+    a = empirical_variances(X_DATA, "he", rng=s1, **kw)
+    t = empirical_variances(X_DATA, "he", backend="torch", rng=s2, **kw)
+    z = _z_means(a[:, 1:], t[:, 1:])
+    assert np.all(np.abs(z) < Z_TOL), z
+
+
+# --- ConstNet / LeakyNet forward and backward passes (seed 000) ---------------------------------
+
+X_IMG = np.random.default_rng(14).standard_normal((2, 8, 8, 3))
+HEAD = np.random.default_rng(15).standard_normal((4, 8)) * 0.3
+
+
+def _constnet_pass(backend, batchnorm, dropout):
+    net = ConstNet.initial((4, 8), 1, 3, 4, batchnorm=batchnorm, head=HEAD, backend=backend)
+    logits, feats = net.forward(X_IMG, dropout=dropout, rng=3, keep=True)
+    grads, betas = net.backward(net.backend.asarray(np.ones((2, 4))), keep=True)
+    return [to_numpy(logits)] + [to_numpy(f) for f in feats + betas] + [to_numpy(grads[k]) for k in sorted(grads)]
+
+
+@pytest.mark.parametrize("batchnorm", [False, True])
+def test_constnet_passes_on_strict_and_torch(batchnorm):
+    ref = _constnet_pass("numpy", batchnorm, 0.1)
+    for got, want in zip(_constnet_pass("array_api_strict", batchnorm, 0.1), ref):  # same masks: same numbers
+        np.testing.assert_allclose(got, want, rtol=0, atol=EXACT_ATOL)
+    _torch()
+    # no dropout: ConstNet's initialisation is deterministic, so PyTorch gives NumPy's numbers
+    ref = _constnet_pass("numpy", batchnorm, 0.0)
+    for got, want in zip(_constnet_pass("torch", batchnorm, 0.0), ref):
+        np.testing.assert_allclose(got, want, rtol=0, atol=EXACT_ATOL)
+
+
+def test_leakynet_passes_on_strict_and_torch():
+    x = X_IMG[:, 0]  # 1-D: (batch, positions, channels)
+    out = {}
+    for backend in ("numpy", "array_api_strict") + (("torch",) if _has_torch() else ()):
+        net = LeakyNet.initial(
+            list("I1I1"), 4, 3, 3, kernel_shape=(3,), slope=0.1, head=np.ones((3, 4)), backend=backend
+        )
+        logits = net.forward(x)
+        grads = net.backward(net.backend.asarray(np.ones((2, 3))))
+        out[backend] = [to_numpy(logits)] + [to_numpy(grads[k]) for k in sorted(grads)]
+    for backend in out:
+        for got, want in zip(out[backend], out["numpy"]):
+            np.testing.assert_allclose(got, want, rtol=0, atol=EXACT_ATOL)
+
+
+def _has_torch():
+    try:
+        import array_api_compat  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True

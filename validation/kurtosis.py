@@ -50,6 +50,10 @@ from meanfield.data import load_digits
 
 __all__ = ["FIG1_DEPTH", "FIG1_STREAM", "FIG1_THRESHOLD", "KAPPA_MAX", "fig1_variances", "run"]
 
+#: Backends every simulator of this module honours (:func:`meanfield.validation.runner.module_backend`);
+#: MetaInit's optimisation of the Fig. 1 start runs on the host (NumPy), its forward passes on the backend.
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
+
 #: Largest predicted kurtosis compared with Monte-Carlo (see the module notes on heavy tails).
 KAPPA_MAX = 30.0
 #: Depths at which the kurtosis recursion is compared.
