@@ -73,6 +73,8 @@ def test_module_backend_rule():
     used, note = module_backend(numpy_only, "torch")
     assert used == "numpy" and "validation.other" in note and "runs on NumPy" in note and "\n" not in note
     assert module_backend(numpy_only, "numpy") == ("numpy", None)
+    # run as `python -m meanfield.validation.NAME` the module is __main__: the notice names NAME
+    assert "validation.landscape:" in module_backend(types.ModuleType("__main__"), "torch", "landscape")[1]
 
 
 def test_figures_help_says_which_figures_run_on_numpy_only(capsys):

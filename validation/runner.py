@@ -286,17 +286,17 @@ def backend_description(backend: str) -> str:
     return f"backend {backend} (device cpu)"
 
 
-def module_backend(module, backend: str) -> tuple[str, str | None]:
+def module_backend(module, backend: str, name: str | None = None) -> tuple[str, str | None]:
     """The backend a comparison module runs on and, when it falls back to NumPy, the one-line reason.
 
     The rule: a module runs on ``backend`` when it lists it in its ``BACKENDS`` tuple (the
     backends every simulator it calls honours); otherwise it runs on NumPy and says so in one line
     (a module without ``BACKENDS`` is NumPy-only: it computes theory or trains with PyTorch's own
-    device handling).
+    device handling). ``name`` (default: the module's own) is the one the notice prints.
     """
     if backend == "numpy":
         return backend, None
-    name = getattr(module, "__name__", "?").rsplit(".", 1)[-1]
+    name = name or getattr(module, "__name__", "?").rsplit(".", 1)[-1]
     honoured = getattr(module, "BACKENDS", ("numpy",))
     if backend in honoured:
         return backend, None
@@ -432,7 +432,7 @@ def main_for(run, module_name: str, argv=None) -> int:
     if skip:
         print(f"validation.{name}: {skip}")
         return 0
-    used, note = module_backend(sys.modules.get(getattr(run, "__module__", ""), None), args.backend)
+    used, note = module_backend(sys.modules.get(getattr(run, "__module__", ""), None), args.backend, name)
     print(backend_description(args.backend) if note is None else note)
     t0 = time.perf_counter()
     with stack:
