@@ -344,8 +344,9 @@ def _trained_rows(full, seed):
     # Power, from the 8-network run of the previous engine (difference 0.008 +- 0.044, so a standard
     # deviation of 0.124 per network; the paper prints no effect size, the library's figure saw
     # 0.178 - 0.154 = 0.024): at 8 nets the power to reach z >= 1.645 is 14 %, and 80 % power needs
-    # ((1.645 + 0.842) * 0.124 / 0.024)^2 = 165 networks per architecture, ~13 min of Hessians on the
-    # shared 2-core machine (0.4 s each, 4 per network): not affordable here, so the row keeps 8
+    # ((1.645 + 0.842) * 0.124 / 0.024)^2 = 165 networks per architecture, 10-13 min on the shared
+    # 2-core machine (0.2-0.4 s per Hessian, 4 per network, benchmarks/symmetry_training.py, plus
+    # training): not affordable here, so the row keeps 8
     # networks and fails as underpowered (docs/papers/orhan2017.md); it was not re-sized after a run.
     members = 16 if full else 8
     hess = {}
