@@ -152,3 +152,14 @@ def test_skip_net_argument_errors():
         )
     with pytest.raises(ValueError, match="skips"):
         TR.init_parameters(T.SkipNet("residual", 2, 4, skips=lambda r: np.eye(3)), (5,), 3, rng=0)
+
+
+def test_path_residual_is_residual_with_a_matrix_of_ones():
+    """Sec. 2.2's path-residual net = residual with Q_l = 1 1^T / width (same stream: same weights and
+    batches); the two forward passes differ only in summation order (float32)."""
+    data = _data()
+    kw = {"data": data, "steps": 10, "batch_size": 30, "lr": 1e-2, "optimizer": "adam", "rng": 4}
+    a = TR.train_ensemble(T.SkipNet("path_residual", 3, 4), 2, **kw)
+    b = TR.train_ensemble(T.SkipNet("residual", 3, 4, skips=lambda r: np.full((4, 4), 0.25)), 2, **kw)
+    np.testing.assert_allclose(a.train_loss, b.train_loss, rtol=1e-4)
+    assert not np.allclose(a.train_loss, TR.train_ensemble(T.SkipNet("plain", 3, 4), 2, **kw).train_loss)

@@ -10,6 +10,8 @@ the recorded curves) trains the skip networks of seed 004 Sec. 2.4:
 - plain (eq. 24): ``x_{l+1} = relu(W_l x_l + b_l + c_l)``,
 - residual (eq. 25): ``... + Q_l x_l``,
 - hyper-residual (eq. 26): ``... + Q_l x_l + [P_{l-1} x_{l-1} + ... + P_1 x_1] / (l - 1)``,
+- path-residual (Sec. 2.2, Fig. 3d): ``... + 1 1^T x_l / width`` (every unit receives the mean of
+  the previous layer; the same as residual with ``Q_l = 1 1^T / width``),
 
 and a linear read-out ``W_out x_{depth+1} + b_out``. ``c_l = a l + b`` is an untrained constant
 bias profile (Sec. 2.4.3); ``bias_reg = (sigma, strength)`` adds ``strength sum_l ||b_l - b*_l||^2``
@@ -49,8 +51,9 @@ from . import training as _training
 
 __all__ = ["ARCHITECTURES", "SkipNet"]
 
-#: Architectures of eqs. 24-26.
-ARCHITECTURES = ("plain", "residual", "hyper_residual")
+#: Architectures of eqs. 24-26, and the path-residual net of Sec. 2.2 (Fig. 3d: skip matrix of
+#: ones, here divided by the width as in :func:`meanfield.pytorch.path_residual_mlp`).
+ARCHITECTURES = ("plain", "residual", "hyper_residual", "path_residual")
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ class SkipNet(Result):
 
     Attributes
     ----------
-    architecture : {"plain", "residual", "hyper_residual"}
+    architecture : {"plain", "residual", "hyper_residual", "path_residual"}
     depth : int
         Hidden skip layers (1 to 1,000; the paper: 30).
     width : int
@@ -119,9 +122,9 @@ class SkipNet(Result):
             v = getattr(self, name)
             if v is not None and not callable(v):
                 raise TypeError(f"{name} must be None or a callable, got {type(v).__name__}")
-        if self.architecture == "plain" and (self.skips is not None or self.long_skips is not None):
+        if self.architecture in ("plain", "path_residual") and (self.skips is not None or self.long_skips is not None):
             raise ValueError(
-                "skips and long_skips apply to the residual and hyper-residual architectures, not to 'plain'"
+                f"skips and long_skips apply to the residual and hyper-residual architectures, not to {self.architecture!r}"
             )
         if self.architecture == "residual" and self.long_skips is not None:
             raise ValueError("long_skips applies to the hyper-residual architecture only (eq. 26)")
@@ -280,7 +283,9 @@ class SkipModel:
                 var = pre.var(dim=1, unbiased=False, keepdim=True)
                 pre = (pre - mu) / torch.sqrt(var + 1e-5)
             new = torch.relu(pre)
-            if net.architecture != "plain":
+            if net.architecture == "path_residual":
+                new = new + h.mean(dim=-1, keepdim=True)
+            elif net.architecture != "plain":
                 new = new + (h if q is None else torch.bmm(h, q[:, idx].transpose(1, 2)))
             if net.architecture == "hyper_residual" and idx >= 1:
                 longs = p if p is not None else q

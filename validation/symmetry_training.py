@@ -8,6 +8,7 @@ reference of the hidden stack, and a test checks the two agree):
 - plain (eq. 24): ``x_{l+1} = relu(W_l x_l + b_l + c_l)``,
 - residual (eq. 25): ``... + Q_l x_l``,
 - hyper-residual (eq. 26): ``... + Q_l x_l + [P_{l-1} x_{l-1} + ... + P_1 x_1] / (l - 1)``,
+- path-residual (Sec. 2.2, Fig. 3d): ``... + 1 1^T x_l / width``,
 
 with ``c_l = a l + b`` an optional untrained constant bias profile (Sec. 2.4.3, Fig. 12), and a
 linear read-out ``W_out x_{depth+1} + b_out`` trained with softmax cross-entropy and Adam. The
@@ -49,7 +50,7 @@ from ._skip_nets import SkipModel, SkipNet, pack
 
 __all__ = ["SkipNet", "SkipTrainingResult", "rescaled_accuracy_ratio", "train_skip_ensemble"]
 
-ARCHITECTURES = ("plain", "residual", "hyper_residual")
+ARCHITECTURES = ("plain", "residual", "hyper_residual", "path_residual")
 #: Largest Adam learning rate (Adam's steps are ~lr per parameter; far above it nothing trains and
 #: float32 overflows).
 MAX_LR = 10.0
@@ -231,7 +232,8 @@ def train_skip_ensemble(
 
     Parameters
     ----------
-    architecture : {"plain", "residual", "hyper_residual"}
+    architecture : {"plain", "residual", "hyper_residual", "path_residual"}
+        ``"path_residual"``: Sec. 2.2's skip matrix of ones divided by the width (Fig. 3d).
     x_train : array_like, shape (n, d)
     y_train : array_like of int, shape (n,)
     x_test, y_test : array_like, optional
@@ -314,8 +316,10 @@ def train_skip_ensemble(
     sigma_w2 = check_scalar(sigma_w2, "sigma_w2")
     if not sigma_w2 > 0:
         raise ValueError(f"sigma_w2 must be > 0, got {sigma_w2}")
-    if architecture == "plain" and (skips is not None or long_skips is not None):
-        raise ValueError("skips and long_skips apply to the residual and hyper-residual architectures, not to 'plain'")
+    if architecture in ("plain", "path_residual") and (skips is not None or long_skips is not None):
+        raise ValueError(
+            f"skips and long_skips apply to the residual and hyper-residual architectures, not to {architecture!r}"
+        )
     if architecture == "residual" and long_skips is not None:
         raise ValueError("long_skips applies to the hyper-residual architecture only (eq. 26)")
     if constant_bias is not None:
