@@ -908,7 +908,9 @@ def train_ensemble(
         in its random stream). A list trains ``n_networks`` networks of each in one ensemble (one
         set of batched kernels: cheaper than one call per net); its nets must share the
         architecture (depth, width / channels, activation, ...) and may differ in ``init``,
-        ``sigma_w2``, ``sigma_b2`` and ``v``.
+        ``sigma_w2``, ``sigma_b2`` and ``v``. Registered families are accepted too: seed 004's
+        :class:`meanfield.validation.symmetry_training.SkipNet` (Adam's or SGD's update of its
+        fixed skip matrices is zero; a per-network bias penalty is added to the loss).
     n_networks : int
         Networks per net, ``1 <= n_networks <= 65,536`` (and ``n_networks * len(nets) * n_params
         <= 2^28``).
