@@ -592,6 +592,13 @@ REGISTRY: list[Entry] = [
     E("validation.training.init_parameters", net=X(Lazy(_dense_net)), input_shape=SH((1, 5)), n_classes=I(3), rng=R(0)),
     E("validation.training.ensemble_forward", net=X(Lazy(_dense_net)), parameters=X(Lazy(_dense_params)),
       x=A(_rng.standard_normal((2, 3, 1, 5))), dtype=CH("float64")),
+    E("validation.symmetry_training.SkipNet", architecture=CH("residual"), depth=I(2), width=I(4), sigma_w2=F(1.0),
+      bias_init_sigma=F(0.1), batchnorm_layer=I(0),
+      skip={"skips": "a callable rng -> (width, width) matrix factory (TypeError for non-callables, tested in test_skip_nets)",
+            "long_skips": "as skips", "monitor": "a measurement callable (TypeError for non-callables)",
+            "constant_bias": "a pair of floats, each checked by check_scalar (tested in test_skip_nets)",
+            "bias_reg": "a pair of floats in [0, 1e6], each checked by check_scalar (tested in test_skip_nets)"},
+      none_ok=("bias_init_sigma", "batchnorm_layer")),
 ]
 
 # fmt: on
