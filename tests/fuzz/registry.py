@@ -329,7 +329,7 @@ REGISTRY: list[Entry] = [
     E("dense.phase_diagram", activation=ACT("tanh"), sigma_w2=A([1.0, 2.0]), sigma_b2=A([0.0, 0.1]), degree=I(100)),
     E("dense.propagate", cov0=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(3), degree=I(100)),
     E("dense.propagate_log", cov0=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(3), degree=I(100)),
-    E("dense.backward_variance", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(5), q0=F(1.0), log=B(False), degree=I(100)),
+    E("dense.backward_variance", q0=F(1.0), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(5), log=B(False), degree=I(100)),
     E("dense.input_covariance", x=A(X25), sigma_w2=F(1.5), sigma_b2=F(0.05)),
     # --- conv -------------------------------------------------------------------------------
     E("conv.average", cov=A(COV4), v=A(V3), shape=SH(4)),
