@@ -511,16 +511,30 @@ def test_validation_landscape_rows_pass():
     from meanfield.validation import landscape as V
 
     # the default run at reduced size: 2 targets instead of 3, 5 rescaled nets instead of 20
-    rows = (
-        V._landscape_rows(2, 5, 0)
-        + V._bias_rows(1, 5, 0)
-        + V._exact_rows(0)
-        + V._rescaling_rows(5, 0)
-        + V._mode_rows(0)
-    )
+    rows = V.untrained_rows(n_targets=2, grid=5, n_nets=5, seed=0)
     assert len(rows) >= 20
     failed = [r.name for r in rows if not r.passed]
     assert not failed, failed
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"n_targets": 0}, ValueError),
+        ({"n_targets": 2.0}, TypeError),
+        ({"grid": 1}, ValueError),
+        ({"grid": 10**6}, ValueError),
+        ({"n_nets": True}, TypeError),
+        ({"n_nets": 1j}, TypeError),
+        ({"seed": -1}, ValueError),
+        ({"seed": "0"}, TypeError),
+    ],
+)
+def test_validation_untrained_rows_checks_its_arguments(kwargs, error):
+    from meanfield.validation import landscape as V
+
+    with pytest.raises(error, match=next(iter(kwargs))):
+        V.untrained_rows(**kwargs)
 
 
 @pytest.mark.slow
@@ -593,8 +607,8 @@ def deadline(seconds=HANG_LIMIT_S):
 
 @pytest.fixture
 def small_flow_budget(monkeypatch):
-    # the integrator reads the limit from the submodule that defines it (the package re-exports a copy)
-    monkeypatch.setattr(L._common, "MAX_FLOW_EVALUATIONS", TEST_FLOW_EVALUATIONS)
+    # the integrator reads the limit from the public package at each call
+    monkeypatch.setattr(L, "MAX_FLOW_EVALUATIONS", TEST_FLOW_EVALUATIONS)
 
 
 NOT_BOOLS = ["yes", None, np.nan, [True], 1]
@@ -1085,9 +1099,9 @@ def test_landscape_is_a_package_of_one_concept_per_private_submodule():
         assert isinstance(getattr(L, name), (int, float)) and name not in L.__all__
 
 
-def test_flow_budget_is_read_from_the_submodule(monkeypatch):
-    """The evaluation budget the integrator obeys is meanfield.landscape._common.MAX_FLOW_EVALUATIONS."""
-    monkeypatch.setattr(L._common, "MAX_FLOW_EVALUATIONS", 5)
+def test_flow_budget_is_read_from_the_package(monkeypatch):
+    """The evaluation budget the integrator obeys is the public meanfield.landscape.MAX_FLOW_EVALUATIONS."""
+    monkeypatch.setattr(L, "MAX_FLOW_EVALUATIONS", 5)
     with pytest.raises(ValueError, match="more than 5 .MAX_FLOW_EVALUATIONS."):
         L.mode_flow([0.1, 0.2], 2.0, np.linspace(0, 5, 11))
 

@@ -475,9 +475,31 @@ def test_subnetwork_counts_refuse_sizes_that_cannot_be_computed(args):
 import dataclasses  # noqa: E402
 import doctest  # noqa: E402
 import inspect  # noqa: E402
+import types  # noqa: E402
 import typing  # noqa: E402
 
-from meanfield.init import _symmetry as init_symmetry  # noqa: E402
+#: The symmetric initialisations of :mod:`meanfield.init` (seed 000: ConstNet / LeakyNet weights), by
+#: their public names: the module they live in is private to the ``meanfield.init`` package.
+INIT_SYMMETRY_NAMES = (
+    "ConstNetInit",
+    "averaging_conv",
+    "channel_matrix",
+    "constnet",
+    "delta_kernel",
+    "leakynet",
+    "looks_linear_delta_orthogonal",
+)
+init_symmetry = types.SimpleNamespace(
+    __name__="meanfield.init (symmetric initialisations)",
+    __all__=list(INIT_SYMMETRY_NAMES),
+    **{name: getattr(init, name) for name in INIT_SYMMETRY_NAMES},
+)
+
+
+def test_init_symmetry_names_are_all_one_module():
+    """The list above is the whole family: every public name of the module that defines ``constnet``."""
+    module = inspect.getmodule(init.constnet)
+    assert sorted(module.__all__) == sorted(INIT_SYMMETRY_NAMES)
 
 
 def test_leaky_slope_is_called_slope_everywhere():
@@ -597,7 +619,15 @@ def test_public_functions_have_complete_type_hints(module):
 @pytest.mark.parametrize("module", [symmetry, init_symmetry], ids=lambda m: m.__name__)
 def test_docstring_examples_pass(module):
     """Packaging issue: the modules' >>> examples run (python -m pytest --doctest-modules)."""
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
+    if inspect.ismodule(module):
+        result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
+    else:  # public names of a private module: their docstrings, run in their defining module's globals
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            for test in doctest.DocTestFinder().find(obj, name, module=inspect.getmodule(obj)):
+                runner.run(test)
+        result = runner.summarize(verbose=False)
     assert result.attempted > 0 and result.failed == 0
 
 
