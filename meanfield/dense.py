@@ -1398,11 +1398,11 @@ def _log_chi1_along(act, sigma_w2, log_q, degree):
 
 
 def backward_variance(
+    q0: float,
     activation: str | Activation,
     sigma_w2: float,
     sigma_b2: float,
     depth: int,
-    q0: float,
     log: bool = False,
     degree: int = DEFAULT_DEGREE,
 ) -> np.ndarray:
@@ -1417,15 +1417,15 @@ def backward_variance(
 
     Parameters
     ----------
+    q0 : float
+        Pre-activation variance of layer 1 (>= 0, finite); ``q^{l+1} = qmap(q^l)`` (carried on a
+        log scale: any depth). The state comes first, as in :func:`qmap` and :func:`propagate`.
     activation : str or Activation
         A built-in activation.
     sigma_w2, sigma_b2 : float
         Variances (>= 0), scalars.
     depth : int
         L, the number of layers (1 <= L <= MAX_DEPTH + 1).
-    q0 : float
-        Pre-activation variance of layer 1 (>= 0, finite); ``q^{l+1} = qmap(q^l)`` (carried on a
-        log scale: any depth).
     log : bool
         Return the natural log of the ratio (never overflows or underflows).
     degree : int

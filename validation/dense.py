@@ -70,7 +70,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
             sw = float(dense.critical_sigma_w2(name, sb))
         cov0 = dense.input_covariance(x, sw, sb)
         theory = dense.propagate(cov0, name, sw, sb, depth)
-        grad_theory = dense.backward_variance(name, sw, sb, depth + 1, float(np.mean(np.diag(cov0))))
+        grad_theory = dense.backward_variance(float(np.mean(np.diag(cov0))), name, sw, sb, depth + 1)
         sims = [
             simulate_dense(
                 x, name, sw, sb, depth, n, n_networks, gradients=True, backend=backend, rng=substream(seed, 1, k, j)

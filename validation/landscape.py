@@ -23,6 +23,8 @@ Rows:
   accuracy under rescaling while residual nets lose it (Fig. 2c), orthogonal skips train better
   than folded or non-orthogonal ones (Figs. 9-10). Statistics and tolerances in
   :func:`_trained_rows`.
+
+:func:`untrained_rows` gives the rows that need no training at a chosen size (what the tests run).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from meanfield import landscape as L
 from .report import Comparison, mean_and_stderr
 from .runner import check_run_arguments, main_for, progress
 
-__all__ = ["run"]
+__all__ = ["run", "untrained_rows"]
 
 #: Paper's local-minimum counts (Sec. 2.2) of the 2^23-configuration landscapes.
 PAPER_COUNTS = {"plain": 3.2e6, "path_residual": 505e3, "residual": 140e3, "hyper_residual": 54}
@@ -236,13 +238,67 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     """
     backend, full, seed = check_run_arguments(backend, full, seed)
     n_targets, grid, n_nets = (10, 10, 100) if full else (3, 5, 20)
+    rows = untrained_rows(n_targets, grid, n_nets, seed)
+    rows += _trained_rows(full, seed)
+    return rows
+
+
+def untrained_rows(n_targets: int = 3, grid: int = 5, n_nets: int = 20, seed: int = 0) -> list[Comparison]:
+    """The rows of :func:`run` that need no training (and no ``torch``), at a size of one's choice.
+
+    Landscape orderings (Fig. 4), the biased landscapes (Fig. S1), the enumerator against brute
+    force, the rescaling symmetry and the mode-strength flows (Fig. 6b): the first six items of the
+    module notes, in that order. :func:`run` uses ``(3, 5, 20)`` by default and ``(10, 10, 100)``
+    with ``full=True``; tests use smaller sizes.
+
+    Parameters
+    ----------
+    n_targets : int
+        Random regression targets (tasks) per landscape comparison, ``1 <= n_targets <= 1000``.
+    grid : int
+        Side of the input grid of each task (``grid**2`` inputs), ``2 <= grid <= 32``.
+    n_nets : int
+        Random networks of the rescaling check, ``1 <= n_nets <= 10_000``.
+    seed : int
+        Base seed of the random streams (``>= 0``).
+
+    Returns
+    -------
+    list of Comparison
+        One row per prediction: theory, estimate, standard error, verdict.
+
+    Raises
+    ------
+    ValueError
+        An argument outside its range.
+    TypeError
+        A bool, float, complex number or string where an int is expected.
+
+    Notes
+    -----
+    Seed 004 (Orhan 2017), Sec. 2.2 (Fig. 4), Supp. Fig. S1, eq. 1-4 (the binary networks),
+    Sec. 3 (rescaling symmetry) and eqs. 21-23 (Fig. 6b).
+    """
+    n_targets = _count(n_targets, "n_targets", 1, 1000)
+    grid = _count(grid, "grid", 2, 32)
+    n_nets = _count(n_nets, "n_nets", 1, 10_000)
+    seed = _count(seed, "seed", 0, None)
     rows = _landscape_rows(n_targets, grid, seed)
     rows += _bias_rows(n_targets, grid, seed)
     rows += _exact_rows(seed)
     rows += _rescaling_rows(n_nets, seed)
     rows += _mode_rows(seed)
-    rows += _trained_rows(full, seed)
     return rows
+
+
+def _count(n: object, name: str, minimum: int, maximum: int | None) -> int:
+    """An int (not a bool, float or complex) in ``[minimum, maximum]``."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {n!r}")
+    if n < minimum or (maximum is not None and n > maximum):
+        upper = "" if maximum is None else f" and <= {maximum}"
+        raise ValueError(f"{name} must be >= {minimum}{upper}, got {n}")
+    return int(n)
 
 
 #: Rounding bound of exact Hessian identities (float64 autodiff of ~100 parameters, relative to the

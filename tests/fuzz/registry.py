@@ -329,7 +329,7 @@ REGISTRY: list[Entry] = [
     E("dense.phase_diagram", activation=ACT("tanh"), sigma_w2=A([1.0, 2.0]), sigma_b2=A([0.0, 0.1]), degree=I(100)),
     E("dense.propagate", cov0=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(3), degree=I(100)),
     E("dense.propagate_log", cov0=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(3), degree=I(100)),
-    E("dense.backward_variance", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(5), q0=F(1.0), log=B(False), degree=I(100)),
+    E("dense.backward_variance", q0=F(1.0), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(5), log=B(False), degree=I(100)),
     E("dense.input_covariance", x=A(X25), sigma_w2=F(1.5), sigma_b2=F(0.05)),
     # --- conv -------------------------------------------------------------------------------
     E("conv.average", cov=A(COV4), v=A(V3), shape=SH(4)),
@@ -376,6 +376,8 @@ REGISTRY: list[Entry] = [
     E("init.looks_linear_delta_orthogonal", n=I(4), kernel_shape=SH((3, 3)), sigma_w2=F(1.0), rng=R(0)),
     E("init.gradient_quotient", weights=MATS(GQ_WEIGHTS), x=A(X53), targets=A(np.array([0, 1, 0, 1, 1])), slope=F(0.0), eps=F(1e-5),
       loss=CH("cross_entropy"), biases=B(False)),
+    E("init.gradient_quotient_gradient", weights=MATS(GQ_WEIGHTS), x=A(X53), targets=A(np.array([0, 1, 0, 1, 1])), slope=F(0.0),
+      eps=F(1e-5), loss=CH("cross_entropy"), biases=B(False)),
     E("init.metainit", weights=MATS(MI_WEIGHTS), slope=F(0.0), steps=I(2), lr=F(0.1), momentum=F(0.9), eps=F(1e-5), batch_size=I(4),
       loss=CH("cross_entropy"), biases=B(False), eval_batches=I(1), rng=R(0)),
     E("init.conv_singular_values", kernel=A(KERNEL_1D), spatial_shape=SH(4)),
@@ -628,6 +630,7 @@ NOT_FUZZED: dict[str, str] = {
         "finite_width.TransitionKernel",
         "finite_width.CriticalExponents",
         "init.ConstNetInit",
+        "init.GradientQuotient",
         "init.MetaInitResult",
         "kurtosis.EmpiricalVarianceDistribution",
         "kurtosis.InputStatistics",
@@ -668,6 +671,18 @@ for _mod in ("conv", "dense", "finite_width", "kurtosis", "landscape", "symmetry
         "sizes); run by `meanfield validate` and its tests, its arguments checked by validation.runner"
     )
 NOT_FUZZED["validation.conv.isometry_rows"] = "rows of validation.conv.run (simulates networks for seconds); run there"
+NOT_FUZZED["validation.kurtosis.fig1_rows"] = (
+    "rows of validation.kurtosis.run (simulates >= 1,000 networks and MetaInit, tens of seconds); its arguments "
+    "are checked by validation.runner.check_run_arguments; run by tests/test_grzejdziak2023.py"
+)
+NOT_FUZZED["validation.kurtosis.variance_rows"] = (
+    "rows of validation.kurtosis.run (draws 40,000 samples per row, seconds); its arguments are checked by "
+    "validation.runner.check_run_arguments; run by tests/test_grzejdziak2023.py"
+)
+NOT_FUZZED["validation.landscape.untrained_rows"] = (
+    "rows of validation.landscape.run (exhaustive binary landscapes, tens of seconds); its argument checks are "
+    "tested in tests/test_landscape.py (test_validation_untrained_rows_checks_its_arguments)"
+)
 NOT_FUZZED["validation.finite_width.eigen_rows"] = (
     "rows of validation.finite_width.run (seconds of quadrature); run there"
 )
