@@ -54,10 +54,18 @@ RESCALE_BROKEN = 0.05
 ORDER = ["plain", "path_residual", "residual", "hyper_residual"]
 
 
-def _landscape_rows(n_targets, grid, seed):
+def _untrained_streams(seed, n_targets):
+    """Independent streams of the untrained rows, spawned from ``seed`` (child 0 of the module's
+    ``SeedSequence(seed).spawn(6)``; children 1-4 drive the trained rows): one ``(task, biases)``
+    pair per target, then the enumerator, rescaling and mode-flow streams."""
+    targets, exact, rescaling, modes = np.random.SeedSequence(seed).spawn(6)[0].spawn(4)
+    return [t.spawn(2) for t in targets.spawn(n_targets)], exact, rescaling, modes
+
+
+def _landscape_rows(n_targets, grid, streams):
     stats = {a: {"minima": [], "walk": [], "basin": []} for a in ORDER}
     for k in progress(range(n_targets), desc="landscapes"):
-        task = L.regression_task(grid_size=grid, rng=seed + k)
+        task = L.regression_task(grid_size=grid, rng=streams[k][0])
         for arch in ORDER:
             r = L.binary_landscape(arch, task.inputs, task.targets)
             stats[arch]["minima"].append(r.n_local_minima)
@@ -98,7 +106,7 @@ def _landscape_rows(n_targets, grid, seed):
     return rows
 
 
-def _bias_rows(n_targets, grid, seed):
+def _bias_rows(n_targets, grid, streams):
     """Fig. S1 (fixed N(0, 1) biases): plain keeps the most local minima, hyper-residual the fewest.
 
     The path-residual / residual order is not robust with biases (reversed for 1 of 4 targets we
@@ -107,8 +115,8 @@ def _bias_rows(n_targets, grid, seed):
     most = fewest = 0
     notes = []
     for k in progress(range(n_targets), desc="landscapes with biases"):
-        task = L.regression_task(grid_size=grid, rng=seed + k)
-        b = np.random.default_rng(seed + k + 1).standard_normal((6, 2))
+        task = L.regression_task(grid_size=grid, rng=streams[k][0])  # the targets of _landscape_rows
+        b = np.random.default_rng(streams[k][1]).standard_normal((6, 2))
         counts = {a: L.binary_landscape(a, task.inputs, task.targets, biases=b).n_local_minima for a in ORDER}
         most += max(counts, key=counts.get) == "plain"
         fewest += min(counts, key=counts.get) == "hyper_residual"
@@ -146,8 +154,8 @@ def _brute_force_count(arch, x, t, n_layers):
     return minima
 
 
-def _exact_rows(seed):
-    task = L.regression_task(grid_size=4, rng=seed + 100)
+def _exact_rows(stream):
+    task = L.regression_task(grid_size=4, rng=stream)
     rows = []
     for arch in ORDER:
         r = L.binary_landscape(arch, task.inputs, task.targets, n_layers=4)
@@ -156,8 +164,8 @@ def _exact_rows(seed):
     return rows
 
 
-def _rescaling_rows(n_nets, seed):
-    rng = np.random.default_rng(seed + 200)
+def _rescaling_rows(n_nets, stream):
+    rng = np.random.default_rng(stream)
     n, depth = 32, 10
     dev = {a: [] for a in ("plain", "residual", "hyper_residual")}
     for _ in range(n_nets):
@@ -191,8 +199,8 @@ def _rescaling_rows(n_nets, seed):
     return rows
 
 
-def _mode_rows(seed):
-    rng = np.random.default_rng(seed + 300)
+def _mode_rows(stream):
+    rng = np.random.default_rng(stream)
     a0 = rng.normal(0, 0.1, 9)
     s = 3.0
     t = np.linspace(0, 5, 51)
@@ -283,11 +291,12 @@ def untrained_rows(n_targets: int = 3, grid: int = 5, n_nets: int = 20, seed: in
     grid = _count(grid, "grid", 2, 32)
     n_nets = _count(n_nets, "n_nets", 1, 10_000)
     seed = _count(seed, "seed", 0, None)
-    rows = _landscape_rows(n_targets, grid, seed)
-    rows += _bias_rows(n_targets, grid, seed)
-    rows += _exact_rows(seed)
-    rows += _rescaling_rows(n_nets, seed)
-    rows += _mode_rows(seed)
+    targets, exact, rescaling, modes = _untrained_streams(seed, n_targets)
+    rows = _landscape_rows(n_targets, grid, targets)
+    rows += _bias_rows(n_targets, grid, targets)
+    rows += _exact_rows(exact)
+    rows += _rescaling_rows(n_nets, rescaling)
+    rows += _mode_rows(modes)
     return rows
 
 
