@@ -76,7 +76,7 @@ from .kurtosis import (
     simulate_conv_moments,
     simulate_residual_moments,
 )
-from .ntk import NTK_METHODS, empirical_conv_ntk, empirical_ntk
+from .ntk import NTK_METHODS, empirical_conv_ntk, empirical_ntk, empirical_periodic_cnn_ntk
 from .symmetry import (
     ConstNet,
     LeakyNet,
@@ -118,6 +118,7 @@ __all__ = [
     "conv_jacobian_singular_values",
     "conv_kernels",
     "empirical_conv_ntk",
+    "empirical_periodic_cnn_ntk",
     "empirical_ntk",
     "empirical_variances",
     "jacobian_singular_values",
