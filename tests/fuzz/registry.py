@@ -580,6 +580,7 @@ REGISTRY: list[Entry] = [
       n_networks=I(2), method=CH("numpy"), rng=R(0)),
     E("validation.simulators.empirical_conv_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
       width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
+    E("validation.kurtosis_conv.conv_pair_moments", n_networks=I(4), rng=R(0), chunk=I(3)),
     E("validation.simulators.empirical_periodic_cnn_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3),
       depth=I(2), width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
     E("validation.simulators.simulate_conv_moments", channels=I(2), kernel_size=I(3), positions=I(4), depth=I(2), n_networks=I(4), slope=F(0.1),
@@ -663,6 +664,7 @@ for _mod in ("conv", "dense", "finite_width", "kurtosis", "landscape", "symmetry
         "a whole theory-vs-simulation comparison (seconds to minutes a call; full=True runs the paper's "
         "sizes); run by `meanfield validate` and its tests, its arguments checked by validation.runner"
     )
+NOT_FUZZED["validation.kurtosis_conv.run"] = NOT_FUZZED["validation.conv.run"]
 NOT_FUZZED["validation.ntk.conv_mode_rows"] = "rows of validation.ntk.run (simulates networks for seconds); run there"
 NOT_FUZZED["validation.conv.isometry_rows"] = "rows of validation.conv.run (simulates networks for seconds); run there"
 NOT_FUZZED["validation.finite_width.eigen_rows"] = (
