@@ -576,6 +576,8 @@ REGISTRY: list[Entry] = [
       n_networks=I(2), weights=CH("orthogonal"), q=F(0.5), rng=R(0)),
     E("validation.simulators.conv_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(2),
       size=I(4), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
+    E("validation.simulators.conv2d_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2),
+      width=I(2), shape=SH((3, 3)), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
     E("validation.simulators.empirical_ntk", x=A(X25), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(2), width=I(4),
       n_networks=I(2), method=CH("numpy"), rng=R(0)),
     E("validation.simulators.empirical_conv_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
@@ -665,6 +667,9 @@ for _mod in ("conv", "dense", "finite_width", "kurtosis", "landscape", "symmetry
         "sizes); run by `meanfield validate` and its tests, its arguments checked by validation.runner"
     )
 NOT_FUZZED["validation.kurtosis_conv.run"] = NOT_FUZZED["validation.conv.run"]
+NOT_FUZZED["validation.spectra.conv2d_rows"] = (
+    "rows of validation.spectra.run (simulates networks for seconds); run there"
+)
 NOT_FUZZED["validation.ntk.conv_mode_rows"] = "rows of validation.ntk.run (simulates networks for seconds); run there"
 NOT_FUZZED["validation.conv.isometry_rows"] = "rows of validation.conv.run (simulates networks for seconds); run there"
 NOT_FUZZED["validation.finite_width.eigen_rows"] = (

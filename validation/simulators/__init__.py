@@ -58,6 +58,7 @@ from .finite_width import PairSimulation, simulate_pair, simulate_squared_norms
 from .jacobian import (
     JACOBIAN_CONV_KERNELS,
     JACOBIAN_WEIGHTS,
+    conv2d_jacobian_singular_values,
     conv_jacobian_singular_values,
     jacobian_singular_values,
 )
@@ -115,11 +116,12 @@ __all__ = [
     "ReplicatedFeatureResult",
     "TrainingRecord",
     "activation_fn",
+    "conv2d_jacobian_singular_values",
     "conv_jacobian_singular_values",
     "conv_kernels",
     "empirical_conv_ntk",
-    "empirical_periodic_cnn_ntk",
     "empirical_ntk",
+    "empirical_periodic_cnn_ntk",
     "empirical_variances",
     "jacobian_singular_values",
     "layer_moments",
