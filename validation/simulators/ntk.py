@@ -289,7 +289,7 @@ def empirical_periodic_cnn_ntk(
 
     Parameters
     ----------
-    x : array_like, shape (D, *spatial, c0)
+    x : array_like, shape ``(D, *spatial, c0)``
         Inputs with 1 or 2 periodic spatial axes.
     activation : str or Activation
     sigma_w2, sigma_b2 : float
