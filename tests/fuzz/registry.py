@@ -698,6 +698,7 @@ for _name in [
     "landscape.HessianSpectrum",
     "landscape.LandscapeCensus",
     "landscape.SingularityMeasures",
+    "ntk.ConvNTKFixedPoint",
     "ntk.NTKFixedPoint",
     "ntk.NTKPropagation",
     "ntk.NTKStep",
