@@ -562,6 +562,7 @@ REGISTRY: list[Entry] = [
       shape=SH(5), degree=I(50)),
     E("ntk.propagate_conv_ntk", cov0=A(Lazy(_mi_cov)), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
       shape=SH(5), degree=I(50)),
+    E("ntk.conv_ntk_fixed_point", activation=ACT("tanh"), sigma_w2=F(0.8), sigma_b2=F(0.05), v=A(V3), shape=SH(5), degree=I(50)),
     E("parallel.chunk_ranges", n=I(10), chunk_size=I(3)),
     E("parallel.chunk_streams", rng=R(0), n_chunks=I(3)),
     E("spectra.derivative_law", activation=ACT("tanh"), q=F(0.5), n_atoms=I(200)),
@@ -577,10 +578,15 @@ REGISTRY: list[Entry] = [
       n_networks=I(2), weights=CH("orthogonal"), q=F(0.5), rng=R(0)),
     E("validation.simulators.conv_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(2),
       size=I(4), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
+    E("validation.simulators.conv2d_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2),
+      width=I(2), shape=SH((3, 3)), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
     E("validation.simulators.empirical_ntk", x=A(X25), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(2), width=I(4),
       n_networks=I(2), method=CH("numpy"), rng=R(0)),
     E("validation.simulators.empirical_conv_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
       width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
+    E("validation.kurtosis_conv.conv_pair_moments", n_networks=I(4), rng=R(0), chunk=I(3)),
+    E("validation.simulators.empirical_periodic_cnn_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3),
+      depth=I(2), width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
     E("validation.simulators.simulate_conv_moments", channels=I(2), kernel_size=I(3), positions=I(4), depth=I(2), n_networks=I(4), slope=F(0.1),
       rng=R(0)),
     E("validation.simulators.simulate_residual_moments", width=I(3), depth=I(2), n_networks=I(4), slope=F(0.1), residual=B(True), rng=R(0)),
@@ -670,6 +676,11 @@ for _mod in ("conv", "dense", "finite_width", "kurtosis", "landscape", "symmetry
         "a whole theory-vs-simulation comparison (seconds to minutes a call; full=True runs the paper's "
         "sizes); run by `meanfield validate` and its tests, its arguments checked by validation.runner"
     )
+NOT_FUZZED["validation.kurtosis_conv.run"] = NOT_FUZZED["validation.conv.run"]
+NOT_FUZZED["validation.spectra.conv2d_rows"] = (
+    "rows of validation.spectra.run (simulates networks for seconds); run there"
+)
+NOT_FUZZED["validation.ntk.conv_mode_rows"] = "rows of validation.ntk.run (simulates networks for seconds); run there"
 NOT_FUZZED["validation.conv.isometry_rows"] = "rows of validation.conv.run (simulates networks for seconds); run there"
 NOT_FUZZED["validation.kurtosis.fig1_rows"] = (
     "rows of validation.kurtosis.run (simulates >= 1,000 networks and MetaInit, tens of seconds); its arguments "
@@ -709,6 +720,7 @@ for _name in [
     "landscape.HessianSpectrum",
     "landscape.LandscapeCensus",
     "landscape.SingularityMeasures",
+    "ntk.ConvNTKFixedPoint",
     "ntk.NTKFixedPoint",
     "ntk.NTKPropagation",
     "ntk.NTKStep",
@@ -978,9 +990,45 @@ ALLOW_NONFINITE: list[Allow] = [
             ("dense.fixed_point", ""),
             ("dense.phase_diagram", ""),
             ("conv.depth_scales", "fixed_point."),
+            ("ntk.conv_ntk_fixed_point", "fixed_point."),
         )
         for f in ("chi_1", "chi_c", "chi_q")
     ],
+    # ntk.ConvNTKFixedPoint: theta_* "inf where that mode grows (chi >= 1, q* = inf)"; growth_* the
+    # factors |chi lambda_m| (inf where chi is: sign, exp at q* = inf); xi_* "inf where the factor is
+    # >= 1"; its fixed_point field is a dense FixedPoint (as conv.depth_scales).
+    Allow(
+        "ntk.conv_ntk_fixed_point",
+        "theta_diag",
+        lambda r, kw: r.fixed_point.chi_1 >= 1.0 - _CRIT or math.isinf(r.fixed_point.q_star),
+        "ConvNTKFixedPoint.theta_diag: inf when chi_1 >= 1 or q* = inf",
+        sign=1,
+    ),
+    Allow(
+        "ntk.conv_ntk_fixed_point",
+        "theta_offdiag",
+        lambda r, kw: r.fixed_point.chi_c >= 1.0 - _CRIT or math.isinf(r.fixed_point.q_star),
+        "ConvNTKFixedPoint.theta_offdiag: inf when chi_c >= 1 or q* = inf",
+        sign=1,
+    ),
+    *[
+        Allow(
+            "ntk.conv_ntk_fixed_point",
+            f"{kind}_{part}",
+            lambda r, kw, part=part, kind=kind: (
+                np.isinf(getattr(r.fixed_point, "chi_1" if part == "diag" else "chi_c"))
+                if kind == "growth"
+                else getattr(r, f"growth_{part}") >= 1.0 - _CRIT
+            ),
+            f"ConvNTKFixedPoint.{kind}_{part}: inf where the growth factor is inf / >= 1",
+            sign=1,
+        )
+        for kind in ("growth", "xi")
+        for part in ("diag", "offdiag")
+    ],
+    Allow("ntk.conv_ntk_fixed_point", "fixed_point.q_star", _fp_chi("chi_q"), "FixedPoint.q_star"),
+    Allow("ntk.conv_ntk_fixed_point", "fixed_point.xi_q", _fp_chi("chi_q"), "FixedPoint.xi_q"),
+    Allow("ntk.conv_ntk_fixed_point", "fixed_point.xi_c", _fp_chi("chi_c"), "FixedPoint.xi_c"),
     # figures.load: "the strings 'inf', '-inf', 'nan' restored to floats" (a figure may hold them).
     Allow(
         "figures.load", "data", lambda r, kw: True, "FigureData.data: non-finite values written by a figure", nan=True
