@@ -53,12 +53,13 @@ def test_experiments_are_cached_and_shaped():
 
 def test_rows_are_comparisons_with_fixed_tolerances():
     rows = T.rows("smoke", 0)
-    assert len(rows) == 7 and all(isinstance(r, Comparison) for r in rows)
+    assert len(rows) == 8 and all(isinstance(r, Comparison) for r in rows)
     assert rows[0].theory == T.MIN_AGREEMENT and rows[0].side == "above"
     assert rows[1].theory == T.DELTA_ORTHOGONAL_TARGET
     for r in rows[2:6]:
         assert r.theory == T.Z_ONE_SIDED and r.stderr == 0.0
     assert rows[6].theory == -T.Z_ONE_SIDED
+    assert rows[7].theory == T.RANK_LEVEL and rows[7].side == "below" and 0 < rows[7].estimate <= 1
     assert all(np.isfinite(r.estimate) for r in rows)
 
 
@@ -90,3 +91,56 @@ def test_fuzz3_z_score_rejects_bad_samples_naming_them(bad):
         T.z_score(bad, [1.0, 2.0])
     with pytest.raises((TypeError, ValueError), match=r"\bb\b"):
         T.z_score([1.0, 2.0], bad)
+
+
+# --- rank-correlation rows (seed 002 supp. Fig. 1, seed 003 Fig. 4a) --------------------------
+
+
+def test_rank_correlation_exact_p_values_by_counting():
+    """n = 5 in increasing order: rho = 1, reached by 1 of the 5! = 120 pairings; rho >= 0.9 by 5."""
+    t = T.rank_correlation([1, 2, 3, 4, 5], [10, 20, 30, 40, 50], "greater")
+    assert t.rho == pytest.approx(1.0) and t.method == "exact"
+    assert t.p_value == pytest.approx(1 / 120)
+    # one adjacent swap: rho = 1 - 6 * 2 / (5 * 24) = 0.9; pairings with rho >= 0.9: identity + 4 swaps
+    t = T.rank_correlation([1, 2, 3, 4, 5], [10, 20, 40, 30, 50], "greater")
+    assert t.rho == pytest.approx(0.9) and t.p_value == pytest.approx(5 / 120)
+    # the other side: every pairing but the identity (rho = 1) has rho <= 0.9
+    assert T.rank_correlation([1, 2, 3, 4, 5], [10, 20, 40, 30, 50], "less").p_value == pytest.approx(119 / 120)
+    assert T.rank_correlation([1, 2, 3], [3, 2, 1], "less").p_value == pytest.approx(1 / 6)
+
+
+def test_rank_correlation_matches_scipy_and_the_normal_null():
+    """rho (ties included) equals scipy's spearmanr; the large-n p-value is the z = rho sqrt(n-1) tail."""
+    from scipy.stats import norm, spearmanr
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 6, 40).astype(float)  # many ties
+    y = -0.3 * x + rng.standard_normal(40)
+    t = T.rank_correlation(x, y, "less")
+    assert t.method == "normal" and t.n == 40
+    assert t.rho == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
+    assert t.p_value == pytest.approx(norm.cdf(t.rho * np.sqrt(39)), rel=1e-12)
+    # the null: rho of independent samples has variance 1 / (n - 1) (Monte-Carlo, 2,000 pairs of n = 40)
+    rhos = [T.rank_correlation(rng.standard_normal(40), rng.standard_normal(40)).rho for _ in range(2000)]
+    se_var = np.sqrt(2.0 / 1999) / 39  # standard error of a variance estimate, Gaussian approximation
+    assert abs(np.var(rhos) - 1 / 39) < 4 * se_var
+    assert T.rank_correlation([1.0, 1.0, 1.0, 1.0], [1, 2, 3, 4]).rho == 0.0  # constant side: no ordering
+
+
+@pytest.mark.parametrize(
+    "x, y",
+    [([1.0, np.nan, 2.0], [1, 2, 3]), ([1, 2], [1, 2]), ([1, 2, 3], [1, 2]), ([1 + 1j, 2, 3], [1, 2, 3]), ([], [])],
+)
+def test_rank_correlation_rejects_bad_samples(x, y):
+    with pytest.raises((TypeError, ValueError), match=r"\bx\b|\by\b"):
+        T.rank_correlation(x, y)
+    with pytest.raises(ValueError, match="alternative"):
+        T.rank_correlation([1, 2, 3], [1, 2, 3], "two-sided")
+
+
+def test_kurtosis_rank_test_reads_the_cells():
+    """Perfectly anti-ordered cells give rho = -1; the row statistic is the figure's."""
+    logk = np.arange(12.0).reshape(2, 3, 2)
+    acc = (1.0 - logk / 20.0)[..., None] + np.array([0.0, 0.01])
+    t = T.kurtosis_rank_test({"log10_output_kurtosis": logk, "test_accuracy": acc})
+    assert t.rho == pytest.approx(-1.0) and t.n == 12 and t.p_value < 1e-3

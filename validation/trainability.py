@@ -52,6 +52,10 @@ Validation rows (statistic and tolerance fixed here, before any run)
 5. ``zero``: the paper's ordering at the deepest depth, ZerO* >= ZerO > He-Gaussian: z-score of
    ``ZerO - He`` > :data:`Z_ONE_SIDED`, and ``ZerO* - ZerO`` not significantly negative
    (z > -:data:`Z_ONE_SIDED`).
+6. ``kurtosis_accuracy``: networks with a larger output kurtosis at initialisation train worse:
+   Spearman's rho between log10 output kurtosis (Prop. 4.3) and mean test accuracy over the
+   (width, depth, weight law) cells, one-sided test of ``rho < 0`` (:func:`rank_correlation`,
+   normal approximation ``z = rho sqrt(n - 1)``); the p-value must be below :data:`RANK_LEVEL`.
 
 A claim the reduced setting does not reproduce FAILs here; docs/training.md says what was seen.
 """
@@ -60,11 +64,12 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from meanfield import conv, dense
+from meanfield import Result, conv, dense
 from meanfield.checks import as_float_array
 
 from .audit import unavailable  # the torch extra: `meanfield validate` skips this module without it
@@ -75,13 +80,18 @@ from .runner import main_for, progress
 __all__ = [
     "BOUNDARY_BAND",
     "DELTA_ORTHOGONAL_TARGET",
+    "EXACT_RANK_MAX",
     "EXPERIMENTS",
     "MIN_AGREEMENT",
+    "RANK_LEVEL",
     "TRAINABLE_ACCURACY",
     "Z_ONE_SIDED",
+    "RankTest",
     "clear_cache",
     "depth_scale_agreement",
     "experiment",
+    "kurtosis_rank_test",
+    "rank_correlation",
     "rows",
     "run",
     "unavailable",
@@ -605,7 +615,7 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
     Returns
     -------
     list of Comparison
-        Seven rows; statistics and tolerances are the module constants, fixed before any run.
+        Eight rows; statistics and tolerances are the module constants, fixed before any run.
 
     Raises
     ------
@@ -686,7 +696,159 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
             side="above",
         )
     )
+    out.append(_kurtosis_row(size, seed))
     return out
+
+
+def _kurtosis_row(size: str, seed: int) -> Comparison:
+    """Row 8: seed 002 supp. Fig. 1, one-sided Spearman test of kurtosis against accuracy."""
+    test = kurtosis_rank_test(experiment("kurtosis_accuracy", size, seed))
+    return Comparison(
+        f"seed 002 supp. Fig. 1: p-value of Spearman rho(log kurtosis, test accuracy) < 0 over {test.n} cells",
+        RANK_LEVEL,
+        test.p_value,
+        0.0,
+        side="below",
+        note=f"rho = {test.rho:+.3f}, one-sided {test.method} p-value",
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Rank-correlation rows (issue 14, items 1-2): seed 002 supp. Fig. 1, seed 003 Fig. 4a
+# --------------------------------------------------------------------------------------------------
+
+#: One-sided level of the rank-correlation rows (fixed before the runs).
+RANK_LEVEL = 0.05
+#: Up to this many points the p-value of :func:`rank_correlation` enumerates every permutation.
+EXACT_RANK_MAX = 8
+
+
+@dataclass(frozen=True)
+class RankTest(Result):
+    """Spearman rank correlation and its one-sided p-value under exchangeability.
+
+    Attributes
+    ----------
+    rho : float
+        Spearman's rho (Pearson correlation of the average ranks), in [-1, 1]; 0 when either
+        sample is constant (no ordering to correlate).
+    n : int
+        Number of pairs.
+    p_value : float
+        ``P(rho' <= rho)`` (``alternative="less"``) or ``P(rho' >= rho)`` (``"greater"``) for
+        ``rho'`` of a uniformly random pairing, in (0, 1].
+    method : str
+        ``"exact"`` (every permutation, ``n <= EXACT_RANK_MAX``) or ``"normal"``
+        (``z = rho sqrt(n - 1)``: the null variance of rho is exactly ``1 / (n - 1)``).
+    alternative : str
+    """
+
+    rho: float
+    n: int
+    p_value: float
+    method: str
+    alternative: str
+
+
+def _ranks(a: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(a, method="average")
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Correlation of ``a`` (n,) with every row of ``b`` (m, n); 0 for a constant side."""
+    a = a - a.mean()
+    b = b - b.mean(axis=-1, keepdims=True)
+    den = np.sqrt((a * a).sum() * (b * b).sum(axis=-1))
+    num = (b * a).sum(axis=-1)
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+
+
+def rank_correlation(x, y, alternative: str = "less") -> RankTest:
+    """Spearman's rank correlation of paired samples with a one-sided permutation p-value.
+
+    Parameters
+    ----------
+    x, y : array_like
+        Paired finite real samples of the same length ``n >= 3`` (at most 10^6); flattened in C
+        order. Ties get average ranks.
+    alternative : {"less", "greater"}
+        The claim: a negative (``"less"``) or positive (``"greater"``) association.
+
+    Returns
+    -------
+    RankTest
+        ``rho``, ``n``, the one-sided ``p_value`` (exact over all ``n!`` pairings for
+        ``n <= EXACT_RANK_MAX``, else the normal approximation ``z = rho sqrt(n - 1)``), ``method``.
+
+    Raises
+    ------
+    ValueError
+        ``x`` / ``y`` empty, of different sizes, shorter than 3, longer than 10^6, holding
+        NaN / infinity, or an unknown ``alternative``.
+    TypeError
+        Complex, boolean or non-numeric entries.
+
+    Notes
+    -----
+    The statistic of the rank rows of :mod:`meanfield.validation.trainability` (seed 002,
+    supplement Fig. 1: kurtosis against accuracy; seed 003 Fig. 4a: the ordering of the variance
+    vectors). Under the null hypothesis every pairing of the ranks is equally likely; the exact
+    p-value counts the pairings at least as extreme (ties included).
+    """
+    x, y = as_float_array(x, "x").ravel(), as_float_array(y, "y").ravel()
+    for name, arr in (("x", x), ("y", y)):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must hold finite numbers")
+    if x.size != y.size:
+        raise ValueError(f"x and y must have the same size, got {x.size} and {y.size}")
+    if not 3 <= x.size <= 10**6:
+        raise ValueError(f"x and y must hold 3 to 10**6 pairs, got {x.size}")
+    if not isinstance(alternative, str) or alternative not in ("less", "greater"):
+        raise ValueError(f"alternative must be 'less' or 'greater', got {alternative!r}")
+    rx, ry = _ranks(x), _ranks(y)
+    rho = float(np.clip(_pearson(rx, ry[None, :])[0], -1.0, 1.0))
+    n = int(x.size)
+    sign = -1.0 if alternative == "less" else 1.0
+    if n <= EXACT_RANK_MAX:
+        from itertools import permutations
+
+        perms = np.array(list(permutations(range(n))))
+        null = _pearson(rx, ry[perms])
+        p = float(np.mean(sign * null >= sign * rho - 1e-12))
+        method = "exact"
+    else:
+        from scipy.stats import norm
+
+        p = float(norm.sf(sign * rho * math.sqrt(n - 1)))
+        method = "normal"
+    return RankTest(rho, n, max(p, np.finfo(float).tiny), method, alternative)
+
+
+def kurtosis_rank_test(res: dict) -> RankTest:
+    """Seed 002 supp. Fig. 1: rank correlation of output kurtosis and test accuracy, one-sided (< 0).
+
+    Parameters
+    ----------
+    res : dict
+        ``log10_output_kurtosis`` (width, depth, law) and ``test_accuracy`` (width, depth, law,
+        network), as :func:`experiment` ("kurtosis_accuracy") returns them.
+
+    Returns
+    -------
+    RankTest
+        Over the (width, depth, law) cells: log10 kurtosis at initialisation against the mean test
+        accuracy over the cell's networks, ``alternative="less"``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`rank_correlation`.
+    """
+    logk = np.asarray(res["log10_output_kurtosis"])
+    acc = np.asarray(res["test_accuracy"]).mean(axis=-1)
+    return rank_correlation(logk.ravel(), acc.ravel(), "less")
 
 
 if __name__ == "__main__":
