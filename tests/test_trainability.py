@@ -53,13 +53,14 @@ def test_experiments_are_cached_and_shaped():
 
 def test_rows_are_comparisons_with_fixed_tolerances():
     rows = T.rows("smoke", 0)
-    assert len(rows) == 8 and all(isinstance(r, Comparison) for r in rows)
+    assert len(rows) == 9 and all(isinstance(r, Comparison) for r in rows)
     assert rows[0].theory == T.MIN_AGREEMENT and rows[0].side == "above"
     assert rows[1].theory == T.DELTA_ORTHOGONAL_TARGET
     for r in rows[2:6]:
         assert r.theory == T.Z_ONE_SIDED and r.stderr == 0.0
     assert rows[6].theory == -T.Z_ONE_SIDED
-    assert rows[7].theory == T.RANK_LEVEL and rows[7].side == "below" and 0 < rows[7].estimate <= 1
+    for r in rows[7:]:
+        assert r.theory == T.RANK_LEVEL and r.side == "below" and 0 < r.estimate <= 1 and r.stderr == 0.0
     assert all(np.isfinite(r.estimate) for r in rows)
 
 
@@ -144,3 +145,75 @@ def test_kurtosis_rank_test_reads_the_cells():
     acc = (1.0 - logk / 20.0)[..., None] + np.array([0.0, 0.01])
     t = T.kurtosis_rank_test({"log10_output_kurtosis": logk, "test_accuracy": acc})
     assert t.rho == pytest.approx(-1.0) and t.n == 12 and t.p_value < 1e-3
+
+
+def test_mode_energy_fraction_by_hand():
+    """Hand-computed: uniform 3 x 3 v on 4 x 4 images has eigenvalues f(k1) f(k2) / 9 with
+    f = (3, 1, -1, 1), so mean sigma^2 = (9 + 1 + 1 + 1)^2 / (81 * 16) = 1/9; uniform 3-tap v on a
+    3-periodic signal has eigenvalues (1, 0, 0): 1/3 survives any depth >= 1; the delta keeps all."""
+    from meanfield import conv
+
+    uniform = np.full((3, 3), 1 / 9)
+    assert T.mode_energy_fraction(uniform, (4, 4), 1) == pytest.approx(1 / 9, rel=1e-12)
+    assert T.mode_energy_fraction(uniform, (4, 4), 0) == 1.0
+    assert T.mode_energy_fraction(np.full(3, 1 / 3), 3, 5) == pytest.approx(1 / 3, rel=1e-12)
+    gs = conv.gs_family((3, 3), 5)
+    assert T.mode_energy_fraction(gs[0], (8, 8), 1000) == 1.0
+    # the prediction of row 9: GS0 > GS1 > ... > GS4 at every trained depth, towards 1/64 (the zero mode)
+    for depth in (4, 8, 16):
+        f = [T.mode_energy_fraction(v, (8, 8), depth) for v in gs]
+        assert np.all(np.diff(f) < 0) and f[-1] > 1 / 64
+    with pytest.raises(ValueError, match="depth"):
+        T.mode_energy_fraction(uniform, (4, 4), -1)
+    with pytest.raises(TypeError, match="depth"):
+        T.mode_energy_fraction(uniform, (4, 4), 2.5)
+
+
+def test_nonuniform_v_rank_test_uses_the_deepest_depth_and_every_network():
+    res = {
+        "mode_energy_fraction": np.array([[1.0, 0.5, 0.2], [1.0, 0.1, 0.05]]),
+        # shallow depth anti-ordered (must be ignored); deepest depth ordered like the score
+        "test_accuracy": np.array([[[0.1, 0.1], [0.5, 0.5], [0.9, 0.9]], [[0.8, 0.7], [0.5, 0.6], [0.2, 0.3]]]),
+    }
+    t = T.nonuniform_v_rank_test(res)
+    assert t.n == 6 and t.alternative == "greater" and t.rho > 0.9 and t.p_value < 0.05
+
+
+def test_full_size_reads_mnist_or_cifar_files_from_meanfield_data_dir(tmp_path, monkeypatch):
+    """$MEANFIELD_DATA_DIR with small files in the real formats (gzipped IDX, CIFAR-10 python pickles):
+    the full-size experiments read them (pooled by 4) and the trainer trains on them."""
+    import gzip
+    import pickle
+
+    from meanfield.validation.training import ConvNet, train_ensemble
+
+    rng = np.random.default_rng(0)
+
+    def idx(path, arr):
+        head = bytes([0, 0, 0x08, arr.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in arr.shape)
+        path.write_bytes(gzip.compress(head + arr.astype(np.uint8).tobytes()))
+
+    m = tmp_path / "mnist"
+    m.mkdir()
+    idx(m / "train-images-idx3-ubyte.gz", rng.integers(0, 256, (64, 28, 28)))
+    idx(m / "train-labels-idx1-ubyte.gz", rng.integers(0, 10, 64))
+    idx(m / "t10k-images-idx3-ubyte.gz", rng.integers(0, 256, (16, 28, 28)))
+    idx(m / "t10k-labels-idx1-ubyte.gz", rng.integers(0, 10, 16))
+    monkeypatch.setenv("MEANFIELD_DATA_DIR", str(m))
+    d = T._data("full", downsample=2)
+    assert "MNIST" in d.name and d.x_train.shape == (64, 1, 3, 3)  # 28 -> 7 -> 3 (cropped)
+    assert "digits" in T._data("default").name  # only the full size reads the user's files
+    net = ConvNet(depth=3, channels=4, init="delta_orthogonal", readout="flatten")
+    c = train_ensemble(net, 2, data=d, steps=3, batch_size=16, lr=0.01, rng=0)
+    assert c.test_accuracy.shape == (2, 4) and np.all(np.isfinite(c.test_loss))
+
+    cf = tmp_path / "cifar"
+    cf.mkdir()
+    for name, n in (("data_batch_1", 40), ("test_batch", 12)):
+        batch = {b"data": rng.integers(0, 256, (n, 3072)).astype(np.uint8), b"labels": list(rng.integers(0, 10, n))}
+        (cf / name).write_bytes(pickle.dumps(batch))
+    monkeypatch.setenv("MEANFIELD_DATA_DIR", str(cf))
+    d = T._data("full", downsample=2)
+    assert "CIFAR-10" in d.name and d.x_train.shape == (40, 3, 4, 4)
+    c = train_ensemble(net, 1, data=d, steps=3, batch_size=8, lr=0.01, rng=0)
+    assert np.all(np.isfinite(c.train_loss))

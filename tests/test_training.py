@@ -316,3 +316,30 @@ def test_fuzz3_ragged_v_and_x_are_named():
     params = [init_parameters(net, (1, 5), n_classes=3, rng=i) for i in range(2)]
     with pytest.raises(ValueError, match=r"\bx\b"):
         ensemble_forward(net, params, [[[[1.0] * 5]], [[[1.0] * 4]]])
+
+
+# --- the gather + batched-matmul convolution path (train-rest: faster deep narrow CNNs) ----------
+
+
+@pytest.mark.parametrize("ndim", [1, 2])
+@pytest.mark.parametrize("readout", ["pool", "flatten"])
+def test_gather_path_equals_grouped_convolutions_with_gradients(small_data, ndim, readout, monkeypatch):
+    """The gather path (small ensembles, used by training) and the grouped-convolution path (beyond
+    _GATHER_MAX_SAVED) give the same logits and gradients; both equal periodic_conv (test above)."""
+    import meanfield.validation.training as tr
+
+    net = ConvNet(depth=3, channels=4, ndim=ndim, init="gaussian", sigma_w2=1.5, sigma_b2=0.1, readout=readout)
+    shape = small_data.image_shape
+    per = [init_parameters(net, shape, 10, rng=s) for s in (1, 2)]
+    x = torch.tensor(np.stack([small_data.x_test[:6], small_data.x_test[6:12]]), dtype=torch.float64)
+    out = {}
+    for limit in (2**28, 0):
+        monkeypatch.setattr(tr, "_GATHER_MAX_SAVED", limit)
+        model = tr._Ensemble(torch, net, shape, 10, per, torch.device("cpu"), torch.float64)
+        th = model.theta.clone().requires_grad_(True)
+        logits = model.forward(th, x)
+        (grad,) = torch.autograd.grad((logits**2).sum(), th)
+        out[limit] = (logits.detach().numpy(), grad.numpy())
+    # float64, a few layers of 4 channels: rounding differences of order 1e-15 relative
+    np.testing.assert_allclose(out[0][0], out[2**28][0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out[0][1], out[2**28][1], rtol=1e-10, atol=1e-12)

@@ -4,7 +4,8 @@ Every experiment here trains ensembles with :func:`meanfield.validation.training
 on the embedded 8 x 8 digits (4 x 4 after 2 x 2 average pooling for the CNNs), at three sizes:
 ``"smoke"`` (seconds, for tests), ``"default"`` (the reduced size of ``meanfield reproduce`` on
 2 CPU cores) and ``"full"`` (closer to the papers; MNIST from ``$MEANFIELD_DATA_DIR`` when that
-folder holds the IDX files, else the digits). Each experiment is run once per process and size and
+folder holds the IDX files (optionally gzipped), else CIFAR-10 when it holds the python batches
+``data_batch_1`` ... and ``test_batch``, else the digits; both average-pooled by 4). Each experiment is run once per process and size and
 seed (an in-process cache): ``meanfield reproduce`` renders the figures first, so the validation
 rows reuse the figures' runs; ``python -m meanfield.validation trainability`` alone runs the four
 experiments its rows need (about two minutes on an idle 2-core machine).
@@ -56,6 +57,13 @@ Validation rows (statistic and tolerance fixed here, before any run)
    Spearman's rho between log10 output kurtosis (Prop. 4.3) and mean test accuracy over the
    (width, depth, weight law) cells, one-sided test of ``rho < 0`` (:func:`rank_correlation`,
    normal approximation ``z = rho sqrt(n - 1)``); the p-value must be below :data:`RANK_LEVEL`.
+7. ``nonuniform_v``: seed 003 Fig. 4a, test accuracy follows the conditioning of A_v's singular
+   values: at the deepest trained depth ``L``, Spearman's rho between the theory's score of each
+   variance vector, :func:`mode_energy_fraction` (the mean of ``sigma^(2L)`` over A_v's singular
+   values on the trained image size: the fraction of a white signal's Fourier modes that survive
+   ``L`` critical layers, eq. 2.12 with ``chi_c = 1``), and the final test accuracy of every
+   network (ties in average ranks), one-sided test of ``rho > 0``; the p-value must be below
+   :data:`RANK_LEVEL`.
 
 A claim the reduced setting does not reproduce FAILs here; docs/training.md says what was seen.
 """
@@ -91,6 +99,8 @@ __all__ = [
     "depth_scale_agreement",
     "experiment",
     "kurtosis_rank_test",
+    "mode_energy_fraction",
+    "nonuniform_v_rank_test",
     "rank_correlation",
     "rows",
     "run",
@@ -142,8 +152,13 @@ def _torch_modules():
 def _data(size: str, downsample: int = 1):
     tr = _torch_modules()
     data_dir = os.environ.get("MEANFIELD_DATA_DIR")
-    if size == "full" and data_dir and (Path(data_dir) / "train-images-idx3-ubyte").exists():
-        return tr.load_training_data("mnist", data_dir=data_dir, downsample=4 * downsample)
+    if size == "full" and data_dir:
+        root = Path(data_dir)
+        if any((root / f"train-images{sep}idx3-ubyte{gz}").is_file() for sep in "-." for gz in ("", ".gz")):
+            return tr.load_training_data("mnist", data_dir=root, downsample=4 * downsample)
+        if (root / "data_batch_1").is_file() and (root / "test_batch").is_file():
+            # CIFAR-10 32 x 32 -> 8 x 8 (4 x 4 with downsample=2), the size of seed 003's 8 x 8 stage
+            return tr.load_training_data("cifar10", data_dir=root, downsample=4 * downsample)
     n_train = 400 if size == "smoke" else None
     return tr.load_training_data(n_train=n_train, downsample=downsample)
 
@@ -368,11 +383,16 @@ def _zero(size: str, seed: int) -> dict:
 
 def _nonuniform_v(size: str, seed: int) -> dict:
     tr = _torch_modules()
-    depths = _by_size(size, [2, 8], [4, 16, 64], [32, 128, 512, 2048, 8192])
+    # 8 x 8 images (64 Fourier modes) and depths 4-16, where the depth scales of A_v's modes
+    # (-1 / log sigma, sigma a singular value) separate GS0 (every mode kept) from GS1 (5 modes with
+    # sigma^L > 1/e at L = 16) and GS2-GS4 (the zero mode only): see mode_energy_fraction. On the
+    # 4 x 4 images of the first version every non-uniform v had lost all but the zero mode by L = 8
+    # (GS1's largest non-trivial singular value is 0.83 there), so depths 16-64 could not show it.
+    depths = _by_size(size, [2, 4], [4, 8, 16], [4, 8, 16, 32, 64, 128])
     channels = _by_size(size, 4, 8, 64)
-    steps = _by_size(size, 20, 100, 10_000)
-    n_net = _by_size(size, 1, 2, 2)
-    data = _data(size, downsample=2)
+    steps = _by_size(size, 20, 200, 5_000)
+    n_net = _by_size(size, 2, 3, 4)
+    data = _data(size, downsample=_by_size(size, 2, 1, 1))
     sw = float(dense.critical_sigma_w2("tanh", SIGMA_B2_CNN))
     vs = np.array(conv.gs_family((3, 3), 5))  # the GS0 ... GS4 of fig_4b
     acc = np.zeros((len(depths), len(vs), n_net))
@@ -405,13 +425,16 @@ def _nonuniform_v(size: str, seed: int) -> dict:
         for j, c in enumerate(out):
             acc[i, j] = c.final_test_accuracy
         secs += out[0].seconds
+    image = data.image_shape[1:]
     return {
         "labels": [f"GS{j}" for j in range(len(vs))],
         "v": vs,
         "depths": np.asarray(depths),
         "test_accuracy": acc,
+        "mode_energy_fraction": np.array([[mode_energy_fraction(v, image, d) for v in vs] for d in depths]),
         "seconds": secs,
         "params": {
+            "image_shape": list(image),
             "channels": channels,
             "steps": steps,
             "n_networks": n_net,
@@ -615,7 +638,7 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
     Returns
     -------
     list of Comparison
-        Eight rows; statistics and tolerances are the module constants, fixed before any run.
+        Nine rows; statistics and tolerances are the module constants, fixed before any run.
 
     Raises
     ------
@@ -697,6 +720,7 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
         )
     )
     out.append(_kurtosis_row(size, seed))
+    out.append(_nonuniform_v_row(size, seed))
     return out
 
 
@@ -849,6 +873,85 @@ def kurtosis_rank_test(res: dict) -> RankTest:
     logk = np.asarray(res["log10_output_kurtosis"])
     acc = np.asarray(res["test_accuracy"]).mean(axis=-1)
     return rank_correlation(logk.ravel(), acc.ravel(), "less")
+
+
+def mode_energy_fraction(v, image_shape, depth: int) -> float:
+    """Fraction of a white signal's Fourier-mode energy that survives ``depth`` critical layers of A_v.
+
+    Parameters
+    ----------
+    v : array_like
+        Variance vector of the kernel (non-negative, summing to 1; :func:`meanfield.conv.gs_family`).
+    image_shape : int or tuple of int
+        Periodic image size on which A_v acts (e.g. ``(8, 8)``).
+    depth : int
+        Layers, ``0 <= depth <= 10^6``.
+
+    Returns
+    -------
+    float
+        ``mean(sigma ** (2 * depth))`` over the singular values ``sigma`` of A_v
+        (:func:`meanfield.conv.averaging_singular_values`), in ``(0, 1]``: 1 for the delta vector
+        (every mode kept), ``1 / n_modes`` in the deep limit of a vector that keeps only the
+        zero mode.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`meanfield.conv.averaging_singular_values`; ``depth`` not an int in range.
+
+    Notes
+    -----
+    Seed 003 eq. 2.12 (Sec. 2.1.6): near the critical point (``chi_c* = 1``) the deviation of the
+    covariance along Fourier mode ``alpha`` decays like ``lambda_alpha^l``, so mode ``alpha`` has the
+    depth scale ``-1 / log |lambda_alpha|``; Sec. 3.3 reads Fig. 4a as "the more poorly conditioned
+    the singular values, the worse the model generalises" with depth. This score is the prediction
+    of validation row 9 (the ordering of the v's at a given depth).
+    """
+    if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)):
+        raise TypeError(f"depth must be an int, got {depth!r}")
+    if not 0 <= depth <= 10**6:
+        raise ValueError(f"depth must be in [0, 10**6], got {depth}")
+    sv = np.clip(np.asarray(conv.averaging_singular_values(v, image_shape), dtype=np.float64), 0.0, 1.0)
+    return float(np.mean(sv ** (2 * int(depth))))
+
+
+def nonuniform_v_rank_test(res: dict) -> RankTest:
+    """Seed 003 Fig. 4a: rank correlation of the mode-energy score and test accuracy at the deepest depth.
+
+    Parameters
+    ----------
+    res : dict
+        ``mode_energy_fraction`` (depth, v) and ``test_accuracy`` (depth, v, network), as
+        :func:`experiment` ("nonuniform_v") returns them.
+
+    Returns
+    -------
+    RankTest
+        Over every (v, network) pair at the deepest depth, ``alternative="greater"``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`rank_correlation`.
+    """
+    score = np.asarray(res["mode_energy_fraction"])[-1]
+    acc = np.asarray(res["test_accuracy"])[-1]
+    return rank_correlation(np.repeat(score, acc.shape[-1]), acc.ravel(), "greater")
+
+
+def _nonuniform_v_row(size: str, seed: int) -> Comparison:
+    """Row 9: seed 003 Fig. 4a, one-sided Spearman test of the A_v score against accuracy."""
+    res = experiment("nonuniform_v", size, seed)
+    test = nonuniform_v_rank_test(res)
+    return Comparison(
+        f"seed 003 Fig. 4a: p-value of Spearman rho(A_v mode energy, test accuracy) > 0 at L={int(res['depths'][-1])}",
+        RANK_LEVEL,
+        test.p_value,
+        0.0,
+        side="below",
+        note=f"rho = {test.rho:+.3f} over {test.n} networks ({len(res['labels'])} v's), one-sided {test.method}",
+    )
 
 
 if __name__ == "__main__":
