@@ -751,8 +751,9 @@ def fig_2(out_dir, *, size, backend, seed):
 def _deep_cnn_details(res, size):
     p = res["params"]
     return (
-        f"L = {p['depth']} layers, {p['channels']} channels, 3x3 periodic, critical $\\sigma_w^2$={p['sigma_w2']:.4f}, "
-        f"{p['steps']} steps, {p['n_networks']} nets each; digits 4x4 ({size} size)"
+        f"L = {p['depth']} layers{' (largest depth in the 6 CPU-min budget)' if size == 'default' else ''}, "
+        f"{p['channels']} channels, 3x3 periodic, critical $\\sigma_w^2$={p['sigma_w2']:.4f}, "
+        f"{p['steps']} steps, lr {p['lr']:g}, {p['n_networks']} nets each; digits 4x4 ({size} size)"
     )
 
 

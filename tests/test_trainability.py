@@ -217,3 +217,14 @@ def test_full_size_reads_mnist_or_cifar_files_from_meanfield_data_dir(tmp_path, 
     assert "CIFAR-10" in d.name and d.x_train.shape == (40, 3, 4, 4)
     c = train_ensemble(net, 1, data=d, steps=3, batch_size=8, lr=0.01, rng=0)
     assert np.all(np.isfinite(c.train_loss))
+
+
+def test_cnn_learning_rate_keeps_the_per_layer_step_beyond_250_layers():
+    assert T.cnn_learning_rate(8) == T.CNN_LR == 0.002
+    assert T.cnn_learning_rate(250) == pytest.approx(0.002)
+    assert T.cnn_learning_rate(T.DEEP_CNN_DEPTH) == pytest.approx(0.5 / T.DEEP_CNN_DEPTH)
+    assert T.cnn_learning_rate(10_000) == pytest.approx(5e-5)
+    with pytest.raises(ValueError, match="depth"):
+        T.cnn_learning_rate(0)
+    with pytest.raises(TypeError, match="depth"):
+        T.cnn_learning_rate(1000.0)

@@ -87,6 +87,8 @@ from .runner import main_for, progress
 
 __all__ = [
     "BOUNDARY_BAND",
+    "CNN_LR_TIMES_DEPTH",
+    "DEEP_CNN_DEPTH",
     "DELTA_ORTHOGONAL_TARGET",
     "EXACT_RANK_MAX",
     "EXPERIMENTS",
@@ -96,6 +98,7 @@ __all__ = [
     "Z_ONE_SIDED",
     "RankTest",
     "clear_cache",
+    "cnn_learning_rate",
     "depth_scale_agreement",
     "experiment",
     "kurtosis_rank_test",
@@ -127,6 +130,14 @@ LL_LR_SCALE = {"smoke": 10.0, "default": 10.0, "full": 1.0}
 #: delta-orthogonal networks reached 0.7 training accuracy and then collapsed (too large a step for
 #: 128 layers); 0.002 trains them steadily. Chosen once, before the validation rows were run.
 CNN_LR = 0.002
+
+#: Deeper than 250 layers the CNN learning rate falls like ``CNN_LR_TIMES_DEPTH / depth`` (the
+#: per-layer step of the 250-layer runs): at 1,000 layers, 0.002 (4 channels, tried once) took the
+#: delta-orthogonal networks to 0.28 test accuracy and back to 0.19; 5e-4 (8 channels) to 0.79.
+CNN_LR_TIMES_DEPTH = 0.5
+#: Depth of the critical CNNs of Figs. 1, 3, 5 at the default size: the largest round depth for which
+#: every new training figure together stays within 6 CPU minutes (measured: docs/training.md).
+DEEP_CNN_DEPTH = 1000
 
 SIGMA_B2_FIG2 = 2e-5
 SIGMA_B2_CNN = 1e-5
@@ -230,11 +241,38 @@ def _depth_scale(size: str, seed: int) -> dict:
     }
 
 
+def cnn_learning_rate(depth: int) -> float:
+    """Learning rate of the deep CNN runs: ``min(CNN_LR, CNN_LR_TIMES_DEPTH / depth)``.
+
+    Parameters
+    ----------
+    depth : int
+        Convolution layers, ``1 <= depth <= 10^6``.
+
+    Returns
+    -------
+    float
+        :data:`CNN_LR` up to 250 layers, then the same step per layer (``0.5 / depth``): 5e-4 at
+        the default 1,000 layers, 5e-5 at the full 10,000.
+
+    Raises
+    ------
+    ValueError, TypeError
+        ``depth`` not an int in range.
+    """
+    if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)):
+        raise TypeError(f"depth must be an int, got {depth!r}")
+    if not 1 <= depth <= 10**6:
+        raise ValueError(f"depth must be in [1, 10**6], got {depth}")
+    return min(CNN_LR, CNN_LR_TIMES_DEPTH / int(depth))
+
+
 def _deep_cnn(size: str, seed: int) -> dict:
     tr = _torch_modules()
-    depth = _by_size(size, 8, 256, 10_000)
+    depth = _by_size(size, 8, DEEP_CNN_DEPTH, 10_000)
     channels = _by_size(size, 4, 8, 64)
-    steps = _by_size(size, 20, 150, 10_000)
+    steps = _by_size(size, 20, 100, 10_000)
+    lr = cnn_learning_rate(depth)
     n_net = _by_size(size, 1, 2, 2)
     data = _data(size, downsample=2)
     sw = float(dense.critical_sigma_w2("tanh", SIGMA_B2_CNN))
@@ -249,7 +287,7 @@ def _deep_cnn(size: str, seed: int) -> dict:
         data=data,
         steps=steps,
         batch_size=32,
-        lr=CNN_LR,
+        lr=lr,
         optimizer="momentum",
         record_every=max(1, steps // 6),
         n_eval=200,
@@ -270,7 +308,8 @@ def _deep_cnn(size: str, seed: int) -> dict:
             "kernel": "3x3, periodic",
             "readout": "flatten",
             "batch_size": 32,
-            "lr": CNN_LR,
+            "lr": lr,
+            "lr_rule": f"min({CNN_LR}, {CNN_LR_TIMES_DEPTH} / depth)",
             "optimizer": "momentum 0.9",
             "dataset": data.name,
         },

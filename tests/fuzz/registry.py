@@ -585,6 +585,7 @@ REGISTRY: list[Entry] = [
     E("validation.trainability.z_score", a=A([1.0, 1.2, 0.9]), b=A([0.5, 0.6, 0.4, 0.7])),
     E("validation.trainability.clear_cache"),
     E("validation.trainability.mode_energy_fraction", v=A(np.full((3, 3), 1 / 9)), image_shape=SH((4, 4)), depth=I(3)),
+    E("validation.trainability.cnn_learning_rate", depth=I(1000)),
     E("validation.trainability.rank_correlation", x=A([0.3, 1.2, 0.9, 2.0, 0.1]), y=A([0.5, 0.6, 0.4, 0.7, 0.2]), alternative=CH("less")),
     E("validation.audit.unavailable"),
     E("validation.training.DenseNet", depth=I(2), width=I(4), activation=CH("tanh"), init=CH("gaussian"), sigma_w2=F(1.0), sigma_b2=F(0.0),
