@@ -228,3 +228,10 @@ def test_cnn_learning_rate_keeps_the_per_layer_step_beyond_250_layers():
         T.cnn_learning_rate(0)
     with pytest.raises(TypeError, match="depth"):
         T.cnn_learning_rate(1000.0)
+
+
+def test_experiments_train_on_meanfield_torch_device(monkeypatch):
+    """$MEANFIELD_TORCH_DEVICE reaches the trainer (an unknown device is refused, naming it)."""
+    monkeypatch.setenv("MEANFIELD_TORCH_DEVICE", "no-such-device")
+    with pytest.raises(ValueError, match="no-such-device"):
+        T.experiment("zero", "smoke", 12345)

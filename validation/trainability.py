@@ -5,7 +5,8 @@ on the embedded 8 x 8 digits (4 x 4 after 2 x 2 average pooling for the CNNs), a
 ``"smoke"`` (seconds, for tests), ``"default"`` (the reduced size of ``meanfield reproduce`` on
 2 CPU cores) and ``"full"`` (closer to the papers; MNIST from ``$MEANFIELD_DATA_DIR`` when that
 folder holds the IDX files (optionally gzipped), else CIFAR-10 when it holds the python batches
-``data_batch_1`` ... and ``test_batch``, else the digits; both average-pooled by 4). Each experiment is run once per process and size and
+``data_batch_1`` ... and ``test_batch``, else the digits; both average-pooled by 4). The networks
+train on ``$MEANFIELD_TORCH_DEVICE`` (default ``cpu``; e.g. ``cuda`` for the ``--full`` runs). Each experiment is run once per process and size and
 seed (an in-process cache): ``meanfield reproduce`` renders the figures first, so the validation
 rows reuse the figures' runs; ``python -m meanfield.validation trainability`` alone runs the four
 experiments its rows need (about two minutes on an idle 2-core machine).
@@ -174,6 +175,11 @@ def _data(size: str, downsample: int = 1):
     return tr.load_training_data(n_train=n_train, downsample=downsample)
 
 
+def _device() -> str:
+    """The torch device of the experiments: ``$MEANFIELD_TORCH_DEVICE`` (e.g. ``cuda``), default ``cpu``."""
+    return os.environ.get("MEANFIELD_TORCH_DEVICE", "cpu") or "cpu"
+
+
 def _summary(curves) -> dict:
     return {
         "steps": curves.steps,
@@ -215,6 +221,7 @@ def _depth_scale(size: str, seed: int) -> dict:
             record_every=steps,
             n_eval=500,
             rng=substream(seed, 1, i),
+            device=_device(),
         )
         for j, c in enumerate(out):
             acc[i, j] = c.final_train_accuracy
@@ -292,6 +299,7 @@ def _deep_cnn(size: str, seed: int) -> dict:
         record_every=max(1, steps // 6),
         n_eval=200,
         rng=substream(seed, 2),
+        device=_device(),
         show_progress=True,
     )
     return {
@@ -344,6 +352,7 @@ def _looks_linear(size: str, seed: int) -> dict:
             record_every=steps,
             n_eval=None,
             rng=substream(seed, 3, i),
+            device=_device(),
         )
         for j, c in enumerate(out):
             acc[i, j] = c.final_test_accuracy
@@ -398,6 +407,7 @@ def _zero(size: str, seed: int) -> dict:
             record_every=steps,
             n_eval=None,
             rng=substream(seed, 4, i),
+            device=_device(),
         )
         for j, c in enumerate(out):
             acc[i, j] = c.final_test_accuracy
@@ -460,6 +470,7 @@ def _nonuniform_v(size: str, seed: int) -> dict:
             record_every=steps,
             n_eval=200,
             rng=substream(seed, 5, i),
+            device=_device(),
         )
         for j, c in enumerate(out):
             acc[i, j] = c.final_test_accuracy
@@ -523,6 +534,7 @@ def _kurtosis_accuracy(size: str, seed: int) -> dict:
             record_every=steps,
             n_eval=None,
             rng=substream(seed, 6, i, k),
+            device=_device(),
         )
         for j, c in enumerate(out):
             acc[i, k, j] = c.final_test_accuracy
