@@ -200,9 +200,9 @@ def test_full_size_reads_mnist_or_cifar_files_from_meanfield_data_dir(tmp_path, 
     idx(m / "t10k-images-idx3-ubyte.gz", rng.integers(0, 256, (16, 28, 28)))
     idx(m / "t10k-labels-idx1-ubyte.gz", rng.integers(0, 10, 16))
     monkeypatch.setenv("MEANFIELD_DATA_DIR", str(m))
-    d = T._data("full", downsample=2)
+    d = T.training_data("full", downsample=2)
     assert "MNIST" in d.name and d.x_train.shape == (64, 1, 3, 3)  # 28 -> 7 -> 3 (cropped)
-    assert "digits" in T._data("default").name  # only the full size reads the user's files
+    assert "digits" in T.training_data("default").name  # only the full size reads the user's files
     net = ConvNet(depth=3, channels=4, init="delta_orthogonal", readout="flatten")
     c = train_ensemble(net, 2, data=d, steps=3, batch_size=16, lr=0.01, rng=0)
     assert c.test_accuracy.shape == (2, 4) and np.all(np.isfinite(c.test_loss))
@@ -213,7 +213,7 @@ def test_full_size_reads_mnist_or_cifar_files_from_meanfield_data_dir(tmp_path, 
         batch = {b"data": rng.integers(0, 256, (n, 3072)).astype(np.uint8), b"labels": list(rng.integers(0, 10, n))}
         (cf / name).write_bytes(pickle.dumps(batch))
     monkeypatch.setenv("MEANFIELD_DATA_DIR", str(cf))
-    d = T._data("full", downsample=2)
+    d = T.training_data("full", downsample=2)
     assert "CIFAR-10" in d.name and d.x_train.shape == (40, 3, 4, 4)
     c = train_ensemble(net, 1, data=d, steps=3, batch_size=8, lr=0.01, rng=0)
     assert np.all(np.isfinite(c.train_loss))

@@ -108,6 +108,7 @@ __all__ = [
     "rank_correlation",
     "rows",
     "run",
+    "training_data",
     "unavailable",
     "z_score",
 ]
@@ -159,6 +160,36 @@ def _torch_modules():
     from . import training  # imports nothing from torch until a network is trained
 
     return training
+
+
+def training_data(size: str = "default", downsample: int = 1):
+    """The data set of the experiments at ``size`` (module notes): the digits, or at ``"full"`` the
+    MNIST / CIFAR-10 files in ``$MEANFIELD_DATA_DIR``.
+
+    Parameters
+    ----------
+    size : {"smoke", "default", "full"}
+    downsample : int
+        Extra average pooling (2 for the deep CNNs), ``1 <= downsample <= 8``.
+
+    Returns
+    -------
+    meanfield.validation.training.TrainingData
+
+    Raises
+    ------
+    ValueError, TypeError
+        An unknown size, ``downsample`` out of range, unreadable files.
+    ImportError
+        The digits without scikit-learn (the ``data`` extra).
+    """
+    if not isinstance(size, str) or size not in ("smoke", "default", "full"):
+        raise ValueError(f"size must be 'smoke', 'default' or 'full', got {size!r}")
+    if isinstance(downsample, (bool, np.bool_)) or not isinstance(downsample, (int, np.integer)):
+        raise TypeError(f"downsample must be an int, got {downsample!r}")
+    if not 1 <= downsample <= 8:
+        raise ValueError(f"downsample must be in [1, 8], got {downsample}")
+    return _data(size, int(downsample))
 
 
 def _data(size: str, downsample: int = 1):
@@ -926,14 +957,14 @@ def kurtosis_rank_test(res: dict) -> RankTest:
     return rank_correlation(logk.ravel(), acc.ravel(), "less")
 
 
-def mode_energy_fraction(v, image_shape, depth: int) -> float:
+def mode_energy_fraction(v, shape, depth: int) -> float:
     """Fraction of a white signal's Fourier-mode energy that survives ``depth`` critical layers of A_v.
 
     Parameters
     ----------
     v : array_like
         Variance vector of the kernel (non-negative, summing to 1; :func:`meanfield.conv.gs_family`).
-    image_shape : int or tuple of int
+    shape : int or tuple of int
         Periodic image size on which A_v acts (e.g. ``(8, 8)``).
     depth : int
         Layers, ``0 <= depth <= 10^6``.
@@ -963,7 +994,7 @@ def mode_energy_fraction(v, image_shape, depth: int) -> float:
         raise TypeError(f"depth must be an int, got {depth!r}")
     if not 0 <= depth <= 10**6:
         raise ValueError(f"depth must be in [0, 10**6], got {depth}")
-    sv = np.clip(np.asarray(conv.averaging_singular_values(v, image_shape), dtype=np.float64), 0.0, 1.0)
+    sv = np.clip(np.asarray(conv.averaging_singular_values(v, shape), dtype=np.float64), 0.0, 1.0)
     return float(np.mean(sv ** (2 * int(depth))))
 
 

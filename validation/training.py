@@ -88,6 +88,7 @@ __all__ = [
     "ACTIVATIONS",
     "CONV_INITS",
     "DENSE_INITS",
+    "GATHER_MAX_SAVED",
     "MAX_LOGIT",
     "MAX_LOSS",
     "OPTIMIZERS",
@@ -127,7 +128,7 @@ _EVAL_ROWS = 2**14
 #: Convolutions take the gather + batched-matmul path (``_Ensemble._forward_gather``, faster on
 #: small tensors) unless a training step would keep more than this many gathered numbers for the
 #: backward pass (2^28: 1 GiB in float32); beyond it, one grouped convolution per layer.
-_GATHER_MAX_SAVED = 2**28
+GATHER_MAX_SAVED = 2**28
 
 
 def _torch():
@@ -720,7 +721,7 @@ class _Ensemble:
         spatial = self.input_shape[1:] if net.ndim == 2 else (math.prod(self.input_shape[1:]),)
         taps = net.kernel_size**net.ndim
         saved = E * net.channels * taps * math.prod(spatial) * B * net.depth
-        if not torch.is_grad_enabled() or saved <= _GATHER_MAX_SAVED:
+        if not torch.is_grad_enabled() or saved <= GATHER_MAX_SAVED:
             return self._forward_gather(theta, parts, x, spatial, taps)
         padded = tuple(n + 2 * pad for n in spatial)
         conv = F.conv2d if net.ndim == 2 else F.conv1d
@@ -753,7 +754,7 @@ class _Ensemble:
         ``conv2d`` / ``conv1d`` with circular padding, in three kernels per layer (gather, baddbmm,
         activation) instead of a grouped convolution, which on small CPU tensors is dominated by
         per-call overhead (``benchmarks/bench_trainer.py``). It stores ``taps`` times more
-        activations for the backward pass, hence :data:`_GATHER_MAX_SAVED`.
+        activations for the backward pass, hence :data:`GATHER_MAX_SAVED`.
         """
         torch = self.torch
         net = self.net

@@ -584,7 +584,7 @@ REGISTRY: list[Entry] = [
     E("validation.simulators.simulate_residual_moments", width=I(3), depth=I(2), n_networks=I(4), slope=F(0.1), residual=B(True), rng=R(0)),
     E("validation.trainability.z_score", a=A([1.0, 1.2, 0.9]), b=A([0.5, 0.6, 0.4, 0.7])),
     E("validation.trainability.clear_cache"),
-    E("validation.trainability.mode_energy_fraction", v=A(np.full((3, 3), 1 / 9)), image_shape=SH((4, 4)), depth=I(3)),
+    E("validation.trainability.mode_energy_fraction", v=A(np.full((3, 3), 1 / 9)), shape=SH((4, 4)), depth=I(3)),
     E("validation.trainability.cnn_learning_rate", depth=I(1000)),
     E("validation.trainability.rank_correlation", x=A([0.3, 1.2, 0.9, 2.0, 0.1]), y=A([0.5, 0.6, 0.4, 0.7, 0.2]), alternative=CH("less")),
     E("validation.audit.unavailable"),
@@ -754,6 +754,7 @@ NOT_FUZZED["validation.training.load_training_data"] = (
     "loads and downsamples scikit-learn's digits or the user's MNIST / CIFAR-10 files (seconds a call); "
     "tested in tests/test_training.py"
 )
+NOT_FUZZED["validation.trainability.training_data"] = NOT_FUZZED["validation.training.load_training_data"]
 
 # ---------------------------------------------------------------------------------------------
 # documented non-finite values
