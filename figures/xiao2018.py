@@ -859,10 +859,11 @@ def fig_4a(out_dir, *, size, backend, seed):
     test = nonuniform_v_rank_test(res)
     depth = int(res["depths"][-1])
     seen = (
-        f"paper's ordering seen at L = {depth}: rho = {test.rho:+.2f} (p = {test.p_value:.2g} < {RANK_LEVEL})"
+        f"paper's ordering seen at L = {depth}: rho = {test.rho:+.3f} (p = {test.p_value:.2g} < {RANK_LEVEL}), "
+        f"but the mean accuracies of the v's differ by {deepest.max() - deepest.min():.3f} only"
         if test.p_value < RANK_LEVEL
         else f"paper's ordering NOT seen at this size: {res['labels'][int(np.argmax(deepest))]} best at "
-        f"L = {depth} (rho = {test.rho:+.2f}, p = {test.p_value:.2g}, needed rho > 0 at p < {RANK_LEVEL})"
+        f"L = {depth} (rho = {test.rho:+.3f}, p = {test.p_value:.2g}, needed rho > 0 at p < {RANK_LEVEL})"
     )
     return _training.depth_figure(
         fig_4a,
