@@ -54,6 +54,7 @@ finite and the accuracy of a diverged network is reported as what its frozen par
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import time
@@ -87,6 +88,7 @@ __all__ = [
     "ACTIVATIONS",
     "CONV_INITS",
     "DENSE_INITS",
+    "GATHER_MAX_SAVED",
     "MAX_LOGIT",
     "MAX_LOSS",
     "OPTIMIZERS",
@@ -123,6 +125,10 @@ MAX_DEPTH = 100_000
 MAX_WIDTH = 2**16
 #: Rows of an evaluation chunk times networks: bounds the memory of the no-grad evaluation pass.
 _EVAL_ROWS = 2**14
+#: Convolutions take the gather + batched-matmul path (``_Ensemble._forward_gather``, faster on
+#: small tensors) unless a training step would keep more than this many gathered numbers for the
+#: backward pass (2^28: 1 GiB in float32); beyond it, one grouped convolution per layer.
+GATHER_MAX_SAVED = 2**28
 
 #: Network families registered by other modules of this package (net class -> hooks); see
 #: :func:`_register_family`. Seed 004's skip networks register here (``validation/_skip_nets.py``).
@@ -711,6 +717,7 @@ class _Ensemble:
         self.theta = torch.tensor(flat, dtype=dtype, device=device)
         self.act = _act(torch, net.activation, net.slope)
         self._pad_index = None
+        self._shift_index = None
 
     @property
     def n_params(self) -> int:
@@ -736,6 +743,10 @@ class _Ensemble:
         net = self.net
         pad = net.kernel_size // 2
         spatial = self.input_shape[1:] if net.ndim == 2 else (math.prod(self.input_shape[1:]),)
+        taps = net.kernel_size**net.ndim
+        saved = E * net.channels * taps * math.prod(spatial) * B * net.depth
+        if not torch.is_grad_enabled() or saved <= GATHER_MAX_SAVED:
+            return self._forward_gather(theta, parts, x, spatial, taps)
         padded = tuple(n + 2 * pad for n in spatial)
         conv = F.conv2d if net.ndim == 2 else F.conv1d
         if self._pad_index is None:  # circular padding as one gather over the flattened positions
@@ -756,6 +767,43 @@ class _Ensemble:
         w = parts[-2].view(E, *self.shapes[-2])
         b = parts[-1].view(E, 1, -1)
         return torch.baddbmm(b, h, w.transpose(1, 2))
+
+    def _forward_gather(self, theta, parts, x, spatial, taps):
+        """The periodic convolutions as one gather of the ``taps`` shifted copies and one batched matmul.
+
+        Activations are kept as ``(E, c, positions, B)``: layer ``l`` gathers, for every position
+        ``p`` and kernel tap ``t`` (C order), the input at ``p + t - pad`` (periodic), giving a
+        ``(E, c_in * taps, positions * B)`` matrix, and multiplies it by the kernels viewed as
+        ``(E, c_out, c_in * taps)`` (PyTorch's layout flattened): the cross-correlation of
+        ``conv2d`` / ``conv1d`` with circular padding, in three kernels per layer (gather, baddbmm,
+        activation) instead of a grouped convolution, which on small CPU tensors is dominated by
+        per-call overhead (``benchmarks/bench_trainer.py``). It stores ``taps`` times more
+        activations for the backward pass, hence :data:`GATHER_MAX_SAVED`.
+        """
+        torch = self.torch
+        net = self.net
+        E, B = x.shape[0], x.shape[1]
+        n_pos = math.prod(spatial)
+        if self._shift_index is None:
+            pad = net.kernel_size // 2
+            grid = np.indices(spatial).reshape(net.ndim, -1)  # (ndim, positions), C order
+            rows = []
+            for offset in itertools.product(range(-pad, pad + 1), repeat=net.ndim):
+                moved = [(grid[d] + offset[d]) % spatial[d] for d in range(net.ndim)]
+                rows.append(np.ravel_multi_index(moved, spatial))
+            self._shift_index = torch.as_tensor(np.concatenate(rows), dtype=torch.int64, device=theta.device)
+        h = x.reshape(E, B, self.input_shape[0], n_pos).permute(0, 2, 3, 1)  # (E, c, positions, B)
+        for i in range(net.depth):
+            c_out, c_in = self.shapes[2 * i][:2]
+            w = parts[2 * i].view(E, c_out, c_in * taps)
+            b = parts[2 * i + 1].view(E, c_out, 1)
+            shifted = h.index_select(2, self._shift_index).reshape(E, c_in * taps, n_pos * B)
+            h = self.act(torch.baddbmm(b, w, shifted)).view(E, c_out, n_pos, B)
+        # (E, B, features): global average pooling, or every channel at every position (channel-major)
+        feats = h.mean(dim=2) if net.readout == "pool" else h.reshape(E, net.channels * n_pos, B)
+        w = parts[-2].view(E, *self.shapes[-2])
+        b = parts[-1].view(E, 1, -1)
+        return torch.baddbmm(b, feats.transpose(1, 2), w.transpose(1, 2))
 
 
 def ensemble_forward(
