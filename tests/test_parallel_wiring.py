@@ -258,3 +258,42 @@ def test_phase_diagram_errors_travel_from_the_tasks():
 class _NotSerial(parallel.Executor):
     def map(self, fn, args_list):
         return [fn(*a) for a in args_list]
+
+
+# figure sweeps: one task per grid point, each with its own stream
+
+
+def _figure_data(func, out_dir):
+    import json
+
+    paths = func(out_dir, size="smoke", backend="numpy", seed=3)
+    js = [p for p in paths if str(p).endswith(".json")]
+    assert js, paths
+    return json.loads(js[0].read_text())["data"]
+
+
+class _PicklingExecutor(parallel.Executor):
+    """In-process, but every task's arguments and result go through pickle (as to a worker process)
+    and the tasks run in reverse order: what a process pool or Dask does to a task, without starting one."""
+
+    def map(self, fn, args_list):
+        import pickle
+
+        out = [None] * len(args_list)
+        for i in reversed(range(len(args_list))):
+            f, args = pickle.loads(pickle.dumps((fn, args_list[i])))
+            out[i] = pickle.loads(pickle.dumps(f(*args)))
+        return out
+
+
+@pytest.mark.slow  # 5-10 s each on an idle machine (matplotlib renders the figure twice)
+@pytest.mark.parametrize("name", ["xiao2018.fig_s2", "burkholz2019.fig_2"])
+def test_figure_sweeps_as_tasks_match_serial(name, tmp_path):
+    import importlib
+
+    module, fig = name.split(".")
+    func = getattr(importlib.import_module(f"meanfield.figures.{module}"), fig)
+    serial = _figure_data(func, tmp_path / "serial")
+    with parallel.using(_PicklingExecutor()):
+        spread = _figure_data(func, tmp_path / "spread")
+    assert spread == serial
