@@ -297,3 +297,40 @@ def test_figure_sweeps_as_tasks_match_serial(name, tmp_path):
     with parallel.using(_PicklingExecutor()):
         spread = _figure_data(func, tmp_path / "spread")
     assert spread == serial
+
+
+# the trainability heat map of xiao2018.fig_2: grid cells as tasks
+
+
+def test_one_cell_trains_the_networks_of_its_list_entry():
+    """Net j of a per-depth list trains from child j of the list's stream: one cell per task
+    reproduces it bit for bit (the premise of the cell-wise heat map)."""
+    pytest.importorskip("torch")
+    from meanfield.checks import check_rng
+    from meanfield.validation import training as tr
+
+    data = tr.load_training_data(n_train=64)
+    nets = [tr.DenseNet(depth=3, width=8, activation="tanh", sigma_w2=s, sigma_b2=2e-5) for s in (0.5, 2.0)]
+    kw = dict(data=data, steps=6, batch_size=16, lr=0.01, optimizer="momentum", record_every=3, n_eval=64)
+    together = tr.train_ensemble(nets, 2, rng=np.random.SeedSequence(4), **kw)
+    children = check_rng(np.random.SeedSequence(4)).spawn(2)
+    for j, net in enumerate(nets):
+        alone = tr.train_ensemble(net, 2, rng=children[j], **kw)
+        assert np.array_equal(alone.train_loss, together[j].train_loss), j
+        assert np.array_equal(alone.test_accuracy, together[j].test_accuracy), j
+
+
+def test_depth_scale_heat_map_by_cells_matches_serial():
+    pytest.importorskip("torch")
+    from meanfield.validation import trainability as T
+
+    T.clear_cache()
+    try:
+        serial = T.experiment("depth_scale", "smoke", 0)
+        T.clear_cache()
+        with parallel.using(_PicklingExecutor()):
+            cells = T.experiment("depth_scale", "smoke", 0)
+    finally:
+        T.clear_cache()
+    for key in ("train_accuracy", "test_accuracy", "sigma_w2", "depths", "xi_c"):
+        assert np.array_equal(cells[key], serial[key]), key
