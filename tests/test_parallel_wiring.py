@@ -306,8 +306,9 @@ def test_one_cell_trains_the_networks_of_its_list_entry():
     """Net j of a per-depth list trains from child j of the list's stream: one cell per task
     reproduces it bit for bit (the premise of the cell-wise heat map)."""
     pytest.importorskip("torch")
-    from meanfield.checks import check_rng
     from meanfield.validation import training as tr
+
+    from meanfield.checks import check_rng
 
     data = tr.load_training_data(n_train=64)
     nets = [tr.DenseNet(depth=3, width=8, activation="tanh", sigma_w2=s, sigma_b2=2e-5) for s in (0.5, 2.0)]
