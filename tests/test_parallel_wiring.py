@@ -335,3 +335,19 @@ def test_depth_scale_heat_map_by_cells_matches_serial():
         T.clear_cache()
     for key in ("train_accuracy", "test_accuracy", "sigma_w2", "depths", "xi_c"):
         assert np.array_equal(cells[key], serial[key]), key
+
+
+def _inner_and_cosine(sim):
+    return sim.inner, sim.cosine
+
+
+def test_samples_with_a_statistic_are_the_concatenated_statistics():
+    import operator
+
+    x1, x2 = np.eye(6)[0], np.eye(6)[1]
+    kw = dict(n_networks=11, chunk_size=4, rng=2)
+    whole = ensemble_samples(simulate_pair, x1, x2, 8, 0.25, 0.0, **kw)
+    inner = ensemble_samples(simulate_pair, x1, x2, 8, 0.25, 0.0, statistic=operator.attrgetter("inner"), **kw)
+    both = ensemble_samples(simulate_pair, x1, x2, 8, 0.25, 0.0, statistic=_inner_and_cosine, **kw)
+    assert inner.shape == (11,) and np.array_equal(inner, whole.inner)
+    assert np.array_equal(both[0], whole.inner) and np.array_equal(both[1], whole.cosine)
