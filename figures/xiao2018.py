@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from meanfield.validation.simulators import simulate_conv, simulate_dense
 
-from meanfield import conv, dense
+from meanfield import conv, dense, parallel
 from meanfield.data import gaussian_inputs
 from meanfield.init import conv_singular_values
 
@@ -410,23 +410,13 @@ def fig_s2(out_dir, *, size, backend, seed):
     fig, ax = plt.subplots(figsize=(5.6, 4.3), layout="constrained")
     layers = np.arange(1, depth + 1)
     mc_all, th_all = [], []
-    for sw, col, rng in zip(progress(sws, desc="fig_s2"), colors(sws.size), rng_nets):
-        th = conv.gradient_variance_decay(cov0, "tanh", sw, sb, v, depth).weight_grad_sq
-        sim = simulate_conv(
-            cov0,
-            "tanh",
-            sw,
-            sb,
-            v,
-            depth,
-            channels,
-            n_net,
-            gradients=True,
-            backend=backend,
-            **rng_kwargs(simulate_conv, rng),
-        )
-        wg = sim.weight_grad_sq[:, :, 0]
-        mc = wg.mean(0) / wg[:, -1].mean()
+    # one task per sigma_w2 (meanfield.parallel: in-process by default, on processes / Dask under
+    # --workers / --scheduler); each draws from its own stream, so the numbers do not depend on where it ran
+    points = parallel.map_chunks(
+        _fig_s2_point,
+        [(cov0, float(sw), sb, v, depth, channels, n_net, backend, rng) for sw, rng in zip(sws, rng_nets)],
+    )
+    for sw, col, (th, mc) in zip(progress(sws, desc="fig_s2"), colors(sws.size), points):
         ax.semilogy(layers, mc, color=col, lw=1.3, label=f"$\\sigma_w^2$ = {sw:.2f}")
         ax.semilogy(layers, th / th[-1], "--", color="tab:green", lw=1)
         mc_all.append(mc)
@@ -978,3 +968,23 @@ def fig_spectra(out_dir, *, size, backend, seed):
 
 FIGURES["fig_spectra"] = fig_spectra
 __all__ += ["fig_spectra"]
+
+
+def _fig_s2_point(cov0, sw, sb, v, depth, channels, n_net, backend, rng):
+    """One sigma_w2 of :func:`fig_s2`: (theory weight-gradient norms, Monte-Carlo ratios to the last layer)."""
+    th = conv.gradient_variance_decay(cov0, "tanh", sw, sb, v, depth).weight_grad_sq
+    sim = simulate_conv(
+        cov0,
+        "tanh",
+        sw,
+        sb,
+        v,
+        depth,
+        channels,
+        n_net,
+        gradients=True,
+        backend=backend,
+        **rng_kwargs(simulate_conv, rng),
+    )
+    wg = sim.weight_grad_sq[:, :, 0]
+    return th, wg.mean(0) / wg[:, -1].mean()

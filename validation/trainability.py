@@ -237,27 +237,30 @@ def _depth_scale(size: str, seed: int) -> dict:
     acc = np.zeros((len(depths), len(sw), n_net))
     test = np.zeros_like(acc)
     secs = 0.0
-    for i, depth in enumerate(progress(depths, desc="trainability: depth scale")):
-        nets = [
-            tr.DenseNet(depth=depth, width=width, activation="tanh", sigma_w2=s, sigma_b2=SIGMA_B2_FIG2) for s in sw
-        ]
-        out = tr.train_ensemble(
-            nets,
-            n_net,
-            data=data,
-            steps=steps,
-            batch_size=32,
-            lr=0.01,
-            optimizer="momentum",
-            record_every=steps,
-            n_eval=500,
-            rng=substream(seed, 1, i),
-            device=_device(),
-        )
-        for j, c in enumerate(out):
-            acc[i, j] = c.final_train_accuracy
-            test[i, j] = c.final_test_accuracy
-        secs += out[0].seconds
+    if _distributed():  # grid cells as tasks (meanfield.parallel); the serial path trains one ensemble per depth
+        acc, test, secs = _depth_scale_cells(sw, depths, width, steps, n_net, data, seed)
+    else:
+        for i, depth in enumerate(progress(depths, desc="trainability: depth scale")):
+            nets = [
+                tr.DenseNet(depth=depth, width=width, activation="tanh", sigma_w2=s, sigma_b2=SIGMA_B2_FIG2) for s in sw
+            ]
+            out = tr.train_ensemble(
+                nets,
+                n_net,
+                data=data,
+                steps=steps,
+                batch_size=32,
+                lr=0.01,
+                optimizer="momentum",
+                record_every=steps,
+                n_eval=500,
+                rng=substream(seed, 1, i),
+                device=_device(),
+            )
+            for j, c in enumerate(out):
+                acc[i, j] = c.final_train_accuracy
+                test[i, j] = c.final_test_accuracy
+            secs += out[0].seconds
     return {
         "sigma_w2": sw,
         "depths": np.asarray(depths),
@@ -1034,6 +1037,54 @@ def _nonuniform_v_row(size: str, seed: int) -> Comparison:
         side="below",
         note=f"rho = {test.rho:+.3f} over {test.n} networks ({len(res['labels'])} v's), one-sided {test.method}",
     )
+def _distributed() -> bool:
+    """True inside ``meanfield.parallel.using(...)`` with an executor other than the serial one."""
+    from meanfield import parallel
+
+    return not isinstance(parallel.current(), parallel.SerialExecutor)
+
+
+def _depth_scale_cells(sw, depths, width, steps, n_net, data, seed):
+    """The Fig. 2 heat map of :func:`_depth_scale` with one task per (depth, sigma_w2) cell.
+
+    Cell ``(i, j)`` trains ``n_net`` networks from the ``j``-th child spawned off
+    ``substream(seed, 1, i)`` -- the stream :func:`meanfield.validation.training.train_ensemble`
+    gives net ``j`` of the per-depth list the serial path trains -- so each network starts from
+    the same weights and sees the same batches wherever its cell runs.
+    """
+    from meanfield import parallel
+    from meanfield.checks import check_rng
+
+    tasks = []
+    for i, depth in enumerate(depths):
+        children = check_rng(substream(seed, 1, i)).spawn(len(sw))
+        tasks += [(depth, float(s), width, steps, n_net, data, child) for s, child in zip(sw, children)]
+    cells = parallel.map_chunks(_depth_scale_cell, tasks)
+    acc = np.array([c[0] for c in cells]).reshape(len(depths), len(sw), n_net)
+    test = np.array([c[1] for c in cells]).reshape(len(depths), len(sw), n_net)
+    # the serial path adds one ensemble's wall time per depth; here each depth's longest cell
+    secs = float(sum(max(c[2] for c in cells[i * len(sw) : (i + 1) * len(sw)]) for i in range(len(depths))))
+    return acc, test, secs
+
+
+def _depth_scale_cell(depth, sigma_w2, width, steps, n_net, data, rng):
+    """One cell of :func:`_depth_scale_cells`: (final train accuracies, final test accuracies, seconds)."""
+    tr = _torch_modules()
+    net = tr.DenseNet(depth=depth, width=width, activation="tanh", sigma_w2=sigma_w2, sigma_b2=SIGMA_B2_FIG2)
+    out = tr.train_ensemble(
+        net,
+        n_net,
+        data=data,
+        steps=steps,
+        batch_size=32,
+        lr=0.01,
+        optimizer="momentum",
+        record_every=steps,
+        n_eval=500,
+        rng=rng,
+        device=_device(),
+    )
+    return out.final_train_accuracy, out.final_test_accuracy, out.seconds
 
 
 if __name__ == "__main__":

@@ -1043,3 +1043,9 @@ ALLOW_NONFINITE: list[Allow] = [
         "figures.load", "data", lambda r, kw: True, "FigureData.data: non-finite values written by a figure", nan=True
     ),
 ]
+# sweeps: chunked Monte-Carlo ensembles of the comparison tables (issue 16 item 3)
+for _name in ("ensemble_moments", "ensemble_samples"):
+    NOT_FUZZED[f"validation.ensembles.{_name}"] = (
+        "takes a simulator callable and a statistic callable (like parallel.ensemble, whose argument checks it "
+        "uses); sizes, statistic and executors tested in tests/test_parallel_wiring.py"
+    )
