@@ -1037,6 +1037,8 @@ def _nonuniform_v_row(size: str, seed: int) -> Comparison:
         side="below",
         note=f"rho = {test.rho:+.3f} over {test.n} networks ({len(res['labels'])} v's), one-sided {test.method}",
     )
+
+
 def _distributed() -> bool:
     """True inside ``meanfield.parallel.using(...)`` with an executor other than the serial one."""
     from meanfield import parallel
