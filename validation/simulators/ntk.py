@@ -292,8 +292,12 @@ def empirical_conv_ntk(
             dt = matrix_transpose(xp, delta)
             for t, beta in enumerate(offsets):
                 shifted = xp.roll(u, -beta, axis=1) if beta else u
-                grad = xp.reshape(dt @ shifted, (d, -1))  # (D, c_out * c_in)
-                theta = theta + float(scale[t]) * (grad @ matrix_transpose(xp, grad))
+                if hasattr(xp, "einsum"):  # NumPy / CuPy: the summation order of the NumPy reference
+                    grad = xp.einsum("api,apj->aij", delta, shifted)  # (D, c_out, c_in)
+                    theta = theta + scale[t] * xp.einsum("aij,bij->ab", grad, grad)
+                else:
+                    grad = xp.reshape(dt @ shifted, (d, -1))  # (D, c_out * c_in)
+                    theta = theta + float(scale[t]) * (grad @ matrix_transpose(xp, grad))
             ssum = xp.sum(delta, axis=1)  # (D, c_out)
             theta = theta + sb * sb * (ssum @ matrix_transpose(xp, ssum))
             if i:
