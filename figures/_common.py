@@ -19,9 +19,10 @@ Callers see ``fig_s4(out_dir, *, size="default", full=None, backend="numpy", see
 ``full``
     ``True`` is an alias of ``size="full"``, ``False`` of the default size (the older keyword).
 ``backend``
-    ``"numpy"`` or ``"cupy"``. A figure declared ``honours_backend=False`` (it does not simulate, or
+    ``"numpy"``, ``"cupy"``, ``"torch"`` (CUDA when visible, else the CPU) or ``"array_api_strict"``
+    (tests). A figure declared ``honours_backend=False`` (it does not simulate, or
     its simulations run on the CPU only) accepts ``"numpy"`` alone and raises ``ValueError`` for
-    ``"cupy"``; ``meanfield figures PAPER`` / ``--all`` / ``meanfield reproduce`` run such figures on
+    the others; ``meanfield figures PAPER`` / ``--all`` / ``meanfield reproduce`` run such figures on
     the CPU and say so.
 ``seed``
     A non-negative int, recorded in the JSON; the figure derives its independent random streams from
@@ -77,8 +78,8 @@ SIZES = ("smoke", "default", "full")
 #: Resolution of the PNGs; smoke-size figures (tests) are saved at a lower one, which halves their time.
 DPI, SMOKE_DPI = 120, 60
 
-#: The array backends a figure may be asked for.
-BACKENDS = ("numpy", "cupy")
+#: The array backends a figure may be asked for (``array_api_strict``: the strict CPU test namespace).
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
 
 
 def check_size(size=None, full=None) -> str:
@@ -139,8 +140,8 @@ def streams(seed: int, n: int) -> list[np.random.Generator]:
 
 
 _BACKEND_NOTE = {
-    True: "Simulations run on ``backend`` (``'numpy'`` or ``'cupy'``).",
-    False: "Runs on the CPU only: ``backend`` must be ``'numpy'`` (``'cupy'`` raises ``ValueError``).",
+    True: "Simulations run on ``backend`` (``'numpy'``, ``'cupy'``, ``'torch'`` or ``'array_api_strict'``).",
+    False: "Runs on the CPU only: ``backend`` must be ``'numpy'`` (any other raises ``ValueError``).",
 }
 
 
@@ -170,7 +171,7 @@ size : {{'smoke', 'default', 'full'}}, optional
     ``'full'``: the paper's sizes. Default ``'default'``.
 full : bool, optional
     Alias: ``True`` is ``size='full'``, ``False`` the default size.
-backend : {{'numpy', 'cupy'}}, optional
+backend : {{'numpy', 'cupy', 'torch', 'array_api_strict'}}, optional
     Array backend of the simulations{"" if honours_backend else "; only ``'numpy'`` is accepted"}.
 seed : int, optional
     Non-negative seed of every random stream (spawned with ``numpy.random.SeedSequence``); recorded in
@@ -193,7 +194,7 @@ TypeError
     An argument of the wrong type (``full`` not a bool, ``seed`` not an int, ...).
 ValueError
     An unknown ``size`` or ``backend``, a negative ``seed``, an ``out_dir`` that cannot be written,
-    or ``backend='cupy'`` without CuPy (or for a CPU-only figure).
+    or a backend whose package is missing (CuPy, PyTorch) or that a CPU-only figure cannot use.
 """.splitlines()
     return "\n".join(head + [""] + common + ([""] + tail if tail else []))
 

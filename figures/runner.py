@@ -16,7 +16,14 @@ import sys
 import time
 from pathlib import Path
 
-from meanfield.validation.runner import CliParser, add_common_arguments, open_executor, progress, size_from_args
+from meanfield.validation.runner import (
+    CliParser,
+    add_common_arguments,
+    backend_description,
+    open_executor,
+    progress,
+    size_from_args,
+)
 
 from ._common import SIZES, check_backend, check_out_dir, check_seed, check_size
 
@@ -68,13 +75,13 @@ def _cpu_only(func) -> bool:
 
 
 def _plan(names, registry, backend):
-    """``[(key, backend to use)]`` for ``names``; refuses a CPU-only figure named explicitly with cupy."""
+    """``[(key, backend to use)]`` for ``names``; refuses a CPU-only figure named explicitly with another backend."""
     keys = select_figures(names, registry)
     if backend != "numpy":
         explicit = [n for n in names if n in registry and _cpu_only(registry[n])]
         if explicit:
             raise ValueError(
-                f"{', '.join(explicit)} run(s) on the CPU only (no GPU simulation); drop --backend {backend}"
+                f"{', '.join(explicit)} run(s) on the CPU only (NumPy, honours_backend=False); drop --backend {backend}"
             )
     return [(k, "numpy" if _cpu_only(registry[k]) else backend) for k in keys]
 
@@ -92,7 +99,7 @@ def run_figures(
         Output folder (created; a file is test-written before any figure runs).
     size : {'smoke', 'default', 'full'}, optional
         Figure size; ``full=True`` is an alias of ``'full'``.
-    backend : {'numpy', 'cupy'}
+    backend : {'numpy', 'cupy', 'torch', 'array_api_strict'}
         Backend of the simulations; figures that run on the CPU only get ``'numpy'`` (and say so on
         stderr), except when named explicitly, which raises ``ValueError``.
     seed : int
@@ -170,12 +177,18 @@ def add_arguments(p: argparse.ArgumentParser, *, names: bool = True) -> None:
     add_common_arguments(p, sizes=SIZES)
 
 
+def _backend_help() -> str:
+    from meanfield.cli import FIGURE_BACKEND_HELP
+
+    return FIGURE_BACKEND_HELP
+
+
 def _listing(registry) -> str:
     lines = []
     for key in sorted(registry):
         func = registry[key]
         what = f"{func.paper}, {func.figure}"
-        where = "CPU only" if _cpu_only(func) else "numpy/cupy"
+        where = "CPU only" if _cpu_only(func) else "numpy/cupy/torch"
         lines.append(f"{key:<34} {what:<44} {where}".rstrip())
     return "\n".join(lines)
 
@@ -187,7 +200,7 @@ def main(argv=None, prog: str = "meanfield figures") -> int:
     p = CliParser(
         prog=prog,
         description="Regenerate the papers' figures: a PNG and a self-describing JSON "
-        "(read back with meanfield.figures.load) per figure.",
+        "(read back with meanfield.figures.load) per figure. " + _backend_help(),
     )
     add_arguments(p)
     try:
@@ -209,6 +222,7 @@ def main(argv=None, prog: str = "meanfield figures") -> int:
         stack = open_executor(args)
     except (TypeError, ValueError) as exc:
         return p.fail(str(exc))
+    print(backend_description(args.backend))
     try:
         with stack:
             run_figures(names, out=args.out, size=size, backend=args.backend, seed=args.seed, keep_going=True)

@@ -878,7 +878,7 @@ __all__ += ["fig_1", "fig_2", "fig_3", "fig_4a", "fig_5"]
 SPECTRA_SIGMA_B2 = 1e-4
 
 
-@figure(paper=PAPER, figure="not in the paper (Sec. 2.2.1; Pennington et al. 2017 style)", honours_backend=False)
+@figure(paper=PAPER, figure="not in the paper (Sec. 2.2.1; Pennington et al. 2017 style)", honours_backend=True)
 def fig_spectra(out_dir, *, size, backend, seed):
     """Jacobian singular-value spectra of critical tanh networks: orthogonal vs Gaussian weights at depths 2^k.
 
@@ -890,7 +890,8 @@ def fig_spectra(out_dir, *, size, backend, seed):
     eigenvalues of J J^T of finite networks started at the fixed point
     (:func:`meanfield.validation.simulators.jacobian_singular_values`). Orthogonal weights keep the
     spectrum concentrated around chi_1^L = 1 as depth grows (dynamical isometry), Gaussian weights
-    spread it over many decades although its mean stays 1. Simulation on the CPU (NumPy SVDs).
+    spread it over many decades although its mean stays 1. Simulation on ``backend`` (products and
+    SVDs on it).
     """
     from meanfield.validation.simulators import jacobian_singular_values
 
@@ -914,7 +915,7 @@ def fig_spectra(out_dir, *, size, backend, seed):
         col = colors(len(depths))[depths.index(depth)]
         s = spectra.jacobian_spectrum("tanh", sw, sb, depth, law, n_points=n_points, n_atoms=n_atoms)
         per_decade = np.log(10.0) * s.squared_singular_values * s.density
-        ev = jacobian_singular_values("tanh", sw, sb, depth, width, n_networks, law, rng=rngs[k])
+        ev = jacobian_singular_values("tanh", sw, sb, depth, width, n_networks, law, rng=rngs[k], backend=backend)
         logs = np.log10(np.clip(ev.ravel(), 1e-300, None))
         hist, _ = np.histogram(logs, bins=bins)
         hist = hist / (logs.size * np.diff(bins))

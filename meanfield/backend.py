@@ -5,8 +5,8 @@ through the array-API namespace of ``array_api_compat.torch``; ``"array_api_stri
 on ``array_api_strict``, the minimal strict array-API namespace (CPU, for tests: any call outside
 the standard -- a NumPy-only function, an array method NumPy has and the standard lacks -- fails).
 Code written for every backend uses only the array-API standard on ``Backend.xp`` plus the
-helpers :func:`matrix_transpose`, :func:`astype` and :func:`diagonal` (which fall back to the
-NumPy / CuPy spellings).
+helpers :func:`matrix_transpose`, :func:`astype`, :func:`concat` and :func:`diagonal` (which fall
+back to the NumPy / CuPy spellings) and :func:`svdvals`.
 
 The weight samplers of :mod:`meanfield.init` (``backend=`` argument) and the Monte-Carlo
 simulators of :mod:`meanfield.validation.simulators` are written once against the array namespace
@@ -44,18 +44,20 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_int, check_rng
+from ._checks import as_float_array, check_int, check_rng
 
 __all__ = [
     "BACKENDS",
     "Backend",
     "astype",
     "available_backends",
+    "concat",
     "diagonal",
     "get_backend",
     "matrix_transpose",
     "spawn_sequences",
     "substream",
+    "svdvals",
     "to_numpy",
 ]
 
@@ -69,6 +71,12 @@ def matrix_transpose(xp: Any, x: Any) -> Any:
     return f(x) if f is not None else xp.swapaxes(x, -1, -2)
 
 
+def concat(xp: Any, arrays: Any, axis: int = 0) -> Any:
+    """Join ``arrays`` along ``axis`` (array API ``concat``; ``concatenate`` elsewhere)."""
+    f = getattr(xp, "concat", None)
+    return f(list(arrays), axis=axis) if f is not None else xp.concatenate(list(arrays), axis=axis)
+
+
 def astype(xp: Any, x: Any, dtype: Any) -> Any:
     """``x`` converted to ``dtype`` (array API ``astype`` function; the ``.astype`` method elsewhere)."""
     f = getattr(xp, "astype", None)
@@ -79,6 +87,49 @@ def diagonal(xp: Any, x: Any) -> Any:
     """The diagonals of the matrices in the last two axes of ``x`` (array API ``linalg.diagonal``)."""
     f = getattr(getattr(xp, "linalg", None), "diagonal", None)
     return f(x) if f is not None else xp.diagonal(x, axis1=-2, axis2=-1)
+
+
+def svdvals(backend: str | Backend, x: Any) -> Any:
+    """Singular values (descending) of the matrices in the last two axes of ``x``, on ``backend``.
+
+    The array API's ``linalg.svdvals`` where the namespace has it (PyTorch through
+    ``array_api_compat``, ``array_api_strict``, NumPy >= 2), else ``linalg.svd(x, compute_uv=False)``
+    (NumPy < 2, CuPy): no transfer to the host.
+
+    Parameters
+    ----------
+    backend : str or Backend
+    x : array of ``backend``, shape (..., m, n)
+
+    Returns
+    -------
+    array of ``backend``, shape (..., min(m, n))
+
+    Raises
+    ------
+    ImportError
+        As :func:`get_backend` for ``backend``.
+    TypeError
+        ``x`` complex or boolean (a NumPy array or list when ``backend`` is NumPy, else an array of
+        ``backend``).
+    ValueError
+        ``x`` with fewer than two axes, an empty matrix, NaN or infinity.
+    """
+    b = get_backend(backend)
+    xp = b.xp
+    if b.name == "numpy" or isinstance(x, (np.ndarray, list, tuple)):
+        if isinstance(x, np.ndarray) and x.dtype == np.bool_:
+            raise TypeError("x must hold real numbers, got booleans")
+        x = b.asarray(as_float_array(x, "x"))
+    elif not hasattr(x, "dtype") or not xp.isdtype(x.dtype, "real floating"):
+        raise TypeError(f"x must be a real floating array of backend {b.name!r}, got {getattr(x, 'dtype', type(x))}")
+    elif not bool(xp.all(xp.isfinite(x))):
+        raise ValueError("x must be finite (no NaN or infinity)")
+    if x.ndim < 2 or min(x.shape[-2:]) < 1:
+        raise ValueError(f"x must have at least two axes (matrices, m, n >= 1), got shape {tuple(x.shape)}")
+    linalg = xp.linalg
+    f = getattr(linalg, "svdvals", None)
+    return f(x) if f is not None else linalg.svd(x, compute_uv=False)
 
 
 class _TorchGenerator:
@@ -111,6 +162,11 @@ class _TorchGenerator:
         t = self._torch
         return t.randint(low, high, self._shape(size), generator=self.generator, device=self.device)
 
+    def exponential(self, scale=1.0, size=None):
+        t = self._torch
+        out = t.empty(self._shape(size), dtype=t.float64, device=self.device)
+        return out.exponential_(1.0 / scale, generator=self.generator)
+
 
 class _HostGenerator:
     """A NumPy Generator whose draws are moved to an array namespace without a generator of its own
@@ -128,6 +184,9 @@ class _HostGenerator:
 
     def integers(self, low, high, size):
         return self.xp.asarray(self.numpy_generator.integers(low, high, size=size))
+
+    def exponential(self, scale=1.0, size=None):
+        return self.xp.asarray(self.numpy_generator.exponential(scale, size), dtype=self.xp.float64)
 
 
 #: Most children :func:`spawn_sequences` creates in one call (each is a Python object).

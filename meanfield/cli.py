@@ -2,7 +2,7 @@
 
 Subcommands
 -----------
-``meanfield reproduce [--out DIR] [--size smoke|default|full | --full] [--backend numpy|cupy] [--seed N] [--workers N | --scheduler ADDRESS]``
+``meanfield reproduce [--out DIR] [--size smoke|default|full | --full] [--backend numpy|cupy|torch] [--seed N] [--workers N | --scheduler ADDRESS]``
     The main job: every figure (``DIR/figures``), then every validation comparison, whose tables are
     also written as JSON (``DIR/validation``).
 ``meanfield figures [NAME ...] [--all] [--list] [--out DIR] [...]``
@@ -24,6 +24,14 @@ import sys
 from collections.abc import Sequence
 
 from meanfield.validation.runner import ENVIRONMENT_HELP, CliParser
+
+#: What ``meanfield figures --help`` says about --backend (kept in one place with figures/runner.py).
+FIGURE_BACKEND_HELP = (
+    "--backend cupy/torch runs the simulations of the figures that honour it on that backend; the "
+    "figures marked 'CPU only' in --list (no simulation, or simulations on NumPy only: declared "
+    "honours_backend=False) run on NumPy, with a notice, and naming one of them explicitly with "
+    "another backend is a usage error."
+)
 
 __all__ = ["main"]
 
@@ -64,7 +72,7 @@ def _parser() -> CliParser:
         description="The main job: every figure into OUT/figures, then every validation "
         "comparison, its tables also as JSON into OUT/validation. --size applies to the "
         "figures; the comparisons run at the default size unless --size full / --full. "
-        "Figures that run on the CPU only do so under --backend cupy (and say so). Exit "
+        "Figures and comparison modules that cannot use --backend cupy/torch run on NumPy (and say so). Exit "
         "status 1 when a figure or a comparison failed.",
     )
     r.add_argument(
@@ -80,7 +88,7 @@ def _parser() -> CliParser:
         "figures",
         help="regenerate figures: a PNG and a self-describing JSON each",
         description="Regenerate the papers' figures: a PNG and a self-describing JSON (read "
-        "back with meanfield.figures.load) per figure.",
+        "back with meanfield.figures.load) per figure. " + FIGURE_BACKEND_HELP,
     )
     figure_arguments(f)
     v = sub.add_parser(
@@ -124,6 +132,7 @@ def _reproduce(args, parser) -> int:
 
     from meanfield.figures.runner import all_figures, check_backend, run_figures
     from meanfield.validation.runner import (
+        backend_description,
         check_out_dir,
         comparison_modules,
         open_executor,
@@ -139,6 +148,7 @@ def _reproduce(args, parser) -> int:
         stack = open_executor(args)  # --workers / --scheduler: started or connected before any work
     except (TypeError, ValueError) as exc:
         return parser.fail(str(exc))
+    print(backend_description(args.backend))
     try:
         stack.__enter__()
         try:

@@ -65,6 +65,9 @@ __all__ = [
     "simulate_fig_s4",
 ]
 
+#: Backends every simulator of this module honours (:func:`meanfield.validation.runner.module_backend`).
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
+
 #: Isometry and singular values of orthogonal kernels: exact up to float64 rounding of O((k c)^3)
 #: operations (measured <= 4e-15).
 ISOMETRY_ATOL = 1e-10

@@ -36,6 +36,9 @@ __all__ = ["CHUNK_NETWORKS", "POINTS", "run"]
 #: not depend on where the chunks run (serially, ``--workers N``, ``--scheduler ADDRESS``).
 CHUNK_NETWORKS = 100
 
+#: Backends every simulator of this module honours (:func:`meanfield.validation.runner.module_backend`).
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
+
 #: (activation, phase) -> (sigma_w2, sigma_b2). Critical points: relu's exact edge (2, 0); for
 #: tanh and erf the sigma_w2 solving chi_1 = 1 at the given sigma_b2 (computed at run time).
 POINTS = {

@@ -45,6 +45,7 @@ import math
 import numpy as np
 
 from meanfield import finite_width as fw
+from meanfield.backend import get_backend, matrix_transpose, to_numpy
 from meanfield.checks import check_scalar
 from meanfield.data import load_digits
 from meanfield.numerics import richardson
@@ -71,6 +72,9 @@ __all__ = [
 #: row's stream, so the numbers do not depend on where the chunks run (``--workers N``, ``--scheduler``).
 CHUNK_NETWORKS = 100
 CHUNK_PAIRS = 5000
+
+#: Backends every simulator of this module honours (:func:`meanfield.validation.runner.module_backend`).
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
 
 #: Kolmogorov distribution 0.999 quantile: P(sqrt(n) D_n > 1.95) ~ 1e-3 for n iid samples.
 KS_Z = 1.95
@@ -400,29 +404,35 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     return rows
 
 
-def _network_grams(x1, x2, width, depth, sigma_w2, n_net, rng):
+def _network_grams(x1, x2, width, depth, sigma_w2, n_net, rng, backend="numpy"):
     """Gram entries of two inputs through ``depth`` ReLU layers of networks with Gaussian weight
     matrices (``W ~ N(0, sigma_w2 / fan_in)``, no bias): arrays (depth + 1, n_net) each, and the
-    last layer's first signal (n_net, width)."""
-    gen = np.random.default_rng(rng)
+    last layer's first signal (n_net, width). Simulated on ``backend`` (its Generator seeded from
+    ``rng``; NumPy: ``default_rng(rng)``), one transfer of the statistics per chunk."""
+    be = get_backend(backend)
+    xp = be.xp
+    gen = be.rng(np.random.default_rng(rng))
     d = x1.size
     n1 = np.empty((depth + 1, n_net))
     n2 = np.empty((depth + 1, n_net))
     ip = np.empty((depth + 1, n_net))
     n1[0], n2[0], ip[0] = x1 @ x1, x2 @ x2, x1 @ x2
     last = np.empty((n_net, width))
+    pair = be.asarray(np.stack([x1, x2]))
     chunk = 500
     for s in range(0, n_net, chunk):
         b = min(chunk, n_net - s)
-        x = np.broadcast_to(np.stack([x1, x2]), (b, 2, d))
-        for l in range(1, depth + 1):
+        x = xp.broadcast_to(pair, (b, 2, d))
+        stats = []
+        for _ in range(1, depth + 1):
             fan_in = x.shape[-1]
             w = gen.standard_normal((b, fan_in, width)) * math.sqrt(sigma_w2 / fan_in)
-            x = np.maximum(np.matmul(x, w), 0.0)
-            n1[l, s : s + b] = np.einsum("bi,bi->b", x[:, 0], x[:, 0])
-            n2[l, s : s + b] = np.einsum("bi,bi->b", x[:, 1], x[:, 1])
-            ip[l, s : s + b] = np.einsum("bi,bi->b", x[:, 0], x[:, 1])
-        last[s : s + b] = x[:, 0]
+            x = xp.maximum(xp.matmul(x, w), 0.0)
+            a0, a1 = x[:, 0, :], x[:, 1, :]
+            stats.append(xp.stack([xp.sum(a0 * a0, axis=-1), xp.sum(a1 * a1, axis=-1), xp.sum(a0 * a1, axis=-1)]))
+        host = to_numpy(xp.stack(stats))  # (depth, 3, b)
+        n1[1:, s : s + b], n2[1:, s : s + b], ip[1:, s : s + b] = host[:, 0], host[:, 1], host[:, 2]
+        last[s : s + b] = to_numpy(x[:, 0, :])
     return n1, n2, ip, last
 
 
@@ -438,7 +448,7 @@ def _laws_rows(backend, full, seed, rows):
     c0 = 0.2
     x1, x2 = a, c0 * a + math.sqrt(1 - c0 * c0) * b
     g0 = np.array([[1.0, c0], [c0, 1.0]])
-    n1, n2, ip, last = _network_grams(x1, x2, width, depth, 2.0, n_net, substream(seed, 31))
+    n1, n2, ip, last = _network_grams(x1, x2, width, depth, 2.0, n_net, substream(seed, 31), backend)
     net_cos = ip / np.sqrt(n1 * n2)
     chain = fw.gram_chain_samples(g0, depth, width, 2.0, fan_in=d, n_samples=n_chain, rng=substream(seed, 32))
     ch_cos = chain.cosine
@@ -487,13 +497,15 @@ def _laws_rows(backend, full, seed, rows):
         )
     # GSM product spectrum: exact finite-n second moment
     n_gsm, reps = 32, (8_000 if full else 1_500)
-    gen = np.random.default_rng(substream(seed, 33))
+    be = get_backend(backend)
+    xp = be.xp
+    gen = be.rng(np.random.default_rng(substream(seed, 33)))  # NumPy: this Generator itself
     for L in (2, 5):
-        prod = np.broadcast_to(np.eye(n_gsm), (reps, n_gsm, n_gsm)).copy()
+        prod = be.asarray(np.eye(n_gsm))
         for _ in range(L):
             prod = (gen.standard_normal((reps, n_gsm, n_gsm)) / math.sqrt(n_gsm)) @ prod
-        aa = prod @ np.swapaxes(prod, 1, 2)
-        m2 = np.einsum("rij,rji->r", aa, aa) / n_gsm
+        aa = prod @ matrix_transpose(xp, prod)
+        m2 = to_numpy(xp.sum(aa * matrix_transpose(xp, aa), axis=(-2, -1))) / n_gsm
         m, se = mean_and_stderr(m2)
         rows.append(
             Comparison(

@@ -59,6 +59,10 @@ __all__ = [
     "variance_rows",
 ]
 
+#: Backends every simulator of this module honours (:func:`meanfield.validation.runner.module_backend`);
+#: MetaInit's optimisation of the Fig. 1 start runs on the host (NumPy), its forward passes on the backend.
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
+
 #: Largest predicted kurtosis compared with Monte-Carlo (see the module notes on heavy tails).
 KAPPA_MAX = 30.0
 #: Depths at which the kurtosis recursion is compared.
@@ -240,9 +244,21 @@ FIG1_METAINIT_CHUNK = 1
 
 
 def _fig1_chunk(x, init, depth, width, n_networks, backend, rng, metainit_steps):
-    """One task of :func:`fig1_variances` (module level: pickled by reference to workers)."""
+    """One task of :func:`fig1_variances` (module level: pickled by reference to workers). Float64 on
+    every backend: the ZerO rows' tolerance ``ZERO_RTOL`` is float64 rounding (the ``blas`` engine's
+    float32 default gave 1e-7 and 4e-6 under --backend torch: float32 rescaling every
+    ``RENORM_EVERY`` layers), and NumPy's Numba engine is float64 anyway."""
     return empirical_variances(
-        x, init, depth, width, n_networks, backend=backend, rng=rng, metainit_steps=metainit_steps, desc=None
+        x,
+        init,
+        depth,
+        width,
+        n_networks,
+        backend=backend,
+        rng=rng,
+        metainit_steps=metainit_steps,
+        desc=None,
+        dtype="float64",
     )
 
 

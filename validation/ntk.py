@@ -46,6 +46,9 @@ __all__ = [
     "run",
 ]
 
+#: Backends every simulator of this module honours (:func:`meanfield.validation.runner.module_backend`).
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
+
 #: (activation, phase) -> (sigma_w2, sigma_b2); None: the critical sigma_w2 at that sigma_b2.
 POINTS = {
     ("tanh", "ordered"): (0.8, 0.05),
@@ -143,7 +146,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
             sw = float(dense.critical_sigma_w2(name, sb))
         theory = ntk.propagate_ntk(dense.input_covariance(x, sw, sb), name, sw, sb, depth).ntk[depth]
         sims = [
-            empirical_ntk(x, name, sw, sb, depth, n, n_networks, rng=substream(seed, 1, k, j))
+            empirical_ntk(x, name, sw, sb, depth, n, n_networks, rng=substream(seed, 1, k, j), backend=backend)
             for j, n in enumerate((width, 2 * width))
         ]
         label = f"{name} {phase} (sw2={sw:.4g}, sb2={sb:g}), L={depth}"
@@ -154,7 +157,9 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         cov0 = conv.multi_input_covariance(xc, sw, sb, CONV_V)
         theory = ntk.propagate_conv_ntk(cov0, name, sw, sb, CONV_V, 2).ntk[2][:, 1, :, 1]
         sims = [
-            empirical_conv_ntk(xc, name, sw, sb, CONV_V, 2, c, n_networks, position=1, rng=substream(seed, 3, k, j))
+            empirical_conv_ntk(
+                xc, name, sw, sb, CONV_V, 2, c, n_networks, position=1, rng=substream(seed, 3, k, j), backend=backend
+            )
             for j, c in enumerate((channels, 2 * channels))
         ]
         rows += _rows(f"CNN {name} (sw2={sw:g}, sb2={sb:g}, v={CONV_V}), L=2", theory, sims, channels)

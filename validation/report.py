@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from meanfield.backend import BACKENDS
+
 __all__ = [
     "Z_DEFAULT",
     "Comparison",
@@ -282,8 +284,8 @@ def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, 
     (:data:`ROW_FIELDS`), ``data["passed"]`` / ``data["failed"]`` the counts.
 
     Raises ``TypeError`` / ``ValueError`` naming the argument for a ``title`` that is not a str, a
-    ``seed`` that is not an int >= 0, a non-bool ``full``, a ``backend`` other than "numpy" /
-    "cupy", ``seconds`` not None or a finite number >= 0, or rows that are not :class:`Comparison`.
+    ``seed`` that is not an int >= 0, a non-bool ``full``, a ``backend`` not in
+    :data:`meanfield.backend.BACKENDS`, ``seconds`` not None or a finite number >= 0, or rows that are not :class:`Comparison`.
     """
     if not isinstance(title, str):
         raise TypeError(f"title must be a str, got {title!r}")
@@ -293,8 +295,8 @@ def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, 
         raise ValueError(f"seed must be a non-negative int (what the run recorded), got {seed!r}")
     if not isinstance(full, (bool, np.bool_)):
         raise TypeError(f"full must be True or False, got {full!r}")
-    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
-        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if seconds is not None:
         if isinstance(seconds, (bool, np.bool_, str, bytes)) or np.iscomplexobj(seconds) or np.ndim(seconds) != 0:
             raise TypeError(f"seconds must be None or a real number, got {seconds!r}")

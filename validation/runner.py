@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from meanfield.backend import BACKENDS, get_backend
+
 from .report import format_table, write_table_json
 
 __all__ = [
@@ -41,16 +43,21 @@ __all__ = [
     "add_arguments",
     "add_common_arguments",
     "add_parallel_arguments",
+    "backend_description",
     "check_backend_available",
     "check_out_dir",
     "comparison_modules",
     "main",
     "main_for",
+    "module_backend",
     "open_executor",
     "progress",
     "run_modules",
     "size_from_args",
 ]
+
+#: Backends the command line offers (``array_api_strict``, a test backend, is accepted by the functions only).
+CLI_BACKENDS = ("numpy", "cupy", "torch")
 
 #: Environment variable that, set to ``1``, silences every progress bar.
 NO_PROGRESS_ENV = "MEANFIELD_NO_PROGRESS"
@@ -131,8 +138,10 @@ def add_common_arguments(p: argparse.ArgumentParser, sizes=None) -> None:
     p.add_argument(
         "--backend",
         default="numpy",
-        choices=["numpy", "cupy"],
-        help="array backend of the simulations; cupy needs CuPy and a GPU (default: numpy)",
+        choices=list(CLI_BACKENDS),
+        help="array backend of the simulations, checked before any work: cupy needs CuPy and a GPU (the gpu "
+        "extra), torch needs PyTorch (the torch extra; CUDA when visible, else the CPU); modules and figures "
+        "that cannot use it say so and run on NumPy (default: numpy)",
     )
     p.add_argument(
         "--seed",
@@ -228,23 +237,70 @@ def _parser(prog: str) -> CliParser:
 
 
 def check_backend_available(backend: str) -> str:
-    """``backend`` when it can be used here: ``"cupy"`` needs CuPy (``ValueError`` saying what to install).
+    """``backend`` when it can be used here, checked before any work starts.
 
-    Anything but ``"numpy"`` or ``"cupy"`` raises ``TypeError`` (not a str) or ``ValueError``.
+    ``"numpy"`` always; ``"cupy"`` needs CuPy (the ``gpu`` extra), ``"torch"`` PyTorch and
+    ``array-api-compat`` (the ``torch`` extra), ``"array_api_strict"`` (a CPU test backend) the
+    ``test`` extra. A missing package raises ``ValueError`` with a one-line message naming the extra.
+
+    Raises
+    ------
+    TypeError
+        ``backend`` is not a str.
+    ValueError
+        ``backend`` is not one of :data:`meanfield.backend.BACKENDS`, or its package is missing.
     """
     if not isinstance(backend, str):
-        raise TypeError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
-    if backend not in ("numpy", "cupy"):
-        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+        raise TypeError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "cupy":
         try:
             import cupy  # noqa: F401
         except ImportError:
             raise ValueError(
-                "backend 'cupy' needs CuPy, which is not installed: `pip install meanfield-theory[gpu]` "
+                "backend 'cupy' needs CuPy, which is not installed: `pip install \"meanfield-theory[gpu]\"` "
                 "on a machine with a CUDA GPU, or use backend 'numpy'"
             ) from None
+    elif backend != "numpy":
+        try:
+            get_backend(backend)
+        except ImportError as exc:
+            extra = "torch" if backend == "torch" else "test"
+            raise ValueError(
+                f"backend {backend!r} is not available here ({exc.__cause__ or exc}): "
+                f"`pip install \"meanfield-theory[{extra}]\"`, or use backend 'numpy'"
+            ) from None
     return backend
+
+
+def backend_description(backend: str) -> str:
+    """One line naming the backend and its device, e.g. ``"backend torch (device cpu: no CUDA device visible)"``."""
+    backend = check_backend_available(backend)
+    if backend == "torch":
+        device = get_backend("torch").device
+        why = "" if device == "cuda" else ": no CUDA device visible"
+        return f"backend torch (device {device}{why})"
+    if backend == "cupy":
+        return "backend cupy (device cuda)"
+    return f"backend {backend} (device cpu)"
+
+
+def module_backend(module, backend: str, name: str | None = None) -> tuple[str, str | None]:
+    """The backend a comparison module runs on and, when it falls back to NumPy, the one-line reason.
+
+    The rule: a module runs on ``backend`` when it lists it in its ``BACKENDS`` tuple (the
+    backends every simulator it calls honours); otherwise it runs on NumPy and says so in one line
+    (a module without ``BACKENDS`` is NumPy-only: it computes theory or trains with PyTorch's own
+    device handling). ``name`` (default: the module's own) is the one the notice prints.
+    """
+    if backend == "numpy":
+        return backend, None
+    name = name or getattr(module, "__name__", "?").rsplit(".", 1)[-1]
+    honoured = getattr(module, "BACKENDS", ("numpy",))
+    if backend in honoured:
+        return backend, None
+    return "numpy", f"validation.{name}: does not honour backend {backend!r} (NumPy only); runs on NumPy"
 
 
 def check_out_dir(out_dir) -> Path:
@@ -279,14 +335,14 @@ def check_run_arguments(backend: object, full: object, seed: object) -> tuple[st
     Raises
     ------
     ValueError
-        If ``backend`` is not ``'numpy'`` or ``'cupy'``, or ``seed`` is negative.
+        If ``backend`` is not one of :data:`meanfield.backend.BACKENDS`, or ``seed`` is negative.
     TypeError
         If ``full`` is not a bool or ``seed`` not an int.
     """
     if not isinstance(full, (bool, np.bool_)):
         raise TypeError(f"full must be True or False, got {full!r}")
-    if not isinstance(backend, str) or backend not in ("numpy", "cupy"):
-        raise ValueError(f"backend must be 'numpy' or 'cupy', got {backend!r}")
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be a non-negative int, got {seed!r}")
     if seed < 0:
@@ -323,8 +379,11 @@ def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
         if skip:  # an optional extra is missing: said, not counted as a failure
             tqdm.write(f"validation.{name}: {skip}\n")
             continue
+        used, note = module_backend(module, backend)
+        if note:
+            tqdm.write(note)
         t0 = time.perf_counter()
-        rows = module.run(backend=backend, full=full, seed=seed)
+        rows = module.run(backend=used, full=full, seed=seed)
         elapsed = time.perf_counter() - t0
         tqdm.write(format_table(f"validation.{name}", rows) + f"  ({elapsed:.1f} s)\n")
         if out is not None:
@@ -334,7 +393,7 @@ def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
                 rows,
                 seed=seed,
                 full=full,
-                backend=backend,
+                backend=used,
                 seconds=elapsed,
             )
         failed = sum(not r.passed for r in rows)
@@ -373,9 +432,11 @@ def main_for(run, module_name: str, argv=None) -> int:
     if skip:
         print(f"validation.{name}: {skip}")
         return 0
+    used, note = module_backend(sys.modules.get(getattr(run, "__module__", ""), None), args.backend, name)
+    print(backend_description(args.backend) if note is None else note)
     t0 = time.perf_counter()
     with stack:
-        rows = run(backend=args.backend, full=args.full, seed=args.seed)
+        rows = run(backend=used, full=args.full, seed=args.seed)
     print(format_table(f"validation.{name}", rows))
     if out is not None:
         write_table_json(
@@ -384,7 +445,7 @@ def main_for(run, module_name: str, argv=None) -> int:
             rows,
             seed=args.seed,
             full=args.full,
-            backend=args.backend,
+            backend=used,
             seconds=time.perf_counter() - t0,
         )
     return 0 if rows and all(r.passed for r in rows) else 1
@@ -433,6 +494,7 @@ def main(argv=None, prog: str = "meanfield validate") -> int:
     except ValueError as exc:
         return p.fail(str(exc))
     try:
+        print(backend_description(args.backend))
         with stack:
             ok = run_modules(names, backend=args.backend, full=args.full, seed=args.seed, out=out)
     except KeyboardInterrupt:

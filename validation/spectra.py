@@ -39,6 +39,9 @@ from .simulators.jacobian import (
 
 __all__ = ["CONV2D_CASES", "CONV2D_SHAPE", "CONV_CASES", "DENSE_CASES", "PROBABILITIES", "conv2d_rows", "run"]
 
+#: Backends every simulator of this module honours (:func:`meanfield.validation.runner.module_backend`).
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
+
 #: Bias variance of the tanh networks (critical sigma_w2 computed at run time).
 SIGMA_B2 = 1e-4
 #: (weights, depth) of the dense rows.
@@ -119,7 +122,9 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         if kind == "dense":
             spec, fine = _theory(spectra.jacobian_spectrum, "tanh", sw, SIGMA_B2, depth, law)
             samples = [
-                jacobian_singular_values("tanh", sw, SIGMA_B2, depth, n, n_networks, law, rng=substream(seed, 0, k, j))
+                jacobian_singular_values(
+                    "tanh", sw, SIGMA_B2, depth, n, n_networks, law, rng=substream(seed, 0, k, j), backend=backend
+                )
                 for j, n in enumerate((width, 2 * width))
             ]
             label = f"tanh dense {law} L={depth} (sw2={sw:.5g}, sb2={SIGMA_B2:g})"
@@ -128,7 +133,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
             spec, fine = _theory(spectra.conv_jacobian_spectrum, "tanh", sw, SIGMA_B2, depth, law)
             samples = [
                 conv_jacobian_singular_values(
-                    "tanh", sw, SIGMA_B2, depth, c, size, n_networks, law, rng=substream(seed, 1, k, j)
+                    "tanh", sw, SIGMA_B2, depth, c, size, n_networks, law, rng=substream(seed, 1, k, j), backend=backend
                 )
                 for j, c in enumerate((channels, 2 * channels))
             ]

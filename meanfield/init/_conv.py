@@ -58,7 +58,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._checks import as_float_array, check_bool, check_int, check_probability_vector, check_rng
-from ..backend import Backend, get_backend
+from ..backend import Backend, get_backend, matrix_transpose
 from ._args import batch_shape, check_batch_size, check_size, int_arg, nonneg, real_array
 from ._dense import haar_orthogonal
 
@@ -154,13 +154,15 @@ def _backend_array(x: Any, name: str, b: Backend, check_finite: bool = True) -> 
     ``check_finite=False`` skips the pass over a float64 array that looks for NaN and infinity."""
     if isinstance(x, (bool, np.bool_)) or (isinstance(x, np.ndarray) and x.dtype == np.bool_):
         raise TypeError(f"{name} must be real numbers, got booleans")
-    if b.name != "numpy" and isinstance(x, b.xp.ndarray):
-        if x.dtype.kind == "c":
+    if b.name != "numpy" and not isinstance(x, np.ndarray) and _is_backend_array(b, x):
+        xp = b.xp
+        if xp.isdtype(x.dtype, "complex floating"):
             raise TypeError(f"{name} must be real, got a complex array")
-        if x.dtype.kind not in "fiu":
+        if not xp.isdtype(x.dtype, ("real floating", "integral")):
             raise TypeError(f"{name} must be a real array, got dtype {x.dtype}")
-        x = x.astype(b.xp.float64, copy=False)
-        if check_finite and not bool(b.xp.all(b.xp.isfinite(x))):
+        if x.dtype != xp.float64:
+            x = xp.astype(x, xp.float64) if hasattr(xp, "astype") else x.astype(xp.float64)
+        if check_finite and not bool(xp.all(xp.isfinite(x))):
             raise ValueError(f"{name} must be finite (no NaN or infinity)")
         return x
     if isinstance(x, np.ndarray) and x.dtype == np.float64:  # the common case: at most one pass, no copy
@@ -168,6 +170,17 @@ def _backend_array(x: Any, name: str, b: Backend, check_finite: bool = True) -> 
             raise ValueError(f"{name} must be finite (no NaN or infinity)")
         return b.asarray(x)
     return b.asarray(as_float_array(x, name))
+
+
+def _is_backend_array(b: Backend, x: Any) -> bool:
+    """Whether ``x`` is an array of backend ``b`` (CuPy, PyTorch or array-API-strict array)."""
+    if b.name == "cupy":
+        return isinstance(x, b.xp.ndarray)
+    if b.name == "torch":
+        import torch
+
+        return isinstance(x, torch.Tensor)
+    return type(x).__module__.startswith(b.xp.__name__)
 
 
 def _taps(kernel: Any, sd: int) -> tuple[int, ...]:
@@ -178,13 +191,14 @@ def _tap_matrix(k: Any, sd: int, transpose: bool, xp: Any) -> Any:
     """Tap ``k = kernel[..., index, :, :]`` as the right operand of a channels-last product: ``K(beta)^T``
     (forward) or ``K(beta)`` (adjoint), with unit axes so that it broadcasts over the rows of a 2-D
     image (a stack of small products, not one flattened tall GEMM: see ``benchmarks/symmetry.py``)."""
-    m = k if transpose else xp.swapaxes(k, -1, -2)
-    if m.strides[-1] != m.itemsize or m.strides[-2] != m.shape[-1] * m.itemsize:
-        # row-major matrices: NumPy's stacked matmul falls back to a slow loop for a transposed operand
-        m = xp.ascontiguousarray(m)
+    m = k if transpose else matrix_transpose(xp, k)
+    if isinstance(m, np.ndarray) or hasattr(m, "get"):  # NumPy or CuPy
+        if m.strides[-1] != m.itemsize or m.strides[-2] != m.shape[-1] * m.itemsize:
+            # row-major matrices: NumPy's stacked matmul falls back to a slow loop for a transposed operand
+            m = xp.ascontiguousarray(m)
     if m.ndim == 2:  # one kernel for every signal: a plain 2-D right operand
         return m
-    return m.reshape(m.shape[:-2] + (1,) * (sd - 1) + m.shape[-2:])
+    return xp.reshape(m, tuple(m.shape[:-2]) + (1,) * (sd - 1) + tuple(m.shape[-2:]))
 
 
 def _correlate(x: Any, kernel: Any, sd: int, xp: Any, transpose: bool, out_channels: int, lead: tuple[int, ...]) -> Any:
@@ -193,7 +207,7 @@ def _correlate(x: Any, kernel: Any, sd: int, xp: Any, transpose: bool, out_chann
     out = None
     for index, beta in kernel_offsets(_taps(kernel, sd)):
         k = kernel[(Ellipsis,) + index + (slice(None), slice(None))]
-        if not k.any():
+        if not bool(xp.any(k != 0)):
             continue  # delta kernels (ConstNet, LeakyNet, delta-orthogonal): most taps are zero
         m = _tap_matrix(k, sd, transpose, xp)
         if any(beta):
@@ -203,7 +217,9 @@ def _correlate(x: Any, kernel: Any, sd: int, xp: Any, transpose: bool, out_chann
         term = shifted @ m
         out = term if out is None else out + term
     if out is None:
-        out = xp.zeros(lead + tuple(x.shape[x.ndim - 1 - sd : x.ndim - 1]) + (out_channels,))
+        shape = lead + tuple(x.shape[x.ndim - 1 - sd : x.ndim - 1]) + (out_channels,)
+        on_device = {} if isinstance(x, np.ndarray) or hasattr(x, "get") else {"device": x.device}
+        out = xp.zeros(shape, dtype=x.dtype, **on_device)
     return out
 
 
@@ -410,18 +426,18 @@ def periodic_conv_weight_grad(
     axes = tuple(range(n_lead, n_lead + sd))
 
     def rows(a: Any) -> Any:  # (*summed, *keep, positions, channels)
-        return a.reshape(summed + keep + (-1, a.shape[-1]))
+        return xp.reshape(a, summed + keep + (-1, a.shape[-1]))
 
     # stacks of small products summed afterwards, not one tall GEMM over all summed positions: its
     # multi-threaded BLAS spins on an oversubscribed machine (benchmarks/symmetry.py)
-    gt = xp.swapaxes(rows(g), -1, -2)
-    out = xp.empty(keep + ks + (c_out, c_in))
+    gt = matrix_transpose(xp, rows(g))
+    out = b.empty(keep + ks + (c_out, c_in))
     with np.errstate(over="ignore", invalid="ignore"):
         for index, beta in kernel_offsets(ks):
             shifted = xp.roll(x, tuple(-s for s in beta), axis=axes) if any(beta) else x
             prod = gt @ rows(shifted)
             out[(Ellipsis,) + index + (slice(None), slice(None))] = (
-                prod.sum(axis=tuple(range(sum_leading))) if sum_leading else prod
+                xp.sum(prod, axis=tuple(range(sum_leading))) if sum_leading else prod
             )
     return _finite_result(
         xp, out, "periodic_conv_weight_grad's result", "|x| * |g| overflows float64; rescale x or g", check_finite
@@ -721,7 +737,7 @@ def gaussian_conv_kernel(
     b = get_backend(backend)
     gen = b.rng(rng)
     std = b.asarray(np.sqrt(sigma_w2 * v / c_in)[..., None, None])
-    return b.xp.swapaxes(std * gen.standard_normal(batch + ks + (c_in, c_out)), -1, -2)
+    return matrix_transpose(b.xp, std * gen.standard_normal(batch + ks + (c_in, c_out)))
 
 
 def _check_channels(c_in: int, c_out: int) -> tuple[int, int]:

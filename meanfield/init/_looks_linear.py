@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..backend import Backend, get_backend
+from ..backend import Backend, concat, get_backend
 from ._args import batch_shape, check_batch_size, check_size, int_arg, nonneg, real_array
 from ._dense import haar_orthogonal
 
@@ -34,8 +34,8 @@ __all__ = ["gsm", "looks_linear", "looks_linear_input", "orthogonal_looks_linear
 
 def _block(xp: Any, w0: Any) -> Any:
     """``[[W0, -W0], [-W0, W0]]`` over the last two axes of ``w0`` (any batch, any backend)."""
-    top = xp.concatenate([w0, -w0], axis=-1)
-    return xp.concatenate([top, -top], axis=-2)
+    top = concat(xp, [w0, -w0], axis=-1)
+    return concat(xp, [top, -top], axis=-2)
 
 
 def looks_linear(w0: ArrayLike) -> np.ndarray:

@@ -301,6 +301,7 @@ REGISTRY: list[Entry] = [
     E("backend.spawn_sequences", generator=R(Lazy(_generator)), n=I(3)),
     E("backend.substream", seed=I(0), skip={"key": "*key: integers appended to the SeedSequence's spawn key (seed is fuzzed)"}),
     E("backend.to_numpy", x=X(X25)),  # a copy to host memory, not a check: values pass through unchanged (docstring)
+    E("backend.svdvals", backend=BK(), x=A(X25)),
     # --- checks (messages name the argument by the ``name`` given: here the parameter's own name) --
     E("checks.as_float_array", x=A(X25), name=X("x")),
     E("checks.check_bool", flag=B(True), name=X("flag")),
@@ -522,6 +523,7 @@ REGISTRY: list[Entry] = [
     E("validation.report.write_table_json", path=X(Lazy(_tmp_json)), title=TXT("fuzz"), rows=X(Lazy(_comparisons)), seed=I(0), full=B(False),
       backend=BK(), seconds=F(1.0)),
     E("validation.runner.check_backend_available", backend=BK()),
+    E("validation.runner.backend_description", backend=BK()),
     E("validation.runner.check_out_dir", out_dir=X(Lazy(_tmp_dir))),
     E("validation.runner.comparison_modules"),
     # --- figures ----------------------------------------------------------------------------
@@ -575,15 +577,15 @@ REGISTRY: list[Entry] = [
       width=I(3), n_networks=I(2), rng=R(0)),
     E("validation.ntk.constnet_empirical_ntk", x=A(_rng.standard_normal((2, 4, 4, 1))), widths=IS([2, 4]), n_classes=I(3)),
     E("validation.simulators.jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(4),
-      n_networks=I(2), weights=CH("orthogonal"), q=F(0.5), rng=R(0)),
+      n_networks=I(2), weights=CH("orthogonal"), q=F(0.5), rng=R(0), backend=BK()),
     E("validation.simulators.conv_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(2),
-      size=I(4), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
+      size=I(4), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0), backend=BK()),
     E("validation.simulators.conv2d_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2),
       width=I(2), shape=SH((3, 3)), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
     E("validation.simulators.empirical_ntk", x=A(X25), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(2), width=I(4),
-      n_networks=I(2), method=CH("numpy"), rng=R(0)),
+      n_networks=I(2), method=CH("numpy"), rng=R(0), backend=BK()),
     E("validation.simulators.empirical_conv_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
-      width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
+      width=I(2), n_networks=I(2), position=I(0), rng=R(0), backend=BK()),
     E("validation.kurtosis_conv.conv_pair_moments", n_networks=I(4), rng=R(0), chunk=I(3)),
     E("validation.simulators.empirical_periodic_cnn_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3),
       depth=I(2), width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
@@ -739,7 +741,7 @@ for _name in [
     NOT_FUZZED[_name] = _RESULT
 for _mod in ("audit", "conv_inputs", "ntk", "spectra", "trainability"):
     NOT_FUZZED[f"validation.{_mod}.run"] = NOT_FUZZED["validation.dense.run"]
-for _name in ("astype", "diagonal", "matrix_transpose"):
+for _name in ("astype", "concat", "diagonal", "matrix_transpose"):
     NOT_FUZZED[f"backend.{_name}"] = (
         "array-API shim over an array module `xp` (NumPy / CuPy / array-API namespaces) in the simulators' hot "
         "paths: like xp's own function it passes NaN / inf / complex through and leaves shape errors to xp "
@@ -787,6 +789,10 @@ NOT_FUZZED["validation.trainability.nonuniform_v_rank_test"] = NOT_FUZZED[
 NOT_FUZZED["validation.training.load_training_data"] = (
     "loads and downsamples scikit-learn's digits or the user's MNIST / CIFAR-10 files (seconds a call); "
     "tested in tests/test_training.py"
+)
+NOT_FUZZED["validation.runner.module_backend"] = (
+    "CLI plumbing: reads a comparison module's BACKENDS tuple (a module object, not user data); tested in "
+    "tests/test_backends_cli.py"
 )
 NOT_FUZZED["validation.trainability.training_data"] = NOT_FUZZED["validation.training.load_training_data"]
 

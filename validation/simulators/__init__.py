@@ -27,7 +27,11 @@ One signature style
 Problem arguments first (inputs, activation, variances), then the sizes under the same names
 everywhere -- ``depth`` (number of layers), ``width`` (hidden width; the channel count of a CNN),
 ``n_networks`` (independent networks simulated together) -- and the keyword-only ``backend``
-(``"numpy"`` or ``"cupy"``, :mod:`meanfield.backend`) and ``rng``. Results with several fields are
+(``"numpy"``, ``"cupy"``, ``"torch"`` or ``"array_api_strict"``, :mod:`meanfield.backend`) and
+``rng``. Every simulator honours ``backend`` (its arrays go through the backend's namespace only)
+except the fused Numba kernels :func:`simulate_residual_moments` and :func:`simulate_conv_moments`,
+:func:`looks_linear_delta_orthogonal_forward`, :func:`replicated_feature_experiment` and
+:func:`train` (NumPy). Results with several fields are
 frozen dataclasses inheriting :class:`meanfield.Result` (``.replace()``); several-field results
 that used to be tuples still unpack (``inner, cosine = simulate_pair(...)``).
 

@@ -256,7 +256,7 @@ class LogScaledActivation:
                 "meanfield.dense.propagate_log"
             )
         a = self._checked(self.phi, self.expand(u, log_u), "phi", layer, top)
-        return a, xp.zeros(u.shape[0])
+        return a, xp.zeros_like(log_u)
 
     def derivative(self, u, log_u, layer):
         """``phi'(exp(L) u)``."""

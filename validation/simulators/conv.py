@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 
 from meanfield import Result
 from meanfield.activations import Activation, get_activation
-from meanfield.backend import Backend, get_backend, spawn_sequences, to_numpy
+from meanfield.backend import Backend, astype, get_backend, matrix_transpose, spawn_sequences, to_numpy
 from meanfield.checks import (
     check_bool,
     check_covariance,
@@ -32,11 +32,8 @@ from meanfield.checks import (
     resolve_spatial_shape,
 )
 from meanfield.init import (
-    delta_orthogonal_kernel,
-    delta_orthogonal_kernel_1d,
     gaussian_conv_kernel,
-    orthogonal_conv_kernel,
-    orthogonal_conv_kernel_1d,
+    haar_orthogonal,
     periodic_conv,
     periodic_conv_transpose,
     periodic_conv_weight_grad,
@@ -89,21 +86,56 @@ def _check_conv_v(v, kernel_shape):
 
 
 def _unit_conv_kernels(n_networks, kernel_shape, c, v, init, gen, b: Backend):
-    """Kernels at ``sigma_w2 = 1`` (``gen``: a backend Generator for Gaussian kernels, a NumPy one otherwise)."""
+    """Kernels at ``sigma_w2 = 1`` (``gen``: a Generator of backend ``b``), on ``b``."""
     if init == "gaussian":
         return gaussian_conv_kernel(kernel_shape, c, c, v=v, rng=gen, batch=n_networks, backend=b)
-    make = {
-        ("orthogonal", True): orthogonal_conv_kernel,
-        ("orthogonal", False): orthogonal_conv_kernel_1d,
-        ("delta_orthogonal", True): delta_orthogonal_kernel,
-        ("delta_orthogonal", False): delta_orthogonal_kernel_1d,
-    }[(init, len(kernel_shape) == 2)]
-    return b.asarray(np.stack([make(kernel_shape[0], c, c, rng=gen) for _ in range(n_networks)]))
+    return _orthogonal_kernels(n_networks, kernel_shape, c, init, gen, b)
 
 
-def _kernel_generator(b: Backend, seq, init):
-    """Orthogonal kernels are built on the host with NumPy; Gaussian ones on the backend."""
-    return b.generator(seq) if init == "gaussian" else np.random.default_rng(seq)
+def _symmetric_projections(n_networks, c, gen, b: Backend):
+    """``n_networks`` projections ``U diag(m) U^T`` (U Haar, m fair bits) on ``b``: the batched
+    :func:`meanfield.init.symmetric_projection`."""
+    xp = b.xp
+    u = haar_orthogonal(c, c, gen, batch=(n_networks,), backend=b)
+    bits = astype(xp, gen.integers(0, 2, (n_networks, 1, c)), xp.float64)
+    return (u * bits) @ matrix_transpose(xp, u)
+
+
+def _orthogonal_kernels(n_networks, kernel_shape, c, init, gen, b: Backend):
+    """Seed 003's Algorithms 1 (``"orthogonal"``) and 2 (``"delta_orthogonal"``) for ``n_networks``
+    networks at once, with square ``c x c`` taps, drawn and built on backend ``b`` (batched QR and
+    products: no host round trip). The same laws as :func:`meanfield.init.orthogonal_conv_kernel`,
+    :func:`~meanfield.init.orthogonal_conv_kernel_1d`, :func:`~meanfield.init.delta_orthogonal_kernel`
+    and its 1-D variant (which build one kernel on the host); returns ``(n, *kernel_shape, c, c)``
+    in the library layout ``(c_out, c_in)``."""
+    xp = b.xp
+    sd, k = len(kernel_shape), kernel_shape[0]
+    if init == "delta_orthogonal":
+        h = haar_orthogonal(c, c, gen, batch=(n_networks,), backend=b)
+        kernel = b.full((n_networks, *kernel_shape, c, c), 0.0)
+        kernel[(slice(None),) + (k // 2,) * sd + (Ellipsis,)] = h
+        return kernel
+    eye = b.asarray(np.eye(c))
+    kernel = xp.reshape(eye, (1,) * (sd + 1) + (c, c)) + b.full((n_networks,) + (1,) * sd + (c, c), 0.0)
+    for _ in range(k - 1):  # Step 2 (eq. 2.17), built in Algorithm 1's (c_in, c_out) order
+        p = _symmetric_projections(n_networks, c, gen, b)
+        if sd == 1:
+            out = b.full((n_networks, kernel.shape[1] + 1, c, c), 0.0)
+            out[:, :-1, ...] = out[:, :-1, ...] + kernel @ p[:, None, ...]
+            out[:, 1:, ...] = out[:, 1:, ...] + kernel @ (eye - p)[:, None, ...]
+        else:
+            q = _symmetric_projections(n_networks, c, gen, b)
+            blocks = ((p @ q, p @ (eye - q)), ((eye - p) @ q, (eye - p) @ (eye - q)))
+            a1, a2 = kernel.shape[1], kernel.shape[2]
+            out = b.full((n_networks, a1 + 1, a2 + 1, c, c), 0.0)
+            for i in range(2):
+                for j in range(2):
+                    part = kernel @ blocks[i][j][:, None, None, ...]
+                    out[:, i : i + a1, j : j + a2, ...] = out[:, i : i + a1, j : j + a2, ...] + part
+        kernel = out
+    h = matrix_transpose(xp, haar_orthogonal(c, c, gen, batch=(n_networks,), backend=b))  # Step 3
+    h = xp.reshape(h, (n_networks,) + (1,) * sd + (c, c))
+    return matrix_transpose(xp, h @ kernel)
 
 
 def conv_kernels(
@@ -137,13 +169,14 @@ def conv_kernels(
         Validated for every ``init``; used by ``"gaussian"`` only.
     init : {"gaussian", "orthogonal", "delta_orthogonal"}
         ``"gaussian"``: i.i.d. ``omega_ji(beta) ~ N(0, sigma_w2 v_beta / c)``. ``"orthogonal"`` /
-        ``"delta_orthogonal"``: Algorithms 1 / 2 of seed 003 (:func:`meanfield.init.orthogonal_conv_kernel`
-        and its 1-D variant) times ``sqrt(sigma_w2)``, drawn on the host with NumPy and moved to
-        ``backend``.
+        ``"delta_orthogonal"``: Algorithms 1 / 2 of seed 003 (the laws of
+        :func:`meanfield.init.orthogonal_conv_kernel` and its 1-D variant) times ``sqrt(sigma_w2)``,
+        built for all networks at once on ``backend`` (batched Haar matrices and products).
     rng : None, int, SeedSequence or numpy.random.Generator
-        The library's randomness rule; Gaussian kernels on CuPy use a device Generator seeded from
-        a child spawned off it.
+        The library's randomness rule; on CuPy and PyTorch the kernels come from a device Generator
+        seeded from a child spawned off it (:meth:`meanfield.backend.Backend.rng`).
     backend : str or Backend
+        One of :data:`meanfield.backend.BACKENDS`.
 
     Returns
     -------
@@ -171,8 +204,7 @@ def conv_kernels(
     if init != "gaussian" and len(set(ks)) != 1:
         raise ValueError(f"{init} kernels are square: kernel_shape {ks}")
     b = get_backend(backend)
-    generator = check_rng(rng)
-    gen = b.rng(generator) if init == "gaussian" else generator
+    gen = b.rng(check_rng(rng))
     return math.sqrt(sigma_w2) * _unit_conv_kernels(n_networks, ks, c, v, init, gen, b)
 
 
@@ -264,7 +296,8 @@ def simulate_conv(
     gradients : bool
         Also back-propagate a standard-normal ``delta^depth`` (through the same weights).
     backend : str or Backend
-        ``"numpy"`` or ``"cupy"``.
+        One of :data:`meanfield.backend.BACKENDS` (``"numpy"``, ``"cupy"``, ``"torch"``,
+        ``"array_api_strict"``): every array operation of the simulation runs on it.
     rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (:mod:`meanfield.backend`): children spawned off it draw the layer-0 field, the
         output gradient, and each layer's kernels and biases (the kernels are regenerated from
@@ -335,7 +368,7 @@ def simulate_conv(
     seqs = spawn_sequences(generator, 2 * depth + 2)
     kernel_seqs, bias_seqs = seqs[2 : depth + 2], seqs[depth + 2 :]
     log_w = log_sqrt(sigma_w2)
-    log_b = xp.full(n_networks, log_sqrt(sigma_b2))
+    log_b = b.full(n_networks, log_sqrt(sigma_b2))
 
     # symmetric PSD square roots U sqrt(w) U^T: defined for singular covariances and continuous in
     # cov0, so nearby covariances get nearby fields from the same z (common random numbers)
@@ -344,19 +377,19 @@ def simulate_conv(
     w_eig, u_eig = np.linalg.eigh(c_n[0])
     roots = b.asarray((u_eig * np.sqrt(np.clip(w_eig, 0.0, None))[:, None, :]) @ np.swapaxes(u_eig, -1, -2))
     z = b.generator(seqs[0]).standard_normal((n_networks, 1, p, c))
-    h = (roots[None] @ z).reshape((n_networks, n_in) + shape + (c,))
-    u, log_u = combine(xp, h, xp.full(n_networks, 0.5 * log_c0), None, None)
-    cov_n = xp.empty((n_networks, depth + 1, n_in, p, p))
-    logs = xp.empty((n_networks, depth + 1))
+    h = xp.reshape(roots[None, ...] @ z, (n_networks, n_in) + shape + (c,))
+    u, log_u = combine(xp, h, b.full(n_networks, 0.5 * log_c0), None, None)
+    cov_n = b.empty((n_networks, depth + 1, n_in, p, p))
+    logs = b.empty((n_networks, depth + 1))
 
     def record(layer, u, log_u):
-        flat = u.reshape(n_networks, n_in, p, c)
-        cov_n[:, layer] = flat @ xp.swapaxes(flat, -1, -2) / c
+        flat = xp.reshape(u, (n_networks, n_in, p, c))
+        cov_n[:, layer, ...] = flat @ matrix_transpose(xp, flat) / c
         logs[:, layer] = 2.0 * log_u
 
     def kernel(layer):
-        k = _unit_conv_kernels(n_networks, ks, c, v, init, _kernel_generator(b, kernel_seqs[layer - 1], init), b)
-        return k.reshape((n_networks, 1) + k.shape[1:])
+        k = _unit_conv_kernels(n_networks, ks, c, v, init, b.generator(kernel_seqs[layer - 1]), b)
+        return xp.reshape(k, (n_networks, 1) + tuple(k.shape[1:]))
 
     record(0, u, log_u)
     pre = [(u, log_u)]
@@ -374,12 +407,12 @@ def simulate_conv(
             pre.append((u, log_u))
     grad_n = grad_logs = wgrad_n = wgrad_logs = None
     if gradients:
-        grad_n = xp.empty((n_networks, depth + 1, n_in, p))
-        grad_logs = xp.empty((n_networks, depth + 1))
-        wgrad_n = xp.empty((n_networks, depth, n_in))
-        wgrad_logs = xp.empty((n_networks, depth))
-        delta, log_d = normalize(xp, b.generator(seqs[1]).standard_normal(u.shape))
-        grad_n[:, depth] = xp.mean(delta**2, axis=-1).reshape(n_networks, n_in, p)
+        grad_n = b.empty((n_networks, depth + 1, n_in, p))
+        grad_logs = b.empty((n_networks, depth + 1))
+        wgrad_n = b.empty((n_networks, depth, n_in))
+        wgrad_logs = b.empty((n_networks, depth))
+        delta, log_d = normalize(xp, b.generator(seqs[1]).standard_normal(tuple(u.shape)))
+        grad_n[:, depth, ...] = xp.reshape(xp.mean(delta**2, axis=-1), (n_networks, n_in, p))
         grad_logs[:, depth] = 2.0 * log_d
         grad_axes = tuple(range(2, 4 + sd))  # the kernel taps and (c_out, c_in) of each (network, input)
         for layer in range(depth, 0, -1):
@@ -390,14 +423,14 @@ def simulate_conv(
             g = periodic_conv_weight_grad(
                 x, delta, ks, backend=b, check_finite=False
             )  # (nets, D, *kernel, c_out, c_in)
-            wgrad_n[:, layer - 1] = xp.sum(g * g, axis=grad_axes) / c**2
+            wgrad_n[:, layer - 1, ...] = xp.sum(g * g, axis=grad_axes) / c**2
             finite = xp.isfinite(log_x)
             wgrad_logs[:, layer - 1] = xp.where(finite, 2.0 * (log_x + log_d), 0.0)
             step = act.backward(
                 *pre[layer - 1], layer - 1, periodic_conv_transpose(delta, kernel(layer), sd, b, check_finite=False)
             )
             delta, log_d = combine(xp, step, log_d + log_w, None, None)
-            grad_n[:, layer - 1] = xp.mean(delta**2, axis=-1).reshape(n_networks, n_in, p)
+            grad_n[:, layer - 1, ...] = xp.reshape(xp.mean(delta**2, axis=-1), (n_networks, n_in, p))
             grad_logs[:, layer - 1] = 2.0 * log_d
         grad_n, grad_logs, wgrad_n, wgrad_logs = (to_numpy(t) for t in (grad_n, grad_logs, wgrad_n, wgrad_logs))
     return ConvSimulation(to_numpy(cov_n), to_numpy(logs), grad_n, grad_logs, wgrad_n, wgrad_logs)

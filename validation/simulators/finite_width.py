@@ -2,7 +2,8 @@
 
 ``h^(l) = W^(l) x^(l-1) + b^(l)``, ``W_ij ~ N(0, sigma_w2)`` (unscaled by the width: He is
 ``sigma_w2 = 2 / N``), ``b_i ~ N(0, sigma_b2)``, ``x^(l) = relu(h^(l))``. Many independent networks
-are simulated at once as stacked weight tensors on the chosen backend (NumPy or CuPy), drawn by
+are simulated at once as stacked weight tensors on the chosen backend (NumPy, CuPy, PyTorch or
+``array_api_strict``: every array operation, the choice of inputs included, runs on it), drawn by
 :func:`meanfield.init.dense_weights`; each network processes a batch of inputs.
 
 Parametrisation: these two simulators take seed 001's per-weight variance (``sigma_w2`` is
@@ -132,23 +133,27 @@ def simulate_squared_norms(
     batch = max(1, min(_BATCH_ELEMENTS // (widest * widest), _BATCH_ELEMENTS // (inputs_per_network * widest)))
     starts = range(0, n_networks, batch)
     seqs = spawn_sequences(generator, 2 * len(starts))
+    pool_b = be.asarray(pool)  # moved to the backend once
     for i, start in enumerate(starts):
         b = min(batch, n_networks - start)
-        idx = np.random.default_rng(seqs[2 * i]).integers(0, pool.shape[0], size=(b, inputs_per_network))
+        idx = be.generator(seqs[2 * i]).integers(0, pool.shape[0], (b * inputs_per_network,))
         rng_w = be.generator(seqs[2 * i + 1])
-        x = be.asarray(pool[idx])  # (b, k, d)
-        norms = [to_numpy((x * x).sum(-1))]
-        _check_norms(norms[0], to_numpy(xp.any(x != 0, axis=-1)), 0)
-        for layer, (width, sw, sb) in enumerate(lays, start=1):
+        x = xp.reshape(xp.take(pool_b, idx, axis=0), (b, inputs_per_network, pool.shape[1]))
+        norms, live = [xp.sum(x * x, axis=-1)], [xp.any(x != 0, axis=-1)]
+        for width, sw, sb in lays:
             # W^T as a (fan_in, width) matrix of i.i.d. N(0, 1) entries (dense_weights at unit variance), times sqrt(sw)
             w = dense_weights(x.shape[-1], width, float(width), "gaussian", rng_w, batch=b, backend=be) * math.sqrt(sw)
             h = xp.matmul(x, w)
             if sb > 0:
                 h = h + rng_w.standard_normal((b, 1, width)) * math.sqrt(sb)
             x = xp.maximum(h, 0.0)
-            norms.append(to_numpy((x * x).sum(-1)))
-            _check_norms(norms[-1], to_numpy(xp.any(x != 0, axis=-1)), layer)
-        out[start : start + b] = np.stack(norms, axis=-1)
+            norms.append(xp.sum(x * x, axis=-1))
+            live.append(xp.any(x != 0, axis=-1))
+        # one transfer per chunk: the (b, k, L + 1) statistics, checked layer by layer on the host
+        sq, alive = to_numpy(xp.stack(norms, axis=-1)), to_numpy(xp.stack(live, axis=-1))
+        for layer in range(len(lays) + 1):
+            _check_norms(sq[..., layer], alive[..., layer], layer)
+        out[start : start + b] = sq
     return out
 
 
@@ -253,14 +258,15 @@ def simulate_pair(
         w = dense_weights(d, width, float(width), "gaussian", rng_w, batch=b, backend=be) * math.sqrt(
             sigma_w2
         )  # W^T, unit entries
-        h = xp.matmul(x[None], w)  # (b, 2, width)
+        h = xp.matmul(x[None, ...], w)  # (b, 2, width)
         if sigma_b2 > 0:
             h = h + rng_w.standard_normal((b, 1, width)) * (math.sqrt(sigma_b2) / scale)
         y = xp.maximum(h, 0.0)
-        m = xp.max(xp.abs(y.reshape(b, -1)), axis=1)
+        m = xp.max(xp.abs(xp.reshape(y, (b, -1))), axis=1)
         yn = y / xp.where(m > 0, m, 1.0)[:, None, None]
-        ipn = to_numpy((yn[:, 0] * yn[:, 1]).sum(-1))
-        den = to_numpy(xp.sqrt((yn[:, 0] ** 2).sum(-1) * (yn[:, 1] ** 2).sum(-1)))
+        y1, y2 = yn[:, 0, :], yn[:, 1, :]
+        ipn = to_numpy(xp.sum(y1 * y2, axis=-1))
+        den = to_numpy(xp.sqrt(xp.sum(y1**2, axis=-1) * xp.sum(y2**2, axis=-1)))
         mm = to_numpy(m)
         with np.errstate(over="ignore", under="ignore"):
             ip = ipn * mm * mm * scale * scale

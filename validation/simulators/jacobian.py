@@ -9,9 +9,15 @@ singular values of J (the eigenvalues of :math:`JJ^T`), the quantity
 :func:`meanfield.spectra.jacobian_spectrum` predicts.
 
 Convolutions: ``width`` channels on a ring of ``size`` positions; :math:`W^l` is the
-``(size * width)``-square block-circulant matrix :func:`meanfield.init.conv_matrix` of a kernel from
-:func:`meanfield.init.delta_orthogonal_kernel_1d`, :func:`meanfield.init.orthogonal_conv_kernel_1d`
-or :func:`meanfield.init.gaussian_conv_kernel` (uniform ``v``); biases are per channel.
+``(size * width)``-square block-circulant operator (:func:`meanfield.init.conv_matrix`) of a kernel
+drawn by seed 003's Algorithm 2 (delta-orthogonal), Algorithm 1 in 1-D (the laws of
+:func:`meanfield.init.delta_orthogonal_kernel_1d` and :func:`meanfield.init.orthogonal_conv_kernel_1d`,
+built on the backend) or :func:`meanfield.init.gaussian_conv_kernel` (uniform ``v``); it is applied
+to the Jacobian's columns with :func:`meanfield.init.periodic_conv`. Biases are per channel.
+
+Backends: ``backend=`` (:mod:`meanfield.backend`) runs every step -- weights, products, singular
+values -- on NumPy, CuPy, PyTorch or ``array_api_strict``; NumPy and ``array_api_strict`` draw the
+same numbers.
 
 Randomness: ``rng`` as everywhere (None, int, SeedSequence, Generator); each network draws from its
 own spawned child stream, so results do not depend on how many networks are simulated together.
@@ -25,20 +31,21 @@ import numpy as np
 
 from meanfield import dense
 from meanfield.activations import get_activation
+from meanfield.backend import Backend, get_backend, spawn_sequences, svdvals, to_numpy
 from meanfield.checks import check_int, check_rng
 from meanfield.checks import check_variance as check_nonnegative_scalar
 from meanfield.init import (
     conv_matrix,
     delta_orthogonal_kernel,
-    delta_orthogonal_kernel_1d,
     dense_weights,
     gaussian_conv_kernel,
     haar_orthogonal,
     orthogonal_conv_kernel,
-    orthogonal_conv_kernel_1d,
+    periodic_conv,
 )
 
 from ._common import activation_fn, check_work
+from .conv import _orthogonal_kernels
 
 __all__ = [
     "JACOBIAN_CONV_KERNELS",
@@ -71,18 +78,43 @@ def _choice(value, allowed, name):
     return value
 
 
-def _run(draw_w, draw_b, n, depth, phi, dphi, q, gen):
+def _run(draw_w, draw_b, n, depth, phi, dphi, q, gen, b: Backend | None = None):
+    """Squared singular values of one network's Jacobian, every step on backend ``b`` (NumPy by
+    default: :func:`conv2d_jacobian_singular_values` is not ported to the backends yet)."""
+    b = get_backend("numpy") if b is None else b
+    xp = b.xp
     h = math.sqrt(q) * gen.standard_normal(n)
     x = phi(h)
-    jac = np.eye(n)
+    jac = b.asarray(np.eye(n))
     for _ in range(depth):
         w = draw_w(gen)
         h = w @ x + draw_b(gen)
         x = phi(h)
         jac = dphi(h)[:, None] * (w @ jac)
-    if not np.all(np.isfinite(jac)):
+    if not bool(xp.all(xp.isfinite(jac))):
         raise ValueError("the Jacobian overflowed (reduce depth or sigma_w2)")
-    s = np.linalg.svd(jac, compute_uv=False)
+    s = svdvals(b, jac)
+    return s * s
+
+
+def _run_conv(kernel_of, bias_of, size, width, depth, phi, dphi, q, gen, b: Backend):
+    """As :func:`_run` for a periodic CNN: the Jacobian's ``n = size * width`` columns are
+    propagated as ``n`` signals of shape ``(size, width)`` by :func:`meanfield.init.periodic_conv`
+    (the rows of ``J^T``; the same singular values), never forming the circulant matrix."""
+    xp = b.xp
+    n = size * width
+    h = math.sqrt(q) * gen.standard_normal((size, width))
+    x = phi(h)
+    cols = xp.reshape(b.asarray(np.eye(n)), (n, size, width))  # column j of J as a signal
+    for _ in range(depth):
+        k = kernel_of(gen)
+        h = periodic_conv(x, k, 1, b, check_finite=False) + bias_of(gen)
+        x = phi(h)
+        cols = dphi(h) * periodic_conv(cols, k, 1, b, check_finite=False)
+    jt = xp.reshape(cols, (n, n))
+    if not bool(xp.all(xp.isfinite(jt))):
+        raise ValueError("the Jacobian overflowed (reduce depth or sigma_w2)")
+    s = svdvals(b, jt)
     return s * s
 
 
@@ -97,6 +129,7 @@ def jacobian_singular_values(
     *,
     q: float | None = None,
     rng=None,
+    backend: str | Backend = "numpy",
 ) -> np.ndarray:
     r"""Squared singular values of the input-output Jacobian of random dense networks.
 
@@ -111,6 +144,11 @@ def jacobian_singular_values(
     q : float, optional
         Variance of the starting pre-activations (default q*).
     rng : None, int, SeedSequence or Generator
+        Network ``k`` draws from the ``k``-th child spawned off it.
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`): weights drawn by its Generator, products
+        and the singular values (:func:`meanfield.backend.svdvals`) computed on it; the result is a
+        NumPy array.
 
     Returns
     -------
@@ -134,26 +172,24 @@ def jacobian_singular_values(
     weights = _choice(weights, JACOBIAN_WEIGHTS, "weights")
     check_work(n_networks * depth * 3 * width**3, "jacobian_singular_values")
     q = _start_q(act, sigma_w2, sigma_b2, q)
-    phi, dphi = activation_fn(act)
+    be = get_backend(backend)
+    phi, dphi = activation_fn(act, be)
     sb = math.sqrt(sigma_b2)
-    gens = check_rng(rng).spawn(n_networks)
-    out = np.empty((n_networks, width))
+    seqs = spawn_sequences(check_rng(rng), n_networks)
     if weights == "orthogonal":
         scale = math.sqrt(sigma_w2)
 
         def draw_w(g):
-            return scale * haar_orthogonal(width, width, rng=g)
+            return scale * haar_orthogonal(width, width, rng=g, backend=be)
     else:
 
         def draw_w(g):
-            return dense_weights(width, width, sigma_w2=sigma_w2, rng=g)
+            return dense_weights(width, width, sigma_w2=sigma_w2, rng=g, backend=be)
 
     def draw_b(g):
         return sb * g.standard_normal(width)
 
-    for k, g in enumerate(gens):
-        out[k] = _run(draw_w, draw_b, width, depth, phi, dphi, q, g)
-    return out
+    return to_numpy(be.xp.stack([_run(draw_w, draw_b, width, depth, phi, dphi, q, be.generator(s), be) for s in seqs]))
 
 
 def conv_jacobian_singular_values(
@@ -169,6 +205,7 @@ def conv_jacobian_singular_values(
     kernel_size: int = 3,
     q: float | None = None,
     rng=None,
+    backend: str | Backend = "numpy",
 ) -> np.ndarray:
     r"""Squared singular values of the Jacobian of random 1-D periodic CNNs (seed 003, Sec. 2.2.1).
 
@@ -185,6 +222,10 @@ def conv_jacobian_singular_values(
         Algorithm 2, Algorithm 1 (1-D), or i.i.d. ``N(0, sigma_w2 / (c k))`` taps (uniform ``v``).
     kernel_size : int
         Odd kernel width k (1 to size).
+    backend : str or Backend
+        As :func:`jacobian_singular_values`: kernels (Algorithm 1 / 2 batched on the backend, as in
+        :func:`conv_kernels`), convolutions (:func:`meanfield.init.periodic_conv` applied to the
+        Jacobian's columns) and singular values on it.
 
     Returns
     -------
@@ -212,26 +253,25 @@ def conv_jacobian_singular_values(
         raise ValueError(f"size * width must be <= 4096, got {n}")
     check_work(n_networks * depth * 3 * n**3, "conv_jacobian_singular_values")
     q = _start_q(act, sigma_w2, sigma_b2, q)
-    phi, dphi = activation_fn(act)
+    be = get_backend(backend)
+    phi, dphi = activation_fn(act, be)
     sb = math.sqrt(sigma_b2)
-    gens = check_rng(rng).spawn(n_networks)
-    out = np.empty((n_networks, n))
+    scale = math.sqrt(sigma_w2)
 
-    def draw_w(g):
-        if kernel == "delta_orthogonal":
-            k = delta_orthogonal_kernel_1d(kernel_size, width, width, sigma_w2=sigma_w2, rng=g)
-        elif kernel == "orthogonal":
-            k = orthogonal_conv_kernel_1d(kernel_size, width, width, sigma_w2=sigma_w2, rng=g)
-        else:
-            k = gaussian_conv_kernel(kernel_size, width, width, sigma_w2=sigma_w2, rng=g)
-        return conv_matrix(k, size)
+    def kernel_of(g):
+        if kernel == "gaussian":
+            return gaussian_conv_kernel(kernel_size, width, width, sigma_w2=sigma_w2, rng=g, backend=be)
+        return scale * _orthogonal_kernels(1, (kernel_size,), width, kernel, g, be)[0, ...]
 
-    def draw_b(g):
-        return np.tile(sb * g.standard_normal(width), size)  # positions row-major, channels last
+    def bias_of(g):
+        return sb * g.standard_normal(width)  # one bias per channel, broadcast over positions
 
-    for k, g in enumerate(gens):
-        out[k] = _run(draw_w, draw_b, n, depth, phi, dphi, q, g)
-    return out
+    seqs = spawn_sequences(check_rng(rng), n_networks)
+    return to_numpy(
+        be.xp.stack(
+            [_run_conv(kernel_of, bias_of, size, width, depth, phi, dphi, q, be.generator(s), be) for s in seqs]
+        )
+    )
 
 
 def conv2d_jacobian_singular_values(

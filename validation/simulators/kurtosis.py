@@ -3,9 +3,12 @@ and the empirical output variance of many random networks on a data set (Fig. 1)
 
 Every simulator runs a chunk of networks at once as stacked matrix products
 (``xp.matmul`` on arrays of shape ``(networks, fan_out, fan_in)``): there is no Python loop over
-networks, only over layers and chunks. NumPy by default, CuPy with ``backend="cupy"``. On the
-NumPy backend the Fig. 1 simulator uses a fused Numba kernel instead (same weights, agreement to
-1e-12 tested). Weights are drawn by :func:`meanfield.init.dense_weights` and
+networks, only over layers and chunks. NumPy by default; ``backend=`` runs :func:`layer_moments`,
+:func:`nonzero_fraction` and :func:`empirical_variances` on CuPy, PyTorch or ``array_api_strict``
+(:mod:`meanfield.backend`). On the NumPy backend the Fig. 1 simulator uses a fused Numba kernel
+instead (same weights, agreement to 1e-12 tested); MetaInit (:func:`metainit_weights`) optimises on
+the host with NumPy and hands its weights to the backend. :func:`simulate_residual_moments` and
+:func:`simulate_conv_moments` are fused Numba kernels: CPU only, no ``backend``. Weights are drawn by :func:`meanfield.init.dense_weights` and
 :func:`meanfield.init.gsm` (the library's one sampler and looks-linear construction), the leaky
 ReLU is :func:`meanfield.activations.get_activation` ``("leaky_relu", slope=a)`` evaluated on the
 backend (:func:`~meanfield.validation.simulators.activation_fn`).
@@ -32,7 +35,7 @@ from numpy.typing import ArrayLike
 
 from meanfield import Result
 from meanfield.activations import get_activation
-from meanfield.backend import Backend, get_backend, to_numpy
+from meanfield.backend import Backend, astype, concat, get_backend, to_numpy
 from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
 from meanfield.init import WEIGHT_LAWS, dense_weights, gsm, he_sigma_w2, metainit, zero_weights
 
@@ -69,7 +72,7 @@ def _inputs(kind, shape, rng, xp):
     if kind == "gaussian":  # kappa0 = 3, c0 = 0
         return rng.standard_normal(shape)
     if kind == "rademacher":  # kappa0 = 1, c0 = 0
-        return 2.0 * rng.integers(0, 2, size=shape).astype(xp.float64) - 1.0
+        return 2.0 * astype(xp, rng.integers(0, 2, size=shape), xp.float64) - 1.0
     if kind == "mixture":  # x = sqrt(E) g, E ~ Exp(1) shared by the vector: kappa0 = 6, c0 = 1
         e = rng.exponential(1.0, size=shape[:-1] + (1,))
         return xp.sqrt(e) * rng.standard_normal(shape)
@@ -196,8 +199,8 @@ def layer_moments(
         for l in range(depth + 1):
             y2 = y * y
             w = widths[l]
-            s2 = y2.sum(axis=1)
-            s4 = (y2 * y2).sum(axis=1)
+            s2 = xp.sum(y2, axis=1)
+            s4 = xp.sum(y2 * y2, axis=1)
             m4[start : start + bsz, l] = to_numpy(s4 / w)
             m22[start : start + bsz, l] = to_numpy((s2 * s2 - s4) / (w * (w - 1))) if w > 1 else np.nan
             if l < depth:
@@ -261,12 +264,12 @@ def nonzero_fraction(
     for start in range(0, n_networks, chunk):
         bsz = min(chunk, n_networks - start)
         if input_kind == "shared_sign":
-            s = 2.0 * rng.integers(0, 2, size=(bsz, 1)).astype(xp.float64) - 1.0
+            s = 2.0 * astype(xp, rng.integers(0, 2, size=(bsz, 1)), xp.float64) - 1.0
             y = s * xp.abs(rng.standard_normal((bsz, widths[0])))
         else:
             y = _inputs(input_kind, (bsz, widths[0]), rng, xp)
         for l in range(depth + 1):
-            count[l] += float(to_numpy(xp.any(y != 0, axis=1).sum()))
+            count[l] += float(to_numpy(xp.sum(astype(xp, xp.any(y != 0, axis=1), xp.float64))))
             if l < depth:
                 n_out, n_in = widths[l + 1], widths[l]
                 if law == "gsm":  # Var W0 = 2 / n_in
@@ -295,16 +298,16 @@ def _fig1_weights(init, l, n_out, n_in, bsz, rng, b):
     if init == "gsm":
         if first:  # [W0; -W0] x = [h, -h]: the looks-linear form from the raw input (rows only, not the 2 x 2 block)
             w0 = dense_weights(n_out // 2, n_in, 1.0, "gaussian", rng, batch=bsz, backend=b)
-            return xp.concatenate([w0, -w0], axis=1)
+            return concat(xp, [w0, -w0], axis=1)
         return gsm(n_out, n_in, 2.0, rng, batch=bsz, backend=b)  # Var W0 = 2 / n_in
     if init == "zero":
         if n_out == n_in:
             return None
-        return b.asarray(zero_weights(n_out, n_in))[None]
+        return b.asarray(zero_weights(n_out, n_in))[None, ...]
     if init == "zero_star":
         if first:
             return dense_weights(n_out, n_in, 1.0, "gaussian", rng, batch=bsz, backend=b)
-        return None if n_out == n_in else b.asarray(zero_weights(n_out, n_in))[None]
+        return None if n_out == n_in else b.asarray(zero_weights(n_out, n_in))[None, ...]
     raise ValueError(f"init must be one of {FIG1_INITS}, got {init!r}")
 
 
@@ -350,15 +353,15 @@ def _pooled_variance(xp, y):
     squares), redone in two float64 passes for rows whose mean is so large that cancellation could
     cost more than ~1e-8 (float64) or ~1e-4 (float32) relative accuracy."""
     count = y.shape[1]
-    s1 = y.sum(axis=1)
-    s2 = xp.einsum("bi,bi->b", y, y)
+    s1 = xp.sum(y, axis=1)
+    s2 = xp.einsum("bi,bi->b", y, y) if hasattr(xp, "einsum") else xp.sum(y * y, axis=1)
     ss = s2 - s1 * s1 / count
     limit = 1e8 if y.dtype == xp.float64 else 1e3
     risky = s1 * s1 / count > limit * xp.maximum(ss, 1e-30)
-    if bool(risky.any()):
-        yr = y[risky].astype(xp.float64)
-        d = yr - yr.mean(axis=1, keepdims=True)
-        ss[risky] = (d * d).sum(axis=1)
+    if bool(xp.any(risky)):  # rare: a two-pass sum over every row, kept where it matters
+        yr = astype(xp, y, xp.float64)
+        d = yr - xp.mean(yr, axis=1, keepdims=True)
+        ss = xp.where(risky, astype(xp, xp.sum(d * d, axis=1), ss.dtype), ss)
     return xp.maximum(ss, 0.0) / (count - 1)
 
 
@@ -472,41 +475,35 @@ def empirical_variances(
     n_sim = 1 if deterministic else n_networks
     xt = b.asarray(np.ascontiguousarray(np.asarray(x, dtype=np.float64).T))  # (w0, n)
     w0, n = xt.shape
-    xt_f = xt.astype(ft)
+    xt_f = astype(xp, xt, ft)
     if chunk is None:
         chunk = max(1, min(n_sim, 3_000_000 // (width * n), METAINIT_CHUNK if init == "metainit" else n_sim))
     out = np.empty((n_sim, depth + 1))
-    out[:, 0] = float(to_numpy(xp.var(xt, ddof=1)))
+    out[:, 0] = float(np.var(np.asarray(x, dtype=np.float64), ddof=1))  # the data's own variance (host input)
     starts = range(0, n_sim, chunk)
     count = width * n
     for start in progress(starts, desc=desc or f"fig1 {init}", total=len(starts)):
         bsz = min(chunk, n_sim - start)
-        y = xp.empty((bsz, width, n), dtype=ft)
-        v = xp.empty((bsz, width, n), dtype=ft)
+        y = None
         log_scale = np.zeros(bsz)  # y_true = exp(log_scale) * y
         mats = _chunk_weights(init, depth, width, w0, bsz, rng, host, b, metainit_steps)
         for l in range(1, depth + 1):
             wts = mats[l - 1]
-            if l == 1:
-                y[...] = xp.matmul(wts.astype(ft), xt_f)  # broadcasts a deterministic (1, width, w0) matrix
+            if l == 1:  # broadcasts a deterministic (1, width, w0) matrix
+                y = xp.broadcast_to(xp.matmul(astype(xp, wts, ft), xt_f), (bsz, width, n))
             else:
-                xp.maximum(y, 0.0, out=v)
-                if wts is None:  # identity layer
-                    y, v = v, y
-                else:
-                    xp.matmul(wts.astype(ft), v, out=y)
+                v = xp.maximum(y, 0.0)
+                y = v if wts is None else xp.matmul(astype(xp, wts, ft), v)  # None: an identity layer
             if protocol == "unit":
-                var = to_numpy(_pooled_variance(xp, y[:, 0, :].astype(xp.float64))).astype(np.float64)
+                var = to_numpy(_pooled_variance(xp, astype(xp, y[:, 0, :], xp.float64))).astype(np.float64)
             else:
-                var = to_numpy(_pooled_variance(xp, y.reshape(bsz, count))).astype(np.float64)
+                var = to_numpy(_pooled_variance(xp, xp.reshape(y, (bsz, count)))).astype(np.float64)
             out[start : start + bsz, l] = _scaled_variance(var, log_scale, l)
             if l % RENORM_EVERY == 0 and l < depth:
-                ms = (
-                    to_numpy(xp.einsum("bi,bi->b", y.reshape(bsz, count), y.reshape(bsz, count))).astype(np.float64)
-                    / count
-                )
+                flat = xp.reshape(y, (bsz, count))
+                ms = to_numpy(xp.sum(flat * flat, axis=1)).astype(np.float64) / count
                 scale = np.where(ms > 0, np.sqrt(ms), 1.0)
-                y *= b.asarray(1.0 / scale, dtype=ft)[:, None, None]
+                y = y * b.asarray(1.0 / scale, dtype=ft)[:, None, None]
                 log_scale += np.log(scale)
     if deterministic:
         out = np.repeat(out, n_networks, axis=0)

@@ -11,8 +11,14 @@ Two ways to differentiate, same networks: ``method="numpy"`` back-propagates by 
 :math:`\Theta = \sum_l \delta^l_a\!\cdot\delta^l_b\,(\sigma_w^2\,x^{l-1}_a\!\cdot x^{l-1}_b/N_{l-1} + \sigma_b^2)`;
 ``method="torch"`` (extra ``torch``) differentiates the same weights with PyTorch autograd and
 forms the Gram matrix of the per-input parameter gradients; ``"auto"`` is torch when installed.
-The weights are always drawn by NumPy from ``rng`` (one spawned stream per network), so both
-methods see identical networks.
+The weights are drawn from ``rng`` (one spawned stream per network), so both methods see
+identical networks.
+
+Backends: ``backend=`` (:mod:`meanfield.backend`) runs the hand-written back-propagation
+(``method="numpy"``, the default under ``"auto"`` off NumPy) on NumPy, CuPy, PyTorch or
+``array_api_strict`` arrays, the weights drawn by that backend's Generator from a child
+``SeedSequence`` of each network's stream (NumPy and ``array_api_strict``: the same numbers).
+``method="torch"`` differentiates NumPy-drawn weights with autograd and needs ``backend="numpy"``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import math
 import numpy as np
 
 from meanfield.activations import get_activation
+from meanfield.backend import Backend, get_backend, matrix_transpose, spawn_sequences, to_numpy
 from meanfield.checks import as_float_array, check_int, check_probability_vector, check_rng
 from meanfield.checks import check_variance as _variance
 from meanfield.init import periodic_conv, periodic_conv_transpose
@@ -42,21 +49,23 @@ def _weights(gen, n0, width, depth):
     ]
 
 
-def _numpy_ntk(x, params, phi, dphi, sw, sb):
-    acts, pres = [x.T], []  # x^{l-1} as columns: (n_{l-1}, D)
+def _numpy_ntk(x, params, phi, dphi, sw, sb, xp=np):
+    """Hand back-propagation on the array namespace ``xp`` (``x`` and ``params`` its arrays)."""
+    acts, pres = [matrix_transpose(xp, x)], []  # x^{l-1} as columns: (n_{l-1}, D)
     for i, (w, b) in enumerate(params):
         h = sw * (w @ acts[-1]) / math.sqrt(w.shape[1]) + sb * b[:, None]
         pres.append(h)
         if i < len(params) - 1:
             acts.append(phi(h))
-    delta = np.ones_like(pres[-1])  # d f / d h^{L+1}
-    theta = np.zeros((x.shape[0], x.shape[0]))
+    delta = xp.ones_like(pres[-1])  # d f / d h^{L+1}
+    theta = None
     for i in range(len(params) - 1, -1, -1):
         w = params[i][0]
-        dd = delta.T @ delta
-        theta += dd * (sw * sw * (acts[i].T @ acts[i]) / w.shape[1] + sb * sb)
+        dd = matrix_transpose(xp, delta) @ delta
+        term = dd * (sw * sw * (matrix_transpose(xp, acts[i]) @ acts[i]) / w.shape[1] + sb * sb)
+        theta = term if theta is None else theta + term
         if i:
-            delta = dphi(pres[i - 1]) * ((sw / math.sqrt(w.shape[1])) * (w.T @ delta))
+            delta = dphi(pres[i - 1]) * ((sw / math.sqrt(w.shape[1])) * (matrix_transpose(xp, w) @ delta))
     return theta
 
 
@@ -103,6 +112,7 @@ def empirical_ntk(
     *,
     method: str = "numpy",
     rng=None,
+    backend: str | Backend = "numpy",
 ) -> np.ndarray:
     r"""Empirical NTKs of ``n_networks`` random networks on the inputs ``x``.
 
@@ -120,8 +130,13 @@ def empirical_ntk(
     n_networks : int
         Independent networks (1 to 10^5).
     method : {"numpy", "torch", "auto"}
-        How to differentiate (see the module notes); ``"torch"`` needs the extra ``torch``.
+        How to differentiate (see the module notes); ``"torch"`` needs the extra ``torch`` and
+        ``backend="numpy"``; ``"auto"`` is ``"torch"`` on NumPy when PyTorch is installed, else
+        ``"numpy"`` (hand back-propagation on ``backend``).
     rng : None, int, SeedSequence or Generator
+    backend : str or Backend
+        Array backend of ``method="numpy"`` (:data:`meanfield.backend.BACKENDS`); the result is a
+        NumPy array.
 
     Returns
     -------
@@ -151,22 +166,32 @@ def empirical_ntk(
         raise TypeError(f"method must be one of {NTK_METHODS}, got {method!r}")
     if method not in NTK_METHODS:
         raise ValueError(f"method must be one of {NTK_METHODS}, got {method!r}")
+    be = get_backend(backend)
     if method == "auto":
-        method = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
+        method = "torch" if be.name == "numpy" and importlib.util.find_spec("torch") is not None else "numpy"
+    if method == "torch" and be.name != "numpy":
+        raise ValueError(f"method='torch' differentiates NumPy weights: use backend='numpy', got {be.name!r}")
     if method == "torch" and importlib.util.find_spec("torch") is None:
         raise ImportError('method="torch" needs PyTorch: pip install "meanfield-theory[torch]"')
     check_work(
         n_networks * (depth + 1) * 4 * width * width * x.shape[0] + n_networks * width * x.shape[1], "empirical_ntk"
     )
-    phi, dphi = activation_fn(act)
-    gens = check_rng(rng).spawn(n_networks)
-    out = np.empty((n_networks, x.shape[0], x.shape[0]))
-    for k, g in enumerate(gens):
-        params = _weights(g, x.shape[1], width, depth)
-        if method == "numpy":
-            out[k] = _numpy_ntk(x, params, phi, dphi, sw, sb)
-        else:
-            out[k] = _torch_ntk(x, params, act.name, act, sw, sb)
+    seqs = spawn_sequences(check_rng(rng), n_networks)
+    if method == "numpy":
+        phi, dphi = activation_fn(act, be)
+        xb = be.asarray(x)
+        out = to_numpy(
+            be.xp.stack(
+                [
+                    _numpy_ntk(xb, _weights(be.generator(s), x.shape[1], width, depth), phi, dphi, sw, sb, be.xp)
+                    for s in seqs
+                ]
+            )
+        )
+    else:
+        out = np.empty((n_networks, x.shape[0], x.shape[0]))
+        for k, s in enumerate(seqs):
+            out[k] = _torch_ntk(x, _weights(np.random.default_rng(s), x.shape[1], width, depth), act.name, act, sw, sb)
     if not np.all(np.isfinite(out)):
         raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
     return out
@@ -184,6 +209,7 @@ def empirical_conv_ntk(
     *,
     position: int = 0,
     rng=None,
+    backend: str | Backend = "numpy",
 ) -> np.ndarray:
     r"""Empirical NTKs of random 1-D periodic CNNs in the NTK parametrisation (seed 003 networks).
 
@@ -204,6 +230,10 @@ def empirical_conv_ntk(
     position : int
         Output position (0 to P - 1).
     rng : None, int, SeedSequence or Generator
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`): the kernels are drawn by its
+        Generator (one spawned child stream per network) and every product runs on it; the
+        result is a NumPy array.
 
     Returns
     -------
@@ -231,37 +261,49 @@ def empirical_conv_ntk(
     d, p, c0 = x.shape
     position = check_int(position, "position", minimum=0, maximum=p - 1)
     check_work(n_networks * (depth + 1) * 4 * d * p * v.size * max(width, c0) * width, "empirical_conv_ntk")
-    phi, dphi = activation_fn(act)
+    be = get_backend(backend)
+    xp = be.xp
+    phi, dphi = activation_fn(act, be)
     k = v.size
-    offsets = np.arange(k) - k // 2
-    out = np.empty((n_networks, d, d))
-    for net, g in enumerate(check_rng(rng).spawn(n_networks)):
+    offsets = [int(t) - k // 2 for t in range(k)]
+    sqrt_v = be.asarray(np.sqrt(v)[:, None, None])
+    xb = be.asarray(x)
+    thetas = []
+    for seq in spawn_sequences(check_rng(rng), n_networks):
+        g = be.generator(seq)
         sizes = [c0] + [width] * depth + [1]
         kernels, biases = [], []
         for i in range(depth + 1):
             om = g.standard_normal((k, sizes[i + 1], sizes[i]))
-            kernels.append(sw * np.sqrt(v)[:, None, None] * om / math.sqrt(sizes[i]))
+            kernels.append(sw * sqrt_v * om / math.sqrt(sizes[i]))
             biases.append(g.standard_normal(sizes[i + 1]))
-        us, hs = [x], []
+        us, hs = [xb], []
         for i in range(depth + 1):
-            h = periodic_conv(us[-1], kernels[i], 1) + sb * biases[i]
+            h = periodic_conv(us[-1], kernels[i], 1, be, check_finite=False) + sb * biases[i]
             hs.append(h)
             if i < depth:
                 us.append(phi(h))
-        delta = np.zeros_like(hs[-1])
+        delta = be.full(tuple(hs[-1].shape), 0.0)
         delta[:, position, 0] = 1.0
-        theta = np.zeros((d, d))
+        theta = be.full((d, d), 0.0)
         for i in range(depth, -1, -1):
             u = us[i]
             scale = sw * sw * v / sizes[i]
+            dt = matrix_transpose(xp, delta)
             for t, beta in enumerate(offsets):
-                grad = np.einsum("api,apj->aij", delta, np.roll(u, -beta, axis=1))  # (D, c_out, c_in)
-                theta += scale[t] * np.einsum("aij,bij->ab", grad, grad)
-            ssum = delta.sum(axis=1)  # (D, c_out)
-            theta += sb * sb * ssum @ ssum.T
+                shifted = xp.roll(u, -beta, axis=1) if beta else u
+                if hasattr(xp, "einsum"):  # NumPy / CuPy: the summation order of the NumPy reference
+                    grad = xp.einsum("api,apj->aij", delta, shifted)  # (D, c_out, c_in)
+                    theta = theta + scale[t] * xp.einsum("aij,bij->ab", grad, grad)
+                else:
+                    grad = xp.reshape(dt @ shifted, (d, -1))  # (D, c_out * c_in)
+                    theta = theta + float(scale[t]) * (grad @ matrix_transpose(xp, grad))
+            ssum = xp.sum(delta, axis=1)  # (D, c_out)
+            theta = theta + sb * sb * (ssum @ matrix_transpose(xp, ssum))
             if i:
-                delta = dphi(hs[i - 1]) * periodic_conv_transpose(delta, kernels[i], 1)
-        out[net] = theta
+                delta = dphi(hs[i - 1]) * periodic_conv_transpose(delta, kernels[i], 1, be, check_finite=False)
+        thetas.append(theta)
+    out = to_numpy(xp.stack(thetas))
     if not np.all(np.isfinite(out)):
         raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
     return out

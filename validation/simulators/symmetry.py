@@ -18,6 +18,7 @@ Generator; the rule of :mod:`meanfield.backend`: an int ``n`` draws the numbers 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,7 @@ from numpy.typing import ArrayLike
 from meanfield import Result, symmetry
 from meanfield import init as mf_init
 from meanfield.activations import get_activation
-from meanfield.backend import Backend, get_backend, to_numpy
+from meanfield.backend import Backend, astype, get_backend, matrix_transpose, to_numpy
 from meanfield.checks import as_float_array, check_bool, check_int, check_rng, check_scalar
 from meanfield.init import dense_weights, periodic_conv, periodic_conv_transpose, periodic_conv_weight_grad
 
@@ -128,16 +129,28 @@ def _xent_args(logits: Any, labels: Any, xp: Any) -> tuple[Any, Any]:
 def _input(x: Any, b: Backend) -> Any:
     """A network's input as a finite float64 array of backend ``b`` (the one check of a forward pass:
     the convolutions inside run unchecked, and the logits and gradients are checked at the end)."""
-    if b.name != "numpy" and isinstance(x, b.xp.ndarray):
-        if x.dtype.kind not in "fiu":
+    if b.name != "numpy" and _is_backend_array(b, x):
+        xp = b.xp
+        if not xp.isdtype(x.dtype, ("real floating", "integral")):
             raise TypeError(f"x must be a real array, got dtype {x.dtype}")
-        x = x.astype(b.xp.float64, copy=False)
-        if not bool(b.xp.all(b.xp.isfinite(x))):
+        x = astype(xp, x, xp.float64) if x.dtype != xp.float64 else x
+        if not bool(xp.all(xp.isfinite(x))):
             raise ValueError("x must be finite (no NaN or infinity)")
         return x
     if isinstance(x, (bool, np.bool_)) or (isinstance(x, np.ndarray) and x.dtype == np.bool_):
         raise TypeError("x must be real numbers, got booleans")
     return b.asarray(as_float_array(to_numpy(x) if hasattr(x, "get") else x, "x"))
+
+
+def _is_backend_array(b: Backend, x: Any) -> bool:
+    """Whether ``x`` is an array of the (non-NumPy) backend ``b``."""
+    if b.name == "cupy":
+        return isinstance(x, b.xp.ndarray)
+    if b.name == "torch":
+        import torch
+
+        return isinstance(x, torch.Tensor)
+    return not isinstance(x, np.ndarray) and type(x).__module__.startswith(b.xp.__name__)
 
 
 def _finite(xp: Any, arrays: Any, what: str) -> None:
@@ -148,31 +161,45 @@ def _finite(xp: Any, arrays: Any, what: str) -> None:
 
 def _bn_forward(a, xp, eps=1e-5):
     axes = tuple(range(a.ndim - 1))
-    mu = a.mean(axis=axes, keepdims=True)
-    var = ((a - mu) ** 2).mean(axis=axes, keepdims=True)
+    mu = xp.mean(a, axis=axes, keepdims=True)
+    var = xp.mean((a - mu) ** 2, axis=axes, keepdims=True)
     inv = 1.0 / xp.sqrt(var + eps)
     y = (a - mu) * inv
-    return y, (y, inv)
+    return y, (y, inv, xp)
 
 
 def _bn_backward(dy, cache):
-    y, inv = cache
+    y, inv, xp = cache
     axes = tuple(range(dy.ndim - 1))
-    return inv * (dy - dy.mean(axis=axes, keepdims=True) - y * (dy * y).mean(axis=axes, keepdims=True))
+    return inv * (dy - xp.mean(dy, axis=axes, keepdims=True) - y * xp.mean(dy * y, axis=axes, keepdims=True))
 
 
 def _subsample(a, s, sd):
     if s == 1:
         return a
-    return a[(slice(None),) + (slice(None, None, s),) * sd]
+    return a[(slice(None),) + (slice(None, None, s),) * sd + (Ellipsis,)]
 
 
-def _upsample_zeros(g, s, shape, xp):
+def _upsample_zeros(g, s, shape, b):
+    """``g`` on every ``s``-th position of a zero array of ``shape`` (on backend ``b``)."""
     if s == 1:
         return g
-    out = xp.zeros(shape)
-    out[(slice(None),) + (slice(None, None, s),) * (len(shape) - 2)] = g
+    out = b.full(tuple(shape), 0.0)
+    out[(slice(None),) + (slice(None, None, s),) * (len(shape) - 2) + (Ellipsis,)] = g
     return out
+
+
+def _readout(xp, pooled, p):
+    """Logits ``pooled @ head^T + bias``."""
+    return pooled @ matrix_transpose(xp, p["head"]) + p["bias"]
+
+
+def _readout_backward(xp, dlogits, pooled, p, sd, shape):
+    """Head / bias gradients and ``dL/da`` of the last features (``shape``), spread evenly over positions."""
+    grads = {"head": matrix_transpose(xp, dlogits) @ pooled, "bias": xp.sum(dlogits, axis=0)}
+    n_sp = math.prod(int(n) for n in shape[1:-1])
+    up = (dlogits @ p["head"])[(slice(None),) + (None,) * sd + (slice(None),)] / n_sp
+    return grads, xp.broadcast_to(up, tuple(shape)) + 0.0  # a fresh array, not a broadcast view
 
 
 @dataclass
@@ -275,7 +302,7 @@ class ConstNet:
         def mask_for(shape):
             if dropout <= 0:
                 return None
-            return (rng.random(shape) >= dropout) / (1.0 - dropout)
+            return astype(xp, rng.random(shape) >= dropout, xp.float64) / (1.0 - dropout)
 
         for kind, key in self.order:
             g, gc = self._g(a, xp, mask_for(a.shape))
@@ -291,8 +318,8 @@ class ConstNet:
             a = out
             if keep:
                 feats.append(a)
-        pooled = a.mean(axis=tuple(range(1, 1 + sd)))
-        logits = pooled @ p["head"].T + p["bias"]
+        pooled = xp.mean(a, axis=tuple(range(1, 1 + sd)))
+        logits = _readout(xp, pooled, p)
         _finite(xp, [logits, pooled], "logits")
         self._last = (x, bn0, tape, a, pooled)
         return (logits, feats) if keep else logits
@@ -305,11 +332,7 @@ class ConstNet:
         sd, s = self.spatial_dims, self.stride
         p = self.params
         x, bn0, tape, a_last, pooled = self._last
-        grads = {"head": dlogits.T @ pooled, "bias": dlogits.sum(axis=0)}
-        n_sp = int(np.prod(a_last.shape[1:-1]))
-        beta = xp.broadcast_to(
-            (dlogits @ p["head"])[(slice(None),) + (None,) * sd + (slice(None),)] / n_sp, a_last.shape
-        ).copy()
+        grads, beta = _readout_backward(xp, dlogits, pooled, p, sd, a_last.shape)
         betas = [beta] if keep else None
         ks = lambda w: w.shape[:sd]  # noqa: E731
         for entry in reversed(tape):
@@ -326,13 +349,13 @@ class ConstNet:
                     sub, beta, ks(wskip), sum_leading=1, backend=b, check_finite=False
                 )
                 dsub = periodic_conv_transpose(beta, wskip, sd, b, check_finite=False)
-                full_shape = g.shape[:-1] + (wb.shape[-2],)
-                dconv = _upsample_zeros(beta, s, full_shape, xp)
+                full_shape = tuple(g.shape[:-1]) + (wb.shape[-2],)
+                dconv = _upsample_zeros(beta, s, full_shape, b)
                 grads[f"branch{key}"] = periodic_conv_weight_grad(
                     g, dconv, ks(wb), sum_leading=1, backend=b, check_finite=False
                 )
                 dg = periodic_conv_transpose(dconv, wb, sd, b, check_finite=False)
-                beta = _upsample_zeros(dsub, s, a.shape, xp) + self._g_back(dg, gc)
+                beta = _upsample_zeros(dsub, s, a.shape, b) + self._g_back(dg, gc)
             if keep:
                 betas.append(beta)
         if self.batchnorm:
@@ -430,15 +453,15 @@ class LeakyNet:
             act = phi(h)
             mask = None
             if dropout > 0:
-                mask = (rng.random(act.shape) >= dropout) / (1.0 - dropout)
+                mask = astype(b.xp, rng.random(tuple(act.shape)) >= dropout, b.xp.float64) / (1.0 - dropout)
                 act = act * mask
             acts.append(act)
             masks.append(mask)
             h = periodic_conv(act, p[f"layer{layer}"], sd, b, check_finite=False)
             feats.append(h)
-        pooled = h.mean(axis=tuple(range(1, 1 + sd)))
+        pooled = b.xp.mean(h, axis=tuple(range(1, 1 + sd)))
         self._last = (x, feats, acts, masks, pooled)
-        logits = pooled @ p["head"].T + p["bias"]
+        logits = _readout(b.xp, pooled, p)
         _finite(b.xp, [logits, pooled], "logits")
         return (logits, feats) if keep else logits
 
@@ -449,12 +472,7 @@ class LeakyNet:
         sd, p = self.spatial_dims, self.params
         dphi = self._phi()[1]
         x, feats, acts, masks, pooled = self._last
-        grads = {"head": dlogits.T @ pooled, "bias": dlogits.sum(axis=0)}
-        h = feats[-1]
-        n_sp = int(np.prod(h.shape[1:-1]))
-        beta = xp.broadcast_to(
-            (dlogits @ p["head"])[(slice(None),) + (None,) * sd + (slice(None),)] / n_sp, h.shape
-        ).copy()
+        grads, beta = _readout_backward(xp, dlogits, pooled, p, sd, feats[-1].shape)
         betas = [beta]
         for layer in range(self.depth, 0, -1):
             w = p[f"layer{layer}"]

@@ -1,0 +1,320 @@
+"""Every Monte-Carlo simulator on a non-NumPy namespace, on the CPU (issue 18, item 3).
+
+``array_api_strict`` accepts only the array-API standard, so a NumPy-only call in the code that the
+GPU backends run fails here; it draws from the NumPy Generator of the same ``rng``, so its results
+equal NumPy's (to float rounding: the same operations in the same order). PyTorch CPU tensors draw
+from torch's own generator: same law, other numbers, checked by two-sample z statistics.
+
+Tolerances, fixed before looking at data:
+
+- ``EXACT_ATOL``: the same float64 operations on the same numbers; 1e-12 allows for a BLAS that
+  orders a sum differently (about 1e3 ulps of O(1) numbers).
+- ``Z_TOL = 4.5``: a two-sided z of 4.5 has probability 6.8e-6 under the null; with at most ~20
+  comparisons per test the chance of a false failure is below 1.4e-4 (seeds are fixed, so a test
+  either always passes or always fails; this bounds the chance that the fixed seeds are unlucky).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from meanfield.validation.simulators import (
+    INPUT_KINDS,
+    JACOBIAN_CONV_KERNELS,
+    JACOBIAN_WEIGHTS,
+    ConstNet,
+    LeakyNet,
+    conv_jacobian_singular_values,
+    conv_kernels,
+    empirical_conv_ntk,
+    empirical_ntk,
+    empirical_variances,
+    jacobian_singular_values,
+    layer_moments,
+    nonzero_fraction,
+    simulate_conv,
+    simulate_pair,
+    simulate_squared_norms,
+)
+
+from meanfield.backend import to_numpy
+from meanfield.init import orthogonal_kernel_variance
+
+pytest.importorskip("array_api_strict")
+
+EXACT_ATOL = 1e-12
+Z_TOL = 4.5
+
+
+def _torch():
+    pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """PyTorch CPU on one thread here: its thread pool spins on a loaded 2-core machine (10x slower,
+    measured: the CNN Jacobian test took 32 s with the default threads, 2.3 s with one)."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _z_means(a, b):
+    """z of the difference of the means of per-network samples ``a``, ``b`` (axis 0)."""
+    se = np.sqrt(a.var(0, ddof=1) / a.shape[0] + b.var(0, ddof=1) / b.shape[0])
+    return (a.mean(0) - b.mean(0)) / se
+
+
+# --- conv --------------------------------------------------------------------------------------
+
+CONV_CASES = [
+    ("gaussian", np.full(3, 1 / 3), True),
+    ("orthogonal", np.full(3, 1 / 3), True),
+    ("delta_orthogonal", np.full(3, 1 / 3), False),
+    ("gaussian", np.full((3, 3), 1 / 9), True),
+    ("orthogonal", np.full((3, 3), 1 / 9), False),
+]
+
+
+@pytest.mark.parametrize("init,v,gradients", CONV_CASES)
+def test_conv_strict_namespace_reproduces_numpy(init, v, gradients):
+    p = 6 if v.ndim == 1 else 16
+    cov0 = np.stack([np.eye(p), 0.5 * np.eye(p) + 0.5])
+    kw = dict(depth=2, width=4, n_networks=3, init=init, gradients=gradients, rng=11)
+    ref = simulate_conv(cov0, "tanh", 1.5, 0.05, v, **kw)
+    strict = simulate_conv(cov0, "tanh", 1.5, 0.05, v, backend="array_api_strict", **kw)
+    np.testing.assert_allclose(strict.cov_normalized, ref.cov_normalized, rtol=0, atol=EXACT_ATOL)
+    np.testing.assert_allclose(strict.log_scale, ref.log_scale, rtol=0, atol=EXACT_ATOL)
+    if gradients:
+        np.testing.assert_allclose(strict.grad_sq_normalized, ref.grad_sq_normalized, rtol=0, atol=EXACT_ATOL)
+        np.testing.assert_allclose(
+            strict.weight_grad_sq_normalized, ref.weight_grad_sq_normalized, rtol=0, atol=EXACT_ATOL
+        )
+
+
+@pytest.mark.parametrize("init", ["gaussian", "orthogonal"])
+def test_conv_torch_agrees_in_distribution_and_repeats(init):
+    _torch()
+    v = np.full(3, 1 / 3)
+    cov0 = 0.8 * np.eye(6) + 0.2
+    kw = dict(depth=2, width=8, n_networks=200, init=init)
+    a = simulate_conv(cov0, "relu", 2.0, 0.05, v, rng=np.random.SeedSequence(5, spawn_key=(1,)), **kw)
+    t = simulate_conv(cov0, "relu", 2.0, 0.05, v, backend="torch", rng=np.random.SeedSequence(5, spawn_key=(2,)), **kw)
+    # the last layer's covariance at lags 0, 1, 2 (entries (0, 0), (0, 1), (0, 2)) per network
+    z = _z_means(a.cov[:, -1, 0, 0, :3], t.cov[:, -1, 0, 0, :3])
+    assert np.all(np.abs(z) < Z_TOL), z
+    again = simulate_conv(
+        cov0, "relu", 2.0, 0.05, v, backend="torch", rng=np.random.SeedSequence(5, spawn_key=(2,)), **kw
+    )
+    np.testing.assert_array_equal(again.cov_normalized, t.cov_normalized)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "array_api_strict", "torch"])
+@pytest.mark.parametrize("kernel_shape", [(5,), (3, 3)])
+def test_batched_orthogonal_kernels_are_isometries_with_the_binomial_variance(backend, kernel_shape):
+    # Algorithm 1 built on the backend: sum_beta K(beta)^T K(beta) = I for every network, and the
+    # tap energies |K(beta)|_F^2 / c average to orthogonal_kernel_variance (the binomial law):
+    # theory vs the batched construction
+    if backend == "torch":
+        _torch()
+    c, n = 6, 400
+    k = to_numpy(conv_kernels(n, kernel_shape, c, 1.0, init="orthogonal", rng=3, backend=backend))
+    sd = len(kernel_shape)
+    flat = k.reshape(n, -1, c, c)
+    gram = np.einsum("ntji,ntjk->nik", flat, flat)
+    np.testing.assert_allclose(gram, np.broadcast_to(np.eye(c), gram.shape), atol=1e-12)
+    energy = (flat**2).sum(axis=(-1, -2)) / c
+    z = (energy.mean(0) - orthogonal_kernel_variance(kernel_shape[0], sd).ravel()) / (
+        energy.std(0, ddof=1) / np.sqrt(n)
+    )
+    assert np.all(np.abs(z) < Z_TOL), z
+
+
+# --- ntk ---------------------------------------------------------------------------------------
+
+X = np.random.default_rng(3).standard_normal((3, 5))
+
+
+def test_ntk_strict_namespace_reproduces_numpy():
+    for act in ("tanh", "relu", "erf"):
+        ref = empirical_ntk(X, act, 1.5, 0.1, 2, 8, 3, rng=4)
+        strict = empirical_ntk(X, act, 1.5, 0.1, 2, 8, 3, rng=4, backend="array_api_strict")
+        np.testing.assert_allclose(strict, ref, rtol=1e-13, atol=0)
+    xc = np.random.default_rng(4).standard_normal((2, 6, 3))
+    ref = empirical_conv_ntk(xc, "tanh", 1.5, 0.05, (0.25, 0.5, 0.25), 2, 4, 2, position=1, rng=5)
+    strict = empirical_conv_ntk(
+        xc, "tanh", 1.5, 0.05, (0.25, 0.5, 0.25), 2, 4, 2, position=1, rng=5, backend="array_api_strict"
+    )
+    np.testing.assert_allclose(strict, ref, rtol=1e-13, atol=0)
+
+
+def test_ntk_torch_agrees_in_distribution():
+    _torch()
+    iu = np.triu_indices(3)
+    a = empirical_ntk(X, "tanh", 1.5, 0.1, 2, 16, 300, rng=np.random.SeedSequence(6, spawn_key=(1,)))
+    t = empirical_ntk(X, "tanh", 1.5, 0.1, 2, 16, 300, rng=np.random.SeedSequence(6, spawn_key=(2,)), backend="torch")
+    z = _z_means(a[:, iu[0], iu[1]], t[:, iu[0], iu[1]])
+    assert np.all(np.abs(z) < Z_TOL), z
+    with pytest.raises(ValueError, match="method='torch'"):
+        empirical_ntk(X, "tanh", 1.5, 0.1, 1, 4, 1, method="torch", backend="torch")
+
+
+# --- finite_width (seed 001) -------------------------------------------------------------------
+
+POOL = np.random.default_rng(7).standard_normal((10, 5))
+LAYERS = [(8, 2 / 8, 0.01), (6, 2 / 6, 0.0)]
+
+
+def test_finite_width_strict_namespace_reproduces_numpy():
+    ref = simulate_squared_norms(POOL, LAYERS, 4, 3, rng=2)
+    strict = simulate_squared_norms(POOL, LAYERS, 4, 3, backend="array_api_strict", rng=2)
+    np.testing.assert_allclose(strict, ref, rtol=1e-13, atol=0)
+    ref = simulate_pair(np.ones(5), np.arange(5.0), 16, 2 / 16, 0.01, 5, rng=1)
+    strict = simulate_pair(np.ones(5), np.arange(5.0), 16, 2 / 16, 0.01, 5, backend="array_api_strict", rng=1)
+    np.testing.assert_allclose(strict.inner, ref.inner, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(strict.cosine, ref.cosine, rtol=1e-13, atol=0)
+
+
+def test_finite_width_torch_agrees_in_distribution():
+    _torch()
+    s1, s2 = np.random.SeedSequence(8, spawn_key=(1,)), np.random.SeedSequence(8, spawn_key=(2,))
+    a = simulate_squared_norms(POOL, LAYERS, 400, 2, rng=s1)
+    t = simulate_squared_norms(POOL, LAYERS, 400, 2, backend="torch", rng=s2)
+    z = _z_means(a[:, 0, 1:], t[:, 0, 1:])  # layers 1 and 2 of each network's first input
+    assert np.all(np.abs(z) < Z_TOL), z
+    pa = simulate_pair(np.ones(5), np.arange(5.0), 16, 2 / 16, 0.01, 400, rng=s1)
+    pt = simulate_pair(np.ones(5), np.arange(5.0), 16, 2 / 16, 0.01, 400, backend="torch", rng=s2)
+    z = _z_means(np.stack([pa.inner, pa.cosine], 1), np.stack([pt.inner, pt.cosine], 1))
+    assert np.all(np.abs(z) < Z_TOL), z
+
+
+# --- jacobian (seed 003, Sec. 2.2.1) -----------------------------------------------------------
+
+
+def test_jacobian_strict_namespace_reproduces_numpy():
+    for weights in JACOBIAN_WEIGHTS:
+        ref = jacobian_singular_values("tanh", 1.05, 0.01, 3, 6, 2, weights, q=0.5, rng=1)
+        strict = jacobian_singular_values(
+            "tanh", 1.05, 0.01, 3, 6, 2, weights, q=0.5, rng=1, backend="array_api_strict"
+        )
+        np.testing.assert_allclose(strict, ref, rtol=1e-12, atol=0)
+    for kernel in JACOBIAN_CONV_KERNELS:
+        ref = conv_jacobian_singular_values("tanh", 1.05, 0.01, 3, 3, 5, 2, kernel, q=0.5, rng=1)
+        strict = conv_jacobian_singular_values(
+            "tanh", 1.05, 0.01, 3, 3, 5, 2, kernel, q=0.5, rng=1, backend="array_api_strict"
+        )
+        np.testing.assert_allclose(strict, ref, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_linear_orthogonal_cnn_jacobian_is_an_isometry(backend):
+    # dynamical isometry exactly (seed 003, Sec. 2.2.1): linear network, orthogonal kernels, sigma_w2 = 1
+    if backend == "torch":
+        _torch()
+    for kernel in ("orthogonal", "delta_orthogonal"):
+        s = conv_jacobian_singular_values("linear", 1.0, 0.0, 4, 3, 5, 2, kernel, q=0.5, rng=1, backend=backend)
+        np.testing.assert_allclose(s, 1.0, atol=1e-12)
+
+
+def test_jacobian_torch_agrees_in_distribution():
+    _torch()
+    s1, s2 = np.random.SeedSequence(9, spawn_key=(1,)), np.random.SeedSequence(9, spawn_key=(2,))
+    a = jacobian_singular_values("tanh", 1.5, 0.05, 3, 6, 300, "gaussian", q=0.5, rng=s1)
+    t = jacobian_singular_values("tanh", 1.5, 0.05, 3, 6, 300, "gaussian", q=0.5, rng=s2, backend="torch")
+    z = _z_means(a[:, [0, 2, 5]], t[:, [0, 2, 5]])
+    assert np.all(np.abs(z) < Z_TOL), z
+    a = conv_jacobian_singular_values("tanh", 1.5, 0.05, 2, 2, 5, 300, "orthogonal", q=0.5, rng=s1)
+    t = conv_jacobian_singular_values("tanh", 1.5, 0.05, 2, 2, 5, 300, "orthogonal", q=0.5, rng=s2, backend="torch")
+    z = _z_means(a[:, [0, 4, 9]], t[:, [0, 4, 9]])
+    assert np.all(np.abs(z) < Z_TOL), z
+
+
+# --- kurtosis (seed 002) -----------------------------------------------------------------------
+
+X_DATA = np.random.default_rng(12).standard_normal((16, 6))
+
+
+@pytest.mark.parametrize("kind", INPUT_KINDS)
+def test_kurtosis_strict_namespace_reproduces_numpy(kind):
+    ref = layer_moments([4, 6, 6], 0.1, "gaussian", 3, kind, rng=0)
+    strict = layer_moments([4, 6, 6], 0.1, "gaussian", 3, kind, backend="array_api_strict", rng=0)
+    np.testing.assert_allclose(strict.m4, ref.m4, rtol=1e-13, atol=0)
+    for law, inp in (("gsm", "shared_sign"), ("uniform", "gaussian")):
+        ref = nonzero_fraction([4, 4, 4], law, 20, inp, rng=1)
+        strict = nonzero_fraction([4, 4, 4], law, 20, inp, backend="array_api_strict", rng=1)
+        np.testing.assert_array_equal(strict, ref)
+    for init in ("he", "gsm", "zero_star"):
+        kw = dict(depth=4, width=6, n_networks=3, rng=2, dtype="float64", engine="blas")
+        ref = empirical_variances(X_DATA, init, **kw)
+        strict = empirical_variances(X_DATA, init, backend="array_api_strict", **kw)
+        np.testing.assert_allclose(strict, ref, rtol=1e-12, atol=0)
+
+
+def test_kurtosis_torch_agrees_in_distribution():
+    _torch()
+    s1, s2 = np.random.SeedSequence(13, spawn_key=(1,)), np.random.SeedSequence(13, spawn_key=(2,))
+    a = layer_moments([6, 6, 6], 0.2, "gaussian", 400, "mixture", rng=s1)
+    t = layer_moments([6, 6, 6], 0.2, "gaussian", 400, "mixture", backend="torch", rng=s2)
+    z = _z_means(a.m4, t.m4)
+    assert np.all(np.abs(z) < Z_TOL), z
+    kw = dict(depth=3, width=6, n_networks=300, dtype="float64")
+    a = empirical_variances(X_DATA, "he", rng=s1, **kw)
+    t = empirical_variances(X_DATA, "he", backend="torch", rng=s2, **kw)
+    z = _z_means(a[:, 1:], t[:, 1:])
+    assert np.all(np.abs(z) < Z_TOL), z
+
+
+# --- ConstNet / LeakyNet forward and backward passes (seed 000) ---------------------------------
+
+X_IMG = np.random.default_rng(14).standard_normal((2, 8, 8, 3))
+HEAD = np.random.default_rng(15).standard_normal((4, 8)) * 0.3
+
+
+def _constnet_pass(backend, batchnorm, dropout):
+    net = ConstNet.initial((4, 8), 1, 3, 4, batchnorm=batchnorm, head=HEAD, backend=backend)
+    logits, feats = net.forward(X_IMG, dropout=dropout, rng=3, keep=True)
+    grads, betas = net.backward(net.backend.asarray(np.ones((2, 4))), keep=True)
+    return [to_numpy(logits)] + [to_numpy(f) for f in feats + betas] + [to_numpy(grads[k]) for k in sorted(grads)]
+
+
+@pytest.mark.parametrize("batchnorm", [False, True])
+def test_constnet_passes_on_strict_and_torch(batchnorm):
+    ref = _constnet_pass("numpy", batchnorm, 0.1)
+    for got, want in zip(_constnet_pass("array_api_strict", batchnorm, 0.1), ref):  # same masks: same numbers
+        np.testing.assert_allclose(got, want, rtol=0, atol=EXACT_ATOL)
+    _torch()
+    # no dropout: ConstNet's initialisation is deterministic, so PyTorch gives NumPy's numbers
+    ref = _constnet_pass("numpy", batchnorm, 0.0)
+    for got, want in zip(_constnet_pass("torch", batchnorm, 0.0), ref):
+        np.testing.assert_allclose(got, want, rtol=0, atol=EXACT_ATOL)
+
+
+def test_leakynet_passes_on_strict_and_torch():
+    x = X_IMG[:, 0]  # 1-D: (batch, positions, channels)
+    out = {}
+    for backend in ("numpy", "array_api_strict") + (("torch",) if _has_torch() else ()):
+        net = LeakyNet.initial(
+            list("I1I1"), 4, 3, 3, kernel_shape=(3,), slope=0.1, head=np.ones((3, 4)), backend=backend
+        )
+        logits = net.forward(x)
+        grads = net.backward(net.backend.asarray(np.ones((2, 3))))
+        out[backend] = [to_numpy(logits)] + [to_numpy(grads[k]) for k in sorted(grads)]
+    for backend in out:
+        for got, want in zip(out[backend], out["numpy"]):
+            np.testing.assert_allclose(got, want, rtol=0, atol=EXACT_ATOL)
+
+
+def _has_torch():
+    try:
+        import array_api_compat  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
