@@ -125,6 +125,9 @@ def test_python_m_entry_points_keep_working():
         (["figures", "fake", "--backend", "tpu"], "--backend"),
         (["validate", "nope"], "unknown comparison module"),
         (["validate", "--seed", "-3"], "--seed"),
+        (["validate", "--data-dir", "/no/such/folder"], "--data-dir"),
+        (["figures", "fake", "--data-dir", "/no/such/folder"], "--data-dir"),
+        (["reproduce", "--data-dir", "/no/such/folder"], "--data-dir"),
         (["reproduce", "--seed", "x"], "--seed"),
         (["bogus"], "invalid choice"),
     ],
@@ -204,3 +207,18 @@ def test_validate_out_writes_json_and_exit_status(fake, tmp_path, capsys):
     assert main(["validate", "--out", str(tmp_path), "--seed", "2"]) == 0
     assert load(tmp_path / "validation_fakecmp.json")["passed"] == 2
     assert "validation: 2 passed, 0 failed" in capsys.readouterr().out
+
+
+def test_data_dir_is_exported_before_the_executor_starts(tmp_path, monkeypatch):
+    """``--data-dir DIR`` sets $MEANFIELD_DATA_DIR (absolute) for the training figures and rows,
+    before any worker process is started, so that local workers inherit it."""
+    import argparse
+
+    monkeypatch.delenv(val_runner.DATA_DIR_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mnist").mkdir()
+    args = argparse.Namespace(data_dir="mnist", workers=None, scheduler=None)
+    with val_runner.open_executor(args):
+        import os
+
+        assert os.environ[val_runner.DATA_DIR_ENV] == str(tmp_path / "mnist")

@@ -123,8 +123,12 @@ class _NoProgress(argparse.Action):
         setattr(namespace, self.dest, True)
 
 
+#: Environment variable naming the folder of MNIST / CIFAR-10 files (``--data-dir``).
+DATA_DIR_ENV = "MEANFIELD_DATA_DIR"
+
+
 def add_common_arguments(p: argparse.ArgumentParser, sizes=None) -> None:
-    """``--full`` (and ``--size`` when ``sizes`` is given), ``--backend``, ``--seed``, ``--no-progress``."""
+    """``--full`` (and ``--size`` when ``sizes`` is given), ``--backend``, ``--seed``, ``--no-progress``, ``--data-dir``."""
     if sizes:
         p.add_argument(
             "--size",
@@ -152,6 +156,14 @@ def add_common_arguments(p: argparse.ArgumentParser, sizes=None) -> None:
     )
     p.add_argument(
         "--no-progress", action=_NoProgress, default=False, help=f"hide progress bars (or set {NO_PROGRESS_ENV}=1)"
+    )
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        metavar="DIR",
+        help=f"a folder holding MNIST (IDX, optionally gzipped) or CIFAR-10 (python batches) files, read by the "
+        f"training figures and rows at --full size instead of the embedded digits (sets ${DATA_DIR_ENV}; "
+        "checked before any work)",
     )
     add_parallel_arguments(p)
 
@@ -191,6 +203,11 @@ def open_executor(args) -> contextlib.ExitStack:
     (naming the extra), both options are given or the scheduler cannot be reached."""
     from meanfield import parallel
 
+    data_dir = getattr(args, "data_dir", None)
+    if data_dir is not None:  # before the executor starts, so that local worker processes inherit it
+        if not os.path.isdir(data_dir):
+            raise ValueError(f"--data-dir: {data_dir!r} is not a folder")
+        os.environ[DATA_DIR_ENV] = os.path.abspath(data_dir)
     stack = contextlib.ExitStack()
     workers, scheduler = getattr(args, "workers", None), getattr(args, "scheduler", None)
     try:
