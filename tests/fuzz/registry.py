@@ -764,6 +764,18 @@ NOT_FUZZED["validation.trainability.depth_scale_agreement"] = (
     "reads the result dict of validation.trainability.experiment (a training sweep, seconds); tested in "
     "tests/test_trainability.py"
 )
+for _name in (
+    "validation.symmetry_breaking.constnet_noise_table",
+    "validation.symmetry_breaking.leakynet_averaging_table",
+    "validation.symmetry_breaking.run",
+):
+    NOT_FUZZED[_name] = _TRAINING + " (tests/test_symmetry_breaking.py, smoke size)"
+NOT_FUZZED["validation.symmetry_breaking.TrainingTable"] = (
+    "result of constnet_noise_table / leakynet_averaging_table (training runs); tested in tests/test_symmetry_breaking.py"
+)
+NOT_FUZZED["validation.symmetry_breaking.table_2_metrics"] = (
+    "reads a TrainingTable (training runs, seconds); tested in tests/test_symmetry_breaking.py"
+)
 NOT_FUZZED["validation.training.load_training_data"] = (
     "loads and downsamples scikit-learn's digits or the user's MNIST / CIFAR-10 files (seconds a call); "
     "tested in tests/test_training.py"
