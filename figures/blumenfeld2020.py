@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
-from meanfield.validation.simulators import ConstNet, LeakyNet, replicated_feature_experiment, train
+from meanfield.validation.simulators import LeakyNet, replicated_feature_experiment, train
 
 from meanfield import init as mf_init
 from meanfield import symmetry
@@ -322,15 +323,6 @@ def _tensor_label(name: str, widths=CONSTNET_WIDTHS) -> str:
     return f"widening {stage + 1}: conv 3x3 ({widths[stage]} -> {widths[stage + 1]})"
 
 
-def _he_constnet(widths, blocks, n_input, n_classes, rng):
-    net = ConstNet.initial(widths, blocks, n_input, n_classes)
-    for k, v in net.params.items():
-        if k.startswith(("block", "branch", "first")):
-            fan_in = int(np.prod(v.shape[:-1]))
-            net.params[k] = rng.standard_normal(v.shape) * np.sqrt(2.0 / fan_in)
-    return net
-
-
 def _constnet_sizes(size):
     return {
         "n_images": by_size(size, smoke=16, default=128, full=512),
@@ -338,38 +330,77 @@ def _constnet_sizes(size):
     }
 
 
+@dataclass(frozen=True)
+class _EngineRecord:
+    """What Figs. 3, 6 and Table 1 read of a ConstNet run of the engine (one network, every step recorded)."""
+
+    names: list
+    one_minus_cf: np.ndarray  # (steps + 1, n_tensors)
+    one_minus_cb: np.ndarray
+    one_minus_ct: np.ndarray
+    loss: np.ndarray  # (steps + 1,) training loss (no dropout), full training set
+    test_accuracy: np.ndarray  # (n_evaluations,)
+    test_steps: np.ndarray
+
+
 @functools.lru_cache(maxsize=4)
 def _constnet_runs(size, seed):
-    """The four ConstNet training runs shared by Figs. 3 and 6 (cached per size and seed)."""
-    data_ss, he_ss, train_ss = np.random.SeedSequence(seed).spawn(3)
+    """The four ConstNet training runs shared by Figs. 3, 6 and Table 1, on the one training engine
+    (:func:`meanfield.validation.training.train_ensemble`; cached per size and seed)."""
+    from meanfield.validation.symmetric_nets import ConstNetSpec, SymmetryBreaking, correlation_probe
+    from meanfield.validation.training import TrainingData, train_ensemble
+
+    data_ss, _he_ss, train_ss = np.random.SeedSequence(seed).spawn(3)
     sz = _constnet_sizes(size)
     x, y = _digits(np.random.default_rng(data_ss))
     n = sz["n_images"]
     # the last 500 shuffled digits are never trained on: their accuracy is Table 1's test accuracy
-    x_test, y_test = x[N_TRAIN:].reshape(-1, 8, 8, 1), y[N_TRAIN:]
-    x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
+    data = TrainingData(
+        x[:n].reshape(-1, 1, 8, 8), y[:n], x[N_TRAIN:].reshape(-1, 1, 8, 8), y[N_TRAIN:], 10, "digits 8x8, shuffled"
+    )
     widths, blocks = CONSTNET_WIDTHS, CONSTNET_BLOCKS
     variants = {
-        "He init": (lambda: _he_constnet(widths, blocks, 1, 10, np.random.default_rng(he_ss)), {}),
-        "'0' init, 1% dropout": (lambda: ConstNet.initial(widths, blocks, 1, 10), {"dropout": 0.01}),
-        "'0' init, gradient noise 1e-8": (lambda: ConstNet.initial(widths, blocks, 1, 10), {"grad_noise": 1e-8}),
-        "'0' init, deterministic": (lambda: ConstNet.initial(widths, blocks, 1, 10), {}),
+        "He init": ("he", None),
+        "'0' init, 1% dropout": ("zero", SymmetryBreaking(dropout=0.01)),
+        "'0' init, gradient noise 1e-8": ("zero", SymmetryBreaking(grad_noise=1e-8)),
+        "'0' init, deterministic": ("zero", None),
     }
+    probes = {k: correlation_probe(k) for k in ("forward", "backward", "total")}
     runs = {}
     for name in progress(variants, desc="ConstNet training"):
-        make, kw = variants[name]
-        # common random numbers: every variant draws its dropout masks / noise from the same stream
-        runs[name] = train(
-            make(),
-            x,
-            y,
-            sz["steps"],
+        init, noise = variants[name]
+        spec = ConstNetSpec(widths=widths, blocks_per_stage=blocks, init=init)
+        # common random numbers: every variant gets the same child stream (same He weights where drawn)
+        c = train_ensemble(
+            spec,
+            1,
+            data=data,
+            steps=sz["steps"],
+            batch_size=n,  # full-batch gradient descent
             lr=CONSTNET_LR,
-            **kw,
-            **rng_kwargs(train, np.random.default_rng(train_ss)),
-            x_test=x_test,
-            y_test=y_test,
-            eval_every=CONSTNET_EVAL_EVERY,
+            optimizer="sgd",
+            record_every=1,
+            n_eval=None,
+            rng=np.random.default_rng(train_ss),
+            dtype="float64",
+            noise=noise,
+            probes=probes,
+        )
+        names = ["first"]
+        for st in range(len(widths)):
+            names += [f"block{st}_{i}" for i in range(blocks)]
+            if st < len(widths) - 1:
+                names += [f"skip{st}", f"branch{st}"]
+        keep = slice(None, None, CONSTNET_EVAL_EVERY)
+        test_steps = np.unique(np.r_[c.steps[keep], c.steps[-1]])
+        runs[name] = _EngineRecord(
+            names,
+            c.probes["forward"][0],
+            c.probes["backward"][0],
+            c.probes["total"][0],
+            c.train_loss[0],
+            c.test_accuracy[0][np.searchsorted(c.steps, test_steps)],
+            test_steps,
         )
     return runs, sz
 
@@ -382,7 +413,7 @@ def _constnet_params(sz):
         "kernel": [3, 3],
         "activation": "relu",
         "batchnorm": False,
-        "optimiser": "full-batch gradient descent",
+        "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
         "learning_rate": CONSTNET_LR,
         "steps": sz["steps"],
         "n_images": sz["n_images"],
@@ -682,7 +713,7 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
             "configurations": LEAKY_CONFIGS,
             "learning_rate": LEAKY_LR,
             "relative_gradient_noise": LEAKY_NOISE,
-            "optimiser": "full-batch gradient descent",
+            "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
             "steps": steps,
             "n_images": sz["n_images"],
             "data": "digits 8x8x1, standardised per feature",
@@ -822,7 +853,7 @@ def fig_12(out_dir, *, size, backend, seed):
             "gamma": gammas,
             "learning_rate": lr,
             "relative_gradient_noise": LEAKY_NOISE,
-            "optimiser": "full-batch gradient descent",
+            "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
             "steps": steps,
             "n_images": n,
             "data": "digits 8x8x1, standardised per feature",
