@@ -55,7 +55,7 @@ def test_run_builds_every_row(monkeypatch):
         sb._constnet_cached.cache_clear()
         sb._leaky_cached.cache_clear()
     names = [r.name for r in rows]
-    assert len(names) == len(set(names)) == 2 + 1 + 2 * 5 + 2
+    assert len(names) == len(set(names)) == 2 + 1 + 2 * 5 + 3
     exact = [r for r in rows if "exact symmetry" in r.name]
     assert all(r.passed for r in exact)
 
