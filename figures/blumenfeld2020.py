@@ -781,18 +781,41 @@ def fig_12(out_dir, *, size, backend, seed):
     gammas = [0.0, 0.1, 0.5, 1.0]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     loss, cf0, cf1, rel_change = [], [], [], []
+    from meanfield.validation.symmetric_nets import LeakyNetSpec, SymmetryBreaking, correlation_probe
+    from meanfield.validation.training import TrainingData, init_parameters, train_ensemble
+
+    xd = x.reshape(-1, 1, 8, 8)
+    data = TrainingData(xd, y, xd, y, 10, f"{n} shuffled digits 8x8 (accuracy on the training images)")
     for g in progress(gammas, desc="fig_12"):
-        net = LeakyNet.initial(["I"] * 12, n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO, gamma=[g] * 12)
-        w_init = {f"layer{l}": np.array(net.params[f"layer{l}"]) for l in range(1, 13)}
-        rec = train(
-            net,
-            x,
-            y,
-            steps,
+        spec = LeakyNetSpec(kinds=("I",) * 12, width=LEAKY_CHANNELS, slope=LEAKY_RHO, gamma=(g,) * 12)
+        w_init = init_parameters(spec, (1, 8, 8), 10, rng=0)[1:13]  # deterministic construction
+
+        def change(net, params, w_init=w_init):
+            return np.array([np.linalg.norm(p - w) / np.linalg.norm(w) for p, w in zip(params[1:13], w_init)])
+
+        c = train_ensemble(
+            spec,
+            1,
+            data=data,
+            steps=steps,
+            batch_size=n,  # full-batch gradient descent on the one training engine
             lr=lr,
-            grad_noise=LEAKY_NOISE,
-            relative_noise=True,
-            **rng_kwargs(train, np.random.default_rng(train_ss)),
+            optimizer="sgd",
+            record_every=1,
+            n_eval=None,
+            rng=np.random.default_rng(train_ss),
+            dtype="float64",
+            noise=SymmetryBreaking(reduction_noise=LEAKY_NOISE),
+            probes={"cf": correlation_probe("forward"), "change": change},
+        )
+        rec = _EngineRecord(
+            ["first"] + [f"layer{i}" for i in range(1, 13)],
+            c.probes["cf"][0],
+            c.probes["cf"][0],
+            c.probes["cf"][0],
+            c.train_loss[0],
+            c.test_accuracy[0],
+            c.steps,
         )
         line = axes[0].plot(np.arange(steps + 1), rec.loss, label=f"$\\gamma$ = {g:g}")[0]
         axes[1].plot(
@@ -800,7 +823,7 @@ def fig_12(out_dir, *, size, backend, seed):
         )
         axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[0], ":", color=line.get_color())
         loss.append(rec.loss)
-        rel_change.append([float(np.linalg.norm(net.params[k] - w) / np.linalg.norm(w)) for k, w in w_init.items()])
+        rel_change.append(c.probes["change"][0, -1].tolist())
         cf0.append(1.0 - rec.one_minus_cf[0])
         cf1.append(1.0 - rec.one_minus_cf[-1])
     axes[0].set_xlabel("full-batch gradient step")
@@ -819,7 +842,7 @@ def fig_12(out_dir, *, size, backend, seed):
     fig.suptitle(
         f"{PAPER}, analogue of Fig. 12 (App. J): LeakyNets with every layer $\\gamma I + (1-\\gamma)\\,11^T/n$\n"
         f"12 layers of {LEAKY_CHANNELS} channels, leaky-ReLU slope {LEAKY_RHO:g}; gradient descent (learning rate {lr:g}, "
-        f"relative gradient noise {LEAKY_NOISE:g}) on {n} 8x8 digits\n"
+        f"per-entry relative gradient noise {LEAKY_NOISE:g}, the computation-noise model) on {n} 8x8 digits\n"
         f"odd layers carry the factor -1/slope (App. H): their weights move {_odd_even_ratio(rel_change):.0f}x less "
         "(relative) than the even ones and keep their initial $C_f$; the paper sees this for the even layers "
         "(its code evidently puts -1/slope on the second layer of each pair, as in Sec. 5.1)",
@@ -853,6 +876,7 @@ def fig_12(out_dir, *, size, backend, seed):
             "gamma": gammas,
             "learning_rate": lr,
             "relative_gradient_noise": LEAKY_NOISE,
+            "noise_model": "SymmetryBreaking(reduction_noise): g <- g (1 + noise xi) per entry",
             "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
             "steps": steps,
             "n_images": n,
