@@ -713,7 +713,7 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
             "configurations": LEAKY_CONFIGS,
             "learning_rate": LEAKY_LR,
             "relative_gradient_noise": LEAKY_NOISE,
-            "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
+            "optimiser": "full-batch gradient descent (NumPy meanfield.validation.simulators.train, float64)",
             "steps": steps,
             "n_images": sz["n_images"],
             "data": "digits 8x8x1, standardised per feature",
