@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
-from meanfield.validation.simulators import LeakyNet, replicated_feature_experiment, train
+from meanfield.validation.simulators import LeakyNet, train
 
 from meanfield import init as mf_init
 from meanfield import symmetry
@@ -93,29 +93,31 @@ def _regimes(size):
     }
 
 
-def _replicated_errors(split, rep_children, width, unique, noise, lr, steps):
-    """Test errors [%] of the repetitions (common random numbers: repetition r uses the same
-    stream in every cell, so differences between cells are not seed noise)."""
+def _replicated_errors(split, rep_ss, n_rep, width, cells, lr, steps):
+    """Test errors [%] of ``n_rep`` repetitions of every cell ``(unique, noise)`` of one width, shape
+    ``(len(cells), n_rep)``: one ensemble on the training engine (``train_ensemble`` with a list of
+    :class:`~meanfield.validation.symmetric_nets.ReplicatedNetSpec`; cell ``j`` gets child ``j`` of
+    ``rep_ss`` and its repetitions the children of that stream)."""
+    from meanfield.validation.symmetric_nets import ReplicatedNetSpec
+    from meanfield.validation.training import TrainingData, train_ensemble
+
     xtr, ytr, xte, yte = split
-    return np.array(
-        [
-            100.0
-            * replicated_feature_experiment(
-                xtr,
-                ytr,
-                xte,
-                yte,
-                width,
-                unique,
-                noise,
-                steps=steps,
-                lr=lr,
-                batch=BATCH,
-                **rng_kwargs(replicated_feature_experiment, np.random.default_rng(child)),
-            ).test_error
-            for child in rep_children
-        ]
+    data = TrainingData(xtr[:, None, :], ytr, xte[:, None, :], yte, 10, "digits 8x8 (flattened), shuffled")
+    nets = [ReplicatedNetSpec(width=width, unique=u, noise=lam) for u, lam in cells]
+    curves = train_ensemble(
+        nets,
+        n_rep,
+        data=data,
+        steps=steps,
+        batch_size=BATCH,
+        lr=lr,
+        optimizer="sgd",
+        record_every=max(1, steps),
+        n_eval=None,
+        rng=np.random.default_rng(rep_ss),
+        dtype="float64",
     )
+    return np.stack([100.0 * (1.0 - c.final_test_accuracy) for c in curves])
 
 
 @figure(paper=PAPER, figure="analogue of Fig. 1 (digits, small network)", honours_backend=False)
@@ -140,14 +142,13 @@ def fig_1(out_dir, *, size, backend, seed):
     n_rep = by_size(size, smoke=2, default=6, full=30)
     regimes = _regimes(size)
     split, rep_ss = _split(seed)
-    children = rep_ss.spawn(n_rep)
     mean = np.empty((len(regimes), len(lams), len(ks)))
     stderr = np.empty_like(mean)
-    jobs = [(i, j, k) for i in range(len(regimes)) for j in range(len(lams)) for k in range(len(ks))]
-    for i, j, k in progress(jobs, desc="fig_1"):
+    cells = [(k, lam) for lam in lams for k in ks]
+    for i in progress(range(len(regimes)), desc="fig_1"):
         lr, steps = list(regimes.values())[i]
-        errs = _replicated_errors(split, children, width, ks[k], lams[j], lr, steps)
-        mean[i, j, k], stderr[i, j, k] = errs.mean(), errs.std(ddof=1) / math.sqrt(n_rep)
+        errs = _replicated_errors(split, rep_ss, n_rep, width, cells, lr, steps).reshape(len(lams), len(ks), n_rep)
+        mean[i], stderr[i] = errs.mean(axis=2), errs.std(axis=2, ddof=1) / math.sqrt(n_rep)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for i, (ax, (title, (_lr, steps))) in enumerate(zip(axes, regimes.items())):
         for j, lam in enumerate(lams):
@@ -226,16 +227,17 @@ def fig_5(out_dir, *, size, backend, seed):
     n_rep = by_size(size, smoke=2, default=6, full=30)
     regimes = _regimes(size)
     split, rep_ss = _split(seed)
-    children = rep_ss.spawn(n_rep)
     variants = {"width N, K unique features replicated": lambda k: width, "width K (replicas removed)": lambda k: k}
     mean = np.empty((len(regimes), len(variants), len(ks)))
     stderr = np.empty_like(mean)
-    jobs = [(i, j, k) for i in range(len(regimes)) for j in range(len(variants)) for k in range(len(ks))]
-    for i, j, k in progress(jobs, desc="fig_5"):
+    jobs = [(i, k) for i in range(len(regimes)) for k in range(len(ks))]
+    for i, k in progress(jobs, desc="fig_5"):
         lr, steps = list(regimes.values())[i]
-        net_width = list(variants.values())[j](ks[k])
-        errs = _replicated_errors(split, children, net_width, ks[k], 0.0, lr, steps)
-        mean[i, j, k], stderr[i, j, k] = errs.mean(), errs.std(ddof=1) / math.sqrt(n_rep)
+        if k == 0:  # the replicated width-N networks of every K: one ensemble
+            rep = _replicated_errors(split, rep_ss, n_rep, width, [(kk, 0.0) for kk in ks], lr, steps)
+            mean[i, 0], stderr[i, 0] = rep.mean(axis=1), rep.std(axis=1, ddof=1) / math.sqrt(n_rep)
+        errs = _replicated_errors(split, rep_ss, n_rep, ks[k], [(ks[k], 0.0)], lr, steps)[0]
+        mean[i, 1, k], stderr[i, 1, k] = errs.mean(), errs.std(ddof=1) / math.sqrt(n_rep)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for i, (ax, (title, (_lr, steps))) in enumerate(zip(axes, regimes.items())):
         for j, label in enumerate(variants):
