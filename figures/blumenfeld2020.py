@@ -38,13 +38,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
-from meanfield.validation.simulators import LeakyNet, train
+from meanfield.validation.simulators import LeakyNet, softmax_xent
 
 from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.data import load_digits
 
-from ._common import by_size, figure, plt, progress, rng_kwargs, save_figure
+from ._common import by_size, figure, plt, progress, save_figure
 from ._logzero import plot_with_zeros, zero_band, zero_floor
 
 __all__ = [
@@ -616,27 +616,67 @@ def _leaky_sizes(size):
     }
 
 
+@dataclass(frozen=True)
+class _RatioRecord:
+    """Perturbation ratios per recorded step and feature (Figs. 9-10)."""
+
+    forward_ratio: np.ndarray  # (steps + 1, n_features)
+    backward_ratio: np.ndarray
+    loss: np.ndarray  # (steps + 1,) full-batch training loss
+
+
+def _ratio_probe(kinds, x, y):
+    """A trainer probe: forward and backward perturbation ratios of every feature on ``(x, y)``, measured
+    with the NumPy simulator's forward and backward passes on the engine's current parameters."""
+    sim = LeakyNet.initial(list(kinds), n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO)
+    names = sim.conv_names() + ["head", "bias"]  # the engine's parameter order
+
+    def probe(net, params):
+        for k, p in zip(names, params):
+            sim.params[k] = mf_init.from_torch_layout(p) if p.ndim == 4 else p
+        logits, feats = sim.forward(x, keep=True)
+        _, dlog = softmax_xent(logits, y)
+        _, betas = sim.backward(dlog, keep=True)
+        fwd = [symmetry.perturbation_ratio(f) for f in feats]
+        return np.array([fwd, [symmetry.perturbation_ratio(g) for g in betas]])
+
+    return probe
+
+
 @functools.lru_cache(maxsize=4)
 def _leaky_runs(size, seed):
+    """The LeakyNet runs of Figs. 9-10 on the one training engine (full-batch gradient descent with the
+    computation-noise model); the ratios are measured by a probe at every step."""
+    from meanfield.validation.symmetric_nets import LeakyNetSpec, SymmetryBreaking
+    from meanfield.validation.training import TrainingData, train_ensemble
+
     data_ss, train_ss = np.random.SeedSequence(seed).spawn(2)
     sz = _leaky_sizes(size)
     x, y = _digits(np.random.default_rng(data_ss))
     n = sz["n_images"]
     x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
+    xd = np.moveaxis(x, -1, 1)
+    data = TrainingData(xd, y, xd, y, 10, f"{n} shuffled digits 8x8 (accuracy on the training images)")
     runs = {}
     for name in progress(LEAKY_CONFIGS, desc="LeakyNet training"):
-        net = LeakyNet.initial(list(LEAKY_CONFIGS[name]), n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO)
-        runs[name] = train(
-            net,
-            x,
-            y,
-            sz["steps"],
+        kinds = tuple(LEAKY_CONFIGS[name])
+        c = train_ensemble(
+            LeakyNetSpec(kinds=kinds, width=LEAKY_CHANNELS, slope=LEAKY_RHO),
+            1,
+            data=data,
+            steps=sz["steps"],
+            batch_size=n,
             lr=LEAKY_LR,
-            grad_noise=LEAKY_NOISE,
-            relative_noise=True,
-            ratios=True,
-            **rng_kwargs(train, np.random.default_rng(train_ss)),
+            optimizer="sgd",
+            record_every=1,
+            n_eval=None,
+            rng=np.random.default_rng(train_ss),
+            dtype="float64",
+            noise=SymmetryBreaking(reduction_noise=LEAKY_NOISE),
+            probes={"ratios": _ratio_probe(kinds, x, y)},
         )
+        r = c.probes["ratios"][0]
+        runs[name] = _RatioRecord(r[:, 0], r[:, 1], c.train_loss[0])
     return runs, sz
 
 
@@ -715,7 +755,7 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
             "configurations": LEAKY_CONFIGS,
             "learning_rate": LEAKY_LR,
             "relative_gradient_noise": LEAKY_NOISE,
-            "optimiser": "full-batch gradient descent (NumPy meanfield.validation.simulators.train, float64)",
+            "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
             "steps": steps,
             "n_images": sz["n_images"],
             "data": "digits 8x8x1, standardised per feature",
