@@ -24,6 +24,12 @@ units or channels on 8 x 8 images, far too small for a GPU to help.
   loss and final ``C_f`` per layer (Fig. 12 analogue).
 - ``table_correlations`` (not in the paper): closed-form C_f, C_b after eq. 6 next to values
   measured on tensors, with standard errors.
+- ``table_2``, ``table_3``, ``table_4``, ``fig_7``, ``fig_8``, ``fig_11``: LeakyNets with averaging
+  layers and ConstNets with each symmetry-breaking noise source, from the runs of
+  :mod:`meanfield.validation.symmetry_breaking` (Tables 2-4, Figs. 7, 8, 11 analogues).
+
+Every training run uses the one engine, :func:`meanfield.validation.training.train_ensemble`, with
+the specs of :mod:`meanfield.validation.symmetric_nets`.
 
 Every figure writes ``blumenfeld2020_NAME.png`` and ``.json`` (metadata block, named axes; read it
 back with :func:`meanfield.figures.load`). Exact zeros on logarithmic axes (symmetric networks at
