@@ -64,6 +64,7 @@ __all__ = [
     "SIZES",
     "Z_ONE_SIDED",
     "TrainingTable",
+    "clear_cache",
     "constnet_noise_table",
     "leakynet_averaging_table",
     "run",
@@ -340,6 +341,12 @@ def leakynet_averaging_table(size: str = "default", *, rng: Any = 0) -> Training
     unlike CIFAR-10's three channels, the 'I' networks start symmetric too.
     """
     return _leaky_cached(_size(size) and size, _seed(rng))
+
+
+def clear_cache() -> None:
+    """Forget the cached runs of :func:`constnet_noise_table` and :func:`leakynet_averaging_table`."""
+    _constnet_cached.cache_clear()
+    _leaky_cached.cache_clear()
 
 
 def table_2_metrics(table: TrainingTable) -> tuple[np.ndarray, np.ndarray]:

@@ -614,6 +614,7 @@ REGISTRY: list[Entry] = [
       compute_dtype=CH("bfloat16")),
     E("validation.symmetric_nets.conv_kernels", spec=X(Lazy(_constnet_spec)), parameters=X(Lazy(_constnet_spec_params))),
     E("validation.symmetric_nets.correlation_probe", which=CH("forward"), complement=B(True)),
+    E("validation.symmetry_breaking.clear_cache"),
 ]
 
 # fmt: on
