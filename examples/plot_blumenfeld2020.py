@@ -60,3 +60,27 @@ show(blumenfeld2020.table_correlations)
 # %%
 # ``blumenfeld2020.table_1`` (analogue of Table 1): ConstNet test accuracy with and without a symmetry-breaking noise source.
 show(blumenfeld2020.table_1)
+
+# %%
+# ``blumenfeld2020.table_2`` (analogue of Table 2 (digits, small LeakyNets, train_ensemble)): LeakyNets with 0 to 13 averaging layers and a He-initialised one: accuracy, max C_f, mean sqrt(1 - C_f^2).
+show(blumenfeld2020.table_2)
+
+# %%
+# ``blumenfeld2020.table_3`` (analogue of Table 3 (and Table 1; digits, small ConstNet, train_ensemble)): ConstNet test accuracy with each symmetry-breaking noise source, FP32 and bfloat16 (Tables 1, 3).
+show(blumenfeld2020.table_3)
+
+# %%
+# ``blumenfeld2020.table_4`` (analogue of Table 4 (digits, small ConstNet, train_ensemble)): '0' against i.i.d. (He) initialisation of ConstNet with dropout and computation noise (Table 4).
+show(blumenfeld2020.table_4)
+
+# %%
+# ``blumenfeld2020.fig_7`` (analogue of Fig. 7 (digits, small ConstNet, train_ensemble)): ln C_f of every ConstNet convolution over training, '0' init (dropout + computation noise) against He.
+show(blumenfeld2020.fig_7)
+
+# %%
+# ``blumenfeld2020.fig_8`` (analogue of Fig. 8 (digits, small LeakyNets and a He LeakyNet, train_ensemble)): ln C_f per layer at the end of training for LeakyNets with mixed 'I'/'1' layers and a He LeakyNet.
+show(blumenfeld2020.fig_8)
+
+# %%
+# ``blumenfeld2020.fig_11`` (analogue of Fig. 11 (digits, small ConstNet, train_ensemble)): Distribution over seeds of the final test accuracy of every ConstNet variant of :func:`table_3`.
+show(blumenfeld2020.fig_11)

@@ -24,6 +24,12 @@ units or channels on 8 x 8 images, far too small for a GPU to help.
   loss and final ``C_f`` per layer (Fig. 12 analogue).
 - ``table_correlations`` (not in the paper): closed-form C_f, C_b after eq. 6 next to values
   measured on tensors, with standard errors.
+- ``table_2``, ``table_3``, ``table_4``, ``fig_7``, ``fig_8``, ``fig_11``: LeakyNets with averaging
+  layers and ConstNets with each symmetry-breaking noise source, from the runs of
+  :mod:`meanfield.validation.symmetry_breaking` (Tables 2-4, Figs. 7, 8, 11 analogues).
+
+Every training run uses the one engine, :func:`meanfield.validation.training.train_ensemble`, with
+the specs of :mod:`meanfield.validation.symmetric_nets`.
 
 Every figure writes ``blumenfeld2020_NAME.png`` and ``.json`` (metadata block, named axes; read it
 back with :func:`meanfield.figures.load`). Exact zeros on logarithmic axes (symmetric networks at
@@ -34,16 +40,17 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
-from meanfield.validation.simulators import ConstNet, LeakyNet, replicated_feature_experiment, train
+from meanfield.validation.simulators import LeakyNet, softmax_xent
 
 from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.data import load_digits
 
-from ._common import by_size, figure, plt, progress, rng_kwargs, save_figure
+from ._common import by_size, figure, plt, progress, save_figure
 from ._logzero import plot_with_zeros, zero_band, zero_floor
 
 __all__ = [
@@ -92,29 +99,31 @@ def _regimes(size):
     }
 
 
-def _replicated_errors(split, rep_children, width, unique, noise, lr, steps):
-    """Test errors [%] of the repetitions (common random numbers: repetition r uses the same
-    stream in every cell, so differences between cells are not seed noise)."""
+def _replicated_errors(split, rep_ss, n_rep, width, cells, lr, steps):
+    """Test errors [%] of ``n_rep`` repetitions of every cell ``(unique, noise)`` of one width, shape
+    ``(len(cells), n_rep)``: one ensemble on the training engine (``train_ensemble`` with a list of
+    :class:`~meanfield.validation.symmetric_nets.ReplicatedNetSpec`; cell ``j`` gets child ``j`` of
+    ``rep_ss`` and its repetitions the children of that stream)."""
+    from meanfield.validation.symmetric_nets import ReplicatedNetSpec
+    from meanfield.validation.training import TrainingData, train_ensemble
+
     xtr, ytr, xte, yte = split
-    return np.array(
-        [
-            100.0
-            * replicated_feature_experiment(
-                xtr,
-                ytr,
-                xte,
-                yte,
-                width,
-                unique,
-                noise,
-                steps=steps,
-                lr=lr,
-                batch=BATCH,
-                **rng_kwargs(replicated_feature_experiment, np.random.default_rng(child)),
-            ).test_error
-            for child in rep_children
-        ]
+    data = TrainingData(xtr[:, None, :], ytr, xte[:, None, :], yte, 10, "digits 8x8 (flattened), shuffled")
+    nets = [ReplicatedNetSpec(width=width, unique=u, noise=lam) for u, lam in cells]
+    curves = train_ensemble(
+        nets,
+        n_rep,
+        data=data,
+        steps=steps,
+        batch_size=BATCH,
+        lr=lr,
+        optimizer="sgd",
+        record_every=max(1, steps),
+        n_eval=None,
+        rng=np.random.default_rng(rep_ss),
+        dtype="float64",
     )
+    return np.stack([100.0 * (1.0 - c.final_test_accuracy) for c in curves])
 
 
 @figure(paper=PAPER, figure="analogue of Fig. 1 (digits, small network)", honours_backend=False)
@@ -139,14 +148,13 @@ def fig_1(out_dir, *, size, backend, seed):
     n_rep = by_size(size, smoke=2, default=6, full=30)
     regimes = _regimes(size)
     split, rep_ss = _split(seed)
-    children = rep_ss.spawn(n_rep)
     mean = np.empty((len(regimes), len(lams), len(ks)))
     stderr = np.empty_like(mean)
-    jobs = [(i, j, k) for i in range(len(regimes)) for j in range(len(lams)) for k in range(len(ks))]
-    for i, j, k in progress(jobs, desc="fig_1"):
+    cells = [(k, lam) for lam in lams for k in ks]
+    for i in progress(range(len(regimes)), desc="fig_1"):
         lr, steps = list(regimes.values())[i]
-        errs = _replicated_errors(split, children, width, ks[k], lams[j], lr, steps)
-        mean[i, j, k], stderr[i, j, k] = errs.mean(), errs.std(ddof=1) / math.sqrt(n_rep)
+        errs = _replicated_errors(split, rep_ss, n_rep, width, cells, lr, steps).reshape(len(lams), len(ks), n_rep)
+        mean[i], stderr[i] = errs.mean(axis=2), errs.std(axis=2, ddof=1) / math.sqrt(n_rep)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for i, (ax, (title, (_lr, steps))) in enumerate(zip(axes, regimes.items())):
         for j, lam in enumerate(lams):
@@ -225,16 +233,17 @@ def fig_5(out_dir, *, size, backend, seed):
     n_rep = by_size(size, smoke=2, default=6, full=30)
     regimes = _regimes(size)
     split, rep_ss = _split(seed)
-    children = rep_ss.spawn(n_rep)
     variants = {"width N, K unique features replicated": lambda k: width, "width K (replicas removed)": lambda k: k}
     mean = np.empty((len(regimes), len(variants), len(ks)))
     stderr = np.empty_like(mean)
-    jobs = [(i, j, k) for i in range(len(regimes)) for j in range(len(variants)) for k in range(len(ks))]
-    for i, j, k in progress(jobs, desc="fig_5"):
+    jobs = [(i, k) for i in range(len(regimes)) for k in range(len(ks))]
+    for i, k in progress(jobs, desc="fig_5"):
         lr, steps = list(regimes.values())[i]
-        net_width = list(variants.values())[j](ks[k])
-        errs = _replicated_errors(split, children, net_width, ks[k], 0.0, lr, steps)
-        mean[i, j, k], stderr[i, j, k] = errs.mean(), errs.std(ddof=1) / math.sqrt(n_rep)
+        if k == 0:  # the replicated width-N networks of every K: one ensemble
+            rep = _replicated_errors(split, rep_ss, n_rep, width, [(kk, 0.0) for kk in ks], lr, steps)
+            mean[i, 0], stderr[i, 0] = rep.mean(axis=1), rep.std(axis=1, ddof=1) / math.sqrt(n_rep)
+        errs = _replicated_errors(split, rep_ss, n_rep, ks[k], [(ks[k], 0.0)], lr, steps)[0]
+        mean[i, 1, k], stderr[i, 1, k] = errs.mean(), errs.std(ddof=1) / math.sqrt(n_rep)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for i, (ax, (title, (_lr, steps))) in enumerate(zip(axes, regimes.items())):
         for j, label in enumerate(variants):
@@ -322,15 +331,6 @@ def _tensor_label(name: str, widths=CONSTNET_WIDTHS) -> str:
     return f"widening {stage + 1}: conv 3x3 ({widths[stage]} -> {widths[stage + 1]})"
 
 
-def _he_constnet(widths, blocks, n_input, n_classes, rng):
-    net = ConstNet.initial(widths, blocks, n_input, n_classes)
-    for k, v in net.params.items():
-        if k.startswith(("block", "branch", "first")):
-            fan_in = int(np.prod(v.shape[:-1]))
-            net.params[k] = rng.standard_normal(v.shape) * np.sqrt(2.0 / fan_in)
-    return net
-
-
 def _constnet_sizes(size):
     return {
         "n_images": by_size(size, smoke=16, default=128, full=512),
@@ -338,38 +338,77 @@ def _constnet_sizes(size):
     }
 
 
+@dataclass(frozen=True)
+class _EngineRecord:
+    """What Figs. 3, 6 and Table 1 read of a ConstNet run of the engine (one network, every step recorded)."""
+
+    names: list
+    one_minus_cf: np.ndarray  # (steps + 1, n_tensors)
+    one_minus_cb: np.ndarray
+    one_minus_ct: np.ndarray
+    loss: np.ndarray  # (steps + 1,) training loss (no dropout), full training set
+    test_accuracy: np.ndarray  # (n_evaluations,)
+    test_steps: np.ndarray
+
+
 @functools.lru_cache(maxsize=4)
 def _constnet_runs(size, seed):
-    """The four ConstNet training runs shared by Figs. 3 and 6 (cached per size and seed)."""
-    data_ss, he_ss, train_ss = np.random.SeedSequence(seed).spawn(3)
+    """The four ConstNet training runs shared by Figs. 3, 6 and Table 1, on the one training engine
+    (:func:`meanfield.validation.training.train_ensemble`; cached per size and seed)."""
+    from meanfield.validation.symmetric_nets import ConstNetSpec, SymmetryBreaking, correlation_probe
+    from meanfield.validation.training import TrainingData, train_ensemble
+
+    data_ss, _he_ss, train_ss = np.random.SeedSequence(seed).spawn(3)
     sz = _constnet_sizes(size)
     x, y = _digits(np.random.default_rng(data_ss))
     n = sz["n_images"]
     # the last 500 shuffled digits are never trained on: their accuracy is Table 1's test accuracy
-    x_test, y_test = x[N_TRAIN:].reshape(-1, 8, 8, 1), y[N_TRAIN:]
-    x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
+    data = TrainingData(
+        x[:n].reshape(-1, 1, 8, 8), y[:n], x[N_TRAIN:].reshape(-1, 1, 8, 8), y[N_TRAIN:], 10, "digits 8x8, shuffled"
+    )
     widths, blocks = CONSTNET_WIDTHS, CONSTNET_BLOCKS
     variants = {
-        "He init": (lambda: _he_constnet(widths, blocks, 1, 10, np.random.default_rng(he_ss)), {}),
-        "'0' init, 1% dropout": (lambda: ConstNet.initial(widths, blocks, 1, 10), {"dropout": 0.01}),
-        "'0' init, gradient noise 1e-8": (lambda: ConstNet.initial(widths, blocks, 1, 10), {"grad_noise": 1e-8}),
-        "'0' init, deterministic": (lambda: ConstNet.initial(widths, blocks, 1, 10), {}),
+        "He init": ("he", None),
+        "'0' init, 1% dropout": ("zero", SymmetryBreaking(dropout=0.01)),
+        "'0' init, gradient noise 1e-8": ("zero", SymmetryBreaking(grad_noise=1e-8)),
+        "'0' init, deterministic": ("zero", None),
     }
+    probes = {k: correlation_probe(k) for k in ("forward", "backward", "total")}
     runs = {}
     for name in progress(variants, desc="ConstNet training"):
-        make, kw = variants[name]
-        # common random numbers: every variant draws its dropout masks / noise from the same stream
-        runs[name] = train(
-            make(),
-            x,
-            y,
-            sz["steps"],
+        init, noise = variants[name]
+        spec = ConstNetSpec(widths=widths, blocks_per_stage=blocks, init=init)
+        # common random numbers: every variant gets the same child stream (same He weights where drawn)
+        c = train_ensemble(
+            spec,
+            1,
+            data=data,
+            steps=sz["steps"],
+            batch_size=n,  # full-batch gradient descent
             lr=CONSTNET_LR,
-            **kw,
-            **rng_kwargs(train, np.random.default_rng(train_ss)),
-            x_test=x_test,
-            y_test=y_test,
-            eval_every=CONSTNET_EVAL_EVERY,
+            optimizer="sgd",
+            record_every=1,
+            n_eval=None,
+            rng=np.random.default_rng(train_ss),
+            dtype="float64",
+            noise=noise,
+            probes=probes,
+        )
+        names = ["first"]
+        for st in range(len(widths)):
+            names += [f"block{st}_{i}" for i in range(blocks)]
+            if st < len(widths) - 1:
+                names += [f"skip{st}", f"branch{st}"]
+        keep = slice(None, None, CONSTNET_EVAL_EVERY)
+        test_steps = np.unique(np.r_[c.steps[keep], c.steps[-1]])
+        runs[name] = _EngineRecord(
+            names,
+            c.probes["forward"][0],
+            c.probes["backward"][0],
+            c.probes["total"][0],
+            c.train_loss[0],
+            c.test_accuracy[0][np.searchsorted(c.steps, test_steps)],
+            test_steps,
         )
     return runs, sz
 
@@ -382,7 +421,7 @@ def _constnet_params(sz):
         "kernel": [3, 3],
         "activation": "relu",
         "batchnorm": False,
-        "optimiser": "full-batch gradient descent",
+        "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
         "learning_rate": CONSTNET_LR,
         "steps": sz["steps"],
         "n_images": sz["n_images"],
@@ -583,27 +622,67 @@ def _leaky_sizes(size):
     }
 
 
+@dataclass(frozen=True)
+class _RatioRecord:
+    """Perturbation ratios per recorded step and feature (Figs. 9-10)."""
+
+    forward_ratio: np.ndarray  # (steps + 1, n_features)
+    backward_ratio: np.ndarray
+    loss: np.ndarray  # (steps + 1,) full-batch training loss
+
+
+def _ratio_probe(kinds, x, y):
+    """A trainer probe: forward and backward perturbation ratios of every feature on ``(x, y)``, measured
+    with the NumPy simulator's forward and backward passes on the engine's current parameters."""
+    sim = LeakyNet.initial(list(kinds), n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO)
+    names = sim.conv_names() + ["head", "bias"]  # the engine's parameter order
+
+    def probe(net, params):
+        for k, p in zip(names, params):
+            sim.params[k] = mf_init.from_torch_layout(p) if p.ndim == 4 else p
+        logits, feats = sim.forward(x, keep=True)
+        _, dlog = softmax_xent(logits, y)
+        _, betas = sim.backward(dlog, keep=True)
+        fwd = [symmetry.perturbation_ratio(f) for f in feats]
+        return np.array([fwd, [symmetry.perturbation_ratio(g) for g in betas]])
+
+    return probe
+
+
 @functools.lru_cache(maxsize=4)
 def _leaky_runs(size, seed):
+    """The LeakyNet runs of Figs. 9-10 on the one training engine (full-batch gradient descent with the
+    computation-noise model); the ratios are measured by a probe at every step."""
+    from meanfield.validation.symmetric_nets import LeakyNetSpec, SymmetryBreaking
+    from meanfield.validation.training import TrainingData, train_ensemble
+
     data_ss, train_ss = np.random.SeedSequence(seed).spawn(2)
     sz = _leaky_sizes(size)
     x, y = _digits(np.random.default_rng(data_ss))
     n = sz["n_images"]
     x, y = x[:n].reshape(-1, 8, 8, 1), y[:n]
+    xd = np.moveaxis(x, -1, 1)
+    data = TrainingData(xd, y, xd, y, 10, f"{n} shuffled digits 8x8 (accuracy on the training images)")
     runs = {}
     for name in progress(LEAKY_CONFIGS, desc="LeakyNet training"):
-        net = LeakyNet.initial(list(LEAKY_CONFIGS[name]), n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO)
-        runs[name] = train(
-            net,
-            x,
-            y,
-            sz["steps"],
+        kinds = tuple(LEAKY_CONFIGS[name])
+        c = train_ensemble(
+            LeakyNetSpec(kinds=kinds, width=LEAKY_CHANNELS, slope=LEAKY_RHO),
+            1,
+            data=data,
+            steps=sz["steps"],
+            batch_size=n,
             lr=LEAKY_LR,
-            grad_noise=LEAKY_NOISE,
-            relative_noise=True,
-            ratios=True,
-            **rng_kwargs(train, np.random.default_rng(train_ss)),
+            optimizer="sgd",
+            record_every=1,
+            n_eval=None,
+            rng=np.random.default_rng(train_ss),
+            dtype="float64",
+            noise=SymmetryBreaking(reduction_noise=LEAKY_NOISE),
+            probes={"ratios": _ratio_probe(kinds, x, y)},
         )
+        r = c.probes["ratios"][0]
+        runs[name] = _RatioRecord(r[:, 0], r[:, 1], c.train_loss[0])
     return runs, sz
 
 
@@ -682,7 +761,7 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
             "configurations": LEAKY_CONFIGS,
             "learning_rate": LEAKY_LR,
             "relative_gradient_noise": LEAKY_NOISE,
-            "optimiser": "full-batch gradient descent",
+            "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
             "steps": steps,
             "n_images": sz["n_images"],
             "data": "digits 8x8x1, standardised per feature",
@@ -750,18 +829,41 @@ def fig_12(out_dir, *, size, backend, seed):
     gammas = [0.0, 0.1, 0.5, 1.0]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     loss, cf0, cf1, rel_change = [], [], [], []
+    from meanfield.validation.symmetric_nets import LeakyNetSpec, SymmetryBreaking, correlation_probe
+    from meanfield.validation.training import TrainingData, init_parameters, train_ensemble
+
+    xd = x.reshape(-1, 1, 8, 8)
+    data = TrainingData(xd, y, xd, y, 10, f"{n} shuffled digits 8x8 (accuracy on the training images)")
     for g in progress(gammas, desc="fig_12"):
-        net = LeakyNet.initial(["I"] * 12, n=LEAKY_CHANNELS, n_input=1, n_classes=10, rho=LEAKY_RHO, gamma=[g] * 12)
-        w_init = {f"layer{l}": np.array(net.params[f"layer{l}"]) for l in range(1, 13)}
-        rec = train(
-            net,
-            x,
-            y,
-            steps,
+        spec = LeakyNetSpec(kinds=("I",) * 12, width=LEAKY_CHANNELS, slope=LEAKY_RHO, gamma=(g,) * 12)
+        w_init = init_parameters(spec, (1, 8, 8), 10, rng=0)[1:13]  # deterministic construction
+
+        def change(net, params, w_init=w_init):
+            return np.array([np.linalg.norm(p - w) / np.linalg.norm(w) for p, w in zip(params[1:13], w_init)])
+
+        c = train_ensemble(
+            spec,
+            1,
+            data=data,
+            steps=steps,
+            batch_size=n,  # full-batch gradient descent on the one training engine
             lr=lr,
-            grad_noise=LEAKY_NOISE,
-            relative_noise=True,
-            **rng_kwargs(train, np.random.default_rng(train_ss)),
+            optimizer="sgd",
+            record_every=1,
+            n_eval=None,
+            rng=np.random.default_rng(train_ss),
+            dtype="float64",
+            noise=SymmetryBreaking(reduction_noise=LEAKY_NOISE),
+            probes={"cf": correlation_probe("forward"), "change": change},
+        )
+        rec = _EngineRecord(
+            ["first"] + [f"layer{i}" for i in range(1, 13)],
+            c.probes["cf"][0],
+            c.probes["cf"][0],
+            c.probes["cf"][0],
+            c.train_loss[0],
+            c.test_accuracy[0],
+            c.steps,
         )
         line = axes[0].plot(np.arange(steps + 1), rec.loss, label=f"$\\gamma$ = {g:g}")[0]
         axes[1].plot(
@@ -769,7 +871,7 @@ def fig_12(out_dir, *, size, backend, seed):
         )
         axes[1].plot(np.arange(13), 1.0 - rec.one_minus_cf[0], ":", color=line.get_color())
         loss.append(rec.loss)
-        rel_change.append([float(np.linalg.norm(net.params[k] - w) / np.linalg.norm(w)) for k, w in w_init.items()])
+        rel_change.append(c.probes["change"][0, -1].tolist())
         cf0.append(1.0 - rec.one_minus_cf[0])
         cf1.append(1.0 - rec.one_minus_cf[-1])
     axes[0].set_xlabel("full-batch gradient step")
@@ -788,7 +890,7 @@ def fig_12(out_dir, *, size, backend, seed):
     fig.suptitle(
         f"{PAPER}, analogue of Fig. 12 (App. J): LeakyNets with every layer $\\gamma I + (1-\\gamma)\\,11^T/n$\n"
         f"12 layers of {LEAKY_CHANNELS} channels, leaky-ReLU slope {LEAKY_RHO:g}; gradient descent (learning rate {lr:g}, "
-        f"relative gradient noise {LEAKY_NOISE:g}) on {n} 8x8 digits\n"
+        f"per-entry relative gradient noise {LEAKY_NOISE:g}, the computation-noise model) on {n} 8x8 digits\n"
         f"odd layers carry the factor -1/slope (App. H): their weights move {_odd_even_ratio(rel_change):.0f}x less "
         "(relative) than the even ones and keep their initial $C_f$; the paper sees this for the even layers "
         "(its code evidently puts -1/slope on the second layer of each pair, as in Sec. 5.1)",
@@ -822,7 +924,8 @@ def fig_12(out_dir, *, size, backend, seed):
             "gamma": gammas,
             "learning_rate": lr,
             "relative_gradient_noise": LEAKY_NOISE,
-            "optimiser": "full-batch gradient descent",
+            "noise_model": "SymmetryBreaking(reduction_noise): g <- g (1 + noise xi) per entry",
+            "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
             "steps": steps,
             "n_images": n,
             "data": "digits 8x8x1, standardised per feature",
@@ -1104,3 +1207,443 @@ def table_1(out_dir, *, size, backend, seed):
 
 __all__ += ["TABLE_1_PAPER", "table_1"]
 FIGURES.update({"table_1": table_1})
+
+
+# --------------------------------------------------------------------------------------------------
+# Tables 2-4 and Figs. 7, 8, 11 on the one training engine (train_ensemble; issue 15)
+# --------------------------------------------------------------------------------------------------
+
+#: Table 3 of seed 000 (CIFAR-10, 200 epochs, test accuracy in %), the cells our variants model
+#: (GTX-1080 rows for FP32; RTX-2080 FP16 rows for bfloat16; "computation noise" = non-deterministic cuDNN).
+TABLE_3_PAPER = {
+    "He init": 95.40,  # Table 1 (300 epochs): ConstNet, He
+    "'0' init, deterministic": 24.96,
+    "'0' init, 1% dropout": 92.99,
+    "'0' init, computation noise": 94.09,
+    "'0' init, gradient noise": float("nan"),  # not in the paper
+    "'0' init, bfloat16, deterministic": 22.55,
+    "'0' init, bfloat16 + computation noise": 38.61,
+    "'0' init, 1% dropout + computation noise": 94.80,
+}
+#: Table 2 of seed 000 (CIFAR-10): test accuracy [%], max_l C_f, mean_l sqrt(1 - C_f^2).
+TABLE_2_PAPER = {
+    "13 He": (95.57, 0.21, 0.97),
+    "13 I, 0 '1'": (94.05, 0.27, 0.97),
+    "12 I, 1 '1'": (94.34, 0.25, 0.97),
+    "10 I, 3 '1'": (93.47, 0.63, 0.94),
+    "8 I, 5 '1'": (87.85, 1.00, 0.79),
+    "6 I, 7 '1'": (44.89, 1.00, 0.52),
+    "0 I, 13 '1'": (29.77, 1.00, 0.21),
+}
+#: Table 4 of seed 000 (CIFAR-10 vanilla, test accuracy in %): '0' against i.i.d. initialisation.
+TABLE_4_PAPER = {"He init": 94.90, "'0' init, 1% dropout + computation noise": 94.82}
+
+
+#: Widths of the ConstNet of the engine runs (:mod:`meanfield.validation.symmetry_breaking`).
+ENGINE_CONSTNET_WIDTHS = (8, 16)
+
+
+def _engine_size(size):
+    return size if size in ("smoke", "default", "full") else "default"
+
+
+def _draw_table(text, cols, title, widths=None):
+    fig, ax = plt.subplots(figsize=(13.5, 0.3 * (len(text) + 1) + 1.0))
+    ax.axis("off")
+    tab = ax.table(cellText=text, colLabels=cols, loc="upper center", cellLoc="center", colWidths=widths)
+    tab.auto_set_font_size(False)
+    tab.set_fontsize(8)
+    tab.scale(1, 1.35)
+    ax.set_title(title, fontsize=9)
+    return fig
+
+
+def _engine_params(t):
+    return {k: v for k, v in t.params.items() if k != "seconds"} | {
+        "engine": "meanfield.validation.training.train_ensemble"
+    }
+
+
+def _verdict(t, label, ref="'0' init, deterministic"):
+    i, j = t.labels.index(label), t.labels.index(ref)
+    a, b = t.test_accuracy[i], t.test_accuracy[j]
+    se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+    diff = a.mean() - b.mean()
+    return diff, se, bool(diff > 3.0 * se)
+
+
+@figure(
+    paper=PAPER,
+    figure="analogue of Table 3 (and Table 1; digits, small ConstNet, train_ensemble)",
+    honours_backend=False,
+)
+def table_3(out_dir, *, size, backend, seed):
+    """ConstNet test accuracy with each symmetry-breaking noise source, FP32 and bfloat16 (Tables 1, 3).
+
+    The runs of :func:`meanfield.validation.symmetry_breaking.constnet_noise_table`: He and '0'
+    initialised ConstNets trained by the ensemble trainer, deterministic, with 1 % dropout, with
+    the explicit model of non-deterministic reductions (computation noise), with gradient noise,
+    and in bfloat16 with and without computation noise. Columns: mean test accuracy +- standard
+    error over seeds, the paper's CIFAR-10 number, ``1 - C_f`` at the end (0: still identical
+    features), and whether the accuracy recovered above the deterministic run (one-sided, 3 SE).
+
+    Notes
+    -----
+    Seed 000, Sec. 4, Table 1, App. I, Table 3.
+    """
+    from meanfield.validation.symmetry_breaking import constnet_noise_table
+
+    t = constnet_noise_table(_engine_size(size), rng=seed)
+    m, se = t.mean_se()
+    broken = t.one_minus_cf[:, :, -1, 1:].max(axis=2).min(axis=1)
+    text = []
+    for i, label in enumerate(t.labels):
+        if label in ("He init", "'0' init, deterministic"):
+            rec = "(reference)"
+        else:
+            d, s, ok = _verdict(t, label)
+            rec = f"{'yes' if ok else 'NO'} ({100 * d:+.1f} +- {100 * s:.1f})"
+        paper = TABLE_3_PAPER[label]
+        text.append(
+            [
+                label,
+                f"{100 * m[i]:.1f} +- {100 * se[i]:.1f}",
+                "-" if math.isnan(paper) else f"{paper:.2f}",
+                f"{broken[i]:.2g}",
+                rec,
+            ]
+        )
+    cols = ["variant", "test acc. [%] (here)", "paper [%] (CIFAR-10)", "min over seeds of max 1 - C_f", "recovered?"]
+    fig = _draw_table(
+        text,
+        cols,
+        f"{PAPER}, analogue of Table 3 (and Table 1): ConstNet '0' init with each symmetry-breaking source\n"
+        f"{t.params['seeds']} seeds, {t.params['steps']} SGD steps (momentum 0.9, lr {t.params['lr']:g}, batch "
+        f"{t.params['batch_size']}), {t.params['data']}; paper: CIFAR-10, 200-300 epochs",
+        [0.3, 0.15, 0.14, 0.18, 0.2],
+    )
+    return save_figure(
+        fig,
+        out_dir,
+        "blumenfeld2020_table_3",
+        {
+            "variant": list(t.labels),
+            "test_accuracy": t.test_accuracy,
+            "paper_test_accuracy": np.array([TABLE_3_PAPER[k] for k in t.labels]),
+            "min_max_one_minus_cf": broken,
+            "step": t.steps,
+            "test_curve": t.test_curve,
+        },
+        paper=PAPER,
+        figure=table_3.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=_engine_params(t),
+        axes={"test_accuracy": ["variant", "seed"], "test_curve": ["variant", "seed", "step"]},
+        units={
+            "test_accuracy": "fraction",
+            "paper_test_accuracy": "percent (NaN: not in the paper)",
+            "min_max_one_minus_cf": "min over seeds of the max over hidden convolutions of 1 - C_f at the end",
+        },
+    )
+
+
+@figure(paper=PAPER, figure="analogue of Table 4 (digits, small ConstNet, train_ensemble)", honours_backend=False)
+def table_4(out_dir, *, size, backend, seed):
+    """'0' against i.i.d. (He) initialisation of ConstNet with dropout and computation noise (Table 4).
+
+    Two rows of the runs of :func:`table_3` (one data set, the embedded digits; the paper:
+    CIFAR-10, CIFAR-100, CINIC). The claim: with noise the '0' initialisation trains as well as
+    the random one.
+
+    Notes
+    -----
+    Seed 000, App. I, Table 4.
+    """
+    from meanfield.validation.symmetry_breaking import constnet_noise_table
+
+    t = constnet_noise_table(_engine_size(size), rng=seed)
+    labels = list(TABLE_4_PAPER)
+    idx = [t.labels.index(k) for k in labels]
+    m, se = t.mean_se()
+    a, b = t.test_accuracy[idx[1]], t.test_accuracy[idx[0]]
+    diff = a.mean() - b.mean()
+    dse = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+    same = abs(diff) <= 3.0 * dse
+    text = [[k, f"{100 * m[i]:.1f} +- {100 * se[i]:.1f}", f"{TABLE_4_PAPER[k]:.2f}"] for k, i in zip(labels, idx)]
+    fig = _draw_table(
+        text,
+        ["initialisation", "test acc. [%] (digits, here)", "paper [%] (CIFAR-10)"],
+        f"{PAPER}, analogue of Table 4: '0' - He = {100 * diff:+.1f} +- {100 * dse:.1f} points: "
+        f"{'equal within 3 SE (reproduced)' if same else 'NOT equal within 3 SE (not reproduced at this size)'}\n"
+        f"{t.params['seeds']} seeds, {t.params['steps']} steps, {t.params['data']}",
+        [0.45, 0.25, 0.25],
+    )
+    return save_figure(
+        fig,
+        out_dir,
+        "blumenfeld2020_table_4",
+        {
+            "variant": labels,
+            "test_accuracy": t.test_accuracy[idx],
+            "paper_test_accuracy": np.array([TABLE_4_PAPER[k] for k in labels]),
+            "difference": float(diff),
+            "difference_stderr": float(dse),
+        },
+        paper=PAPER,
+        figure=table_4.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=_engine_params(t),
+        axes={"test_accuracy": ["variant", "seed"]},
+        units={"test_accuracy": "fraction", "paper_test_accuracy": "percent", "difference": "fraction"},
+    )
+
+
+@figure(paper=PAPER, figure="analogue of Table 2 (digits, small LeakyNets, train_ensemble)", honours_backend=False)
+def table_2(out_dir, *, size, backend, seed):
+    """LeakyNets with 0 to 13 averaging layers and a He-initialised one: accuracy, max C_f, mean sqrt(1 - C_f^2).
+
+    The runs of :func:`meanfield.validation.symmetry_breaking.leakynet_averaging_table` (every
+    run with the computation-noise model). Table 2's claim: accuracy falls as averaging ('1')
+    layers are added, ``max_l C_f`` approaches 1 and the mean dissimilarity falls.
+
+    Notes
+    -----
+    Seed 000, Sec. 5.1, Table 2. With the digits' single input channel, the first convolution of
+    every LeakyNet gives identical features, so all LeakyNets here start symmetric (on CIFAR-10 the
+    'I' networks do not).
+    """
+    from meanfield.validation.symmetry_breaking import leakynet_averaging_table, table_2_metrics
+
+    t = leakynet_averaging_table(_engine_size(size), rng=seed)
+    m, se = t.mean_se()
+    mx, dis = table_2_metrics(t)
+    text = []
+    for i, label in enumerate(t.labels):
+        p = TABLE_2_PAPER[label]
+        text.append(
+            [
+                label,
+                f"{100 * m[i]:.1f} +- {100 * se[i]:.1f}",
+                f"{p[0]:.2f}",
+                f"{mx[i].mean():.2f}",
+                f"{p[1]:.2f}",
+                f"{dis[i].mean():.2f}",
+                f"{p[2]:.2f}",
+            ]
+        )
+    i_all, i_one = t.labels.index("13 I, 0 '1'"), t.labels.index("0 I, 13 '1'")
+    drop = m[i_all] - m[i_one]
+    fig = _draw_table(
+        text,
+        ["init (13 conv layers)", "test acc. [%]", "paper", "max C_f", "paper", "mean sqrt(1-C_f^2)", "paper"],
+        f"{PAPER}, analogue of Table 2: all 'I' - all '1' accuracy = {100 * drop:+.1f} points "
+        f"({'accuracy falls with averaging layers' if drop > 0 else 'NO fall at this size'})\n"
+        f"{t.params['seeds']} seeds, {t.params['steps']} steps (lr {t.params['lr']:g}), {t.params['data']}; "
+        "paper: CIFAR-10",
+        [0.2, 0.14, 0.08, 0.1, 0.08, 0.16, 0.08],
+    )
+    return save_figure(
+        fig,
+        out_dir,
+        "blumenfeld2020_table_2",
+        {
+            "config": list(t.labels),
+            "test_accuracy": t.test_accuracy,
+            "max_cf": mx,
+            "mean_dissimilarity": dis,
+            "paper": np.array([TABLE_2_PAPER[k] for k in t.labels]),
+        },
+        paper=PAPER,
+        figure=table_2.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=_engine_params(t),
+        axes={
+            "test_accuracy": ["config", "seed"],
+            "max_cf": ["config", "seed"],
+            "mean_dissimilarity": ["config", "seed"],
+            "paper": ["config", "accuracy_percent|max_cf|mean_dissimilarity"],
+        },
+        units={"test_accuracy": "fraction", "max_cf": "max over the 13 convolutions of C_f at the end"},
+    )
+
+
+def _log_cf(one_minus_cf):
+    cf = np.clip(1.0 - one_minus_cf, 1e-6, None)  # ln C_f as the paper plots it; C_f <= 0 drawn at ln 1e-6
+    return np.log(cf)
+
+
+@figure(paper=PAPER, figure="analogue of Fig. 7 (digits, small ConstNet, train_ensemble)", honours_backend=False)
+def fig_7(out_dir, *, size, backend, seed):
+    """ln C_f of every ConstNet convolution over training, '0' init (dropout + computation noise) against He.
+
+    From the runs of :func:`table_3`; mean over seeds. The paper's claim: the '0'-initialised
+    ConstNet's forward correlations converge to the values of the He-initialised one.
+
+    Notes
+    -----
+    Seed 000, Sec. 4.1, Fig. 7.
+    """
+    from meanfield.validation.symmetry_breaking import constnet_noise_table
+
+    t = constnet_noise_table(_engine_size(size), rng=seed)
+    labels = ["He init", "'0' init, 1% dropout + computation noise"]
+    curves = np.stack(
+        [_log_cf(t.one_minus_cf[t.labels.index(k)]).mean(axis=0) for k in labels]
+    )  # (2, records, tensors)
+    n_t = len(t.tensors)
+    cols = min(4, n_t)
+    rows_ = math.ceil(n_t / cols)
+    fig, axs = plt.subplots(rows_, cols, figsize=(3.2 * cols, 2.3 * rows_), squeeze=False)
+    for j, name in enumerate(t.tensors):
+        ax = axs[j // cols][j % cols]
+        for k, lab in enumerate(labels):
+            ax.plot(t.steps, curves[k, :, j], label=lab)
+        ax.set_title(_tensor_label(name, ENGINE_CONSTNET_WIDTHS), fontsize=8)
+        ax.set_xlabel("step", fontsize=7)
+        ax.set_ylabel("ln C_f", fontsize=7)
+    for j in range(n_t, rows_ * cols):
+        fig.delaxes(axs[j // cols][j % cols])
+    axs[0][0].legend(fontsize=6)
+    gap = np.abs(curves[0, -1] - curves[1, -1])[1:]
+    fig.suptitle(
+        f"{PAPER}, analogue of Fig. 7: ln C_f per ConstNet convolution, mean of {t.params['seeds']} seeds, "
+        f"{t.params['steps']} steps\nfinal |ln C_f('0') - ln C_f(He)| over hidden tensors: median {np.median(gap):.2f} "
+        "(paper: they converge to the same values after 200 epochs of CIFAR-10)",
+        fontsize=8,
+    )
+    fig.tight_layout()
+    return save_figure(
+        fig,
+        out_dir,
+        "blumenfeld2020_fig_7",
+        {"variant": labels, "tensor": list(t.tensors), "step": t.steps, "ln_cf": curves},
+        paper=PAPER,
+        figure=fig_7.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=_engine_params(t),
+        axes={"ln_cf": ["variant", "step", "tensor"]},
+        units={"ln_cf": "natural log of C_f (clipped at ln 1e-6), mean over seeds"},
+    )
+
+
+@figure(
+    paper=PAPER,
+    figure="analogue of Fig. 8 (digits, small LeakyNets and a He LeakyNet, train_ensemble)",
+    honours_backend=False,
+)
+def fig_8(out_dir, *, size, backend, seed):
+    """ln C_f per layer at the end of training for LeakyNets with mixed 'I'/'1' layers and a He LeakyNet.
+
+    From the runs of :func:`table_2`; mean +- standard error over seeds. The paper's claim: the
+    mixed LeakyNets' correlations do not converge to the He-initialised network's values.
+
+    Notes
+    -----
+    Seed 000, Sec. 5.1, Fig. 8.
+    """
+    from meanfield.validation.symmetry_breaking import leakynet_averaging_table
+
+    t = leakynet_averaging_table(_engine_size(size), rng=seed)
+    lc = _log_cf(t.one_minus_cf[:, :, -1, :])  # (configs, seeds, layers)
+    mean = lc.mean(axis=1)
+    se = lc.std(axis=1, ddof=1) / math.sqrt(lc.shape[1])
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    layers = np.arange(len(t.tensors))
+    for i, lab in enumerate(t.labels):
+        ax.errorbar(layers, mean[i], yerr=se[i], marker="o", ms=3, capsize=2, label=lab)
+    ax.set_xlabel("layer (0 = first convolution)")
+    ax.set_ylabel("ln C_f at the end of training")
+    ax.legend(fontsize=7)
+    he = t.labels.index("13 He")
+    dist = np.abs(mean - mean[he]).mean(axis=1)
+    ax.set_title(
+        f"{PAPER}, analogue of Fig. 8: mean |ln C_f - ln C_f(He)| per config: "
+        + ", ".join(f"{lab.split(',')[-1].strip()}: {d:.2f}" for lab, d in zip(t.labels, dist) if lab != "13 He")
+        + f"\n{t.params['seeds']} seeds, {t.params['steps']} steps, {t.params['data']}",
+        fontsize=7,
+    )
+    fig.tight_layout()
+    return save_figure(
+        fig,
+        out_dir,
+        "blumenfeld2020_fig_8",
+        {"config": list(t.labels), "layer": layers, "ln_cf_mean": mean, "ln_cf_stderr": se},
+        paper=PAPER,
+        figure=fig_8.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=_engine_params(t),
+        axes={"ln_cf_mean": ["config", "layer"], "ln_cf_stderr": ["config", "layer"]},
+        units={"ln_cf_mean": "natural log of C_f at the end (clipped at ln 1e-6)"},
+    )
+
+
+@figure(paper=PAPER, figure="analogue of Fig. 11 (digits, small ConstNet, train_ensemble)", honours_backend=False)
+def fig_11(out_dir, *, size, backend, seed):
+    """Distribution over seeds of the final test accuracy of every ConstNet variant of :func:`table_3`.
+
+    The paper's claim: with computation noise as the sole symmetry-breaking source, training is
+    unreliable (some seeds break the symmetry too late and end far below the others).
+
+    Notes
+    -----
+    Seed 000, App. I.1, Fig. 11.
+    """
+    from meanfield.validation.symmetry_breaking import constnet_noise_table
+
+    t = constnet_noise_table(_engine_size(size), rng=seed)
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    for i in range(len(t.labels)):
+        ax.scatter(np.full(t.test_accuracy.shape[1], i), 100 * t.test_accuracy[i], alpha=0.7)
+    ax.set_xticks(
+        range(len(t.labels)), [k.replace("'0' init, ", "'0', ") for k in t.labels], rotation=25, ha="right", fontsize=7
+    )
+    ax.set_ylabel("final test accuracy [%]")
+    ax.set_xlabel("initialisation and symmetry-breaking source")
+    spread = 100 * (t.test_accuracy.max(axis=1) - t.test_accuracy.min(axis=1))
+    k = t.labels.index("'0' init, computation noise")
+    ax.set_title(
+        f"{PAPER}, analogue of Fig. 11: final test accuracy per seed ({t.params['seeds']} seeds, {t.params['steps']} steps)\n"
+        f"spread with computation noise only: {spread[k]:.1f} points (paper: some of 6 seeds fail after 200 epochs)",
+        fontsize=8,
+    )
+    fig.tight_layout()
+    return save_figure(
+        fig,
+        out_dir,
+        "blumenfeld2020_fig_11",
+        {"variant": list(t.labels), "test_accuracy": t.test_accuracy, "spread": spread},
+        paper=PAPER,
+        figure=fig_11.figure,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params=_engine_params(t),
+        axes={"test_accuracy": ["variant", "seed"]},
+        units={"test_accuracy": "fraction", "spread": "percentage points (max - min over seeds)"},
+    )
+
+
+__all__ += [
+    "TABLE_2_PAPER",
+    "TABLE_3_PAPER",
+    "TABLE_4_PAPER",
+    "fig_7",
+    "fig_8",
+    "fig_11",
+    "table_2",
+    "table_3",
+    "table_4",
+]
+FIGURES.update(
+    {"table_2": table_2, "table_3": table_3, "table_4": table_4, "fig_7": fig_7, "fig_8": fig_8, "fig_11": fig_11}
+)

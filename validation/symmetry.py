@@ -25,7 +25,8 @@
     after every 4 layers.
 (d) Closed-form correlations after eq. 6: random and replicated-feature tensors by Monte-Carlo mean
     (exact expectations), identity replication, orthogonal, constant and zero tensors exactly.
-(e) Symmetry breaking: deterministic full-batch training of a zero-initialised ConstNet keeps
+(e) Symmetry breaking (on the training engine, :func:`meanfield.validation.training.train_ensemble`):
+    deterministic full-batch training of a zero-initialised ConstNet keeps
     ``C_f = C_b = 1`` exactly in every hidden convolution; 1 % dropout breaks it, and so does
     Gaussian gradient noise of :data:`GRAD_NOISE` (seed 000, Sec. 4.2 / Table 1).
 
@@ -43,7 +44,7 @@ from meanfield.activations import get_activation
 from .backend import get_backend, substream, to_numpy
 from .report import Comparison, mean_and_stderr
 from .runner import check_run_arguments, main_for, progress
-from .simulators import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent, train
+from .simulators import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent
 
 __all__ = ["EXACT_ABS", "EXACT_REL", "GRAD_NOISE", "run"]
 
@@ -322,31 +323,46 @@ def _closed_form_rows(full, seed):
 
 
 def _breaking_rows(backend, full, seed):
+    """(e) on the one training engine (:func:`meanfield.validation.training.train_ensemble`, float64, CPU)."""
+    from .symmetric_nets import ConstNetSpec, SymmetryBreaking, correlation_probe
+    from .training import TrainingData, train_ensemble
+
     rows = []
     rng = np.random.default_rng(substream(seed, 7))
-    x = rng.standard_normal((32, 8, 8, 3))
+    x = rng.standard_normal((32, 3, 8, 8))
     y = rng.integers(0, 4, 32)
+    data = TrainingData(x, y, x[:8], y[:8], 4, "32 Gaussian 3 x 8 x 8 inputs, 4 random classes")
     steps = 40 if full else 15
-    det = train(ConstNet.initial((8, 16), 1, 3, 4, backend=backend), x, y, steps, lr=0.2)
+    probes = {"cf": correlation_probe("forward"), "cb": correlation_probe("backward")}
+
+    def fit(noise, stream):
+        return train_ensemble(
+            ConstNetSpec(widths=(8, 16), blocks_per_stage=1),
+            1,
+            data=data,
+            steps=steps,
+            batch_size=32,  # full-batch gradient descent
+            lr=0.2,
+            optimizer="sgd",
+            record_every=1,
+            rng=stream,
+            dtype="float64",
+            noise=noise,
+            probes=probes,
+        ).probes
+
+    det = fit(None, substream(seed, 10))
     hidden = slice(1, None)  # the first conv's C_b reflects the data's distinct input channels
-    rows.append(
-        _exact(
-            f"ConstNet '0' init, deterministic GD ({steps} steps): max 1 - C_f (hidden)",
-            0.0,
-            det.one_minus_cf[:, hidden].max(),
+    for key, what in (("cf", "C_f"), ("cb", "C_b")):
+        rows.append(
+            _exact(
+                f"ConstNet '0' init, deterministic GD ({steps} steps): max 1 - {what} (hidden)",
+                0.0,
+                det[key][0, :, hidden].max(),
+            )
         )
-    )
-    rows.append(
-        _exact(
-            f"ConstNet '0' init, deterministic GD ({steps} steps): max 1 - C_b (hidden)",
-            0.0,
-            det.one_minus_cb[:, hidden].max(),
-        )
-    )
-    drop = train(
-        ConstNet.initial((8, 16), 1, 3, 4, backend=backend), x, y, steps, lr=0.2, dropout=0.01, rng=substream(seed, 8)
-    )
-    broken = float(drop.one_minus_cf[-1, hidden].max())
+    drop = fit(SymmetryBreaking(dropout=0.01), substream(seed, 8))
+    broken = float(drop["cf"][0, -1, hidden].max())
     rows.append(
         Comparison(
             f"ConstNet '0' init, 1% dropout: max 1 - C_f > 0 after {steps} steps (1 = broken)",
@@ -356,16 +372,8 @@ def _breaking_rows(backend, full, seed):
             note=f"measured max 1 - C_f = {broken:.3g}",
         )
     )
-    noisy = train(
-        ConstNet.initial((8, 16), 1, 3, 4, backend=backend),
-        x,
-        y,
-        steps,
-        lr=0.2,
-        grad_noise=GRAD_NOISE,
-        rng=substream(seed, 9),
-    )
-    broken = float(min(noisy.one_minus_cf[-1, hidden].max(), noisy.one_minus_cb[-1, hidden].max()))
+    noisy = fit(SymmetryBreaking(grad_noise=GRAD_NOISE), substream(seed, 9))
+    broken = float(min(noisy["cf"][0, -1, hidden].max(), noisy["cb"][0, -1, hidden].max()))
     rows.append(
         Comparison(
             f"ConstNet '0' init, gradient noise {GRAD_NOISE:g}: 1 - C_f, 1 - C_b > 0 after {steps} steps (1 = broken)",

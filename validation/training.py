@@ -54,6 +54,7 @@ finite and the accuracy of a diverged network is reported as what its frozen par
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import numbers
@@ -150,7 +151,17 @@ def _register_family(cls: type, *, init, n_params, same_architecture, model) -> 
 
 
 def _is_net(net) -> bool:
-    return isinstance(net, (DenseNet, ConvNet)) or type(net) in _FAMILIES
+    return isinstance(net, (DenseNet, ConvNet)) or type(net) in _FAMILIES or type(net) in _NETWORK_TYPES
+
+
+#: Architectures defined in other modules, registered at the end of this module: type -> adapter
+#: with ``init_parameters``, ``param_count``, ``check_input``, ``forward`` and ``compatible_keys``
+#: (seed 000's ConstNet / LeakyNet / replicated-feature net: :mod:`meanfield.validation.symmetric_nets`).
+_NETWORK_TYPES: dict[type, Any] = {}
+
+
+def _net_types() -> tuple[type, ...]:
+    return (DenseNet, ConvNet, *_FAMILIES, *_NETWORK_TYPES)
 
 
 def _torch():
@@ -598,7 +609,10 @@ def init_parameters(
         return _conv_layers(net, shape[0], math.prod(shape[1:]), n_classes, rng)
     if type(net) in _FAMILIES:
         return _FAMILIES[type(net)]["init"](net, shape, n_classes, rng)
-    raise TypeError(f"net must be a DenseNet or a ConvNet, got {type(net).__name__}")
+    if type(net) in _NETWORK_TYPES:
+        _NETWORK_TYPES[type(net)].check_input(net, shape)
+        return _NETWORK_TYPES[type(net)].init_parameters(net, shape, n_classes, rng)
+    raise TypeError(f"net must be a DenseNet or a ConvNet (or a registered spec), got {type(net).__name__}")
 
 
 def _input_shape(shape) -> tuple[int, ...]:
@@ -653,6 +667,9 @@ class TrainingCurves(Result):
     device : str
     params : dict
         Everything else the run used (sizes, schedule, dtype, evaluation subset).
+    probes : dict
+        ``name -> ndarray of shape (n_networks, n_records, ...)``: what each probe of
+        :func:`train_ensemble` returned at the recorded steps (empty without probes).
     """
 
     steps: np.ndarray
@@ -669,6 +686,7 @@ class TrainingCurves(Result):
     seconds: float
     device: str
     params: dict = field(default_factory=dict, compare=False)
+    probes: dict = field(default_factory=dict, compare=False)
 
     @property
     def n_networks(self) -> int:
@@ -715,7 +733,8 @@ class _Ensemble:
         self.sizes = [int(np.prod(s)) for s in self.shapes]
         flat = np.stack([np.concatenate([p.ravel() for p in ps]) for ps in per_network])
         self.theta = torch.tensor(flat, dtype=dtype, device=device)
-        self.act = _act(torch, net.activation, net.slope)
+        self.adapter = _NETWORK_TYPES.get(type(net))
+        self.act = None if self.adapter is not None else _act(torch, net.activation, net.slope)
         self._pad_index = None
         self._shift_index = None
 
@@ -725,6 +744,8 @@ class _Ensemble:
 
     def forward(self, theta, x):
         """Logits ``(E, B, n_classes)`` for inputs ``x`` of shape ``(E, B, *input_shape)``."""
+        if self.adapter is not None:
+            return self.adapter.forward(self, theta, x)
         torch = self.torch
         E = self.E
         parts = theta.split(self.sizes, dim=1)
@@ -842,8 +863,8 @@ def ensemble_forward(
     :func:`meanfield.init.periodic_conv`).
     """
     torch = _torch()
-    if not isinstance(net, (DenseNet, ConvNet)):
-        raise TypeError(f"net must be a DenseNet or a ConvNet, got {type(net).__name__}")
+    if not isinstance(net, _net_types()):
+        raise TypeError(f"net must be a DenseNet or a ConvNet (or a registered spec), got {type(net).__name__}")
     dtype = _choice(dtype, "dtype", ("float32", "float64"))
     try:
         x = np.asarray(x)
@@ -946,6 +967,8 @@ def train_ensemble(
     dtype: str = "float32",
     show_progress: bool = False,
     num_threads: int | None = 1,
+    noise: Any = None,
+    probes: dict[str, Callable] | None = None,
 ) -> TrainingCurves:
     """Train ``n_networks`` independently initialised copies of ``net`` at once; record their curves.
 
@@ -997,6 +1020,17 @@ def train_ensemble(
         shared or busy machine more threads than free cores slow the small kernels down by up to
         100x (measured: a grouped 8 x 8 convolution took 109 ms with 2 threads on a loaded 2-core
         machine, 1.2 ms with 1).
+    noise : SymmetryBreaking, optional
+        Symmetry-breaking noise sources (:class:`meanfield.validation.symmetric_nets.SymmetryBreaking`):
+        dropout (only for the registered seed-000 specs), gradient noise, a model of
+        non-deterministic reductions and a reduced-precision forward/backward pass. ``None``: none,
+        and the training is deterministic.
+    probes : dict of str to callable, optional
+        ``probe(net, parameters) -> array`` called at every recorded step for every network, on a
+        float64 NumPy copy of its parameters (the layout of :func:`init_parameters`); the returned
+        arrays (finite, of one shape) are stacked into ``TrainingCurves.probes[name]`` of shape
+        ``(n_networks, n_records, ...)``. E.g.
+        :func:`meanfield.validation.symmetric_nets.correlation_probe` records ``1 - C_f``.
 
     Returns
     -------
@@ -1040,6 +1074,9 @@ def train_ensemble(
     for n in nets:
         if isinstance(n, ConvNet):
             _check_conv_input(n, shape)
+        elif type(n) in _NETWORK_TYPES:
+            _NETWORK_TYPES[type(n)].check_input(n, shape)
+    noise, probes = _check_noise_probes(noise, probes, nets)
     _check_compatible(nets, shape, int(data.n_classes))
     steps = _int(steps, "steps", 0, MAX_STEPS)
     n_train = data.x_train.shape[0]
@@ -1093,6 +1130,8 @@ def train_ensemble(
             dev,
             dtype_name,
             show_progress,
+            noise,
+            probes,
         )
     finally:
         torch.set_num_threads(previous_threads)
@@ -1108,11 +1147,14 @@ def _check_compatible(nets, shape, n_classes) -> None:
             if type(n) is not type(first) or not same(first, n):
                 raise ValueError(f"the nets of one ensemble must share their architecture; got {first} and {n}")
         return
-    keep = (
-        ("depth", "width", "activation", "slope")
-        if isinstance(first, DenseNet)
-        else ("depth", "channels", "ndim", "kernel_size", "activation", "slope", "readout")
-    )
+    if type(first) in _NETWORK_TYPES:
+        keep = _NETWORK_TYPES[type(first)].compatible_keys(first)
+    else:
+        keep = (
+            ("depth", "width", "activation", "slope")
+            if isinstance(first, DenseNet)
+            else ("depth", "channels", "ndim", "kernel_size", "activation", "slope", "readout")
+        )
     for n in nets[1:]:
         if type(n) is not type(first) or any(getattr(n, k) != getattr(first, k) for k in keep):
             raise ValueError(
@@ -1140,6 +1182,8 @@ def _train(
     dev,
     dtype_name,
     show_progress,
+    noise=None,
+    probes=None,
 ):
     n_train = data.x_train.shape[0]
     tdtype = getattr(torch, dtype_name)
@@ -1161,17 +1205,25 @@ def _train(
         children = [root.spawn(n_per_net)]
     else:
         children = [g.spawn(n_per_net) for g in root.spawn(len(nets))]
-    per_network, batch_seeds = [], []
+    per_network, batch_seeds, noise_seeds = [], [], []
     for this, kids in zip(nets, children):
         for child in kids:
             per_network.append(init_parameters(this, shape, n_classes, child))
             batch_seeds.append(int(child.integers(2**63)))
+            if noise is not None and noise.random:  # drawn last: the weights and batches never depend on it
+                noise_seeds.append(int(child.integers(2**63)))
     family = _FAMILIES.get(type(net))
     build = _Ensemble if family is None else family["model"]
     model = build(torch, net, shape, n_classes, per_network, dev, tdtype)
     penalty = getattr(model, "penalty", None)
     observe = getattr(model, "observe", None)
     gens = [torch.Generator(device="cpu").manual_seed(s) for s in batch_seeds]
+    model.noise_generators = [torch.Generator(device="cpu").manual_seed(s) for s in noise_seeds]
+    model.dropout = 0.0 if noise is None else noise.dropout
+    model.training = False
+    cdtype = tdtype if noise is None or noise.compute_dtype is None else getattr(torch, noise.compute_dtype)
+    probe_rec: dict[str, list] = {name: [] for name in probes}
+    param_nets = [this for this in nets for _ in range(n_per_net)]
 
     xtr = torch.tensor(data.x_train, dtype=tdtype, device=dev)
     ytr = torch.tensor(data.y_train, dtype=torch.int64, device=dev)
@@ -1208,6 +1260,8 @@ def _train(
     def record(i, th):
         rec["trl"][:, i], rec["tra"][:, i] = evaluate(th, xtr, ytr, n_tr_eval)
         rec["tel"][:, i], rec["tea"][:, i] = evaluate(th, xte, yte, n_te_eval)
+        if probes:
+            _run_probes(probes, probe_rec, param_nets, th.detach().double().cpu().numpy(), model.shapes, model.sizes)
         if observe is not None:
             observe(record_steps[i], th.detach())
 
@@ -1228,7 +1282,12 @@ def _train(
         tidx = torch.from_numpy(idx).to(dev)
         xb, yb = xtr[tidx], ytr[tidx]
         th = theta.detach().requires_grad_(True)
-        logits = model.forward(th, xb)
+        model.training = True
+        if cdtype != tdtype:  # reduced precision: cast the master weights and the batch, cast the logits back
+            logits = model.forward(th.to(cdtype), xb.to(cdtype)).to(tdtype)
+        else:
+            logits = model.forward(th, xb)
+        model.training = False
         E, B, C = logits.shape
         ce = torch.nn.functional.cross_entropy(logits.reshape(E * B, C), yb.reshape(E * B), reduction="none")
         loss = ce.view(E, B).mean(dim=1)
@@ -1239,6 +1298,8 @@ def _train(
         total = torch.where(ok, loss, torch.zeros_like(loss)).sum()
         (grad,) = torch.autograd.grad(total, th)
         grad = torch.where(ok[:, None], grad, torch.zeros_like(grad))
+        if noise is not None and (noise.grad_noise > 0 or noise.reduction_noise > 0):
+            grad = _noisy_gradient(torch, grad, noise, model.noise_generators)
         rate = schedule(step)
         lrs.append(rate)
         with torch.no_grad():
@@ -1282,6 +1343,7 @@ def _train(
         "dtype": dtype_name,
         "n_params_per_network": model.n_params,
         "input_shape": list(shape),
+        "noise": None if noise is None else dataclasses.asdict(noise),
     }
     out = []
     for j, this in enumerate(nets):
@@ -1302,6 +1364,7 @@ def _train(
                 seconds=seconds,
                 device=str(dev),
                 params={**params, "n_nets_trained_together": len(nets)},
+                probes={k: np.stack(v, axis=1)[rows] for k, v in probe_rec.items()},
             )
         )
     return out
@@ -1310,6 +1373,8 @@ def _train(
 def _param_count(net, shape, n_classes) -> int:
     if type(net) in _FAMILIES:
         return int(_FAMILIES[type(net)]["n_params"](net, shape, n_classes))
+    if type(net) in _NETWORK_TYPES:
+        return int(_NETWORK_TYPES[type(net)].param_count(net, shape, n_classes))
     if isinstance(net, DenseNet):
         sizes = [math.prod(shape)] + [net.width] * net.depth + [n_classes]
         return sum(i * o + o for i, o in zip(sizes[:-1], sizes[1:]))
@@ -1317,3 +1382,58 @@ def _param_count(net, shape, n_classes) -> int:
     c = net.channels
     feats = c * (1 if net.readout == "pool" else math.prod(shape[1:]))
     return (shape[0] * c * t + c) + (net.depth - 1) * (c * c * t + c) + feats * n_classes + n_classes
+
+
+def _check_noise_probes(noise, probes, nets):
+    """Validate the ``noise`` and ``probes`` options of :func:`train_ensemble`."""
+    if noise is not None:
+        if not isinstance(noise, SymmetryBreaking):
+            raise TypeError(f"noise must be a SymmetryBreaking or None, got {type(noise).__name__}")
+        if noise.dropout > 0 and not all(type(n) in _NETWORK_TYPES for n in nets):
+            raise ValueError("noise.dropout is implemented for the seed-000 specs (ConstNetSpec, LeakyNetSpec, ...)")
+    if probes is None:
+        return noise, {}
+    if not isinstance(probes, dict):
+        raise TypeError(f"probes must be a dict of name -> callable, got {type(probes).__name__}")
+    for name, fn in probes.items():
+        if not isinstance(name, str) or not callable(fn):
+            raise TypeError(f"probes must map str names to callables, got {name!r}: {fn!r:.60}")
+    return noise, dict(probes)
+
+
+def _run_probes(probes, store, nets, theta, shapes, sizes) -> None:
+    """Call every probe on every network's float64 parameters; append ``(n_networks, ...)`` arrays."""
+    bounds = np.cumsum([0, *sizes])
+    for name, fn in probes.items():
+        vals = []
+        for k, this in enumerate(nets):
+            params = [theta[k, bounds[i] : bounds[i + 1]].reshape(s) for i, s in enumerate(shapes)]
+            v = np.asarray(fn(this, params))
+            if v.dtype.kind not in "iuf" or not np.all(np.isfinite(v)):
+                raise ValueError(f"probe {name!r} must return finite real numbers, got {v!r:.80}")
+            vals.append(v.astype(np.float64))
+        if len({v.shape for v in vals}) != 1 or (store[name] and store[name][0].shape[1:] != vals[0].shape):
+            raise ValueError(f"probe {name!r} must return arrays of one shape")
+        store[name].append(np.stack(vals))
+
+
+def _noisy_gradient(torch, grad, noise, generators):
+    """Gradient noise and the explicit model of a non-deterministic reduction, one generator per network."""
+    P = grad.shape[1]
+
+    def normal():
+        return torch.stack([torch.randn(P, generator=g, dtype=torch.float64) for g in generators]).to(grad)
+
+    if noise.grad_noise > 0:
+        grad = grad + noise.grad_noise * normal()
+    if noise.reduction_noise > 0:
+        grad = grad * (1.0 + noise.reduction_noise * normal())
+    return grad
+
+
+# seed 000's architectures and noise sources (registered here so that importing the trainer is enough)
+from .symmetric_nets import _ADAPTER, _SPECS, SymmetryBreaking  # noqa: E402
+
+for _spec in _SPECS:
+    _NETWORK_TYPES[_spec] = _ADAPTER
+del _spec

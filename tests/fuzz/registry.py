@@ -235,6 +235,19 @@ def _dense_params():
     return [init_parameters(_dense_net(), (1, 5), n_classes=3, rng=i) for i in range(2)]
 
 
+def _constnet_spec():
+    from meanfield.validation.symmetric_nets import ConstNetSpec
+
+    return ConstNetSpec(widths=(2, 4), blocks_per_stage=1)
+
+
+def _constnet_spec_params():
+    """Initial parameters of _constnet_spec on (1, 4, 4) inputs, 3 classes."""
+    from meanfield.validation.training import init_parameters
+
+    return init_parameters(_constnet_spec(), (1, 4, 4), n_classes=3, rng=0)
+
+
 def _mi_cov():
     """A (D=2, P=5, D, P) covariance over inputs x positions: conv.multi_input_covariance of CONV_X."""
     from meanfield.conv import multi_input_covariance
@@ -605,6 +618,16 @@ REGISTRY: list[Entry] = [
     E("validation.training.init_parameters", net=X(Lazy(_dense_net)), input_shape=SH((1, 5)), n_classes=I(3), rng=R(0)),
     E("validation.training.ensemble_forward", net=X(Lazy(_dense_net)), parameters=X(Lazy(_dense_params)),
       x=A(_rng.standard_normal((2, 3, 1, 5))), dtype=CH("float64")),
+    E("validation.symmetric_nets.ConstNetSpec", widths=IS((2, 4)), blocks_per_stage=I(1), kernel_size=I(3), stride=I(2),
+      init=CH("zero")),
+    E("validation.symmetric_nets.LeakyNetSpec", kinds=TS(("I", "1")), width=I(2), slope=F(0.01), kernel_size=I(3),
+      gamma=X(None), init=CH("leaky")),
+    E("validation.symmetric_nets.ReplicatedNetSpec", width=I(4), unique=I(2), noise=F(0.1)),
+    E("validation.symmetric_nets.SymmetryBreaking", dropout=F(0.01), grad_noise=F(0.0), reduction_noise=F(0.0),
+      compute_dtype=CH("bfloat16")),
+    E("validation.symmetric_nets.conv_kernels", spec=X(Lazy(_constnet_spec)), parameters=X(Lazy(_constnet_spec_params))),
+    E("validation.symmetric_nets.correlation_probe", which=CH("forward"), complement=B(True)),
+    E("validation.symmetry_breaking.clear_cache"),
     E("validation.symmetry_training.SkipNet", architecture=CH("residual"), depth=I(2), width=I(4), sigma_w2=F(1.0),
       bias_init_sigma=F(0.1), batchnorm_layer=I(0),
       skip={"skips": "a callable rng -> (width, width) matrix factory (TypeError for non-callables, tested in test_skip_nets)",
@@ -780,6 +803,18 @@ for _name in (
 NOT_FUZZED["validation.trainability.depth_scale_agreement"] = (
     "reads the result dict of validation.trainability.experiment (a training sweep, seconds); tested in "
     "tests/test_trainability.py"
+)
+for _name in (
+    "validation.symmetry_breaking.constnet_noise_table",
+    "validation.symmetry_breaking.leakynet_averaging_table",
+    "validation.symmetry_breaking.run",
+):
+    NOT_FUZZED[_name] = _TRAINING + " (tests/test_symmetry_breaking.py, smoke size)"
+NOT_FUZZED["validation.symmetry_breaking.TrainingTable"] = (
+    "result of constnet_noise_table / leakynet_averaging_table (training runs); tested in tests/test_symmetry_breaking.py"
+)
+NOT_FUZZED["validation.symmetry_breaking.table_2_metrics"] = (
+    "reads a TrainingTable (training runs, seconds); tested in tests/test_symmetry_breaking.py"
 )
 NOT_FUZZED["validation.trainability.kurtosis_rank_test"] = NOT_FUZZED["validation.trainability.depth_scale_agreement"]
 NOT_FUZZED["validation.trainability.RankTest"] = _RESULT

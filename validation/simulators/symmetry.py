@@ -616,6 +616,12 @@ def train(
     Notes
     -----
     Seed 000, Sec. 4 and Table 1 (what breaks the symmetry of a symmetric initialisation).
+
+    No figure or validation of the library trains with this loop any more: they use the one
+    training engine, :func:`meanfield.validation.training.train_ensemble` with the specs and noise
+    sources of :mod:`meanfield.validation.symmetric_nets` (issue 15). This NumPy loop stays as the
+    reference with hand-written gradients (checked against finite differences in the tests) and for
+    networks the engine's specs do not cover (batch normalisation, 1-D kernels, CuPy arrays).
     """
     b = get_backend(net.backend)
     xp = b.xp
@@ -889,7 +895,9 @@ def replicated_feature_experiment(
 
     Notes
     -----
-    Seed 000, Sec. 2.1, App. E, eqs. 10-11 and Figs. 1, 5.
+    Seed 000, Sec. 2.1, App. E, eqs. 10-11 and Figs. 1, 5. Figs. 1 and 5 now train this network on
+    the one training engine (:class:`meanfield.validation.symmetric_nets.ReplicatedNetSpec` with
+    :func:`meanfield.validation.training.train_ensemble`); this NumPy loop stays as a reference.
     """
     rng = check_rng(rng)
     width = check_int(width, "width", 1)
