@@ -56,6 +56,15 @@ from ._checks import (
     check_probability_vector,
     check_scalar,
 )
+from ._logscale import (
+    LOG_DBL_MAX,
+    LOG_DBL_MIN,
+    check_depth,
+    map_stack,
+    normalised_start,
+    scaled_step,
+    unscale,
+)
 from ._results import Result
 from .activations import get_activation
 from .gaussian import DEFAULT_DEGREE, kernel_rule, pair_expectation
@@ -95,7 +104,6 @@ CRITICAL_ATOL = dense.CRITICAL_ATOL
 #: Relative step of the central difference giving kappa (eq. S13) for activations with kinks,
 #: whose phi'' has Dirac parts; the error is O(step^2) ~ 1e-10 relative for the arc-cosine family.
 KAPPA_STEP = 1e-5
-_HOMOGENEOUS = dense._HOMOGENEOUS
 #: Most spatial positions P a shape may have (a 1024 x 1024 image): beyond it the Fourier
 #: eigenvalues alone would take gigabytes, so sizes are refused at once with a ValueError.
 MAX_POSITIONS = 2**20
@@ -372,10 +380,10 @@ def propagate_log(
     shape = _resolve_shape(v, shape, cov0.shape[-1])
     sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
     sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
-    depth = dense._check_depth(depth, cov0.shape[0])
+    depth = check_depth(depth, cov0.shape[0])
     out = np.empty((depth + 1,) + cov0.shape)
     logs = np.zeros(depth + 1)
-    out[0], logs[0] = dense._normalised_start(cov0)
+    out[0], logs[0] = normalised_start(cov0)
     z, w = kernel_rule(degree)
     tmp = np.empty(cov0.shape)
     work = np.empty(cov0.shape)
@@ -384,15 +392,15 @@ def propagate_log(
     for layer in range(1, depth + 1):
         k, lk = out[layer - 1], logs[layer - 1]
         if act.is_builtin:  # the dense step on the log scale (exact for every scale), then A_v
-            lm = dense._scaled_step(act.code, act.param, sigma_w2, sigma_b2, k, lk, z, w, tmp, mapped, work)
+            lm = scaled_step(act.code, act.param, sigma_w2, sigma_b2, k, lk, z, w, tmp, mapped, work)
         else:  # user-defined: evaluated directly, so the scale must stay in the float64 range
-            if np.max(np.diagonal(k)) > 0 and not dense._LOG_DBL_MIN <= lk <= dense._LOG_DBL_MAX:
+            if np.max(np.diagonal(k)) > 0 and not LOG_DBL_MIN <= lk <= LOG_DBL_MAX:
                 raise ValueError(
                     f"propagation of the user-defined activation {act.name!r} leaves the float64 range at "
                     f"layer {layer} (log q = {lk:.6g}); built-in activations are propagated on a log scale"
                 )
             cov = math.exp(lk) * k
-            mapped = dense._map_stack(cov, act, 0, sigma_w2, sigma_b2, degree)
+            mapped = map_stack(cov, act, 0, sigma_w2, sigma_b2, degree)
             m = float(np.max(np.diagonal(mapped)))
             lm = math.log(m) if m > 0 else 0.0
             mapped = mapped / m if m > 0 else mapped
@@ -447,7 +455,7 @@ def propagate(
         Complex or boolean arguments; arrays for the variances.
     """
     res = propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
-    out = dense._unscale(res, "conv.propagate")
+    out = unscale(res, "conv.propagate")
     out[0] = check_covariance(cov0, "cov0", strict=True)
     return out
 
@@ -794,7 +802,7 @@ def linearized_decay(
     if not np.allclose(eps0, eps0.T, rtol=1e-12, atol=1e-14):
         raise ValueError("eps0 must be symmetric")
     shape = _resolve_shape(v, shape, eps0.shape[0])
-    depth = dense._check_depth(depth, eps0.shape[0])
+    depth = check_depth(depth, eps0.shape[0])
     fp = dense.fixed_point(act, sigma_w2, sigma_b2, degree)
     if not math.isfinite(fp.q_star):
         raise ValueError(
@@ -958,7 +966,7 @@ def gradient_variance_decay(
     if g.shape != (p, p):
         raise ValueError(f"cov_grad_out must have shape {(p, p)}, got {g.shape}")
     factors = dense.derivative_covariance_map(cov, act, sigma_w2, degree)
-    post = dense._map_stack(cov, act, 0, 1.0, 0.0, degree)  # K^l = E phi phi^T
+    post = map_stack(cov, act, 0, 1.0, 0.0, degree)  # K^l = E phi phi^T
     grads = np.empty_like(cov)
     grads[depth] = g
     with np.errstate(over="ignore", invalid="ignore"):

@@ -37,22 +37,9 @@ SCANNED = ("meanfield", "validation", "figures", "benchmarks", "tests")
 #: Installed packages, most specific first.
 PACKAGES = ("meanfield.validation", "meanfield.figures", "meanfield")
 
-#: Offences inside meanfield/dense.py, conv.py, gaussian.py, activations.py and _checks.py, which
-#: the trust-core branch was rewriting when this test was written (so they could not be edited on
-#: the pkg-sim branch). TODO(lead): after trust-core merges, move the shared internals into private
-#: shared modules (e.g. meanfield/_maps.py: the per-layer map stack, the homogeneous-activation
-#: table, the log-scale steps and float64 limits that conv shares with dense) and empty this list.
-KNOWN_LEAD_TODO = {
-    "meanfield/conv.py: meanfield.dense._HOMOGENEOUS",
-    "meanfield/conv.py: meanfield.dense._LOG_DBL_MAX",
-    "meanfield/conv.py: meanfield.dense._LOG_DBL_MIN",
-    "meanfield/conv.py: meanfield.dense._check_depth",
-    "meanfield/conv.py: meanfield.dense._map_stack",
-    "meanfield/conv.py: meanfield.dense._normalised_start",
-    "meanfield/conv.py: meanfield.dense._scaled_step",
-    "meanfield/conv.py: meanfield.dense._unscale",
-}
-
+#: Offences inside the theory files awaiting a lead's fix: none (the log-scale C-map machinery that
+#: conv shares with dense lives in the private shared module meanfield/_logscale.py).
+KNOWN_LEAD_TODO: set[str] = set()
 #: Offences in files that belong to the other engineers of the packaging wave (the pkg-sim branch
 #: may touch them at import lines only) or to no one in it: each needs a private helper made
 #: public with a docstring, or the test rewritten against the public API, by the file's owner.
