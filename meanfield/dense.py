@@ -471,7 +471,7 @@ def _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     k_out = np.empty((depth + 1,) + k0.shape)
     logs = np.empty(depth + 1)
     propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, k_out, logs)
-    if not (np.all(np.isfinite(logs)) and np.all(np.isfinite(k_out))):
+    if not (np.isfinite(logs).all() and np.isfinite(k_out).all()):
         raise ValueError(
             f"propagation of activation {act.name} leaves even the log-scale representation at these parameters"
         )
