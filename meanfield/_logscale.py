@@ -17,8 +17,39 @@ import numba
 import numpy as np
 
 from ._checks import check_int
-from .activations import ABS, GELU, LEAKY_RELU, LINEAR, RELU, SIGMOID, SIGN, SIN, SOFTPLUS, SWISH, evaluate_call
-from .gaussian import kernel_rule, pair_expectation, pair_value, run_time_orders, single_value
+from .activations import (
+    ABS,
+    COS,
+    ELU,
+    ERF,
+    EXP,
+    GELU,
+    HARD_TANH,
+    LEAKY_RELU,
+    LINEAR,
+    RBF,
+    RELU,
+    RELU_POWER,
+    SELU,
+    SIGMOID,
+    SIGN,
+    SIN,
+    SOFTPLUS,
+    SWISH,
+    TANH,
+    evaluate_call,
+)
+from .gaussian import (
+    closed_pair_value,
+    closed_single_value,
+    kernel_rule,
+    pair_expectation,
+    pair_quadrature,
+    pair_value,
+    run_time_orders,
+    single_quadrature,
+    single_value,
+)
 
 #: Variances below which the C-map is its linearisation at 0 to relative 1e-30 (propagation of
 #: non-homogeneous activations on the log scale).
@@ -34,6 +65,12 @@ RELU_LIKE = (SOFTPLUS, SWISH, GELU)
 DBL_TINY = float(np.finfo(np.float64).tiny)
 LOG_DBL_MIN = math.log(DBL_TINY)
 LOG_DBL_MAX = math.log(np.finfo(np.float64).max)
+#: Activations whose C-map (derivative orders 0) has a closed form at every (q1, q2, c)
+#: (:func:`meanfield.gaussian.pair_value` never reaches its quadrature for them).
+CLOSED_C_MAP = (LINEAR, RELU, LEAKY_RELU, ERF, HARD_TANH, GELU, SIN, COS, ABS, SIGN, EXP, RBF, RELU_POWER)
+#: Activations with no closed form at derivative orders 0 whose log-scale step never maps the
+#: asymptote's (ReLU) kernel: their C-map is quadrature only.
+QUADRATURE_C_MAP = (TANH, SIGMOID, ELU, SELU)
 
 
 def finite_result(x, what):
@@ -72,17 +109,35 @@ def cov_map_one(code, a, d, sw, sb, cov, z, w, out):
 
 
 @numba.njit(cache=True)
-def c_map_one(code, a, cov, z, w, out):
-    """out = E phi(h) phi(h)^T for one covariance: :func:`cov_map_one` with the derivative orders 0."""
+def c_map_one(code, a, cov, z, w, cf, out):
+    """out = E phi(h) phi(h)^T for one covariance: :func:`cov_map_one` with the derivative orders 0.
+
+    What is compiled is chosen by the argument types (Numba prunes an ``x is not None`` branch
+    when ``x`` is typed None; issue 18): ``cf`` None -> no closed forms, ``z`` None -> no
+    quadrature; with both given, the closed form and quadrature where it is NaN, as
+    :func:`meanfield.gaussian.pair_value`. See :func:`kernel_rule_for`.
+    """
     o0, _o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     dim = cov.shape[0]
     for i in range(dim):
         qi = max(cov[i, i], 0.0)
-        out[i, i] = single_value(code, a, o0, o0, qi, z, w)
+        v = math.nan
+        if cf is not None:
+            v = closed_single_value(code, a, o0, o0, qi)
+        if z is not None:
+            if math.isnan(v):
+                v = single_quadrature(code, a, o0, o0, qi, z, w)
+        out[i, i] = v
         si = math.sqrt(qi)
         for j in range(i + 1, dim):
             qj = max(cov[j, j], 0.0)
-            v = pair_value(code, a, o0, o0, qi, qj, correlation(cov[i, j], si, math.sqrt(qj)), z, w)
+            cij = correlation(cov[i, j], si, math.sqrt(qj))
+            v = math.nan
+            if cf is not None:
+                v = closed_pair_value(code, a, o0, o0, qi, qj, cij)
+            if z is not None:
+                if math.isnan(v):
+                    v = pair_quadrature(code, a, o0, o0, qi, qj, cij, z, w)
             out[i, j] = v
             out[j, i] = v
 
@@ -169,8 +224,11 @@ def sign_kernel_map(code, k, out):
                     out[i, j] = (2.0 / math.pi) * math.asin(correlation(k[i, j], math.sqrt(qi), math.sqrt(qj)))
 
 
-@numba.njit(cache=True)
-def scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout, work):
+# Inlined into its two loops (dense's propagate_kernel, conv's): a separate compiled function
+# costs one more LLVM optimisation and code generation of the whole C-map call tree below it,
+# ~15 % of a cold dense.propagate (issue 18, benchmarks/bench_cold_start.py).
+@numba.njit(inline="always")
+def scaled_step(code, a, sw, sb, k, logs, z, w, cf, tmp, kout, work):
     """One C-map step on Sigma = exp(logs) k (k normalised); writes kout, returns its log scale
     (``tmp`` and ``work`` are D x D scratch buffers).
 
@@ -227,12 +285,12 @@ def scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout, work):
             for j in range(dim):
                 mat[i, j] = k[i, j] * scale
         lf = 0.0
-    c_map_one(kcode, ka, mat, z, w, tmp)
+    c_map_one(kcode, ka, mat, z, w, cf, tmp)
     return combine(tmp, lf, log_sw, sb, kout)
 
 
 @numba.njit(cache=True)
-def propagate_kernel(code, a, sw, sb, k0, log0, depth, z, w, k_out, logs_out):
+def propagate_kernel(code, a, sw, sb, k0, log0, depth, z, w, cf, k_out, logs_out):
     """Iterate the C-map on (log-scale, normalised covariance); see propagate_log."""
     dim = k0.shape[0]
     # element loop, not ``k_out[0] = k0``: an array slice assignment compiles numba's shape-mismatch
@@ -245,12 +303,36 @@ def propagate_kernel(code, a, sw, sb, k0, log0, depth, z, w, k_out, logs_out):
     work = np.empty((dim, dim))
     for layer in range(1, depth + 1):
         logs_out[layer] = scaled_step(
-            code, a, sw, sb, k_out[layer - 1], logs_out[layer - 1], z, w, tmp, k_out[layer], work
+            code, a, sw, sb, k_out[layer - 1], logs_out[layer - 1], z, w, cf, tmp, k_out[layer], work
         )
         if not math.isfinite(logs_out[layer]):
             for rest in range(layer + 1, depth + 1):
                 logs_out[rest] = math.nan
             return
+
+
+def kernel_rule_for(act, degree):
+    """``(z, w, cf)`` for :func:`c_map_one` / :func:`scaled_step` / :func:`propagate_kernel`.
+
+    Closed-form activations get ``(None, None, 0)`` (the quadrature is not compiled), the
+    quadrature-only ones ``(z, w, None)`` (the closed forms are not compiled), the rest (softplus
+    and swish, whose large-scale step uses the ReLU kernel's closed form) ``(z, w, 0)``: both. The same numbers either way; the first call
+    of ``dense.propagate`` compiles about half as much (issue 18, benchmarks/bench_cold_start.py).
+    A closed-form result that is not finite (where ``pair_value`` would have tried quadrature) is
+    recomputed by the caller with :func:`full_rule`.
+    """
+    z, w = kernel_rule(degree)
+    if act.code in CLOSED_C_MAP:
+        return None, None, 0
+    if act.code in QUADRATURE_C_MAP:
+        return z, w, None
+    return z, w, 0
+
+
+def full_rule(degree):
+    """``(z, w, 0)``: closed forms with the quadrature fallback (see :func:`kernel_rule_for`)."""
+    z, w = kernel_rule(degree)
+    return z, w, 0
 
 
 def check_depth(depth, dim=1):

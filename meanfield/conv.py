@@ -62,6 +62,8 @@ from ._logscale import (
     LOG_DBL_MAX,
     LOG_DBL_MIN,
     check_depth,
+    full_rule,
+    kernel_rule_for,
     map_stack,
     normalised_start,
     scaled_step,
@@ -397,7 +399,7 @@ def propagate_log(
 
 
 @numba.njit(cache=True)
-def _propagate_kernel(code, a, sw, sb, depth, z, w, index, weight, out, logs):
+def _propagate_kernel(code, a, sw, sb, depth, z, w, cf, index, weight, out, logs):
     """The built-in-activation loop of :func:`propagate_log`: ``out[l] = A_v * C(out[l - 1])`` on the
     log scale (:func:`meanfield._logscale.scaled_step`, then the gather plan of
     :func:`_average_plan` as (offsets, P^2) ``index`` and ``weight``, summed in the plan's order:
@@ -409,7 +411,7 @@ def _propagate_kernel(code, a, sw, sb, depth, z, w, index, weight, out, logs):
     mapped = np.empty((p, p))
     acc = np.empty(p * p)
     for layer in range(1, depth + 1):
-        lm = scaled_step(code, a, sw, sb, out[layer - 1], logs[layer - 1], z, w, tmp, mapped, work)
+        lm = scaled_step(code, a, sw, sb, out[layer - 1], logs[layer - 1], z, w, cf, tmp, mapped, work)
         if not math.isfinite(lm):
             return layer
         for e in range(p * p):
@@ -449,10 +451,15 @@ def _propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree
     out = np.empty((depth + 1,) + cov0.shape)
     logs = np.zeros(depth + 1)
     out[0], logs[0] = normalised_start(cov0)
-    z, w = kernel_rule(degree)
+    kernel_rule(degree)  # validates degree on every path
     if act.is_builtin:  # the dense step on the log scale (exact at every scale), then A_v, compiled (issue 18)
         index, weight = _plan_arrays(v, shape, +1)
-        bad = _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, depth, z, w, index, weight, out, logs)
+        z, w, cf = kernel_rule_for(act, degree)
+        bad = _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, depth, z, w, cf, index, weight, out, logs)
+        if z is None and (bad or not np.isfinite(out).all()):  # closed form failed: with quadrature fallback
+            bad = _propagate_kernel(
+                act.code, act.param, sigma_w2, sigma_b2, depth, *full_rule(degree), index, weight, out, logs
+            )
         if bad:
             raise ValueError(
                 f"propagation of activation {act.name} leaves even the log-scale representation at layer {bad}"

@@ -78,6 +78,8 @@ from ._logscale import (
     RELU_LIKE,
     check_depth,
     finite_result,
+    full_rule,
+    kernel_rule_for,
     map_stack,
     normalised_start,
     propagate_kernel,
@@ -467,11 +469,15 @@ def _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
     depth = check_depth(depth, cov0.shape[0])
     k0, log0 = normalised_start(cov0)
-    z, w = kernel_rule(degree)
+    z, w, cf = kernel_rule_for(act, degree)
     k_out = np.empty((depth + 1,) + k0.shape)
     logs = np.empty(depth + 1)
-    propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, k_out, logs)
-    if not (np.isfinite(logs).all() and np.isfinite(k_out).all()):
+    propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, cf, k_out, logs)
+    finite = np.isfinite(logs).all() and np.isfinite(k_out).all()
+    if not finite and z is None:  # a closed form failed where pair_value would try quadrature
+        propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, *full_rule(degree), k_out, logs)
+        finite = np.isfinite(logs).all() and np.isfinite(k_out).all()
+    if not finite:
         raise ValueError(
             f"propagation of activation {act.name} leaves even the log-scale representation at these parameters"
         )
