@@ -40,6 +40,7 @@ from .activations import (
     evaluate_call,
 )
 from .gaussian import (
+    acos_terms,
     closed_pair_value,
     closed_single_value,
     kernel_rule,
@@ -65,12 +66,13 @@ RELU_LIKE = (SOFTPLUS, SWISH, GELU)
 DBL_TINY = float(np.finfo(np.float64).tiny)
 LOG_DBL_MIN = math.log(DBL_TINY)
 LOG_DBL_MAX = math.log(np.finfo(np.float64).max)
+INV_2PI = 1.0 / (2.0 * math.pi)
 #: Activations whose C-map (derivative orders 0) has a closed form at every (q1, q2, c)
 #: (:func:`meanfield.gaussian.pair_value` never reaches its quadrature for them).
 CLOSED_C_MAP = (LINEAR, RELU, LEAKY_RELU, ERF, HARD_TANH, GELU, SIN, COS, ABS, SIGN, EXP, RBF, RELU_POWER)
-#: Activations with no closed form at derivative orders 0 whose log-scale step never maps the
-#: asymptote's (ReLU) kernel: their C-map is quadrature only.
-QUADRATURE_C_MAP = (TANH, SIGMOID, ELU, SELU)
+#: Activations with no closed form at derivative orders 0: their C-map is quadrature only (the
+#: ReLU asymptote of softplus and swish at large scale is :func:`relu_c_map_one`).
+QUADRATURE_C_MAP = (TANH, SIGMOID, SOFTPLUS, SWISH, ELU, SELU)
 
 
 def finite_result(x, what):
@@ -104,6 +106,34 @@ def cov_map_one(code, a, d, sw, sb, cov, z, w, out):
             qj = max(cov[j, j], 0.0)
             cij = correlation(cov[i, j], si, math.sqrt(qj))
             v = sw * pair_value(code, a, d, d, qi, qj, cij, z, w) + bias
+            out[i, j] = v
+            out[j, i] = v
+
+
+@numba.njit(cache=True)
+def relu_pair(q1, q2, c):
+    """E relu(u1) relu(u2): the arc-cosine kernel, the same operations as the ReLU branch of
+    ``gaussian.pair_value`` at derivative orders 0 (so the same bits)."""
+    s12 = math.sqrt(q1) * math.sqrt(q2)
+    a = 0.0
+    theta, sine = acos_terms(c)
+    k = s12 * INV_2PI * (sine + (math.pi - theta) * c)
+    return (1.0 - a) ** 2 * k + a * c * s12
+
+
+@numba.njit(cache=True)
+def relu_c_map_one(cov, out):
+    """out = E relu(h) relu(h)^T for one covariance (the asymptote of softplus, swish and gelu at
+    large scale), without the other closed forms or the quadrature (issue 18: the quadrature-only
+    kernels of softplus and swish then compile no closed-form tree)."""
+    dim = cov.shape[0]
+    for i in range(dim):
+        qi = max(cov[i, i], 0.0)
+        out[i, i] = relu_pair(qi, qi, 1.0)
+        si = math.sqrt(qi)
+        for j in range(i + 1, dim):
+            qj = max(cov[j, j], 0.0)
+            v = relu_pair(qi, qj, correlation(cov[i, j], si, math.sqrt(qj)))
             out[i, j] = v
             out[j, i] = v
 
@@ -269,15 +299,15 @@ def scaled_step(code, a, sw, sb, k, logs, z, w, cf, tmp, kout, work):
         sign_kernel_map(code, k, tmp)
         return combine(tmp, 0.0, log_sw, sb, kout)
     # one call site of the kernel map (every argument a plain runtime value: one compilation)
+    if kmax > 0.0 and relu_like and logs > math.log(Q_ASYMPTOTE_ABOVE):
+        relu_c_map_one(k, tmp)  # the asymptote's map, in closed form whatever the kernel's family
+        return combine(tmp, logs, log_sw, sb, kout)
     kcode = code
     ka = a
     mat = k
     lf = logs
     if code == LINEAR or code == RELU or code == LEAKY_RELU or code == ABS:
         pass  # C(e^L k) = e^L C(k) + sb exactly
-    elif kmax > 0.0 and relu_like and logs > math.log(Q_ASYMPTOTE_ABOVE):
-        kcode = code - code + RELU  # the asymptote's map
-        ka = 0.0
     else:
         scale = math.exp(logs) if kmax > 0.0 else 0.0
         mat = work
@@ -315,8 +345,8 @@ def kernel_rule_for(act, degree):
     """``(z, w, cf)`` for :func:`c_map_one` / :func:`scaled_step` / :func:`propagate_kernel`.
 
     Closed-form activations get ``(None, None, 0)`` (the quadrature is not compiled), the
-    quadrature-only ones ``(z, w, None)`` (the closed forms are not compiled), the rest (softplus
-    and swish, whose large-scale step uses the ReLU kernel's closed form) ``(z, w, 0)``: both. The same numbers either way; the first call
+    quadrature-only ones ``(z, w, None)`` (the closed forms are not compiled), any other
+    ``(z, w, 0)``: both (none today). The same numbers either way; the first call
     of ``dense.propagate`` compiles about half as much (issue 18, benchmarks/bench_cold_start.py).
     A closed-form result that is not finite (where ``pair_value`` would have tried quadrature) is
     recomputed by the caller with :func:`full_rule`.

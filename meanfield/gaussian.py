@@ -650,6 +650,8 @@ def pair_value(code, a, d1, d2, q1, q2, c, z, w):
 #: family, so that the quadrature path is not compiled where it is never used: issue 18).
 closed_pair_value = _closed_pair
 closed_single_value = _closed_single
+#: (theta, sin theta) of theta = arccos(c), c clipped to [-1, 1] (the arc-cosine kernels).
+acos_terms = _acos_terms
 
 
 @numba.njit(inline="always")
