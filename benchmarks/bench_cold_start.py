@@ -44,7 +44,7 @@ ENTRY_POINTS = {
     "dense.fixed_point": ("from meanfield import dense", "dense.fixed_point('tanh', 1.5, 0.05)"),
     "dense.phase_diagram": ("from meanfield import dense", "dense.phase_diagram('tanh', [1.0, 2.0], [0.0, 0.1])"),
     "dense.critical_sigma_w2": ("from meanfield import dense", "dense.critical_sigma_w2('tanh', 0.05)"),
-    "dense.backward_variance": ("from meanfield import dense", "dense.backward_variance('tanh', 1.5, 0.05, 5, 1.0)"),
+    "dense.backward_variance": ("from meanfield import dense", "dense.backward_variance(1.0, 'tanh', 1.5, 0.05, 5)"),
     "conv.propagate": (
         "from meanfield import conv; import numpy as np; c0 = 0.5 * np.eye(4) + 0.5",
         "conv.propagate(c0, 'tanh', 1.5, 0.05, np.full(3, 1 / 3), 5)",

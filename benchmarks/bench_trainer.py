@@ -86,6 +86,27 @@ def main() -> None:
         gflops = 3 * forward_flops(nets[0], data.image_shape) * 32 * rate / 1e9
         print(f"{label:52s} {rate:12.1f} {gflops:9.2f} {gflops / peak:8.1%}")
 
+    # the two convolution paths of the trainer on the deep narrow CNN, measured in this run
+    import meanfield.validation.training as tr
+
+    print("\ndeep narrow CNN (6 tanh CNNs, 4x4 digits, depth 128): grouped convolution vs gather + bmm")
+    print(f"{'channels':>8s} {'grouped conv s/step':>20s} {'gather s/step':>14s} {'speed-up':>9s}")
+    limit = tr.GATHER_MAX_SAVED
+    for ch in (4, 8):
+        nets = [ConvNet(128, ch, init="delta_orthogonal", sigma_w2=sw_c, readout="flatten")] * 3
+        kw = dict(data=small, steps=args.steps, batch_size=32, lr=1e-3, record_every=args.steps, n_eval=1, rng=0)
+        secs = []
+        for path_limit in (0, limit):
+            tr.GATHER_MAX_SAVED = path_limit
+            try:
+                train_ensemble(nets, 2, **{**kw, "steps": 2, "record_every": 2}, num_threads=args.threads)
+                t = time.process_time()
+                train_ensemble(nets, 2, **kw, num_threads=args.threads)
+                secs.append((time.process_time() - t) / args.steps)
+            finally:
+                tr.GATHER_MAX_SAVED = limit
+        print(f"{ch:8d} {secs[0]:20.4f} {secs[1]:14.4f} {secs[0] / secs[1]:8.2f}x")
+
 
 if __name__ == "__main__":
     main()

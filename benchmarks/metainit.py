@@ -7,8 +7,8 @@ Setting of seed 002's Fig. 1: width 10, depth 100 plus a 10-class read-out (101 
 Prints, measured in one run (interleaved, best of :data:`REPEATS`; CPU time, because the shared
 2-core machine's load changes the wall time by a factor 2-3):
 
-1. the exact meta-gradient of :mod:`meanfield.init._metainit` (forward, backward, three
-   R-operator passes, one second-order pass), one network per call, and 32 networks stacked;
+1. the exact meta-gradient :func:`meanfield.init.gradient_quotient_gradient` (forward, backward,
+   three R-operator passes, one second-order pass), one network per call, and 32 networks stacked;
 2. the naive baseline: ``dGQ / d log|W_l|`` by central finite differences of ``GQ`` over the 101
    norms (202 GQ evaluations per step, each a forward, a backward and one Hessian-vector
    product), the 202 perturbed networks stacked into one vectorised evaluation;
@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from meanfield.init import _metainit as M
+from meanfield.init import gradient_quotient, gradient_quotient_gradient
 
 REPEATS = 3
 WIDTHS = [64] + [10] * 101
@@ -35,11 +35,12 @@ def _weights(k, rng):
 
 
 def _batch(rng, k):
-    return M._random_batch(rng, k, WIDTHS[0], WIDTHS[-1], 32, "cross_entropy")
+    """Standard-normal inputs (k, 32, n_0) and uniform labels (k, 32), as MetaInit draws them."""
+    return rng.standard_normal((k, 32, WIDTHS[0])), rng.integers(0, WIDTHS[-1], size=(k, 32))
 
 
 def exact(ws, batches):
-    return [M._gq_and_gradient(ws, x, t, 0.0, "cross_entropy", 1e-5, True)[1] for x, t in batches]
+    return [gradient_quotient_gradient(ws, x, t, 0.0, eps=1e-5, biases=True).norm_gradient for x, t in batches]
 
 
 def finite_differences(ws, batches, h=1e-6):
@@ -52,8 +53,8 @@ def finite_differences(ws, batches, h=1e-6):
             f = np.ones((2 * n, 1, 1))
             f[2 * k], f[2 * k + 1] = 1.0 + h, 1.0 - h
             stacked.append(np.repeat(w, 2 * n, axis=0) * f)
-        gq, _ = M._gq_and_gradient(
-            stacked, np.repeat(x, 2 * n, axis=0), np.repeat(t, 2 * n, axis=0), 0.0, "cross_entropy", 1e-5, True, False
+        gq = gradient_quotient(
+            stacked, np.repeat(x, 2 * n, axis=0), np.repeat(t, 2 * n, axis=0), 0.0, eps=1e-5, biases=True
         )
         out.append(((gq[0::2] - gq[1::2]) / (2 * h))[None])
     return out

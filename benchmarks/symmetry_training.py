@@ -10,7 +10,9 @@ Prints, in one run, the ratios behind three choices of the trainer:
    a width-8, 4-layer net on 128 inputs (measured: about equal after warm-up, ratio 0.9);
 3. ``torch.linalg.eigvalsh`` on one thread against ``numpy.linalg.eigvalsh`` for that Hessian;
 
-and the wall time of one default-size training run (the unit of the Orhan figures' cost).
+and the wall time of one default-size training run (the unit of the Orhan figures' cost), and of the
+validation row's unit with and without its exact Hessians (the cost behind the row's power decision).
+Both runs go through the project's one training engine (``train_ensemble`` with ``SkipNet``).
 
     python benchmarks/symmetry_training.py [--repeats 20]
 """
@@ -110,6 +112,20 @@ def main() -> None:
     print(
         "one default-size Orhan training run (4 networks, width 32, 10 layers, 150 steps): "
         f"{time.perf_counter() - t:.1f} s"
+    )
+    # the validation row's unit (width 8, 4 layers, 300 steps, 8 networks): training alone vs with the
+    # exact Hessians at steps 0, 100, 200, 300 -- what a larger ensemble for the power of the
+    # degenerate-Hessian row would cost (docs/papers/orhan2017.md)
+    kw = {"n_members": 8, "width": 8, "depth": 4, "steps": 300, "lr": 5e-3, "batch": 256, "record_every": 100, "rng": 0}
+    t = time.perf_counter()
+    T.train_skip_ensemble("plain", d.x[:1297], d.y[:1297], **kw)
+    t_train = time.perf_counter() - t
+    t = time.perf_counter()
+    T.train_skip_ensemble("plain", d.x[:1297], d.y[:1297], hessian_every=100, hessian_inputs=128, **kw)
+    t_hess = time.perf_counter() - t
+    print(
+        f"validation unit (8 networks, width 8, 4 layers, 300 steps): training {t_train:.1f} s, with 4 Hessians per "
+        f"network {t_hess:.1f} s; ratio {t_hess / t_train:.1f}; {1e3 * (t_hess - t_train) / 32:.0f} ms per Hessian"
     )
 
 

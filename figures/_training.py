@@ -67,6 +67,8 @@ def depth_figure(
     axes = {k: ["depth", "initialiser", "network"] for k in data if k.endswith("accuracy")}
     if "v" in data:
         axes["v"] = ["variance vector (GS0..GS4)", "kernel row", "kernel column"]
+    if "mode_energy_fraction" in data:
+        axes["mode_energy_fraction"] = ["depth", "variance vector (GS0..GS4)"]
     for k, v in data.items():
         if isinstance(v, np.ndarray) and v.ndim >= 2 and k not in axes:
             axes[k] = [f"axis {i}" for i in range(v.ndim)]

@@ -32,6 +32,7 @@ import numpy as np
 from meanfield.validation.simulators import simulate_squared_norms
 
 from meanfield import finite_width as fw
+from meanfield import parallel
 from meanfield.data import load_digits
 from meanfield.numerics import richardson
 
@@ -277,8 +278,12 @@ def fig_2(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     cols = dict(zip(rhos, ("tab:blue", "tab:orange", "tab:green", "tab:red")))
     markers = dict(zip(rhos, ("o", "s", "D", "^")))
     jobs = [(n, c) for n in (100, 200) for c in rhos]
-    for (n, c), rng in zip(progress(jobs, desc="fig_2"), streams(seed, len(jobs))):
-        s = fw.cosine_similarity_samples(n, c, n_samples=n_samples, rng=rng, dtype=np.float32)
+    # one task per (N, <x1, x2>) (meanfield.parallel: in-process by default, on processes / Dask under
+    # --workers / --scheduler), each with its own stream: the same numbers wherever it ran
+    samples = parallel.map_chunks(
+        _fig_2_samples, [(n, c, n_samples, rng) for (n, c), rng in zip(jobs, streams(seed, len(jobs)))]
+    )
+    for (n, c), s in zip(progress(jobs, desc="fig_2"), samples):
         hist, _ = np.histogram(s, bins=bins, density=True)
         narrow = n == 200
         ax.plot(
@@ -476,3 +481,8 @@ def fig_4(out_dir, *, size, backend, seed):
 
 FIGURES.update({"fig_3": fig_3, "fig_4": fig_4})
 __all__ += ["fig_3", "fig_4"]
+
+
+def _fig_2_samples(n, c, n_samples, rng):
+    """One curve of :func:`fig_2`: exact cosine-similarity samples (float32) for width ``n`` and <x1, x2> = ``c``."""
+    return fw.cosine_similarity_samples(n, c, n_samples=n_samples, rng=rng, dtype=np.float32)

@@ -460,6 +460,8 @@ FIGURES = {"fig_1": fig_1, "fig_kurtosis": fig_kurtosis, "fig_spectral_radius": 
 
 # --- trained networks (issue 14): meanfield.validation.trainability runs, drawn by figures/_training.py ---
 
+from meanfield.validation.trainability import kurtosis_rank_test  # noqa: E402
+
 from . import _training  # noqa: E402
 from ._common import colors, title  # noqa: E402
 
@@ -549,17 +551,19 @@ def fig_kurtosis_accuracy(out_dir, *, size, backend, seed):
     ax.set_ylabel("test accuracy after training (mean over networks)")
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
-    rho = np.corrcoef(np.argsort(np.argsort(logk.ravel())), np.argsort(np.argsort(acc.ravel())))[0, 1]
+    test = kurtosis_rank_test(res)  # the statistic of validation row 8 (average ranks, one-sided p-value)
+    rho = test.rho
     title(
         fig,
         PAPER,
         fig_kurtosis_accuracy.figure,
-        f"accuracy vs output kurtosis (rank correlation {rho:+.2f})",
+        f"accuracy vs output kurtosis (Spearman rho {rho:+.2f}, one-sided p = {test.p_value:.1g})",
         f"He ReLU nets, widths {list(res['widths'])} x depths {list(res['depths'])}, {p['steps']} Adam steps, "
         f"lr {p['lr']:g}, {p['n_networks']} nets each; digits ({size} size)",
     )
     data = {k: v for k, v in res.items() if k != "params"}
     data["rank_correlation"] = rho
+    data["rank_correlation_p_value"] = test.p_value
     axes = {
         "log10_output_kurtosis": ["width", "depth", "weight law"],
         "test_accuracy": ["width", "depth", "weight law", "network"],

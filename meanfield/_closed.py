@@ -11,7 +11,8 @@ import math
 import numba
 import numpy as np
 
-from .activations import ABS, COS, EXP, GELU, RBF, RELU_POWER, SIGN, SIN
+from ._closed_elu import elu_pair, elu_single, elu_variance_derivative
+from .activations import ABS, COS, ELU, EXP, GELU, RBF, RELU_POWER, SELU, SIGN, SIN
 
 __all__ = ["pair_closed", "single_closed", "variance_derivative_closed"]
 
@@ -90,8 +91,9 @@ def _gelu_pair(d1, d2, q1, q2, c):
     # dF/dk = 1/4 + theta / (2 pi) + rho [w^2 (3 b1 b2 + a1 b2 + a2 b1) + rho^2 b1 b2] / (2 pi w^3)
     if w == 0.0:
         return 0.25 + _INV_2PI * theta  # q1 = q2 = 0
-    bracket = w2 * (3.0 * b1 * b2 + a1 * b2 + a2 * b1) + rho * rho * b1 * b2
-    return 0.25 + _INV_2PI * (theta + rho * bracket / (w2 * w))
+    # rho [w^2 (...) + rho^2 b1 b2] / w^3, divided term by term: w^3 underflows at q ~ 1e300, |c| = 1
+    tail = (3.0 * b1 * b2 + a1 * b2 + a2 * b1) / w + rho * rho * ((b1 / w2) * b2) / w
+    return 0.25 + _INV_2PI * (theta + rho * tail)
 
 
 _GL24_X, _GL24_W = np.polynomial.legendre.leggauss(24)
@@ -195,7 +197,53 @@ def pair_closed(code, a, d1, d2, q1, q2, c):
     if code == GELU:
         if d1 == d2 and d1 <= 1:
             return _gelu_pair(d1, d2, q1, q2, c)
-        return math.nan
+        if d1 > d2:  # symmetric after swapping (q1, d1) <-> (q2, d2)
+            return _gelu_mixed(d2, d1, q2, q1, c)
+        return _gelu_mixed(d1, d2, q1, q2, c)
+    if code == ELU or code == SELU:
+        return elu_pair(code, a, d1, d2, q1, q2, c)
+    return math.nan
+
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@numba.njit(cache=True)
+def _gelu_mixed(d1, d2, q1, q2, c):
+    """E gelu^(d1)(u1) gelu^(d2)(u2) for (d1, d2) in {(0, 1), (0, 2), (1, 2), (2, 2)}, scaled.
+
+    gelu = x Phi(x), gelu' = Phi(x) + x phi(x), gelu'' = phi(x) (2 - x^2). Each factor phi(u_i) is
+    a Gaussian tilt (it multiplies the density by a Gaussian, giving a centred normal with
+    covariance (Sigma^{-1} + e_i e_i^T)^{-1} and a normalising factor), Phi(u) = P(xi < u) with an
+    independent xi ~ N(0, 1), and the remaining polynomial moments follow from Stein's lemma
+    (derivations in :mod:`meanfield.closed_forms`).
+    """
+    s1 = math.sqrt(q1)
+    b1 = 1.0 / (1.0 + q1)
+    b2 = 1.0 / (1.0 + q2)
+    a1 = q1 * b1
+    a2 = q2 * b2
+    if d1 == 0 and d2 == 1:
+        # E[X 1{W1 > 0} 1{W2 > 0}] + E[X Phi(X) Y phi(Y)], W_i = u_i - xi_i
+        return _INV_SQRT_2PI * (0.5 * s1 * math.sqrt(a1) + 0.5 * c * s1 * math.sqrt(a2) * (1.0 + b2))
+    if d1 == 1 and d2 == 2:
+        # tilt by phi(u2): E'[Phi(X') (2 - Y'^2)] = 1 - Var(Y') / 2, independent of c
+        return _INV_SQRT_2PI * math.sqrt(b2) * (1.0 - 0.5 * a2)
+    if d1 == 0 and d2 == 2:
+        # tilt by phi(u2): X' ~ N(0, vx), Cov(X', Y') = e, Var Y' = a2; then Stein's lemma in X'
+        vx = q1 * (1.0 - c * c * a2)
+        e2 = c * c * q1 * a2 * b2  # e^2, e = k / (1 + q2)
+        r = 1.0 / (1.0 + vx)
+        bracket = 2.0 * vx - vx * (a2 - e2 * r) - 2.0 * e2
+        return _INV_2PI * math.sqrt(b2) * math.sqrt(r) * bracket
+    if d1 == 2 and d2 == 2:
+        # tilt by phi(u1) phi(u2): Sigma' = Sigma (I + Sigma)^{-1}, det(I + Sigma) = w2 / (b1 b2)
+        w2 = (1.0 - c * c) * a1 * a2 + (b1 + b2 - b1 * b2)
+        t = c * c * a1 * a2
+        v1 = (a1 - t) / w2
+        v2 = (a2 - t) / w2
+        e = c * math.sqrt(a1 * a2 * b1 * b2) / w2
+        return _INV_2PI * math.sqrt(b1 * b2 / w2) * (4.0 - 2.0 * v1 - 2.0 * v2 + v1 * v2 + 2.0 * e * e)
     return math.nan
 
 
@@ -217,6 +265,8 @@ def single_closed(code, a, d1, d2, q):
             return q
         if d1 == 1 and d2 == 1:
             return 1.0
+    if code == ELU or code == SELU:
+        return elu_single(code, a, d1, d2, q)
     return pair_closed(code, a, d1, d2, q, q, 1.0)
 
 
@@ -238,6 +288,8 @@ def variance_derivative_closed(code, a, q):
     if code == RELU_POWER:  # E relu^{2n} = q^n (2n - 1)!! / 2
         n = int(a)
         return 0.5 * n * q ** (n - 1) * _abs_moment(2 * n)
+    if code == ELU or code == SELU:
+        return elu_variance_derivative(code, a, q)
     if code == GELU:
         # d/dq [q/4 + (q / 2pi) asin(q / (1 + q)) + q^2 / (pi (1 + q) sqrt(1 + 2q))]
         r = math.sqrt(1.0 + 2.0 * q)

@@ -20,15 +20,15 @@ hard_tanh     clip(x, -1, 1)                              closed form (clipped G
 sigmoid       1 / (1 + exp(-x))                           quadrature
 softplus      log(1 + exp(x))                             quadrature
 swish         x * sigmoid(x)                              quadrature
-gelu          x * Phi(x)  (exact, Phi the normal CDF)     closed form (orders <= 1)
+gelu          x * Phi(x)  (exact, Phi the normal CDF)     closed form (orders <= 2)
 sin, cos      sin(x), cos(x)                              closed form
 abs           abs(x)                                      closed form (arc-cosine kernel)
 sign          sign(x)                                     closed form (arcsine kernel) (*)
 exp           exp(x)                                      closed form
 rbf           exp(-gamma x^2)  (gamma > 0, default 1/2)   closed form
 relu_power    max(x, 0)^n  (n = 2, 3, 4; default 2)       closed form (arc-cosine, degree n)
-elu           x (x > 0), alpha (e^x - 1) (default 1)      quadrature (accuracy tested)
-selu          lambda elu_alpha(x) (Klambauer et al.)      quadrature (accuracy tested)
+elu           x (x > 0), alpha (e^x - 1) (default 1)      closed form (exp / erfcx, Phi)
+selu          lambda elu_alpha(x) (Klambauer et al.)      closed form (exp / erfcx, Phi)
 ============  ==========================================  ==============================
 
 (*) sign' is the Dirac 2 delta(x): its first-derivative moments are the distributional ones,

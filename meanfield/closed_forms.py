@@ -5,8 +5,8 @@ normal with variances ``q1, q2`` and correlation ``c`` (write :math:`s_i = \sqrt
 :math:`k = c s_1 s_2`), the single-variable moments (``q1 = q2 = q``, ``c = 1``) and the slope
 :math:`\partial_q \mathbb{E}\,\phi(\sqrt q z)^2` that gives chi_q. The compiled scalar functions
 (private module ``meanfield._closed``) are called from :mod:`meanfield.gaussian` before any
-quadrature; they return NaN where no closed form is implemented (gelu's mixed
-orders and second derivatives), and the caller integrates numerically.
+quadrature; they return NaN where no closed form is implemented (order-2 moments where
+phi'' has a Dirac part), and the caller integrates numerically.
 
 =============  ===================================================================================
 activation     closed form (derivation)
@@ -27,7 +27,25 @@ relu_power     arc-cosine kernel of degree n (Cho & Saul 2009, eq. 3):
                mixed degrees by an exact angular integral (an exact angular integral)
 gelu           :math:`x\Phi(x)`: :math:`\tfrac{k}{4} + \tfrac{1}{2\pi}\big[\tfrac{k^2 + q_1 q_2 D^2}{A D} + k \arcsin(k/\sqrt A)\big]`,
                :math:`A = (1 + q_1)(1 + q_2)`, :math:`D^2 = A - k^2`; the (1, 1) moment is its
-               derivative in k (Price's theorem)
+               derivative in k (Price's theorem). Orders (0, 1), (0, 2), (1, 2), (2, 2): each
+               :math:`\varphi(u_i)` factor of :math:`\mathrm{gelu}' = \Phi + x\varphi`,
+               :math:`\mathrm{gelu}'' = \varphi(x)(2 - x^2)` is a Gaussian tilt
+               (:math:`\Sigma \to (\Sigma^{-1} + e_ie_i^\top)^{-1}`), :math:`\Phi(u) = P(\xi < u)`
+               with an independent :math:`\xi`, the rest Stein's lemma:
+               :math:`E_{01} = [q_1/\sqrt{1 + q_1} + k/\sqrt{1 + q_2} + k (1 + q_2)^{-3/2}] / (2\sqrt{2\pi})`,
+               :math:`E_{12} = (1 - \tfrac{q_2}{2(1 + q_2)}) / \sqrt{2\pi(1 + q_2)}` (no c: gelu'' is even),
+               :math:`E_{22} = [4 - 2\Sigma'_{11} - 2\Sigma'_{22} + \Sigma'_{11}\Sigma'_{22} + 2\Sigma'^2_{12}] /
+               (2\pi \det(I + \Sigma)^{1/2})`, :math:`\Sigma' = \Sigma(I + \Sigma)^{-1}`, and
+               :math:`E_{02}` likewise (``meanfield._closed._gelu_mixed``)
+elu, selu      :math:`\phi^{(d)} = p_0 + p_1 x` (x > 0), :math:`e_0 e^x + c_0` (x <= 0). Single variable:
+               :math:`\mathbb{E}\,e^{a u}1\{u < 0\} = e^{a^2 q/2}\Phi(-a\sqrt q) = \tfrac12\mathrm{erfcx}(a\sqrt{q/2})`,
+               e.g. :math:`\mathbb{E}\,\phi^2 = \lambda^2[q/2 + \alpha^2(M_2 - 2M_1 + \tfrac12)]`,
+               :math:`\partial_q \mathbb{E}\,\phi^2 = \lambda^2[\tfrac12 + \alpha^2(2M_2 - M_1)]`.
+               Bivariate: the conditional moment :math:`\mathbb{E}[\phi^{(d_2)}(u_2) | u_1]` in
+               exp/Phi form, then one smooth integral over :math:`u_1` split at the kink
+               (graded Gauss-Legendre; ``meanfield._closed_elu``) (the
+               bivariate-normal-CDF / Owen's T form overflows as e^A Phi_2 at large q; this is finite
+               up to q = 1e300)
 =============  ===================================================================================
 
 Every form is evaluated in a scaled way (ratios :math:`q_i / (1 + q_i)`, :math:`1 - c^2` kept

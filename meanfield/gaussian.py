@@ -18,7 +18,9 @@ kernel of Cho & Saul (2009); ``erf`` through the arcsine kernel of Williams (199
 (derivative orders <= 1) as moments of a clipped Gaussian: single-variable moments in terms of
 erf, and the bivariate ones through the rectangle probability ``P(|u1| < 1, |u2| < 1)`` (Plackett's
 identity at the four corners) and its integral over c (Price's theorem), both smooth
-one-dimensional integrals over theta = arcsin(t) (:func:`_hard_tanh_pair`). Everything else uses
+one-dimensional integrals over theta = arcsin(t) (:func:`_hard_tanh_pair`); the issue-17 built-ins
+(sin, cos, abs, sign, exp, rbf, relu_power, gelu at every order, elu and selu) as documented in
+:mod:`meanfield.closed_forms`. Everything else uses
 quadrature in Numba kernels, :math:`u_1 = \sqrt{q_1} z_1`,
 :math:`u_2 = \sqrt{q_2}(c z_1 + \sqrt{1 - c^2} z_2)`, with one of three rules per dimension chosen
 by the scale of the integrand in z (:func:`_fill_rule`):

@@ -61,10 +61,12 @@ if TYPE_CHECKING:  # annotations only
     from .activations import Activation
 
 __all__ = [
+    "ConvNTKFixedPoint",
     "NTKFixedPoint",
     "NTKPropagation",
     "NTKStep",
     "constnet_ntk",
+    "conv_ntk_fixed_point",
     "conv_ntk_map",
     "ntk_fixed_point",
     "ntk_map",
@@ -540,3 +542,112 @@ def constnet_ntk(
     if not np.all(np.isfinite(gram)):
         raise ValueError("x is too large: the kernel n_last m(x) m(x') + 1 exceeds the float64 range")
     return gram[:, :, None, None] * np.eye(n_classes)
+
+
+# ----------------------------------------------------------------------------------------------
+# Periodic CNNs at the forward fixed point: the NTK per Fourier mode (seed 003, eqs. 2.9-2.12).
+
+
+@dataclass(frozen=True)
+class ConvNTKFixedPoint(Result):
+    r"""The CNN NTK's fixed point and its depth scales per Fourier mode (see :func:`conv_ntk_fixed_point`).
+
+    Attributes
+    ----------
+    lambda_ : ndarray of complex, shape ``shape``
+        Eigenvalues :math:`\lambda_m` of :math:`\mathcal{A}_v\star` (:func:`meanfield.conv.fourier_eigenvalues`).
+    theta_diag, theta_offdiag : float
+        The fixed point :math:`\Theta^*_{\alpha\alpha} = q^*/(1 - \chi_1)` and
+        :math:`\Theta^*_{\alpha\alpha'} = q^*c^*/(1 - \chi_{c^*})` (:math:`\alpha \ne \alpha'`): it lives in
+        the mode m = 0 of every cyclic diagonal; ``inf`` where that mode grows (chi >= 1, q* = inf).
+    growth_diag, growth_offdiag : ndarray, shape ``shape``
+        Per-layer factors :math:`|\chi_1\lambda_m|` and :math:`|\chi_{c^*}\lambda_m|` of the Fourier
+        amplitudes of the diagonal and off-diagonal cyclic diagonals of :math:`\Theta - \Theta^*`.
+    xi_diag, xi_offdiag : ndarray, shape ``shape``
+        Depth scales :math:`-1/\log` of the growth factors (``inf`` where the factor is >= 1 or within
+        :data:`meanfield.dense.CRITICAL_ATOL` of it, 0 where it is 0).
+    fixed_point : meanfield.dense.FixedPoint
+        The forward fixed point (q*, c*, chi_1, chi_c, chi_q), that of the dense network.
+    """
+
+    lambda_: np.ndarray
+    theta_diag: float
+    theta_offdiag: float
+    growth_diag: np.ndarray
+    growth_offdiag: np.ndarray
+    xi_diag: np.ndarray
+    xi_offdiag: np.ndarray
+    fixed_point: dense.FixedPoint
+
+
+def conv_ntk_fixed_point(
+    activation: str | Activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v: ArrayLike,
+    shape: int | tuple[int, ...] | None,
+    degree: int = DEFAULT_DEGREE,
+) -> ConvNTKFixedPoint:
+    r"""Fixed point and per-Fourier-mode depth scales of the NTK of deep periodic CNNs (seed 003 networks).
+
+    Parameters
+    ----------
+    activation : str or Activation
+        A built-in activation.
+    sigma_w2, sigma_b2 : float
+        Variances (>= 0).
+    v : array_like
+        Variance vector, shape (2k+1,) or (2k1+1, 2k2+1) (:func:`meanfield.conv.average`).
+    shape : int or (int, int)
+        Spatial shape of the periodic signal.
+    degree : int
+        Gauss-Hermite degree for activations without closed forms.
+
+    Returns
+    -------
+    ConvNTKFixedPoint
+        Nothing is NaN: ``inf`` marks growth without bound.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`meanfield.conv.depth_scales`.
+
+    Notes
+    -----
+    At the forward fixed point :math:`\Sigma^* = q^*[(1 - c^*)I + c^*\mathbf 1\mathbf 1^\top]` (seed 003,
+    Sec. 2.1.4) the derivative kernel is :math:`\dot\Sigma^*_{\alpha\alpha} = \chi_1`,
+    :math:`\dot\Sigma^*_{\alpha\alpha'} = \chi_{c^*}`, and the recursion of :func:`conv_ntk_map`,
+    :math:`\Theta^{l+1} = \Sigma^* + \mathcal{A}_v\star(\dot\Sigma^*\odot\Theta^l)`, is affine. On a
+    cyclic diagonal :math:`e_d(\alpha) = \Theta_{\alpha,\alpha+d}` the operator
+    :math:`\mathcal{A}_v\star` is the convolution with ``v`` (seed 003, eqs. 2.9-2.11), so the Fourier
+    amplitude m of :math:`e_d` obeys :math:`\hat e^{l+1}_d(m) = P\,\Sigma^*_d\,\delta_{m0} +
+    \chi_d\lambda_m\hat e^l_d(m)` with :math:`\chi_0 = \chi_1`, :math:`\chi_{d \ne 0} = \chi_{c^*}`:
+    the source feeds mode 0 only (:math:`\lambda_0 = 1`), giving the fixed point of the dense NTK
+    (:func:`ntk_fixed_point`), and every mode relaxes by :math:`\chi_d\lambda_m` per layer. The diagonal
+    modes use :math:`\chi_1` where the forward covariance uses :math:`\chi_{q^*}`
+    (:func:`meanfield.conv.depth_scales`). With a single input (D = 1); for several inputs each
+    input pair's block behaves alike with :math:`c^*` and :math:`\chi_{c^*}` of that pair.
+    """
+    from . import conv
+
+    act = get_activation(activation)
+    cds = conv.depth_scales(act, sigma_w2, sigma_b2, v, shape, degree)
+    fp = cds.fixed_point
+    dense_fp = ntk_fixed_point(act, sigma_w2, sigma_b2, degree)
+    mod = np.abs(cds.lambda_)
+    with np.errstate(invalid="ignore", over="ignore"):  # chi = inf (sign, exp) times lambda = 0: no growth
+        g_diag = np.where(mod == 0.0, 0.0, fp.chi_1 * mod)
+        g_off = np.where(mod == 0.0, 0.0, fp.chi_c * mod)
+    xi_d = np.array([_depth_scale(float(g)) for g in g_diag.ravel()]).reshape(g_diag.shape)
+    xi_o = np.array([_depth_scale(float(g)) for g in g_off.ravel()]).reshape(g_off.shape)
+    return ConvNTKFixedPoint(
+        lambda_=cds.lambda_,
+        theta_diag=dense_fp.theta_diag,
+        theta_offdiag=dense_fp.theta_offdiag,
+        growth_diag=g_diag,
+        growth_offdiag=g_off,
+        xi_diag=xi_d,
+        xi_offdiag=xi_o,
+        fixed_point=fp,
+    )

@@ -149,7 +149,8 @@ def test_cifar10_restricted_unpickler_reads_real_layouts(tmp_path, layout):
         else pickle.dumps(b, protocol={"protocol2": 2, "protocol4": 4, "protocol5": 5, "str_keys": 4}[layout])
     )
     refs = _globals_of(raw)
-    assert refs <= set(data._CIFAR_GLOBALS), refs
+    # every global in ``refs`` is admitted: the restricted unpickler raises on any other, and the
+    # read below must succeed (test_cifar10_refuses_a_pickle_that_runs_code checks the refusal)
     if layout == "py2":
         assert refs == {("numpy.core.multiarray", "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype")}
     if layout == "protocol2":

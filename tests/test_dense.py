@@ -156,15 +156,29 @@ def test_deep_networks_do_not_overflow_or_return_nan():
     assert lp.correlation[-1, 0, 1] == pytest.approx(1.0, abs=1e-3)
     with pytest.raises(ValueError, match="propagate_log"):
         dense.propagate(cov0, "relu", 100.0, 0.1, deep)
-    lv = dense.backward_variance("relu", 100.0, 0.1, deep, 1.0, log=True)
+    lv = dense.backward_variance(1.0, "relu", 100.0, 0.1, deep, log=True)
     assert np.all(np.isfinite(lv)) and lv[0] == pytest.approx((deep - 1) * math.log(50.0))
 
 
 @pytest.mark.parametrize("act,sw,sb", [("tanh", 1.5, 0.05), ("erf", 2.0, 0.1), ("relu", 1.8, 0.1)])
 def test_backward_variance_at_fixed_point_is_chi1_power(act, sw, sb):
     fp = dense.fixed_point(act, sw, sb)
-    r = dense.backward_variance(act, sw, sb, 8, fp.q_star)
+    r = dense.backward_variance(fp.q_star, act, sw, sb, 8)
     assert np.allclose(r, fp.chi_1 ** np.arange(7, -1, -1), rtol=1e-10)
+
+
+def test_backward_variance_takes_the_state_first_like_the_maps():
+    """Issue 12: the state (q0) is the first parameter, then the map's parameters, as in qmap / propagate."""
+    import inspect
+
+    params = list(inspect.signature(dense.backward_variance).parameters)
+    map_params = list(inspect.signature(dense.propagate).parameters)
+    assert params[0] == "q0"
+    assert params[1:5] == map_params[1:5] == ["activation", "sigma_w2", "sigma_b2", "depth"]
+    assert list(inspect.signature(dense.qmap).parameters)[1:4] == params[1:4]
+    # the old order (activation first) is refused, not silently reinterpreted
+    with pytest.raises((TypeError, ValueError)):
+        dense.backward_variance("tanh", 1.5, 0.05, 5, 1.0)
 
 
 @pytest.mark.parametrize(
@@ -177,7 +191,7 @@ def test_backward_variance_at_fixed_point_is_chi1_power(act, sw, sb):
         lambda: dense.covariance_map(np.array([[1.0, 0.2], [0.1, 1.0]]), "tanh", 1.0, 0.0),
         lambda: dense.propagate(np.eye(2), "tanh", 1.0, 0.0, -1),
         lambda: dense.fixed_point("tanh", -0.1, 0.0),
-        lambda: dense.backward_variance("tanh", 1.0, 0.0, 0, 1.0),
+        lambda: dense.backward_variance(1.0, "tanh", 1.0, 0.0, 0),
         lambda: dense.phase_diagram("tanh", [1.0, -2.0], [0.0]),
         lambda: dense.input_covariance(np.ones(3), 1.0, 0.0),
         lambda: dense.fixed_point("nope", 1.0, 0.0),

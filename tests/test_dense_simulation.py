@@ -29,7 +29,7 @@ def test_trajectories_and_gradients_agree_with_finite_networks(act, sw, sb):
     x = gaussian_inputs(2, 32, q=1.0, c=0.6, rng=5)
     cov0 = dense.input_covariance(x, sw, sb)
     theory = dense.propagate(cov0, act, sw, sb, DEPTH)
-    grad = dense.backward_variance(act, sw, sb, DEPTH + 1, float(np.mean(np.diag(cov0))))
+    grad = dense.backward_variance(float(np.mean(np.diag(cov0))), act, sw, sb, DEPTH + 1)
     sims = [
         simulate_dense(
             x, act, sw, sb, DEPTH, n, N_NETWORKS, gradients=True, rng=np.random.SeedSequence(11, spawn_key=(n,))

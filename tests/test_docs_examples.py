@@ -104,6 +104,7 @@ API_MODULES = [
     "meanfield.validation.spectra",
     "meanfield.validation.ntk",
     "meanfield.validation.conv_inputs",
+    "meanfield.validation.kurtosis_conv",
 ]
 
 # Docstrings with RST errors in files being rewritten by other engineers; they are left out of

@@ -66,7 +66,7 @@ def test_fig_kurtosis_scale_is_checked(tmp_path, scale, error):
 
 
 def test_validation_pieces_small():
-    rows = VK._variance_rows("numpy", False, 0)
+    rows = VK.variance_rows("numpy", False, 0)
     assert len(rows) == 6 and all(r.passed for r in rows)
     var = VK.fig1_variances(n_networks=20, n_inputs=50, depth=30, n_metainit=2, metainit_steps=5, rng=0)
     assert set(var) == {"he", "glorot", "orthogonal", "gsm", "zero", "zero_star", "metainit"}
@@ -81,7 +81,7 @@ def test_metainit_claim_row_fails_rather_than_vanishing_when_networks_die(monkey
     var["metainit"] = np.zeros((4, 101))
     var["metainit"][:, 0] = 1.0  # every output exactly zero by layer 80
     monkeypatch.setattr(vk, "fig1_variances", lambda *a, **k: var)
-    rows = [r for r in vk._fig1_rows("numpy", False, 0) if "metainit" in r.name]
+    rows = [r for r in vk.fig1_rows("numpy", False, 0) if "metainit" in r.name]
     assert len(rows) == 1 and not rows[0].passed
 
 

@@ -1,9 +1,7 @@
 """Tests of meanfield.landscape (Orhan 2017, seed 004)."""
 
-import contextlib
 import itertools
 import math
-import signal
 import time
 
 import numpy as np
@@ -511,16 +509,30 @@ def test_validation_landscape_rows_pass():
     from meanfield.validation import landscape as V
 
     # the default run at reduced size: 2 targets instead of 3, 5 rescaled nets instead of 20
-    rows = (
-        V._landscape_rows(2, 5, 0)
-        + V._bias_rows(1, 5, 0)
-        + V._exact_rows(0)
-        + V._rescaling_rows(5, 0)
-        + V._mode_rows(0)
-    )
+    rows = V.untrained_rows(n_targets=2, grid=5, n_nets=5, seed=0)
     assert len(rows) >= 20
     failed = [r.name for r in rows if not r.passed]
     assert not failed, failed
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"n_targets": 0}, ValueError),
+        ({"n_targets": 2.0}, TypeError),
+        ({"grid": 1}, ValueError),
+        ({"grid": 10**6}, ValueError),
+        ({"n_nets": True}, TypeError),
+        ({"n_nets": 1j}, TypeError),
+        ({"seed": -1}, ValueError),
+        ({"seed": "0"}, TypeError),
+    ],
+)
+def test_validation_untrained_rows_checks_its_arguments(kwargs, error):
+    from meanfield.validation import landscape as V
+
+    with pytest.raises(error, match=next(iter(kwargs))):
+        V.untrained_rows(**kwargs)
 
 
 @pytest.mark.slow
@@ -575,26 +587,10 @@ HANG_LIMIT_S = 20.0
 TEST_FLOW_EVALUATIONS = 20_000
 
 
-@contextlib.contextmanager
-def deadline(seconds=HANG_LIMIT_S):
-    """Fail (instead of hanging) when the body runs longer than ``seconds``."""
-
-    def _alarm(*_):
-        raise TimeoutError(f"no return within {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
 @pytest.fixture
 def small_flow_budget(monkeypatch):
-    # the integrator reads the limit from the submodule that defines it (the package re-exports a copy)
-    monkeypatch.setattr(L._common, "MAX_FLOW_EVALUATIONS", TEST_FLOW_EVALUATIONS)
+    # the integrator reads the limit from the public package at each call
+    monkeypatch.setattr(L, "MAX_FLOW_EVALUATIONS", TEST_FLOW_EVALUATIONS)
 
 
 NOT_BOOLS = ["yes", None, np.nan, [True], 1]
@@ -688,7 +684,7 @@ def test_binary_landscape_refuses_overflowing_losses(task):
         L.binary_landscape("plain", task.inputs, task.targets, n_layers=3, rtol=np.nan)
 
 
-def test_decode_configuration_is_exact_and_bounded():
+def test_decode_configuration_is_exact_and_bounded(deadline):
     """Bits of c against Python's own binary expansion; absurd sizes are refused at once."""
     rng = np.random.default_rng(0)
     for n_layers, width, bit in ((7, 2, False), (7, 2, True), (3, 5, True), (40, 7, False)):
@@ -708,7 +704,7 @@ def test_decode_configuration_is_exact_and_bounded():
         dict(n_layers=1e300),
         dict(width=1e300),
     ):
-        with deadline(), pytest.raises(ValueError, match="MAX_DECODE_PARAMETERS"):
+        with deadline(HANG_LIMIT_S), pytest.raises(ValueError, match="MAX_DECODE_PARAMETERS"):
             L.decode_configuration(0, **kwargs)
     assert time.perf_counter() - start < 1.0
 
@@ -749,18 +745,18 @@ def test_mode_hessian_entries_exact_at_zeros_and_large_n():
 
 
 @pytest.mark.parametrize("t_scale", [1e-300, 1e-200, 1e300])
-def test_mode_flow_extreme_times_raise_in_bounded_time(small_flow_budget, t_scale):
+def test_mode_flow_extreme_times_raise_in_bounded_time(small_flow_budget, t_scale, deadline):
     """Fuzz: t = x1e-300 hung; t = x1e300 returned NaN."""
     t = np.linspace(0, 5, 11) * t_scale
-    with deadline(), pytest.raises(ValueError, match="t"):
+    with deadline(HANG_LIMIT_S), pytest.raises(ValueError, match="t"):
         L.mode_flow([0.1, 0.2], 2.0, t)
 
 
-def test_mode_flow_huge_target_raises_in_bounded_time(small_flow_budget):
+def test_mode_flow_huge_target_raises_in_bounded_time(small_flow_budget, deadline):
     """Fuzz: s = 1e300 hung (its energy is not representable); s = 1e100 returned NaN."""
     t = np.linspace(0, 5, 11)
     for s in (1e300, 1e100):
-        with deadline(), pytest.raises(ValueError, match="overflow|t"):
+        with deadline(HANG_LIMIT_S), pytest.raises(ValueError, match="overflow|t"):
             L.mode_flow([0.1, 0.2], s, t)
 
 
@@ -789,10 +785,10 @@ def test_flow_tolerances_are_validated(name, value):
 
 
 @pytest.mark.parametrize("t_scale,s_scale", [(1e-300, 1.0), (1e300, 1.0), (1.0, 1e300), (1.0, 1e150)])
-def test_three_layer_flow_extreme_scales_raise_in_bounded_time(small_flow_budget, t_scale, s_scale):
+def test_three_layer_flow_extreme_scales_raise_in_bounded_time(small_flow_budget, t_scale, s_scale, deadline):
     """Fuzz: t = x1e-300 and s = x1e300 hung; t = x1e300 raised RuntimeError."""
     a = np.full((2, 2), 0.1)
-    with deadline(), pytest.raises(ValueError, match="t|overflow"):
+    with deadline(HANG_LIMIT_S), pytest.raises(ValueError, match="t|overflow"):
         L.three_layer_flow(a, a, np.array([3.0, 1.5]) * s_scale, np.linspace(0, 5, 11) * t_scale)
 
 
@@ -880,7 +876,7 @@ def test_regression_task_records_its_seed_and_draw_order():
             L.regression_task(3, extent=extent, rng=0)
 
 
-def test_permutation_counts_sizes_are_bounded():
+def test_permutation_counts_sizes_are_bounded(deadline):
     """Fuzz: n = 1e300 / 2**64 raised OverflowError, n = 10**12 hung (one layer and several)."""
     start = time.perf_counter()
     for widths in (
@@ -894,7 +890,7 @@ def test_permutation_counts_sizes_are_bounded():
         [L.MAX_FACTORIAL_ARGUMENT, 1],
         np.ones(L.MAX_FACTORIAL_ARGUMENT + 1, dtype=int),
     ):
-        with deadline(), pytest.raises(ValueError, match="MAX_FACTORIAL_ARGUMENT|widths must be"):
+        with deadline(HANG_LIMIT_S), pytest.raises(ValueError, match="MAX_FACTORIAL_ARGUMENT|widths must be"):
             L.permutation_counts(widths)
     assert time.perf_counter() - start < 1.0
 
@@ -962,7 +958,6 @@ import dataclasses  # noqa: E402
 import doctest  # noqa: E402
 import importlib  # noqa: E402
 import inspect  # noqa: E402
-import typing  # noqa: E402
 
 from meanfield import Result  # noqa: E402
 
@@ -1085,9 +1080,9 @@ def test_landscape_is_a_package_of_one_concept_per_private_submodule():
         assert isinstance(getattr(L, name), (int, float)) and name not in L.__all__
 
 
-def test_flow_budget_is_read_from_the_submodule(monkeypatch):
-    """The evaluation budget the integrator obeys is meanfield.landscape._common.MAX_FLOW_EVALUATIONS."""
-    monkeypatch.setattr(L._common, "MAX_FLOW_EVALUATIONS", 5)
+def test_flow_budget_is_read_from_the_package(monkeypatch):
+    """The evaluation budget the integrator obeys is the public meanfield.landscape.MAX_FLOW_EVALUATIONS."""
+    monkeypatch.setattr(L, "MAX_FLOW_EVALUATIONS", 5)
     with pytest.raises(ValueError, match="more than 5 .MAX_FLOW_EVALUATIONS."):
         L.mode_flow([0.1, 0.2], 2.0, np.linspace(0, 5, 11))
 
@@ -1134,30 +1129,9 @@ def test_result_dataclasses_are_frozen_results_with_replace(name):
     assert {n for n in L.__all__ if inspect.isclass(getattr(L, n))} == set(RESULTS)
 
 
-def _public_callables(module):
-    for name in module.__all__:
-        obj = getattr(module, name)
-        if inspect.isfunction(obj):
-            yield name, obj
-        elif inspect.isclass(obj):
-            for attr, member in vars(obj).items():
-                if attr.startswith("_"):
-                    continue
-                member = member.fget if isinstance(member, property) else member
-                if inspect.isfunction(member):
-                    yield f"{name}.{attr}", member
-
-
-def test_public_functions_have_complete_type_hints():
+def test_public_functions_have_complete_type_hints(missing_type_hints):
     """Packaging issue: type hints on every public function and method (parameters and return)."""
-    missing = []
-    for name, f in _public_callables(L):
-        hints = typing.get_type_hints(f)
-        params = [p for p in inspect.signature(f).parameters if p not in ("self", "cls")]
-        missing += [f"{name}({p})" for p in params if p not in hints] + (
-            [f"{name} -> ?"] if "return" not in hints else []
-        )
-    assert missing == []
+    assert missing_type_hints(L) == []
 
 
 def test_docstring_examples_pass():
@@ -1182,7 +1156,7 @@ def test_docstring_examples_pass():
         ({"seed": 1.5}, TypeError),
     ],
 )
-def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):
+def test_validation_run_checks_its_arguments_before_any_work(kwargs, error, deadline):
     """A direct call of meanfield.validation.landscape.run validated nothing (backend was unused, full any
     truthy value); the runner's checks now apply there too, before the landscapes are enumerated."""
     from meanfield.validation import landscape as V

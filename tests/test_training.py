@@ -316,3 +316,27 @@ def test_fuzz3_ragged_v_and_x_are_named():
     params = [init_parameters(net, (1, 5), n_classes=3, rng=i) for i in range(2)]
     with pytest.raises(ValueError, match=r"\bx\b"):
         ensemble_forward(net, params, [[[[1.0] * 5]], [[[1.0] * 4]]])
+
+
+# --- the gather + batched-matmul convolution path (train-rest: faster deep narrow CNNs) ----------
+
+
+@pytest.mark.parametrize("ndim", [1, 2])
+@pytest.mark.parametrize("readout", ["pool", "flatten"])
+def test_gather_path_equals_grouped_convolutions_in_training(small_data, ndim, readout, monkeypatch):
+    """Training through the gather path (small ensembles) and through the grouped convolutions
+    (forced by GATHER_MAX_SAVED = 0) gives the same curves: same logits and same gradients, or the
+    losses after the first SGD steps would differ. The no-grad forward of both equals periodic_conv
+    (test_conv_forward_matches_periodic_conv)."""
+    import meanfield.validation.training as tr
+
+    net = ConvNet(depth=3, channels=4, ndim=ndim, init="gaussian", sigma_w2=1.5, sigma_b2=0.1, readout=readout)
+    kw = dict(data=small_data, steps=4, batch_size=16, lr=0.05, record_every=1, n_eval=64, rng=3, dtype="float64")
+    curves = []
+    for limit in (tr.GATHER_MAX_SAVED, 0):
+        monkeypatch.setattr(tr, "GATHER_MAX_SAVED", limit)
+        curves.append(train_ensemble(net, 2, **kw))
+    assert np.abs(curves[0].train_loss[:, -1] - curves[0].train_loss[:, 0]).max() > 1e-3  # the weights moved
+    # float64 networks of 3 layers and 4 steps: the two paths differ by rounding only (~1e-15)
+    np.testing.assert_allclose(curves[0].train_loss, curves[1].train_loss, rtol=1e-9)
+    np.testing.assert_allclose(curves[0].test_loss, curves[1].test_loss, rtol=1e-9)

@@ -339,8 +339,8 @@ def test_input_covariance_scales_instead_of_overflowing():
         (lambda: pair_expectation("tanh", 1.0, 1.0, 0.2, (True, 0)), TypeError, "derivatives"),
         (lambda: expectation("tanh", 1.0, (3, 0)), ValueError, "derivatives"),
         (lambda: expectation("tanh", [True, False]), TypeError, "q"),
-        (lambda: dense.backward_variance("tanh", 1.0, 0.0, 5, 1.0, log="yes"), TypeError, "log"),
-        (lambda: dense.backward_variance("tanh", 1.0, 0.0, 5, 1.0, log=None), TypeError, "log"),
+        (lambda: dense.backward_variance(1.0, "tanh", 1.0, 0.0, 5, log="yes"), TypeError, "log"),
+        (lambda: dense.backward_variance(1.0, "tanh", 1.0, 0.0, 5, log=None), TypeError, "log"),
         (lambda: dense.phase_diagram("tanh", [1.0 + 1j], [0.0]), TypeError, "sigma_w2"),
         (lambda: dense.phase_diagram("tanh", [], [0.0]), ValueError, "sigma_w2"),
         (lambda: dense.critical_sigma_w2("tanh", 0.1, bracket=(0.5, math.nan)), ValueError, "bracket"),
@@ -363,11 +363,11 @@ def test_bad_arguments_raise_the_right_kind_naming_the_argument(call, exc, name)
 
 
 def test_backward_variance_log_of_an_exact_zero_and_underflow():
-    lv = dense.backward_variance("tanh", 0.0, 0.1, 4, 1.0, log=True)
+    lv = dense.backward_variance(1.0, "tanh", 0.0, 0.1, 4, log=True)
     assert np.all(lv[:-1] == -np.inf) and lv[-1] == 0.0  # documented: the ratio is exactly 0
-    assert np.array_equal(dense.backward_variance("tanh", 0.0, 0.1, 4, 1.0), [0.0, 0.0, 0.0, 1.0])
+    assert np.array_equal(dense.backward_variance(1.0, "tanh", 0.0, 0.1, 4), [0.0, 0.0, 0.0, 1.0])
     with pytest.raises(ValueError, match="log=True"):  # chi_1 = 0.5^3000: not representable
-        dense.backward_variance("tanh", 0.5, 0.0, 3000, 1.0)
+        dense.backward_variance(1.0, "tanh", 0.5, 0.0, 3000)
 
 
 def test_conv_gradient_overflow_is_a_value_error():

@@ -31,6 +31,7 @@ computed (exact map minus linearised, same input) and allowed as the systematic 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -47,11 +48,13 @@ from meanfield.init import (
 from meanfield.numerics import richardson
 
 from .backend import substream
+from .ensembles import ensemble_moments
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
 from .simulators import simulate_conv
 
 __all__ = [
+    "CHUNK_NETWORKS",
     "COVARIANCE_CASES",
     "ISOMETRY_ATOL",
     "S4_WIDTH_BIAS",
@@ -76,6 +79,10 @@ ISOMETRY_ATOL = 1e-10
 #: standard errors; at the default c = 256 it is 1.6 % of the mode's initial amplitude, well
 #: below the statistical part of every tolerance.
 S4_WIDTH_BIAS = 4.0
+#: Networks per chunk of the Monte-Carlo ensembles of (a)-(c) (:mod:`meanfield.parallel`): chunk ``k``
+#: draws from the ``k``-th child of the row's stream and only its sums travel, so the numbers do not
+#: depend on where the chunks run (serially, ``--workers N``, ``--scheduler ADDRESS``).
+CHUNK_NETWORKS = 16
 
 
 def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
@@ -97,12 +104,34 @@ COVARIANCE_CASES = [
 ]
 
 
-def _extrapolate(samples_c, samples_2c):
-    """``2 m_2c - m_c`` and its standard error (:func:`meanfield.numerics.richardson`, order 1 in 1/c)."""
-    m1, s1 = mean_and_stderr(samples_c)
-    m2, s2 = mean_and_stderr(samples_2c)
-    est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
+def _extrapolate(mom_c, mom_2c, i):
+    """``2 m_2c - m_c`` of statistic ``i`` and its standard error (:func:`meanfield.numerics.richardson`,
+    order 1 in 1/c), from the :class:`meanfield.parallel.Moments` of the two channel counts."""
+    est = richardson(
+        mom_c.mean[i], mom_2c.mean[i], order=1, coarse_stderr=mom_c.stderr[i], fine_stderr=mom_2c.stderr[i]
+    )
     return est.value, est.stderr
+
+
+def _cov_entries(sim, entries):
+    """Per-network covariance entries ``cov[:, layer, 0, a, b]`` for ``(layer, a, b)`` in ``entries``."""
+    cov = sim.cov
+    return np.stack([cov[:, layer, 0, a, b] for layer, a, b in entries], axis=1)
+
+
+def _s2_statistics(sim, weight_layers, delta_layers):
+    """Per-network log weight-gradient ratios (layers ``weight_layers``) and log gradient-variance
+    ratios (``delta_layers``) relative to the last layer (Fig. S2)."""
+    wg = sim.weight_grad_sq[:, :, 0]
+    g = sim.grad_sq[:, :, 0].mean(-1)  # mean over positions of sum_j delta_j(a)^2 / c
+    cols = [np.log(wg[:, layer - 1] / wg[:, -1]) for layer in weight_layers]
+    cols += [np.log(g[:, layer] / g[:, -1]) for layer in delta_layers]
+    return np.stack(cols, axis=1)
+
+
+def _s4_modes(modes, entries):
+    """Real Fourier amplitudes ``modes[:, layer, m]`` for ``(layer, m)`` in ``entries`` (Fig. S4)."""
+    return np.stack([modes[:, layer, m].real for layer, m in entries], axis=1)
 
 
 def _input_covariance(p, rng):
@@ -122,26 +151,41 @@ def _covariance_rows(backend, full, seed):
         p = 8 if v.ndim == 1 else 16
         cov0 = _input_covariance(p, substream(seed, 0, k))
         theory = conv.propagate(cov0, act, sw, sb, v, depth)
+        entries = [(layer, a, b) for layer in (1, depth) for a, b in ((0, 0), (0, 1), (1, p // 2 + 1))]
         sims = [
-            simulate_conv(
-                cov0, act, sw, sb, v, depth, c, n_net, init=init, backend=backend, rng=substream(seed, 1, k, j)
-            ).cov[:, :, 0]
+            ensemble_moments(
+                simulate_conv,
+                cov0,
+                act,
+                sw,
+                sb,
+                v,
+                depth,
+                c,
+                init=init,
+                backend=backend,
+                statistic=functools.partial(_cov_entries, entries=entries),
+                n_networks=n_net,
+                chunk_size=CHUNK_NETWORKS,
+                rng=substream(seed, 1, k, j),
+            )
             for j, c in enumerate((width, 2 * width))
         ]
-        for layer in (1, depth):
-            for a, b, what in ((0, 0, "q(0)"), (0, 1, "Sigma(0,1)"), (1, p // 2 + 1, f"Sigma(1,{p // 2 + 1})")):
-                th = theory[layer, a, b]
-                est, se = _extrapolate(sims[0][:, layer, a, b], sims[1][:, layer, a, b])
-                scale = np.sqrt(theory[layer, a, a] * theory[layer, b, b])
-                rows.append(
-                    Comparison(
-                        f"(a) {label} sw2={sw} sb2={sb}: {what} l={layer}",
-                        th,
-                        est,
-                        se,
-                        systematic=EXTRAPOLATION_BIAS(scale, width),
-                    )
+        names = ("q(0)", "Sigma(0,1)", f"Sigma(1,{p // 2 + 1})")
+        for i, (layer, a, b) in enumerate(entries):
+            what = names[i % 3]
+            th = theory[layer, a, b]
+            est, se = _extrapolate(*sims, i)
+            scale = np.sqrt(theory[layer, a, a] * theory[layer, b, b])
+            rows.append(
+                Comparison(
+                    f"(a) {label} sw2={sw} sb2={sb}: {what} l={layer}",
+                    th,
+                    est,
+                    se,
+                    systematic=EXTRAPOLATION_BIAS(scale, width),
                 )
+            )
     return rows
 
 
@@ -224,27 +268,36 @@ def _fig_s4_rows(backend, full, seed):
     depth = 20 if full else 10
     c = 512 if full else 256
     n_net = 128 if full else 64
-    modes_mc = simulate_fig_s4(depth, c, n_net, backend=backend, rng=substream(seed, 2)).real
+    entries = [(layer, m) for layer in (1, depth // 2, depth) for m in (0, 1, 3, 5)]
+    modes_mc = ensemble_moments(
+        simulate_fig_s4,
+        depth,
+        c,
+        backend=backend,
+        statistic=functools.partial(_s4_modes, entries=entries),
+        n_networks=n_net,
+        chunk_size=CHUNK_NETWORKS,
+        rng=substream(seed, 2),
+    )
     exact, lin = fig_s4_theory(depth)
     rows = []
     eps0_modes = np.abs(lin[0])
-    for layer in (1, depth // 2, depth):
-        for m in (0, 1, 3, 5):
-            est, se = mean_and_stderr(modes_mc[:, layer, m])
-            width_bias = S4_WIDTH_BIAS * eps0_modes[m] / c if layer > 1 else 0.0
-            name = f"(b) Fig S4 mode {m} l={layer}"
-            rows.append(Comparison(f"{name} vs exact map", exact[layer, m].real, est, se, systematic=width_bias))
-            second_order = abs(exact[layer, m].real - lin[layer, m].real)
-            rows.append(
-                Comparison(
-                    f"{name} vs linearised",
-                    lin[layer, m].real,
-                    est,
-                    se,
-                    systematic=width_bias + second_order,
-                    note="systematic includes |exact - linearised| (second-order terms)",
-                )
+    for i, (layer, m) in enumerate(entries):
+        est, se = modes_mc.mean[i], modes_mc.stderr[i]
+        width_bias = S4_WIDTH_BIAS * eps0_modes[m] / c if layer > 1 else 0.0
+        name = f"(b) Fig S4 mode {m} l={layer}"
+        rows.append(Comparison(f"{name} vs exact map", exact[layer, m].real, est, se, systematic=width_bias))
+        second_order = abs(exact[layer, m].real - lin[layer, m].real)
+        rows.append(
+            Comparison(
+                f"{name} vs linearised",
+                lin[layer, m].real,
+                est,
+                se,
+                systematic=width_bias + second_order,
+                note="systematic includes |exact - linearised| (second-order terms)",
             )
+        )
     return rows
 
 
@@ -270,9 +323,11 @@ def _fig_s2_rows(backend, full, seed):
         bp = conv.gradient_variance_decay(s["cov0"], s["activation"], sw, s["sigma_b2"], s["v"], depth)
         th_log = np.log(bp.weight_grad_sq / bp.weight_grad_sq[-1])
         th_delta = np.log(bp.grad_variance / bp.grad_variance[-1])
-        ests, deltas = [], []
-        for j, c in enumerate((width, 2 * width)):
-            sim = simulate_conv(
+        weight_layers, delta_layers = (1, depth // 2), (0, depth // 2)
+        statistic = functools.partial(_s2_statistics, weight_layers=weight_layers, delta_layers=delta_layers)
+        sims = [
+            ensemble_moments(
+                simulate_conv,
                 s["cov0"],
                 s["activation"],
                 sw,
@@ -280,16 +335,17 @@ def _fig_s2_rows(backend, full, seed):
                 s["v"],
                 depth,
                 c,
-                n_net,
                 gradients=True,
                 backend=backend,
+                statistic=statistic,
+                n_networks=n_net,
+                chunk_size=CHUNK_NETWORKS,
                 rng=substream(seed, 4, k, j),
             )
-            ests.append(np.log(sim.weight_grad_sq[:, :, 0] / sim.weight_grad_sq[:, -1:, 0]))
-            g = sim.grad_sq[:, :, 0].mean(-1)  # mean over positions of sum_j delta_j(a)^2 / c
-            deltas.append(np.log(g / g[:, -1:]))
-        for layer in (1, depth // 2):
-            est, se = _extrapolate(ests[0][:, layer - 1], ests[1][:, layer - 1])
+            for j, c in enumerate((width, 2 * width))
+        ]
+        for i, layer in enumerate(weight_layers):
+            est, se = _extrapolate(*sims, i)
             rows.append(
                 Comparison(
                     f"(c) Fig S2 sw2={sw:.3g}: log |dW^{layer}|^2/|dW^{depth}|^2",
@@ -299,8 +355,8 @@ def _fig_s2_rows(backend, full, seed):
                     systematic=EXTRAPOLATION_BIAS(max(1.0, abs(th_log[layer - 1])), width),
                 )
             )
-        for layer in (0, depth // 2):
-            est, se = _extrapolate(deltas[0][:, layer], deltas[1][:, layer])
+        for i, layer in enumerate(delta_layers):
+            est, se = _extrapolate(*sims, len(weight_layers) + i)
             rows.append(
                 Comparison(
                     f"(c) sw2={sw:.3g}: log gradient variance delta^{layer}/delta^{depth} (eq. 2.15)",

@@ -15,6 +15,8 @@ below 1/N^2 of the quantity's scale.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from meanfield import dense
@@ -22,11 +24,17 @@ from meanfield.data import gaussian_inputs
 from meanfield.numerics import richardson
 
 from .backend import substream
-from .report import Comparison, mean_and_stderr
+from .ensembles import ensemble_moments
+from .report import Comparison
 from .runner import main_for, progress
 from .simulators import simulate_dense
 
-__all__ = ["POINTS", "run"]
+__all__ = ["CHUNK_NETWORKS", "POINTS", "run"]
+
+#: Networks per chunk of every Monte-Carlo ensemble of this table (:mod:`meanfield.parallel`): chunk
+#: ``k`` draws from the ``k``-th child of the row's stream and only its sums travel, so the numbers do
+#: not depend on where the chunks run (serially, ``--workers N``, ``--scheduler ADDRESS``).
+CHUNK_NETWORKS = 100
 
 #: (activation, phase) -> (sigma_w2, sigma_b2). Critical points: relu's exact edge (2, 0); for
 #: tanh and erf the sigma_w2 solving chi_1 = 1 at the given sigma_b2 (computed at run time).
@@ -49,12 +57,22 @@ def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
     return abs(scale) / width**2
 
 
-def _extrapolate(samples_n, samples_2n):
-    """``2 m_2N - m_N`` and its standard error (:func:`meanfield.numerics.richardson`, order 1 in 1/N)."""
-    m1, s1 = mean_and_stderr(samples_n)
-    m2, s2 = mean_and_stderr(samples_2n)
-    est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
+def _extrapolate(mom_n, mom_2n, i):
+    """``2 m_2N - m_N`` of statistic ``i`` and its standard error (:func:`meanfield.numerics.richardson`,
+    order 1 in 1/N), from the :class:`meanfield.parallel.Moments` of the two widths."""
+    est = richardson(
+        mom_n.mean[i], mom_2n.mean[i], order=1, coarse_stderr=mom_n.stderr[i], fine_stderr=mom_2n.stderr[i]
+    )
     return est.value, est.stderr
+
+
+def _statistics(sim, layers, grad_layers):
+    """Per-network ``[q^l for l in layers] + [c^l for l in layers] + [grad var at grad_layers]`` (n, K)."""
+    cov = sim.cov
+    q = cov[:, layers, 0, 0]
+    c = cov[:, layers, 0, 1] / np.sqrt(cov[:, layers, 0, 0] * cov[:, layers, 1, 1])
+    g = sim.grad_sq[:, grad_layers, 0]
+    return np.concatenate([q, c, g], axis=1)
 
 
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
@@ -70,25 +88,39 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
             sw = float(dense.critical_sigma_w2(name, sb))
         cov0 = dense.input_covariance(x, sw, sb)
         theory = dense.propagate(cov0, name, sw, sb, depth)
-        grad_theory = dense.backward_variance(name, sw, sb, depth + 1, float(np.mean(np.diag(cov0))))
+        grad_theory = dense.backward_variance(float(np.mean(np.diag(cov0))), name, sw, sb, depth + 1)
+        grad_layers = [0, depth // 2]
+        statistic = functools.partial(_statistics, layers=layers, grad_layers=grad_layers)
         sims = [
-            simulate_dense(
-                x, name, sw, sb, depth, n, n_networks, gradients=True, backend=backend, rng=substream(seed, 1, k, j)
+            ensemble_moments(
+                simulate_dense,
+                x,
+                name,
+                sw,
+                sb,
+                depth,
+                n,
+                gradients=True,
+                backend=backend,
+                statistic=statistic,
+                n_networks=n_networks,
+                chunk_size=CHUNK_NETWORKS,
+                rng=substream(seed, 1, k, j),
             )
             for j, n in enumerate((width, 2 * width))
         ]
         label = f"{name} {phase} (sw2={sw:.4g}, sb2={sb:g})"
-        for layer in layers:
+        n_l = len(layers)
+        for i, layer in enumerate(layers):
             q_th = theory[layer, 0, 0]
-            q_mc, q_se = _extrapolate(*(s.cov[:, layer, 0, 0] for s in sims))
+            q_mc, q_se = _extrapolate(*sims, i)
             rows.append(Comparison(f"{label}: q^{layer}", q_th, q_mc, q_se, systematic=EXTRAPOLATION_BIAS(q_th, width)))
             c_th = theory[layer, 0, 1] / np.sqrt(theory[layer, 0, 0] * theory[layer, 1, 1])
-            corr = [s.cov[:, layer, 0, 1] / np.sqrt(s.cov[:, layer, 0, 0] * s.cov[:, layer, 1, 1]) for s in sims]
-            c_mc, c_se = _extrapolate(*corr)
+            c_mc, c_se = _extrapolate(*sims, n_l + i)
             rows.append(Comparison(f"{label}: c^{layer}", c_th, c_mc, c_se, systematic=EXTRAPOLATION_BIAS(1.0, width)))
-        for layer in (0, depth // 2):
+        for i, layer in enumerate(grad_layers):
             g_th = grad_theory[layer]
-            g_mc, g_se = _extrapolate(*(s.grad_sq[:, layer, 0] for s in sims))
+            g_mc, g_se = _extrapolate(*sims, 2 * n_l + i)
             rows.append(
                 Comparison(
                     f"{label}: grad var l={layer + 1}/{depth + 1}",

@@ -50,11 +50,27 @@ from meanfield.data import load_digits
 from meanfield.numerics import richardson
 
 from .backend import substream
+from .ensembles import ensemble_moments, ensemble_samples
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
 from .simulators import simulate_pair, simulate_squared_norms
 
-__all__ = ["EIG_ATOL", "KS_Z", "LOG_GRID_TOP", "domain_truncation", "eigen_rows", "run"]
+__all__ = [
+    "CHUNK_NETWORKS",
+    "CHUNK_PAIRS",
+    "EIG_ATOL",
+    "KS_Z",
+    "LOG_GRID_TOP",
+    "domain_truncation",
+    "eigen_rows",
+    "run",
+]
+
+#: Networks per chunk of the squared-norm ensembles (1-2), and single-layer networks per chunk of
+#: the pair ensembles (3) (:mod:`meanfield.parallel`): chunk ``k`` draws from the ``k``-th child of the
+#: row's stream, so the numbers do not depend on where the chunks run (``--workers N``, ``--scheduler``).
+CHUNK_NETWORKS = 100
+CHUNK_PAIRS = 5000
 
 #: Kolmogorov distribution 0.999 quantile: P(sqrt(n) D_n > 1.95) ~ 1e-3 for n iid samples.
 KS_Z = 1.95
@@ -87,7 +103,16 @@ def _squared_norm_rows(backend, full, seed, rows):
         grid = np.linspace(0.0, top, g + 1)
         p0 = fw.grid_masses(y0, grid)
         theory[g] = (grid, fw.propagate_distribution(p0, grid, layers, nodes_per_cell=2))
-    sim = simulate_squared_norms(pool, _unscaled(layers), n_net, per_net, backend=backend, rng=substream(seed, 0))
+    sim = ensemble_samples(
+        simulate_squared_norms,
+        pool,
+        _unscaled(layers),
+        inputs_per_network=per_net,
+        backend=backend,
+        n_networks=n_net,
+        chunk_size=CHUNK_NETWORKS,
+        rng=substream(seed, 0),
+    )
     grid, laws = theory[600]
     grid_c, laws_c = theory[300]
     for layer in LAYERS_COMPARED:
@@ -129,6 +154,11 @@ def _squared_norm_rows(backend, full, seed, rows):
         )
 
 
+def _per_network_mean(sim):
+    """Per-network mean over its inputs of the squared norms, every layer: (n_networks, depth + 1)."""
+    return sim.mean(axis=1)
+
+
 def _expected_norm_rows(backend, full, seed, rows):
     # fan_in = the previous width (30 = input dimension): per-weight variances 0.015, 0.04, 0.01, 0.03
     layers = [
@@ -139,12 +169,22 @@ def _expected_norm_rows(backend, full, seed, rows):
     ]
     x0 = np.random.default_rng(substream(seed, 1)).standard_normal((8, 30)) * 0.25
     n_net = 6000 if full else 1500
-    sim = simulate_squared_norms(x0, _unscaled(layers), n_net, 8, backend=backend, rng=substream(seed, 2))
+    mom = ensemble_moments(
+        simulate_squared_norms,
+        x0,
+        _unscaled(layers),
+        inputs_per_network=8,
+        backend=backend,
+        statistic=_per_network_mean,
+        n_networks=n_net,
+        chunk_size=CHUNK_NETWORKS,
+        rng=substream(seed, 2),
+    )
     # each network's inputs are drawn from the pool of 8: theory averaged over the pool
     y0 = (x0 * x0).sum(1)
     theory = fw.expected_squared_norm(y0, layers).mean(1)
     for layer in range(1, len(layers) + 1):
-        m, se = mean_and_stderr(sim[:, :, layer].mean(1))
+        m, se = float(mom.mean[layer]), float(mom.stderr[layer])
         rows.append(Comparison(f"Cor. 3 with biases: E|x^{layer}|^2", float(theory[layer]), m, se))
 
 
@@ -160,7 +200,18 @@ def _pair_rows(backend, full, seed, rows):
         b /= np.linalg.norm(b)
         x1, x2 = a, c * a + math.sqrt(1 - c * c) * b
         sw = 2.0 / width  # seed 001's He per-weight variance 2 / N (the simulator's parametrisation)
-        inner, cosine = simulate_pair(x1, x2, width, sw, 0.0, n_net, backend=backend, rng=substream(seed, 4, width))
+        inner, cosine = ensemble_samples(
+            simulate_pair,
+            x1,
+            x2,
+            width,
+            sw,
+            0.0,
+            backend=backend,
+            n_networks=n_net,
+            chunk_size=CHUNK_PAIRS,
+            rng=substream(seed, 4, width),
+        )
         v = fw.preactivation_covariance(np.array([[1.0, c], [c, 1.0]]), fw.sigma_w2_from_unscaled(sw, d), fan_in=d)
         m, se = mean_and_stderr(inner)
         rows.append(

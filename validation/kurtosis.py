@@ -34,7 +34,7 @@ import math
 import numpy as np
 from meanfield.validation.backend import get_backend, spawn_sequences, substream
 from meanfield.validation.report import Comparison, mean_and_stderr
-from meanfield.validation.runner import main_for, progress
+from meanfield.validation.runner import check_run_arguments, main_for, progress
 from meanfield.validation.simulators import (
     FIG1_INITS,
     INPUT_MOMENTS,
@@ -48,7 +48,16 @@ from meanfield import kurtosis, parallel
 from meanfield.checks import check_bool, check_int
 from meanfield.data import load_digits
 
-__all__ = ["FIG1_DEPTH", "FIG1_STREAM", "FIG1_THRESHOLD", "KAPPA_MAX", "fig1_variances", "run"]
+__all__ = [
+    "FIG1_DEPTH",
+    "FIG1_STREAM",
+    "FIG1_THRESHOLD",
+    "KAPPA_MAX",
+    "fig1_rows",
+    "fig1_variances",
+    "run",
+    "variance_rows",
+]
 
 #: Largest predicted kurtosis compared with Monte-Carlo (see the module notes on heavy tails).
 KAPPA_MAX = 30.0
@@ -247,7 +256,40 @@ def _fraction_below_threshold(v):
     return f, math.sqrt(max(f * (1 - f), 1.0 / n) / n)
 
 
-def _fig1_rows(backend, full, seed):
+def fig1_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
+    """Rows (c) of the module notes: the claims of seed 002's Fig. 1 on :func:`fig1_variances`.
+
+    Parameters
+    ----------
+    backend : str
+        ``"numpy"`` or ``"cupy"`` (the array backend of the simulated networks).
+    full : bool
+        The paper's sizes (10,000 networks, 200 MetaInit networks) instead of the quick default.
+    seed : int
+        Base seed (``>= 0``); the networks come from ``substream(seed, FIG1_STREAM)``.
+
+    Returns
+    -------
+    list of Comparison
+        For He, Glorot, orthogonal and GSM the fraction of networks with ``S^2 < FIG1_THRESHOLD``
+        at layer ``FIG1_DEPTH`` (claim: at least 0.9); for ZerO and ZerO* the largest relative
+        change of ``S^2`` after layer 2 (claim: 0); for MetaInit the mean
+        ``log10(S^2_80 / S^2_0)`` over networks with a non-zero output (claim: at least 1, a row
+        that fails rather than vanishing when fewer than two networks are alive) and, with
+        enough networks, the 90 % rule failing.
+
+    Raises
+    ------
+    ValueError
+        ``backend`` not ``"numpy"`` or ``"cupy"``; a negative ``seed``.
+    TypeError
+        ``full`` not a bool; ``seed`` not an int.
+
+    Notes
+    -----
+    Seed 002 (Grzejdziak et al. 2023), Fig. 1 and its Sec. 3 discussion.
+    """
+    backend, full, seed = check_run_arguments(backend, full, seed)
     rows = []
     var = fig1_variances(full, backend, substream(seed, FIG1_STREAM))  # children substream(seed, 4, k), as before
     for init in ("he", "glorot", "orthogonal", "gsm"):
@@ -293,7 +335,39 @@ def _fig1_rows(backend, full, seed):
     return rows
 
 
-def _variance_rows(backend, full, seed):
+def variance_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
+    """Rows (d) of the module notes: ``Var S_n^2`` of :func:`meanfield.kurtosis.empirical_variance_distribution`
+    against i.i.d. samples of known kurtosis.
+
+    Parameters
+    ----------
+    backend : str
+        ``"numpy"`` or ``"cupy"``; validated but unused (the samples are drawn with NumPy).
+    full : bool
+        200,000 samples per row instead of 40,000.
+    seed : int
+        Base seed (``>= 0``); the samples come from ``substream(seed, 5)``.
+
+    Returns
+    -------
+    list of Comparison
+        Six rows: Laplace, uniform and logistic laws, ``n = 10`` and ``50``; theory ``Var S_n^2``,
+        the sample mean of ``(S_n^2 - sigma^2)^2`` and its standard error.
+
+    Raises
+    ------
+    ValueError
+        ``backend`` not ``"numpy"`` or ``"cupy"``; a negative ``seed``.
+    TypeError
+        ``full`` not a bool; ``seed`` not an int.
+
+    Notes
+    -----
+    Seed 002 (Grzejdziak et al. 2023), the empirical variance of ``n`` outputs: its variance
+    ``Var S_n^2 = (kappa - (n - 3) / (n - 1)) sigma^4 / n`` (exact for i.i.d. samples, O'Neill 2014),
+    which fixes the paper's moment-matched Gamma law.
+    """
+    backend, full, seed = check_run_arguments(backend, full, seed)
     rows = []
     rng = np.random.default_rng(substream(seed, 5))
     reps = 200_000 if full else 40_000
@@ -315,8 +389,8 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     rows = []
     rows += _kurtosis_rows(backend, full, seed)
     rows += _nonzero_rows(backend, full, seed)
-    rows += _fig1_rows(backend, full, seed)
-    rows += _variance_rows(backend, full, seed)
+    rows += fig1_rows(backend, full, seed)
+    rows += variance_rows(backend, full, seed)
     rows += _residual_rows(backend, full, seed)
     rows += _conv_rows(backend, full, seed)
     return rows

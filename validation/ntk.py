@@ -31,9 +31,20 @@ from meanfield.numerics import richardson
 from .backend import substream
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
-from .simulators.ntk import empirical_conv_ntk, empirical_ntk
+from .simulators.ntk import empirical_conv_ntk, empirical_ntk, empirical_periodic_cnn_ntk
 
-__all__ = ["CONSTNET_RTOL", "CONV_POINTS", "CONV_V", "POINTS", "constnet_empirical_ntk", "run"]
+__all__ = [
+    "CONSTNET_RTOL",
+    "CONV2D_SHAPE",
+    "CONV2D_V",
+    "CONV_POINTS",
+    "CONV_V",
+    "FIXED_POINT_CNN",
+    "POINTS",
+    "constnet_empirical_ntk",
+    "conv_mode_rows",
+    "run",
+]
 
 #: (activation, phase) -> (sigma_w2, sigma_b2); None: the critical sigma_w2 at that sigma_b2.
 POINTS = {
@@ -165,6 +176,66 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
                 0.0,
                 systematic=CONSTNET_RTOL * scale,
                 note="deterministic initialisation: rounding tolerance only",
+            )
+        )
+    rows += conv_mode_rows(seed, full)
+    return rows
+
+
+#: 2-D rows: a 3 x 4 periodic signal, a 3 x 3 variance vector (not symmetric), two inputs, 3 channels.
+CONV2D_SHAPE = (3, 4)
+CONV2D_V = ((0.05, 0.1, 0.0), (0.1, 0.4, 0.15), (0.05, 0.1, 0.05))
+#: Fixed-point rows: tanh in the ordered phase, deep enough that the recursion is near Theta^*.
+FIXED_POINT_CNN = ("tanh", 0.8, 0.05, 16)
+
+
+def conv_mode_rows(seed: int = 0, full: bool = False) -> list[Comparison]:
+    """Rows for 2-D periodic CNNs and for the CNN NTK's fixed point (issue 17, item 2).
+
+    2-D: :func:`meanfield.ntk.propagate_conv_ntk` with ``shape = CONV2D_SHAPE`` against
+    :func:`meanfield.validation.simulators.empirical_periodic_cnn_ntk`, extrapolated in the channel
+    count as the 1-D rows. Fixed point: the empirical NTK of a ``depth``-layer 1-D CNN in the
+    ordered phase against :func:`meanfield.ntk.conv_ntk_fixed_point`'s ``theta_diag`` /
+    ``theta_offdiag``; the tolerance adds, stated in advance, the theory's own distance
+    ``|Theta^L - Theta^*|`` of the recursion at that depth (it relaxes by ``growth`` per layer).
+    """
+    channels = 96 if full else 48
+    n_networks = 600 if full else 200
+    rows: list[Comparison] = []
+    v2 = np.asarray(CONV2D_V)
+    x2 = np.random.default_rng(substream(seed, 5)).standard_normal((2, *CONV2D_SHAPE, 3))
+    pos = (1, 2)
+    flat = pos[0] * CONV2D_SHAPE[1] + pos[1]
+    for k, (name, sw, sb) in enumerate(CONV_POINTS):
+        cov0 = conv.multi_input_covariance(x2.reshape(2, -1, 3), sw, sb, v2, CONV2D_SHAPE)
+        theory = ntk.propagate_conv_ntk(cov0, name, sw, sb, v2, 2, CONV2D_SHAPE).ntk[2][:, flat, :, flat]
+        sims = [
+            empirical_periodic_cnn_ntk(
+                x2, name, sw, sb, v2, 2, c, n_networks, position=pos, rng=substream(seed, 6, k, j)
+            )
+            for j, c in enumerate((channels, 2 * channels))
+        ]
+        rows += _rows(f"2-D CNN {name} (sw2={sw:g}, sb2={sb:g}, {CONV2D_SHAPE}), L=2", theory, sims, channels)
+    name, sw, sb, depth = FIXED_POINT_CNN
+    xc = np.random.default_rng(substream(seed, 7)).standard_normal((2, 6, 3))
+    fp = ntk.conv_ntk_fixed_point(name, sw, sb, CONV_V, 6)
+    cov0 = conv.multi_input_covariance(xc, sw, sb, CONV_V)
+    rec = ntk.propagate_conv_ntk(cov0, name, sw, sb, CONV_V, depth).ntk[depth][:, 1, :, 1]
+    sims = [
+        empirical_conv_ntk(xc, name, sw, sb, CONV_V, depth, c, n_networks, position=1, rng=substream(seed, 8, j))
+        for j, c in enumerate((channels, 2 * channels))
+    ]
+    for a, b, star in ((0, 0, fp.theta_diag), (0, 1, fp.theta_offdiag)):
+        (m1, s1), (m2, s2) = (mean_and_stderr(s[:, a, b]) for s in sims)
+        est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
+        rows.append(
+            Comparison(
+                f"CNN NTK fixed point {name} (sw2={sw:g}, sb2={sb:g}), L={depth}: Theta(x{a + 1}, x{b + 1}) -> Theta*",
+                float(star),
+                float(est.value),
+                float(est.stderr),
+                systematic=abs(float(rec[a, b]) - star) + EXTRAPOLATION_BIAS(star, channels),
+                note=f"xi_diag(m=0) = {fp.xi_diag[0]:.3g} layers",
             )
         )
     return rows

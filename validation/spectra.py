@@ -31,9 +31,13 @@ from meanfield.numerics import richardson
 from .backend import substream
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
-from .simulators.jacobian import conv_jacobian_singular_values, jacobian_singular_values
+from .simulators.jacobian import (
+    conv2d_jacobian_singular_values,
+    conv_jacobian_singular_values,
+    jacobian_singular_values,
+)
 
-__all__ = ["CONV_CASES", "DENSE_CASES", "PROBABILITIES", "run"]
+__all__ = ["CONV2D_CASES", "CONV2D_SHAPE", "CONV_CASES", "DENSE_CASES", "PROBABILITIES", "conv2d_rows", "run"]
 
 #: Bias variance of the tanh networks (critical sigma_w2 computed at run time).
 SIGMA_B2 = 1e-4
@@ -130,6 +134,36 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
             ]
             label = f"tanh CNN {law} kernel L={depth} (n={size}, k=3)"
             rows += _rows(label, spec, fine, samples, channels)
+    rows += conv2d_rows(seed, full)
+    return rows
+
+
+#: (kernel, depth) of the 2-D CNN rows (issue 17, item 2) and their spatial shape.
+CONV2D_CASES = (("delta_orthogonal", 4), ("gaussian", 4))
+CONV2D_SHAPE = (3, 3)
+
+
+def conv2d_rows(seed: int = 0, full: bool = False) -> list[Comparison]:
+    """The CNN rows of :func:`run` for 2-D periodic CNNs (``CONV2D_SHAPE``, 3 x 3 kernels).
+
+    Theory :func:`meanfield.spectra.conv_jacobian_spectrum` (the law does not depend on the number
+    of spatial axes), simulation
+    :func:`meanfield.validation.simulators.conv2d_jacobian_singular_values`; tolerances as the 1-D rows.
+    """
+    channels = 24 if full else 8
+    n_networks = 200 if full else 40
+    sw = float(dense.critical_sigma_w2("tanh", SIGMA_B2))
+    rows: list[Comparison] = []
+    for k, (law, depth) in enumerate(CONV2D_CASES):
+        spec, fine = _theory(spectra.conv_jacobian_spectrum, "tanh", sw, SIGMA_B2, depth, law)
+        samples = [
+            conv2d_jacobian_singular_values(
+                "tanh", sw, SIGMA_B2, depth, c, CONV2D_SHAPE, n_networks, law, rng=substream(seed, 2, k, j)
+            )
+            for j, c in enumerate((channels, 2 * channels))
+        ]
+        label = f"tanh 2-D CNN {law} kernel L={depth} ({CONV2D_SHAPE[0]}x{CONV2D_SHAPE[1]}, k=3x3)"
+        rows += _rows(label, spec, fine, samples, channels)
     return rows
 
 

@@ -1,4 +1,4 @@
-"""Training ensembles of fully-connected skip networks (seed 004, Sec. 2.4) with PyTorch.
+"""Training ensembles of fully-connected skip networks (seed 004, Sec. 2.4): a thin layer over the ensemble trainer.
 
 The networks of Orhan (2017), eqs. 24-26 (:func:`meanfield.landscape.skip_network` is the NumPy
 reference of the hidden stack, and a test checks the two agree):
@@ -8,6 +8,7 @@ reference of the hidden stack, and a test checks the two agree):
 - plain (eq. 24): ``x_{l+1} = relu(W_l x_l + b_l + c_l)``,
 - residual (eq. 25): ``... + Q_l x_l``,
 - hyper-residual (eq. 26): ``... + Q_l x_l + [P_{l-1} x_{l-1} + ... + P_1 x_1] / (l - 1)``,
+- path-residual (Sec. 2.2, Fig. 3d): ``... + 1 1^T x_l / width``,
 
 with ``c_l = a l + b`` an optional untrained constant bias profile (Sec. 2.4.3, Fig. 12), and a
 linear read-out ``W_out x_{depth+1} + b_out`` trained with softmax cross-entropy and Adam. The
@@ -16,18 +17,19 @@ fixed targets ``b*_l ~ N(0, sigma^2)`` (BiasSymmBreak; ``sigma = 0`` is BiasL2Re
 ``bias_init_sigma`` initialises the biases to such targets without the penalty (BiasInit);
 ``batchnorm_layer`` normalises one hidden layer's pre-activations (BiasSymmBreak+BN, Fig. 8).
 
-An *ensemble* of ``n_members`` independent networks is trained at once (batched matrix products,
-one parameter tensor per layer with a leading member axis); members share the minibatch sequence
-(common random numbers) and differ in their initial weights, skip matrices and bias targets.
-
-This is the project's training loop for seed 004 until the shared ensemble trainer
-(``meanfield.validation.training``, another branch at the time of writing) lands; it is written so
-that :func:`train_skip_ensemble` can delegate to it without changing its signature or result.
+One training engine: the networks are :class:`SkipNet` nets of the project's ensemble trainer
+:func:`meanfield.validation.training.train_ensemble` (registered by ``validation/_skip_nets.py``);
+this module only translates the arguments, and measures the trained parameters at the trainer's
+recorded steps through the net's ``monitor`` hook: the singularity measures of Supp. Note 1 and the
+exact Hessian spectrum of the hidden parameters (PyTorch autodiff, float64). There is no second
+training loop.
 
 Randomness: ``rng`` (None, int, SeedSequence or NumPy Generator) is split with ``spawn`` into the
-streams of the initial weights, the skip matrices, the bias targets, the minibatches and the
-Hessian subsets; PyTorch's own generator is not used (every random number is drawn by NumPy), so
-a run is reproducible on any machine up to floating-point reduction order.
+trainer's stream (which spawns one child per network: its initial weights, skip matrices, bias
+targets and mini-batch order, see :mod:`meanfield.validation.training`) and the stream of the
+Hessian subset and the gradient-norm batch. Network ``k`` of two calls with the same ``rng`` and
+different architectures starts from the same weights and sees the same mini-batches (common random
+numbers); the same ``rng`` on the same device gives identical curves.
 """
 
 from __future__ import annotations
@@ -44,9 +46,11 @@ from meanfield import Result
 from meanfield import landscape as L
 from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
 
-__all__ = ["SkipTrainingResult", "rescaled_accuracy_ratio", "train_skip_ensemble"]
+from ._skip_nets import SkipModel, SkipNet, pack
 
-ARCHITECTURES = ("plain", "residual", "hyper_residual")
+__all__ = ["SkipNet", "SkipTrainingResult", "rescaled_accuracy_ratio", "train_skip_ensemble"]
+
+ARCHITECTURES = ("plain", "residual", "hyper_residual", "path_residual")
 #: Largest Adam learning rate (Adam's steps are ~lr per parameter; far above it nothing trains and
 #: float32 overflows).
 MAX_LR = 10.0
@@ -124,20 +128,6 @@ class SkipTrainingResult(Result):
     architecture: str
 
 
-def _matrix_factory(factory, name, n, rng, count):
-    if factory is None:
-        return None
-    if not callable(factory):
-        raise TypeError(f"{name} must be None or a callable rng -> (n, n) array, got {type(factory).__name__}")
-    out = []
-    for i in range(count):
-        q = as_float_array(factory(rng), f"{name}(rng) [call {i}]")
-        if q.shape != (n, n):
-            raise ValueError(f"{name}(rng) must return an (n, n) = {(n, n)} array, got {q.shape}")
-        out.append(q)
-    return np.stack(out)
-
-
 def _labels(y, n, name, n_classes):
     y = np.asarray(y)
     if y.shape != (n,) or y.dtype.kind not in "iu" or (n and (y.min() < 0 or y.max() >= n_classes)):
@@ -145,77 +135,71 @@ def _labels(y, n, name, n_classes):
     return y.astype(np.int64)
 
 
-def _forward(torch, p, x, arch, bn_layer, keep=False):
-    """Logits of every member for inputs ``x`` (B, d); with ``keep`` also the layers ``x_1..``."""
-    h = torch.relu(torch.matmul(x, p["W0"].transpose(1, 2)) + p["b0"][:, None, :])
-    hist = [h]
-    depth = p["W"].shape[1]
-    for idx in range(depth):
-        l = idx + 1
-        pre = torch.bmm(h, p["W"][:, idx].transpose(1, 2)) + p["b"][:, idx][:, None, :]
-        if p["c"] is not None:
-            pre = pre + p["c"][idx]
-        if bn_layer is not None and idx == bn_layer:
-            mu = pre.mean(dim=1, keepdim=True)
-            var = pre.var(dim=1, unbiased=False, keepdim=True)
-            pre = (pre - mu) / torch.sqrt(var + 1e-5)
-        new = torch.relu(pre)
-        if arch != "plain":
-            new = new + (h if p["Q"] is None else torch.bmm(h, p["Q"][:, idx].transpose(1, 2)))
-        if arch == "hyper_residual" and l >= 2:
-            longs = p["P"] if p["P"] is not None else p["Q"]
-            if longs is None:
-                far = sum(hist[:-1])
-            else:
-                far = sum(torch.bmm(xk, longs[:, k].transpose(1, 2)) for k, xk in enumerate(hist[:-1]))
-            new = new + far / (l - 1)
-        if keep:
-            new.retain_grad()
-        h = new
-        hist.append(h)
-    logits = torch.bmm(h, p["Wout"].transpose(1, 2)) + p["bout"][:, None, :]
-    return (logits, hist) if keep else logits
-
-
-def _accuracy(torch, p, x, y, arch, bn_layer, chunk=2048):
+def _accuracy(torch, model, theta, x, y, chunk=2048):
+    """Accuracy of every network (rows of ``theta``) on ``(x, y)``; batch norm uses each chunk's statistics."""
     correct = None
+    e = theta.shape[0]
     with torch.no_grad():
         for s in range(0, x.shape[0], chunk):
-            logits = _forward(torch, p, x[s : s + chunk], arch, bn_layer)
+            xb = x[s : s + chunk]
+            logits = model.forward(theta, xb.unsqueeze(0).expand(e, *xb.shape))
             c = (logits.argmax(-1) == y[s : s + chunk]).sum(-1)
             correct = c if correct is None else correct + c
-    return (correct.double() / x.shape[0]).numpy()
+    return (correct.double() / x.shape[0]).cpu().numpy()
 
 
-def _xent(torch, logits, y):
-    e = logits.shape[0]
-    return (
-        torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.repeat(e), reduction="none")
-        .view(e, -1)
-        .mean(-1)
-    )
+def _hessian_eigs(torch, model, row, x, y):
+    """Eigenvalues of the Hessian of one network's mean cross-entropy on ``(x, y)`` in its hidden ``W_l, b_l`` (float64).
 
-
-def _hessian_eigs(torch, p, member, x, y, arch, bn_layer):
-    """Eigenvalues of the Hessian of member ``member``'s loss on ``(x, y)`` in its hidden W_l, b_l (float64)."""
-    q = {k: (None if v is None else v[member : member + 1].detach().double()) for k, v in p.items() if k != "c"}
-    q["c"] = None if p["c"] is None else p["c"].double()
-    depth, n = q["W"].shape[1], q["W"].shape[2]
-    xd = x.double()
-    flat0 = torch.cat([q["W"].reshape(-1), q["b"].reshape(-1)])
+    ``row`` is the network's parameter row (P,); the hidden block is contiguous
+    (:meth:`SkipNet.hidden_block`), so the loss is a function of that slice alone.
+    """
+    th = row.detach().double()[None]
+    start, stop = model.net.hidden_block(model.n_in)
+    pre, flat0, post = th[:, :start], th[0, start:stop], th[:, stop:]
+    xd = x.double()[None]
 
     def loss(flat):
-        r = dict(q)
-        r["W"] = flat[: depth * n * n].view(1, depth, n, n)
-        r["b"] = flat[depth * n * n :].view(1, depth, n)
-        return _xent(torch, _forward(torch, r, xd, arch, bn_layer), y)[0]
+        logits = model.forward(torch.cat([pre, flat[None], post], dim=1), xd)[0]
+        return torch.nn.functional.cross_entropy(logits, y)
 
     # forward-over-reverse (torch.func); as fast as autograd.functional.hessian in steady state and
     # without its first-call overhead (benchmarks/symmetry_training.py)
     h = torch.func.jacfwd(torch.func.jacrev(loss))(flat0).detach()
     # eigenvalues by torch under the one-thread setting: NumPy's threaded LAPACK took 0.74 s for
     # a 288 x 288 matrix on the shared machine, torch's single thread a few milliseconds
-    return torch.linalg.eigvalsh(0.5 * (h + h.T)).numpy()
+    return torch.linalg.eigvalsh(0.5 * (h + h.T)).cpu().numpy()
+
+
+class _Monitor:
+    """The measurements of the trained parameters at the trainer's recorded steps (``SkipNet.monitor``)."""
+
+    def __init__(self, torch, keep_steps, hessian_every, xh, yh):
+        self.torch = torch
+        self.keep = set(keep_steps)
+        self.hessian_every = hessian_every
+        self.xh, self.yh = xh, yh
+        self.sing, self.hess_steps, self.hess = [], [], []
+        self.model = self.theta = None
+
+    def __call__(self, model, step, theta):
+        self.model, self.theta = model, theta
+        if step not in self.keep:
+            return
+        p = model.unpack(theta)
+        w, wout = p["W"], p["Wout"]
+        depth = w.shape[1]
+        e = w.shape[0]
+        meas = np.zeros((3, e))
+        for m in range(e):
+            if not np.all(np.abs(w[m]).max(axis=(1, 2)) > 0):
+                continue  # a zero matrix: an exact elimination singularity (all three measures 0)
+            s = L.singularity_measures(list(w[m]) + [wout[m]])
+            meas[:, m] = s.overlap_min[:depth].min(), s.incoming_min[:depth].min(), s.outgoing_min[:depth].min()
+        self.sing.append(meas)
+        if self.hessian_every is not None and step % self.hessian_every == 0:
+            self.hess_steps.append(step)
+            self.hess.append([_hessian_eigs(self.torch, model, theta[m], self.xh, self.yh) for m in range(e)])
 
 
 def train_skip_ensemble(
@@ -248,7 +232,8 @@ def train_skip_ensemble(
 
     Parameters
     ----------
-    architecture : {"plain", "residual", "hyper_residual"}
+    architecture : {"plain", "residual", "hyper_residual", "path_residual"}
+        ``"path_residual"``: Sec. 2.2's skip matrix of ones divided by the width (Fig. 3d).
     x_train : array_like, shape (n, d)
     y_train : array_like of int, shape (n,)
     x_test, y_test : array_like, optional
@@ -331,8 +316,10 @@ def train_skip_ensemble(
     sigma_w2 = check_scalar(sigma_w2, "sigma_w2")
     if not sigma_w2 > 0:
         raise ValueError(f"sigma_w2 must be > 0, got {sigma_w2}")
-    if architecture == "plain" and (skips is not None or long_skips is not None):
-        raise ValueError("skips and long_skips apply to the residual and hyper-residual architectures, not to 'plain'")
+    if architecture in ("plain", "path_residual") and (skips is not None or long_skips is not None):
+        raise ValueError(
+            f"skips and long_skips apply to the residual and hyper-residual architectures, not to {architecture!r}"
+        )
     if architecture == "residual" and long_skips is not None:
         raise ValueError("long_skips applies to the hyper-residual architecture only (eq. 26)")
     if constant_bias is not None:
@@ -429,125 +416,85 @@ def _train(
     n_classes,
     rng,
 ):
-    n, d = xtr.shape
+    from .training import TrainingData, train_ensemble
+
+    n = xtr.shape[0]
     batch = min(batch, n)
-    x_test = xte
-    if bias_reg is not None:
-        reg_sigma, reg_strength = bias_reg
-    r_init, r_skip, r_bias, r_batch, r_hess = rng.spawn(5)
-
-    def normal(shape, fan_in):
-        return r_init.standard_normal(shape) * math.sqrt(sigma_w2 / fan_in)
-
-    e = n_members
-    p_np = {
-        "W0": normal((e, width, d), d),
-        "b0": np.zeros((e, width)),
-        "W": normal((e, depth, width, width), width),
-        "b": np.zeros((e, depth, width)),
-        "Wout": normal((e, n_classes, width), width),
-        "bout": np.zeros((e, n_classes)),
-    }
-    fixed = {
-        "Q": None
-        if skips is None
-        else np.stack([_matrix_factory(skips, "skips", width, r_skip, depth) for _ in range(e)]),
-        "P": None
-        if long_skips is None
-        else np.stack([_matrix_factory(long_skips, "long_skips", width, r_skip, depth) for _ in range(e)]),
-        "c": None if constant_bias is None else constant_bias[0] * np.arange(1, depth + 1) + constant_bias[1],
-    }
-    targets = None
-    if bias_reg is not None:
-        targets = reg_sigma * r_bias.standard_normal((e, depth, width))
-    if bias_init_sigma is not None:
-        p_np["b"] = bias_init_sigma * r_bias.standard_normal((e, depth, width))
-    f32 = torch.float32
-    p = {k: torch.tensor(v, dtype=f32, requires_grad=True) for k, v in p_np.items()}
-    for k, v in fixed.items():
-        p[k] = None if v is None else torch.tensor(v, dtype=f32)
-    tgt = None if targets is None else torch.tensor(targets, dtype=f32)
-    xt, yt = torch.tensor(xtr, dtype=f32), torch.tensor(ytr)
-    if x_test is not None:
-        xe, ye = torch.tensor(xte, dtype=f32), torch.tensor(yte)
-    trainable = [p[k] for k in p_np]
-    opt = torch.optim.Adam(trainable, lr=lr)
-    hidx = r_hess.choice(n, size=min(hessian_inputs, n), replace=False)
-    xh, yh = xt[hidx], yt[hidx]
-
-    rec = {k: [] for k in ("steps", "train", "test", "loss", "ovl", "inc", "out")}
-    hess_steps, hess_eigs = [], []
-
-    def record(step):
-        rec["steps"].append(step)
-        rec["train"].append(_accuracy(torch, p, xt, yt, architecture, batchnorm_layer))
-        if x_test is not None:
-            rec["test"].append(_accuracy(torch, p, xe, ye, architecture, batchnorm_layer))
-        with torch.no_grad():
-            lv = torch.zeros(e, dtype=torch.float64)
-            for s in range(0, n, 2048):
-                lv += _xent(
-                    torch, _forward(torch, p, xt[s : s + 2048], architecture, batchnorm_layer), yt[s : s + 2048]
-                ).double() * min(2048, n - s)
-        loss = (lv / n).numpy()
-        if not np.all(np.isfinite(loss)):
-            raise ValueError(f"training diverged (non-finite loss) by step {step}: lower lr (got {lr})")
-        rec["loss"].append(loss)
-        w = p["W"].detach().double().numpy()
-        wout = p["Wout"].detach().double().numpy()
-        ovl, inc, out = np.empty(e), np.empty(e), np.empty(e)
-        for m in range(e):
-            mats = list(w[m]) + [wout[m]]
-            meas = L.singularity_measures(mats) if np.all(np.abs(w[m]).max(axis=(1, 2)) > 0) else None
-            if meas is None:
-                ovl[m] = inc[m] = out[m] = 0.0
-                continue
-            ovl[m] = meas.overlap_min[:depth].min()
-            inc[m] = meas.incoming_min[:depth].min()
-            out[m] = meas.outgoing_min[:depth].min()
-        rec["ovl"].append(ovl)
-        rec["inc"].append(inc)
-        rec["out"].append(out)
-        if hessian_every is not None and step % hessian_every == 0:
-            hess_steps.append(step)
-            hess_eigs.append([_hessian_eigs(torch, p, m, xh, yh, architecture, batchnorm_layer) for m in range(e)])
-
-    for step in range(steps + 1):
-        if step % record_every == 0 or step == steps or (hessian_every is not None and step % hessian_every == 0):
-            record(step)
-        if step == steps:
-            break
-        idx = torch.as_tensor(r_batch.choice(n, size=batch, replace=False))
-        opt.zero_grad()
-        loss = _xent(torch, _forward(torch, p, xt[idx], architecture, batchnorm_layer), yt[idx]).sum()
-        if tgt is not None:
-            loss = loss + reg_strength * ((p["b"] - tgt) ** 2).sum()
-        loss.backward()
-        opt.step()
-
+    r_train, r_aux = rng.spawn(2)
+    every = record_every if hessian_every is None else math.gcd(record_every, hessian_every)
+    keep = sorted(
+        {s for s in range(0, steps + 1, every) if s % record_every == 0 or (hessian_every and s % hessian_every == 0)}
+        | {steps}
+    )
+    hidx = r_aux.choice(n, size=min(hessian_inputs, n), replace=False)
+    xt, yt = torch.tensor(xtr, dtype=torch.float32), torch.tensor(ytr)
+    monitor = _Monitor(torch, keep, hessian_every, xt[hidx], yt[hidx])
+    net = SkipNet(
+        architecture,
+        depth,
+        width,
+        sigma_w2=sigma_w2,
+        skips=skips,
+        long_skips=long_skips,
+        constant_bias=constant_bias,
+        bias_reg=bias_reg,
+        bias_init_sigma=bias_init_sigma,
+        batchnorm_layer=batchnorm_layer,
+        monitor=monitor,
+    )
+    has_test = xte is not None
+    data = TrainingData(
+        xtr, ytr, xte if has_test else xtr[:1], yte if has_test else ytr[:1], n_classes, "train_skip_ensemble arrays"
+    )
+    curves = train_ensemble(
+        net,
+        n_members,
+        data=data,
+        steps=steps,
+        batch_size=batch,
+        lr=lr,
+        optimizer="adam",
+        record_every=every,
+        n_eval=None,
+        rng=r_train,
+        num_threads=1,
+    )
+    if np.any(curves.diverged_at >= 0):
+        raise ValueError(
+            f"training diverged (non-finite loss) by step {int(curves.diverged_at.max())}: lower lr (got {lr})"
+        )
+    sel = np.isin(curves.steps, keep)
+    model, theta = monitor.model, monitor.theta
     # gradient norms with respect to the layer activities (Fig. 8a), on one batch
-    idx = torch.as_tensor(r_batch.choice(n, size=batch, replace=False))
-    logits, hist = _forward(torch, p, xt[idx], architecture, batchnorm_layer, keep=True)
+    idx = torch.as_tensor(r_aux.choice(n, size=batch, replace=False))
+    th = theta.clone().requires_grad_(True)
+    logits, hist = model.forward(th, xt[idx].unsqueeze(0).expand(n_members, batch, -1), keep=True)
     hist[0].retain_grad()
-    _xent(torch, logits, yt[idx]).sum().backward()
+    e, b, c = logits.shape
+    torch.nn.functional.cross_entropy(logits.reshape(e * b, c), yt[idx].repeat(e), reduction="sum").div(b).backward()
     grad_norms = np.stack(
         [np.sqrt((h.grad.double() ** 2).sum(-1).mean(-1).numpy()) if h.grad is not None else np.zeros(e) for h in hist],
         axis=1,
     )
-    hess_ev = np.array(hess_eigs) if hess_eigs else np.zeros((0, e, depth * (width * width + width)))
-    params = {k: v.detach().double().numpy() for k, v in p.items() if v is not None}
+    n_hidden = depth * (width * width + width)
+    hess_ev = np.array(monitor.hess) if monitor.hess else np.zeros((0, n_members, n_hidden))
+    params = model.unpack(theta)
+    params.pop("targets", None)
+    if constant_bias is not None:
+        params["c"] = np.asarray(model.c, dtype=np.float64)
+    sing = np.array(monitor.sing)
     return SkipTrainingResult(
-        steps=np.array(rec["steps"]),
-        train_accuracy=np.array(rec["train"]),
-        test_accuracy=np.array(rec["test"]) if rec["test"] else np.zeros((len(rec["steps"]), 0)),
-        loss=np.array(rec["loss"]),
-        overlap_min=np.array(rec["ovl"]),
-        incoming_min=np.array(rec["inc"]),
-        outgoing_min=np.array(rec["out"]),
-        hessian_steps=np.array(hess_steps, dtype=np.int64),
+        steps=curves.steps[sel],
+        train_accuracy=curves.train_accuracy[:, sel].T.copy(),
+        test_accuracy=curves.test_accuracy[:, sel].T.copy() if has_test else np.zeros((int(sel.sum()), 0)),
+        loss=curves.train_loss[:, sel].T.copy(),
+        overlap_min=sing[:, 0],
+        incoming_min=sing[:, 1],
+        outgoing_min=sing[:, 2],
+        hessian_steps=np.array(monitor.hess_steps, dtype=np.int64),
         degenerate_fraction=np.array([[L.degenerate_fraction(ev) for ev in row] for row in hess_ev])
-        if hess_eigs
-        else np.zeros((0, e)),
+        if monitor.hess
+        else np.zeros((0, n_members)),
         hessian_eigenvalues=hess_ev,
         grad_norms=grad_norms,
         params=params,
@@ -604,21 +551,42 @@ def rescaled_accuracy_ratio(
     if xs.ndim != 2 or xs.shape[1] != result.params["W0"].shape[2]:
         raise ValueError(f"x must be (n, {result.params['W0'].shape[2]}), got {xs.shape}")
     ys = _labels(y, xs.shape[0], "y", result.params["Wout"].shape[1])
-    p = {k: torch.tensor(v) for k, v in result.params.items()}
-    for k in ("Q", "P", "c"):
-        p.setdefault(k, None)
     xt, yt = torch.tensor(xs), torch.tensor(ys)
     with _one_thread(torch):
-        return _rescaled(torch, p, xt, yt, result, g, batchnorm_layer, rng, len(xs))
+        return _rescaled(torch, result, xt, yt, g, batchnorm_layer, rng, len(xs))
 
 
-def _rescaled(torch, p, xt, yt, result, g, batchnorm_layer, rng, n_x):
-    before = _accuracy(torch, p, xt, yt, result.architecture, batchnorm_layer)
+def _model_from_params(torch, result, params, batchnorm_layer):
+    """The trainer's model (float64, CPU) holding the given parameter dict of a :class:`SkipTrainingResult`."""
+    depth, n = params["W"].shape[1:3]
+
+    def layout_only(r):  # the fixed matrices come from params; only their presence matters here
+        raise AssertionError("not called")
+
+    net = SkipNet(
+        result.architecture,
+        depth,
+        n,
+        skips=layout_only if "Q" in params else None,
+        long_skips=layout_only if "P" in params else None,
+        batchnorm_layer=batchnorm_layer,
+    )
+    d, n_classes = params["W0"].shape[2], params["Wout"].shape[1]
+    model = SkipModel(torch, net, (d,), n_classes, pack(net, params), torch.device("cpu"), torch.float64)
+    if "c" in params:
+        model.c = [float(v) for v in params["c"]]
+    return model, model.theta
+
+
+def _rescaled(torch, result, xt, yt, g, batchnorm_layer, rng, n_x):
+    p = {k: np.array(v, dtype=np.float64) for k, v in result.params.items()}
+    model, theta = _model_from_params(torch, result, p, batchnorm_layer)
+    before = _accuracy(torch, model, theta, xt, yt)
     depth = p["W"].shape[1]
     ratios = np.empty(p["W0"].shape[0])
     for m in range(len(ratios)):
         k, l = sorted(rng.choice(depth + 2, size=2, replace=False))
-        q = {key: (None if v is None else v.clone()) for key, v in p.items()}
+        q = {key: v.copy() for key, v in p.items()}
         # layer index 0 = input layer, 1..depth = hidden, depth + 1 = read-out
         names = [("W0", "b0", None)] + [("W", "b", i) for i in range(depth)] + [("Wout", "bout", None)]
         for j, factor in ((k, g), (l, 1.0 / g)):
@@ -633,6 +601,7 @@ def _rescaled(torch, p, xt, yt, result, g, batchnorm_layer, rng, n_x):
                 q[bn][m] *= g
             else:
                 q[bn][m, i] *= g
-        after = _accuracy(torch, q, xt, yt, result.architecture, batchnorm_layer)[m]
+        model_q, theta_q = _model_from_params(torch, result, q, batchnorm_layer)
+        after = _accuracy(torch, model_q, theta_q, xt, yt)[m]
         ratios[m] = after / before[m] if before[m] > 0 else (1.0 if after == 0 else after * n_x)
     return ratios

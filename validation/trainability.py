@@ -4,7 +4,9 @@ Every experiment here trains ensembles with :func:`meanfield.validation.training
 on the embedded 8 x 8 digits (4 x 4 after 2 x 2 average pooling for the CNNs), at three sizes:
 ``"smoke"`` (seconds, for tests), ``"default"`` (the reduced size of ``meanfield reproduce`` on
 2 CPU cores) and ``"full"`` (closer to the papers; MNIST from ``$MEANFIELD_DATA_DIR`` when that
-folder holds the IDX files, else the digits). Each experiment is run once per process and size and
+folder holds the IDX files (optionally gzipped), else CIFAR-10 when it holds the python batches
+``data_batch_1`` ... and ``test_batch``, else the digits; both average-pooled by 4). The networks
+train on ``$MEANFIELD_TORCH_DEVICE`` (default ``cpu``; e.g. ``cuda`` for the ``--full`` runs). Each experiment is run once per process and size and
 seed (an in-process cache): ``meanfield reproduce`` renders the figures first, so the validation
 rows reuse the figures' runs; ``python -m meanfield.validation trainability`` alone runs the four
 experiments its rows need (about two minutes on an idle 2-core machine).
@@ -52,6 +54,17 @@ Validation rows (statistic and tolerance fixed here, before any run)
 5. ``zero``: the paper's ordering at the deepest depth, ZerO* >= ZerO > He-Gaussian: z-score of
    ``ZerO - He`` > :data:`Z_ONE_SIDED`, and ``ZerO* - ZerO`` not significantly negative
    (z > -:data:`Z_ONE_SIDED`).
+6. ``kurtosis_accuracy``: networks with a larger output kurtosis at initialisation train worse:
+   Spearman's rho between log10 output kurtosis (Prop. 4.3) and mean test accuracy over the
+   (width, depth, weight law) cells, one-sided test of ``rho < 0`` (:func:`rank_correlation`,
+   normal approximation ``z = rho sqrt(n - 1)``); the p-value must be below :data:`RANK_LEVEL`.
+7. ``nonuniform_v``: seed 003 Fig. 4a, test accuracy follows the conditioning of A_v's singular
+   values: at the deepest trained depth ``L``, Spearman's rho between the theory's score of each
+   variance vector, :func:`mode_energy_fraction` (the mean of ``sigma^(2L)`` over A_v's singular
+   values on the trained image size: the fraction of a white signal's Fourier modes that survive
+   ``L`` critical layers, eq. 2.12 with ``chi_c = 1``), and the final test accuracy of every
+   network (ties in average ranks), one-sided test of ``rho > 0``; the p-value must be below
+   :data:`RANK_LEVEL`.
 
 A claim the reduced setting does not reproduce FAILs here; docs/training.md says what was seen.
 """
@@ -60,11 +73,12 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from meanfield import conv, dense
+from meanfield import Result, conv, dense
 from meanfield.checks import as_float_array
 
 from .audit import unavailable  # the torch extra: `meanfield validate` skips this module without it
@@ -74,16 +88,27 @@ from .runner import main_for, progress
 
 __all__ = [
     "BOUNDARY_BAND",
+    "CNN_LR_TIMES_DEPTH",
+    "DEEP_CNN_DEPTH",
     "DELTA_ORTHOGONAL_TARGET",
+    "EXACT_RANK_MAX",
     "EXPERIMENTS",
     "MIN_AGREEMENT",
+    "RANK_LEVEL",
     "TRAINABLE_ACCURACY",
     "Z_ONE_SIDED",
+    "RankTest",
     "clear_cache",
+    "cnn_learning_rate",
     "depth_scale_agreement",
     "experiment",
+    "kurtosis_rank_test",
+    "mode_energy_fraction",
+    "nonuniform_v_rank_test",
+    "rank_correlation",
     "rows",
     "run",
+    "training_data",
     "unavailable",
     "z_score",
 ]
@@ -108,6 +133,14 @@ LL_LR_SCALE = {"smoke": 10.0, "default": 10.0, "full": 1.0}
 #: 128 layers); 0.002 trains them steadily. Chosen once, before the validation rows were run.
 CNN_LR = 0.002
 
+#: Deeper than 250 layers the CNN learning rate falls like ``CNN_LR_TIMES_DEPTH / depth`` (the
+#: per-layer step of the 250-layer runs): at 1,000 layers, 0.002 (4 channels, tried once) took the
+#: delta-orthogonal networks to 0.28 test accuracy and back to 0.19; 5e-4 (8 channels) to 0.79.
+CNN_LR_TIMES_DEPTH = 0.5
+#: Depth of the critical CNNs of Figs. 1, 3, 5 at the default size: the largest round depth for which
+#: every new training figure together stays within 6 CPU minutes (measured: docs/training.md).
+DEEP_CNN_DEPTH = 1000
+
 SIGMA_B2_FIG2 = 2e-5
 SIGMA_B2_CNN = 1e-5
 
@@ -129,13 +162,53 @@ def _torch_modules():
     return training
 
 
+def training_data(size: str = "default", downsample: int = 1):
+    """The data set of the experiments at ``size`` (module notes): the digits, or at ``"full"`` the
+    MNIST / CIFAR-10 files in ``$MEANFIELD_DATA_DIR``.
+
+    Parameters
+    ----------
+    size : {"smoke", "default", "full"}
+    downsample : int
+        Extra average pooling (2 for the deep CNNs), ``1 <= downsample <= 8``.
+
+    Returns
+    -------
+    meanfield.validation.training.TrainingData
+
+    Raises
+    ------
+    ValueError, TypeError
+        An unknown size, ``downsample`` out of range, unreadable files.
+    ImportError
+        The digits without scikit-learn (the ``data`` extra).
+    """
+    if not isinstance(size, str) or size not in ("smoke", "default", "full"):
+        raise ValueError(f"size must be 'smoke', 'default' or 'full', got {size!r}")
+    if isinstance(downsample, (bool, np.bool_)) or not isinstance(downsample, (int, np.integer)):
+        raise TypeError(f"downsample must be an int, got {downsample!r}")
+    if not 1 <= downsample <= 8:
+        raise ValueError(f"downsample must be in [1, 8], got {downsample}")
+    return _data(size, int(downsample))
+
+
 def _data(size: str, downsample: int = 1):
     tr = _torch_modules()
     data_dir = os.environ.get("MEANFIELD_DATA_DIR")
-    if size == "full" and data_dir and (Path(data_dir) / "train-images-idx3-ubyte").exists():
-        return tr.load_training_data("mnist", data_dir=data_dir, downsample=4 * downsample)
+    if size == "full" and data_dir:
+        root = Path(data_dir)
+        if any((root / f"train-images{sep}idx3-ubyte{gz}").is_file() for sep in "-." for gz in ("", ".gz")):
+            return tr.load_training_data("mnist", data_dir=root, downsample=4 * downsample)
+        if (root / "data_batch_1").is_file() and (root / "test_batch").is_file():
+            # CIFAR-10 32 x 32 -> 8 x 8 (4 x 4 with downsample=2), the size of seed 003's 8 x 8 stage
+            return tr.load_training_data("cifar10", data_dir=root, downsample=4 * downsample)
     n_train = 400 if size == "smoke" else None
     return tr.load_training_data(n_train=n_train, downsample=downsample)
+
+
+def _device() -> str:
+    """The torch device of the experiments: ``$MEANFIELD_TORCH_DEVICE`` (e.g. ``cuda``), default ``cpu``."""
+    return os.environ.get("MEANFIELD_TORCH_DEVICE", "cpu") or "cpu"
 
 
 def _summary(curves) -> dict:
@@ -164,26 +237,30 @@ def _depth_scale(size: str, seed: int) -> dict:
     acc = np.zeros((len(depths), len(sw), n_net))
     test = np.zeros_like(acc)
     secs = 0.0
-    for i, depth in enumerate(progress(depths, desc="trainability: depth scale")):
-        nets = [
-            tr.DenseNet(depth=depth, width=width, activation="tanh", sigma_w2=s, sigma_b2=SIGMA_B2_FIG2) for s in sw
-        ]
-        out = tr.train_ensemble(
-            nets,
-            n_net,
-            data=data,
-            steps=steps,
-            batch_size=32,
-            lr=0.01,
-            optimizer="momentum",
-            record_every=steps,
-            n_eval=500,
-            rng=substream(seed, 1, i),
-        )
-        for j, c in enumerate(out):
-            acc[i, j] = c.final_train_accuracy
-            test[i, j] = c.final_test_accuracy
-        secs += out[0].seconds
+    if _distributed():  # grid cells as tasks (meanfield.parallel); the serial path trains one ensemble per depth
+        acc, test, secs = _depth_scale_cells(sw, depths, width, steps, n_net, data, seed)
+    else:
+        for i, depth in enumerate(progress(depths, desc="trainability: depth scale")):
+            nets = [
+                tr.DenseNet(depth=depth, width=width, activation="tanh", sigma_w2=s, sigma_b2=SIGMA_B2_FIG2) for s in sw
+            ]
+            out = tr.train_ensemble(
+                nets,
+                n_net,
+                data=data,
+                steps=steps,
+                batch_size=32,
+                lr=0.01,
+                optimizer="momentum",
+                record_every=steps,
+                n_eval=500,
+                rng=substream(seed, 1, i),
+                device=_device(),
+            )
+            for j, c in enumerate(out):
+                acc[i, j] = c.final_train_accuracy
+                test[i, j] = c.final_test_accuracy
+            secs += out[0].seconds
     return {
         "sigma_w2": sw,
         "depths": np.asarray(depths),
@@ -205,11 +282,38 @@ def _depth_scale(size: str, seed: int) -> dict:
     }
 
 
+def cnn_learning_rate(depth: int) -> float:
+    """Learning rate of the deep CNN runs: ``min(CNN_LR, CNN_LR_TIMES_DEPTH / depth)``.
+
+    Parameters
+    ----------
+    depth : int
+        Convolution layers, ``1 <= depth <= 10^6``.
+
+    Returns
+    -------
+    float
+        :data:`CNN_LR` up to 250 layers, then the same step per layer (``0.5 / depth``): 5e-4 at
+        the default 1,000 layers, 5e-5 at the full 10,000.
+
+    Raises
+    ------
+    ValueError, TypeError
+        ``depth`` not an int in range.
+    """
+    if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)):
+        raise TypeError(f"depth must be an int, got {depth!r}")
+    if not 1 <= depth <= 10**6:
+        raise ValueError(f"depth must be in [1, 10**6], got {depth}")
+    return min(CNN_LR, CNN_LR_TIMES_DEPTH / int(depth))
+
+
 def _deep_cnn(size: str, seed: int) -> dict:
     tr = _torch_modules()
-    depth = _by_size(size, 8, 256, 10_000)
+    depth = _by_size(size, 8, DEEP_CNN_DEPTH, 10_000)
     channels = _by_size(size, 4, 8, 64)
-    steps = _by_size(size, 20, 150, 10_000)
+    steps = _by_size(size, 20, 100, 10_000)
+    lr = cnn_learning_rate(depth)
     n_net = _by_size(size, 1, 2, 2)
     data = _data(size, downsample=2)
     sw = float(dense.critical_sigma_w2("tanh", SIGMA_B2_CNN))
@@ -224,11 +328,12 @@ def _deep_cnn(size: str, seed: int) -> dict:
         data=data,
         steps=steps,
         batch_size=32,
-        lr=CNN_LR,
+        lr=lr,
         optimizer="momentum",
         record_every=max(1, steps // 6),
         n_eval=200,
         rng=substream(seed, 2),
+        device=_device(),
         show_progress=True,
     )
     return {
@@ -245,7 +350,8 @@ def _deep_cnn(size: str, seed: int) -> dict:
             "kernel": "3x3, periodic",
             "readout": "flatten",
             "batch_size": 32,
-            "lr": CNN_LR,
+            "lr": lr,
+            "lr_rule": f"min({CNN_LR}, {CNN_LR_TIMES_DEPTH} / depth)",
             "optimizer": "momentum 0.9",
             "dataset": data.name,
         },
@@ -280,6 +386,7 @@ def _looks_linear(size: str, seed: int) -> dict:
             record_every=steps,
             n_eval=None,
             rng=substream(seed, 3, i),
+            device=_device(),
         )
         for j, c in enumerate(out):
             acc[i, j] = c.final_test_accuracy
@@ -334,6 +441,7 @@ def _zero(size: str, seed: int) -> dict:
             record_every=steps,
             n_eval=None,
             rng=substream(seed, 4, i),
+            device=_device(),
         )
         for j, c in enumerate(out):
             acc[i, j] = c.final_test_accuracy
@@ -358,11 +466,16 @@ def _zero(size: str, seed: int) -> dict:
 
 def _nonuniform_v(size: str, seed: int) -> dict:
     tr = _torch_modules()
-    depths = _by_size(size, [2, 8], [4, 16, 64], [32, 128, 512, 2048, 8192])
+    # 8 x 8 images (64 Fourier modes) and depths 4-16, where the depth scales of A_v's modes
+    # (-1 / log sigma, sigma a singular value) separate GS0 (every mode kept) from GS1 (5 modes with
+    # sigma^L > 1/e at L = 16) and GS2-GS4 (the zero mode only): see mode_energy_fraction. On the
+    # 4 x 4 images of the first version every non-uniform v had lost all but the zero mode by L = 8
+    # (GS1's largest non-trivial singular value is 0.83 there), so depths 16-64 could not show it.
+    depths = _by_size(size, [2, 4], [4, 8, 16], [4, 8, 16, 32, 64, 128])
     channels = _by_size(size, 4, 8, 64)
-    steps = _by_size(size, 20, 100, 10_000)
-    n_net = _by_size(size, 1, 2, 2)
-    data = _data(size, downsample=2)
+    steps = _by_size(size, 20, 200, 5_000)
+    n_net = _by_size(size, 2, 3, 4)
+    data = _data(size, downsample=_by_size(size, 2, 1, 1))
     sw = float(dense.critical_sigma_w2("tanh", SIGMA_B2_CNN))
     vs = np.array(conv.gs_family((3, 3), 5))  # the GS0 ... GS4 of fig_4b
     acc = np.zeros((len(depths), len(vs), n_net))
@@ -391,17 +504,21 @@ def _nonuniform_v(size: str, seed: int) -> dict:
             record_every=steps,
             n_eval=200,
             rng=substream(seed, 5, i),
+            device=_device(),
         )
         for j, c in enumerate(out):
             acc[i, j] = c.final_test_accuracy
         secs += out[0].seconds
+    image = data.image_shape[1:]
     return {
         "labels": [f"GS{j}" for j in range(len(vs))],
         "v": vs,
         "depths": np.asarray(depths),
         "test_accuracy": acc,
+        "mode_energy_fraction": np.array([[mode_energy_fraction(v, image, d) for v in vs] for d in depths]),
         "seconds": secs,
         "params": {
+            "image_shape": list(image),
             "channels": channels,
             "steps": steps,
             "n_networks": n_net,
@@ -451,6 +568,7 @@ def _kurtosis_accuracy(size: str, seed: int) -> dict:
             record_every=steps,
             n_eval=None,
             rng=substream(seed, 6, i, k),
+            device=_device(),
         )
         for j, c in enumerate(out):
             acc[i, k, j] = c.final_test_accuracy
@@ -605,7 +723,7 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
     Returns
     -------
     list of Comparison
-        Seven rows; statistics and tolerances are the module constants, fixed before any run.
+        Nine rows; statistics and tolerances are the module constants, fixed before any run.
 
     Raises
     ------
@@ -686,7 +804,289 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
             side="above",
         )
     )
+    out.append(_kurtosis_row(size, seed))
+    out.append(_nonuniform_v_row(size, seed))
     return out
+
+
+def _kurtosis_row(size: str, seed: int) -> Comparison:
+    """Row 8: seed 002 supp. Fig. 1, one-sided Spearman test of kurtosis against accuracy."""
+    test = kurtosis_rank_test(experiment("kurtosis_accuracy", size, seed))
+    return Comparison(
+        f"seed 002 supp. Fig. 1: p-value of Spearman rho(log kurtosis, test accuracy) < 0 over {test.n} cells",
+        RANK_LEVEL,
+        test.p_value,
+        0.0,
+        side="below",
+        note=f"rho = {test.rho:+.3f}, one-sided {test.method} p-value",
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Rank-correlation rows (issue 14, items 1-2): seed 002 supp. Fig. 1, seed 003 Fig. 4a
+# --------------------------------------------------------------------------------------------------
+
+#: One-sided level of the rank-correlation rows (fixed before the runs).
+RANK_LEVEL = 0.05
+#: Up to this many points the p-value of :func:`rank_correlation` enumerates every permutation.
+EXACT_RANK_MAX = 8
+
+
+@dataclass(frozen=True)
+class RankTest(Result):
+    """Spearman rank correlation and its one-sided p-value under exchangeability.
+
+    Attributes
+    ----------
+    rho : float
+        Spearman's rho (Pearson correlation of the average ranks), in [-1, 1]; 0 when either
+        sample is constant (no ordering to correlate).
+    n : int
+        Number of pairs.
+    p_value : float
+        ``P(rho' <= rho)`` (``alternative="less"``) or ``P(rho' >= rho)`` (``"greater"``) for
+        ``rho'`` of a uniformly random pairing, in (0, 1].
+    method : str
+        ``"exact"`` (every permutation, ``n <= EXACT_RANK_MAX``) or ``"normal"``
+        (``z = rho sqrt(n - 1)``: the null variance of rho is exactly ``1 / (n - 1)``).
+    alternative : str
+    """
+
+    rho: float
+    n: int
+    p_value: float
+    method: str
+    alternative: str
+
+
+def _ranks(a: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(a, method="average")
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Correlation of ``a`` (n,) with every row of ``b`` (m, n); 0 for a constant side."""
+    a = a - a.mean()
+    b = b - b.mean(axis=-1, keepdims=True)
+    den = np.sqrt((a * a).sum() * (b * b).sum(axis=-1))
+    num = (b * a).sum(axis=-1)
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+
+
+def rank_correlation(x, y, alternative: str = "less") -> RankTest:
+    """Spearman's rank correlation of paired samples with a one-sided permutation p-value.
+
+    Parameters
+    ----------
+    x, y : array_like
+        Paired finite real samples of the same length ``n >= 3`` (at most 10^6); flattened in C
+        order. Ties get average ranks.
+    alternative : {"less", "greater"}
+        The claim: a negative (``"less"``) or positive (``"greater"``) association.
+
+    Returns
+    -------
+    RankTest
+        ``rho``, ``n``, the one-sided ``p_value`` (exact over all ``n!`` pairings for
+        ``n <= EXACT_RANK_MAX``, else the normal approximation ``z = rho sqrt(n - 1)``), ``method``.
+
+    Raises
+    ------
+    ValueError
+        ``x`` / ``y`` empty, of different sizes, shorter than 3, longer than 10^6, holding
+        NaN / infinity, or an unknown ``alternative``.
+    TypeError
+        Complex, boolean or non-numeric entries.
+
+    Notes
+    -----
+    The statistic of the rank rows of :mod:`meanfield.validation.trainability` (seed 002,
+    supplement Fig. 1: kurtosis against accuracy; seed 003 Fig. 4a: the ordering of the variance
+    vectors). Under the null hypothesis every pairing of the ranks is equally likely; the exact
+    p-value counts the pairings at least as extreme (ties included).
+    """
+    x, y = as_float_array(x, "x").ravel(), as_float_array(y, "y").ravel()
+    for name, arr in (("x", x), ("y", y)):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must hold finite numbers")
+    if x.size != y.size:
+        raise ValueError(f"x and y must have the same size, got {x.size} and {y.size}")
+    if not 3 <= x.size <= 10**6:
+        raise ValueError(f"x and y must hold 3 to 10**6 pairs, got {x.size}")
+    if not isinstance(alternative, str) or alternative not in ("less", "greater"):
+        raise ValueError(f"alternative must be 'less' or 'greater', got {alternative!r}")
+    rx, ry = _ranks(x), _ranks(y)
+    rho = float(np.clip(_pearson(rx, ry[None, :])[0], -1.0, 1.0))
+    n = int(x.size)
+    sign = -1.0 if alternative == "less" else 1.0
+    if n <= EXACT_RANK_MAX:
+        from itertools import permutations
+
+        perms = np.array(list(permutations(range(n))))
+        null = _pearson(rx, ry[perms])
+        p = float(np.mean(sign * null >= sign * rho - 1e-12))
+        method = "exact"
+    else:
+        from scipy.stats import norm
+
+        p = float(norm.sf(sign * rho * math.sqrt(n - 1)))
+        method = "normal"
+    return RankTest(rho, n, max(p, np.finfo(float).tiny), method, alternative)
+
+
+def kurtosis_rank_test(res: dict) -> RankTest:
+    """Seed 002 supp. Fig. 1: rank correlation of output kurtosis and test accuracy, one-sided (< 0).
+
+    Parameters
+    ----------
+    res : dict
+        ``log10_output_kurtosis`` (width, depth, law) and ``test_accuracy`` (width, depth, law,
+        network), as :func:`experiment` ("kurtosis_accuracy") returns them.
+
+    Returns
+    -------
+    RankTest
+        Over the (width, depth, law) cells: log10 kurtosis at initialisation against the mean test
+        accuracy over the cell's networks, ``alternative="less"``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`rank_correlation`.
+    """
+    logk = np.asarray(res["log10_output_kurtosis"])
+    acc = np.asarray(res["test_accuracy"]).mean(axis=-1)
+    return rank_correlation(logk.ravel(), acc.ravel(), "less")
+
+
+def mode_energy_fraction(v, shape, depth: int) -> float:
+    """Fraction of a white signal's Fourier-mode energy that survives ``depth`` critical layers of A_v.
+
+    Parameters
+    ----------
+    v : array_like
+        Variance vector of the kernel (non-negative, summing to 1; :func:`meanfield.conv.gs_family`).
+    shape : int or tuple of int
+        Periodic image size on which A_v acts (e.g. ``(8, 8)``).
+    depth : int
+        Layers, ``0 <= depth <= 10^6``.
+
+    Returns
+    -------
+    float
+        ``mean(sigma ** (2 * depth))`` over the singular values ``sigma`` of A_v
+        (:func:`meanfield.conv.averaging_singular_values`), in ``(0, 1]``: 1 for the delta vector
+        (every mode kept), ``1 / n_modes`` in the deep limit of a vector that keeps only the
+        zero mode.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`meanfield.conv.averaging_singular_values`; ``depth`` not an int in range.
+
+    Notes
+    -----
+    Seed 003 eq. 2.12 (Sec. 2.1.6): near the critical point (``chi_c* = 1``) the deviation of the
+    covariance along Fourier mode ``alpha`` decays like ``lambda_alpha^l``, so mode ``alpha`` has the
+    depth scale ``-1 / log |lambda_alpha|``; Sec. 3.3 reads Fig. 4a as "the more poorly conditioned
+    the singular values, the worse the model generalises" with depth. This score is the prediction
+    of validation row 9 (the ordering of the v's at a given depth).
+    """
+    if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)):
+        raise TypeError(f"depth must be an int, got {depth!r}")
+    if not 0 <= depth <= 10**6:
+        raise ValueError(f"depth must be in [0, 10**6], got {depth}")
+    sv = np.clip(np.asarray(conv.averaging_singular_values(v, shape), dtype=np.float64), 0.0, 1.0)
+    return float(np.mean(sv ** (2 * int(depth))))
+
+
+def nonuniform_v_rank_test(res: dict) -> RankTest:
+    """Seed 003 Fig. 4a: rank correlation of the mode-energy score and test accuracy at the deepest depth.
+
+    Parameters
+    ----------
+    res : dict
+        ``mode_energy_fraction`` (depth, v) and ``test_accuracy`` (depth, v, network), as
+        :func:`experiment` ("nonuniform_v") returns them.
+
+    Returns
+    -------
+    RankTest
+        Over every (v, network) pair at the deepest depth, ``alternative="greater"``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`rank_correlation`.
+    """
+    score = np.asarray(res["mode_energy_fraction"])[-1]
+    acc = np.asarray(res["test_accuracy"])[-1]
+    return rank_correlation(np.repeat(score, acc.shape[-1]), acc.ravel(), "greater")
+
+
+def _nonuniform_v_row(size: str, seed: int) -> Comparison:
+    """Row 9: seed 003 Fig. 4a, one-sided Spearman test of the A_v score against accuracy."""
+    res = experiment("nonuniform_v", size, seed)
+    test = nonuniform_v_rank_test(res)
+    return Comparison(
+        f"seed 003 Fig. 4a: p-value of Spearman rho(A_v mode energy, test accuracy) > 0 at L={int(res['depths'][-1])}",
+        RANK_LEVEL,
+        test.p_value,
+        0.0,
+        side="below",
+        note=f"rho = {test.rho:+.3f} over {test.n} networks ({len(res['labels'])} v's), one-sided {test.method}",
+    )
+
+
+def _distributed() -> bool:
+    """True inside ``meanfield.parallel.using(...)`` with an executor other than the serial one."""
+    from meanfield import parallel
+
+    return not isinstance(parallel.current(), parallel.SerialExecutor)
+
+
+def _depth_scale_cells(sw, depths, width, steps, n_net, data, seed):
+    """The Fig. 2 heat map of :func:`_depth_scale` with one task per (depth, sigma_w2) cell.
+
+    Cell ``(i, j)`` trains ``n_net`` networks from the ``j``-th child spawned off
+    ``substream(seed, 1, i)`` -- the stream :func:`meanfield.validation.training.train_ensemble`
+    gives net ``j`` of the per-depth list the serial path trains -- so each network starts from
+    the same weights and sees the same batches wherever its cell runs.
+    """
+    from meanfield import parallel
+    from meanfield.checks import check_rng
+
+    tasks = []
+    for i, depth in enumerate(depths):
+        children = check_rng(substream(seed, 1, i)).spawn(len(sw))
+        tasks += [(depth, float(s), width, steps, n_net, data, child) for s, child in zip(sw, children)]
+    cells = parallel.map_chunks(_depth_scale_cell, tasks)
+    acc = np.array([c[0] for c in cells]).reshape(len(depths), len(sw), n_net)
+    test = np.array([c[1] for c in cells]).reshape(len(depths), len(sw), n_net)
+    # the serial path adds one ensemble's wall time per depth; here each depth's longest cell
+    secs = float(sum(max(c[2] for c in cells[i * len(sw) : (i + 1) * len(sw)]) for i in range(len(depths))))
+    return acc, test, secs
+
+
+def _depth_scale_cell(depth, sigma_w2, width, steps, n_net, data, rng):
+    """One cell of :func:`_depth_scale_cells`: (final train accuracies, final test accuracies, seconds)."""
+    tr = _torch_modules()
+    net = tr.DenseNet(depth=depth, width=width, activation="tanh", sigma_w2=sigma_w2, sigma_b2=SIGMA_B2_FIG2)
+    out = tr.train_ensemble(
+        net,
+        n_net,
+        data=data,
+        steps=steps,
+        batch_size=32,
+        lr=0.01,
+        optimizer="momentum",
+        record_every=steps,
+        n_eval=500,
+        rng=rng,
+        device=_device(),
+    )
+    return out.final_train_accuracy, out.final_test_accuracy, out.seconds
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ finite and the accuracy of a diverged network is reported as what its frozen par
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import time
@@ -87,6 +88,7 @@ __all__ = [
     "ACTIVATIONS",
     "CONV_INITS",
     "DENSE_INITS",
+    "GATHER_MAX_SAVED",
     "MAX_LOGIT",
     "MAX_LOSS",
     "OPTIMIZERS",
@@ -123,6 +125,32 @@ MAX_DEPTH = 100_000
 MAX_WIDTH = 2**16
 #: Rows of an evaluation chunk times networks: bounds the memory of the no-grad evaluation pass.
 _EVAL_ROWS = 2**14
+#: Convolutions take the gather + batched-matmul path (``_Ensemble._forward_gather``, faster on
+#: small tensors) unless a training step would keep more than this many gathered numbers for the
+#: backward pass (2^28: 1 GiB in float32); beyond it, one grouped convolution per layer.
+GATHER_MAX_SAVED = 2**28
+
+#: Network families registered by other modules of this package (net class -> hooks); see
+#: :func:`_register_family`. Seed 004's skip networks register here (``validation/_skip_nets.py``).
+_FAMILIES: dict[type, dict[str, Any]] = {}
+
+
+def _register_family(cls: type, *, init, n_params, same_architecture, model) -> None:
+    """Let :func:`train_ensemble` and :func:`init_parameters` take nets of class ``cls``.
+
+    ``init(net, shape, n_classes, rng) -> list of ndarray`` (one network's parameter row, in
+    order), ``n_params(net, shape, n_classes) -> int``, ``same_architecture(a, b) -> bool`` (may
+    nets ``a`` and ``b`` share one ensemble), and ``model(torch, net, shape, n_classes,
+    per_network, device, dtype)``, an object with ``theta`` (E, P), ``n_params`` and
+    ``forward(theta, x) -> logits (E, B, C)``, and optionally ``penalty(theta) -> (E,) or None``
+    (added to each network's mini-batch loss) and ``observe(step, theta)`` (called at every
+    recorded step with the detached parameters).
+    """
+    _FAMILIES[cls] = {"init": init, "n_params": n_params, "same": same_architecture, "model": model}
+
+
+def _is_net(net) -> bool:
+    return isinstance(net, (DenseNet, ConvNet)) or type(net) in _FAMILIES
 
 
 def _torch():
@@ -568,6 +596,8 @@ def init_parameters(
     if isinstance(net, ConvNet):
         _check_conv_input(net, shape)
         return _conv_layers(net, shape[0], math.prod(shape[1:]), n_classes, rng)
+    if type(net) in _FAMILIES:
+        return _FAMILIES[type(net)]["init"](net, shape, n_classes, rng)
     raise TypeError(f"net must be a DenseNet or a ConvNet, got {type(net).__name__}")
 
 
@@ -687,6 +717,7 @@ class _Ensemble:
         self.theta = torch.tensor(flat, dtype=dtype, device=device)
         self.act = _act(torch, net.activation, net.slope)
         self._pad_index = None
+        self._shift_index = None
 
     @property
     def n_params(self) -> int:
@@ -712,6 +743,10 @@ class _Ensemble:
         net = self.net
         pad = net.kernel_size // 2
         spatial = self.input_shape[1:] if net.ndim == 2 else (math.prod(self.input_shape[1:]),)
+        taps = net.kernel_size**net.ndim
+        saved = E * net.channels * taps * math.prod(spatial) * B * net.depth
+        if not torch.is_grad_enabled() or saved <= GATHER_MAX_SAVED:
+            return self._forward_gather(theta, parts, x, spatial, taps)
         padded = tuple(n + 2 * pad for n in spatial)
         conv = F.conv2d if net.ndim == 2 else F.conv1d
         if self._pad_index is None:  # circular padding as one gather over the flattened positions
@@ -732,6 +767,43 @@ class _Ensemble:
         w = parts[-2].view(E, *self.shapes[-2])
         b = parts[-1].view(E, 1, -1)
         return torch.baddbmm(b, h, w.transpose(1, 2))
+
+    def _forward_gather(self, theta, parts, x, spatial, taps):
+        """The periodic convolutions as one gather of the ``taps`` shifted copies and one batched matmul.
+
+        Activations are kept as ``(E, c, positions, B)``: layer ``l`` gathers, for every position
+        ``p`` and kernel tap ``t`` (C order), the input at ``p + t - pad`` (periodic), giving a
+        ``(E, c_in * taps, positions * B)`` matrix, and multiplies it by the kernels viewed as
+        ``(E, c_out, c_in * taps)`` (PyTorch's layout flattened): the cross-correlation of
+        ``conv2d`` / ``conv1d`` with circular padding, in three kernels per layer (gather, baddbmm,
+        activation) instead of a grouped convolution, which on small CPU tensors is dominated by
+        per-call overhead (``benchmarks/bench_trainer.py``). It stores ``taps`` times more
+        activations for the backward pass, hence :data:`GATHER_MAX_SAVED`.
+        """
+        torch = self.torch
+        net = self.net
+        E, B = x.shape[0], x.shape[1]
+        n_pos = math.prod(spatial)
+        if self._shift_index is None:
+            pad = net.kernel_size // 2
+            grid = np.indices(spatial).reshape(net.ndim, -1)  # (ndim, positions), C order
+            rows = []
+            for offset in itertools.product(range(-pad, pad + 1), repeat=net.ndim):
+                moved = [(grid[d] + offset[d]) % spatial[d] for d in range(net.ndim)]
+                rows.append(np.ravel_multi_index(moved, spatial))
+            self._shift_index = torch.as_tensor(np.concatenate(rows), dtype=torch.int64, device=theta.device)
+        h = x.reshape(E, B, self.input_shape[0], n_pos).permute(0, 2, 3, 1)  # (E, c, positions, B)
+        for i in range(net.depth):
+            c_out, c_in = self.shapes[2 * i][:2]
+            w = parts[2 * i].view(E, c_out, c_in * taps)
+            b = parts[2 * i + 1].view(E, c_out, 1)
+            shifted = h.index_select(2, self._shift_index).reshape(E, c_in * taps, n_pos * B)
+            h = self.act(torch.baddbmm(b, w, shifted)).view(E, c_out, n_pos, B)
+        # (E, B, features): global average pooling, or every channel at every position (channel-major)
+        feats = h.mean(dim=2) if net.readout == "pool" else h.reshape(E, net.channels * n_pos, B)
+        w = parts[-2].view(E, *self.shapes[-2])
+        b = parts[-1].view(E, 1, -1)
+        return torch.baddbmm(b, feats.transpose(1, 2), w.transpose(1, 2))
 
 
 def ensemble_forward(
@@ -884,7 +956,9 @@ def train_ensemble(
         in its random stream). A list trains ``n_networks`` networks of each in one ensemble (one
         set of batched kernels: cheaper than one call per net); its nets must share the
         architecture (depth, width / channels, activation, ...) and may differ in ``init``,
-        ``sigma_w2``, ``sigma_b2`` and ``v``.
+        ``sigma_w2``, ``sigma_b2`` and ``v``. Registered families are accepted too: seed 004's
+        :class:`meanfield.validation.symmetry_training.SkipNet` (Adam's or SGD's update of its
+        fixed skip matrices is zero; a per-network bias penalty is added to the loss).
     n_networks : int
         Networks per net, ``1 <= n_networks <= 65,536`` (and ``n_networks * len(nets) * n_params
         <= 2^28``).
@@ -953,10 +1027,10 @@ def train_ensemble(
     (3, 21)
     """
     torch = _torch()
-    single = isinstance(net, (DenseNet, ConvNet))
+    single = _is_net(net)
     if single:
         nets = [net]
-    elif isinstance(net, (list, tuple)) and net and all(isinstance(n, (DenseNet, ConvNet)) for n in net):
+    elif isinstance(net, (list, tuple)) and net and all(_is_net(n) for n in net):
         nets = list(net)
     else:
         raise TypeError(f"net must be a DenseNet or a ConvNet, or a non-empty list of them, got {net!r:.80}")
@@ -1028,6 +1102,12 @@ def train_ensemble(
 def _check_compatible(nets, shape, n_classes) -> None:
     """Nets trained in one ensemble must share the architecture; they may differ in their initialisation."""
     first = nets[0]
+    if type(first) in _FAMILIES:
+        same = _FAMILIES[type(first)]["same"]
+        for n in nets[1:]:
+            if type(n) is not type(first) or not same(first, n):
+                raise ValueError(f"the nets of one ensemble must share their architecture; got {first} and {n}")
+        return
     keep = (
         ("depth", "width", "activation", "slope")
         if isinstance(first, DenseNet)
@@ -1086,7 +1166,11 @@ def _train(
         for child in kids:
             per_network.append(init_parameters(this, shape, n_classes, child))
             batch_seeds.append(int(child.integers(2**63)))
-    model = _Ensemble(torch, net, shape, n_classes, per_network, dev, tdtype)
+    family = _FAMILIES.get(type(net))
+    build = _Ensemble if family is None else family["model"]
+    model = build(torch, net, shape, n_classes, per_network, dev, tdtype)
+    penalty = getattr(model, "penalty", None)
+    observe = getattr(model, "observe", None)
     gens = [torch.Generator(device="cpu").manual_seed(s) for s in batch_seeds]
 
     xtr = torch.tensor(data.x_train, dtype=tdtype, device=dev)
@@ -1124,6 +1208,8 @@ def _train(
     def record(i, th):
         rec["trl"][:, i], rec["tra"][:, i] = evaluate(th, xtr, ytr, n_tr_eval)
         rec["tel"][:, i], rec["tea"][:, i] = evaluate(th, xte, yte, n_te_eval)
+        if observe is not None:
+            observe(record_steps[i], th.detach())
 
     if record_steps[0] == 0:
         record(0, theta)
@@ -1146,6 +1232,9 @@ def _train(
         E, B, C = logits.shape
         ce = torch.nn.functional.cross_entropy(logits.reshape(E * B, C), yb.reshape(E * B), reduction="none")
         loss = ce.view(E, B).mean(dim=1)
+        extra = None if penalty is None else penalty(th)
+        if extra is not None:
+            loss = loss + extra
         ok = torch.isfinite(loss) & alive
         total = torch.where(ok, loss, torch.zeros_like(loss)).sum()
         (grad,) = torch.autograd.grad(total, th)
@@ -1219,6 +1308,8 @@ def _train(
 
 
 def _param_count(net, shape, n_classes) -> int:
+    if type(net) in _FAMILIES:
+        return int(_FAMILIES[type(net)]["n_params"](net, shape, n_classes))
     if isinstance(net, DenseNet):
         sizes = [math.prod(shape)] + [net.width] * net.depth + [n_classes]
         return sum(i * o + o for i, o in zip(sizes[:-1], sizes[1:]))

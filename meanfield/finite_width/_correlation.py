@@ -25,6 +25,7 @@ def orthant_probability(rho: ArrayLike) -> float | np.ndarray:
     Returns
     -------
     float or ndarray
+        The probability(ies), in ``[0, 1/2]``.
 
     Raises
     ------
@@ -55,18 +56,17 @@ def relu_correlation(rho: ArrayLike) -> float | np.ndarray:
     Parameters
     ----------
     rho : float or array_like
-        Pre-activation correlation(s) in [-1, 1].
+        As in :func:`orthant_probability`.
 
     Returns
     -------
     float or ndarray
+        The post-activation correlation(s), in ``[-1/(pi-1), 1]``.
 
     Raises
     ------
-    ValueError
-        ``|rho| > 1`` or non-finite input.
-    TypeError
-        Bools, complex numbers or strings.
+    ValueError, TypeError
+        As :func:`orthant_probability`.
 
     Examples
     --------

@@ -150,14 +150,9 @@ def relu_eigenvalue(
 
     Parameters
     ----------
-    m : float or array_like
-        Exponent(s), ``-1e300 <= m < -1/2``.
-    width : int
-        ``1 <= N <= MAX_WIDTH``.
-    sigma_w2 : float
-        ``> 0``, the weight variance times fan-in; default He, 2.
-    fan_in : int, optional
-        ``1 <= fan_in <= MAX_WIDTH``; default ``width`` (square layers).
+    m, width, sigma_w2, fan_in
+        As in :func:`relu_log_eigenvalue` (``-1e300 <= m < -1/2``, ``1 <= width <= MAX_WIDTH``,
+        ``sigma_w2 > 0`` the weight variance times fan-in, default He 2; ``fan_in`` default ``width``).
 
     Returns
     -------
@@ -193,19 +188,13 @@ def relu_eigenvalue_printed(
 
     Parameters
     ----------
-    m : float or array_like
-        Exponent(s), ``-1e300 <= m < -1/2``.
-    width : int
-        ``1 <= N <= MAX_WIDTH``.
-    sigma_w2 : float
-        ``> 0``, the weight variance times fan-in; default He, 2.
-    fan_in : int, optional
-        ``1 <= fan_in <= MAX_WIDTH``; default ``width`` (square layers).
+    m, width, sigma_w2, fan_in
+        As in :func:`relu_eigenvalue`.
 
     Returns
     -------
     float or ndarray
-        Finite and normal.
+        ``relu_eigenvalue(m, ...) * 4^(m+1)``, finite and normal.
 
     Raises
     ------
@@ -318,12 +307,8 @@ def critical_exponents(width: int, sigma_w2: float = 2.0, *, fan_in: int | None 
 
     Parameters
     ----------
-    width : int
-        ``1 <= N <= MAX_WIDTH``.
-    sigma_w2 : float
-        ``> 0``, the weight variance times fan-in (``W_ij ~ N(0, sigma_w2 / fan_in)``); default He, 2.
-    fan_in : int, optional
-        ``1 <= fan_in <= MAX_WIDTH``; default ``width`` (square layers).
+    width, sigma_w2, fan_in
+        As in :func:`relu_log_eigenvalue`.
 
     Returns
     -------

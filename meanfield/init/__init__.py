@@ -14,7 +14,9 @@ Each family lives in a private submodule and is re-exported here:
   :func:`conv_matrix`, :func:`conv_singular_values`), PyTorch's layout (:func:`to_torch_layout`,
   :func:`from_torch_layout`), Gaussian (eq. 2.2), orthogonal and delta-orthogonal kernels;
 - ZerO (``_zero``, seed 002 part 3 Sec. A): deterministic Hadamard-based initialisation and ZerO*;
-- MetaInit (``_metainit``, Dauphin & Schoenholz 2019): norms tuned to minimise the gradient quotient;
+- MetaInit (``_metainit``, Dauphin & Schoenholz 2019): norms tuned to minimise the gradient quotient
+  (:func:`metainit`; :func:`gradient_quotient` and its exact log-norm derivative
+  :func:`gradient_quotient_gradient`);
 - symmetric initialisations (``_symmetry``, seed 000): ConstNet / LeakyNet weights.
 
 Conventions: weights scale by ``sigma_w2`` everywhere (``W_ij ~ N(0, sigma_w2 / fan_in)``; an

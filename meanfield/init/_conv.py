@@ -769,6 +769,26 @@ def _check_kernel_request(k, c_in, c_out, ndim):
         )
 
 
+def _kernel_arguments(
+    kernel_size: object, c_in: object, c_out: object, sigma_w2: object, rng: Any, ndim: int, algorithm_1: bool
+) -> tuple[int, int, int, float, np.random.Generator]:
+    """The checked ``(k, c_in, c_out, sigma_w2, rng)`` of the four orthogonal kernel constructors.
+
+    Sizes first, then the size bound (Algorithm 1's work with ``algorithm_1``, else the entry count of
+    a ``k^ndim`` delta kernel), then ``rng``.
+    """
+    k = int_arg(kernel_size, "kernel_size", 1)
+    c_in, c_out = _check_channels(c_in, c_out)
+    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
+    if algorithm_1:
+        _check_kernel_request(k, c_in, c_out, ndim)
+    else:
+        check_size(
+            k**ndim * c_in * c_out, "kernel_size^2 * c_in * c_out" if ndim == 2 else "kernel_size * c_in * c_out"
+        )
+    return k, c_in, c_out, sigma_w2, check_rng(rng)
+
+
 def orthogonal_conv_kernel(
     kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None
 ) -> np.ndarray:
@@ -806,11 +826,7 @@ def orthogonal_conv_kernel(
     -----
     Seed 003, Algorithm 1 and eq. 2.17.
     """
-    k = int_arg(kernel_size, "kernel_size", 1)
-    c_in, c_out = _check_channels(c_in, c_out)
-    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
-    _check_kernel_request(k, c_in, c_out, 2)
-    rng = check_rng(rng)
+    k, c_in, c_out, sigma_w2, rng = _kernel_arguments(kernel_size, c_in, c_out, sigma_w2, rng, 2, True)
     kernel = np.eye(c_out)[None, None]  # Step 1
     for _ in range(k - 1):  # Step 2
         kernel = _block_step(kernel, symmetric_projection(c_out, rng=rng), symmetric_projection(c_out, rng=rng))
@@ -825,14 +841,8 @@ def orthogonal_conv_kernel_1d(
 
     Parameters
     ----------
-    kernel_size : int
-        k (>= 1).
-    c_in, c_out : int
-        Channel counts with ``1 <= c_in <= c_out``; ``k^2 c_out^3 <= 2**40``.
-    sigma_w2 : float
-        Weight variance (>= 0, finite): ``sqrt(sigma_w2)`` times an orthogonal kernel.
-    rng : None, int, SeedSequence or numpy.random.Generator
-        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
+    kernel_size, c_in, c_out, sigma_w2, rng
+        As in :func:`orthogonal_conv_kernel` (here ``k^2 c_out^3 <= 2**40``).
 
     Returns
     -------
@@ -842,11 +852,8 @@ def orthogonal_conv_kernel_1d(
 
     Raises
     ------
-    ValueError
-        ``c_in > c_out``, a size < 1, a negative or non-finite ``sigma_w2``, or a request beyond
-        ``MAX_KERNEL_WORK`` / 2^29 entries.
-    TypeError
-        Bools, complex numbers or strings as sizes; a bad ``rng``.
+    ValueError, TypeError
+        As :func:`orthogonal_conv_kernel`.
 
     Examples
     --------
@@ -854,11 +861,7 @@ def orthogonal_conv_kernel_1d(
     >>> k.shape, bool(np.allclose(np.einsum("toi,toj->ij", k, k), np.eye(2)))
     ((3, 3, 2), True)
     """
-    k = int_arg(kernel_size, "kernel_size", 1)
-    c_in, c_out = _check_channels(c_in, c_out)
-    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
-    _check_kernel_request(k, c_in, c_out, 1)
-    rng = check_rng(rng)
+    k, c_in, c_out, sigma_w2, rng = _kernel_arguments(kernel_size, c_in, c_out, sigma_w2, rng, 1, True)
     kernel = np.eye(c_out)[None]
     eye = np.eye(c_out)
     for _ in range(k - 1):
@@ -900,11 +903,7 @@ def delta_orthogonal_kernel(
     TypeError
         Bools, complex numbers or strings as sizes; a bad ``rng``.
     """
-    k = int_arg(kernel_size, "kernel_size", 1)
-    c_in, c_out = _check_channels(c_in, c_out)
-    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
-    check_size(k * k * c_in * c_out, "kernel_size^2 * c_in * c_out")
-    rng = check_rng(rng)
+    k, c_in, c_out, sigma_w2, rng = _kernel_arguments(kernel_size, c_in, c_out, sigma_w2, rng, 2, False)
     kernel = np.zeros((k, k, c_in, c_out))
     kernel[k // 2, k // 2] = haar_orthogonal(c_out, c_in, rng=rng).T
     return _scaled(kernel, sigma_w2)
@@ -917,14 +916,8 @@ def delta_orthogonal_kernel_1d(
 
     Parameters
     ----------
-    kernel_size : int
-        k (>= 1).
-    c_in, c_out : int
-        Channel counts with ``1 <= c_in <= c_out``.
-    sigma_w2 : float
-        Weight variance (>= 0, finite): ``sqrt(sigma_w2)`` times ``H``.
-    rng : None, int, SeedSequence or numpy.random.Generator
-        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
+    kernel_size, c_in, c_out, sigma_w2, rng
+        As in :func:`delta_orthogonal_kernel`.
 
     Returns
     -------
@@ -933,16 +926,10 @@ def delta_orthogonal_kernel_1d(
 
     Raises
     ------
-    ValueError
-        ``c_in > c_out``, a size < 1, a negative or non-finite ``sigma_w2``, or more than 2^29 entries.
-    TypeError
-        Bools, complex numbers or strings as sizes; a bad ``rng``.
+    ValueError, TypeError
+        As :func:`delta_orthogonal_kernel`.
     """
-    k = int_arg(kernel_size, "kernel_size", 1)
-    c_in, c_out = _check_channels(c_in, c_out)
-    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
-    check_size(k * c_in * c_out, "kernel_size * c_in * c_out")
-    rng = check_rng(rng)
+    k, c_in, c_out, sigma_w2, rng = _kernel_arguments(kernel_size, c_in, c_out, sigma_w2, rng, 1, False)
     kernel = np.zeros((k, c_in, c_out))
     kernel[k // 2] = haar_orthogonal(c_out, c_in, rng=rng).T
     return _scaled(kernel, sigma_w2)

@@ -2,7 +2,9 @@
 
 The gradient flows of :func:`~meanfield.landscape.three_layer_flow` (seed 004, eqs. 11-18) and
 :func:`~meanfield.landscape.mode_flow` (eqs. 21-23) are integrated by :func:`_integrate` (LSODA
-through ``scipy.integrate.solve_ivp``) under one evaluation budget, :data:`MAX_FLOW_EVALUATIONS`.
+through ``scipy.integrate.solve_ivp``) under one evaluation budget, :data:`MAX_FLOW_EVALUATIONS`,
+defined here and read at each call from the public package (``meanfield.landscape.MAX_FLOW_EVALUATIONS``,
+the documented name to change or patch).
 """
 
 from __future__ import annotations
@@ -79,12 +81,15 @@ def _integrate(
     """
     from scipy.integrate import solve_ivp
 
+    from .. import landscape  # the public name, read at call time (the package re-exports this module's value)
+
+    limit = landscape.MAX_FLOW_EVALUATIONS
     count = 0
 
     def counted(_, y):
         nonlocal count
         count += 1
-        if count > MAX_FLOW_EVALUATIONS:
+        if count > limit:
             raise _FlowBudgetExceeded
         with np.errstate(over="ignore", invalid="ignore"):
             return rhs(y)
@@ -93,7 +98,7 @@ def _integrate(
         sol = solve_ivp(counted, (t[0], t[-1]), y0, t_eval=t, method="LSODA", rtol=rtol, atol=atol)
     except _FlowBudgetExceeded:
         raise ValueError(
-            f"t: integrating from {t[0]!r} to {t[-1]!r} needed more than {MAX_FLOW_EVALUATIONS} "
+            f"t: integrating from {t[0]!r} to {t[-1]!r} needed more than {limit} "
             f"(MAX_FLOW_EVALUATIONS) right-hand-side evaluations: the span covers too many "
             f"characteristic times of the flow at these scales ({scales}); use a shorter or coarser "
             "time span, or values of moderate size"

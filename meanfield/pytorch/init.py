@@ -399,6 +399,35 @@ def _conv_sizes(tensor, name: str):
     return c_out, c_in, ks
 
 
+def _centre_tap(ks: tuple[int, ...]) -> np.ndarray:
+    """The one-hot variance vector of a kernel with weight only at the centre tap ``k // 2``."""
+    v = np.zeros(ks)
+    v[tuple(k // 2 for k in ks)] = 1.0
+    return v
+
+
+def _from_library(tensor, method: str, sigma_w2: float, array: np.ndarray, v: np.ndarray | None = None):
+    """The one converter of the ``sigma_w2``-scaled constructions of :mod:`meanfield.init` into a tensor.
+
+    ``array`` is in the library's layout: a dense ``(n_out, n_in)`` matrix, copied as it is, or a
+    kernel ``(*k, c_out, c_in)``, converted by :func:`meanfield.init.to_torch_layout`; the tensor's
+    ``meanfield_init`` records ``method``, ``sigma_w2`` and the kernel's variance vector ``v``.
+    """
+    spec = InitSpec(
+        method, float(sigma_w2), None, None if v is None else _tuple(v), kwargs=(("sigma_w2", float(sigma_w2)),)
+    )
+    return _copy(tensor, array if tensor.dim() == 2 else np_init.to_torch_layout(array), spec)
+
+
+def _orthogonal_kernel_(tensor, method: str, sigma_w2: float, generator, make_1d, make_2d, variance):
+    """A 1-D or square 2-D orthogonal kernel from ``make_1d`` / ``make_2d`` with ``variance(ks)`` as ``v``."""
+    c_out, c_in, ks = _conv_sizes(tensor, method)
+    rng = numpy_rng(generator)
+    make = make_1d if len(ks) == 1 else make_2d
+    kernel = make(ks[0], c_in, c_out, sigma_w2=sigma_w2, rng=rng)
+    return _from_library(tensor, method, sigma_w2, kernel, variance(ks))
+
+
 def orthogonal_conv_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) -> Any:
     """Orthogonal convolution kernel, Algorithm 1 of seed 003 (:func:`meanfield.init.orthogonal_conv_kernel`).
 
@@ -430,15 +459,15 @@ def orthogonal_conv_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = Non
     -----
     Seed 003, Algorithm 1 and eq. 2.17.
     """
-    c_out, c_in, ks = _conv_sizes(tensor, "orthogonal_conv_")
-    rng = numpy_rng(generator)
-    if len(ks) == 1:
-        kernel = np_init.orthogonal_conv_kernel_1d(ks[0], c_in, c_out, sigma_w2=sigma_w2, rng=rng)
-    else:
-        kernel = np_init.orthogonal_conv_kernel(ks[0], c_in, c_out, sigma_w2=sigma_w2, rng=rng)
-    v = np_init.orthogonal_kernel_variance(ks[0], ndim=len(ks))
-    spec = InitSpec("orthogonal_conv_", float(sigma_w2), None, _tuple(v), kwargs=(("sigma_w2", float(sigma_w2)),))
-    return _copy(tensor, np_init.to_torch_layout(kernel), spec)
+    return _orthogonal_kernel_(
+        tensor,
+        "orthogonal_conv_",
+        sigma_w2,
+        generator,
+        np_init.orthogonal_conv_kernel_1d,
+        np_init.orthogonal_conv_kernel,
+        lambda ks: np_init.orthogonal_kernel_variance(ks[0], ndim=len(ks)),
+    )
 
 
 def delta_orthogonal_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) -> Any:
@@ -446,12 +475,8 @@ def delta_orthogonal_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = No
 
     Parameters
     ----------
-    tensor : torch.Tensor
-        ``Conv1d`` weight ``(c_out, c_in, k)`` or ``Conv2d`` weight ``(c_out, c_in, k, k)``,
-        ``c_in <= c_out``.
-    sigma_w2 : float
-        ``gain^2`` (>= 0, finite).
-    generator : torch.Generator, optional
+    tensor, sigma_w2, generator
+        As in :func:`orthogonal_conv_`.
 
     Returns
     -------
@@ -468,16 +493,15 @@ def delta_orthogonal_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = No
     -----
     Seed 003, Algorithm 2.
     """
-    c_out, c_in, ks = _conv_sizes(tensor, "delta_orthogonal_")
-    rng = numpy_rng(generator)
-    if len(ks) == 1:
-        kernel = np_init.delta_orthogonal_kernel_1d(ks[0], c_in, c_out, sigma_w2=sigma_w2, rng=rng)
-    else:
-        kernel = np_init.delta_orthogonal_kernel(ks[0], c_in, c_out, sigma_w2=sigma_w2, rng=rng)
-    v = np.zeros(ks)
-    v[tuple(k // 2 for k in ks)] = 1.0
-    spec = InitSpec("delta_orthogonal_", float(sigma_w2), None, _tuple(v), kwargs=(("sigma_w2", float(sigma_w2)),))
-    return _copy(tensor, np_init.to_torch_layout(kernel), spec)
+    return _orthogonal_kernel_(
+        tensor,
+        "delta_orthogonal_",
+        sigma_w2,
+        generator,
+        np_init.delta_orthogonal_kernel_1d,
+        np_init.delta_orthogonal_kernel,
+        _centre_tap,
+    )
 
 
 def _orthogonal_dense_(tensor, sigma_w2: float, generator) -> Any:
@@ -485,8 +509,7 @@ def _orthogonal_dense_(tensor, sigma_w2: float, generator) -> Any:
     _check_tensor(tensor, ndims=(2,))
     rng = numpy_rng(generator)
     w = np_init.dense_weights(int(tensor.shape[0]), int(tensor.shape[1]), sigma_w2, "orthogonal", rng)
-    spec = InitSpec("orthogonal", float(sigma_w2), None, None, kwargs=(("sigma_w2", float(sigma_w2)),))
-    return _copy(tensor, w, spec)
+    return _from_library(tensor, "orthogonal", sigma_w2, w)
 
 
 def looks_linear_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) -> Any:
@@ -520,16 +543,12 @@ def looks_linear_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) 
     rng = numpy_rng(generator)
     if tensor.dim() == 2:
         w = np_init.orthogonal_looks_linear(int(tensor.shape[0]), int(tensor.shape[1]), sigma_w2, rng)
-        spec = InitSpec("looks_linear_", float(sigma_w2), None, None, kwargs=(("sigma_w2", float(sigma_w2)),))
-        return _copy(tensor, w, spec)
+        return _from_library(tensor, "looks_linear_", sigma_w2, w)
     c_out, c_in, ks = int(tensor.shape[0]), int(tensor.shape[1]), _kernel_shape(tensor)
     if c_out != c_in:
         raise ValueError(f"looks_linear_ on a convolution needs c_out == c_in, got {c_out} and {c_in}")
     kernel = np_init.looks_linear_delta_orthogonal(c_out, ks, sigma_w2, rng)
-    v = np.zeros(ks)
-    v[tuple(k // 2 for k in ks)] = 1.0
-    spec = InitSpec("looks_linear_", float(sigma_w2), None, _tuple(v), kwargs=(("sigma_w2", float(sigma_w2)),))
-    return _copy(tensor, np_init.to_torch_layout(kernel), spec)
+    return _from_library(tensor, "looks_linear_", sigma_w2, kernel, _centre_tap(ks))
 
 
 def gsm_(tensor: Any, sigma_w2: float = 2.0, *, generator: Any = None) -> Any:
@@ -559,8 +578,7 @@ def gsm_(tensor: Any, sigma_w2: float = 2.0, *, generator: Any = None) -> Any:
     _check_tensor(tensor, ndims=(2,))
     rng = numpy_rng(generator)
     w = np_init.gsm(int(tensor.shape[0]), int(tensor.shape[1]), sigma_w2, rng)
-    spec = InitSpec("gsm_", float(sigma_w2), None, None, kwargs=(("sigma_w2", float(sigma_w2)),))
-    return _copy(tensor, w, spec)
+    return _from_library(tensor, "gsm_", sigma_w2, w)
 
 
 def zero_(tensor: Any) -> Any:

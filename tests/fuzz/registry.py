@@ -329,7 +329,7 @@ REGISTRY: list[Entry] = [
     E("dense.phase_diagram", activation=ACT("tanh"), sigma_w2=A([1.0, 2.0]), sigma_b2=A([0.0, 0.1]), degree=I(100)),
     E("dense.propagate", cov0=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(3), degree=I(100)),
     E("dense.propagate_log", cov0=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(3), degree=I(100)),
-    E("dense.backward_variance", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(5), q0=F(1.0), log=B(False), degree=I(100)),
+    E("dense.backward_variance", q0=F(1.0), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(5), log=B(False), degree=I(100)),
     E("dense.input_covariance", x=A(X25), sigma_w2=F(1.5), sigma_b2=F(0.05)),
     # --- conv -------------------------------------------------------------------------------
     E("conv.average", cov=A(COV4), v=A(V3), shape=SH(4)),
@@ -376,6 +376,8 @@ REGISTRY: list[Entry] = [
     E("init.looks_linear_delta_orthogonal", n=I(4), kernel_shape=SH((3, 3)), sigma_w2=F(1.0), rng=R(0)),
     E("init.gradient_quotient", weights=MATS(GQ_WEIGHTS), x=A(X53), targets=A(np.array([0, 1, 0, 1, 1])), slope=F(0.0), eps=F(1e-5),
       loss=CH("cross_entropy"), biases=B(False)),
+    E("init.gradient_quotient_gradient", weights=MATS(GQ_WEIGHTS), x=A(X53), targets=A(np.array([0, 1, 0, 1, 1])), slope=F(0.0),
+      eps=F(1e-5), loss=CH("cross_entropy"), biases=B(False)),
     E("init.metainit", weights=MATS(MI_WEIGHTS), slope=F(0.0), steps=I(2), lr=F(0.1), momentum=F(0.9), eps=F(1e-5), batch_size=I(4),
       loss=CH("cross_entropy"), biases=B(False), eval_batches=I(1), rng=R(0)),
     E("init.conv_singular_values", kernel=A(KERNEL_1D), spatial_shape=SH(4)),
@@ -560,6 +562,7 @@ REGISTRY: list[Entry] = [
       shape=SH(5), degree=I(50)),
     E("ntk.propagate_conv_ntk", cov0=A(Lazy(_mi_cov)), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
       shape=SH(5), degree=I(50)),
+    E("ntk.conv_ntk_fixed_point", activation=ACT("tanh"), sigma_w2=F(0.8), sigma_b2=F(0.05), v=A(V3), shape=SH(5), degree=I(50)),
     E("parallel.chunk_ranges", n=I(10), chunk_size=I(3)),
     E("parallel.chunk_streams", rng=R(0), n_chunks=I(3)),
     E("spectra.derivative_law", activation=ACT("tanh"), q=F(0.5), n_atoms=I(200)),
@@ -575,15 +578,23 @@ REGISTRY: list[Entry] = [
       n_networks=I(2), weights=CH("orthogonal"), q=F(0.5), rng=R(0)),
     E("validation.simulators.conv_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(2),
       size=I(4), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
+    E("validation.simulators.conv2d_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2),
+      width=I(2), shape=SH((3, 3)), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
     E("validation.simulators.empirical_ntk", x=A(X25), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(2), width=I(4),
       n_networks=I(2), method=CH("numpy"), rng=R(0)),
     E("validation.simulators.empirical_conv_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
       width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
+    E("validation.kurtosis_conv.conv_pair_moments", n_networks=I(4), rng=R(0), chunk=I(3)),
+    E("validation.simulators.empirical_periodic_cnn_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3),
+      depth=I(2), width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
     E("validation.simulators.simulate_conv_moments", channels=I(2), kernel_size=I(3), positions=I(4), depth=I(2), n_networks=I(4), slope=F(0.1),
       rng=R(0)),
     E("validation.simulators.simulate_residual_moments", width=I(3), depth=I(2), n_networks=I(4), slope=F(0.1), residual=B(True), rng=R(0)),
     E("validation.trainability.z_score", a=A([1.0, 1.2, 0.9]), b=A([0.5, 0.6, 0.4, 0.7])),
     E("validation.trainability.clear_cache"),
+    E("validation.trainability.mode_energy_fraction", v=A(np.full((3, 3), 1 / 9)), shape=SH((4, 4)), depth=I(3)),
+    E("validation.trainability.cnn_learning_rate", depth=I(1000)),
+    E("validation.trainability.rank_correlation", x=A([0.3, 1.2, 0.9, 2.0, 0.1]), y=A([0.5, 0.6, 0.4, 0.7, 0.2]), alternative=CH("less")),
     E("validation.audit.unavailable"),
     E("validation.training.DenseNet", depth=I(2), width=I(4), activation=CH("tanh"), init=CH("gaussian"), sigma_w2=F(1.0), sigma_b2=F(0.0),
       slope=F(0.0)),
@@ -592,6 +603,13 @@ REGISTRY: list[Entry] = [
     E("validation.training.init_parameters", net=X(Lazy(_dense_net)), input_shape=SH((1, 5)), n_classes=I(3), rng=R(0)),
     E("validation.training.ensemble_forward", net=X(Lazy(_dense_net)), parameters=X(Lazy(_dense_params)),
       x=A(_rng.standard_normal((2, 3, 1, 5))), dtype=CH("float64")),
+    E("validation.symmetry_training.SkipNet", architecture=CH("residual"), depth=I(2), width=I(4), sigma_w2=F(1.0),
+      bias_init_sigma=F(0.1), batchnorm_layer=I(0),
+      skip={"skips": "a callable rng -> (width, width) matrix factory (TypeError for non-callables, tested in test_skip_nets)",
+            "long_skips": "as skips", "monitor": "a measurement callable (TypeError for non-callables)",
+            "constant_bias": "a pair of floats, each checked by check_scalar (tested in test_skip_nets)",
+            "bias_reg": "a pair of floats in [0, 1e6], each checked by check_scalar (tested in test_skip_nets)"},
+      none_ok=("bias_init_sigma", "batchnorm_layer")),
 ]
 
 # fmt: on
@@ -621,6 +639,7 @@ NOT_FUZZED: dict[str, str] = {
         "finite_width.TransitionKernel",
         "finite_width.CriticalExponents",
         "init.ConstNetInit",
+        "init.GradientQuotient",
         "init.MetaInitResult",
         "kurtosis.EmpiricalVarianceDistribution",
         "kurtosis.InputStatistics",
@@ -660,7 +679,24 @@ for _mod in ("conv", "dense", "finite_width", "kurtosis", "landscape", "symmetry
         "a whole theory-vs-simulation comparison (seconds to minutes a call; full=True runs the paper's "
         "sizes); run by `meanfield validate` and its tests, its arguments checked by validation.runner"
     )
+NOT_FUZZED["validation.kurtosis_conv.run"] = NOT_FUZZED["validation.conv.run"]
+NOT_FUZZED["validation.spectra.conv2d_rows"] = (
+    "rows of validation.spectra.run (simulates networks for seconds); run there"
+)
+NOT_FUZZED["validation.ntk.conv_mode_rows"] = "rows of validation.ntk.run (simulates networks for seconds); run there"
 NOT_FUZZED["validation.conv.isometry_rows"] = "rows of validation.conv.run (simulates networks for seconds); run there"
+NOT_FUZZED["validation.kurtosis.fig1_rows"] = (
+    "rows of validation.kurtosis.run (simulates >= 1,000 networks and MetaInit, tens of seconds); its arguments "
+    "are checked by validation.runner.check_run_arguments; run by tests/test_grzejdziak2023.py"
+)
+NOT_FUZZED["validation.kurtosis.variance_rows"] = (
+    "rows of validation.kurtosis.run (draws 40,000 samples per row, seconds); its arguments are checked by "
+    "validation.runner.check_run_arguments; run by tests/test_grzejdziak2023.py"
+)
+NOT_FUZZED["validation.landscape.untrained_rows"] = (
+    "rows of validation.landscape.run (exhaustive binary landscapes, tens of seconds); its argument checks are "
+    "tested in tests/test_landscape.py (test_validation_untrained_rows_checks_its_arguments)"
+)
 NOT_FUZZED["validation.finite_width.eigen_rows"] = (
     "rows of validation.finite_width.run (seconds of quadrature); run there"
 )
@@ -687,6 +723,7 @@ for _name in [
     "landscape.HessianSpectrum",
     "landscape.LandscapeCensus",
     "landscape.SingularityMeasures",
+    "ntk.ConvNTKFixedPoint",
     "ntk.NTKFixedPoint",
     "ntk.NTKPropagation",
     "ntk.NTKStep",
@@ -742,10 +779,16 @@ NOT_FUZZED["validation.trainability.depth_scale_agreement"] = (
     "reads the result dict of validation.trainability.experiment (a training sweep, seconds); tested in "
     "tests/test_trainability.py"
 )
+NOT_FUZZED["validation.trainability.kurtosis_rank_test"] = NOT_FUZZED["validation.trainability.depth_scale_agreement"]
+NOT_FUZZED["validation.trainability.RankTest"] = _RESULT
+NOT_FUZZED["validation.trainability.nonuniform_v_rank_test"] = NOT_FUZZED[
+    "validation.trainability.depth_scale_agreement"
+]
 NOT_FUZZED["validation.training.load_training_data"] = (
     "loads and downsamples scikit-learn's digits or the user's MNIST / CIFAR-10 files (seconds a call); "
     "tested in tests/test_training.py"
 )
+NOT_FUZZED["validation.trainability.training_data"] = NOT_FUZZED["validation.training.load_training_data"]
 
 # ---------------------------------------------------------------------------------------------
 # documented non-finite values
@@ -956,11 +999,53 @@ ALLOW_NONFINITE: list[Allow] = [
             ("dense.fixed_point", ""),
             ("dense.phase_diagram", ""),
             ("conv.depth_scales", "fixed_point."),
+            ("ntk.conv_ntk_fixed_point", "fixed_point."),
         )
         for f in ("chi_1", "chi_c", "chi_q")
     ],
+    # ntk.ConvNTKFixedPoint: theta_* "inf where that mode grows (chi >= 1, q* = inf)"; growth_* the
+    # factors |chi lambda_m| (inf where chi is: sign, exp at q* = inf); xi_* "inf where the factor is
+    # >= 1"; its fixed_point field is a dense FixedPoint (as conv.depth_scales).
+    Allow(
+        "ntk.conv_ntk_fixed_point",
+        "theta_diag",
+        lambda r, kw: r.fixed_point.chi_1 >= 1.0 - _CRIT or math.isinf(r.fixed_point.q_star),
+        "ConvNTKFixedPoint.theta_diag: inf when chi_1 >= 1 or q* = inf",
+        sign=1,
+    ),
+    Allow(
+        "ntk.conv_ntk_fixed_point",
+        "theta_offdiag",
+        lambda r, kw: r.fixed_point.chi_c >= 1.0 - _CRIT or math.isinf(r.fixed_point.q_star),
+        "ConvNTKFixedPoint.theta_offdiag: inf when chi_c >= 1 or q* = inf",
+        sign=1,
+    ),
+    *[
+        Allow(
+            "ntk.conv_ntk_fixed_point",
+            f"{kind}_{part}",
+            lambda r, kw, part=part, kind=kind: (
+                np.isinf(getattr(r.fixed_point, "chi_1" if part == "diag" else "chi_c"))
+                if kind == "growth"
+                else getattr(r, f"growth_{part}") >= 1.0 - _CRIT
+            ),
+            f"ConvNTKFixedPoint.{kind}_{part}: inf where the growth factor is inf / >= 1",
+            sign=1,
+        )
+        for kind in ("growth", "xi")
+        for part in ("diag", "offdiag")
+    ],
+    Allow("ntk.conv_ntk_fixed_point", "fixed_point.q_star", _fp_chi("chi_q"), "FixedPoint.q_star"),
+    Allow("ntk.conv_ntk_fixed_point", "fixed_point.xi_q", _fp_chi("chi_q"), "FixedPoint.xi_q"),
+    Allow("ntk.conv_ntk_fixed_point", "fixed_point.xi_c", _fp_chi("chi_c"), "FixedPoint.xi_c"),
     # figures.load: "the strings 'inf', '-inf', 'nan' restored to floats" (a figure may hold them).
     Allow(
         "figures.load", "data", lambda r, kw: True, "FigureData.data: non-finite values written by a figure", nan=True
     ),
 ]
+# sweeps: chunked Monte-Carlo ensembles of the comparison tables (issue 16 item 3)
+for _name in ("ensemble_moments", "ensemble_samples"):
+    NOT_FUZZED[f"validation.ensembles.{_name}"] = (
+        "takes a simulator callable and a statistic callable (like parallel.ensemble, whose argument checks it "
+        "uses); sizes, statistic and executors tested in tests/test_parallel_wiring.py"
+    )

@@ -58,6 +58,7 @@ from .finite_width import PairSimulation, simulate_pair, simulate_squared_norms
 from .jacobian import (
     JACOBIAN_CONV_KERNELS,
     JACOBIAN_WEIGHTS,
+    conv2d_jacobian_singular_values,
     conv_jacobian_singular_values,
     jacobian_singular_values,
 )
@@ -76,7 +77,7 @@ from .kurtosis import (
     simulate_conv_moments,
     simulate_residual_moments,
 )
-from .ntk import NTK_METHODS, empirical_conv_ntk, empirical_ntk
+from .ntk import NTK_METHODS, empirical_conv_ntk, empirical_ntk, empirical_periodic_cnn_ntk
 from .symmetry import (
     ConstNet,
     LeakyNet,
@@ -115,10 +116,12 @@ __all__ = [
     "ReplicatedFeatureResult",
     "TrainingRecord",
     "activation_fn",
+    "conv2d_jacobian_singular_values",
     "conv_jacobian_singular_values",
     "conv_kernels",
     "empirical_conv_ntk",
     "empirical_ntk",
+    "empirical_periodic_cnn_ntk",
     "empirical_variances",
     "jacobian_singular_values",
     "layer_moments",

@@ -341,3 +341,27 @@ def expand_log(normalized, log_scale, name, diag=None):
 
 def diag2(a, b):
     return np.diagonal(a, axis1=-2, axis2=-1), np.diagonal(b, axis1=-2, axis2=-1)
+
+
+class LogScaledMoments:
+    """The ``cov`` and ``grad_sq`` properties of the dense and conv simulation results.
+
+    A base of :class:`DenseSimulation` and :class:`ConvSimulation` (frozen dataclasses with the
+    fields ``cov_normalized``, ``log_scale``, ``grad_sq_normalized``, ``grad_log_scale``): each
+    property is the stored normalised field times ``exp`` of its log scale, with a ``ValueError``
+    naming the log fields when a value overflows or underflows float64.
+    """
+
+    __slots__ = ()
+
+    @property
+    def cov(self) -> np.ndarray:
+        """``cov_normalized * exp(log_scale)``, the shape of ``cov_normalized``."""
+        return expand_log(self.cov_normalized, self.log_scale, "cov", diag2)
+
+    @property
+    def grad_sq(self) -> np.ndarray | None:
+        """``grad_sq_normalized * exp(grad_log_scale)``, the shape of ``grad_sq_normalized``, or None."""
+        if self.grad_sq_normalized is None:
+            return None
+        return expand_log(self.grad_sq_normalized, self.grad_log_scale, "grad_sq")

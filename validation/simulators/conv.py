@@ -42,7 +42,16 @@ from meanfield.init import (
     periodic_conv_weight_grad,
 )
 
-from ._common import LogScaledActivation, check_elements, combine, diag2, expand_log, host_array, log_sqrt, normalize
+from ._common import (
+    LogScaledActivation,
+    LogScaledMoments,
+    check_elements,
+    combine,
+    expand_log,
+    host_array,
+    log_sqrt,
+    normalize,
+)
 
 __all__ = ["CONV_INITS", "ConvSimulation", "conv_kernels", "simulate_conv"]
 
@@ -168,7 +177,7 @@ def conv_kernels(
 
 
 @dataclass(frozen=True)
-class ConvSimulation(Result):
+class ConvSimulation(LogScaledMoments, Result):
     """Per-network statistics of simulated periodic CNNs (NumPy arrays), on a log scale.
 
     Attributes
@@ -199,18 +208,6 @@ class ConvSimulation(Result):
     grad_log_scale: np.ndarray | None = None
     weight_grad_sq_normalized: np.ndarray | None = None
     weight_grad_log_scale: np.ndarray | None = None
-
-    @property
-    def cov(self) -> np.ndarray:
-        """``cov_normalized * exp(log_scale)``, shape (n_networks, depth + 1, D, P, P)."""
-        return expand_log(self.cov_normalized, self.log_scale, "cov", diag2)
-
-    @property
-    def grad_sq(self) -> np.ndarray | None:
-        """``grad_sq_normalized * exp(grad_log_scale)`` or None."""
-        if self.grad_sq_normalized is None:
-            return None
-        return expand_log(self.grad_sq_normalized, self.grad_log_scale, "grad_sq")
 
     @property
     def weight_grad_sq(self) -> np.ndarray | None:

@@ -40,10 +40,9 @@ from meanfield.init import WEIGHT_LAWS, dense_weights, haar_orthogonal
 from ._common import (
     UNDERFLOW_LOG,  # noqa: F401  (named in the module notes)
     LogScaledActivation,
+    LogScaledMoments,
     check_elements,
     combine,
-    diag2,
-    expand_log,
     host_array,
     log_sqrt,
     normalize,
@@ -85,7 +84,7 @@ def _exact_product(a, width, fan_in, law, gen, b, n_networks):
 
 
 @dataclass(frozen=True)
-class DenseSimulation(Result):
+class DenseSimulation(LogScaledMoments, Result):
     """Per-network statistics of simulated dense networks (NumPy arrays), on a log scale.
 
     Attributes
@@ -110,18 +109,6 @@ class DenseSimulation(Result):
     log_scale: np.ndarray
     grad_sq_normalized: np.ndarray | None = None
     grad_log_scale: np.ndarray | None = None
-
-    @property
-    def cov(self) -> np.ndarray:
-        """``cov_normalized * exp(log_scale)``, shape (n_networks, depth + 1, D, D)."""
-        return expand_log(self.cov_normalized, self.log_scale, "cov", diag2)
-
-    @property
-    def grad_sq(self) -> np.ndarray | None:
-        """``grad_sq_normalized * exp(grad_log_scale)``, shape (n_networks, depth + 1, D), or None."""
-        if self.grad_sq_normalized is None:
-            return None
-        return expand_log(self.grad_sq_normalized, self.grad_log_scale, "grad_sq")
 
 
 def simulate_dense(

@@ -29,16 +29,24 @@ from meanfield.checks import check_int, check_rng
 from meanfield.checks import check_variance as check_nonnegative_scalar
 from meanfield.init import (
     conv_matrix,
+    delta_orthogonal_kernel,
     delta_orthogonal_kernel_1d,
     dense_weights,
     gaussian_conv_kernel,
     haar_orthogonal,
+    orthogonal_conv_kernel,
     orthogonal_conv_kernel_1d,
 )
 
 from ._common import activation_fn, check_work
 
-__all__ = ["JACOBIAN_CONV_KERNELS", "JACOBIAN_WEIGHTS", "conv_jacobian_singular_values", "jacobian_singular_values"]
+__all__ = [
+    "JACOBIAN_CONV_KERNELS",
+    "JACOBIAN_WEIGHTS",
+    "conv2d_jacobian_singular_values",
+    "conv_jacobian_singular_values",
+    "jacobian_singular_values",
+]
 
 #: Weight laws of :func:`jacobian_singular_values`.
 JACOBIAN_WEIGHTS = ("gaussian", "orthogonal")
@@ -220,6 +228,89 @@ def conv_jacobian_singular_values(
 
     def draw_b(g):
         return np.tile(sb * g.standard_normal(width), size)  # positions row-major, channels last
+
+    for k, g in enumerate(gens):
+        out[k] = _run(draw_w, draw_b, n, depth, phi, dphi, q, g)
+    return out
+
+
+def conv2d_jacobian_singular_values(
+    activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    depth: int,
+    width: int,
+    shape: tuple[int, int],
+    n_networks: int,
+    kernel: str = "delta_orthogonal",
+    *,
+    kernel_size: int = 3,
+    q: float | None = None,
+    rng=None,
+) -> np.ndarray:
+    r"""Squared singular values of the Jacobian of random 2-D periodic CNNs (seed 003, Sec. 2.2.1).
+
+    :func:`conv_jacobian_singular_values` on a periodic ``shape = (h, w)`` signal with
+    ``kernel_size x kernel_size`` kernels: Algorithm 2 (:func:`meanfield.init.delta_orthogonal_kernel`),
+    Algorithm 1 (:func:`meanfield.init.orthogonal_conv_kernel`) or i.i.d. Gaussian taps.
+
+    Parameters
+    ----------
+    activation, sigma_w2, sigma_b2, depth, q, rng
+        As :func:`jacobian_singular_values`.
+    width : int
+        Channels c (1 to 1024).
+    shape : (int, int)
+        Spatial shape (each 1 to 64); the Jacobian is ``(h w c) x (h w c)`` (at most 4096).
+    n_networks : int
+    kernel : {"delta_orthogonal", "orthogonal", "gaussian"}
+    kernel_size : int
+        Odd kernel width k (1 to min(h, w)).
+
+    Returns
+    -------
+    ndarray, shape (n_networks, h * w * width)
+        Eigenvalues of :math:`JJ^T`, descending per network.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`conv_jacobian_singular_values`; a ``shape`` that is not two sizes.
+    """
+    act = get_activation(activation)
+    sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
+    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
+    depth = check_int(depth, "depth", minimum=1, maximum=10**4)
+    width = check_int(width, "width", minimum=1, maximum=1024)
+    if not isinstance(shape, (tuple, list)) or len(shape) != 2:
+        raise TypeError(f"shape must be a pair (h, w) of ints, got {shape!r}")
+    h, w = (check_int(s, "shape", minimum=1, maximum=64) for s in shape)
+    n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
+    kernel = _choice(kernel, JACOBIAN_CONV_KERNELS, "kernel")
+    kernel_size = check_int(kernel_size, "kernel_size", minimum=1, maximum=min(h, w))
+    if kernel_size % 2 == 0:
+        raise ValueError(f"kernel_size must be odd, got {kernel_size}")
+    n = h * w * width
+    if n > 4096:
+        raise ValueError(f"h * w * width must be <= 4096, got {n}")
+    check_work(n_networks * depth * 3 * n**3, "conv2d_jacobian_singular_values")
+    q = _start_q(act, sigma_w2, sigma_b2, q)
+    phi, dphi = activation_fn(act)
+    sb = math.sqrt(sigma_b2)
+    gens = check_rng(rng).spawn(n_networks)
+    out = np.empty((n_networks, n))
+
+    def draw_w(g):
+        if kernel == "delta_orthogonal":
+            k = delta_orthogonal_kernel(kernel_size, width, width, sigma_w2=sigma_w2, rng=g)
+        elif kernel == "orthogonal":
+            k = orthogonal_conv_kernel(kernel_size, width, width, sigma_w2=sigma_w2, rng=g)
+        else:
+            k = gaussian_conv_kernel((kernel_size, kernel_size), width, width, sigma_w2=sigma_w2, rng=g)
+        return conv_matrix(k, (h, w))
+
+    def draw_b(g):
+        return np.tile(sb * g.standard_normal(width), h * w)  # positions row-major, channels last
 
     for k, g in enumerate(gens):
         out[k] = _run(draw_w, draw_b, n, depth, phi, dphi, q, g)

@@ -29,7 +29,7 @@ from meanfield.init import periodic_conv, periodic_conv_transpose
 
 from ._common import activation_fn, check_work
 
-__all__ = ["NTK_METHODS", "empirical_conv_ntk", "empirical_ntk"]
+__all__ = ["NTK_METHODS", "empirical_conv_ntk", "empirical_ntk", "empirical_periodic_cnn_ntk"]
 
 #: Differentiation methods of :func:`empirical_ntk`.
 NTK_METHODS = ("auto", "numpy", "torch")
@@ -261,6 +261,115 @@ def empirical_conv_ntk(
             theta += sb * sb * ssum @ ssum.T
             if i:
                 delta = dphi(hs[i - 1]) * periodic_conv_transpose(delta, kernels[i], 1)
+        out[net] = theta
+    if not np.all(np.isfinite(out)):
+        raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
+    return out
+
+
+def empirical_periodic_cnn_ntk(
+    x,
+    activation,
+    sigma_w2: float,
+    sigma_b2: float,
+    v,
+    depth: int,
+    width: int,
+    n_networks: int,
+    *,
+    position: int | tuple[int, ...] = 0,
+    rng=None,
+) -> np.ndarray:
+    r"""Empirical NTKs of random 1-D or 2-D periodic CNNs (seed 003 networks, NTK parametrisation).
+
+    :func:`empirical_conv_ntk` for any number of spatial axes (1 or 2): kernels
+    :math:`\sigma_w\sqrt{v_\beta}\,\omega(\beta)/\sqrt{c_l}` with standard normal :math:`\omega`,
+    ``depth`` hidden layers of ``width`` channels, a one-channel read-out at ``position``; gradients
+    by back-propagation (:func:`meanfield.init.periodic_conv_transpose`).
+
+    Parameters
+    ----------
+    x : array_like, shape ``(D, *spatial, c0)``
+        Inputs with 1 or 2 periodic spatial axes.
+    activation : str or Activation
+    sigma_w2, sigma_b2 : float
+    v : array_like, shape (2k + 1,) or (2k1 + 1, 2k2 + 1)
+        Variance vector, one axis per spatial axis, no wider than the signal.
+    depth, width, n_networks : int
+    position : int or tuple of int
+        Output position (one index per spatial axis).
+    rng : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    ndarray, shape (n_networks, D, D)
+        The infinite-channel limit is :func:`meanfield.ntk.propagate_conv_ntk` with ``shape = spatial``
+        at the flattened (row-major) position.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad shapes, sizes, variances, ``v`` or ``position``.
+    """
+    x = as_float_array(x, "x")
+    if x.ndim not in (3, 4) or min(x.shape) < 1:
+        raise ValueError(f"x must have shape (D, *spatial, c0) with 1 or 2 spatial axes, got {x.shape}")
+    sd = x.ndim - 2
+    spatial = x.shape[1:-1]
+    v = check_probability_vector(v, "v")
+    if v.ndim != sd or any(k % 2 == 0 or k > n for k, n in zip(v.shape, spatial)):
+        raise ValueError(f"v must have {sd} axes of odd lengths <= {spatial}, got shape {v.shape}")
+    act = get_activation(activation)
+    sw = math.sqrt(_variance(sigma_w2, "sigma_w2"))
+    sb = math.sqrt(_variance(sigma_b2, "sigma_b2"))
+    depth = check_int(depth, "depth", minimum=0, maximum=100)
+    width = check_int(width, "width", minimum=1, maximum=4096)
+    n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
+    pos = (position,) if isinstance(position, (int, np.integer)) and not isinstance(position, bool) else position
+    if not isinstance(pos, tuple):
+        raise TypeError(f"position must be an int or a tuple of {sd} ints, got {position!r}")
+    if len(pos) != sd:
+        raise ValueError(f"position must be {sd} index(es), got {position!r}")
+    pos = tuple(check_int(p, "position", minimum=0, maximum=n - 1) for p, n in zip(pos, spatial))
+    d, c0 = x.shape[0], x.shape[-1]
+    p_total = int(np.prod(spatial))
+    check_work(
+        n_networks * (depth + 1) * 4 * d * p_total * v.size * max(width, c0) * width, "empirical_periodic_cnn_ntk"
+    )
+    phi, dphi = activation_fn(act)
+    offsets = list(np.ndindex(*v.shape))
+    half = [k // 2 for k in v.shape]
+    out = np.empty((n_networks, d, d))
+    sq = np.sqrt(v)
+    for net, g in enumerate(check_rng(rng).spawn(n_networks)):
+        sizes = [c0] + [width] * depth + [1]
+        kernels, biases = [], []
+        for i in range(depth + 1):
+            om = g.standard_normal((*v.shape, sizes[i + 1], sizes[i]))
+            kernels.append(sw * sq[..., None, None] * om / math.sqrt(sizes[i]))
+            biases.append(g.standard_normal(sizes[i + 1]))
+        us, hs = [x], []
+        for i in range(depth + 1):
+            h = periodic_conv(us[-1], kernels[i], sd) + sb * biases[i]
+            hs.append(h)
+            if i < depth:
+                us.append(phi(h))
+        delta = np.zeros_like(hs[-1])
+        delta[(slice(None), *pos, 0)] = 1.0
+        theta = np.zeros((d, d))
+        flat_axes = tuple(range(1, 1 + sd))
+        for i in range(depth, -1, -1):
+            u = us[i]
+            for t in offsets:
+                beta = tuple(tt - hh for tt, hh in zip(t, half))
+                shifted = np.roll(u, tuple(-b for b in beta), axis=flat_axes)
+                dl = delta.reshape(d, p_total, -1)
+                grad = np.einsum("api,apj->aij", dl, shifted.reshape(d, p_total, -1))
+                theta += sw * sw * v[t] / sizes[i] * np.einsum("aij,bij->ab", grad, grad)
+            ssum = delta.reshape(d, p_total, -1).sum(axis=1)
+            theta += sb * sb * ssum @ ssum.T
+            if i:
+                delta = dphi(hs[i - 1]) * periodic_conv_transpose(delta, kernels[i], sd)
         out[net] = theta
     if not np.all(np.isfinite(out)):
         raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
