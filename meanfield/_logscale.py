@@ -69,10 +69,10 @@ LOG_DBL_MAX = math.log(np.finfo(np.float64).max)
 INV_2PI = 1.0 / (2.0 * math.pi)
 #: Activations whose C-map (derivative orders 0) has a closed form at every (q1, q2, c)
 #: (:func:`meanfield.gaussian.pair_value` never reaches its quadrature for them).
-CLOSED_C_MAP = (LINEAR, RELU, LEAKY_RELU, ERF, HARD_TANH, GELU, SIN, COS, ABS, SIGN, EXP, RBF, RELU_POWER)
+CLOSED_C_MAP = (LINEAR, RELU, LEAKY_RELU, ERF, HARD_TANH, GELU, SIN, COS, ABS, SIGN, EXP, RBF, RELU_POWER, ELU, SELU)
 #: Activations with no closed form at derivative orders 0: their C-map is quadrature only (the
 #: ReLU asymptote of softplus and swish at large scale is :func:`relu_c_map_one`).
-QUADRATURE_C_MAP = (TANH, SIGMOID, SOFTPLUS, SWISH, ELU, SELU)
+QUADRATURE_C_MAP = (TANH, SIGMOID, SOFTPLUS, SWISH)
 
 
 def finite_result(x, what):
