@@ -40,6 +40,7 @@ ENTRY_POINTS = {
     "dense.covariance_map": ("from meanfield import dense", "dense.covariance_map(cov, 'tanh', 1.5, 0.05)"),
     "dense.propagate": ("from meanfield import dense", "dense.propagate(cov, 'tanh', 1.5, 0.05, 5)"),
     "dense.propagate(erf)": ("from meanfield import dense", "dense.propagate(cov, 'erf', 1.5, 0.05, 5)"),
+    "dense.propagate(softplus)": ("from meanfield import dense", "dense.propagate(cov, 'softplus', 1.5, 0.05, 5)"),
     "dense.fixed_point": ("from meanfield import dense", "dense.fixed_point('tanh', 1.5, 0.05)"),
     "dense.phase_diagram": ("from meanfield import dense", "dense.phase_diagram('tanh', [1.0, 2.0], [0.0, 0.1])"),
     "dense.critical_sigma_w2": ("from meanfield import dense", "dense.critical_sigma_w2('tanh', 0.05)"),

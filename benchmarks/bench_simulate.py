@@ -1,12 +1,14 @@
 """Monte-Carlo throughput of simulate_dense: the exact sampler against the weight path, and GEMM peak.
 
-Run ``python benchmarks/bench_simulate.py [--quick]``. Every ratio is measured in this run:
+Run ``python benchmarks/bench_simulate.py [--quick] [--many-only]`` (``--many-only``: item 2 alone). Every
+ratio is measured in this run:
 
 1. network-layers per second of ``simulate_dense`` with few inputs (D = 3, the validation tables'
    case) for ``method="weights"`` (today's path: sample W, multiply) and ``method="exact"`` (the
    O(n D^2) sampler), Gaussian and orthogonal laws, widths 512 and 1024, and their ratio;
 2. with many inputs (D = width), GFLOP/s of the weight path as a fraction of NumPy's square
-   matrix-product peak measured in the same run (target >= 70 % at width >= 512).
+   matrix-product peak measured in the same run (target >= 70 % at width >= 512), from wall times
+   and from process CPU times (the latter far less sensitive to the shared machine's load).
 
 The machine's load average is printed (2 shared cores: absolute numbers move with the load; the
 ratios are taken between runs interleaved in time).
@@ -30,6 +32,16 @@ def best_of(fn, repeat=3):
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
+
+
+def cpu_of(fn, repeat=3):
+    """Mean process CPU time of ``fn`` (all BLAS threads), after one warm-up call: on the shared
+    machine the wall time of a GEMM varies several-fold with the load, its CPU time much less."""
+    fn()
+    c0 = time.process_time()
+    for _ in range(repeat):
+        fn()
+    return (time.process_time() - c0) / repeat
 
 
 def few_inputs(widths, depth, nets):
@@ -64,7 +76,14 @@ def many_inputs(widths, depth, nets):
         rate = flops / t / 1e9
         print(
             f"  width {n:<5d} GEMM peak {peak:7.1f} GFLOP/s   simulate_dense {rate:7.1f} GFLOP/s = "
-            f"{100 * rate / peak:4.0f} % of peak",
+            f"{100 * rate / peak:4.0f} % of peak (wall)",
+            flush=True,
+        )
+        c_gemm = cpu_of(lambda: a @ a)
+        c_sim = cpu_of(lambda: simulate_dense(x, "tanh", 1.5, 0.05, depth, n, nets, method="weights", rng=0), repeat=2)
+        print(
+            f"  width {n:<5d} on CPU time: GEMM {2 * n**3 / c_gemm / 1e9:7.1f} GFLOP/CPU-s, simulate_dense "
+            f"{flops / c_sim / 1e9:7.1f} GFLOP/CPU-s = {100 * (flops / c_sim) / (2 * n**3 / c_gemm):4.0f} % of peak",
             flush=True,
         )
 
@@ -72,6 +91,7 @@ def many_inputs(widths, depth, nets):
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
     print(f"load average at start: {os.getloadavg()[0]:.2f} (2 shared cores)")
-    few_inputs((512,) if quick else (512, 1024), depth=10, nets=4 if quick else 8)
+    if "--many-only" not in sys.argv:
+        few_inputs((512,) if quick else (512, 1024), depth=10, nets=4 if quick else 8)
     many_inputs((512,) if quick else (512, 1024), depth=4, nets=2)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")

@@ -115,13 +115,16 @@ def check_covariance(cov, name: str = "cov", strict: bool = False) -> np.ndarray
     if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2] or arr.shape[-1] == 0:
         raise ValueError(f"{name} must be a square matrix (shape (..., D, D), D >= 1), got shape {arr.shape}")
     scale = max(float(np.max(np.abs(arr))), 1e-300) if arr.size else 1.0
-    if not np.allclose(arr, np.swapaxes(arr, -1, -2), rtol=1e-12, atol=1e-12 * scale):
+    swapped = np.swapaxes(arr, -1, -2)
+    # exactly symmetric (the common case) is close; np.allclose alone was half of a small
+    # propagate's per-call time (issue 18)
+    if not (arr == swapped).all() and not np.allclose(arr, swapped, rtol=1e-12, atol=1e-12 * scale):
         raise ValueError(f"{name} must be symmetric")
     if arr.size:
         eig = np.linalg.eigvalsh(arr / scale)  # scaled: LAPACK's norms overflow for entries ~1e300
-        if np.any(eig < -PSD_RTOL * arr.shape[-1]):
+        if (eig < -PSD_RTOL * arr.shape[-1]).any():
             raise ValueError(f"{name} must be positive semi-definite (smallest eigenvalue {eig.min() * scale:.3g} < 0)")
-    return 0.5 * (arr + np.swapaxes(arr, -1, -2))
+    return 0.5 * (arr + swapped)
 
 
 def check_probability_vector(v, name: str = "v", atol: float = 1e-10) -> np.ndarray:

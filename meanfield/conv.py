@@ -39,10 +39,12 @@ supplement A-B, F.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -55,6 +57,17 @@ from ._checks import (
     check_nonnegative_scalar,
     check_probability_vector,
     check_scalar,
+)
+from ._logscale import (
+    LOG_DBL_MAX,
+    LOG_DBL_MIN,
+    check_depth,
+    full_rule,
+    kernel_rule_for,
+    map_stack,
+    normalised_start,
+    scaled_step,
+    unscale,
 )
 from ._results import Result
 from .activations import get_activation
@@ -95,7 +108,6 @@ CRITICAL_ATOL = dense.CRITICAL_ATOL
 #: Relative step of the central difference giving kappa (eq. S13) for activations with kinks,
 #: whose phi'' has Dirac parts; the error is O(step^2) ~ 1e-10 relative for the arc-cosine family.
 KAPPA_STEP = 1e-5
-_HOMOGENEOUS = dense._HOMOGENEOUS
 #: Most spatial positions P a shape may have (a 1024 x 1024 image): beyond it the Fourier
 #: eigenvalues alone would take gigabytes, so sizes are refused at once with a ValueError.
 MAX_POSITIONS = 2**20
@@ -211,6 +223,25 @@ def _average_plan(v, shape, sign):
         shift = tuple(-sign * b for b in beta) * 2
         plan.append((np.roll(idx, shift, axis=axes).ravel(), weight))
     return plan
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_plan_arrays(v_bytes, v_shape, shape, sign):
+    v = np.frombuffer(v_bytes, dtype=np.float64).reshape(v_shape)
+    plan = _average_plan(v, shape, sign)
+    index = np.array([idx for idx, _ in plan], dtype=np.int64)
+    weight = np.array([wt for _, wt in plan], dtype=np.float64)
+    index.setflags(write=False)
+    weight.setflags(write=False)
+    return index, weight
+
+
+def _plan_arrays(v, shape, sign):
+    """:func:`_average_plan` as read-only arrays ``index`` (offsets, P^2) and ``weight`` (offsets,),
+    cached by (v, shape, sign): building the plan (one ``np.roll`` per offset) was half the fixed
+    cost of a small :func:`propagate` (issue 18)."""
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    return _cached_plan_arrays(v.tobytes(), v.shape, tuple(int(n) for n in shape), int(sign))
 
 
 def _apply_plan(cov, plan):
@@ -364,6 +395,50 @@ def propagate_log(
     meanfield.dense.LogPropagation
         ``normalized`` has shape (depth + 1, P, P).
     """
+    return _propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)[0]
+
+
+@numba.njit(cache=True)
+def _propagate_kernel(code, a, sw, sb, depth, z, w, cf, index, weight, out, logs):
+    """The built-in-activation loop of :func:`propagate_log`: ``out[l] = A_v * C(out[l - 1])`` on the
+    log scale (:func:`meanfield._logscale.scaled_step`, then the gather plan of
+    :func:`_average_plan` as (offsets, P^2) ``index`` and ``weight``, summed in the plan's order:
+    the same floating-point operations as :func:`_apply_plan`). Returns 0, or the first layer
+    whose log scale is not finite (the caller raises)."""
+    p = out.shape[1]
+    tmp = np.empty((p, p))
+    work = np.empty((p, p))
+    mapped = np.empty((p, p))
+    acc = np.empty(p * p)
+    for layer in range(1, depth + 1):
+        lm = scaled_step(code, a, sw, sb, out[layer - 1], logs[layer - 1], z, w, cf, tmp, mapped, work)
+        if not math.isfinite(lm):
+            return layer
+        for e in range(p * p):
+            acc[e] = 0.0
+        for b in range(index.shape[0]):
+            wb = weight[b]
+            for e in range(p * p):
+                i = index[b, e]
+                acc[e] += wb * mapped[i // p, i % p]
+        m = acc[0]
+        for i in range(1, p):
+            m = max(m, acc[i * p + i])
+        if m > 0.0:
+            for i in range(p):
+                for j in range(p):
+                    out[layer, i, j] = acc[i * p + j] / m
+            logs[layer] = lm + math.log(m)
+        else:
+            for i in range(p):
+                for j in range(p):
+                    out[layer, i, j] = acc[i * p + j]
+            logs[layer] = lm + 0.0
+    return 0
+
+
+def _propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree):
+    """:func:`propagate_log` and the validated ``cov0`` (validated once per call: issue 18)."""
     act = get_activation(activation)
     v = _check_v(v)
     cov0 = check_covariance(cov0, "cov0", strict=True)
@@ -372,30 +447,37 @@ def propagate_log(
     shape = _resolve_shape(v, shape, cov0.shape[-1])
     sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
     sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
-    depth = dense._check_depth(depth, cov0.shape[0])
+    depth = check_depth(depth, cov0.shape[0])
     out = np.empty((depth + 1,) + cov0.shape)
     logs = np.zeros(depth + 1)
-    out[0], logs[0] = dense._normalised_start(cov0)
-    z, w = kernel_rule(degree)
-    tmp = np.empty(cov0.shape)
-    work = np.empty(cov0.shape)
-    mapped = np.empty(cov0.shape)
+    out[0], logs[0] = normalised_start(cov0)
+    kernel_rule(degree)  # validates degree on every path
+    if act.is_builtin:  # the dense step on the log scale (exact at every scale), then A_v, compiled (issue 18)
+        index, weight = _plan_arrays(v, shape, +1)
+        z, w, cf = kernel_rule_for(act, degree)
+        bad = _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, depth, z, w, cf, index, weight, out, logs)
+        if z is None and (bad or not np.isfinite(out).all()):  # closed form failed: with quadrature fallback
+            bad = _propagate_kernel(
+                act.code, act.param, sigma_w2, sigma_b2, depth, *full_rule(degree), index, weight, out, logs
+            )
+        if bad:
+            raise ValueError(
+                f"propagation of activation {act.name} leaves even the log-scale representation at layer {bad}"
+            )
+        return dense.LogPropagation(log_scale=logs, normalized=out), cov0
     plan = _average_plan(v, shape, +1)
-    for layer in range(1, depth + 1):
+    for layer in range(1, depth + 1):  # user-defined: evaluated directly, the scale must stay in float64
         k, lk = out[layer - 1], logs[layer - 1]
-        if act.is_builtin:  # the dense step on the log scale (exact for every scale), then A_v
-            lm = dense._scaled_step(act.code, act.param, sigma_w2, sigma_b2, k, lk, z, w, tmp, mapped, work)
-        else:  # user-defined: evaluated directly, so the scale must stay in the float64 range
-            if np.max(np.diagonal(k)) > 0 and not dense._LOG_DBL_MIN <= lk <= dense._LOG_DBL_MAX:
-                raise ValueError(
-                    f"propagation of the user-defined activation {act.name!r} leaves the float64 range at "
-                    f"layer {layer} (log q = {lk:.6g}); built-in activations are propagated on a log scale"
-                )
-            cov = math.exp(lk) * k
-            mapped = dense._map_stack(cov, act, 0, sigma_w2, sigma_b2, degree)
-            m = float(np.max(np.diagonal(mapped)))
-            lm = math.log(m) if m > 0 else 0.0
-            mapped = mapped / m if m > 0 else mapped
+        if np.max(np.diagonal(k)) > 0 and not LOG_DBL_MIN <= lk <= LOG_DBL_MAX:
+            raise ValueError(
+                f"propagation of the user-defined activation {act.name!r} leaves the float64 range at "
+                f"layer {layer} (log q = {lk:.6g}); built-in activations are propagated on a log scale"
+            )
+        cov = math.exp(lk) * k
+        mapped = map_stack(cov, act, 0, sigma_w2, sigma_b2, degree)
+        m = float(np.max(np.diagonal(mapped)))
+        lm = math.log(m) if m > 0 else 0.0
+        mapped = mapped / m if m > 0 else mapped
         if not math.isfinite(lm):
             raise ValueError(
                 f"propagation of activation {act.name} leaves even the log-scale representation at layer {layer}"
@@ -404,7 +486,7 @@ def propagate_log(
         m = float(np.max(np.diagonal(k)))
         out[layer] = k / m if m > 0 else k
         logs[layer] = lm + (math.log(m) if m > 0 else 0.0)
-    return dense.LogPropagation(log_scale=logs, normalized=out)
+    return dense.LogPropagation(log_scale=logs, normalized=out), cov0
 
 
 def propagate(
@@ -446,9 +528,9 @@ def propagate(
     TypeError
         Complex or boolean arguments; arrays for the variances.
     """
-    res = propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
-    out = dense._unscale(res, "conv.propagate")
-    out[0] = check_covariance(cov0, "cov0", strict=True)
+    res, cov0 = _propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
+    out = unscale(res, "conv.propagate")
+    out[0] = cov0
     return out
 
 
@@ -794,7 +876,7 @@ def linearized_decay(
     if not np.allclose(eps0, eps0.T, rtol=1e-12, atol=1e-14):
         raise ValueError("eps0 must be symmetric")
     shape = _resolve_shape(v, shape, eps0.shape[0])
-    depth = dense._check_depth(depth, eps0.shape[0])
+    depth = check_depth(depth, eps0.shape[0])
     fp = dense.fixed_point(act, sigma_w2, sigma_b2, degree)
     if not math.isfinite(fp.q_star):
         raise ValueError(
@@ -958,7 +1040,7 @@ def gradient_variance_decay(
     if g.shape != (p, p):
         raise ValueError(f"cov_grad_out must have shape {(p, p)}, got {g.shape}")
     factors = dense.derivative_covariance_map(cov, act, sigma_w2, degree)
-    post = dense._map_stack(cov, act, 0, 1.0, 0.0, degree)  # K^l = E phi phi^T
+    post = map_stack(cov, act, 0, 1.0, 0.0, degree)  # K^l = E phi phi^T
     grads = np.empty_like(cov)
     grads[depth] = g
     with np.errstate(over="ignore", invalid="ignore"):

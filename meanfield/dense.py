@@ -67,6 +67,24 @@ from ._checks import (
     check_nonnegative_scalar,
     check_scalar,
 )
+from ._logscale import (
+    HOMOGENEOUS,
+    LOG_DBL_MAX,
+    LOG_DBL_MIN,
+    MAX_DEPTH,
+    MAX_PROPAGATION_SIZE,  # noqa: F401  (re-exported: a documented constant of dense)
+    Q_ASYMPTOTE_ABOVE,
+    Q_LINEAR_BELOW,
+    RELU_LIKE,
+    check_depth,
+    finite_result,
+    full_rule,
+    kernel_rule_for,
+    map_stack,
+    normalised_start,
+    propagate_kernel,
+    unscale,
+)
 from .activations import (
     ABS,
     COS,
@@ -74,8 +92,6 @@ from .activations import (
     LEAKY_RELU,
     LINEAR,
     RELU,
-    SIGMOID,
-    SIGN,
     SIN,
     SOFTPLUS,
     SWISH,
@@ -133,19 +149,7 @@ Q_INFINITY = 1e300
 _Q_PROBE = 1e-3
 #: First scan point when q = 0 is an unstable fixed point.
 _Q_START_UNSTABLE = 1e-6
-#: Variances below which the C-map is its linearisation at 0 to relative 1e-30 (propagation of
-#: non-homogeneous activations on the log scale).
-Q_LINEAR_BELOW = 1e-30
-#: Variances above which the C-map of a ReLU-like activation is the ReLU C-map to relative 1e-40.
-Q_ASYMPTOTE_ABOVE = 1e40
-#: Most layers a propagation may have (memory: (depth + 1) D^2 floats are returned).
-MAX_DEPTH = 10_000_000
-#: Most floats a propagation may return.
-MAX_PROPAGATION_SIZE = 2**28
-_HOMOGENEOUS = (LINEAR, RELU, LEAKY_RELU, ABS)
-_RELU_LIKE = (SOFTPLUS, SWISH, GELU)
-_LOG_DBL_MIN = math.log(np.finfo(np.float64).tiny)
-_LOG_DBL_MAX = math.log(np.finfo(np.float64).max)
+_HOMOGENEOUS = HOMOGENEOUS  # the name phase_diagram uses
 
 
 def _act(activation):
@@ -162,15 +166,6 @@ def _require_builtin(act, what):
 
 def _variances(sigma_w2, sigma_b2):
     return check_nonnegative_scalar(sigma_w2, "sigma_w2"), check_nonnegative_scalar(sigma_b2, "sigma_b2")
-
-
-def _finite_result(x, what):
-    if not np.all(np.isfinite(x)):
-        raise ValueError(
-            f"{what} exceeds the float64 range at these parameters (use propagate_log, which keeps "
-            "covariances on a log scale)"
-        )
-    return x
 
 
 # ----------------------------------------------------------------------------------------------
@@ -218,7 +213,7 @@ def input_covariance(x: ArrayLike, sigma_w2: float, sigma_b2: float) -> np.ndarr
     diag = np.diagonal(gram)
     with np.errstate(divide="ignore"):
         log_var = math.log(sigma_w2) + 2 * e * math.log(2.0) + np.log(diag)
-    if sigma_b2 == 0.0 and np.any((diag > 0) & (log_var < _LOG_DBL_MIN)):
+    if sigma_b2 == 0.0 and np.any((diag > 0) & (log_var < LOG_DBL_MIN)):
         raise ValueError(
             "input_covariance falls below the smallest normal float64 (underflow): rescale x (the maps of "
             "homogeneous activations are scale-covariant) or pass sigma_b2 > 0"
@@ -260,16 +255,16 @@ def qmap(
     sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
     with np.errstate(over="ignore"):
         out = sigma_w2 * expectation(activation, q, (0, 0), degree) + sigma_b2
-    return _finite_result(out, "qmap")
+    return finite_result(out, "qmap")
 
 
 def _limit_cmap(act, c, sigma_w2, where):
     """The c-map in the limit q -> 0 (``where == 0``) or q -> inf (``where == inf``) with sigma_b2 = 0."""
     if sigma_w2 == 0.0:
         return np.ones_like(c) if np.ndim(c) else 1.0
-    if act.is_builtin and (act.code in _HOMOGENEOUS or (where > 0 and act.code in _RELU_LIKE)):
+    if act.is_builtin and (act.code in HOMOGENEOUS or (where > 0 and act.code in RELU_LIKE)):
         # q-independent normalised kernel map of the activation (or of its asymptote relu)
-        base = act if act.code in _HOMOGENEOUS else get_activation("relu")
+        base = act if act.code in HOMOGENEOUS else get_activation("relu")
         return pair_expectation(base, 1.0, 1.0, c) / expectation(base, 1.0)
     if where == 0 and act.is_builtin:
         return c  # phi(u) ~ phi'(0) u: the linear map, correlations freeze
@@ -360,74 +355,6 @@ def cmap(
     return np.clip(out, -1.0, 1.0) if np.ndim(out) else float(min(1.0, max(-1.0, out)))
 
 
-@numba.njit(cache=True)
-def _correlation(cov_ab, sa, sb):
-    den = sa * sb
-    if den == 0.0:
-        return 0.0
-    r = cov_ab / den
-    return min(1.0, max(-1.0, r))
-
-
-@numba.njit(cache=True)
-def _cov_map_one(code, a, d, sw, sb, cov, z, w, out):
-    """out = sw * E phi^(d)(h) phi^(d)(h)^T (+ sb if d == 0) for one covariance (h ~ N(0, cov))."""
-    dim = cov.shape[0]
-    bias = sb if d == 0 else 0.0
-    for i in range(dim):
-        qi = max(cov[i, i], 0.0)
-        out[i, i] = sw * single_value(code, a, d, d, qi, z, w) + bias
-        si = math.sqrt(qi)
-        for j in range(i + 1, dim):
-            qj = max(cov[j, j], 0.0)
-            cij = _correlation(cov[i, j], si, math.sqrt(qj))
-            v = sw * pair_value(code, a, d, d, qi, qj, cij, z, w) + bias
-            out[i, j] = v
-            out[j, i] = v
-
-
-@numba.njit(cache=True)
-def _c_map_one(code, a, cov, z, w, out):
-    """out = E phi(h) phi(h)^T for one covariance: :func:`_cov_map_one` with the derivative orders 0."""
-    o0, _o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
-    dim = cov.shape[0]
-    for i in range(dim):
-        qi = max(cov[i, i], 0.0)
-        out[i, i] = single_value(code, a, o0, o0, qi, z, w)
-        si = math.sqrt(qi)
-        for j in range(i + 1, dim):
-            qj = max(cov[j, j], 0.0)
-            v = pair_value(code, a, o0, o0, qi, qj, _correlation(cov[i, j], si, math.sqrt(qj)), z, w)
-            out[i, j] = v
-            out[j, i] = v
-
-
-@numba.njit(cache=True)
-def _cov_map_kernel(code, a, d, sw, sb, cov, z, w, out):
-    """:func:`_cov_map_one` for a stack of covariances."""
-    for m in range(cov.shape[0]):
-        _cov_map_one(code, a, d, sw, sb, cov[m], z, w, out[m])
-
-
-def _map_stack(cov, act, d, sigma_w2, sigma_b2, degree):
-    shape = cov.shape
-    stack = np.ascontiguousarray(cov.reshape((-1,) + shape[-2:]))
-    z, w = kernel_rule(degree)
-    if act.is_builtin:
-        out = np.empty_like(stack)
-        _cov_map_kernel(act.code, act.param, d, sigma_w2, sigma_b2, stack, z, w, out)
-    else:
-        q = np.maximum(np.diagonal(stack, axis1=-2, axis2=-1), 0.0)
-        s = np.sqrt(q)
-        den = s[:, :, None] * s[:, None, :]
-        c = np.where(den > 0, stack / np.where(den > 0, den, 1.0), 0.0).clip(-1.0, 1.0)
-        qa = np.broadcast_to(q[:, :, None], stack.shape)
-        qb = np.broadcast_to(q[:, None, :], stack.shape)
-        with np.errstate(over="ignore", invalid="ignore"):
-            out = sigma_w2 * pair_expectation(act, qa, qb, c, (d, d), degree) + (sigma_b2 if d == 0 else 0.0)
-    return _finite_result(out, "the covariance map").reshape(shape)
-
-
 def covariance_map(
     cov: ArrayLike, activation: str | Activation, sigma_w2: float, sigma_b2: float, degree: int = DEFAULT_DEGREE
 ) -> np.ndarray:
@@ -459,7 +386,7 @@ def covariance_map(
     act = _act(activation)
     cov = check_covariance(cov, "cov", strict=True)
     sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
-    return _map_stack(cov, act, 0, sigma_w2, sigma_b2, degree)
+    return map_stack(cov, act, 0, sigma_w2, sigma_b2, degree)
 
 
 def derivative_covariance_map(
@@ -492,7 +419,7 @@ def derivative_covariance_map(
     act = _act(activation)
     cov = check_covariance(cov, "cov", strict=True)
     sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
-    return _map_stack(cov, act, 1, sigma_w2, 0.0, degree)
+    return map_stack(cov, act, 1, sigma_w2, 0.0, degree)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -532,163 +459,6 @@ class LogPropagation:
         return replace(self, **changes)
 
 
-@numba.njit(cache=True)
-def _combine(tmp, logs, log_rel, const, kout):
-    """Write kout and return L with exp(L) kout = exp(logs + log_rel) tmp + const, max diag(kout) = 1.
-
-    Everything is formed relative to the larger of the two terms, so nothing over- or underflows,
-    and the large ``logs`` receives a single addition (the log scale of deep networks, ~1e4, is
-    not perturbed by more rounding than the one of q^{l+1} / q^l itself); tmp is any symmetric
-    matrix with a non-negative diagonal.
-    """
-    dim = tmp.shape[0]
-    hmax = 0.0
-    for i in range(dim):
-        hmax = max(hmax, tmp[i, i])
-    if not math.isfinite(hmax):
-        return math.inf  # the map overflowed (exp, relu_power): the caller reports it
-    lh = log_rel + math.log(hmax) if (hmax > 0.0 and log_rel > -math.inf) else -math.inf
-    lc = math.log(const) - logs if const > 0.0 else -math.inf
-    base = max(lh, lc)
-    if base == -math.inf:
-        for i in range(dim):
-            for j in range(dim):
-                kout[i, j] = 0.0
-        return 0.0
-    f = math.exp(lh - base) / hmax if lh > -math.inf else 0.0
-    cr = math.exp(lc - base) if lc > -math.inf else 0.0
-    m = 0.0
-    for i in range(dim):
-        for j in range(dim):
-            kout[i, j] = tmp[i, j] * f + cr
-        m = max(m, kout[i, i])
-    for i in range(dim):
-        for j in range(dim):
-            kout[i, j] /= m
-    return logs + (base + math.log(m))
-
-
-@numba.njit(cache=True)
-def _sign_kernel_map(code, k, out):
-    """E A(h_i) A(h_j) for the asymptote A of a bounded activation (sgn; sigmoid: the step)."""
-    dim = k.shape[0]
-    for i in range(dim):
-        for j in range(dim):
-            qi = k[i, i]
-            qj = k[j, j]
-            if code == SIGMOID:
-                if qi == 0.0 or qj == 0.0:
-                    out[i, j] = 0.25  # sigmoid(0) = 1/2 times E step = 1/2
-                else:
-                    out[i, j] = 0.25 + math.asin(_correlation(k[i, j], math.sqrt(qi), math.sqrt(qj))) / (2.0 * math.pi)
-            else:
-                if qi == 0.0 or qj == 0.0:
-                    out[i, j] = 0.0
-                else:
-                    out[i, j] = (2.0 / math.pi) * math.asin(_correlation(k[i, j], math.sqrt(qi), math.sqrt(qj)))
-
-
-@numba.njit(cache=True)
-def _scaled_step(code, a, sw, sb, k, logs, z, w, tmp, kout, work):
-    """One C-map step on Sigma = exp(logs) k (k normalised); writes kout, returns its log scale
-    (``tmp`` and ``work`` are D x D scratch buffers).
-
-    Positively homogeneous activations: C(e^L k) = e^L sw K(k) + sb exactly. Others: the map is
-    evaluated directly while the scale is moderate; below Q_LINEAR_BELOW by its linearisation at
-    0 (relative error O(q)); above Q_ASYMPTOTE_ABOVE (ReLU-like) or 1e300 (bounded) by the map
-    of the activation's asymptote (relative error O(q^{-1/2}) or smaller).
-    """
-    dim = k.shape[0]
-    kmax = 0.0
-    for i in range(dim):
-        kmax = max(kmax, k[i, i])
-    log_sw = math.log(sw) if sw > 0.0 else -math.inf
-    relu_like = code == SOFTPLUS or code == SWISH or code == GELU
-    if (
-        kmax > 0.0
-        and logs < math.log(Q_LINEAR_BELOW)
-        and not (code == LINEAR or code == RELU or code == LEAKY_RELU or code == ABS)
-    ):
-        o0, o1, o2 = run_time_orders(code)  # run-time orders: literals compile extra specialisations
-        phi0 = evaluate_call(code, a, o0, 0.0)
-        d1 = evaluate_call(code, a, o1, 0.0)
-        d2 = evaluate_call(code, a, o2, 0.0)
-        # E phi(u_i) phi(u_j) = phi0^2 + phi0 phi''(0) (q_i + q_j) / 2 + phi'(0)^2 Sigma_ij + O(q^2)
-        for i in range(dim):
-            for j in range(dim):
-                tmp[i, j] = d1 * d1 * k[i, j] + 0.5 * phi0 * d2 * (k[i, i] + k[j, j])
-        return _combine(tmp, logs, log_sw, sw * phi0 * phi0 + sb, kout)
-    if (
-        kmax > 0.0
-        and not relu_like
-        and code != LINEAR
-        and code != RELU
-        and code != LEAKY_RELU
-        and (code < SIN or code == SIGN)  # the issue-17 closed forms are evaluated at any scale
-        and logs > math.log(1e300)
-    ):
-        _sign_kernel_map(code, k, tmp)
-        return _combine(tmp, 0.0, log_sw, sb, kout)
-    # one call site of the kernel map (every argument a plain runtime value: one compilation)
-    kcode = code
-    ka = a
-    mat = k
-    lf = logs
-    if code == LINEAR or code == RELU or code == LEAKY_RELU or code == ABS:
-        pass  # C(e^L k) = e^L C(k) + sb exactly
-    elif kmax > 0.0 and relu_like and logs > math.log(Q_ASYMPTOTE_ABOVE):
-        kcode = code - code + RELU  # the asymptote's map
-        ka = 0.0
-    else:
-        scale = math.exp(logs) if kmax > 0.0 else 0.0
-        mat = work
-        for i in range(dim):
-            for j in range(dim):
-                mat[i, j] = k[i, j] * scale
-        lf = 0.0
-    _c_map_one(kcode, ka, mat, z, w, tmp)
-    return _combine(tmp, lf, log_sw, sb, kout)
-
-
-@numba.njit(cache=True)
-def _propagate_kernel(code, a, sw, sb, k0, log0, depth, z, w, k_out, logs_out):
-    """Iterate the C-map on (log-scale, normalised covariance); see propagate_log."""
-    dim = k0.shape[0]
-    # element loop, not ``k_out[0] = k0``: an array slice assignment compiles numba's shape-mismatch
-    # message formatting (string joins, reprs), a quarter of this kernel's first-call compile time
-    for i in range(dim):
-        for j in range(dim):
-            k_out[0, i, j] = k0[i, j]
-    logs_out[0] = log0
-    tmp = np.empty((dim, dim))
-    work = np.empty((dim, dim))
-    for layer in range(1, depth + 1):
-        logs_out[layer] = _scaled_step(
-            code, a, sw, sb, k_out[layer - 1], logs_out[layer - 1], z, w, tmp, k_out[layer], work
-        )
-        if not math.isfinite(logs_out[layer]):
-            for rest in range(layer + 1, depth + 1):
-                logs_out[rest] = math.nan
-            return
-
-
-def _check_depth(depth, dim=1):
-    depth = check_int(depth, "depth", 0, MAX_DEPTH)
-    if (depth + 1) * dim * dim > MAX_PROPAGATION_SIZE:
-        raise ValueError(
-            f"depth must satisfy (depth + 1) D^2 <= {MAX_PROPAGATION_SIZE} (the size of the returned "
-            f"trajectory), got depth {depth} with D = {dim}"
-        )
-    return depth
-
-
-def _normalised_start(cov0):
-    m = float(np.max(np.diagonal(cov0)))
-    if m > 0:
-        return np.ascontiguousarray(cov0 / m), math.log(m)
-    return np.ascontiguousarray(cov0), 0.0
-
-
 def _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     """propagate_log and the validated cov0."""
     act = _act(activation)
@@ -697,13 +467,17 @@ def _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     if cov0.ndim != 2 or cov0.shape[0] < 1:
         raise ValueError(f"cov0 must be a single (D, D) matrix with D >= 1, got shape {cov0.shape}")
     sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
-    depth = _check_depth(depth, cov0.shape[0])
-    k0, log0 = _normalised_start(cov0)
-    z, w = kernel_rule(degree)
+    depth = check_depth(depth, cov0.shape[0])
+    k0, log0 = normalised_start(cov0)
+    z, w, cf = kernel_rule_for(act, degree)
     k_out = np.empty((depth + 1,) + k0.shape)
     logs = np.empty(depth + 1)
-    _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, k_out, logs)
-    if not (np.all(np.isfinite(logs)) and np.all(np.isfinite(k_out))):
+    propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, cf, k_out, logs)
+    finite = np.isfinite(logs).all() and np.isfinite(k_out).all()
+    if not finite and z is None:  # a closed form failed where pair_value would try quadrature
+        propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, *full_rule(degree), k_out, logs)
+        finite = np.isfinite(logs).all() and np.isfinite(k_out).all()
+    if not finite:
         raise ValueError(
             f"propagation of activation {act.name} leaves even the log-scale representation at these parameters"
         )
@@ -758,44 +532,6 @@ def propagate_log(
     return _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)[0]
 
 
-def _unscale(res: LogPropagation, what):
-    """exp(log_scale) * normalized, or a ValueError naming the layer where float64 over/underflows."""
-    diag = np.diagonal(res.normalized, axis1=1, axis2=2)
-    with np.errstate(over="ignore", under="ignore"):
-        scale = np.exp(res.log_scale)
-        var = scale[:, None] * diag
-    over = ~np.isfinite(var).all(axis=1)
-    under = ((diag > 0) & (var < np.finfo(np.float64).tiny)).any(axis=1)
-    if over.any() or under.any():
-        layer = int(np.argmax(over | under))
-        kind = "exceed the float64 range" if over[layer] else "fall below the smallest normal float64 (underflow)"
-        raise ValueError(
-            f"{what}: the variances {kind} from layer {layer} on (log q = {res.log_scale[layer]:.6g}); "
-            "use propagate_log, which keeps them as log-scale x normalised matrix"
-        )
-    with np.errstate(over="ignore", under="ignore"):
-        return scale[:, None, None] * res.normalized
-
-
-def _unscale(res: LogPropagation, what):
-    """exp(log_scale) * normalized, or a ValueError naming the layer where float64 over/underflows."""
-    diag = np.diagonal(res.normalized, axis1=1, axis2=2)
-    with np.errstate(over="ignore", under="ignore"):
-        scale = np.exp(res.log_scale)
-        var = scale[:, None] * diag
-    over = ~np.isfinite(var).all(axis=1)
-    under = ((diag > 0) & (var < np.finfo(np.float64).tiny)).any(axis=1)
-    if over.any() or under.any():
-        layer = int(np.argmax(over | under))
-        kind = "exceed the float64 range" if over[layer] else "fall below the smallest normal float64 (underflow)"
-        raise ValueError(
-            f"{what}: the variances {kind} from layer {layer} on (log q = {res.log_scale[layer]:.6g}); "
-            "use propagate_log, which keeps them as log-scale x normalised matrix"
-        )
-    with np.errstate(over="ignore", under="ignore"):
-        return scale[:, None, None] * res.normalized
-
-
 def propagate(
     cov0: ArrayLike,
     activation: str | Activation,
@@ -841,7 +577,7 @@ def propagate(
     (51, 2, 2)
     """
     res, cov0 = _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
-    out = _unscale(res, "propagate")
+    out = unscale(res, "propagate")
     out[0] = cov0  # exactly the input, not exp(log m) * (cov0 / m)
     return out
 
@@ -1178,7 +914,7 @@ def fixed_point(
     # the serial kernel: a one-point call to the parallel grid kernel pays a thread-pool launch;
     # c0 passed explicitly (as by _phase_kernel): an omitted default is another type signature,
     # which compiled the kernel a second time
-    _fixed_point_values(act.code, act.param, act.code in _HOMOGENEOUS, sigma_w2, sigma_b2, z, w, out, 0.0)
+    _fixed_point_values(act.code, act.param, act.code in HOMOGENEOUS, sigma_w2, sigma_b2, z, w, out, 0.0)
     if np.isnan(out[0]):
         raise _fixed_point_error(act, sigma_w2, sigma_b2)
     q, c, chi1, chic, chiq, frozen = (float(v) for v in out)
@@ -1411,12 +1147,12 @@ def _log_chi1_along(act, sigma_w2, log_q, degree):
     if sigma_w2 == 0.0:
         return np.full(log_q.shape, -np.inf)
     log_sw = math.log(sigma_w2)
-    if act.code in _HOMOGENEOUS:
+    if act.code in HOMOGENEOUS:
         return np.full(log_q.shape, log_sw + math.log(expectation(act, 1.0, (1, 1), degree)))
     out = np.empty(log_q.shape)
     tiny = log_q < math.log(Q_LINEAR_BELOW)
-    big_relu = (log_q > math.log(Q_ASYMPTOTE_ABOVE)) & (act.code in _RELU_LIKE)
-    big_bounded = (log_q > math.log(1e300)) & (act.code not in _RELU_LIKE) & (act.code < SIN)
+    big_relu = (log_q > math.log(Q_ASYMPTOTE_ABOVE)) & (act.code in RELU_LIKE)
+    big_bounded = (log_q > math.log(1e300)) & (act.code not in RELU_LIKE) & (act.code < SIN)
     big_other = (log_q > math.log(1e300)) & (act.code >= SIN)
     if big_other.any() and act.code not in (SIN, COS):
         raise ValueError(
@@ -1499,7 +1235,7 @@ def backward_variance(
     if log:
         return log_ratio
     finite = np.isfinite(log_ratio)
-    if np.any(log_ratio[finite] > _LOG_DBL_MAX) or np.any(log_ratio[finite] < _LOG_DBL_MIN):
+    if np.any(log_ratio[finite] > LOG_DBL_MAX) or np.any(log_ratio[finite] < LOG_DBL_MIN):
         raise ValueError(
             "the gradient-variance ratio leaves the normal float64 range at this depth (overflow or "
             "underflow): pass log=True"

@@ -645,6 +645,21 @@ def pair_value(code, a, d1, d2, q1, q2, c, z, w):
     v = _closed_pair(code, a, d1, d2, q1, q2, c)
     if not math.isnan(v):
         return v
+    return pair_quadrature(code, a, d1, d2, q1, q2, c, z, w)
+
+
+#: The closed forms alone, NaN where there is none (for kernels that select them by activation
+#: family, so that the quadrature path is not compiled where it is never used: issue 18).
+closed_pair_value = _closed_pair
+closed_single_value = _closed_single
+#: (theta, sin theta) of theta = arccos(c), c clipped to [-1, 1] (the arc-cosine kernels).
+acos_terms = _acos_terms
+
+
+@numba.njit(inline="always")
+def pair_quadrature(code, a, d1, d2, q1, q2, c, z, w):
+    """:func:`pair_value` without the closed forms (inlined: one compiled copy per caller, and a
+    kernel that needs only quadrature does not compile the closed forms; issue 18)."""
     s1 = math.sqrt(q1)
     s2 = math.sqrt(q2)
     c = min(1.0, max(-1.0, c))
@@ -715,6 +730,12 @@ def single_value(code, a, d1, d2, q, z, w):
     v = _closed_single(code, a, d1, d2, q)
     if not math.isnan(v):
         return v
+    return single_quadrature(code, a, d1, d2, q, z, w)
+
+
+@numba.njit(inline="always")
+def single_quadrature(code, a, d1, d2, q, z, w):
+    """:func:`single_value` without the closed forms (inlined, as :func:`pair_quadrature`)."""
     s = math.sqrt(q)
     acc = 0.0
     if s <= GH_MAX_SCALE:

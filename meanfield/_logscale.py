@@ -1,0 +1,400 @@
+r"""The log-scale C-map machinery shared by :mod:`meanfield.dense` and :mod:`meanfield.conv` (private).
+
+A covariance through depth is carried as ``Sigma^l = exp(L^l) k^l`` (``k^l`` normalised so that its
+largest diagonal entry is 1): :func:`scaled_step` is one C-map step on that representation (seed 003,
+eq. 2.5; Poole et al. 2016, eqs. 3-5), :func:`propagate_kernel` the loop of a dense network,
+:func:`map_stack` the C-map (or its derivative form) on a stack of covariances, :func:`unscale`
+the way back to float64 covariances. ``meanfield.dense`` re-exports the public constants
+(``Q_LINEAR_BELOW``, ``Q_ASYMPTOTE_ABOVE``, ``MAX_DEPTH``, ``MAX_PROPAGATION_SIZE``); the names
+here are private to the package (this module is not part of the API).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._checks import check_int
+from .activations import (
+    ABS,
+    COS,
+    ELU,
+    ERF,
+    EXP,
+    GELU,
+    HARD_TANH,
+    LEAKY_RELU,
+    LINEAR,
+    RBF,
+    RELU,
+    RELU_POWER,
+    SELU,
+    SIGMOID,
+    SIGN,
+    SIN,
+    SOFTPLUS,
+    SWISH,
+    TANH,
+    evaluate_call,
+)
+from .gaussian import (
+    acos_terms,
+    closed_pair_value,
+    closed_single_value,
+    kernel_rule,
+    pair_expectation,
+    pair_quadrature,
+    pair_value,
+    run_time_orders,
+    single_quadrature,
+    single_value,
+)
+
+#: Variances below which the C-map is its linearisation at 0 to relative 1e-30 (propagation of
+#: non-homogeneous activations on the log scale).
+Q_LINEAR_BELOW = 1e-30
+#: Variances above which the C-map of a ReLU-like activation is the ReLU C-map to relative 1e-40.
+Q_ASYMPTOTE_ABOVE = 1e40
+#: Most layers a propagation may have (memory: (depth + 1) D^2 floats are returned).
+MAX_DEPTH = 10_000_000
+#: Most floats a propagation may return.
+MAX_PROPAGATION_SIZE = 2**28
+HOMOGENEOUS = (LINEAR, RELU, LEAKY_RELU, ABS)
+RELU_LIKE = (SOFTPLUS, SWISH, GELU)
+DBL_TINY = float(np.finfo(np.float64).tiny)
+LOG_DBL_MIN = math.log(DBL_TINY)
+LOG_DBL_MAX = math.log(np.finfo(np.float64).max)
+INV_2PI = 1.0 / (2.0 * math.pi)
+#: Activations whose C-map (derivative orders 0) has a closed form at every (q1, q2, c)
+#: (:func:`meanfield.gaussian.pair_value` never reaches its quadrature for them).
+CLOSED_C_MAP = (LINEAR, RELU, LEAKY_RELU, ERF, HARD_TANH, GELU, SIN, COS, ABS, SIGN, EXP, RBF, RELU_POWER, ELU, SELU)
+#: Activations with no closed form at derivative orders 0: their C-map is quadrature only (the
+#: ReLU asymptote of softplus and swish at large scale is :func:`relu_c_map_one`).
+QUADRATURE_C_MAP = (TANH, SIGMOID, SOFTPLUS, SWISH)
+
+
+def finite_result(x, what):
+    if not np.all(np.isfinite(x)):
+        raise ValueError(
+            f"{what} exceeds the float64 range at these parameters (use propagate_log, which keeps "
+            "covariances on a log scale)"
+        )
+    return x
+
+
+@numba.njit(cache=True)
+def correlation(cov_ab, sa, sb):
+    den = sa * sb
+    if den == 0.0:
+        return 0.0
+    r = cov_ab / den
+    return min(1.0, max(-1.0, r))
+
+
+@numba.njit(cache=True)
+def cov_map_one(code, a, d, sw, sb, cov, z, w, out):
+    """out = sw * E phi^(d)(h) phi^(d)(h)^T (+ sb if d == 0) for one covariance (h ~ N(0, cov))."""
+    dim = cov.shape[0]
+    bias = sb if d == 0 else 0.0
+    for i in range(dim):
+        qi = max(cov[i, i], 0.0)
+        out[i, i] = sw * single_value(code, a, d, d, qi, z, w) + bias
+        si = math.sqrt(qi)
+        for j in range(i + 1, dim):
+            qj = max(cov[j, j], 0.0)
+            cij = correlation(cov[i, j], si, math.sqrt(qj))
+            v = sw * pair_value(code, a, d, d, qi, qj, cij, z, w) + bias
+            out[i, j] = v
+            out[j, i] = v
+
+
+@numba.njit(cache=True)
+def relu_pair(q1, q2, c):
+    """E relu(u1) relu(u2): the arc-cosine kernel, the same operations as the ReLU branch of
+    ``gaussian.pair_value`` at derivative orders 0 (so the same bits)."""
+    s12 = math.sqrt(q1) * math.sqrt(q2)
+    a = 0.0
+    theta, sine = acos_terms(c)
+    k = s12 * INV_2PI * (sine + (math.pi - theta) * c)
+    return (1.0 - a) ** 2 * k + a * c * s12
+
+
+@numba.njit(cache=True)
+def relu_c_map_one(cov, out):
+    """out = E relu(h) relu(h)^T for one covariance (the asymptote of softplus, swish and gelu at
+    large scale), without the other closed forms or the quadrature (issue 18: the quadrature-only
+    kernels of softplus and swish then compile no closed-form tree)."""
+    dim = cov.shape[0]
+    for i in range(dim):
+        qi = max(cov[i, i], 0.0)
+        out[i, i] = relu_pair(qi, qi, 1.0)
+        si = math.sqrt(qi)
+        for j in range(i + 1, dim):
+            qj = max(cov[j, j], 0.0)
+            v = relu_pair(qi, qj, correlation(cov[i, j], si, math.sqrt(qj)))
+            out[i, j] = v
+            out[j, i] = v
+
+
+@numba.njit(cache=True)
+def c_map_one(code, a, cov, z, w, cf, out):
+    """out = E phi(h) phi(h)^T for one covariance: :func:`cov_map_one` with the derivative orders 0.
+
+    What is compiled is chosen by the argument types (Numba prunes an ``x is not None`` branch
+    when ``x`` is typed None; issue 18): ``cf`` None -> no closed forms, ``z`` None -> no
+    quadrature; with both given, the closed form and quadrature where it is NaN, as
+    :func:`meanfield.gaussian.pair_value`. See :func:`kernel_rule_for`.
+    """
+    o0, _o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
+    dim = cov.shape[0]
+    for i in range(dim):
+        qi = max(cov[i, i], 0.0)
+        v = math.nan
+        if cf is not None:
+            v = closed_single_value(code, a, o0, o0, qi)
+        if z is not None:
+            if math.isnan(v):
+                v = single_quadrature(code, a, o0, o0, qi, z, w)
+        out[i, i] = v
+        si = math.sqrt(qi)
+        for j in range(i + 1, dim):
+            qj = max(cov[j, j], 0.0)
+            cij = correlation(cov[i, j], si, math.sqrt(qj))
+            v = math.nan
+            if cf is not None:
+                v = closed_pair_value(code, a, o0, o0, qi, qj, cij)
+            if z is not None:
+                if math.isnan(v):
+                    v = pair_quadrature(code, a, o0, o0, qi, qj, cij, z, w)
+            out[i, j] = v
+            out[j, i] = v
+
+
+@numba.njit(cache=True)
+def cov_map_kernel(code, a, d, sw, sb, cov, z, w, out):
+    """:func:`cov_map_one` for a stack of covariances."""
+    for m in range(cov.shape[0]):
+        cov_map_one(code, a, d, sw, sb, cov[m], z, w, out[m])
+
+
+def map_stack(cov, act, d, sigma_w2, sigma_b2, degree):
+    shape = cov.shape
+    stack = np.ascontiguousarray(cov.reshape((-1,) + shape[-2:]))
+    z, w = kernel_rule(degree)
+    if act.is_builtin:
+        out = np.empty_like(stack)
+        cov_map_kernel(act.code, act.param, d, sigma_w2, sigma_b2, stack, z, w, out)
+    else:
+        q = np.maximum(np.diagonal(stack, axis1=-2, axis2=-1), 0.0)
+        s = np.sqrt(q)
+        den = s[:, :, None] * s[:, None, :]
+        c = np.where(den > 0, stack / np.where(den > 0, den, 1.0), 0.0).clip(-1.0, 1.0)
+        qa = np.broadcast_to(q[:, :, None], stack.shape)
+        qb = np.broadcast_to(q[:, None, :], stack.shape)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = sigma_w2 * pair_expectation(act, qa, qb, c, (d, d), degree) + (sigma_b2 if d == 0 else 0.0)
+    return finite_result(out, "the covariance map").reshape(shape)
+
+
+@numba.njit(cache=True)
+def combine(tmp, logs, log_rel, const, kout):
+    """Write kout and return L with exp(L) kout = exp(logs + log_rel) tmp + const, max diag(kout) = 1.
+
+    Everything is formed relative to the larger of the two terms, so nothing over- or underflows,
+    and the large ``logs`` receives a single addition (the log scale of deep networks, ~1e4, is
+    not perturbed by more rounding than the one of q^{l+1} / q^l itself); tmp is any symmetric
+    matrix with a non-negative diagonal.
+    """
+    dim = tmp.shape[0]
+    hmax = 0.0
+    for i in range(dim):
+        hmax = max(hmax, tmp[i, i])
+    if not math.isfinite(hmax):
+        return math.inf  # the map overflowed (exp, relu_power): the caller reports it
+    lh = log_rel + math.log(hmax) if (hmax > 0.0 and log_rel > -math.inf) else -math.inf
+    lc = math.log(const) - logs if const > 0.0 else -math.inf
+    base = max(lh, lc)
+    if base == -math.inf:
+        for i in range(dim):
+            for j in range(dim):
+                kout[i, j] = 0.0
+        return 0.0
+    f = math.exp(lh - base) / hmax if lh > -math.inf else 0.0
+    cr = math.exp(lc - base) if lc > -math.inf else 0.0
+    m = 0.0
+    for i in range(dim):
+        for j in range(dim):
+            kout[i, j] = tmp[i, j] * f + cr
+        m = max(m, kout[i, i])
+    for i in range(dim):
+        for j in range(dim):
+            kout[i, j] /= m
+    return logs + (base + math.log(m))
+
+
+@numba.njit(cache=True)
+def sign_kernel_map(code, k, out):
+    """E A(h_i) A(h_j) for the asymptote A of a bounded activation (sgn; sigmoid: the step)."""
+    dim = k.shape[0]
+    for i in range(dim):
+        for j in range(dim):
+            qi = k[i, i]
+            qj = k[j, j]
+            if code == SIGMOID:
+                if qi == 0.0 or qj == 0.0:
+                    out[i, j] = 0.25  # sigmoid(0) = 1/2 times E step = 1/2
+                else:
+                    out[i, j] = 0.25 + math.asin(correlation(k[i, j], math.sqrt(qi), math.sqrt(qj))) / (2.0 * math.pi)
+            else:
+                if qi == 0.0 or qj == 0.0:
+                    out[i, j] = 0.0
+                else:
+                    out[i, j] = (2.0 / math.pi) * math.asin(correlation(k[i, j], math.sqrt(qi), math.sqrt(qj)))
+
+
+# Inlined into its two loops (dense's propagate_kernel, conv's): a separate compiled function
+# costs one more LLVM optimisation and code generation of the whole C-map call tree below it,
+# ~15 % of a cold dense.propagate (issue 18, benchmarks/bench_cold_start.py).
+@numba.njit(inline="always")
+def scaled_step(code, a, sw, sb, k, logs, z, w, cf, tmp, kout, work):
+    """One C-map step on Sigma = exp(logs) k (k normalised); writes kout, returns its log scale
+    (``tmp`` and ``work`` are D x D scratch buffers).
+
+    Positively homogeneous activations: C(e^L k) = e^L sw K(k) + sb exactly. Others: the map is
+    evaluated directly while the scale is moderate; below Q_LINEAR_BELOW by its linearisation at
+    0 (relative error O(q)); above Q_ASYMPTOTE_ABOVE (ReLU-like) or 1e300 (bounded) by the map
+    of the activation's asymptote (relative error O(q^{-1/2}) or smaller).
+    """
+    dim = k.shape[0]
+    kmax = 0.0
+    for i in range(dim):
+        kmax = max(kmax, k[i, i])
+    log_sw = math.log(sw) if sw > 0.0 else -math.inf
+    relu_like = code == SOFTPLUS or code == SWISH or code == GELU
+    if (
+        kmax > 0.0
+        and logs < math.log(Q_LINEAR_BELOW)
+        and not (code == LINEAR or code == RELU or code == LEAKY_RELU or code == ABS)
+    ):
+        o0, o1, o2 = run_time_orders(code)  # run-time orders: literals compile extra specialisations
+        phi0 = evaluate_call(code, a, o0, 0.0)
+        d1 = evaluate_call(code, a, o1, 0.0)
+        d2 = evaluate_call(code, a, o2, 0.0)
+        # E phi(u_i) phi(u_j) = phi0^2 + phi0 phi''(0) (q_i + q_j) / 2 + phi'(0)^2 Sigma_ij + O(q^2)
+        for i in range(dim):
+            for j in range(dim):
+                tmp[i, j] = d1 * d1 * k[i, j] + 0.5 * phi0 * d2 * (k[i, i] + k[j, j])
+        return combine(tmp, logs, log_sw, sw * phi0 * phi0 + sb, kout)
+    if (
+        kmax > 0.0
+        and not relu_like
+        and code != LINEAR
+        and code != RELU
+        and code != LEAKY_RELU
+        and (code < SIN or code == SIGN)  # the issue-17 closed forms are evaluated at any scale
+        and logs > math.log(1e300)
+    ):
+        sign_kernel_map(code, k, tmp)
+        return combine(tmp, 0.0, log_sw, sb, kout)
+    # one call site of the kernel map (every argument a plain runtime value: one compilation)
+    if kmax > 0.0 and relu_like and logs > math.log(Q_ASYMPTOTE_ABOVE):
+        relu_c_map_one(k, tmp)  # the asymptote's map, in closed form whatever the kernel's family
+        return combine(tmp, logs, log_sw, sb, kout)
+    kcode = code
+    ka = a
+    mat = k
+    lf = logs
+    if code == LINEAR or code == RELU or code == LEAKY_RELU or code == ABS:
+        pass  # C(e^L k) = e^L C(k) + sb exactly
+    else:
+        scale = math.exp(logs) if kmax > 0.0 else 0.0
+        mat = work
+        for i in range(dim):
+            for j in range(dim):
+                mat[i, j] = k[i, j] * scale
+        lf = 0.0
+    c_map_one(kcode, ka, mat, z, w, cf, tmp)
+    return combine(tmp, lf, log_sw, sb, kout)
+
+
+@numba.njit(cache=True)
+def propagate_kernel(code, a, sw, sb, k0, log0, depth, z, w, cf, k_out, logs_out):
+    """Iterate the C-map on (log-scale, normalised covariance); see propagate_log."""
+    dim = k0.shape[0]
+    # element loop, not ``k_out[0] = k0``: an array slice assignment compiles numba's shape-mismatch
+    # message formatting (string joins, reprs), a quarter of this kernel's first-call compile time
+    for i in range(dim):
+        for j in range(dim):
+            k_out[0, i, j] = k0[i, j]
+    logs_out[0] = log0
+    tmp = np.empty((dim, dim))
+    work = np.empty((dim, dim))
+    for layer in range(1, depth + 1):
+        logs_out[layer] = scaled_step(
+            code, a, sw, sb, k_out[layer - 1], logs_out[layer - 1], z, w, cf, tmp, k_out[layer], work
+        )
+        if not math.isfinite(logs_out[layer]):
+            for rest in range(layer + 1, depth + 1):
+                logs_out[rest] = math.nan
+            return
+
+
+def kernel_rule_for(act, degree):
+    """``(z, w, cf)`` for :func:`c_map_one` / :func:`scaled_step` / :func:`propagate_kernel`.
+
+    Closed-form activations get ``(None, None, 0)`` (the quadrature is not compiled), the
+    quadrature-only ones ``(z, w, None)`` (the closed forms are not compiled), any other
+    ``(z, w, 0)``: both (none today). The same numbers either way; the first call
+    of ``dense.propagate`` compiles about half as much (issue 18, benchmarks/bench_cold_start.py).
+    A closed-form result that is not finite (where ``pair_value`` would have tried quadrature) is
+    recomputed by the caller with :func:`full_rule`.
+    """
+    z, w = kernel_rule(degree)
+    if act.code in CLOSED_C_MAP:
+        return None, None, 0
+    if act.code in QUADRATURE_C_MAP:
+        return z, w, None
+    return z, w, 0
+
+
+def full_rule(degree):
+    """``(z, w, 0)``: closed forms with the quadrature fallback (see :func:`kernel_rule_for`)."""
+    z, w = kernel_rule(degree)
+    return z, w, 0
+
+
+def check_depth(depth, dim=1):
+    depth = check_int(depth, "depth", 0, MAX_DEPTH)
+    if (depth + 1) * dim * dim > MAX_PROPAGATION_SIZE:
+        raise ValueError(
+            f"depth must satisfy (depth + 1) D^2 <= {MAX_PROPAGATION_SIZE} (the size of the returned "
+            f"trajectory), got depth {depth} with D = {dim}"
+        )
+    return depth
+
+
+def normalised_start(cov0):
+    m = float(np.max(np.diagonal(cov0)))
+    if m > 0:
+        return np.ascontiguousarray(cov0 / m), math.log(m)
+    return np.ascontiguousarray(cov0), 0.0
+
+
+def unscale(res, what):
+    """exp(log_scale) * normalized, or a ValueError naming the layer where float64 over/underflows."""
+    diag = np.diagonal(res.normalized, axis1=1, axis2=2)
+    with np.errstate(over="ignore", under="ignore"):  # one errstate: each costs microseconds (issue 18)
+        scale = np.exp(res.log_scale)
+        var = scale[:, None] * diag
+        over = ~np.isfinite(var).all(axis=1)
+        under = ((diag > 0) & (var < DBL_TINY)).any(axis=1)
+        if not (over.any() or under.any()):
+            return scale[:, None, None] * res.normalized
+    layer = int(np.argmax(over | under))
+    kind = "exceed the float64 range" if over[layer] else "fall below the smallest normal float64 (underflow)"
+    raise ValueError(
+        f"{what}: the variances {kind} from layer {layer} on (log q = {res.log_scale[layer]:.6g}); "
+        "use propagate_log, which keeps them as log-scale x normalised matrix"
+    )
