@@ -1,9 +1,9 @@
 """The four Orhan toy architectures at n_layers = 9 (30 binary weights, 2^30 configurations each).
 
 ``meanfield.landscape.landscape_census`` splits the configurations by their 8 leading bits into 256
-chunks of 2^22 (at most 108 MiB per task) and runs them on ``meanfield.parallel``. On this
-project's 2-core machine a complete census of every architecture does not fit the time allowed,
-so this script
+chunks of 2^22 (at most 108 MiB per task) and runs them on ``meanfield.parallel``. A complete
+census of all four architectures costs ~55 CPU-minutes (the exhaustive counts are in
+docs/distributed.md), so this script
 
 1. measures the CPU cost of one chunk (in-process, serial) on ``--sample`` chunks drawn at random
    (seeded) for every architecture and projects the wall time of the whole landscape on N workers
