@@ -102,9 +102,7 @@ def test_every_result_dataclass_of_the_simulators_is_frozen_with_replace():
         "ConvSimulation",
         "PairSimulation",
         "LayerMoments",
-        "TrainingRecord",
         "LooksLinearForward",
-        "ReplicatedFeatureResult",
     }
     for c in results:
         assert issubclass(c, Result) and c.__dataclass_params__.frozen, c.__name__

@@ -204,3 +204,42 @@ def test_generic_noise_options_work_on_the_other_architectures(data):
         noise=SymmetryBreaking(grad_noise=1e-3, reduction_noise=1e-3, compute_dtype="bfloat16"),
     )
     assert np.all(np.isfinite(curves.test_loss))
+
+
+#: Standard errors by which the mean test errors of K = 1 and K = N must differ (the claim's margin,
+#: stated before the run; moved with the test from the removed simulators.replicated_feature_experiment).
+Z_REPLICATED = 4.5
+
+
+def test_replicated_features_degrade_short_training_on_digits():
+    """Fig. 1's claim in the regime where it holds on digits (lr 0.01, 300 SGD steps of batch 32,
+    N = 64, 5 networks per K): one unique feature (K = 1) tests worse than K = N = 64, by more than
+    Z_REPLICATED standard errors of the difference of the means; at initialisation (lambda = 0, K = 1)
+    the first layer has one unique row (C_f = 1)."""
+    from meanfield.validation.training import TrainingData
+
+    from meanfield import symmetry
+    from meanfield.data import load_digits
+
+    d = load_digits(standardized=True)
+    perm = np.random.default_rng(0).permutation(len(d.y))
+    x, y = d.x[perm][:, None, :], d.y[perm]
+    digits = TrainingData(x[:1297], y[:1297], x[1297:], y[1297:], 10, "digits (flattened)")
+    curves = train_ensemble(
+        [ReplicatedNetSpec(width=64, unique=1), ReplicatedNetSpec(width=64, unique=64)],
+        5,
+        data=digits,
+        steps=300,
+        batch_size=32,
+        lr=0.01,
+        optimizer="sgd",
+        record_every=300,
+        n_eval=None,
+        rng=0,
+        dtype="float64",
+    )
+    e1, e64 = (1.0 - c.final_test_accuracy for c in curves)
+    se = np.sqrt(np.var(e1, ddof=1) / len(e1) + np.var(e64, ddof=1) / len(e64))
+    assert e1.mean() - e64.mean() > Z_REPLICATED * se
+    w1 = init_parameters(ReplicatedNetSpec(width=8, unique=1, noise=0.0), (1, 64), 10, rng=0)[0]
+    assert symmetry.forward_correlation(w1) == 1.0

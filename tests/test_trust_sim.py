@@ -39,22 +39,6 @@ def _simulators():
     FW = K = S
 
     xs = np.random.default_rng(5).standard_normal((3, 4, 1))
-    ys = np.array([0, 1, 2])
-    x_tr = np.random.default_rng(6).standard_normal((20, 5))
-    y_tr = np.arange(20) % 3
-
-    def train(rng):
-        rec = S.train(
-            S.ConstNet.initial((2, 4), 1, 1, 3, kernel_shape=(3,), stride=1),
-            xs,
-            ys,
-            2,
-            lr=0.1,
-            dropout=0.2,
-            grad_noise=1e-3,
-            rng=rng,
-        )
-        return rec.loss, rec.one_minus_cf
 
     return [
         ("dense_weights batched", lambda r: dense_weights(3, 4, 1.5, "gaussian", rng=r, batch=2)),
@@ -92,16 +76,9 @@ def _simulators():
             lambda r: K.empirical_variances(_digits(), "gsm", 4, 4, 3, rng=r, engine="blas", dtype="float64"),
         ),
         ("metainit_weights", lambda r: K.metainit_weights(2, 3, 4, 5, rng=r, steps=1)),
-        ("train", train),
         (
             "looks_linear_delta_orthogonal_forward",
             lambda r: S.looks_linear_delta_orthogonal_forward(xs[..., :1].repeat(2, -1), 2, 4, (3,), rng=r).pre,
-        ),
-        (
-            "replicated_feature_experiment",
-            lambda r: tuple(
-                S.replicated_feature_experiment(x_tr, y_tr, x_tr, y_tr, 4, 2, 0.3, steps=3, rng=r, n_classes=3)
-            ),
         ),
     ]
 
@@ -444,7 +421,6 @@ def _private_simulator_calls():
     FW = K = S
 
     xd = np.random.default_rng(0).standard_normal((20, 5))
-    yd = np.arange(20) % 3
     return [
         (N.conv_kernels, dict(n_networks=2, kernel_shape=(3,), width=4, sigma_w2=1.5, v=V3, init="gaussian", rng=0)),
         (
@@ -457,12 +433,6 @@ def _private_simulator_calls():
         (K.nonzero_fraction, dict(widths=[3, 3], n_networks=50, rng=0)),
         (K.empirical_variances, dict(x=xd, init="he", depth=3, width=4, n_networks=3, rng=0)),
         (K.metainit_weights, dict(n_networks=2, depth=2, width=4, w0=5, rng=0, steps=1)),
-        (
-            S.replicated_feature_experiment,
-            dict(
-                x_train=xd, y_train=yd, x_test=xd, y_test=yd, width=4, unique=2, noise=0.3, steps=2, rng=0, n_classes=3
-            ),
-        ),
         (
             S.looks_linear_delta_orthogonal_forward,
             dict(x=np.ones((2, 4, 2)), depth=2, width=4, kernel_shape=(3,), rng=0),

@@ -14,10 +14,8 @@ module                                                 simulators               
 :mod:`~meanfield.validation.simulators.jacobian`       :func:`jacobian_singular_values`,                       003
                                                        :func:`conv_jacobian_singular_values`
 :mod:`~meanfield.validation.simulators.ntk`            :func:`empirical_ntk`, :func:`empirical_conv_ntk`       003
-:mod:`~meanfield.validation.simulators.symmetry`       :class:`ConstNet`, :class:`LeakyNet`, :func:`train`     000
-                                                       (:class:`TrainingRecord`),
-                                                       :func:`looks_linear_delta_orthogonal_forward`,
-                                                       :func:`replicated_feature_experiment`
+:mod:`~meanfield.validation.simulators.symmetry`       :class:`ConstNet`, :class:`LeakyNet`,                   000
+                                                       :func:`looks_linear_delta_orthogonal_forward`
 =====================================================  ======================================================  ======
 
 Every public name is re-exported here: ``from meanfield.validation.simulators import simulate_dense``.
@@ -30,8 +28,9 @@ everywhere -- ``depth`` (number of layers), ``width`` (hidden width; the channel
 (``"numpy"``, ``"cupy"``, ``"torch"`` or ``"array_api_strict"``, :mod:`meanfield.backend`) and
 ``rng``. Every simulator honours ``backend`` (its arrays go through the backend's namespace only)
 except the fused Numba kernels :func:`simulate_residual_moments` and :func:`simulate_conv_moments`,
-:func:`looks_linear_delta_orthogonal_forward`, :func:`replicated_feature_experiment` and
-:func:`train` (NumPy). Results with several fields are
+:func:`looks_linear_delta_orthogonal_forward` (NumPy). Training is not a simulator: the one
+training engine is :func:`meanfield.validation.training.train_ensemble` (seed 000's networks through
+:mod:`meanfield.validation.symmetric_nets`). Results with several fields are
 frozen dataclasses inheriting :class:`meanfield.Result` (``.replace()``); several-field results
 that used to be tuples still unpack (``inner, cosine = simulate_pair(...)``).
 
@@ -86,12 +85,8 @@ from .symmetry import (
     ConstNet,
     LeakyNet,
     LooksLinearForward,
-    ReplicatedFeatureResult,
-    TrainingRecord,
     looks_linear_delta_orthogonal_forward,
-    replicated_feature_experiment,
     softmax_xent,
-    train,
 )
 
 __all__ = [
@@ -117,8 +112,6 @@ __all__ = [
     "LooksLinearForward",
     "MomentSimulation",
     "PairSimulation",
-    "ReplicatedFeatureResult",
-    "TrainingRecord",
     "activation_fn",
     "conv2d_jacobian_singular_values",
     "conv_jacobian_singular_values",
@@ -132,7 +125,6 @@ __all__ = [
     "looks_linear_delta_orthogonal_forward",
     "metainit_weights",
     "nonzero_fraction",
-    "replicated_feature_experiment",
     "simulate_conv",
     "simulate_conv_moments",
     "simulate_dense",
@@ -140,5 +132,4 @@ __all__ = [
     "simulate_residual_moments",
     "simulate_squared_norms",
     "softmax_xent",
-    "train",
 ]

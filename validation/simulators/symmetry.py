@@ -1,6 +1,11 @@
-"""Simulators for seed 000 (Blumenfeld et al. 2020): ConstNet, LeakyNet, looks-linear delta-orthogonal
-convolutional networks with explicit forward and backward passes, full-batch training, and the
-two-layer replicated-feature experiment of App. E.
+"""Simulators for seed 000 (Blumenfeld et al. 2020): ConstNet, LeakyNet and looks-linear
+delta-orthogonal convolutional networks with explicit forward and backward passes.
+
+Training is not here: the project has one training engine,
+:func:`meanfield.validation.training.train_ensemble`, and seed 000's networks train on it through the
+specs and noise sources of :mod:`meanfield.validation.symmetric_nets` (``ConstNetSpec``,
+``LeakyNetSpec``, ``ReplicatedNetSpec``, ``SymmetryBreaking``, ``correlation_probe``). The former NumPy
+loops ``train`` and ``replicated_feature_experiment`` were removed (issue 15; see the changelog).
 
 Layout: inputs and features are channels-last ``(batch, *spatial, channels)`` with periodic
 boundaries; kernels have the library's one layout ``(*k, c_out, c_in)`` -- the paper's
@@ -10,8 +15,8 @@ written out by hand (no autodiff dependency) and checked against finite differen
 Activations are :mod:`meanfield.activations`' ``relu`` and ``leaky_relu`` evaluated on the
 backend (:func:`~meanfield.validation.simulators.activation_fn`).
 
-Randomness: :func:`train`, :func:`looks_linear_delta_orthogonal_forward` and
-:func:`replicated_feature_experiment` take ``rng`` (None, an int, a SeedSequence or a NumPy
+Randomness: :func:`looks_linear_delta_orthogonal_forward` and the ``dropout`` masks of the forward
+passes take ``rng`` (None, an int, a SeedSequence or a NumPy
 Generator; the rule of :mod:`meanfield.backend`: an int ``n`` draws the numbers of
 ``numpy.random.default_rng(n)``, None fresh entropy).
 """
@@ -26,25 +31,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from meanfield import Result, symmetry
+from meanfield import Result
 from meanfield import init as mf_init
 from meanfield.activations import get_activation
 from meanfield.backend import Backend, astype, get_backend, matrix_transpose, to_numpy
 from meanfield.checks import as_float_array, check_bool, check_int, check_rng, check_scalar
-from meanfield.init import dense_weights, periodic_conv, periodic_conv_transpose, periodic_conv_weight_grad
+from meanfield.init import periodic_conv, periodic_conv_transpose, periodic_conv_weight_grad
 
-from ._common import activation_fn, check_elements, check_work
+from ._common import activation_fn, check_elements
 
 __all__ = [
     "ConstNet",
     "LeakyNet",
     "LooksLinearForward",
-    "ReplicatedFeatureResult",
-    "TrainingRecord",
     "looks_linear_delta_orthogonal_forward",
-    "replicated_feature_experiment",
     "softmax_xent",
-    "train",
 ]
 
 
@@ -495,216 +496,11 @@ class LeakyNet:
         return ["first"] + [f"layer{i}" for i in range(1, self.depth + 1)]
 
 
-@dataclass(frozen=True)
-class TrainingRecord(Result):
-    """Per-step measurements of :func:`train` (NumPy arrays).
-
-    Attributes
-    ----------
-    names : list of str
-        Convolution tensors, in network order.
-    one_minus_cf, one_minus_cb, one_minus_ct : ndarray, shape (steps + 1, n_tensors)
-        ``1 - C_f``, ``1 - C_b`` and ``1 - C_t`` (cancellation-free, :mod:`meanfield.symmetry`)
-        before each step; 0 where a tensor has a single channel on that side.
-    loss : ndarray, shape (steps + 1,)
-    forward_ratio, backward_ratio : ndarray, shape (steps + 1, n_features) or None
-        :func:`meanfield.symmetry.perturbation_ratio` of the forward features ``a^l`` and of the
-        backward features ``dL/da^l`` (recorded with ``ratios=True``).
-    train_accuracy : ndarray, shape (steps + 1,) or None
-        Fraction of the training inputs classified correctly by the forward pass of each step (with
-        its dropout masks, as trained); None from records made before this field existed.
-    test_accuracy : ndarray, shape (n_evaluations,) or None
-        Accuracy on ``(x_test, y_test)``, without dropout, at the steps ``test_steps`` (None when no
-        test set was given).
-    test_steps : ndarray of int or None
-        The steps at which ``test_accuracy`` was measured: every ``eval_every``-th and the last.
-    """
-
-    names: list
-    one_minus_cf: np.ndarray
-    one_minus_cb: np.ndarray
-    one_minus_ct: np.ndarray
-    loss: np.ndarray
-    forward_ratio: np.ndarray | None
-    backward_ratio: np.ndarray | None
-    train_accuracy: np.ndarray | None = None
-    test_accuracy: np.ndarray | None = None
-    test_steps: np.ndarray | None = None
-
-
 def _fraction(p, name):
     value = check_scalar(p, name)
     if not 0.0 <= value < 1.0:
         raise ValueError(f"{name} must lie in [0, 1), got {value}")
     return value
-
-
-def _nonnegative(x, name):
-    value = check_scalar(x, name)
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return value
-
-
-def _noise(rng: Any, shape: tuple[int, ...], xp: Any, kernel: bool) -> Any:
-    """Standard normal noise of ``shape``; for a kernel ``(*k, c_out, c_in)`` drawn in ``(*k, c_in, c_out)``
-    order (a transposed view), so that a given ``rng`` reproduces the runs of the earlier kernel layout."""
-    if not kernel:
-        return rng.standard_normal(shape)
-    return xp.swapaxes(rng.standard_normal(shape[:-2] + (shape[-1], shape[-2])), -1, -2)
-
-
-def train(
-    net: ConstNet | LeakyNet,
-    x: ArrayLike,
-    y: ArrayLike,
-    steps: int,
-    lr: float = 0.1,
-    dropout: float = 0.0,
-    grad_noise: float = 0.0,
-    relative_noise: bool = False,
-    *,
-    rng: Any = None,
-    ratios: bool = False,
-    x_test: ArrayLike | None = None,
-    y_test: ArrayLike | None = None,
-    eval_every: int = 1,
-) -> TrainingRecord:
-    """Deterministic full-batch gradient descent on ``(x, y)``, optionally with dropout on every
-    activation or Gaussian noise of standard deviation ``grad_noise`` added to every gradient entry
-    (``relative_noise=True``: ``grad_noise`` times the tensor's root-mean-square gradient, a model of
-    rounding noise in non-deterministic reductions, which scales with the numbers summed).
-
-    With neither, nothing random enters and a network with symmetric features keeps them: C_f and
-    C_b stay exactly 1 (the "Deterministic" row of Table 1 of seed 000).
-
-    Parameters
-    ----------
-    net : ConstNet or LeakyNet
-        Trained in place.
-    x : array, shape ``(batch, *spatial, n_input)``
-    y : array of int, shape (batch,)
-    steps : int
-        Gradient steps (>= 0); the measures are recorded before each and after the last.
-    lr : float
-        Learning rate (> 0).
-    dropout : float
-        Dropout probability in [0, 1) on every activation.
-    grad_noise : float
-        Standard deviation (>= 0) of the noise added to every gradient entry.
-    relative_noise : bool
-        Scale ``grad_noise`` by each tensor's root-mean-square gradient.
-    rng : None, int, SeedSequence or numpy.random.Generator
-        Draws the dropout masks and the gradient noise; validated even when neither is used.
-    ratios : bool
-        Also record the perturbation ratios of the forward and backward features.
-    x_test, y_test : array_like, optional
-        A held-out set (shapes as ``x``, ``y``); its accuracy is recorded before each step and
-        after the last (seed 000 reports test accuracy, Tables 1-4).
-    eval_every : int
-        Measure the test accuracy every ``eval_every`` steps (>= 1) and after the last.
-
-    Returns
-    -------
-    TrainingRecord
-
-    Raises
-    ------
-    TypeError, ValueError
-        Arguments out of range or of the wrong type; ``ValueError`` when training diverges (lower ``lr``).
-
-    Notes
-    -----
-    Seed 000, Sec. 4 and Table 1 (what breaks the symmetry of a symmetric initialisation).
-
-    No figure or validation of the library trains with this loop any more: they use the one
-    training engine, :func:`meanfield.validation.training.train_ensemble` with the specs and noise
-    sources of :mod:`meanfield.validation.symmetric_nets` (issue 15). This NumPy loop stays as the
-    reference with hand-written gradients (checked against finite differences in the tests) and for
-    networks the engine's specs do not cover (batch normalisation, 1-D kernels, CuPy arrays).
-    """
-    b = get_backend(net.backend)
-    xp = b.xp
-    steps = check_int(steps, "steps", 0)
-    lr = check_scalar(lr, "lr")
-    if lr <= 0:
-        raise ValueError(f"lr must be > 0, got {lr}")
-    dropout = _fraction(dropout, "dropout")
-    grad_noise = _nonnegative(grad_noise, "grad_noise")
-    relative_noise = check_bool(relative_noise, "relative_noise")
-    ratios = check_bool(ratios, "ratios")
-    rng = b.rng(rng)
-    if not hasattr(x, "shape"):
-        x = as_float_array(x, "x")
-    x_shape = x.shape
-    if not x_shape:
-        raise ValueError(f"x must be an array of shape (batch, *spatial, n_input), got {x!r}")
-    n_classes = int(net.params["head"].shape[0])
-    yb = b.asarray(_labels(y, x_shape[0], n_classes, "y"))
-    n_params = sum(int(np.prod(v.shape)) for v in net.params.values())
-    check_work((steps + 1) * int(np.prod(x_shape)) * n_params, "train (steps + 1) * x.size * parameters")
-    eval_every = check_int(eval_every, "eval_every", 1)
-    if (x_test is None) != (y_test is None):
-        raise ValueError("give both x_test and y_test, or neither")
-    if x_test is not None:
-        if not hasattr(x_test, "shape") or isinstance(x_test, np.ndarray):
-            x_test = as_float_array(x_test, "x_test")
-        if len(x_test.shape) != len(x_shape) or tuple(x_test.shape[1:]) != tuple(x_shape[1:]):
-            raise ValueError(f"x_test must have the shape of x apart from its batch, got {tuple(x_test.shape)}")
-        y_test_b = b.asarray(_labels(y_test, int(x_test.shape[0]), n_classes, "y_test"))
-    names = net.conv_names()
-    cf, cb, ct, losses, fr, br, acc, test_acc, test_steps = [], [], [], [], [], [], [], [], []
-    for step in range(steps + 1):
-        p_np = {k: to_numpy(net.params[k]) for k in names}
-        if not all(np.all(np.isfinite(v)) for v in p_np.values()):
-            raise ValueError(f"training diverged before step {step}: lower lr (got {lr})")
-        cf.append(
-            [symmetry.forward_correlation(p_np[k], complement=True) if p_np[k].shape[-2] > 1 else 0.0 for k in names]
-        )
-        cb.append(
-            [symmetry.backward_correlation(p_np[k], complement=True) if p_np[k].shape[-1] > 1 else 0.0 for k in names]
-        )
-        ct.append(
-            [
-                symmetry.total_correlation(p_np[k], complement=True)
-                if p_np[k].shape[-1] * p_np[k].shape[-2] > 1
-                else 0.0
-                for k in names
-            ]
-        )
-        try:
-            logits, feats = net.forward(x, dropout=dropout, rng=rng, keep=True)
-            loss, dlog = softmax_xent(logits, yb, xp)
-            grads, betas = net.backward(dlog, keep=True)
-        except ValueError as exc:  # an overflowing convolution
-            raise ValueError(f"training diverged at step {step} ({exc}): lower lr (got {lr})") from exc
-        losses.append(loss)
-        acc.append(float(xp.mean(xp.argmax(logits, axis=1) == yb)))
-        if x_test is not None and (step % eval_every == 0 or step == steps):
-            test_steps.append(step)
-            test_acc.append(float(xp.mean(xp.argmax(net.forward(x_test), axis=1) == y_test_b)))
-        if ratios:
-            fr.append([symmetry.perturbation_ratio(to_numpy(f)) for f in feats])
-            br.append([symmetry.perturbation_ratio(to_numpy(g)) for g in betas])
-        if step == steps:
-            break
-        for k, g in grads.items():
-            if grad_noise > 0:
-                std = grad_noise * (float(xp.sqrt(xp.mean(g * g))) if relative_noise else 1.0)
-                g = g + std * _noise(rng, g.shape, xp, k in names)
-            net.params[k] = net.params[k] - lr * g
-    return TrainingRecord(
-        names,
-        np.array(cf),
-        np.array(cb),
-        np.array(ct),
-        np.array(losses),
-        np.array(fr) if ratios else None,
-        np.array(br) if ratios else None,
-        np.array(acc),
-        np.array(test_acc) if x_test is not None else None,
-        np.array(test_steps, dtype=np.int64) if x_test is not None else None,
-    )
 
 
 @dataclass(frozen=True)
@@ -818,144 +614,3 @@ def looks_linear_delta_orthogonal_forward(
             t = periodic_conv(tin, w, sd)
             jvp.append(t)
     return LooksLinearForward(pre, us, jvp if tangent is not None else None)
-
-
-@dataclass(frozen=True)
-class ReplicatedFeatureResult(Result):
-    """Outcome of :func:`replicated_feature_experiment`.
-
-    Attributes
-    ----------
-    test_error : float
-        Fraction of misclassified test inputs after training.
-    forward_correlation : float or None
-        :func:`meanfield.symmetry.forward_correlation` of the trained first layer (None for width 1).
-
-    ``error, corr = replicated_feature_experiment(...)`` unpacks the two fields.
-    """
-
-    test_error: float
-    forward_correlation: float | None
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter((self.test_error, self.forward_correlation))
-
-
-def replicated_feature_experiment(
-    x_train: ArrayLike,
-    y_train: ArrayLike,
-    x_test: ArrayLike,
-    y_test: ArrayLike,
-    width: int,
-    unique: int,
-    noise: float,
-    steps: int = 2000,
-    lr: float = 0.1,
-    batch: int = 32,
-    dropout: float = 0.0,
-    *,
-    rng: Any = None,
-    n_classes: int = 10,
-) -> ReplicatedFeatureResult:
-    """Test error of the two-layer ReLU network of eqs. 10-11 of seed 000 (App. E) after SGD.
-
-    ``W1[i] = (1 - lambda) W~[i mod K] + lambda W^[i]`` with ``W~ (K, d)``, ``W^ (N, d)`` and ``W2``
-    He-initialised (:func:`meanfield.init.dense_weights` with ``sigma_w2 = 2``); softmax
-    cross-entropy, plain SGD with learning rate ``lr`` on minibatches of ``batch`` inputs.
-
-    Parameters
-    ----------
-    x_train, x_test : array_like, shape (n, d)
-    y_train, y_test : array_like of int, labels in ``[0, n_classes)``
-    width : int
-        Hidden width ``N`` (>= 1).
-    unique : int
-        Distinct features ``K`` (>= 1).
-    noise : float
-        ``lambda`` of eq. 10, in [0, 1].
-    steps, batch : int
-        SGD steps (>= 0) and minibatch size (>= 1).
-    lr : float
-        Learning rate (> 0).
-    dropout : float
-        Dropout probability in [0, 1) on the hidden layer.
-    rng : None, int, SeedSequence or numpy.random.Generator
-        Draws the weights, the minibatches and the dropout masks.
-    n_classes : int
-        >= 2.
-
-    Returns
-    -------
-    ReplicatedFeatureResult
-
-    Raises
-    ------
-    TypeError, ValueError
-        Arguments out of range or of the wrong type; ``ValueError`` when SGD diverges.
-
-    Notes
-    -----
-    Seed 000, Sec. 2.1, App. E, eqs. 10-11 and Figs. 1, 5. Figs. 1 and 5 now train this network on
-    the one training engine (:class:`meanfield.validation.symmetric_nets.ReplicatedNetSpec` with
-    :func:`meanfield.validation.training.train_ensemble`); this NumPy loop stays as a reference.
-    """
-    rng = check_rng(rng)
-    width = check_int(width, "width", 1)
-    unique = check_int(unique, "unique", 1)
-    noise = check_scalar(noise, "noise")
-    if not 0.0 <= noise <= 1.0:
-        raise ValueError(f"noise (lambda of eq. 10) must lie in [0, 1], got {noise}")
-    lr = check_scalar(lr, "lr")
-    if lr <= 0:
-        raise ValueError(f"lr must be > 0, got {lr}")
-    steps = check_int(steps, "steps", 0)
-    batch = check_int(batch, "batch", 1)
-    dropout = _fraction(dropout, "dropout")
-    n_classes = check_int(n_classes, "n_classes", 2)
-    x_train, x_test = as_float_array(x_train, "x_train"), as_float_array(x_test, "x_test")
-    if (
-        x_train.ndim != 2
-        or x_test.ndim != 2
-        or x_train.shape[1] != x_test.shape[1]
-        or len(x_train) < 1
-        or len(x_test) < 1
-    ):
-        raise ValueError(
-            f"x_train and x_test must be non-empty (n, d) arrays of equal d, got {x_train.shape}, {x_test.shape}"
-        )
-    y_train = _labels(y_train, len(x_train), n_classes, "y_train")
-    y_test = _labels(y_test, len(x_test), n_classes, "y_test")
-    d = x_train.shape[1]
-    check_elements(max(width, unique, n_classes) * max(d, width), "the weights")
-    check_work(steps * batch * width * (d + n_classes), "replicated_feature_experiment")
-    wt, wh = dense_weights(unique, d, 2.0, rng=rng), dense_weights(width, d, 2.0, rng=rng)
-    w2 = dense_weights(n_classes, width, 2.0, rng=rng)
-    w1 = (1.0 - noise) * wt[np.arange(width) % unique] + noise * wh
-    phi, dphi = activation_fn("relu")
-    n = x_train.shape[0]
-    for _ in range(steps):
-        idx = rng.integers(0, n, batch)
-        xb, yb = x_train[idx], y_train[idx]
-        pre = xb @ w1.T
-        h = phi(pre)
-        mask = 1.0
-        if dropout > 0:
-            mask = (rng.random(h.shape) >= dropout) / (1.0 - dropout)
-            h = h * mask
-        try:
-            with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is caught just below
-                logits = h @ w2.T
-            _, dlog = softmax_xent(logits, yb)
-        except ValueError:  # non-finite logits: the weights blew up
-            raise ValueError(f"SGD diverged (non-finite logits): lower lr (got {lr}) or scale x_train down") from None
-        gw2 = dlog.T @ h
-        dh = (dlog @ w2) * dphi(pre) * mask
-        gw1 = dh.T @ xb
-        w1 -= lr * gw1
-        w2 -= lr * gw2
-    if not (np.all(np.isfinite(w1)) and np.all(np.isfinite(w2))):
-        raise ValueError(f"SGD diverged (non-finite weights): lower lr (got {lr})")
-    pred = np.argmax(phi(x_test @ w1.T) @ w2.T, axis=1)
-    return ReplicatedFeatureResult(
-        float(np.mean(pred != y_test)), symmetry.forward_correlation(w1) if width >= 2 else None
-    )
