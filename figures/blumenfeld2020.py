@@ -50,7 +50,7 @@ from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.data import load_digits
 
-from ._common import by_size, figure, plt, progress, save_figure
+from ._common import by_size, figure, plt, progress, save_declared
 from ._logzero import plot_with_zeros, zero_band, zero_floor
 
 __all__ = [
@@ -182,13 +182,12 @@ def fig_1(out_dir, *, size, backend, seed):
         "test_error_stderr": stderr,
     }
     names = ["regime", "lambda", "K"]
-    return save_figure(
+    return save_declared(
+        fig_1,
         fig,
         out_dir,
         "blumenfeld2020_fig_1",
         data,
-        paper=PAPER,
-        figure=fig_1.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -278,13 +277,12 @@ def fig_5(out_dir, *, size, backend, seed):
         "test_error_stderr": stderr,
     }
     names = ["regime", "variant", "K"]
-    return save_figure(
+    return save_declared(
+        fig_5,
         fig,
         out_dir,
         "blumenfeld2020_fig_5",
         data,
-        paper=PAPER,
-        figure=fig_5.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -494,13 +492,12 @@ def fig_3(out_dir, *, size, backend, seed):
         "loss": np.stack([r.loss for r in runs.values()]),
     }
     two = ["variant", "step"]
-    return save_figure(
+    return save_declared(
+        fig_3,
         fig,
         out_dir,
         "blumenfeld2020_fig_3",
         data,
-        paper=PAPER,
-        figure=fig_3.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -580,13 +577,12 @@ def fig_6(out_dir, *, size, backend, seed):
         "loss": rec.loss,
     }
     two = ["step", "tensor"]
-    return save_figure(
+    return save_declared(
+        fig_6,
         fig,
         out_dir,
         "blumenfeld2020_fig_6",
         data,
-        paper=PAPER,
-        figure=fig_6.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -743,13 +739,12 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
         "loss": np.stack([r.loss for r in runs.values()]),
     }
     name = f"blumenfeld2020_fig_{9 if which == 'forward' else 10}"
-    return save_figure(
+    return save_declared(
+        func,
         fig,
         out_dir,
         name,
         data,
-        paper=PAPER,
-        figure=func.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -907,13 +902,12 @@ def fig_12(out_dir, *, size, backend, seed):
         "final_C_f": np.stack(cf1),
         "tensor": list(rec.names),
     }
-    return save_figure(
+    return save_declared(
+        fig_12,
         fig,
         out_dir,
         "blumenfeld2020_fig_12",
         data,
-        paper=PAPER,
-        figure=fig_12.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -1079,13 +1073,12 @@ def table_correlations(out_dir, *, size, backend, seed):
         "c_b_stderr": np.array([row[2][1][1] for row in rows]),
         "measured_on": [row[3] for row in rows],
     }
-    return save_figure(
+    return save_declared(
+        table_correlations,
         fig,
         out_dir,
         "blumenfeld2020_table_correlations",
         data,
-        paper=PAPER,
-        figure=table_correlations.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -1177,7 +1170,8 @@ def table_1(out_dir, *, size, backend, seed):
         fontsize=9,
     )
     fig.tight_layout()
-    return save_figure(
+    return save_declared(
+        table_1,
         fig,
         out_dir,
         "blumenfeld2020_table_1",
@@ -1189,8 +1183,6 @@ def table_1(out_dir, *, size, backend, seed):
             "paper_test_accuracy": np.array([TABLE_1_PAPER[k] for k in names]),
             "max_one_minus_cf": cf,
         },
-        paper=PAPER,
-        figure=table_1.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -1322,7 +1314,8 @@ def table_3(out_dir, *, size, backend, seed):
         f"{t.params['batch_size']}), {t.params['data']}; paper: CIFAR-10, 200-300 epochs",
         [0.3, 0.15, 0.14, 0.18, 0.2],
     )
-    return save_figure(
+    return save_declared(
+        table_3,
         fig,
         out_dir,
         "blumenfeld2020_table_3",
@@ -1334,8 +1327,6 @@ def table_3(out_dir, *, size, backend, seed):
             "step": t.steps,
             "test_curve": t.test_curve,
         },
-        paper=PAPER,
-        figure=table_3.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -1380,7 +1371,8 @@ def table_4(out_dir, *, size, backend, seed):
         f"{t.params['seeds']} seeds, {t.params['steps']} steps, {t.params['data']}",
         [0.45, 0.25, 0.25],
     )
-    return save_figure(
+    return save_declared(
+        table_4,
         fig,
         out_dir,
         "blumenfeld2020_table_4",
@@ -1391,8 +1383,6 @@ def table_4(out_dir, *, size, backend, seed):
             "difference": float(diff),
             "difference_stderr": float(dse),
         },
-        paper=PAPER,
-        figure=table_4.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -1446,7 +1436,8 @@ def table_2(out_dir, *, size, backend, seed):
         "paper: CIFAR-10",
         [0.2, 0.14, 0.08, 0.1, 0.08, 0.16, 0.08],
     )
-    return save_figure(
+    return save_declared(
+        table_2,
         fig,
         out_dir,
         "blumenfeld2020_table_2",
@@ -1457,8 +1448,6 @@ def table_2(out_dir, *, size, backend, seed):
             "mean_dissimilarity": dis,
             "paper": np.array([TABLE_2_PAPER[k] for k in t.labels]),
         },
-        paper=PAPER,
-        figure=table_2.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -1518,13 +1507,12 @@ def fig_7(out_dir, *, size, backend, seed):
         fontsize=8,
     )
     fig.tight_layout()
-    return save_figure(
+    return save_declared(
+        fig_7,
         fig,
         out_dir,
         "blumenfeld2020_fig_7",
         {"variant": labels, "tensor": list(t.tensors), "step": t.steps, "ln_cf": curves},
-        paper=PAPER,
-        figure=fig_7.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -1571,13 +1559,12 @@ def fig_8(out_dir, *, size, backend, seed):
         fontsize=7,
     )
     fig.tight_layout()
-    return save_figure(
+    return save_declared(
+        fig_8,
         fig,
         out_dir,
         "blumenfeld2020_fig_8",
         {"config": list(t.labels), "layer": layers, "ln_cf_mean": mean, "ln_cf_stderr": se},
-        paper=PAPER,
-        figure=fig_8.figure,
         seed=seed,
         size=size,
         backend=backend,
@@ -1617,13 +1604,12 @@ def fig_11(out_dir, *, size, backend, seed):
         fontsize=8,
     )
     fig.tight_layout()
-    return save_figure(
+    return save_declared(
+        fig_11,
         fig,
         out_dir,
         "blumenfeld2020_fig_11",
         {"variant": list(t.labels), "test_accuracy": t.test_accuracy, "spread": spread},
-        paper=PAPER,
-        figure=fig_11.figure,
         seed=seed,
         size=size,
         backend=backend,

@@ -48,13 +48,15 @@ def rendered(tmp_path_factory):
     try:
         for module, name in RENDERED:
             captured = []
-            real = module.save_figure
+            real = matplotlib.figure.Figure.savefig
 
             def capture(fig, *args, _real=real, _captured=captured, **kwargs):
                 _captured.append(fig)
                 return _real(fig, *args, **kwargs)
 
-            mp.setattr(module, "save_figure", capture)
+            # every figure is written by Figure.savefig inside save_figure (called directly or
+            # through save_declared): capture it there
+            mp.setattr(matplotlib.figure.Figure, "savefig", capture)
             paths = module.FIGURES[name](out, size="smoke", seed=0)
             mp.undo()
             FigureCanvasAgg(captured[0])  # save_figure closed it: a fresh canvas to draw on again
