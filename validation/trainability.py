@@ -224,7 +224,7 @@ def _summary(curves) -> dict:
 
 
 def _depth_scale(size: str, seed: int) -> dict:
-    tr = _torch_modules()
+    _torch_modules()  # the torch extra: ImportError naming it before any work
     sw = np.asarray(
         _by_size(size, [0.5, 1.0, 2.5], [0.3, 0.6, 0.9, 1.2, 1.6, 2.2, 3.0, 4.0], list(np.linspace(0.2, 4, 20)))
     )
@@ -241,22 +241,8 @@ def _depth_scale(size: str, seed: int) -> dict:
         acc, test, secs = _depth_scale_cells(sw, depths, width, steps, n_net, data, seed)
     else:
         for i, depth in enumerate(progress(depths, desc="trainability: depth scale")):
-            nets = [
-                tr.DenseNet(depth=depth, width=width, activation="tanh", sigma_w2=s, sigma_b2=SIGMA_B2_FIG2) for s in sw
-            ]
-            out = tr.train_ensemble(
-                nets,
-                n_net,
-                data=data,
-                steps=steps,
-                batch_size=32,
-                lr=0.01,
-                optimizer="momentum",
-                record_every=steps,
-                n_eval=500,
-                rng=substream(seed, 1, i),
-                device=_device(),
-            )
+            nets = [_fig2_net(depth, width, s) for s in sw]
+            out = _fig2_train(nets, n_net, data, steps, substream(seed, 1, i))
             for j, c in enumerate(out):
                 acc[i, j] = c.final_train_accuracy
                 test[i, j] = c.final_test_accuracy
@@ -1069,12 +1055,17 @@ def _depth_scale_cells(sw, depths, width, steps, n_net, data, seed):
     return acc, test, secs
 
 
-def _depth_scale_cell(depth, sigma_w2, width, steps, n_net, data, rng):
-    """One cell of :func:`_depth_scale_cells`: (final train accuracies, final test accuracies, seconds)."""
-    tr = _torch_modules()
-    net = tr.DenseNet(depth=depth, width=width, activation="tanh", sigma_w2=sigma_w2, sigma_b2=SIGMA_B2_FIG2)
-    out = tr.train_ensemble(
-        net,
+def _fig2_net(depth, width, sigma_w2):
+    """The tanh network of one Fig. 2 cell."""
+    return _torch_modules().DenseNet(
+        depth=depth, width=width, activation="tanh", sigma_w2=sigma_w2, sigma_b2=SIGMA_B2_FIG2
+    )
+
+
+def _fig2_train(nets, n_net, data, steps, rng):
+    """Train Fig. 2's networks (one spec or a list) with the figure's fixed optimiser settings."""
+    return _torch_modules().train_ensemble(
+        nets,
         n_net,
         data=data,
         steps=steps,
@@ -1086,6 +1077,11 @@ def _depth_scale_cell(depth, sigma_w2, width, steps, n_net, data, rng):
         rng=rng,
         device=_device(),
     )
+
+
+def _depth_scale_cell(depth, sigma_w2, width, steps, n_net, data, rng):
+    """One cell of :func:`_depth_scale_cells`: (final train accuracies, final test accuracies, seconds)."""
+    out = _fig2_train(_fig2_net(depth, width, sigma_w2), n_net, data, steps, rng)
     return out.final_train_accuracy, out.final_test_accuracy, out.seconds
 
 
