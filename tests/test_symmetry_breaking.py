@@ -60,3 +60,26 @@ def test_bad_arguments():
         sb.constnet_noise_table("huge")
     with pytest.raises(ValueError, match="size"):
         sb.leakynet_averaging_table(3)
+
+
+def test_full_size_reads_cifar10_from_the_data_dir_and_trains_a_constnet(tmp_path, monkeypatch):
+    """At ``"full"`` size the tables read the paper's CIFAR-10 (python batches, 32 x 32 x 3) from
+    ``$MEANFIELD_DATA_DIR`` (``--data-dir``); the digits otherwise. Small files in the real format."""
+    import pickle
+
+    from meanfield.validation.symmetric_nets import ConstNetSpec
+    from meanfield.validation.training import train_ensemble
+
+    rng = np.random.default_rng(0)
+    for name, n in (("data_batch_1", 24), ("test_batch", 8)):
+        batch = {b"data": rng.integers(0, 256, (n, 3072)).astype(np.uint8), b"labels": list(rng.integers(0, 10, n))}
+        (tmp_path / name).write_bytes(pickle.dumps(batch))
+    monkeypatch.setenv("MEANFIELD_DATA_DIR", str(tmp_path))
+    d = sb.table_data("full")
+    assert "CIFAR-10" in d.name and d.x_train.shape == (24, 3, 32, 32)
+    assert "digits" in sb.table_data("default").name  # only the full size reads the user's files
+    spec = ConstNetSpec(widths=(4, 8), blocks_per_stage=1, init="he")
+    c = train_ensemble(spec, 1, data=d, steps=2, batch_size=8, lr=0.01, rng=0)
+    assert np.all(np.isfinite(c.train_loss))
+    with pytest.raises(ValueError, match="size"):
+        sb.table_data("huge")

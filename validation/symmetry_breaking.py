@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,7 +49,7 @@ from meanfield import Result
 from meanfield.checks import check_rng
 
 from .report import Comparison
-from .runner import check_run_arguments, main_for, progress
+from .runner import DATA_DIR_ENV, check_run_arguments, main_for, progress
 from .symmetric_nets import (
     FLOAT32_ROUNDOFF,
     ConstNetSpec,
@@ -69,6 +71,7 @@ __all__ = [
     "leakynet_averaging_table",
     "run",
     "table_2_metrics",
+    "table_data",
 ]
 
 #: One-sided z threshold of the accuracy comparisons (a 0.1 % false-alarm rate for a normal z).
@@ -167,7 +170,41 @@ def _size(size: str) -> dict:
     return SIZES[size]
 
 
+def table_data(size: str = "default"):
+    """The data set the tables train on at ``size``.
+
+    Parameters
+    ----------
+    size : {"smoke", "default", "full"}
+        :data:`SIZES`.
+
+    Returns
+    -------
+    meanfield.validation.training.TrainingData
+        The embedded digits (average-pooled by the size's ``downsample``); at ``"full"`` size the
+        paper's CIFAR-10 (32 x 32 x 3, python batches) or MNIST (IDX) when ``$MEANFIELD_DATA_DIR``
+        (``--data-dir``) holds their files.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``size``; unreadable data files.
+    ImportError
+        The digits without scikit-learn (the ``data`` extra), or without torch.
+    """
+    return _data(_size(size))
+
+
 def _data(sz):
+    """The digits; at ``"full"`` size the paper's CIFAR-10 (32 x 32, python batches) or MNIST (IDX)
+    from ``$MEANFIELD_DATA_DIR`` (``--data-dir``) when the user has the files."""
+    data_dir = os.environ.get(DATA_DIR_ENV)
+    if sz is SIZES["full"] and data_dir:
+        root = Path(data_dir)
+        if (root / "data_batch_1").is_file() and (root / "test_batch").is_file():
+            return load_training_data("cifar10", data_dir=root)
+        if any((root / f"train-images{sep}idx3-ubyte{gz}").is_file() for sep in "-." for gz in ("", ".gz")):
+            return load_training_data("mnist", data_dir=root)
     return load_training_data(n_train=sz["n_train"], n_test=sz["n_test"], downsample=sz["downsample"])
 
 

@@ -798,6 +798,9 @@ for _name in (
 NOT_FUZZED["validation.symmetry_breaking.TrainingTable"] = (
     "result of constnet_noise_table / leakynet_averaging_table (training runs); tested in tests/test_symmetry_breaking.py"
 )
+NOT_FUZZED["validation.symmetry_breaking.table_data"] = (
+    "loads a data set (digits, or the user's CIFAR-10 / MNIST files); tested in tests/test_symmetry_breaking.py"
+)
 NOT_FUZZED["validation.symmetry_breaking.table_2_metrics"] = (
     "reads a TrainingTable (training runs, seconds); tested in tests/test_symmetry_breaking.py"
 )
