@@ -68,6 +68,7 @@ from ._checks import (
     check_scalar,
 )
 from ._logscale import (
+    CLOSED_C_MAP,
     HOMOGENEOUS,
     LOG_DBL_MAX,
     LOG_DBL_MIN,
@@ -75,6 +76,7 @@ from ._logscale import (
     MAX_PROPAGATION_SIZE,  # noqa: F401  (re-exported: a documented constant of dense)
     Q_ASYMPTOTE_ABOVE,
     Q_LINEAR_BELOW,
+    QUADRATURE_C_MAP,
     RELU_LIKE,
     check_depth,
     finite_result,
@@ -102,14 +104,17 @@ from .activations import (
 )
 from .gaussian import (
     DEFAULT_DEGREE,
+    closed_pair_value,
+    closed_single_value,
+    closed_variance_derivative_value,
     excess_value,
     expectation,
     kernel_rule,
     pair_expectation,
-    pair_value,
+    pair_quadrature,
     run_time_orders,
-    single_value,
-    variance_derivative_value,
+    single_quadrature,
+    variance_derivative_quadrature,
 )
 
 if TYPE_CHECKING:  # annotations only
@@ -586,8 +591,76 @@ def propagate(
 # Fixed points, chi's and depth scales.
 
 
+#: Activations whose fixed-point quantities (E phi^2, E phi'^2, the c-map and its slope,
+#: d/dq E phi^2) all have closed forms: their fixed-point kernels are compiled without the
+#: quadrature (gelu is not here: its q-map residual is the quadrature of :func:`excess_value`).
+_FP_CLOSED = tuple(code for code in CLOSED_C_MAP if code != GELU)
+
+
+def _fp_rule(act, degree):
+    """``(z, w, cf, ex)`` of the fixed-point kernels, the family split of :func:`kernel_rule_for`.
+
+    Closed-form families ``(None, None, 0)`` (the quadrature is not compiled), the quadrature
+    ones ``(z, w, None)`` (the closed forms are not compiled), gelu both; ``ex`` is 0 for the
+    ReLU-like activations, whose q-map residual is :func:`excess_value`, None for the others
+    (not compiled). The numbers are the
+    same as with both branches (the closed forms of the first family are never NaN where the
+    solvers evaluate them, and those of the second always are); the first call of
+    :func:`fixed_point` compiles about half as much (issue 18, benchmarks/bench_cold_start.py).
+    """
+    z, w = kernel_rule(degree)
+    ex = 0 if act.code in (SOFTPLUS, SWISH, GELU) else None
+    if act.code in _FP_CLOSED:
+        return None, None, 0, ex
+    if act.code in QUADRATURE_C_MAP:
+        return z, w, None, ex
+    return z, w, 0, ex
+
+
+def _fp_full_rule(act, degree):
+    """:func:`_fp_rule` with both families (closed forms with the quadrature fallback)."""
+    z, w, cf = full_rule(degree)
+    return z, w, cf, 0 if act.code in (SOFTPLUS, SWISH, GELU) else None
+
+
 @numba.njit(cache=True)
-def _g(code, a, sw, sb, q, z, w):
+def _e1(code, a, d1, d2, q, z, w, cf):
+    """:func:`meanfield.gaussian.single_value` with the branches chosen by type (see :func:`_fp_rule`)."""
+    v = math.nan
+    if cf is not None:
+        v = closed_single_value(code, a, d1, d2, q)
+    if z is not None:
+        if math.isnan(v):
+            v = single_quadrature(code, a, d1, d2, q, z, w)
+    return v
+
+
+@numba.njit(cache=True)
+def _e2(code, a, d1, d2, q1, q2, c, z, w, cf):
+    """:func:`meanfield.gaussian.pair_value` with the branches chosen by type (see :func:`_fp_rule`)."""
+    v = math.nan
+    if cf is not None:
+        v = closed_pair_value(code, a, d1, d2, q1, q2, c)
+    if z is not None:
+        if math.isnan(v):
+            v = pair_quadrature(code, a, d1, d2, q1, q2, c, z, w)
+    return v
+
+
+@numba.njit(cache=True)
+def _dq(code, a, q, z, w, cf):
+    """:func:`meanfield.gaussian.variance_derivative_value` with the branches chosen by type."""
+    v = math.nan
+    if cf is not None:
+        v = closed_variance_derivative_value(code, a, q)
+    if z is not None:
+        if math.isnan(v):
+            v = variance_derivative_quadrature(code, a, q, z, w)
+    return v
+
+
+@numba.njit(cache=True)
+def _g(code, a, sw, sb, q, z, w, cf, ex):
     """q-map residual g(q) = qmap(q) - q and its slope g'(q).
 
     For the ReLU-like activations, g = (sw / 2 - 1) q + sb + sw (E phi^2 - q / 2) with the last
@@ -595,21 +668,22 @@ def _g(code, a, sw, sb, q, z, w):
     of q, which would swamp sb (and decide q* by rounding when sw / 2 = 1).
     """
     o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
-    if code == SOFTPLUS or code == SWISH or code == GELU:
-        val = (0.5 * sw - 1.0) * q + sb + sw * excess_value(code, a, o0, q, z, w)
-        slope = (0.5 * sw - 1.0) + sw * excess_value(code, a, o1, q, z, w)
-        return val, slope
-    val = sw * single_value(code, a, o0, o0, q, z, w) + sb - q
-    slope = sw * variance_derivative_value(code, a, q, z, w) - 1.0
+    if ex is not None:  # softplus, swish and gelu (see _fp_rule)
+        if code == SOFTPLUS or code == SWISH or code == GELU:
+            val = (0.5 * sw - 1.0) * q + sb + sw * excess_value(code, a, o0, q, z, w)
+            slope = (0.5 * sw - 1.0) + sw * excess_value(code, a, o1, q, z, w)
+            return val, slope
+    val = sw * _e1(code, a, o0, o0, q, z, w, cf) + sb - q
+    slope = sw * _dq(code, a, q, z, w, cf) - 1.0
     return val, slope
 
 
 @numba.njit(cache=True)
-def _newton_q(code, a, sw, sb, lo, hi, z, w):
+def _newton_q(code, a, sw, sb, lo, hi, z, w, cf, ex):
     """The root of g in [lo, hi] with g(lo) > 0 >= g(hi): safeguarded Newton from hi (200 steps at most)."""
     x = hi
     for _ in range(200):
-        val, slope = _g(code, a, sw, sb, x, z, w)
+        val, slope = _g(code, a, sw, sb, x, z, w, cf, ex)
         if val > 0.0:
             lo = x
         else:
@@ -623,8 +697,8 @@ def _newton_q(code, a, sw, sb, lo, hi, z, w):
     return x
 
 
-@numba.njit(cache=True)
-def _solve_q(code, a, sw, sb, z, w):
+@numba.njit(inline="always")  # one call site: one compiled tree less (issue 18)
+def _solve_q(code, a, sw, sb, z, w, cf, ex):
     """The stable fixed point q* reached from small variances; inf when q grows without bound;
     NaN when q* exceeds the float64 range. See the module notes."""
     o0, _o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
@@ -638,12 +712,12 @@ def _solve_q(code, a, sw, sb, z, w):
         if m > 1.0 or sb > 0.0:
             return math.inf
         return 0.0  # m = 1, sb = 0: every q is fixed; 0 is reported
-    g0 = sw * single_value(code, a, o0, o0, 0.0, z, w) + sb
+    g0 = sw * _e1(code, a, o0, o0, 0.0, z, w, cf) + sb
     if g0 <= 0.0:  # q = 0 is a fixed point (phi(0) = 0, sb = 0)
-        s0 = sw * variance_derivative_value(code, a, 0.0, z, w) - 1.0
+        s0 = sw * _dq(code, a, 0.0, z, w, cf) - 1.0
         if s0 < 0.0:
             return 0.0
-        if s0 == 0.0 and _g(code, a, sw, sb, _Q_PROBE, z, w)[0] <= 0.0:
+        if s0 == 0.0 and _g(code, a, sw, sb, _Q_PROBE, z, w, cf, ex)[0] <= 0.0:
             return 0.0  # marginal: q decays like a power law
         lo = 0.0
         q = _Q_START_UNSTABLE
@@ -653,26 +727,26 @@ def _solve_q(code, a, sw, sb, z, w):
     if m == 0.0 and math.isfinite(sw + sb):
         # bounded (tanh, erf, sigmoid, hard_tanh): phi^2 <= 1, so g(sw + sb) <= 0, and the q-map is
         # concave (a single crossing on (0, inf)): safeguarded Newton from the right converges to it
-        return _newton_q(code, a, sw, sb, lo, max(sw + sb, q), z, w)
+        return _newton_q(code, a, sw, sb, lo, max(sw + sb, q), z, w, cf, ex)
     slo = 0.0
     for _ in range(4096):
-        gq, sq = _g(code, a, sw, sb, q, z, w)
+        gq, sq = _g(code, a, sw, sb, q, z, w, cf, ex)
         if gq <= 0.0:
-            return _newton_q(code, a, sw, sb, lo, q, z, w)
+            return _newton_q(code, a, sw, sb, lo, q, z, w, cf, ex)
         if slo < 0.0 and sq > 0.0 and lo > 0.0:
             # g has a minimum between two positive scan points: find it (bisection on g') and look
             a_lo, a_hi = lo, q
             for _ in range(100):
                 mid = 0.5 * (a_lo + a_hi)
-                if _g(code, a, sw, sb, mid, z, w)[1] < 0.0:
+                if _g(code, a, sw, sb, mid, z, w, cf, ex)[1] < 0.0:
                     a_lo = mid
                 else:
                     a_hi = mid
                 if a_hi - a_lo <= 1e-12 * a_hi:
                     break
-            gm = _g(code, a, sw, sb, a_lo, z, w)[0]
+            gm = _g(code, a, sw, sb, a_lo, z, w, cf, ex)[0]
             if gm <= 0.0:
-                return _newton_q(code, a, sw, sb, lo, a_lo, z, w)
+                return _newton_q(code, a, sw, sb, lo, a_lo, z, w, cf, ex)
         if q >= Q_ASYMPTOTIC and m > 1.0 and sq > 0.0:
             return math.inf
         if q >= Q_SCAN_MAX:
@@ -680,8 +754,8 @@ def _solve_q(code, a, sw, sb, z, w):
                 return math.inf
             if m == 0.0:  # bounded: phi^2 <= 1, so qmap(q) <= sw + sb and g(sw + sb) <= 0
                 hi = sw + sb
-                if math.isfinite(hi) and hi > q and _g(code, a, sw, sb, hi, z, w)[0] <= 0.0:
-                    return _newton_q(code, a, sw, sb, q, hi, z, w)
+                if math.isfinite(hi) and hi > q and _g(code, a, sw, sb, hi, z, w, cf, ex)[0] <= 0.0:
+                    return _newton_q(code, a, sw, sb, q, hi, z, w, cf, ex)
             return math.nan
         lo = q
         slo = sq
@@ -689,8 +763,8 @@ def _solve_q(code, a, sw, sb, z, w):
     return math.nan
 
 
-@numba.njit(cache=True)
-def _solve_c(code, a, sw, sb, q, chi1, z, w, c0=0.0):
+@numba.njit(inline="always")  # one call site: one compiled tree less (issue 18)
+def _solve_c(code, a, sw, sb, q, chi1, z, w, cf, c0=0.0):
     """The stable fixed point c* of the c-map at q (1 in the ordered phase).
 
     The residual h(c) = (sw E phi(u1) phi(u2) + sb) / q - c is convex on [0, 1] with roots c* and
@@ -712,10 +786,10 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, c0=0.0):
     c = c0 if 0.0 <= c0 < 1.0 else 0.0
     nc = c
     for _ in range(200):
-        h = (sw * pair_value(code, a, o0, o0, q, q, c, z, w) + sb) / q - c
+        h = (sw * _e2(code, a, o0, o0, q, q, c, z, w, cf) + sb) / q - c
         if h == 0.0:
             return c, math.nan
-        dh = sw * pair_value(code, a, o1, o1, q, q, c, z, w) - 1.0
+        dh = sw * _e2(code, a, o1, o1, q, q, c, z, w, cf) - 1.0
         one_minus = 1.0 - c
         big_h = h / one_minus
         if big_h > 0.0:
@@ -736,10 +810,10 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, c0=0.0):
 
 
 @numba.njit(cache=True)
-def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out, c0=0.0):
+def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, cf, ex, out, c0=0.0):
     """out = (q*, c*, chi_1, chi_c, chi_q, frozen); NaN everywhere when q* overflows."""
     _o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
-    q = _solve_q(code, a, sw, sb, z, w)
+    q = _solve_q(code, a, sw, sb, z, w, cf, ex)
     if math.isnan(q):
         for i in range(6):
             out[i] = math.nan
@@ -749,8 +823,8 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out, c0=0.0):
         # q -> inf: the chi's of the asymptote (relu for the ReLU-like; the activation itself if
         # homogeneous), whose correlation map has the fixed point c* = 1
         if homogeneous:
-            chi1 = sw * single_value(code, a, o1, o1, 1.0, z, w)
-            chiq = sw * variance_derivative_value(code, a, 1.0, z, w)
+            chi1 = sw * _e1(code, a, o1, o1, 1.0, z, w, cf)
+            chiq = sw * _dq(code, a, 1.0, z, w, cf)
         elif math.isinf(asymptotic_slope(code, a)):
             chi1 = math.inf  # superlinear (exp, relu_power): E phi'(u)^2 grows without bound
             chiq = math.inf
@@ -762,18 +836,18 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out, c0=0.0):
     elif q == 0.0:
         # q -> 0 with sb = 0 and phi(0) = 0: the c-map is q-independent (homogeneous) or the
         # identity (smooth): its slope at c* = 1 is 1, so correlations converge polynomially or freeze
-        chi1 = sw * single_value(code, a, o1, o1, 0.0 if not homogeneous else 1.0, z, w)
-        chiq = sw * variance_derivative_value(code, a, 0.0 if not homogeneous else 1.0, z, w)
+        chi1 = sw * _e1(code, a, o1, o1, 0.0 if not homogeneous else 1.0, z, w, cf)
+        chiq = sw * _dq(code, a, 0.0 if not homogeneous else 1.0, z, w, cf)
         c = 1.0
         chic = 1.0 if sw > 0.0 else 0.0
         if sw > 0.0 and not (code == RELU or code == ABS or (code == LEAKY_RELU and a != 1.0)):
             frozen = 1.0
     else:
-        chi1 = sw * single_value(code, a, o1, o1, q, z, w)
-        c, chic = _solve_c(code, a, sw, sb, q, chi1, z, w, c0)
+        chi1 = sw * _e1(code, a, o1, o1, q, z, w, cf)
+        c, chic = _solve_c(code, a, sw, sb, q, chi1, z, w, cf, c0)
         if math.isnan(chic):
-            chic = sw * pair_value(code, a, o1, o1, q, q, c, z, w)
-        chiq = sw * variance_derivative_value(code, a, q, z, w)
+            chic = sw * _e2(code, a, o1, o1, q, q, c, z, w, cf)
+        chiq = sw * _dq(code, a, q, z, w, cf)
     out[0] = q
     out[1] = c
     out[2] = chi1
@@ -783,13 +857,13 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, out, c0=0.0):
 
 
 @numba.njit(cache=True, parallel=True)
-def _phase_kernel(code, a, homogeneous, sw_grid, sb_grid, z, w, out):
+def _phase_kernel(code, a, homogeneous, sw_grid, sb_grid, z, w, cf, ex, out):
     # rows in parallel; along a row, c* is warm-started from the previous column's (Newton then
     # needs ~3 pair integrals instead of ~15 from c = 0)
     for i in numba.prange(sw_grid.size):
         c_prev = 0.0
         for j in range(sb_grid.size):
-            _fixed_point_values(code, a, homogeneous, sw_grid[i], sb_grid[j], z, w, out[i, j], c_prev)
+            _fixed_point_values(code, a, homogeneous, sw_grid[i], sb_grid[j], z, w, cf, ex, out[i, j], c_prev)
             c_prev = out[i, j, 1] if math.isfinite(out[i, j, 1]) else 0.0
 
 
@@ -909,12 +983,15 @@ def fixed_point(
     act = _act(activation)
     _require_builtin(act, "fixed_point")
     sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
-    z, w = kernel_rule(degree)
+    z, w, cf, ex = _fp_rule(act, degree)
     out = np.empty(6)
     # the serial kernel: a one-point call to the parallel grid kernel pays a thread-pool launch;
     # c0 passed explicitly (as by _phase_kernel): an omitted default is another type signature,
     # which compiled the kernel a second time
-    _fixed_point_values(act.code, act.param, act.code in HOMOGENEOUS, sigma_w2, sigma_b2, z, w, out, 0.0)
+    _fixed_point_values(act.code, act.param, act.code in HOMOGENEOUS, sigma_w2, sigma_b2, z, w, cf, ex, out, 0.0)
+    if z is None and np.isnan(out).any():  # belt and braces: closed forms with the quadrature fallback
+        z, w, cf, ex = _fp_full_rule(act, degree)
+        _fixed_point_values(act.code, act.param, act.code in HOMOGENEOUS, sigma_w2, sigma_b2, z, w, cf, ex, out, 0.0)
     if np.isnan(out[0]):
         raise _fixed_point_error(act, sigma_w2, sigma_b2)
     q, c, chi1, chic, chiq, frozen = (float(v) for v in out)
@@ -1040,11 +1117,14 @@ def phase_diagram(
     _require_builtin(act, "phase_diagram")
     sw = _grid(sigma_w2, "sigma_w2")
     sb = _grid(sigma_b2, "sigma_b2")
-    z, w = kernel_rule(degree)
+    z, w, cf, ex = _fp_rule(act, degree)
     if sw.size > PHASE_ROWS_PER_TASK and _distributed():
         return _phase_diagram_rows(sw, sb, activation, degree)
     out = np.empty((sw.size, sb.size, 6))
-    _phase_kernel(act.code, act.param, act.code in _HOMOGENEOUS, sw, sb, z, w, out)
+    _phase_kernel(act.code, act.param, act.code in _HOMOGENEOUS, sw, sb, z, w, cf, ex, out)
+    if z is None and np.isnan(out).any():  # belt and braces, as in fixed_point
+        z, w, cf, ex = _fp_full_rule(act, degree)
+        _phase_kernel(act.code, act.param, act.code in _HOMOGENEOUS, sw, sb, z, w, cf, ex, out)
     bad = np.isnan(out[..., 0])
     if bad.any():
         i, j = np.argwhere(bad)[0]

@@ -652,6 +652,7 @@ def pair_value(code, a, d1, d2, q1, q2, c, z, w):
 #: family, so that the quadrature path is not compiled where it is never used: issue 18).
 closed_pair_value = _closed_pair
 closed_single_value = _closed_single
+closed_variance_derivative_value = _closed_variance_derivative
 #: (theta, sin theta) of theta = arccos(c), c clipped to [-1, 1] (the arc-cosine kernels).
 acos_terms = _acos_terms
 
@@ -765,10 +766,16 @@ def single_quadrature(code, a, d1, d2, q, z, w):
 @numba.njit(cache=True)
 def variance_derivative_value(code, a, q, z, w):
     """d/dq E phi(sqrt(q) z)^2 = E[z phi(u) phi'(u)] / sqrt(q); at q = 0 the limit phi'(0)^2 + phi(0) phi''(0)."""
-    o0, o1, o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     v = _closed_variance_derivative(code, a, q)
     if not math.isnan(v):
         return v
+    return variance_derivative_quadrature(code, a, q, z, w)
+
+
+@numba.njit(inline="always")
+def variance_derivative_quadrature(code, a, q, z, w):
+    """:func:`variance_derivative_value` without the closed forms (inlined, as :func:`pair_quadrature`)."""
+    o0, o1, o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     if q == 0.0:
         return evaluate_call(code, a, o1, 0.0) ** 2 + evaluate_call(code, a, o0, 0.0) * evaluate_call(code, a, o2, 0.0)
     s = math.sqrt(q)

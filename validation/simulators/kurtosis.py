@@ -547,7 +547,12 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, de
     for start in progress(starts, desc=desc or f"fig1 {init}", total=len(starts)):
         bsz = min(chunk, n_sim - start)
         mats = _chunk_weights(init, depth, width, w0, bsz, rng, rng, b, metainit_steps)
-        y1 = np.ascontiguousarray(np.broadcast_to(np.matmul(mats[0], xt), (bsz, width, n)))
+        # the first layer as one 2-D GEMM: a stacked (networks, width, w0) @ (w0, n) np.matmul runs
+        # NumPy's own loop, not BLAS (27x slower, 61 % of the paper-size Fig. 1; issue 18,
+        # benchmarks/bench_fig1_slice.py); same products up to rounding (~1e-16 relative)
+        w1 = mats[0]
+        y1 = (w1.reshape(-1, w0) @ xt).reshape(w1.shape[0], width, n)
+        y1 = np.ascontiguousarray(np.broadcast_to(y1, (bsz, width, n)))
         if identity:
             hidden = np.empty((bsz, depth - 1, 0, 0))
         else:
