@@ -10,20 +10,20 @@ prints the comparisons; the figure module ``meanfield.figures.blumenfeld2020`` d
 
 Claims checked (each statistic and tolerance fixed before the runs)
 -------------------------------------------------------------------
-(a) '0'-initialised ConstNet, no noise source (float32 and bfloat16 passes): identical features
-    stay identical, ``max 1 - C_f = 0`` exactly over every tensor, seed and recorded step
-    (Tables 1 and 3, "Deterministic" / FP16 without computation noise).
-(b) Same runs: the accuracy stays at the symmetric network's level: its mean test accuracy is
-    below the He-initialised ConstNet's by more than :data:`Z_ONE_SIDED` standard errors
-    (one-sided Welch z; the paper: 24.8 % against 95.4 %).
-(c) Each noise source (dropout, gradient noise, the model of non-deterministic reductions, the
-    reduction model in bfloat16) breaks the symmetry, ``1 - C_f > 0`` in every seed at the end,
-    and (d) the accuracy recovers: the mean test accuracy exceeds the deterministic run's by more
-    than :data:`Z_ONE_SIDED` standard errors (one-sided Welch z over seeds).
-(e) LeakyNet, Table 2: the mean test accuracy of the all-'1' LeakyNet is below that of the all-'I'
-    LeakyNet by more than :data:`Z_ONE_SIDED` standard errors, its mean dissimilarity
-    ``(1 / L) sum_l sqrt(1 - C_f(l)^2)`` is lower by more than :data:`Z_ONE_SIDED` standard errors,
-    and its ``max_l C_f`` is not lower.
+- (a) '0'-initialised ConstNet, no noise source (float32 and bfloat16 passes): identical features
+  stay identical, ``max 1 - C_f = 0`` exactly over every tensor, seed and recorded step
+  (Tables 1 and 3, "Deterministic" / FP16 without computation noise).
+- (b) Same runs: the accuracy stays at the symmetric network's level: its mean test accuracy is
+  below the He-initialised ConstNet's by more than :data:`Z_ONE_SIDED` standard errors
+  (one-sided Welch z; the paper: 24.8 % against 95.4 %).
+- (c) Each noise source (dropout, gradient noise, the model of non-deterministic reductions, the
+  reduction model in bfloat16) breaks the symmetry, ``1 - C_f > 0`` in every seed at the end,
+  and (d) the accuracy recovers: the mean test accuracy exceeds the deterministic run's by more
+  than :data:`Z_ONE_SIDED` standard errors (one-sided Welch z over seeds).
+- (e) LeakyNet, Table 2: the mean test accuracy of the all-'1' LeakyNet is below that of the all-'I'
+  LeakyNet by more than :data:`Z_ONE_SIDED` standard errors, its mean dissimilarity
+  ``(1 / L) sum_l sqrt(1 - C_f(l)^2)`` is lower by more than :data:`Z_ONE_SIDED` standard errors,
+  and its ``max_l C_f`` is not lower.
 
 Measured at the default size (seed 0, 3 seeds): (a)-(d) pass (deterministic '0' ConstNet 31.4 %,
 He 74.9 %, each noise source 65.5-76.2 %); the LeakyNet accuracy row of (e) FAILS: no LeakyNet of
