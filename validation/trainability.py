@@ -416,19 +416,7 @@ def _zero(size: str, seed: int) -> dict:
     secs = 0.0
     for i, depth in enumerate(progress(depths, desc="trainability: ZerO")):
         nets = [tr.DenseNet(depth=depth, width=width, activation="relu", init=init, sigma_w2=2.0) for _, init in specs]
-        out = tr.train_ensemble(
-            nets,
-            n_net,
-            data=data,
-            steps=steps,
-            batch_size=64,
-            lr=lr,
-            optimizer="adam",
-            record_every=steps,
-            n_eval=None,
-            rng=substream(seed, 4, i),
-            device=_device(),
-        )
+        out = _adam_train(nets, n_net, data, steps, lr, substream(seed, 4, i))
         for j, c in enumerate(out):
             acc[i, j] = c.final_test_accuracy
         secs += out[0].seconds
@@ -543,19 +531,7 @@ def _kurtosis_accuracy(size: str, seed: int) -> dict:
             res = kurtosis.propagate(st.kappa0, st.c0, [width] * depth, weight_kurtosis=kw, sigma_x2=st.sigma_x2)
             log_kappa[i, k, j] = res.log_kappa[-1]
         nets = [tr.DenseNet(depth=depth, width=width, activation="relu", init=law, sigma_w2=2.0) for _, law, _ in laws]
-        out = tr.train_ensemble(
-            nets,
-            n_net,
-            data=data,
-            steps=steps,
-            batch_size=64,
-            lr=lr,
-            optimizer="adam",
-            record_every=steps,
-            n_eval=None,
-            rng=substream(seed, 6, i, k),
-            device=_device(),
-        )
+        out = _adam_train(nets, n_net, data, steps, lr, substream(seed, 6, i, k))
         for j, c in enumerate(out):
             acc[i, k, j] = c.final_test_accuracy
         secs += out[0].seconds
@@ -1053,6 +1029,23 @@ def _depth_scale_cells(sw, depths, width, steps, n_net, data, seed):
     # the serial path adds one ensemble's wall time per depth; here each depth's longest cell
     secs = float(sum(max(c[2] for c in cells[i * len(sw) : (i + 1) * len(sw)]) for i in range(len(depths))))
     return acc, test, secs
+
+
+def _adam_train(nets, n_net, data, steps, lr, rng):
+    """Train the seed-002 ReLU networks (ZerO and kurtosis experiments) with their shared Adam settings."""
+    return _torch_modules().train_ensemble(
+        nets,
+        n_net,
+        data=data,
+        steps=steps,
+        batch_size=64,
+        lr=lr,
+        optimizer="adam",
+        record_every=steps,
+        n_eval=None,
+        rng=rng,
+        device=_device(),
+    )
 
 
 def _fig2_net(depth, width, sigma_w2):
