@@ -34,6 +34,8 @@ Measured at the default size (seed 0, 3 seeds): (a)-(d) pass (deterministic '0' 
 He 74.9 %, each noise source 65.5-76.2 %); the LeakyNet accuracy row of (e) FAILS: no LeakyNet of
 this size trains beyond ~20 % (He LeakyNet 29.5 %), so the accuracy ordering of Table 2 is not
 reproduced, while its dissimilarity metric falls from 0.92 (all 'I') to 0 (all '1') as the paper's.
+(f) passes narrowly (seed 0: exact p = 0.044, R = 0.546; carried by the backward correlations, the
+forward ones alone do not group at this size: docs/papers/blumenfeld2020.md).
 
 Where a reduced-size run does not show a claim, its row fails: the noise levels, steps and sizes
 are fixed here (:data:`SIZES`), not tuned to pass.
