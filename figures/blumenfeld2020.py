@@ -16,6 +16,9 @@ units or channels on 8 x 8 images, far too small for a GPU to help.
   noise, and deterministic (Fig. 3 analogue).
 - ``fig_6``: ``1 - C_f``, ``1 - C_b``, ``1 - C_t`` of every convolution of the '0'-initialised
   ConstNet with 1 % dropout over training (Fig. 6 analogue).
+- ``fig_4``: the same run's ``1 - C_f`` and ``1 - C_b`` averaged per group of Sec. 4.2 (groups derived
+  by :func:`meanfield.validation.symmetric_nets.constnet_groups`), with the exact group test of
+  :mod:`meanfield.validation.symmetry_groups` (Fig. 4 analogue).
 - ``fig_9``: symmetry-breaking perturbation ratio of the forward features, layer by layer, of
   LeakyNets with mixed identity / averaging layers during training with relative gradient noise
   1e-6 (a model of non-deterministic rounding; Fig. 9 analogue); ``fig_10`` the same for the
@@ -1671,7 +1674,7 @@ def fig_4(out_dir, *, size, backend, seed):
     3 epochs of 391 SGD steps; here 8 x 8 digits, full-batch gradient descent (one step = one epoch).
     """
     from meanfield.validation.symmetric_nets import ConstNetSpec, constnet_groups
-    from meanfield.validation.symmetry_groups import constnet_group_series
+    from meanfield.validation.symmetry_groups import P_THRESHOLD, constnet_group_series
 
     runs, sz = _constnet_runs(size, seed)
     variant = "'0' init, 1% dropout"
@@ -1726,8 +1729,8 @@ def fig_4(out_dir, *, size, backend, seed):
 
         verdict = (
             f"within-group / between-group RMS distance of log10(1 - C) R = {sep.ratio:.2f}, exact permutation "
-            f"p = {sep.p_value:.3f} ({'groups separate' if sep.p_value <= 0.05 else 'no significant grouping'}"
-            f" at 0.05; {series.steps.size} steps, one network)\nbackward correlations alone: R = {sep_b.ratio:.2f}, "
+            f"p = {sep.p_value:.3f} ({'groups separate' if sep.p_value <= P_THRESHOLD else 'no significant grouping'}"
+            f" at {P_THRESHOLD:g}; {series.steps.size} steps, one network)\nbackward correlations alone: R = {sep_b.ratio:.2f}, "
             f"{words(sep_b)}; forward correlations alone: R = {sep_f.ratio:.2f}, {words(sep_f)}"
         )
     fig.suptitle(
