@@ -218,3 +218,19 @@ def test_group_behaviour_runs_at_smoke_size():
     assert res.separation is None and not row.passed and "usable steps" in row.note
     with pytest.raises(ValueError, match="size"):
         sg.group_behaviour("huge")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_separation_is_invariant_to_label_names_shifts_and_scale(seed):
+    """R and p depend on the partition only, and are unchanged by x -> a x + b (a > 0): a shift of
+    every log10(1 - C) series is a common factor on 1 - C."""
+    rng = np.random.default_rng(seed)
+    groups = np.array([0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2])
+    strata = np.array([0] * 6 + [1] * 5)
+    x = rng.standard_normal((2, 11, 5)) + 0.5 * groups[:, None]
+    base = group_separation(x, groups, strata)
+    renamed = group_separation(x, np.array([7, 3, 5])[groups], strata + 4)
+    moved = group_separation(2.5 * x - 40.0, groups, strata)
+    for other in (renamed, moved):
+        assert other.ratio == pytest.approx(base.ratio, rel=1e-12)
+        assert other.p_value == base.p_value and other.n_assignments == base.n_assignments == 2700
