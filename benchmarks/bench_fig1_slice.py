@@ -86,33 +86,48 @@ def main() -> None:
     inits = [i for i in FIG1_INITS if i != "metainit"]
     print(f"load average at start: {os.getloadavg()[0]:.2f}; inputs {x.shape}, depth {DEPTH}, width {WIDTH}")
     for init in inits:  # compile / warm
-        empirical_variances(x[:8], init, 3, WIDTH, 2, rng=0, dtype="float64")
+        for e in ("numba_generic", "numba"):
+            empirical_variances(x[:8], init, 3, WIDTH, 2, rng=0, dtype="float64", engine=e)
     peak = _peak()
     print(f"float64 matmul peak (2048^3, all threads): {peak:.1f} GFLOP/s")
 
-    prof = cProfile.Profile()
-    cpu = wall = 0.0
+    engines = ("numba_generic", "numba")  # old (runtime-width kernel) vs new (width-10 kernel), interleaved
+    profs = {e: cProfile.Profile() for e in engines}
+    cpu = {e: 0.0 for e in engines}
+    wall = {e: 0.0 for e in engines}
     per = {}
+    worst = 0.0
     for k, init in enumerate(inits):
-        prof.enable()
-        _, c, t = _clock(empirical_variances, x, init, DEPTH, WIDTH, args.networks, rng=k, dtype="float64")
-        prof.disable()
-        per[init] = (c, t)
-        cpu += c
-        wall += t
+        res = {}
+        for e in engines:
+            profs[e].enable()
+            res[e], c, t = _clock(
+                empirical_variances, x, init, DEPTH, WIDTH, args.networks, rng=k, dtype="float64", engine=e
+            )
+            profs[e].disable()
+            per[init, e] = (c, t)
+            cpu[e] += c
+            wall[e] += t
+        alive = res["numba_generic"] > 1e-250
+        rel = np.abs(res["numba"] - res["numba_generic"])[alive] / res["numba_generic"][alive]
+        worst = max(worst, float(rel.max()) if rel.size else 0.0)
     scale = PAPER_NETWORKS / args.networks
-    print(f"\nslice: {args.networks} networks x {len(inits)} initialisers: CPU {cpu:.1f} s, wall {wall:.1f} s")
-    for init, (c, t) in per.items():
-        print(f"  {init:10s} CPU {c:6.2f} s  wall {t:6.2f} s")
-    print(f"extrapolated to {PAPER_NETWORKS} networks: CPU {cpu * scale:.0f} s, wall {wall * scale:.0f} s")
+    print(f"\nslice: {args.networks} networks x {len(inits)} initialisers, old (numba_generic) vs new (numba):")
+    for init in inits:
+        (c0, t0), (c1, t1) = per[init, "numba_generic"], per[init, "numba"]
+        print(
+            f"  {init:10s} old CPU {c0:6.2f} s wall {t0:6.2f} s | new CPU {c1:6.2f} s wall {t1:6.2f} s | {c0 / c1:4.2f}x CPU"
+        )
+    for e in engines:
+        print(
+            f"  {e:13s} slice CPU {cpu[e]:6.1f} s, wall {wall[e]:6.1f} s -> {PAPER_NETWORKS} networks: "
+            f"CPU {cpu[e] * scale:5.0f} s, wall {wall[e] * scale:5.0f} s (projected on 2 idle cores: {cpu[e] * scale / 2:4.0f} s)"
+        )
+    print(
+        f"  new / old: {cpu['numba_generic'] / cpu['numba']:.2f}x CPU, {wall['numba_generic'] / wall['numba']:.2f}x wall"
+    )
+    print(f"  max relative difference of the variances, new vs old (live networks): {worst:.1e}")
 
-    st = pstats.Stats(prof)
-    rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])  # tottime
-    total = sum(v[2] for _, v in rows)
-    print(f"\nprofile (tottime, wall s; total {total:.1f} s), top functions:")
-    for (fn, line, name), v in rows[:10]:
-        print(f"  {v[2]:7.2f}  {100 * v[2] / total:5.1f} %  {name} ({os.path.basename(fn)}:{line})")
-    fused = sum(v[2] for (fn, _l, name), v in rows if name == "_fused" or name == "fused_relu_sums")
     macs = (
         len([i for i in inits if i not in ("zero", "zero_star")])
         * args.networks
@@ -121,16 +136,28 @@ def main() -> None:
         * WIDTH
         * x.shape[0]
     )
-    print(
-        f"\nhidden layers: {macs / 1e9:.2f} G multiply-adds (ZerO / ZerO* are identities); "
-        f"fused kernel {fused:.1f} s -> {2 * macs / fused / 1e9:.2f} GFLOP/s = {100 * 2 * macs / fused / 1e9 / peak:.1f} % of peak"
-    )
+    print(f"\nhidden layers: {macs / 1e9:.2f} G multiply-adds (ZerO / ZerO* are identities)")
+    fused = {}
+    for e in engines:
+        st = pstats.Stats(profs[e])
+        rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])  # tottime
+        total = sum(v[2] for _, v in rows)
+        print(f"profile of {e} (tottime, wall s; total {total:.1f} s), top functions:")
+        for (fn, line, name), v in rows[:6]:
+            print(f"  {v[2]:7.2f}  {100 * v[2] / total:5.1f} %  {name} ({os.path.basename(fn)}:{line})")
+        # the kernels: _fused (generic, also ZerO's identity layers) and _fused_w10 (width 10)
+        fused[e] = sum(v[2] for (fn, _l, name), v in rows if name in ("_fused", "_fused_w10"))
+        print(
+            f"  kernel {fused[e]:.1f} s -> {2 * macs / fused[e] / 1e9:.2f} GFLOP/s = "
+            f"{100 * 2 * macs / fused[e] / 1e9 / peak:.1f} % of the measured peak"
+        )
     t_mm, t_relu, t_mom = _unfused(x, args.unfused_networks, np.random.default_rng(1))
     m = args.unfused_networks * (DEPTH - 1) * WIDTH * WIDTH * x.shape[0]
     print(
         f"un-fused NumPy, {args.unfused_networks} networks: matmul {t_mm:.2f} s ({2 * m / t_mm / 1e9:.2f} GFLOP/s, "
         f"{100 * 2 * m / t_mm / 1e9 / peak:.1f} % of peak), ReLU {t_relu:.2f} s, moments {t_mom:.2f} s; "
-        f"fused kernel on the same work: {fused * args.unfused_networks / args.networks / 4:.2f} s"
+        f"fused kernels on the same work: old {fused['numba_generic'] * args.unfused_networks / args.networks / 4:.2f} s, "
+        f"new {fused['numba'] * args.unfused_networks / args.networks / 4:.2f} s"
     )
     # the first layer: a stacked (networks, width, 64) @ (64, n) matmul, as _empirical_variances_numba does
     r = np.random.default_rng(2)

@@ -405,10 +405,13 @@ def empirical_variances(
         network's signal is rescaled to unit mean square every :data:`RENORM_EVERY` layers and the
         scale kept as a float64 logarithm (Glorot's 2^-depth decay is exact at any depth).
 
-    engine : {"numba", "blas"}, optional
+    engine : {"numba", "numba_generic", "blas"}, optional
         ``"numba"`` (default on the NumPy backend): a fused Numba kernel in float64 (``dtype`` ignored; fine to depth ~1000,
-        beyond which Glorot's 2^-depth decay would underflow); ``"blas"`` (default on CuPy):
-        stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. Both draw the same
+        beyond which Glorot's 2^-depth decay would underflow), with a width-specialised inner
+        block at width 10 (the Fig. 1 width, 2.3-2.7x faster; issue 18); ``"numba_generic"``:
+        the same fused kernel with the width a runtime value at every width (the pre-issue-18
+        kernel, kept as a reference; same sums to float64 rounding); ``"blas"`` (default on CuPy):
+        stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. All draw the same
         weights for the same ``rng``.
     metainit_steps : int
         MetaInit steps (``init="metainit"``; the paper's 500 by default, fewer in tests). MetaInit
@@ -460,12 +463,14 @@ def empirical_variances(
         raise ValueError(f"protocol must be 'pooled' or 'unit', got {protocol!r}")
     if engine is None:
         engine = "numba" if b.name == "numpy" and protocol == "pooled" else "blas"
-    if engine == "numba" and protocol == "unit":
+    if engine in ("numba", "numba_generic") and protocol == "unit":
         raise ValueError("protocol='unit' needs engine='blas' (the Numba kernel pools all units)")
-    if engine == "numba":
-        return _empirical_variances_numba(x, init, depth, width, n_networks, host, chunk, desc, metainit_steps)
+    if engine in ("numba", "numba_generic"):
+        return _empirical_variances_numba(
+            x, init, depth, width, n_networks, host, chunk, desc, metainit_steps, engine == "numba_generic"
+        )
     if engine != "blas":
-        raise ValueError(f"engine must be 'numba' or 'blas', got {engine!r}")
+        raise ValueError(f"engine must be 'numba', 'numba_generic' or 'blas', got {engine!r}")
     xp = b.xp
     rng = b.rng(host)
     if dtype not in ("float32", "float64"):
@@ -528,7 +533,7 @@ _LOG_MAX = math.log(np.finfo(np.float64).max)
 _LOG_TINY = math.log(np.finfo(np.float64).tiny)
 
 
-def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, desc, metainit_steps):
+def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, desc, metainit_steps, generic=False):
     """The NumPy-backend path of :func:`empirical_variances` through the fused Numba kernel."""
     from ._kurtosis_kernels import fused_relu_sums
 
@@ -559,7 +564,7 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, de
             hidden = np.empty((bsz, depth - 1, width, width))
             for l in range(2, depth + 1):
                 hidden[:, l - 2] = mats[l - 1]
-        s1, s2 = fused_relu_sums(y1, hidden, identity)
+        s1, s2 = fused_relu_sums(y1, hidden, identity, generic)
         lost = ((s2 == 0) & (s1 != 0)) | ((s2 > 0) & (s2 < _S2_MIN)) | ~np.isfinite(s2)
         if np.any(lost):
             layer = int(np.argmax(lost.any(axis=0))) + 1
