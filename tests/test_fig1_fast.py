@@ -57,3 +57,93 @@ def test_identity_layers_computed_once_are_exact(init, depth):
         np.testing.assert_allclose(fast, generic, rtol=KERNEL_RTOL)
     else:
         np.testing.assert_array_equal(fast, generic)
+
+
+#: Batched MetaInit against per-network runs: each network's products are the same (K, n, n) @
+#: (K, n, B) slices as in a run on its own, so the two agree to float64 rounding (measured: bit for
+#: bit). A rounding-level difference could still flip the sign of a near-zero meta-gradient and
+#: change the signSGD path, so the bound is rounding, not a statistical one.
+METAINIT_RTOL = 1e-12
+
+
+def test_metainit_per_network_streams_equal_runs_one_by_one():
+    from meanfield.init import dense_weights, metainit
+
+    rng = np.random.default_rng(8)
+    shapes = [(6, 5), (6, 6), (6, 6), (4, 6)]
+    ws = [dense_weights(o, i, 2.0, "gaussian", rng, batch=3) for o, i in shapes]
+    seeds = np.random.SeedSequence(21).spawn(3)
+    both = metainit(ws, 0.1, steps=25, biases=True, eval_batches=2, rng=list(seeds))
+    for k, seed in enumerate(seeds):
+        one = metainit([w[k] for w in ws], 0.1, steps=25, biases=True, eval_batches=2, rng=seed)
+        np.testing.assert_allclose(both.gq_history[k], one.gq_history, rtol=METAINIT_RTOL)
+        np.testing.assert_allclose(both.norms[k], one.norms, rtol=METAINIT_RTOL)
+        np.testing.assert_array_equal(both.sign_flips[k], one.sign_flips)
+        assert both.gq_before[k] == pytest.approx(one.gq_before, rel=METAINIT_RTOL)
+        assert both.gq_after[k] == pytest.approx(one.gq_after, rel=METAINIT_RTOL)
+        for a, b in zip(both.weights, one.weights):
+            np.testing.assert_allclose(a[k], b, rtol=METAINIT_RTOL, atol=0)
+
+
+def test_fig1_metainit_batched_equals_per_network_tasks():
+    """fig1_variances optimises its MetaInit networks together, each from its own stream: the
+    numbers of the former one-task-per-network layout (empirical_variances on each stream)."""
+    from meanfield.validation.kurtosis import fig1_variances
+    from meanfield.validation.simulators import FIG1_INITS, metainit_weights
+
+    from meanfield.backend import spawn_sequences
+    from meanfield.parallel import chunk_streams
+
+    x = load_digits(standardized=True).x[:40]  # fig1_variances' inputs: the first 40 standardised digits
+    kw = dict(depth=6, metainit_steps=6)
+    got = fig1_variances(rng=3, n_networks=1, n_inputs=40, n_metainit=3, **kw)["metainit"]
+    children = spawn_sequences(np.random.default_rng(3), len(FIG1_INITS))
+    streams = chunk_streams(children[FIG1_INITS.index("metainit")], 3)
+    one = [empirical_variances(x, "metainit", 6, 10, 1, rng=s, metainit_steps=6, dtype="float64") for s in streams]
+    np.testing.assert_allclose(got, np.concatenate(one), rtol=METAINIT_RTOL)
+    # and the weights: batched metainit_weights on the streams = one network at a time
+    batched = metainit_weights(3, 6, 10, 64, rng=list(streams), steps=6)
+    for k, s in enumerate(streams):
+        for a, b in zip(batched, metainit_weights(1, 6, 10, 64, rng=s, steps=6)):
+            np.testing.assert_allclose(a[k], b[0], rtol=METAINIT_RTOL, atol=0)
+
+
+def test_empirical_variances_metainit_streams_do_not_depend_on_chunks():
+    x = load_digits(n_samples=30, standardized=True).x
+    seeds = np.random.SeedSequence(4).spawn(3)
+    kw = dict(depth=5, width=10, n_networks=3, metainit_steps=4)
+    a = empirical_variances(x, "metainit", rng=list(seeds), chunk=1, **kw)
+    b = empirical_variances(x, "metainit", rng=list(seeds), chunk=3, **kw)
+    c = empirical_variances(x, "metainit", rng=list(seeds), chunk=2, engine="blas", dtype="float64", **kw)
+    np.testing.assert_allclose(a, b, rtol=METAINIT_RTOL)
+    np.testing.assert_allclose(a, c, rtol=KERNEL_RTOL)
+
+
+def test_stream_sequences_are_checked():
+    from meanfield.validation.simulators import metainit_weights
+
+    from meanfield.init import metainit
+
+    x = load_digits(n_samples=20, standardized=True).x
+    g = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="only with init='metainit'"):
+        empirical_variances(x, "he", 3, 10, 2, rng=[1, 2])
+    with pytest.raises(ValueError, match="n_networks = 2"):
+        empirical_variances(x, "metainit", 3, 10, 2, rng=[1], metainit_steps=1)
+    with pytest.raises(ValueError, match="repeat a Generator"):
+        empirical_variances(x, "metainit", 3, 10, 2, rng=[g, g], metainit_steps=1)
+    with pytest.raises(TypeError, match="rng"):
+        empirical_variances(x, "metainit", 3, 10, 2, rng=[1, "a"], metainit_steps=1)
+    with pytest.raises(ValueError, match="n_networks = 2"):
+        metainit_weights(2, 3, 4, 4, rng=[1, 2, 3], steps=1)
+    with pytest.raises(ValueError, match="repeat a Generator"):
+        metainit_weights(2, 3, 4, 4, rng=(g, g), steps=1)
+    w = [np.eye(3), np.ones((2, 3))]
+    with pytest.raises(ValueError, match="stacked"):
+        metainit(w, steps=1, rng=[1])
+    with pytest.raises(ValueError, match="one per network"):
+        metainit([m[None] for m in w], steps=1, rng=[1, 2])
+    with pytest.raises(ValueError, match="repeat a Generator"):
+        metainit([np.stack([m, m]) for m in w], steps=1, rng=[g, g])
+    with pytest.raises(TypeError, match="rng"):
+        metainit([m[None] for m in w], steps=1, rng=[-1.5])
