@@ -75,8 +75,9 @@ FIG1_FRACTION = 0.9
 FIG1_EXPLOSION_LOG10 = 1.0
 #: Networks needed before a binomial fraction row can fail (standard-error floor 1/n, z = 4.5).
 FIG1_MIN_FRACTION_NETWORKS = 50
-#: MetaInit networks in Fig. 1 (default, ``--full``): ~3 s of CPU each (500 signSGD steps), so the
-#: default run stays within ~20 s of its cost without MetaInit.
+#: MetaInit networks in Fig. 1 (default, ``--full``): ~6 s of CPU each alone, ~1.5 s in a batch of
+#: :data:`FIG1_METAINIT_BATCH` (500 signSGD steps), so the default run stays within ~20 s of its
+#: cost without MetaInit.
 FIG1_METAINIT_NETWORKS = (4, 200)
 #: ZerO / ZerO* keep the empirical variance to rounding: identity layers copy relu(y) exactly.
 ZERO_RTOL = 1e-12

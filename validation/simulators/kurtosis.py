@@ -438,8 +438,9 @@ def empirical_variances(
         weights for the same ``rng``.
     metainit_steps : int
         MetaInit steps (``init="metainit"``; the paper's 500 by default, fewer in tests). MetaInit
-        runs on the CPU in chunks of :data:`METAINIT_CHUNK` networks (2-3 s of CPU per network at
-        depth 100, see ``benchmarks/metainit.py``), then the forward pass runs on ``backend``.
+        runs on the CPU in chunks of :data:`METAINIT_CHUNK` networks optimised together (~1.5 s of
+        CPU per network at depth 100 in a chunk of 32, ~6 s alone; ``benchmarks/bench_fig1_slice.py``),
+        then the forward pass runs on ``backend``.
 
     rng : None, int, SeedSequence or numpy.random.Generator, or (MetaInit) a sequence of them
         The rule of :mod:`meanfield.backend` (one stream for all chunks; on CuPy the device
