@@ -153,7 +153,7 @@ def _hessians(torch, model, theta, x, y, method="exact"):
     """Hidden-parameter Hessians (E, p, p) of every network (rows of ``theta``), float64.
 
     ``"exact"``: all members at once from the Hessian's closed structure
-    (:mod:`meanfield.validation._skip_hessians`); ``"autodiff"`` (and always with batch
+    (``validation/_skip_hessians.py``); ``"autodiff"`` (and always with batch
     normalisation): forward-over-reverse autodiff one network at a time.
     """
     if method == "exact" and model.net.batchnorm_layer is None:
@@ -583,7 +583,7 @@ def skip_ensemble_hessians(
     method : {"exact", "autodiff"}
         ``"exact"`` (default): all members at once from the Hessian's closed structure
         (Gauss-Newton term plus the bilinear terms of ``W_l x_l``, exact forward Jacobians;
-        :mod:`meanfield.validation._skip_hessians`), what the trainer uses; ``"autodiff"``:
+        ``validation/_skip_hessians.py``), what the trainer uses; ``"autodiff"``:
         ``torch.func.jacfwd(jacrev(loss))`` one network at a time, the reference. The two agree
         to float64 rounding. With ``batchnorm_layer`` both use autodiff.
     batchnorm_layer : int, optional
