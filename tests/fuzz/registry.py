@@ -839,6 +839,10 @@ NOT_FUZZED["validation.runner.module_backend"] = (
     "tests/test_backends_cli.py"
 )
 NOT_FUZZED["validation.trainability.training_data"] = NOT_FUZZED["validation.training.load_training_data"]
+NOT_FUZZED["validation.symmetry_training.skip_ensemble_hessians"] = (
+    "needs a SkipTrainingResult (a PyTorch training run, seconds); its argument checks and both methods are "
+    "tested in tests/test_symmetry_training.py"
+)
 
 # ---------------------------------------------------------------------------------------------
 # documented non-finite values
