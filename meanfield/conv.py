@@ -58,9 +58,20 @@ from ._checks import (
     check_probability_vector,
     check_scalar,
 )
+from ._fastpath import (
+    PROBABILITY_ATOL,
+    fast_start,
+    finish,
+    plain_matrix,
+    plain_vector,
+    probability_vector_fast,
+    trajectory_ok,
+)
 from ._logscale import (
     LOG_DBL_MAX,
     LOG_DBL_MIN,
+    MAX_DEPTH,
+    MAX_PROPAGATION_SIZE,
     check_depth,
     full_rule,
     kernel_rule_for,
@@ -437,8 +448,42 @@ def _propagate_kernel(code, a, sw, sb, depth, z, w, cf, index, weight, out, logs
     return 0
 
 
+def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree):
+    """``(LogPropagation, validated cov0)`` on the fast path (``meanfield._fastpath``: a 1-D float64
+    ``v`` certified as a probability vector, ``shape`` None, the dense arguments certified), or None
+    where :func:`_general_propagate_log` must decide; the same kernel, so the same numbers (issue 18)."""
+    if shape is not None or not plain_vector(v) or not probability_vector_fast(v, PROBABILITY_ATOL):
+        return None
+    if not plain_matrix(cov0) or type(depth) is not int or not 0 <= depth <= MAX_DEPTH:
+        return None
+    p = cov0.shape[0]
+    if not 1 <= p <= MAX_POSITIONS or (depth + 1) * p * p > MAX_PROPAGATION_SIZE:
+        return None
+    out = np.empty((depth + 1, p, p))
+    start = fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree, k0=out[0])
+    if start is None:
+        return None
+    act, sym, _k0, log0, (z, w, cf) = start
+    logs = np.empty(depth + 1)
+    logs[0] = log0
+    index, weight = _plan_arrays(v, (p,), +1)
+    if _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, depth, z, w, cf, index, weight, out, logs):
+        return None  # the general path retries with quadrature or raises
+    if not trajectory_ok(logs, out, math.inf):
+        return None
+    return dense.LogPropagation(log_scale=logs, normalized=out), sym
+
+
 def _propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree):
     """:func:`propagate_log` and the validated ``cov0`` (validated once per call: issue 18)."""
+    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
+    if fast is not None:
+        return fast
+    return _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
+
+
+def _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree):
+    """:func:`_propagate_log` for any arguments: every check, in the documented order."""
     act = get_activation(activation)
     v = _check_v(v)
     cov0 = check_covariance(cov0, "cov0", strict=True)
@@ -528,8 +573,15 @@ def propagate(
     TypeError
         Complex or boolean arguments; arrays for the variances.
     """
-    res, cov0 = _propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
-    out = unscale(res, "conv.propagate")
+    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
+    if fast is None:
+        res, cov0 = _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
+    else:
+        res, cov0 = fast
+        out = finish(res.log_scale, res.normalized, cov0)  # unscale's products in one compiled call
+        if out is not None:
+            return out
+    out = unscale(res, "conv.propagate")  # raises where a variance over- or underflows
     out[0] = cov0
     return out
 

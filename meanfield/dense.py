@@ -67,6 +67,7 @@ from ._checks import (
     check_nonnegative_scalar,
     check_scalar,
 )
+from ._fastpath import fast_start, finish, trajectory_ok
 from ._logscale import (
     CLOSED_C_MAP,
     HOMOGENEOUS,
@@ -464,8 +465,32 @@ class LogPropagation:
         return replace(self, **changes)
 
 
+def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
+    """``(LogPropagation, validated cov0)`` on the fast path (``meanfield._fastpath``), or None where
+    the general path :func:`_propagate_log` must decide: it certifies the arguments in one compiled
+    call and runs the same kernel, so the result is the same where it answers (issue 18)."""
+    start = fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    if start is None:
+        return None
+    act, sym, k0, log0, (z, w, cf) = start
+    k_out = np.empty((depth + 1,) + k0.shape)
+    logs = np.empty(depth + 1)
+    propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, cf, k_out, logs)
+    if not trajectory_ok(logs, k_out, math.inf):  # the general path retries with quadrature or raises
+        return None
+    return LogPropagation(log_scale=logs, normalized=k_out), sym
+
+
 def _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     """propagate_log and the validated cov0."""
+    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    if fast is not None:
+        return fast
+    return _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+
+
+def _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
+    """:func:`_propagate_log` for any arguments: every check, in the documented order."""
     act = _act(activation)
     _require_builtin(act, "propagate")
     cov0 = check_covariance(cov0, "cov0", strict=True)
@@ -581,8 +606,15 @@ def propagate(
     >>> traj.shape
     (51, 2, 2)
     """
-    res, cov0 = _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
-    out = unscale(res, "propagate")
+    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    if fast is None:
+        res, cov0 = _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    else:
+        res, cov0 = fast
+        out = finish(res.log_scale, res.normalized, cov0)  # unscale's products in one compiled call
+        if out is not None:
+            return out
+    out = unscale(res, "propagate")  # raises where a variance over- or underflows
     out[0] = cov0  # exactly the input, not exp(log m) * (cov0 / m)
     return out
 
