@@ -421,6 +421,7 @@ def _propagate_kernel(code, a, sw, sb, depth, z, w, cf, index, weight, out, logs
     work = np.empty((p, p))
     mapped = np.empty((p, p))
     acc = np.empty(p * p)
+    flat = mapped.ravel()  # a view: the gather reads flat[i], not mapped[i // p, i % p] (two integer divisions)
     for layer in range(1, depth + 1):
         lm = scaled_step(code, a, sw, sb, out[layer - 1], logs[layer - 1], z, w, cf, tmp, mapped, work)
         if not math.isfinite(lm):
@@ -430,8 +431,7 @@ def _propagate_kernel(code, a, sw, sb, depth, z, w, cf, index, weight, out, logs
         for b in range(index.shape[0]):
             wb = weight[b]
             for e in range(p * p):
-                i = index[b, e]
-                acc[e] += wb * mapped[i // p, i % p]
+                acc[e] += wb * flat[index[b, e]]
         m = acc[0]
         for i in range(1, p):
             m = max(m, acc[i * p + i])
