@@ -162,6 +162,54 @@ def worker() -> None:
             print(json.dumps({"wall": wall, "cpu": cpu}), flush=True)
 
 
+def profile(calls: int = 20_000) -> None:
+    """cProfile (CPU time) of this tree's two small calls at depth 0 and the floor of a call on this
+    machine: an empty Python call, ``np.empty``, ``np.exp`` of 51 numbers, an empty compiled call."""
+    import cProfile
+    import pstats
+    import timeit
+
+    import numba
+
+    from meanfield import conv, dense
+
+    cov3, _cov128, c10, v = _inputs()
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for label, f in (
+        ("dense.propagate(cov3, 'erf', 1.5, 0.05, 0)", lambda: dense.propagate(cov3, "erf", 1.5, 0.05, 0)),
+        ("conv.propagate(c10, 'erf', 1.5, 0.05, v, 0)", lambda: conv.propagate(c10, "erf", 1.5, 0.05, v, 0)),
+    ):
+        f()
+        prof = cProfile.Profile(time.process_time)
+        prof.enable()
+        for _ in range(calls):
+            f()
+        prof.disable()
+        print(f"\n{label}, {calls} calls, process CPU time:")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+
+    @numba.njit
+    def noop(a, b, c, d, e, f, g, h, i, j, k, m):
+        return 0
+
+    def py(a, b, c, d, e, f):
+        return None
+
+    x = np.empty((51, 3, 3))
+    logs = np.zeros(51)
+    noop(1, 1.0, 1.0, 1.0, x, 0.0, 1, None, None, 0, x, logs)
+    floor = {
+        "Python call, 6 arguments": lambda: py(cov3, "erf", 1.5, 0.05, 50, 64),
+        "np.empty((51, 3, 3))": lambda: np.empty((51, 3, 3)),
+        "np.exp of 51 numbers": lambda: np.exp(logs),
+        "compiled no-op, 12 arguments (3 arrays)": lambda: noop(1, 1.0, 1.0, 1.0, x, 0.0, 1, None, None, 0, x, logs),
+    }
+    print("floor of one call on this machine (process CPU time, best of 7 x 20,000):")
+    for label, f in floor.items():
+        t = min(timeit.Timer(f, timer=time.process_time).repeat(number=20_000, repeat=7)) / 20_000
+        print(f"  {label:<42s} {t * 1e6:6.2f} us")
+
+
 class Tree:
     """A worker process importing ``meanfield`` from ``root``."""
 
@@ -208,10 +256,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7, help="rounds per workload and tree (best is kept)")
     ap.add_argument("--ref", default="main", help="git ref to compare with (default main)")
     ap.add_argument("--quick", action="store_true", help="3 rounds, no tanh workload")
+    ap.add_argument("--profile", action="store_true", help="cProfile of this tree's small calls, and the floor")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker()
+        return
+    if args.profile:
+        profile()
         return
     script = Path(__file__).resolve()
     repo = script.parents[1]
