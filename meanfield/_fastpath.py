@@ -108,9 +108,10 @@ def cov_fast(a, sym, k0):
     if big > MAX_FAST_ENTRY:
         return -1.0
     scale = max(big, 1e-300)
-    # Cholesky of a / scale + (tau / 2) I, lower triangle, in a scratch matrix
+    # Cholesky of a / scale + (tau / 2) I, lower triangle, in k0 (written last; no allocation here:
+    # it would compile numba's allocator into this function, ~0.3 s of its first call)
     shift = 0.5 * PSD_RTOL * n
-    r = np.empty((n, n))
+    r = k0
     for j in range(n):
         s = a[j, j] / scale + shift
         for k in range(j):
@@ -149,10 +150,11 @@ def trajectory_ok(logs, k, bound):
         lv = logs[layer]
         if not (-bound <= lv <= bound and math.isfinite(lv)):
             return False
-    flat = k.ravel()
-    for e in range(flat.shape[0]):
-        if not math.isfinite(flat[e]):
-            return False
+    for layer in range(k.shape[0]):  # loops, not k.ravel(): half the compile time
+        for i in range(k.shape[1]):
+            for j in range(k.shape[2]):
+                if not math.isfinite(k[layer, i, j]):
+                    return False
     return True
 
 
