@@ -78,10 +78,18 @@ def plain_vector(x) -> bool:
     return flags.c_contiguous and flags.writeable
 
 
-def plain_variance(x) -> bool:
-    """A Python float in ``[0, inf)`` (NaN fails the comparison): what
-    :func:`meanfield._checks.check_nonnegative_scalar` returns unchanged."""
-    return type(x) is float and 0.0 <= x < math.inf
+def variance_value(x) -> float | None:
+    """``x`` as :func:`meanfield._checks.check_nonnegative_scalar` returns it, for a Python float or
+    int or a NumPy float64 in ``[0, inf)``; None for anything else (NaN fails the comparison; bools,
+    other types and ints beyond int64 go to the general path). ``float(x)`` is what the general path
+    computes (``float(np.asarray(x))``)."""
+    t = type(x)
+    if t is float or t is np.float64:
+        v = float(x)
+        return v if 0.0 <= v < math.inf else None
+    if t is int and 0 <= x < 2**63:
+        return float(x)
+    return None
 
 
 @numba.njit(cache=True)
@@ -228,20 +236,23 @@ def rule_for(act, degree):
 def fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree, k0=None):
     """The validated arguments of a propagation when the fast path can certify all of them, else None.
 
-    Returns ``(act, sym, k0, log0, (z, w, cf))``: the activation, ``cov0`` validated and symmetrised
-    (:func:`meanfield._checks.check_covariance`), ``normalised_start(sym)`` and the kernel rule.
+    Returns ``(act, sym, k0, log0, (z, w, cf), sigma_w2, sigma_b2)``: the activation, ``cov0``
+    validated and symmetrised (:func:`meanfield._checks.check_covariance`), ``normalised_start(sym)``,
+    the kernel rule and the variances as floats.
     ``k0``, if given, is the (D, D) buffer to write the normalised start into. Every check of the
     general path (``dense._propagate_log``) passes for these arguments: the activation is built in,
-    ``cov0`` a certified covariance (:func:`cov_fast`), the variances floats in ``[0, inf)``, ``depth``
+    ``cov0`` a certified covariance (:func:`cov_fast`), the variances in ``[0, inf)`` (:func:`variance_value`), ``depth``
     an int in ``[0, MAX_DEPTH]`` with ``(depth + 1) D^2 <= MAX_PROPAGATION_SIZE``, ``degree`` an int
     in ``[1, 2000]``.
     """
     act = builtin_activation(activation)
+    sw = variance_value(sigma_w2)
+    sb = variance_value(sigma_b2)
     if (
         act is None
         or not plain_matrix(cov0)
-        or not plain_variance(sigma_w2)
-        or not plain_variance(sigma_b2)
+        or sw is None
+        or sb is None
         or type(depth) is not int
         or type(degree) is not int
         or not 1 <= degree <= 2000
@@ -256,7 +267,7 @@ def fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree, k0=None):
     m = cov_fast(cov0, sym, k0)
     if m < 0.0:
         return None
-    return act, sym, k0, (math.log(m) if m > 0.0 else 0.0), rule_for(act, degree)
+    return act, sym, k0, (math.log(m) if m > 0.0 else 0.0), rule_for(act, degree), sw, sb
 
 
 def finish(logs, k, sym):

@@ -463,11 +463,11 @@ def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, d
     start = fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree, k0=out[0])
     if start is None:
         return None
-    act, sym, _k0, log0, (z, w, cf) = start
+    act, sym, _k0, log0, (z, w, cf), sw, sb = start
     logs = np.empty(depth + 1)
     logs[0] = log0
     index, weight = _plan_arrays(v, (p,), +1)
-    if _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, depth, z, w, cf, index, weight, out, logs):
+    if _propagate_kernel(act.code, act.param, sw, sb, depth, z, w, cf, index, weight, out, logs):
         return None  # the general path retries with quadrature or raises
     if not trajectory_ok(logs, out, math.inf):
         return None
@@ -572,6 +572,13 @@ def propagate(
         represents them exactly.
     TypeError
         Complex or boolean arguments; arrays for the variances.
+
+    Notes
+    -----
+    With a writeable C-contiguous float64 ``cov0``, a 1-D float64 ``v``, ``shape=None``, float or
+    int variances and a built-in activation, the argument checks run in compiled code with the
+    same decisions and messages as the general checks (see :func:`meanfield.dense.propagate`;
+    docs/performance.md, issue 18).
     """
     fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
     if fast is None:

@@ -472,10 +472,10 @@ def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     start = fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree)
     if start is None:
         return None
-    act, sym, k0, log0, (z, w, cf) = start
+    act, sym, k0, log0, (z, w, cf), sw, sb = start
     k_out = np.empty((depth + 1,) + k0.shape)
     logs = np.empty(depth + 1)
-    propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, cf, k_out, logs)
+    propagate_kernel(act.code, act.param, sw, sb, k0, log0, depth, z, w, cf, k_out, logs)
     if not trajectory_ok(logs, k_out, math.inf):  # the general path retries with quadrature or raises
         return None
     return LogPropagation(log_scale=logs, normalized=k_out), sym
@@ -598,6 +598,14 @@ def propagate(
         ``sigma_w2 = 1.5``, depth 10^4): :func:`propagate_log` represents those exactly.
     TypeError
         Complex or boolean arguments; arrays for the variances.
+
+    Notes
+    -----
+    Seed 003, eq. 2.5 iterated (the C-map of Poole et al. 2016, eqs. 3-5). With a writeable
+    C-contiguous float64 ``cov0``, float or int variances and a built-in activation, the argument
+    checks run in one compiled call (a Cholesky certificate of positive semi-definiteness; the same
+    accept/reject decisions and messages as the general checks, which decide whatever it cannot
+    certify) and the call costs ~6 us more than its kernel (docs/performance.md, issue 18).
 
     Examples
     --------

@@ -164,6 +164,17 @@ def test_other_argument_types_and_orders():
     cases = [
         ("erf", np.float64(1.5), 0.05, 5, 64),  # numpy scalar: general path
         ("erf", 1, 0, 5, 64),  # ints
+        ("erf", 2**63 - 1, 0, 5, 64),
+        ("erf", 2**63, 0, 5, 64),
+        ("erf", 2**64, 0, 5, 64),
+        ("erf", -1, 0, 5, 64),
+        ("erf", np.float64(-1.0), 0.05, 5, 64),
+        ("erf", np.float64("nan"), 0.05, 5, 64),
+        ("erf", np.float32(1.5), 0.05, 5, 64),
+        ("erf", np.int64(2), 0.05, 5, 64),
+        ("erf", 1.5, np.float64(0.05), 5, 64),
+        ("erf", 1.5, False, 5, 64),
+        ("erf", 1.5, 1 + 0j, 5, 64),
         ("erf", 1.5, 0.05, 5.0, 64),  # an integral float depth
         ("erf", float("nan"), 0.05, 5, 64),
         ("erf", -1.0, 0.05, 5, 64),
