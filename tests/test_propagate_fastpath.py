@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from meanfield import conv, dense
-from meanfield.activations import ACTIVATIONS
+from meanfield.activations import ACTIVATIONS, Activation, get_activation
 
 #: The PSD tolerance of the general path, relative to max|cov|, per dimension (``_checks.PSD_RTOL``:
 #: a documented rule restated here, so that the battery straddles it).
@@ -186,6 +186,9 @@ def test_other_argument_types_and_orders():
         ("erf", 1.5, 0.05, 5, 2001),
         ("erf", 1.5, 0.05, 5, 3.0),
         ("no_such", 1.5, 0.05, 5, 64),
+        (get_activation("leaky_relu", slope=0.2), 1.5, 0.05, 5, 64),  # Activation objects
+        (get_activation("elu", alpha=0.5), 1.5, 0.05, 5, 64),
+        (Activation.from_functions("user tanh", np.tanh, lambda x: 1 - np.tanh(x) ** 2), 1.5, 0.05, 5, 64),
         ("tanh", 1.5, 0.05, 2, 7),
         ("exp", 30.0, 0.0, 50, 64),  # overflows: propagate raises, propagate_log does not
         ("relu", 1.5, 0.0, 10_000, 64),  # underflows
