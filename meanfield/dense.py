@@ -67,6 +67,7 @@ from ._checks import (
     check_nonnegative_scalar,
     check_scalar,
 )
+from ._fastpath import fast_start, finish, trajectory_ok
 from ._logscale import (
     CLOSED_C_MAP,
     HOMOGENEOUS,
@@ -464,8 +465,32 @@ class LogPropagation:
         return replace(self, **changes)
 
 
+def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
+    """``(LogPropagation, validated cov0)`` on the fast path (``meanfield._fastpath``), or None where
+    the general path :func:`_propagate_log` must decide: it certifies the arguments in one compiled
+    call and runs the same kernel, so the result is the same where it answers (issue 18)."""
+    start = fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    if start is None:
+        return None
+    act, sym, k0, log0, (z, w, cf), sw, sb = start
+    k_out = np.empty((depth + 1,) + k0.shape)
+    logs = np.empty(depth + 1)
+    propagate_kernel(act.code, act.param, sw, sb, k0, log0, depth, z, w, cf, k_out, logs)
+    if not trajectory_ok(logs, k_out, math.inf):  # the general path retries with quadrature or raises
+        return None
+    return LogPropagation(log_scale=logs, normalized=k_out), sym
+
+
 def _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     """propagate_log and the validated cov0."""
+    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    if fast is not None:
+        return fast
+    return _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+
+
+def _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
+    """:func:`_propagate_log` for any arguments: every check, in the documented order."""
     act = _act(activation)
     _require_builtin(act, "propagate")
     cov0 = check_covariance(cov0, "cov0", strict=True)
@@ -574,6 +599,14 @@ def propagate(
     TypeError
         Complex or boolean arguments; arrays for the variances.
 
+    Notes
+    -----
+    Seed 003, eq. 2.5 iterated (the C-map of Poole et al. 2016, eqs. 3-5). With a writeable
+    C-contiguous float64 ``cov0``, float or int variances and a built-in activation, the argument
+    checks run in one compiled call (a Cholesky certificate of positive semi-definiteness; the same
+    accept/reject decisions and messages as the general checks, which decide whatever it cannot
+    certify) and the call costs ~6 us more than its kernel (docs/performance.md, issue 18).
+
     Examples
     --------
     >>> import numpy as np
@@ -581,8 +614,15 @@ def propagate(
     >>> traj.shape
     (51, 2, 2)
     """
-    res, cov0 = _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
-    out = unscale(res, "propagate")
+    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    if fast is None:
+        res, cov0 = _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    else:
+        res, cov0 = fast
+        out = finish(res.log_scale, res.normalized, cov0)  # unscale's products in one compiled call
+        if out is not None:
+            return out
+    out = unscale(res, "propagate")  # raises where a variance over- or underflows
     out[0] = cov0  # exactly the input, not exp(log m) * (cov0 / m)
     return out
 
