@@ -9,6 +9,10 @@ Tolerances, fixed before looking at data:
 
 - ``EXACT_ATOL``: the same float64 operations on the same numbers; 1e-12 allows for a BLAS that
   orders a sum differently (about 1e3 ulps of O(1) numbers).
+- ``EXACT_RTOL = 1e-12``: the same numbers where the NumPy path sums its products in
+  ``numpy.einsum``'s order and the other backends with ``matmul`` (the moment simulators of seed
+  002, Sec. 6): a few ulps per product and layer, through at most 4 layers and a fourth power,
+  stays below 1e2 ulps (2e-14); 1e-12 is 50 times that and far below any statistical effect.
 - ``Z_TOL = 4.5``: a two-sided z of 4.5 has probability 6.8e-6 under the null; with at most ~20
   comparisons per test the chance of a false failure is below 1.4e-4 (seeds are fixed, so a test
   either always passes or always fails; this bounds the chance that the fixed seeds are unlucky).
@@ -33,7 +37,9 @@ from meanfield.validation.simulators import (
     layer_moments,
     nonzero_fraction,
     simulate_conv,
+    simulate_conv_moments,
     simulate_pair,
+    simulate_residual_moments,
     simulate_squared_norms,
 )
 
@@ -43,6 +49,7 @@ from meanfield.init import orthogonal_kernel_variance
 pytest.importorskip("array_api_strict")
 
 EXACT_ATOL = 1e-12
+EXACT_RTOL = 1e-12
 Z_TOL = 4.5
 
 
@@ -318,3 +325,50 @@ def _has_torch():
     except ImportError:
         return False
     return True
+
+
+# --- moment simulators of seed 002, Sec. 6 (residual, convolutional) and validation.kurtosis_conv ---
+
+MOMENT_FIELDS = ("s2", "m4", "m22")
+
+
+def test_moment_simulators_strict_namespace_reproduces_numpy():
+    from meanfield.validation.kurtosis_conv import conv_pair_moments
+
+    for residual in (True, False):
+        kw = dict(residual=residual, rng=3)
+        ref = simulate_residual_moments(6, 3, 40, 0.2, **kw)
+        strict = simulate_residual_moments(6, 3, 40, 0.2, backend="array_api_strict", **kw)
+        for f in MOMENT_FIELDS:
+            np.testing.assert_allclose(getattr(strict, f), getattr(ref, f), rtol=EXACT_RTOL, atol=0)
+    ref = simulate_conv_moments(3, 3, 8, 3, 40, 0.1, rng=4)
+    strict = simulate_conv_moments(3, 3, 8, 3, 40, 0.1, rng=4, backend="array_api_strict")
+    for f in MOMENT_FIELDS:
+        np.testing.assert_allclose(getattr(strict, f), getattr(ref, f), rtol=EXACT_RTOL, atol=0)
+    ref = conv_pair_moments(30, rng=5, chunk=12)  # three chunks: three spawned streams
+    strict = conv_pair_moments(30, rng=5, chunk=12, backend="array_api_strict")
+    assert set(strict) == set(ref)
+    for key in ref:
+        np.testing.assert_allclose(strict[key], ref[key], rtol=EXACT_RTOL, atol=0)
+
+
+def test_moment_simulators_torch_agree_in_distribution_and_repeat():
+    from meanfield.validation.kurtosis_conv import conv_pair_moments
+
+    _torch()
+    s = [np.random.SeedSequence(16, spawn_key=(i,)) for i in range(6)]
+    a = simulate_residual_moments(6, 3, 3000, 0.0, rng=s[0])
+    t = simulate_residual_moments(6, 3, 3000, 0.0, rng=s[1], backend="torch")
+    z = _z_means(np.concatenate([a.s2[1:], a.m4[1:]]).T, np.concatenate([t.s2[1:], t.m4[1:]]).T)
+    assert np.all(np.abs(z) < Z_TOL), z
+    again = simulate_residual_moments(6, 3, 3000, 0.0, rng=np.random.SeedSequence(16, spawn_key=(1,)), backend="torch")
+    np.testing.assert_array_equal(again.m4, t.m4)
+    a = simulate_conv_moments(3, 3, 8, 2, 2000, 0.0, rng=s[2])
+    t = simulate_conv_moments(3, 3, 8, 2, 2000, 0.0, rng=s[3], backend="torch")
+    z = _z_means(np.concatenate([a.s2[1:], a.m4[1:], a.m22[1:]]).T, np.concatenate([t.s2[1:], t.m4[1:], t.m22[1:]]).T)
+    assert np.all(np.abs(z) < Z_TOL), z
+    a = conv_pair_moments(2000, rng=s[4])
+    t = conv_pair_moments(2000, rng=s[5], backend="torch")
+    keys = sorted(a)
+    z = _z_means(np.stack([a[k] for k in keys], 1), np.stack([t[k] for k in keys], 1))
+    assert np.all(np.abs(z) < Z_TOL), dict(zip(keys, z))
