@@ -32,6 +32,7 @@ from meanfield.validation.simulators import (
     conv_kernels,
     empirical_conv_ntk,
     empirical_ntk,
+    empirical_periodic_cnn_ntk,
     empirical_variances,
     jacobian_singular_values,
     layer_moments,
@@ -160,6 +161,30 @@ def test_ntk_strict_namespace_reproduces_numpy():
         xc, "tanh", 1.5, 0.05, (0.25, 0.5, 0.25), 2, 4, 2, position=1, rng=5, backend="array_api_strict"
     )
     np.testing.assert_allclose(strict, ref, rtol=1e-13, atol=0)
+
+
+X2D = np.random.default_rng(17).standard_normal((2, 3, 4, 2))
+V2D = np.full((3, 3), 1 / 9)
+
+
+def test_periodic_cnn_ntk_2d_strict_namespace_reproduces_numpy():
+    # EXACT_RTOL: the NumPy path sums the weight-gradient inner products with einsum, the others with matmul
+    for act, sb2 in (("tanh", 0.1), ("relu", 0.0)):
+        kw = dict(position=(1, 2), rng=6)
+        ref = empirical_periodic_cnn_ntk(X2D, act, 1.5, sb2, V2D, 2, 3, 2, **kw)
+        strict = empirical_periodic_cnn_ntk(X2D, act, 1.5, sb2, V2D, 2, 3, 2, backend="array_api_strict", **kw)
+        np.testing.assert_allclose(strict, ref, rtol=EXACT_RTOL, atol=0)
+
+
+def test_periodic_cnn_ntk_2d_torch_agrees_in_distribution():
+    _torch()
+    iu = np.triu_indices(2)
+    s1, s2 = np.random.SeedSequence(18, spawn_key=(1,)), np.random.SeedSequence(18, spawn_key=(2,))
+    kw = dict(position=(1, 2))
+    a = empirical_periodic_cnn_ntk(X2D, "tanh", 1.5, 0.1, V2D, 1, 4, 200, rng=s1, **kw)
+    t = empirical_periodic_cnn_ntk(X2D, "tanh", 1.5, 0.1, V2D, 1, 4, 200, rng=s2, backend="torch", **kw)
+    z = _z_means(a[:, iu[0], iu[1]], t[:, iu[0], iu[1]])
+    assert np.all(np.abs(z) < Z_TOL), z
 
 
 def test_ntk_torch_agrees_in_distribution():

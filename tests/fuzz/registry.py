@@ -588,7 +588,7 @@ REGISTRY: list[Entry] = [
       width=I(2), n_networks=I(2), position=I(0), rng=R(0), backend=BK()),
     E("validation.kurtosis_conv.conv_pair_moments", n_networks=I(4), rng=R(0), chunk=I(3), backend=BK()),
     E("validation.simulators.empirical_periodic_cnn_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3),
-      depth=I(2), width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
+      depth=I(2), width=I(2), n_networks=I(2), position=I(0), rng=R(0), backend=BK()),
     E("validation.simulators.simulate_conv_moments", channels=I(2), kernel_size=I(3), positions=I(4), depth=I(2), n_networks=I(4), slope=F(0.1),
       rng=R(0), backend=BK()),
     E("validation.simulators.simulate_residual_moments", width=I(3), depth=I(2), n_networks=I(4), slope=F(0.1), residual=B(True), rng=R(0),

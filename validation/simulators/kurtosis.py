@@ -37,12 +37,12 @@ from numpy.typing import ArrayLike
 
 from meanfield import Result
 from meanfield.activations import get_activation
-from meanfield.backend import Backend, astype, concat, get_backend, spawn_sequences, to_numpy
+from meanfield.backend import Backend, astype, concat, get_backend, to_numpy
 from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
 from meanfield.init import WEIGHT_LAWS, dense_weights, gsm, he_sigma_w2, metainit, zero_weights
 
 from ..runner import progress
-from ._common import MAX_ELEMENTS, activation_fn, check_elements, check_work
+from ._common import MAX_ELEMENTS, activation_fn, check_elements, check_work, spawned_generators
 
 __all__ = [
     "FIG1_INITS",
@@ -592,18 +592,6 @@ class MomentSimulation(Result):
     m22: np.ndarray
 
 
-def _chunk_generators(gen, n_chunks, b: Backend):
-    """One Generator per chunk of networks on backend ``b``: the children of ``gen``'s seed sequence.
-
-    NumPy: ``gen.spawn(n_chunks)`` (the streams of the NumPy reference). Other backends: the
-    backend's Generator on the same children (:func:`meanfield.backend.spawn_sequences`);
-    ``array_api_strict`` then draws NumPy's numbers, PyTorch / CuPy their own.
-    """
-    if b.name == "numpy":
-        return gen.spawn(n_chunks)
-    return [b.generator(seq) for seq in spawn_sequences(gen, n_chunks)]
-
-
 def _record_moments(out, l, s, y2, m, xp):
     """``out[:, l, s:s+b]`` = mean ``y^2``, mean ``y^4`` and the mean over distinct pairs of ``y_i^2 y_j^2``
     of the per-network squares ``y2`` (shape ``(b, m)``), reduced on the backend, finished on the host."""
@@ -678,7 +666,7 @@ def simulate_residual_moments(
     out = np.empty((3, depth + 1, n))
     chunk = max(1, 2**22 // (w * w))
     starts = list(range(0, n, chunk))
-    for g, s in zip(_chunk_generators(gen, len(starts), be), starts):
+    for g, s in zip(spawned_generators(gen, len(starts), be), starts):
         b = min(chunk, n - s)
         y = g.standard_normal((b, w))
         for l in range(depth + 1):
@@ -770,7 +758,7 @@ def simulate_conv_moments(
     out = np.empty((3, depth + 1, n))
     chunk = max(1, 2**22 // (c * k * n_pos + c * c * k))
     starts = list(range(0, n, chunk))
-    for g, s in zip(_chunk_generators(gen, len(starts), be), starts):
+    for g, s in zip(spawned_generators(gen, len(starts), be), starts):
         b = min(chunk, n - s)
         y = g.standard_normal((b, c, n_pos))
         for l in range(depth + 1):
