@@ -28,6 +28,7 @@ from meanfield.validation.simulators import (
     JACOBIAN_WEIGHTS,
     ConstNet,
     LeakyNet,
+    conv2d_jacobian_singular_values,
     conv_jacobian_singular_values,
     conv_kernels,
     empirical_conv_ntk,
@@ -253,6 +254,39 @@ def test_linear_orthogonal_cnn_jacobian_is_an_isometry(backend):
     for kernel in ("orthogonal", "delta_orthogonal"):
         s = conv_jacobian_singular_values("linear", 1.0, 0.0, 4, 3, 5, 2, kernel, q=0.5, rng=1, backend=backend)
         np.testing.assert_allclose(s, 1.0, atol=1e-12)
+
+
+def test_conv2d_jacobian_strict_namespace_reproduces_numpy():
+    # the same kernels from the same streams; NumPy multiplies circulant matrices, the backends
+    # propagate the Jacobian's columns by periodic_conv: the squared singular values agree to
+    # rounding relative to the largest (a backward-stable SVD's error is relative to ||J||)
+    for kernel in JACOBIAN_CONV_KERNELS:
+        for act in ("tanh", "relu"):
+            ref = conv2d_jacobian_singular_values(act, 1.3, 0.05, 2, 2, (3, 4), 2, kernel, q=0.7, rng=4)
+            strict = conv2d_jacobian_singular_values(
+                act, 1.3, 0.05, 2, 2, (3, 4), 2, kernel, q=0.7, rng=4, backend="array_api_strict"
+            )
+            np.testing.assert_allclose(strict, ref, rtol=0, atol=EXACT_RTOL * ref.max())
+
+
+@pytest.mark.parametrize("backend", ["array_api_strict", "torch"])
+def test_linear_orthogonal_2d_cnn_jacobian_is_an_isometry(backend):
+    if backend == "torch":
+        _torch()
+    for kernel in ("orthogonal", "delta_orthogonal"):
+        s = conv2d_jacobian_singular_values("linear", 1.0, 0.0, 3, 2, (3, 3), 2, kernel, q=0.5, rng=1, backend=backend)
+        np.testing.assert_allclose(s, 1.0, atol=1e-12)
+
+
+def test_conv2d_jacobian_torch_agrees_in_distribution():
+    _torch()
+    s1, s2 = np.random.SeedSequence(19, spawn_key=(1,)), np.random.SeedSequence(19, spawn_key=(2,))
+    # Algorithm 1 batched on torch (Gaussian kernels come from the sampler the strict test pins)
+    kw = dict(kernel="orthogonal", q=0.5)
+    a = conv2d_jacobian_singular_values("tanh", 1.5, 0.05, 2, 2, (3, 3), 200, rng=s1, **kw)
+    t = conv2d_jacobian_singular_values("tanh", 1.5, 0.05, 2, 2, (3, 3), 200, rng=s2, backend="torch", **kw)
+    z = _z_means(a[:, [0, 8, 17]], t[:, [0, 8, 17]])
+    assert np.all(np.abs(z) < Z_TOL), z
 
 
 def test_jacobian_torch_agrees_in_distribution():
