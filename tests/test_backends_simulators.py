@@ -37,15 +37,17 @@ from meanfield.validation.simulators import (
     empirical_variances,
     jacobian_singular_values,
     layer_moments,
+    looks_linear_delta_orthogonal_forward,
     nonzero_fraction,
     simulate_conv,
     simulate_conv_moments,
     simulate_pair,
     simulate_residual_moments,
     simulate_squared_norms,
+    softmax_xent,
 )
 
-from meanfield.backend import to_numpy
+from meanfield.backend import get_backend, to_numpy
 from meanfield.init import orthogonal_kernel_variance
 
 pytest.importorskip("array_api_strict")
@@ -431,3 +433,47 @@ def test_moment_simulators_torch_agree_in_distribution_and_repeat():
     keys = sorted(a)
     z = _z_means(np.stack([a[k] for k in keys], 1), np.stack([t[k] for k in keys], 1))
     assert np.all(np.abs(z) < Z_TOL), dict(zip(keys, z))
+
+
+# --- looks-linear delta-orthogonal networks (seed 000, App. B) and the cross-entropy --------------
+
+X_LL = np.random.default_rng(20).standard_normal((2, 5, 5, 2))
+
+
+def _ll_fields(out):
+    return list(out.pre) + list(out.us) + list(out.jvp)
+
+
+def test_looks_linear_forward_strict_namespace_reproduces_numpy():
+    kw = dict(rng=3, tangent=X_LL[::-1])
+    ref = looks_linear_delta_orthogonal_forward(X_LL, 3, 4, (3, 3), **kw)
+    strict = looks_linear_delta_orthogonal_forward(X_LL, 3, 4, (3, 3), backend="array_api_strict", **kw)
+    for got, want in zip(_ll_fields(strict), _ll_fields(ref), strict=True):
+        assert isinstance(got, np.ndarray)
+        np.testing.assert_allclose(got, want, rtol=0, atol=EXACT_ATOL)
+
+
+def test_looks_linear_forward_on_torch_is_a_rotation_and_repeats():
+    # eq. 9 of seed 000 holds surely, so it holds for PyTorch's own draws: a^(l+1) = diag(U, U) a^l
+    _torch()
+    out = looks_linear_delta_orthogonal_forward(X_LL, 4, 4, (3, 3), rng=5, backend="torch")
+    v = X_LL
+    for u in out.us:
+        np.testing.assert_allclose(u @ u.T, np.eye(2), atol=1e-12)  # Haar-orthogonal blocks
+        v = v @ u.T
+    np.testing.assert_allclose(out.pre[-1], np.concatenate([v, -v], axis=-1), atol=1e-12)
+    again = looks_linear_delta_orthogonal_forward(X_LL, 4, 4, (3, 3), rng=5, backend="torch")
+    np.testing.assert_array_equal(again.pre[-1], out.pre[-1])
+
+
+@pytest.mark.parametrize("backend", ["array_api_strict", "torch"])
+def test_softmax_xent_on_the_backends_equals_numpy(backend):
+    if backend == "torch":
+        _torch()
+    r = np.random.default_rng(21)
+    logits, labels = 3.0 * r.standard_normal((6, 4)), r.integers(0, 4, 6)
+    loss, grad = softmax_xent(logits, labels)
+    b = get_backend(backend)
+    got_loss, got_grad = softmax_xent(b.asarray(logits), labels, b.xp)
+    assert abs(got_loss - loss) <= EXACT_ATOL
+    np.testing.assert_allclose(to_numpy(got_grad), grad, rtol=0, atol=EXACT_ATOL)
