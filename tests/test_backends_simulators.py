@@ -477,3 +477,35 @@ def test_softmax_xent_on_the_backends_equals_numpy(backend):
     got_loss, got_grad = softmax_xent(b.asarray(logits), labels, b.xp)
     assert abs(got_loss - loss) <= EXACT_ATOL
     np.testing.assert_allclose(to_numpy(got_grad), grad, rtol=0, atol=EXACT_ATOL)
+
+
+# --- validation.conv_inputs (seed 003, footnote 3) -------------------------------------------------
+
+X_MI = np.random.default_rng(22).standard_normal((2, 6, 3))
+
+
+def test_multi_input_cnn_strict_namespace_reproduces_numpy():
+    from meanfield.validation.conv_inputs import simulate_multi_input
+
+    for act, sb2 in (("tanh", 0.05), ("relu", 0.0)):
+        ref = simulate_multi_input(X_MI, act, 1.8, sb2, (0.25, 0.5, 0.25), 2, 4, 3, rng=8)
+        strict = simulate_multi_input(
+            X_MI, act, 1.8, sb2, (0.25, 0.5, 0.25), 2, 4, 3, rng=8, backend="array_api_strict"
+        )
+        np.testing.assert_allclose(strict, ref, rtol=EXACT_RTOL, atol=EXACT_ATOL)
+
+
+def test_multi_input_cnn_torch_agrees_in_distribution():
+    from meanfield.validation.conv_inputs import simulate_multi_input
+
+    _torch()
+    s1, s2 = np.random.SeedSequence(23, spawn_key=(1,)), np.random.SeedSequence(23, spawn_key=(2,))
+    a = simulate_multi_input(X_MI, "tanh", 1.8, 0.05, (0.25, 0.5, 0.25), 1, 4, 300, rng=s1)
+    t = simulate_multi_input(X_MI, "tanh", 1.8, 0.05, (0.25, 0.5, 0.25), 1, 4, 300, rng=s2, backend="torch")
+    # the rows of validation.conv_inputs at the last layer: cross-input lag 0 and 2, same-input lag 1
+    pick = [(0, 0, 1, 0), (0, 0, 1, 2), (0, 0, 0, 1)]
+    z = _z_means(
+        np.stack([a[:, -1][(slice(None), *e)] for e in pick], 1),
+        np.stack([t[:, -1][(slice(None), *e)] for e in pick], 1),
+    )
+    assert np.all(np.abs(z) < Z_TOL), z

@@ -574,7 +574,7 @@ REGISTRY: list[Entry] = [
     E("spectra.conv_jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), kernel=CH("delta_orthogonal"),
       q=F(0.5), n_points=I(50), n_atoms=I(200), none_ok=("q",)),
     E("validation.conv_inputs.simulate_multi_input", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
-      width=I(3), n_networks=I(2), rng=R(0)),
+      width=I(3), n_networks=I(2), rng=R(0), backend=BK()),
     E("validation.ntk.constnet_empirical_ntk", x=A(_rng.standard_normal((2, 4, 4, 1))), widths=IS([2, 4]), n_classes=I(3)),
     E("validation.simulators.jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(4),
       n_networks=I(2), weights=CH("orthogonal"), q=F(0.5), rng=R(0), backend=BK()),
