@@ -509,3 +509,35 @@ def test_multi_input_cnn_torch_agrees_in_distribution():
         np.stack([t[:, -1][(slice(None), *e)] for e in pick], 1),
     )
     assert np.all(np.abs(z) < Z_TOL), z
+
+
+# --- every simulator takes backend= and has a test here or in test_backends.py ----------------------
+
+#: Stochastic public functions that stay on the host by design, with the reason.
+HOST_ONLY = {
+    "metainit_weights": "MetaInit optimises on the host; empirical_variances hands its weights to the backend",
+}
+
+
+def test_every_stochastic_simulator_takes_a_backend_and_is_tested_on_one():
+    import inspect
+    import pathlib
+
+    from meanfield.validation import conv_inputs, kurtosis_conv
+    from meanfield.validation import simulators as sims
+
+    here = pathlib.Path(__file__).parent
+    tested = (here / "test_backends_simulators.py").read_text() + (here / "test_backends.py").read_text()
+    functions = [(n, getattr(sims, n)) for n in sims.__all__ if inspect.isfunction(getattr(sims, n))]
+    functions += [(f.__name__, f) for f in (kurtosis_conv.conv_pair_moments, conv_inputs.simulate_multi_input)]
+    checked = []
+    for name, f in functions:
+        params = inspect.signature(f).parameters
+        if "rng" not in params or name in HOST_ONLY:
+            continue
+        assert "backend" in params, f"{name} draws random numbers but takes no backend"
+        assert f"{name}(" in tested, f"{name} is not run on a non-NumPy backend by a test"
+        checked.append(name)
+    for cls in (ConstNet, LeakyNet):
+        assert "backend" in inspect.signature(cls.initial).parameters, cls.__name__
+    assert len(checked) >= 17, checked
