@@ -241,6 +241,12 @@ def _constnet_spec():
     return ConstNetSpec(widths=(2, 4), blocks_per_stage=1)
 
 
+def _constnet_groups():
+    from meanfield.validation.symmetric_nets import constnet_groups
+
+    return constnet_groups(_constnet_spec())
+
+
 def _constnet_spec_params():
     """Initial parameters of _constnet_spec on (1, 4, 4) inputs, 3 classes."""
     from meanfield.validation.training import init_parameters
@@ -616,6 +622,12 @@ REGISTRY: list[Entry] = [
       compute_dtype=CH("bfloat16")),
     E("validation.symmetric_nets.conv_kernels", spec=X(Lazy(_constnet_spec)), parameters=X(Lazy(_constnet_spec_params))),
     E("validation.symmetric_nets.correlation_probe", which=CH("forward"), complement=B(True)),
+    E("validation.symmetric_nets.constnet_groups", spec=X(Lazy(_constnet_spec))),
+    E("validation.symmetry_groups.group_separation", series=A(_rng.standard_normal((4, 3))), groups=A(np.array([0, 0, 1, 1])),
+      strata=A(np.array([0, 0, 0, 0]))),
+    E("validation.symmetry_groups.constnet_group_series", groups=X(Lazy(_constnet_groups)),
+      one_minus_cf=A(np.full((3, 5), 0.1)), one_minus_cb=A(np.full((3, 5), 0.2))),
+    E("validation.symmetry_groups.clear_cache"),
     E("validation.symmetry_breaking.clear_cache"),
     E("validation.symmetry_training.SkipNet", architecture=CH("residual"), depth=I(2), width=I(4), sigma_w2=F(1.0),
       bias_init_sigma=F(0.1), batchnorm_layer=I(0),
@@ -797,6 +809,15 @@ for _name in (
     "validation.symmetry_breaking.run",
 ):
     NOT_FUZZED[_name] = _TRAINING + " (tests/test_symmetry_breaking.py, smoke size)"
+for _name in ("validation.symmetry_groups.group_behaviour", "validation.symmetry_groups.group_behaviour_row"):
+    NOT_FUZZED[_name] = _TRAINING + " (tests/test_symmetry_groups.py, smoke size)"
+for _name in (
+    "validation.symmetric_nets.ConstNetGroups",
+    "validation.symmetry_groups.GroupBehaviour",
+    "validation.symmetry_groups.GroupSeparation",
+    "validation.symmetry_groups.GroupSeries",
+):
+    NOT_FUZZED[_name] = _RESULT
 NOT_FUZZED["validation.symmetry_breaking.TrainingTable"] = (
     "result of constnet_noise_table / leakynet_averaging_table (training runs); tested in tests/test_symmetry_breaking.py"
 )
@@ -820,6 +841,10 @@ NOT_FUZZED["validation.runner.module_backend"] = (
     "tests/test_backends_cli.py"
 )
 NOT_FUZZED["validation.trainability.training_data"] = NOT_FUZZED["validation.training.load_training_data"]
+NOT_FUZZED["validation.symmetry_training.skip_ensemble_hessians"] = (
+    "needs a SkipTrainingResult (a PyTorch training run, seconds); its argument checks and both methods are "
+    "tested in tests/test_symmetry_training.py"
+)
 
 # ---------------------------------------------------------------------------------------------
 # documented non-finite values

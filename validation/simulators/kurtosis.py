@@ -323,10 +323,24 @@ def metainit_weights(
     read-out, zero biases counted in the gradient quotient, and the MetaInit defaults of
     Dauphin & Schoenholz (500 steps, lr 0.1, momentum 0.9, batch 32, cross-entropy on random
     labels). Returns the ``depth`` matrices of ``y^(1) .. y^(depth)`` (the read-out is dropped).
-    ``rng``: None, an int, a SeedSequence or a NumPy Generator (used for the start and by MetaInit).
+
+    ``rng``: None, an int, a SeedSequence or a NumPy Generator (used for the start and by MetaInit),
+    or a sequence of ``n_networks`` of them (distinct Generators): network ``k`` then draws its
+    start and its MetaInit batches from ``rng[k]`` alone, so it gets exactly the weights of
+    ``metainit_weights(1, ..., rng[k])`` while all networks are optimised in one vectorised run
+    (:func:`meanfield.init.metainit` with one stream per network; issue 18: ~4x less CPU per
+    network than one at a time, ``benchmarks/bench_fig1_slice.py``).
     """
-    rng = check_rng(rng)
     n_networks = check_int(n_networks, "n_networks", 1)
+    streams = isinstance(rng, (list, tuple))
+    if streams:
+        if len(rng) != n_networks:
+            raise ValueError(f"rng must be one rng or a sequence of n_networks = {n_networks}, got {len(rng)}")
+        rng = [check_rng(r) for r in rng]
+        if len({id(g) for g in rng}) != len(rng):
+            raise ValueError("rng must not repeat a Generator (each network needs its own stream)")
+    else:
+        rng = check_rng(rng)
     depth = check_int(depth, "depth", 1)
     width = check_int(width, "width", 1)
     w0 = check_int(w0, "w0", 1)
@@ -337,7 +351,11 @@ def metainit_weights(
         "MetaInit (n_networks x (steps + 1) x the network; steps = metainit_steps)",
     )
     shapes = [(width, w0)] + [(width, width)] * (depth - 1) + [(FIG1_CLASSES, width)]
-    ws = [dense_weights(s[0], s[1], 2.0, "gaussian", rng, batch=n_networks) for s in shapes]
+    if streams:  # network k's start from its own stream, in the order of a run on its own
+        per = [[dense_weights(s[0], s[1], 2.0, "gaussian", g, batch=1) for s in shapes] for g in rng]
+        ws = [np.concatenate([p[k] for p in per]) for k in range(len(shapes))]
+    else:
+        ws = [dense_weights(s[0], s[1], 2.0, "gaussian", rng, batch=n_networks) for s in shapes]
     return metainit(ws, 0.0, steps=steps, biases=True, eval_batches=0, rng=rng).weights[:-1]
 
 
@@ -348,6 +366,11 @@ def _chunk_weights(init, depth, width, w0, bsz, rng, host, b, metainit_steps):
     if init == "metainit":
         return [b.asarray(w) for w in metainit_weights(bsz, depth, width, w0, host, metainit_steps)]
     return [_fig1_weights(init, l, width, w0 if l == 1 else width, bsz, rng, b) for l in range(1, depth + 1)]
+
+
+def _streams(host, start, bsz):
+    """The host randomness of networks ``start .. start + bsz``: the shared Generator, or their own streams."""
+    return host[start : start + bsz] if isinstance(host, list) else host
 
 
 def _pooled_variance(xp, y):
@@ -407,19 +430,28 @@ def empirical_variances(
         network's signal is rescaled to unit mean square every :data:`RENORM_EVERY` layers and the
         scale kept as a float64 logarithm (Glorot's 2^-depth decay is exact at any depth).
 
-    engine : {"numba", "blas"}, optional
+    engine : {"numba", "numba_generic", "blas"}, optional
         ``"numba"`` (default on the NumPy backend): a fused Numba kernel in float64 (``dtype`` ignored; fine to depth ~1000,
-        beyond which Glorot's 2^-depth decay would underflow); ``"blas"`` (default on CuPy):
-        stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. Both draw the same
+        beyond which Glorot's 2^-depth decay would underflow), with a width-specialised inner
+        block at width 10 (the Fig. 1 width, 2.3-2.7x faster; issue 18); ``"numba_generic"``:
+        the same fused kernel with the width a runtime value at every width (the pre-issue-18
+        kernel, kept as a reference; same sums to float64 rounding); ``"blas"`` (default on CuPy):
+        stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. All draw the same
         weights for the same ``rng``.
     metainit_steps : int
         MetaInit steps (``init="metainit"``; the paper's 500 by default, fewer in tests). MetaInit
-        runs on the CPU in chunks of :data:`METAINIT_CHUNK` networks (2-3 s of CPU per network at
-        depth 100, see ``benchmarks/metainit.py``), then the forward pass runs on ``backend``.
+        runs on the CPU in chunks of :data:`METAINIT_CHUNK` networks optimised together (~1.5 s of
+        CPU per network at depth 100 in a chunk of 32, ~6 s alone; ``benchmarks/bench_fig1_slice.py``),
+        then the forward pass runs on ``backend``.
 
-    rng : None, int, SeedSequence or numpy.random.Generator
+    rng : None, int, SeedSequence or numpy.random.Generator, or (MetaInit) a sequence of them
         The rule of :mod:`meanfield.backend` (one stream for all chunks; on CuPy the device
-        Generator is spawned off it and MetaInit draws from it on the host).
+        Generator is spawned off it and MetaInit draws from it on the host). With
+        ``init="metainit"``, a sequence of ``n_networks`` (distinct Generators) gives network ``k``
+        its own stream: its variances are exactly those of ``n_networks=1, rng=rng[k]`` (same
+        weights bit for bit, :func:`metainit_weights`), whatever the chunks, while each chunk's
+        networks are meta-initialised in one vectorised run (how :func:`meanfield.validation.kurtosis.fig1_variances`
+        batches its per-network MetaInit streams).
     protocol : {"pooled", "unit"}
         ``"pooled"`` (default): the variance of all ``width * n`` entries of ``y^(l)``;
         ``"unit"``: the variance over the data set of the single unit ``y^(l)_0``, the statistic of
@@ -457,19 +489,31 @@ def empirical_variances(
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     b = get_backend(backend)
-    host = check_rng(rng)
+    if isinstance(rng, (list, tuple)):  # one stream per network (MetaInit only)
+        if init != "metainit" or len(rng) != n_networks:
+            raise ValueError(
+                "rng may be a sequence (one per network) only with init='metainit' and "
+                f"n_networks = {n_networks} entries, got {len(rng)} for init={init!r}"
+            )
+        host = [check_rng(r) for r in rng]
+        if len({id(g) for g in host}) != len(host):
+            raise ValueError("rng must not repeat a Generator (each network needs its own stream)")
+    else:
+        host = check_rng(rng)
     if protocol not in ("pooled", "unit"):
         raise ValueError(f"protocol must be 'pooled' or 'unit', got {protocol!r}")
     if engine is None:
         engine = "numba" if b.name == "numpy" and protocol == "pooled" else "blas"
-    if engine == "numba" and protocol == "unit":
+    if engine in ("numba", "numba_generic") and protocol == "unit":
         raise ValueError("protocol='unit' needs engine='blas' (the Numba kernel pools all units)")
-    if engine == "numba":
-        return _empirical_variances_numba(x, init, depth, width, n_networks, host, chunk, desc, metainit_steps)
+    if engine in ("numba", "numba_generic"):
+        return _empirical_variances_numba(
+            x, init, depth, width, n_networks, host, chunk, desc, metainit_steps, engine == "numba_generic"
+        )
     if engine != "blas":
-        raise ValueError(f"engine must be 'numba' or 'blas', got {engine!r}")
+        raise ValueError(f"engine must be 'numba', 'numba_generic' or 'blas', got {engine!r}")
     xp = b.xp
-    rng = b.rng(host)
+    rng = None if isinstance(host, list) else b.rng(host)  # a stream list: MetaInit draws on the host only
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     ft = getattr(xp, dtype)
@@ -488,7 +532,7 @@ def empirical_variances(
         bsz = min(chunk, n_sim - start)
         y = None
         log_scale = np.zeros(bsz)  # y_true = exp(log_scale) * y
-        mats = _chunk_weights(init, depth, width, w0, bsz, rng, host, b, metainit_steps)
+        mats = _chunk_weights(init, depth, width, w0, bsz, rng, _streams(host, start, bsz), b, metainit_steps)
         for l in range(1, depth + 1):
             wts = mats[l - 1]
             if l == 1:  # broadcasts a deterministic (1, width, w0) matrix
@@ -530,7 +574,7 @@ _LOG_MAX = math.log(np.finfo(np.float64).max)
 _LOG_TINY = math.log(np.finfo(np.float64).tiny)
 
 
-def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, desc, metainit_steps):
+def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, desc, metainit_steps, generic=False):
     """The NumPy-backend path of :func:`empirical_variances` through the fused Numba kernel."""
     from ._kurtosis_kernels import fused_relu_sums
 
@@ -548,7 +592,7 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, de
     starts = range(0, n_sim, chunk)
     for start in progress(starts, desc=desc or f"fig1 {init}", total=len(starts)):
         bsz = min(chunk, n_sim - start)
-        mats = _chunk_weights(init, depth, width, w0, bsz, rng, rng, b, metainit_steps)
+        mats = _chunk_weights(init, depth, width, w0, bsz, rng, _streams(rng, start, bsz), b, metainit_steps)
         # the first layer as one 2-D GEMM: a stacked (networks, width, w0) @ (w0, n) np.matmul runs
         # NumPy's own loop, not BLAS (27x slower, 61 % of the paper-size Fig. 1; issue 18,
         # benchmarks/bench_fig1_slice.py); same products up to rounding (~1e-16 relative)
@@ -561,7 +605,7 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, de
             hidden = np.empty((bsz, depth - 1, width, width))
             for l in range(2, depth + 1):
                 hidden[:, l - 2] = mats[l - 1]
-        s1, s2 = fused_relu_sums(y1, hidden, identity)
+        s1, s2 = fused_relu_sums(y1, hidden, identity, generic)
         lost = ((s2 == 0) & (s1 != 0)) | ((s2 > 0) & (s2 < _S2_MIN)) | ~np.isfinite(s2)
         if np.any(lost):
             layer = int(np.argmax(lost.any(axis=0))) + 1
