@@ -448,7 +448,7 @@ def _conv_rows(backend, full, seed):
         (12, 1, "both", "= dense Prop. 4.3"),
         (4, 3, "above", ">= dense Prop. 4.3 (conjecture)"),
     ):
-        sim = simulate_conv_moments(channels, k, n_pos, depth, n, rng=substream(seed, 42, k))
+        sim = simulate_conv_moments(channels, k, n_pos, depth, n, rng=substream(seed, 42, k), backend=backend)
         kap, se = _kappa_and_stderr(sim, depth)
         rows.append(
             Comparison(
@@ -488,7 +488,7 @@ def _residual_rows(backend, full, seed):
     width, depth = 8, 6
     n = 200_000 if full else 40_000
     rows = []
-    lin = simulate_residual_moments(width, depth, n, slope=1.0, rng=substream(seed, 40))
+    lin = simulate_residual_moments(width, depth, n, slope=1.0, rng=substream(seed, 40), backend=backend)
     th_lin = residual_moments(width, depth, slope=1.0)
     for l in (2, depth):
         m, se = mean_and_stderr(lin.m4[l])
@@ -500,7 +500,7 @@ def _residual_rows(backend, full, seed):
                 float(se),
             )
         )
-    relu = simulate_residual_moments(width, depth, n, slope=0.0, rng=substream(seed, 41))
+    relu = simulate_residual_moments(width, depth, n, slope=0.0, rng=substream(seed, 41), backend=backend)
     k, se = _kappa_and_stderr(relu, depth)
     rows.append(
         Comparison(

@@ -8,7 +8,9 @@ networks, only over layers and chunks. NumPy by default; ``backend=`` runs :func
 (:mod:`meanfield.backend`). On the NumPy backend the Fig. 1 simulator uses a fused Numba kernel
 instead (same weights, agreement to 1e-12 tested); MetaInit (:func:`metainit_weights`) optimises on
 the host with NumPy and hands its weights to the backend. :func:`simulate_residual_moments` and
-:func:`simulate_conv_moments` are fused Numba kernels: CPU only, no ``backend``. Weights are drawn by :func:`meanfield.init.dense_weights` and
+:func:`simulate_conv_moments` take ``backend`` too (batched products on the backend; on NumPy the
+``numpy.einsum`` order of earlier releases, so their numbers are unchanged). Weights are drawn by
+:func:`meanfield.init.dense_weights` and
 :func:`meanfield.init.gsm` (the library's one sampler and looks-linear construction), the leaky
 ReLU is :func:`meanfield.activations.get_activation` ``("leaky_relu", slope=a)`` evaluated on the
 backend (:func:`~meanfield.validation.simulators.activation_fn`).
@@ -40,7 +42,7 @@ from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
 from meanfield.init import WEIGHT_LAWS, dense_weights, gsm, he_sigma_w2, metainit, zero_weights
 
 from ..runner import progress
-from ._common import MAX_ELEMENTS, activation_fn, check_elements, check_work
+from ._common import MAX_ELEMENTS, activation_fn, check_elements, check_work, spawned_generators
 
 __all__ = [
     "FIG1_INITS",
@@ -634,8 +636,26 @@ class MomentSimulation(Result):
     m22: np.ndarray
 
 
+def _record_moments(out, l, s, y2, m, xp):
+    """``out[:, l, s:s+b]`` = mean ``y^2``, mean ``y^4`` and the mean over distinct pairs of ``y_i^2 y_j^2``
+    of the per-network squares ``y2`` (shape ``(b, m)``), reduced on the backend, finished on the host."""
+    tot = to_numpy(xp.sum(y2, axis=1))
+    sq = to_numpy(xp.sum(y2 * y2, axis=1))
+    b = tot.shape[0]
+    out[0, l, s : s + b] = tot / m
+    out[1, l, s : s + b] = sq / m
+    out[2, l, s : s + b] = (tot * tot - sq) / (m * (m - 1))
+
+
 def simulate_residual_moments(
-    width: int, depth: int, n_networks: int, slope: float = 0.0, *, residual: bool = True, rng=None
+    width: int,
+    depth: int,
+    n_networks: int,
+    slope: float = 0.0,
+    *,
+    residual: bool = True,
+    rng=None,
+    backend: str | Backend = "numpy",
 ) -> MomentSimulation:
     """Moments of ``y' = y + W phi_a(y)`` (or ``W phi_a(y)``) with He Gaussian weights, by simulation.
 
@@ -653,6 +673,11 @@ def simulate_residual_moments(
         Skip connection or not.
     rng : None, int, SeedSequence or numpy.random.Generator
         Chunks of networks draw from children spawned off it.
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`): each chunk's inputs and weights are drawn
+        by the backend's Generator on the chunk's child stream and the layers run there as batched
+        matrix-vector products (NumPy: ``numpy.einsum``, the reference order; elsewhere
+        ``xp.matmul``). NumPy and ``array_api_strict`` draw the same numbers; the result is NumPy.
 
     Returns
     -------
@@ -664,6 +689,8 @@ def simulate_residual_moments(
         Arguments out of range; non-finite signals.
     TypeError
         Bools, complex numbers, strings.
+    ImportError
+        A ``backend`` whose package is not installed.
 
     Notes
     -----
@@ -677,24 +704,25 @@ def simulate_residual_moments(
     if not isinstance(residual, bool):
         raise TypeError(f"residual must be a bool, got {residual!r}")
     gen = check_rng(rng)
+    be = get_backend(backend)
+    xp = be.xp
     sd = math.sqrt(2.0 / (w * (1.0 + a * a)))
     out = np.empty((3, depth + 1, n))
     chunk = max(1, 2**22 // (w * w))
     starts = list(range(0, n, chunk))
-    for seq, s in zip(gen.spawn(len(starts)), starts):
-        g = seq
+    for g, s in zip(spawned_generators(gen, len(starts), be), starts):
         b = min(chunk, n - s)
         y = g.standard_normal((b, w))
         for l in range(depth + 1):
             if l > 0:
-                phi = np.where(y > 0, y, a * y)
-                u = np.einsum("bij,bj->bi", g.standard_normal((b, w, w)) * sd, phi)
+                phi = xp.where(y > 0, y, a * y)
+                weights = g.standard_normal((b, w, w)) * sd
+                if be.name == "numpy":  # the reference summation order (results of earlier releases)
+                    u = np.einsum("bij,bj->bi", weights, phi)
+                else:
+                    u = xp.matmul(weights, phi[..., None])[..., 0]
                 y = y + u if residual else u
-            y2 = y * y
-            tot = y2.sum(1)
-            out[0, l, s : s + b] = tot / w
-            out[1, l, s : s + b] = (y2 * y2).sum(1) / w
-            out[2, l, s : s + b] = (tot * tot - (y2 * y2).sum(1)) / (w * (w - 1))
+            _record_moments(out, l, s, y * y, w, xp)
         if not np.all(np.isfinite(out[:, :, s : s + b])):
             raise ValueError("the simulated signals leave float64: use a smaller depth")
     return MomentSimulation(s2=out[0], m4=out[1], m22=out[2])
@@ -709,6 +737,7 @@ def simulate_conv_moments(
     slope: float = 0.0,
     *,
     rng=None,
+    backend: str | Backend = "numpy",
 ) -> MomentSimulation:
     """Moments of a 1-D periodic convolutional leaky-ReLU network with He Gaussian kernels, by simulation.
 
@@ -727,6 +756,12 @@ def simulate_conv_moments(
     slope : float
         Negative slope ``a`` (finite).
     rng : None, int, SeedSequence or numpy.random.Generator
+        Chunks of networks draw from children spawned off it.
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`): kernels and inputs drawn by its Generator,
+        each layer one batched product of the kernels with the ``kernel_size`` rolled copies of the
+        signal (NumPy: ``numpy.einsum``, the reference order; elsewhere ``xp.matmul``). NumPy and
+        ``array_api_strict`` draw the same numbers; the result is NumPy.
 
     Returns
     -------
@@ -737,6 +772,8 @@ def simulate_conv_moments(
     ------
     ValueError, TypeError
         Arguments out of range or of the wrong type; non-finite signals.
+    ImportError
+        A ``backend`` whose package is not installed.
 
     Notes
     -----
@@ -758,26 +795,26 @@ def simulate_conv_moments(
     )
     a = check_scalar(slope, "slope")
     gen = check_rng(rng)
+    be = get_backend(backend)
+    xp = be.xp
     sd = math.sqrt(2.0 / (c * k * (1.0 + a * a)))
     m = c * n_pos
     out = np.empty((3, depth + 1, n))
     chunk = max(1, 2**22 // (c * k * n_pos + c * c * k))
     starts = list(range(0, n, chunk))
-    for g, s in zip(gen.spawn(len(starts)), starts):
+    for g, s in zip(spawned_generators(gen, len(starts), be), starts):
         b = min(chunk, n - s)
         y = g.standard_normal((b, c, n_pos))
         for l in range(depth + 1):
             if l > 0:
-                phi = np.where(y > 0, y, a * y)
-                shifted = np.stack([np.roll(phi, -beta, axis=2) for beta in range(k)], axis=2)
+                phi = xp.where(y > 0, y, a * y)
+                shifted = xp.stack([xp.roll(phi, -beta, axis=2) for beta in range(k)], axis=2)  # (b, c, k, n)
                 w = g.standard_normal((b, c, c, k)) * sd
-                y = np.einsum("bijk,bjkn->bin", w, shifted)
-            y2 = (y * y).reshape(b, m)
-            tot = y2.sum(1)
-            sq = (y2 * y2).sum(1)
-            out[0, l, s : s + b] = tot / m
-            out[1, l, s : s + b] = sq / m
-            out[2, l, s : s + b] = (tot * tot - sq) / (m * (m - 1))
+                if be.name == "numpy":  # the reference summation order (results of earlier releases)
+                    y = np.einsum("bijk,bjkn->bin", w, shifted)
+                else:  # (b, c_out, c_in k) @ (b, c_in k, n)
+                    y = xp.matmul(xp.reshape(w, (b, c, c * k)), xp.reshape(shifted, (b, c * k, n_pos)))
+            _record_moments(out, l, s, xp.reshape(y * y, (b, m)), m, xp)
         if not np.all(np.isfinite(out[:, :, s : s + b])):
             raise ValueError("the simulated signals leave float64: use a smaller depth")
     return MomentSimulation(s2=out[0], m4=out[1], m22=out[2])
