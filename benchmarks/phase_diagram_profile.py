@@ -13,6 +13,9 @@ pairs); each compiles or loads its kernels, then times the 100 x 100 grid (best 
 Printed: wall and CPU time of each run, the CPU ratio per pair, the load average, and the largest
 change of q*, c*, chi_1, chi_c between the two versions' grids (against ``RESULT_TOL``, and per
 point against the rounding bound amplified by the c-map's conditioning, see :func:`_accuracy`).
+``--cold`` adds, for each version, ``--rounds`` first calls of ``phase_diagram`` in fresh processes
+with empty Numba caches (``NUMBA_CACHE_DIR`` a new temporary directory), alternating: the CPU time
+of compilation.
 
 Without ``--against`` it prints, in one run (so the ratios are comparable on a loaded machine), wall and CPU time (best of
 ``--repeat``; CPU time of the process, all threads) of
@@ -92,7 +95,28 @@ def _accuracy(ref, new):
     return rel, ratio
 
 
-def _compare(against, rounds, repeat):
+def _cold(versions, rounds):
+    """CPU time of the first ``phase_diagram`` call with an empty Numba cache, alternating versions."""
+    code = (
+        "import time; from meanfield import dense; t = time.process_time(); "
+        "dense.phase_diagram('tanh', [1.0, 2.0], [0.0, 0.1]); print(time.process_time() - t)"
+    )
+    cpu = {label: [] for label, _ in versions}
+    for _ in range(rounds):
+        for label, path in versions:
+            with tempfile.TemporaryDirectory() as cache:
+                env = dict(os.environ, PYTHONPATH=path, NUMBA_CACHE_DIR=cache)
+                res = subprocess.run([sys.executable, "-c", code], env=env, cwd=cache, capture_output=True, text=True)
+                if res.returncode != 0:
+                    print(f"{label} cold child failed:", res.stderr[-800:])
+                    return
+                cpu[label].append(float(res.stdout.split()[-1]))
+    for label, _ in versions:
+        print(f"cold compile CPU s, {label}: {sorted(round(v, 2) for v in cpu[label])}")
+    print(f"load average after the cold runs: {os.getloadavg()}")
+
+
+def _compare(against, rounds, repeat, cold=False):
     here = Path(__file__).resolve()
     versions = (("against", str(Path(against).resolve())), ("this checkout", str(here.parents[1])))
     print(f"load average at start: {os.getloadavg()}; cores: {os.cpu_count()}")
@@ -131,6 +155,8 @@ def _compare(against, rounds, repeat):
             f"{f:<7} max rel. change {d:.2e} (RESULT_TOL {RESULT_TOL:.0e}: {verdict}); nan/inf pattern same: {same}; bit-identical: {100 * frac:.1f} %"
         )
     print(f"c*: largest |change| / (rounding bound amplified by 1 / |chi_c - 1|): {ratio:.2e} (<= 1 expected)")
+    if cold:
+        _cold(versions, rounds)
     return 0
 
 
@@ -139,11 +165,12 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--against", metavar="DIR", help="directory holding another version's meanfield package")
     p.add_argument("--rounds", type=int, default=3, help="alternating pairs of runs with --against")
+    p.add_argument("--cold", action="store_true", help="with --against: also the cold compile, alternating")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--grid-child", metavar="OUT", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.against:
-        return _compare(args.against, args.rounds, args.repeat)
+        return _compare(args.against, args.rounds, args.repeat, args.cold)
     if args.grid_child:
         dense.phase_diagram("tanh", SW[:3], SB[:3])  # compile / load the cache
         t, pd = _best(lambda: dense.phase_diagram("tanh", SW, SB), args.repeat)
