@@ -88,6 +88,7 @@ from ._logscale import (
     propagate_kernel,
     unscale,
 )
+from ._tanh_fused import tanh_pair_moments, tanh_variance_moments
 from .activations import (
     ABS,
     COS,
@@ -98,6 +99,7 @@ from .activations import (
     SIN,
     SOFTPLUS,
     SWISH,
+    TANH,
     asymptotic_slope,
     call_user,
     evaluate_call,
@@ -713,6 +715,11 @@ def _g(code, a, sw, sb, q, z, w, cf, ex):
             val = (0.5 * sw - 1.0) * q + sb + sw * excess_value(code, a, o0, q, z, w)
             slope = (0.5 * sw - 1.0) + sw * excess_value(code, a, o1, q, z, w)
             return val, slope
+    if z is not None:  # quadrature families only (pruned at compile time for the closed-form ones)
+        if code == TANH:  # both integrals in one pass, bit-identical (meanfield._tanh_fused)
+            e, d = tanh_variance_moments(q, z, w)
+            if not math.isnan(e):
+                return sw * e + sb - q, sw * d - 1.0
     val = sw * _e1(code, a, o0, o0, q, z, w, cf) + sb - q
     slope = sw * _dq(code, a, q, z, w, cf) - 1.0
     return val, slope
@@ -826,10 +833,17 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, cf, c0=0.0):
     c = c0 if 0.0 <= c0 < 1.0 else 0.0
     nc = c
     for _ in range(200):
-        h = (sw * _e2(code, a, o0, o0, q, q, c, z, w, cf) + sb) / q - c
+        m0 = math.nan
+        m1 = math.nan
+        if code == TANH:  # both integrals of the step in one pass, no tanh per node (issue 18)
+            m0, m1 = tanh_pair_moments(q, c, z, w)
+        if math.isnan(m0):  # other activations, or a rule tanh_pair_moments leaves to pair_quadrature
+            m0 = _e2(code, a, o0, o0, q, q, c, z, w, cf)
+            m1 = _e2(code, a, o1, o1, q, q, c, z, w, cf)
+        h = (sw * m0 + sb) / q - c
         if h == 0.0:
             return c, math.nan
-        dh = sw * _e2(code, a, o1, o1, q, q, c, z, w, cf) - 1.0
+        dh = sw * m1 - 1.0
         one_minus = 1.0 - c
         big_h = h / one_minus
         if big_h > 0.0:
