@@ -87,6 +87,7 @@ from .activations import (
     LINEAR,
     RELU,
     SELU,
+    SIGMOID,
     SIN,
     SOFTPLUS,
     SWISH,
@@ -860,22 +861,97 @@ def excess_value(code, a, which, q, z, w):
     return acc
 
 
-@numba.njit(cache=True)
-def _pair_kernel(code, a, d1, d2, q1, q2, c, z, w, out):
-    for k in range(out.size):
-        out[k] = pair_value(code, a, d1, d2, q1[k], q2[k], c[k], z, w)
+#: Built-ins with no closed form at any derivative order or argument: :func:`_closed_pair`,
+#: :func:`_closed_single` and :func:`_closed_variance_derivative` are NaN for them everywhere, so
+#: their kernels compile the quadrature alone. Every other built-in has closed forms (NaN only at
+#: some derivative orders: erf's ``(0, 2)``, ...), so its kernels compile the closed forms alone
+#: and the NaN entries are redone by quadrature (:func:`family_rule`, :func:`run_by_family`).
+QUADRATURE_ONLY = (TANH, SIGMOID, SOFTPLUS, SWISH)
+
+
+def family_rule(act: Activation, degree: int) -> tuple:
+    """``(z, w, cf)`` of the first pass of a family-split kernel (issue 18: cold start).
+
+    A family-split kernel takes the quadrature rule ``z, w`` and a flag ``cf``, each either an
+    array / int or ``None``, and evaluates ``v = closed form if cf is not None`` then ``quadrature
+    if z is not None and v is NaN`` -- the operations of :func:`pair_value` / :func:`single_value`
+    / :func:`variance_derivative_value`. Numba prunes, at compile time, the branch of an argument
+    typed ``None``, so the kernel compiles one family only:
+
+    * ``QUADRATURE_ONLY`` built-ins: ``(z, w, None)`` -- no closed forms compiled (they would all
+      be NaN);
+    * every other built-in: ``(None, None, 0)`` -- no quadrature compiled; an entry whose closed
+      form is NaN (no closed form at that order or argument) must be redone with
+      ``(z, w, None)``, which is what :func:`pair_value` would have returned there
+      (:func:`run_by_family` does both passes).
+
+    The numbers are therefore those of the kernels with both families, bit for bit
+    (``benchmarks/cold_start_hashes.py``).
+    """
+    z, w = kernel_rule(degree)
+    if act.code in QUADRATURE_ONLY:
+        return z, w, None
+    return None, None, 0
+
+
+def run_by_family(kernel, act: Activation, degree: int, args: tuple, out: np.ndarray) -> np.ndarray:
+    """Fill ``out`` (1-D) with ``kernel(code, param, *args, z, w, cf, out)`` split by family.
+
+    ``args`` are scalars and 1-D arrays of ``out``'s length (the per-entry inputs). The first pass
+    uses :func:`family_rule`; for a closed-form family the entries left NaN are recomputed by a
+    quadrature-only pass on those entries alone (the fallback of :func:`pair_value`).
+    """
+    z, w, cf = family_rule(act, degree)
+    kernel(act.code, act.param, *args, z, w, cf, out)
+    if z is None:
+        redo = np.flatnonzero(np.isnan(out))
+        if redo.size:
+            zq, wq = kernel_rule(degree)
+            sub = tuple(np.ascontiguousarray(x[redo]) if isinstance(x, np.ndarray) else x for x in args)
+            part = np.empty(redo.size)
+            kernel(act.code, act.param, *sub, zq, wq, None, part)
+            out[redo] = part
+    return out
+
+
+# The kernels of the public wrappers, family-split (see family_rule): a kernel that compiles the
+# closed forms and the quadrature costs ~2x the compile time of either (issue 18).
 
 
 @numba.njit(cache=True)
-def _single_kernel(code, a, d1, d2, q, z, w, out):
+def _pair_kernel(code, a, d1, d2, q1, q2, c, z, w, cf, out):
     for k in range(out.size):
-        out[k] = single_value(code, a, d1, d2, q[k], z, w)
+        v = math.nan
+        if cf is not None:
+            v = _closed_pair(code, a, d1, d2, q1[k], q2[k], c[k])
+        if z is not None:
+            if math.isnan(v):
+                v = pair_quadrature(code, a, d1, d2, q1[k], q2[k], c[k], z, w)
+        out[k] = v
 
 
 @numba.njit(cache=True)
-def _variance_derivative_kernel(code, a, q, z, w, out):
+def _single_kernel(code, a, d1, d2, q, z, w, cf, out):
     for k in range(out.size):
-        out[k] = variance_derivative_value(code, a, q[k], z, w)
+        v = math.nan
+        if cf is not None:
+            v = _closed_single(code, a, d1, d2, q[k])
+        if z is not None:
+            if math.isnan(v):
+                v = single_quadrature(code, a, d1, d2, q[k], z, w)
+        out[k] = v
+
+
+@numba.njit(cache=True)
+def _variance_derivative_kernel(code, a, q, z, w, cf, out):
+    for k in range(out.size):
+        v = math.nan
+        if cf is not None:
+            v = _closed_variance_derivative(code, a, q[k])
+        if z is not None:
+            if math.isnan(v):
+                v = variance_derivative_quadrature(code, a, q[k], z, w)
+        out[k] = v
 
 
 # ----------------------------------------------------------------------------------------------
@@ -965,8 +1041,7 @@ def expectation(
     flat = np.ascontiguousarray(qa.reshape(-1))
     z, w = kernel_rule(degree)
     if act.is_builtin:
-        out = np.empty_like(flat)
-        _single_kernel(act.code, act.param, d1, d2, flat, z, w, out)
+        out = run_by_family(_single_kernel, act, degree, (d1, d2, flat), np.empty_like(flat))
     else:
         out = np.empty_like(flat)
         for k, qk in enumerate(flat):
@@ -1044,8 +1119,7 @@ def pair_expectation(
     f1, f2, fc = (np.ascontiguousarray(x.reshape(-1)) for x in (b1, b2, bc))
     z, w = kernel_rule(degree)
     if act.is_builtin:
-        out = np.empty_like(f1)
-        _pair_kernel(act.code, act.param, d1, d2, f1, f2, fc, z, w, out)
+        out = run_by_family(_pair_kernel, act, degree, (d1, d2, f1, f2, fc), np.empty_like(f1))
     else:
         with np.errstate(over="ignore", invalid="ignore"):
             out = _custom_pair(act, d1, d2, f1, f2, fc, z, w)
@@ -1125,7 +1199,7 @@ def variance_derivative(
     z, w = kernel_rule(degree)
     out = np.empty_like(flat)
     if act.is_builtin:
-        _variance_derivative_kernel(act.code, act.param, flat, z, w, out)
+        run_by_family(_variance_derivative_kernel, act, degree, (flat,), out)
     else:
         for k, qk in enumerate(flat):
             if qk == 0.0:
