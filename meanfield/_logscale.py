@@ -41,8 +41,8 @@ from .activations import (
 )
 from .gaussian import (
     acos_terms,
-    closed_pair_value,
-    closed_single_value,
+    closed_pair_by,
+    closed_single_by,
     family_rule,
     kernel_rule,
     pair_expectation,
@@ -106,7 +106,7 @@ def cov_map_one(code, a, d, sw, sb, cov, z, w, cf, out):
         qi = max(cov[i, i], 0.0)
         v = math.nan
         if cf is not None:
-            v = closed_single_value(code, a, d, d, qi)
+            v = closed_single_by(cf, code, a, d, d, qi)
         if z is not None:
             if math.isnan(v):
                 v = single_quadrature(code, a, d, d, qi, z, w)
@@ -117,7 +117,7 @@ def cov_map_one(code, a, d, sw, sb, cov, z, w, cf, out):
             cij = correlation(cov[i, j], si, math.sqrt(qj))
             v = math.nan
             if cf is not None:
-                v = closed_pair_value(code, a, d, d, qi, qj, cij)
+                v = closed_pair_by(cf, code, a, d, d, qi, qj, cij)
             if z is not None:
                 if math.isnan(v):
                     v = pair_quadrature(code, a, d, d, qi, qj, cij, z, w)
@@ -169,7 +169,7 @@ def c_map_one(code, a, cov, z, w, cf, out):
         qi = max(cov[i, i], 0.0)
         v = math.nan
         if cf is not None:
-            v = closed_single_value(code, a, o0, o0, qi)
+            v = closed_single_by(cf, code, a, o0, o0, qi)
         if z is not None:
             if math.isnan(v):
                 v = single_quadrature(code, a, o0, o0, qi, z, w)
@@ -180,7 +180,7 @@ def c_map_one(code, a, cov, z, w, cf, out):
             cij = correlation(cov[i, j], si, math.sqrt(qj))
             v = math.nan
             if cf is not None:
-                v = closed_pair_value(code, a, o0, o0, qi, qj, cij)
+                v = closed_pair_by(cf, code, a, o0, o0, qi, qj, cij)
             if z is not None:
                 if math.isnan(v):
                     v = pair_quadrature(code, a, o0, o0, qi, qj, cij, z, w)
@@ -377,7 +377,8 @@ def kernel_rule_for(act, degree):
     """``(z, w, cf)`` for :func:`c_map_one` / :func:`cov_map_one` / :func:`scaled_step` / :func:`propagate_kernel`.
 
     :func:`meanfield.gaussian.family_rule` (one classification for every family-split kernel):
-    closed-form activations get ``(None, None, 0)`` (the quadrature is not compiled), the
+    closed-form activations get ``(None, None, cf)`` (the quadrature is not compiled, and ``cf``'s
+    type selects the closed forms of the activation's family only), the
     quadrature-only ones ``(z, w, None)`` (the closed forms are not compiled). The same numbers
     either way; the first call of ``dense.propagate`` compiles about half as much (issue 18,
     benchmarks/bench_cold_start.py). A closed-form result that is not finite (where
