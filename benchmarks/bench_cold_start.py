@@ -46,6 +46,8 @@ ENTRY_POINTS = {
     "dense.propagate(erf)": ("from meanfield import dense", "dense.propagate(cov, 'erf', 1.5, 0.05, 5)"),
     "dense.propagate(softplus)": ("from meanfield import dense", "dense.propagate(cov, 'softplus', 1.5, 0.05, 5)"),
     "dense.fixed_point": ("from meanfield import dense", "dense.fixed_point('tanh', 1.5, 0.05)"),
+    "dense.fixed_point(erf)": ("from meanfield import dense", "dense.fixed_point('erf', 1.5, 0.05)"),
+    "dense.covariance_map(erf)": ("from meanfield import dense", "dense.covariance_map(cov, 'erf', 1.5, 0.05)"),
     "dense.phase_diagram": ("from meanfield import dense", "dense.phase_diagram('tanh', [1.0, 2.0], [0.0, 0.1])"),
     "dense.critical_sigma_w2": ("from meanfield import dense", "dense.critical_sigma_w2('tanh', 0.05)"),
     "dense.backward_variance": ("from meanfield import dense", "dense.backward_variance(1.0, 'tanh', 1.5, 0.05, 5)"),
