@@ -1193,7 +1193,8 @@ def phase_diagram(
 
     Notes
     -----
-    In-process the rows run on Numba's threads. Inside ``with meanfield.parallel.using(...)``
+    In-process blocks of rows run on ``numba.get_num_threads()`` threads (a GIL-free compiled
+    kernel; ``NUMBA_NUM_THREADS`` sets the count). Inside ``with meanfield.parallel.using(...)``
     (local processes, a Dask cluster; the CLI's ``--workers`` / ``--scheduler``) blocks of
     ``PHASE_ROWS_PER_TASK`` (8) rows of the ``sigma_w2`` grid are the tasks; the result is the
     same bit for bit.
