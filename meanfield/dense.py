@@ -107,9 +107,10 @@ from .activations import (
 )
 from .gaussian import (
     DEFAULT_DEGREE,
-    closed_pair_value,
-    closed_single_value,
-    closed_variance_derivative_value,
+    closed_flag,
+    closed_pair_by,
+    closed_single_by,
+    closed_variance_derivative_by,
     excess_value,
     expectation,
     kernel_rule,
@@ -653,10 +654,10 @@ def _fp_rule(act, degree):
     z, w = kernel_rule(degree)
     ex = 0 if act.code in (SOFTPLUS, SWISH, GELU) else None
     if act.code in _FP_CLOSED:
-        return None, None, 0, ex
+        return None, None, closed_flag(act), ex  # only the family's closed forms (gaussian.family_rule)
     if act.code in QUADRATURE_C_MAP:
         return z, w, None, ex
-    return z, w, 0, ex
+    return z, w, closed_flag(act), ex
 
 
 def _fp_full_rule(act, degree):
@@ -670,7 +671,7 @@ def _e1(code, a, d1, d2, q, z, w, cf):
     """:func:`meanfield.gaussian.single_value` with the branches chosen by type (see :func:`_fp_rule`)."""
     v = math.nan
     if cf is not None:
-        v = closed_single_value(code, a, d1, d2, q)
+        v = closed_single_by(cf, code, a, d1, d2, q)
     if z is not None:
         if math.isnan(v):
             v = single_quadrature(code, a, d1, d2, q, z, w)
@@ -682,7 +683,7 @@ def _e2(code, a, d1, d2, q1, q2, c, z, w, cf):
     """:func:`meanfield.gaussian.pair_value` with the branches chosen by type (see :func:`_fp_rule`)."""
     v = math.nan
     if cf is not None:
-        v = closed_pair_value(code, a, d1, d2, q1, q2, c)
+        v = closed_pair_by(cf, code, a, d1, d2, q1, q2, c)
     if z is not None:
         if math.isnan(v):
             v = pair_quadrature(code, a, d1, d2, q1, q2, c, z, w)
@@ -694,7 +695,7 @@ def _dq(code, a, q, z, w, cf):
     """:func:`meanfield.gaussian.variance_derivative_value` with the branches chosen by type."""
     v = math.nan
     if cf is not None:
-        v = closed_variance_derivative_value(code, a, q)
+        v = closed_variance_derivative_by(cf, code, a, q)
     if z is not None:
         if math.isnan(v):
             v = variance_derivative_quadrature(code, a, q, z, w)
@@ -910,15 +911,45 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, cf, ex, out, c0=0.0)
     out[5] = frozen
 
 
-@numba.njit(cache=True, parallel=True)
-def _phase_kernel(code, a, homogeneous, sw_grid, sb_grid, z, w, cf, ex, out):
-    # rows in parallel; along a row, c* is warm-started from the previous column's (Newton then
-    # needs ~3 pair integrals instead of ~15 from c = 0)
-    for i in numba.prange(sw_grid.size):
+@numba.njit(cache=True, nogil=True)
+def _phase_rows(code, a, homogeneous, sw_grid, sb_grid, z, w, cf, ex, out):
+    """A block of rows of the phase diagram (releases the GIL: :func:`_phase_kernel` runs blocks on threads)."""
+    # along a row, c* is warm-started from the previous column's (Newton then needs ~3 pair
+    # integrals instead of ~15 from c = 0)
+    for i in range(sw_grid.size):
         c_prev = 0.0
         for j in range(sb_grid.size):
             _fixed_point_values(code, a, homogeneous, sw_grid[i], sb_grid[j], z, w, cf, ex, out[i, j], c_prev)
             c_prev = out[i, j, 1] if math.isfinite(out[i, j, 1]) else 0.0
+
+
+#: Blocks of rows per thread of :func:`_phase_kernel` (load balance: rows differ in cost).
+PHASE_BLOCKS_PER_THREAD = 4
+
+
+def _phase_kernel(code, a, homogeneous, sw_grid, sb_grid, z, w, cf, ex, out):
+    """Rows of the phase diagram in parallel: blocks of rows of the serial, GIL-free kernel
+    :func:`_phase_rows` on ``numba.get_num_threads()`` Python threads.
+
+    Not a ``parallel=True`` parfor: compiling the parfor cost ~2 s of a cold ``phase_diagram``
+    (issue 18), while the block kernel compiles as a plain loop around :func:`_fixed_point_values`
+    (which ``fixed_point`` has compiled already in most processes). Each row is computed as before
+    (c* warm-started along sigma_b2 only), so the result is the same bit for bit.
+    """
+    threads = min(numba.get_num_threads(), sw_grid.size)
+    if threads <= 1:
+        _phase_rows(code, a, homogeneous, sw_grid, sb_grid, z, w, cf, ex, out)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    edges = np.linspace(0, sw_grid.size, min(sw_grid.size, PHASE_BLOCKS_PER_THREAD * threads) + 1).astype(int)
+
+    def block(k):
+        lo, hi = edges[k], edges[k + 1]
+        _phase_rows(code, a, homogeneous, sw_grid[lo:hi], sb_grid, z, w, cf, ex, out[lo:hi])
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(block, range(edges.size - 1)))
 
 
 def _depth_scale(chi):
@@ -1162,7 +1193,8 @@ def phase_diagram(
 
     Notes
     -----
-    In-process the rows run on Numba's threads. Inside ``with meanfield.parallel.using(...)``
+    In-process blocks of rows run on ``numba.get_num_threads()`` threads (a GIL-free compiled
+    kernel; ``NUMBA_NUM_THREADS`` sets the count). Inside ``with meanfield.parallel.using(...)``
     (local processes, a Dask cluster; the CLI's ``--workers`` / ``--scheduler``) blocks of
     ``PHASE_ROWS_PER_TASK`` (8) rows of the ``sigma_w2`` grid are the tasks; the result is the
     same bit for bit.
