@@ -24,6 +24,22 @@ from meanfield.backend import available_backends
 X = np.random.default_rng(0).standard_normal((3, 64))
 POOL = np.random.default_rng(1).standard_normal((64, 32))
 DATA = np.random.default_rng(2).standard_normal((128, 16))
+X2D = np.random.default_rng(3).standard_normal((2, 6, 6, 3))
+XLL = np.random.default_rng(4).standard_normal((8, 8, 8, 16))
+X1D = np.random.default_rng(5).standard_normal((2, 8, 4))
+
+
+def _conv_pair_moments(*args, **kwargs):
+    from meanfield.validation.kurtosis_conv import conv_pair_moments
+
+    return conv_pair_moments(*args, **kwargs)
+
+
+def _simulate_multi_input(*args, **kwargs):
+    from meanfield.validation.conv_inputs import simulate_multi_input
+
+    return simulate_multi_input(*args, **kwargs)
+
 
 #: name -> callable(backend): one simulator call of a size that takes ~0.1-1 s on NumPy
 CASES = {
@@ -54,6 +70,20 @@ CASES = {
     "empirical_variances": lambda b: S.empirical_variances(
         DATA, "he", 50, 32, 64, backend=b, rng=0, dtype="float64", engine="blas"
     ),
+    # ported in issue 18 item 3 (branch backend-port)
+    "residual_moments": lambda b: S.simulate_residual_moments(64, 10, 1500, 0.0, backend=b, rng=0),
+    "conv_moments": lambda b: S.simulate_conv_moments(8, 3, 32, 6, 4000, backend=b, rng=0),
+    "conv_pair_moments": lambda b: _conv_pair_moments(20_000, rng=0, backend=b),
+    "conv2d_jacobian": lambda b: S.conv2d_jacobian_singular_values(
+        "tanh", 1.05, 0.01, 6, 8, (6, 6), 4, "orthogonal", q=0.5, backend=b, rng=0
+    ),
+    "cnn_ntk_2d": lambda b: S.empirical_periodic_cnn_ntk(
+        X2D, "tanh", 1.5, 0.05, np.full((3, 3), 1 / 9), 2, 32, 8, position=(2, 2), backend=b, rng=0
+    ),
+    "looks_linear": lambda b: S.looks_linear_delta_orthogonal_forward(XLL, 50, 32, (3, 3), rng=0, backend=b),
+    "multi_input": lambda b: _simulate_multi_input(
+        X1D, "tanh", 1.8, 0.05, (0.25, 0.5, 0.25), 3, 64, 40, rng=0, backend=b
+    ),
 }
 
 
@@ -72,21 +102,28 @@ def main() -> None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
         print(f"torch {torch.__version__} on {device}, {torch.get_num_threads()} thread(s)")
     print(f"backends: {', '.join(backends)}; median of {args.repeats} alternating rounds after a warm-up call")
+    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())} (CPU time in brackets)")
     header = f"{'simulator':<22}" + "".join(f"{b + ' s':>12}" for b in backends)
     print(header + "".join(f"{b + '/numpy':>14}" for b in backends[1:]))
     for name in args.only or CASES:
         f = CASES[name]
         times = {b: [] for b in backends}
+        cpu = {b: [] for b in backends}
         for b in backends:
             f(b)  # warm-up: Numba compilation, torch kernels
         for _ in range(args.repeats):
             for b in backends:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 f(b)
                 times[b].append(time.perf_counter() - t0)
+                cpu[b].append(time.process_time() - c0)
         med = {b: statistics.median(t) for b, t in times.items()}
+        med_cpu = {b: statistics.median(t) for b, t in cpu.items()}
         row = f"{name:<22}" + "".join(f"{med[b]:>12.3f}" for b in backends)
-        print(row + "".join(f"{med[b] / med['numpy']:>14.2f}" for b in backends[1:]), flush=True)
+        row += "".join(f"{med[b] / med['numpy']:>14.2f}" for b in backends[1:])
+        cpu_ratios = "".join(f" {med_cpu[b] / max(med_cpu['numpy'], 1e-9):.2f}" for b in backends[1:])
+        print(row + f"   [cpu s: {' '.join(f'{med_cpu[b]:.3f}' for b in backends)}; ratio{cpu_ratios}]", flush=True)
+    print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,10 @@
 """First-call (compile) time of every public entry point that reaches Numba, cold and warm cache.
 
-Run ``python benchmarks/bench_cold_start.py [NAME ...]`` (names: the first column below; none = all).
+Run ``python benchmarks/bench_cold_start.py [NAME ...]`` (names: the first column below; none = all)
+from outside the source tree (e.g. ``cd /tmp``: ``python -c`` puts the current directory first on
+``sys.path``). ``--against PATH`` runs every entry point for another tree as well
+(``PYTHONPATH=PATH``, e.g. a ``git archive`` of ``main``), interleaved with this one entry by
+entry, and prints the ratio of the cold CPU times (this / other).
 
 For each entry point three fresh Python processes run the same call:
 
@@ -42,6 +46,8 @@ ENTRY_POINTS = {
     "dense.propagate(erf)": ("from meanfield import dense", "dense.propagate(cov, 'erf', 1.5, 0.05, 5)"),
     "dense.propagate(softplus)": ("from meanfield import dense", "dense.propagate(cov, 'softplus', 1.5, 0.05, 5)"),
     "dense.fixed_point": ("from meanfield import dense", "dense.fixed_point('tanh', 1.5, 0.05)"),
+    "dense.fixed_point(erf)": ("from meanfield import dense", "dense.fixed_point('erf', 1.5, 0.05)"),
+    "dense.covariance_map(erf)": ("from meanfield import dense", "dense.covariance_map(cov, 'erf', 1.5, 0.05)"),
     "dense.phase_diagram": ("from meanfield import dense", "dense.phase_diagram('tanh', [1.0, 2.0], [0.0, 0.1])"),
     "dense.critical_sigma_w2": ("from meanfield import dense", "dense.critical_sigma_w2('tanh', 0.05)"),
     "dense.backward_variance": ("from meanfield import dense", "dense.backward_variance(1.0, 'tanh', 1.5, 0.05, 5)"),
@@ -79,22 +85,64 @@ print(json.dumps([_t1 - _t0, _t2 - _t1, _c1 - _c0]))
 """
 
 
-def _run(name: str, cache: str) -> tuple[float, float, float]:
+def _run(name: str, cache: str, pythonpath: str | None = None) -> tuple[float, float, float]:
     setup, call = ENTRY_POINTS[name]
     env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-    out = subprocess.run(
-        [sys.executable, "-c", _TEMPLATE.format(setup=setup, call=call)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    with tempfile.TemporaryDirectory() as cwd:  # an empty directory: sys.path[0] shadows neither tree
+        out = subprocess.run(
+            [sys.executable, "-c", _TEMPLATE.format(setup=setup, call=call)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=cwd,
+        )
     if out.returncode:
         raise RuntimeError(f"{name} failed:\n{out.stderr[-2000:]}")
     first, second, cpu = json.loads(out.stdout.strip().splitlines()[-1])
     return first, second, cpu
 
 
+def _measure(name: str, pythonpath: str | None = None) -> tuple[float, float, float, float, float]:
+    """(cold wall, cold CPU, warm wall, warm CPU, steady) of one entry point in fresh processes."""
+    with tempfile.TemporaryDirectory() as cache:
+        cold, _, cold_cpu = _run(name, cache, pythonpath)
+        warm, steady, warm_cpu = _run(name, cache, pythonpath)
+    return cold, cold_cpu, warm, warm_cpu, steady
+
+
+def main_against(names: list[str], other: str) -> None:
+    """This tree and ``other`` (PYTHONPATH) entry by entry, the other first, then this one."""
+    other = os.path.abspath(other)
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; other tree: PYTHONPATH={other}")
+    print(
+        f"{'entry point':<28s} {'other: cold CPU':>15s} {'this: cold CPU':>14s} {'ratio':>6s} "
+        f"{'other warm':>10s} {'this warm':>9s} {'this cold wall':>14s} {'load':>5s}  (CPU seconds)"
+    )
+    for name in names:
+        load = os.getloadavg()[0]
+        theirs = _measure(name, other)
+        mine = _measure(name, None)
+        flag = "" if mine[1] <= 5.0 and mine[3] <= 0.5 else "  <-- over target"
+        print(
+            f"{name:<28s} {theirs[1]:15.2f} {mine[1]:14.2f} {mine[1] / theirs[1]:6.2f} {theirs[3]:10.3f} "
+            f"{mine[3]:9.3f} {mine[0]:14.2f} {load:5.1f}{flag}",
+            flush=True,
+        )
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+
+
 def main(names: list[str]) -> None:
+    if "--against" in names:
+        i = names.index("--against")
+        other = names[i + 1]
+        names = names[:i] + names[i + 2 :]
+        unknown = sorted(set(names) - set(ENTRY_POINTS))
+        if unknown:
+            raise SystemExit(f"unknown entry points {unknown}; known: {sorted(ENTRY_POINTS)}")
+        main_against(names or list(ENTRY_POINTS), other)
+        return
     names = names or list(ENTRY_POINTS)
     unknown = sorted(set(names) - set(ENTRY_POINTS))
     if unknown:
@@ -106,9 +154,7 @@ def main(names: list[str]) -> None:
     )
     worst = [0.0, 0.0]
     for name in names:
-        with tempfile.TemporaryDirectory() as cache:
-            cold, _, cold_cpu = _run(name, cache)
-            warm, steady, warm_cpu = _run(name, cache)
+        cold, cold_cpu, warm, warm_cpu, steady = _measure(name)
         worst = [max(worst[0], cold_cpu), max(worst[1], warm_cpu)]
         flag = "" if cold_cpu <= 5.0 and warm_cpu <= 0.5 else "  <-- over target"
         print(f"{name:<30s} {cold:9.2f} {cold_cpu:9.2f} {warm:9.3f} {warm_cpu:9.3f} {steady:9.4f}{flag}", flush=True)

@@ -1,13 +1,17 @@
-"""Compile-event profile of a cold ``dense.fixed_point`` call (issue 18: which kernels cost compile time).
+"""Compile-event profile of a cold first call (issue 18: which kernels cost compile time).
 
 Run with an empty Numba cache, e.g. ``NUMBA_CACHE_DIR=$(mktemp -d) python
-benchmarks/compile_profile.py tanh``: prints the CPU time of the first call and, per compiled
-function, the self and inclusive wall time of its compilation events (``numba.core.event``).
+benchmarks/compile_profile.py tanh`` (a cold ``dense.fixed_point`` of that activation), or with an
+entry-point name of ``benchmarks/bench_cold_start.py`` (``NUMBA_CACHE_DIR=$(mktemp -d) python
+benchmarks/compile_profile.py "dense.propagate(erf)"``): prints the CPU time of the first call and,
+per compiled function, the self and inclusive wall time of its compilation events
+(``numba.core.event``).
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import sys
 import time
 
@@ -16,10 +20,31 @@ import numba.core.event as ev
 from meanfield import dense
 
 
-def main(activation: str = "tanh") -> None:
+def _call(what: str):
+    """A zero-argument callable: an entry point of bench_cold_start.py, else fixed_point(what, ...)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_cold_start import ENTRY_POINTS
+
+    sys.path.pop(0)
+    if what not in ENTRY_POINTS:
+        return lambda: dense.fixed_point(what, 1.5, 0.05)
+    import numpy as np
+
+    setup, call = ENTRY_POINTS[what]
+    scope = {
+        "np": np,
+        "x1": np.linspace(-2.0, 2.0, 5),
+        "cov": np.array([[1.0, 0.3, 0.1], [0.3, 0.8, 0.2], [0.1, 0.2, 1.2]]),
+    }
+    exec(setup, scope)
+    return lambda: exec(call, scope)
+
+
+def main(what: str = "tanh") -> None:
+    call = _call(what)
     t0 = time.process_time()
     with ev.install_recorder("numba:compile") as rec:
-        dense.fixed_point(activation, 1.5, 0.05)
+        call()
     total = time.process_time() - t0
     stack, incl, self_t = [], collections.Counter(), collections.Counter()
     for ts, e in rec.buffer:

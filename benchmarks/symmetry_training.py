@@ -10,16 +10,23 @@ Prints, in one run, the ratios behind three choices of the trainer:
    a width-8, 4-layer net on 128 inputs (measured: about equal after warm-up, ratio 0.9);
 3. ``torch.linalg.eigvalsh`` on one thread against ``numpy.linalg.eigvalsh`` for that Hessian;
 
+4. the Hessians of a whole trained ensemble at once (``skip_ensemble_hessians(method="exact")``,
+   the closed structure the trainer uses since issue 15) against per-network forward-over-reverse
+   autodiff (``method="autodiff"``, the previous path), per Hessian, CPU and wall time, interleaved
+   (A B A B ...) in one run, with the largest difference of the two (float64 rounding) and of the
+   degenerate fractions they give;
+
 and the wall time of one default-size training run (the unit of the Orhan figures' cost), and of the
 validation row's unit with and without its exact Hessians (the cost behind the row's power decision).
 Both runs go through the project's one training engine (``train_ensemble`` with ``SkipNet``).
 
-    python benchmarks/symmetry_training.py [--repeats 20]
+    python benchmarks/symmetry_training.py [--repeats 20] [--members 32]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -50,7 +57,10 @@ def _mlp_loss(p, x, y):
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--members", type=int, default=32, help="ensemble size of the batched-Hessian comparison")
     args = p.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs")
+    batched_hessians(args.members, max(2, args.repeats // 10))
     rng = np.random.default_rng(0)
     x = torch.tensor(rng.standard_normal((500, 64)), dtype=torch.float32)
     y = torch.tensor(rng.integers(0, 10, 500))
@@ -127,6 +137,44 @@ def main() -> None:
         f"validation unit (8 networks, width 8, 4 layers, 300 steps): training {t_train:.1f} s, with 4 Hessians per "
         f"network {t_hess:.1f} s; ratio {t_hess / t_train:.1f}; {1e3 * (t_hess - t_train) / 32:.0f} ms per Hessian"
     )
+
+
+def batched_hessians(members: int, rounds: int) -> None:
+    """Per-Hessian time of the all-members closed-structure Hessian vs per-network autodiff (item 4)."""
+    from meanfield.landscape import degenerate_fraction
+
+    d = load_digits(standardized=True)
+    x, y = d.x[:1297], d.y[:1297]
+    res = {}
+    for arch in ("plain", "hyper_residual"):
+        # the validation row's networks (width 8, 4 hidden layers: 288 hidden parameters), part-trained
+        res[arch] = T.train_skip_ensemble(
+            arch, x, y, n_members=members, width=8, depth=4, steps=100, lr=5e-3, batch=256, record_every=100, rng=0
+        )
+    xh, yh = x[:128], y[:128]
+    for arch, r in res.items():
+        T.skip_ensemble_hessians(r, xh[:8], yh[:8], method="exact")  # warm-up of both paths
+        T.skip_ensemble_hessians(r, xh[:8], yh[:8], method="autodiff")
+        cpu = {"exact": 0.0, "autodiff": 0.0}
+        wall = dict(cpu)
+        h = {}
+        for _ in range(rounds):
+            for method in ("exact", "autodiff"):
+                c, w = time.process_time(), time.perf_counter()
+                h[method] = T.skip_ensemble_hessians(r, xh, yh, method=method)
+                cpu[method] += time.process_time() - c
+                wall[method] += time.perf_counter() - w
+        n = rounds * members
+        diff = np.abs(h["exact"] - h["autodiff"]).max() / np.abs(h["autodiff"]).max()
+        frac = {m: [degenerate_fraction(ev) for ev in np.linalg.eigvalsh(v)] for m, v in h.items()}
+        same = np.array_equal(frac["exact"], frac["autodiff"])
+        print(
+            f"Hessian of {arch} nets (288 parameters, 128 inputs, {members} members, {rounds} interleaved rounds): "
+            f"per Hessian, exact all-members {1e3 * cpu['exact'] / n:.1f} ms CPU ({1e3 * wall['exact'] / n:.1f} ms "
+            f"wall); per-network autodiff {1e3 * cpu['autodiff'] / n:.1f} ms CPU ({1e3 * wall['autodiff'] / n:.1f} ms "
+            f"wall); CPU ratio {cpu['autodiff'] / cpu['exact']:.1f}, wall ratio {wall['autodiff'] / wall['exact']:.1f}; "
+            f"max |difference| / max |H| = {diff:.1e}; degenerate fractions identical: {same}"
+        )
 
 
 if __name__ == "__main__":

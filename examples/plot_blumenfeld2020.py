@@ -84,3 +84,7 @@ show(blumenfeld2020.fig_8)
 # %%
 # ``blumenfeld2020.fig_11`` (analogue of Fig. 11 (digits, small ConstNet, train_ensemble)): Distribution over seeds of the final test accuracy of every ConstNet variant of :func:`table_3`.
 show(blumenfeld2020.fig_11)
+
+# %%
+# ``blumenfeld2020.fig_4`` (analogue of Fig. 4 (digits, small ConstNet)): ``1 - C_f`` and ``1 - C_b`` per group of a '0'-initialised ConstNet with 1 % dropout (groups derived from the network: Sec. 4.2).
+show(blumenfeld2020.fig_4)

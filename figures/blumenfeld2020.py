@@ -16,6 +16,9 @@ units or channels on 8 x 8 images, far too small for a GPU to help.
   noise, and deterministic (Fig. 3 analogue).
 - ``fig_6``: ``1 - C_f``, ``1 - C_b``, ``1 - C_t`` of every convolution of the '0'-initialised
   ConstNet with 1 % dropout over training (Fig. 6 analogue).
+- ``fig_4``: the same run's ``1 - C_f`` and ``1 - C_b`` averaged per group of Sec. 4.2 (groups derived
+  by :func:`meanfield.validation.symmetric_nets.constnet_groups`), with the exact group test of
+  :mod:`meanfield.validation.symmetry_groups` (Fig. 4 analogue).
 - ``fig_9``: symmetry-breaking perturbation ratio of the forward features, layer by layer, of
   LeakyNets with mixed identity / averaging layers during training with relative gradient noise
   1e-6 (a model of non-deterministic rounding; Fig. 9 analogue); ``fig_10`` the same for the
@@ -1633,3 +1636,164 @@ __all__ += [
 FIGURES.update(
     {"table_2": table_2, "table_3": table_3, "table_4": table_4, "fig_7": fig_7, "fig_8": fig_8, "fig_11": fig_11}
 )
+
+
+# --------------------------------------------------------------------------------------------------
+# Fig. 4: group behaviour of the early symmetry breaking (Sec. 4.2), from the runs of Figs. 3 and 6
+# --------------------------------------------------------------------------------------------------
+
+
+def _group_mean(arr, members):
+    """Geometric mean over ``members`` (columns) of ``1 - C`` at every step; 0 where a member is exactly 0."""
+    cols = arr[:, members]
+    out = np.zeros(cols.shape[0])
+    pos = np.all(cols > 0, axis=1)
+    out[pos] = 10.0 ** np.mean(np.log10(cols[pos]), axis=1)
+    return out
+
+
+@figure(paper=PAPER, figure="analogue of Fig. 4 (digits, small ConstNet)", honours_backend=False)
+def fig_4(out_dir, *, size, backend, seed):
+    """Group behaviour of the early symmetry breaking: ``1 - C_f`` and ``1 - C_b`` per group of a ConstNet.
+
+    The '0'-initialised ConstNet with 1 % dropout of :func:`fig_3` and :func:`fig_6` (the same
+    cached runs: no extra training when those figures ran in the same process). Groups (Sec. 4.2,
+    Fig. 6's caption) are derived from the network by
+    :func:`meanfield.validation.symmetric_nets.constnet_groups`: a tensor's forward group is the
+    stage whose summed stream its output joins, its backward group the stage its input comes from;
+    one group per hidden width. Left: the geometric mean over each group's 3 x 3 convolutions of
+    ``1 - C_f`` (solid) and ``1 - C_b`` (dashed), one colour per group (the paper's Fig. 4);
+    right: the individual 3 x 3 convolutions, coloured by group. Log scale; exact zeros in the grey
+    band whose tick reads "0". The 1 x 1 widening skips are left out, as in the statistic of
+    :mod:`meanfield.validation.symmetry_groups` (Fig. 6's caption: they fluctuate), whose exact
+    permutation test the title reports for this one run.
+
+    Notes
+    -----
+    Seed 000, Sec. 4.2, Fig. 4 (and Fig. 6's caption for the groups). The paper: CIFAR-10, the first
+    3 epochs of 391 SGD steps; here 8 x 8 digits, full-batch gradient descent (one step = one epoch).
+    """
+    from meanfield.validation.symmetric_nets import ConstNetSpec, constnet_groups
+    from meanfield.validation.symmetry_groups import P_THRESHOLD, constnet_group_series
+
+    runs, sz = _constnet_runs(size, seed)
+    variant = "'0' init, 1% dropout"
+    rec = runs[variant]
+    groups = constnet_groups(ConstNetSpec(widths=CONSTNET_WIDTHS, blocks_per_stage=CONSTNET_BLOCKS))
+    if list(groups.tensors) != list(rec.names):
+        raise RuntimeError("fig_4: the ConstNet groups do not match the tensors of the cached runs")
+    steps = np.arange(sz["steps"] + 1)
+    conv3 = [j for j, k in enumerate(groups.kernel_size) if k > 1]
+    fwd = [[j for j in conv3 if groups.forward[j] == g] for g in range(groups.n_groups)]
+    bwd = [[j for j in conv3 if groups.backward[j] == g] for g in range(groups.n_groups)]
+    gf = np.stack([_group_mean(rec.one_minus_cf, m) for m in fwd])
+    gb = np.stack([_group_mean(rec.one_minus_cb, m) if m else np.full(steps.size, np.nan) for m in bwd])
+    series = constnet_group_series(groups, rec.one_minus_cf, rec.one_minus_cb)
+    sep, sep_f, sep_b = series.separation(), series.separation("forward"), series.separation("backward")
+    names = [f"group {g + 1} ({w}-channel stage)" for g, w in enumerate(CONSTNET_WIDTHS)]
+    colors = plt.get_cmap("tab10").colors
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.0), sharey=True)
+    shown = [rec.one_minus_cf[:, conv3], rec.one_minus_cb[:, [j for j in conv3 if groups.backward[j] >= 0]]]
+    floor = zero_floor(*shown)
+    for g in range(groups.n_groups):
+        plot_with_zeros(axes[0], steps, gf[g], floor, color=colors[g], label=f"{names[g]}: $1 - C_f$")
+        if bwd[g]:
+            plot_with_zeros(axes[0], steps, gb[g], floor, color=colors[g], ls="--", label=f"{names[g]}: $1 - C_b$")
+        for j in fwd[g]:
+            plot_with_zeros(axes[1], steps, rec.one_minus_cf[:, j], floor, color=colors[g], lw=1.0, alpha=0.85)
+        for j in bwd[g]:
+            plot_with_zeros(axes[1], steps, rec.one_minus_cb[:, j], floor, color=colors[g], lw=1.0, ls="--", alpha=0.85)
+    for ax in axes:
+        zero_band(ax, floor, *shown, top=2.0)
+        ax.set_xlabel("full-batch gradient step (= epoch)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0].set_ylabel("$1 - C$ (geometric mean over the group's 3x3 convolutions)")
+    axes[1].set_ylabel("$1 - C$ of each 3x3 convolution")
+    axes[0].set_title("per group: forward (solid), backward (dashed)", fontsize=9)
+    members = "; ".join(
+        f"group {g + 1}: " + ", ".join(_tensor_label(groups.tensors[j]).split(" (")[0] for j in fwd[g])
+        for g in range(groups.n_groups)
+    )
+    axes[1].set_title(
+        "each convolution, coloured by its group (forward group for $C_f$,\n"
+        "backward group = the stage its input comes from, for $C_b$)",
+        fontsize=9,
+    )
+    axes[0].legend(fontsize=7, loc="lower right")
+    if sep is None:
+        verdict = f"only {series.steps.size} steps with every 1 - C > 0: too few for the group test"
+    else:
+
+        def words(r):
+            return "close within groups" if r.ratio < 0.5 else "spread within a group about as much as between groups"
+
+        verdict = (
+            f"within-group / between-group RMS distance of log10(1 - C) R = {sep.ratio:.2f}, exact permutation "
+            f"p = {sep.p_value:.3f} ({'groups separate' if sep.p_value <= P_THRESHOLD else 'no significant grouping'}"
+            f" at {P_THRESHOLD:g}; {series.steps.size} steps, one network)\nbackward correlations alone: R = {sep_b.ratio:.2f}, "
+            f"{words(sep_b)}; forward correlations alone: R = {sep_f.ratio:.2f}, {words(sep_f)}"
+        )
+    fig.suptitle(
+        f"{PAPER}, analogue of Fig. 4: early symmetry breaking is group dependent; '0'-initialised ConstNet, "
+        f"1% dropout\nstages of {', '.join(map(str, CONSTNET_WIDTHS))} channels; full-batch gradient descent "
+        f"(learning rate {CONSTNET_LR:g}) on {sz['n_images']} 8x8 digits, {sz['steps']} steps (the paper: "
+        f"CIFAR-10, 3 epochs of 391 steps)\n{verdict}",
+        fontsize=9,
+    )
+    fig.text(0.5, 0.01, f"forward groups of the 3x3 convolutions: {members}", ha="center", fontsize=7)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    data = {
+        "step": steps,
+        "group": names,
+        "group_width": list(CONSTNET_WIDTHS),
+        "one_minus_C_f_group": gf,
+        "one_minus_C_b_group": gb,
+        "tensor": list(groups.tensors),
+        "tensor_label": [_tensor_label(n) for n in groups.tensors],
+        "forward_group": list(groups.forward),
+        "backward_group": list(groups.backward),
+        "kernel_size": list(groups.kernel_size),
+        "one_minus_C_f": rec.one_minus_cf,
+        "one_minus_C_b": rec.one_minus_cb,
+        "test_steps_used": series.steps,
+        "ratio_within_between": math.nan if sep is None else sep.ratio,
+        "p_value": math.nan if sep is None else sep.p_value,
+        "ratio_forward_only": math.nan if sep is None else sep_f.ratio,
+        "ratio_backward_only": math.nan if sep is None else sep_b.ratio,
+    }
+    return save_declared(
+        fig_4,
+        fig,
+        out_dir,
+        "blumenfeld2020_fig_4",
+        data,
+        seed=seed,
+        size=size,
+        backend=backend,
+        params={**_constnet_params(sz), "variant": variant},
+        axes={
+            "one_minus_C_f_group": ["group", "step"],
+            "one_minus_C_b_group": ["group", "step"],
+            "one_minus_C_f": ["step", "tensor"],
+            "one_minus_C_b": ["step", "tensor"],
+        },
+        units={
+            "one_minus_C_f_group": "geometric mean over the group's 3x3 convolutions of 1 - C_f (eq. 5); 0 when a member is 0",
+            "one_minus_C_b_group": "geometric mean over the backward group's 3x3 convolutions of 1 - C_b (eq. 6)",
+            "one_minus_C_f": "1 - C_f of every convolution, dimensionless",
+            "one_minus_C_b": "1 - C_b; 0 by convention for the input conv (one input channel)",
+            "forward_group": "index into group: the stage whose summed stream the tensor's output joins",
+            "backward_group": "index into group: the stage its input comes from; -1 = the input data",
+            "kernel_size": "spatial kernel size (1: widening skip, not in the group means)",
+            "test_steps_used": "steps at which every 3x3 1 - C is > 0 (those of the permutation test)",
+            "ratio_within_between": "R of meanfield.validation.symmetry_groups.group_separation (dimensionless)",
+            "p_value": "exact permutation p-value of R (one network)",
+            "ratio_forward_only": "R of the C_f series alone (descriptive)",
+            "ratio_backward_only": "R of the C_b series alone (descriptive)",
+            "step": "full-batch gradient steps",
+        },
+    )
+
+
+__all__ += ["fig_4"]
+FIGURES.update({"fig_4": fig_4})

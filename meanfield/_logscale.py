@@ -41,15 +41,14 @@ from .activations import (
 )
 from .gaussian import (
     acos_terms,
-    closed_pair_value,
-    closed_single_value,
+    closed_pair_by,
+    closed_single_by,
+    family_rule,
     kernel_rule,
     pair_expectation,
     pair_quadrature,
-    pair_value,
     run_time_orders,
     single_quadrature,
-    single_value,
 )
 
 #: Variances below which the C-map is its linearisation at 0 to relative 1e-30 (propagation of
@@ -94,18 +93,35 @@ def correlation(cov_ab, sa, sb):
 
 
 @numba.njit(cache=True)
-def cov_map_one(code, a, d, sw, sb, cov, z, w, out):
-    """out = sw * E phi^(d)(h) phi^(d)(h)^T (+ sb if d == 0) for one covariance (h ~ N(0, cov))."""
+def cov_map_one(code, a, d, sw, sb, cov, z, w, cf, out):
+    """out = sw * E phi^(d)(h) phi^(d)(h)^T (+ sb if d == 0) for one covariance (h ~ N(0, cov)).
+
+    Family-split by the types of ``z`` and ``cf`` as :func:`c_map_one` (issue 18; see
+    :func:`kernel_rule_for`): with ``(None, None, 0)`` an entry without a closed form is NaN
+    and the caller redoes the matrix with :func:`full_rule`.
+    """
     dim = cov.shape[0]
     bias = sb if d == 0 else 0.0
     for i in range(dim):
         qi = max(cov[i, i], 0.0)
-        out[i, i] = sw * single_value(code, a, d, d, qi, z, w) + bias
+        v = math.nan
+        if cf is not None:
+            v = closed_single_by(cf, code, a, d, d, qi)
+        if z is not None:
+            if math.isnan(v):
+                v = single_quadrature(code, a, d, d, qi, z, w)
+        out[i, i] = sw * v + bias
         si = math.sqrt(qi)
         for j in range(i + 1, dim):
             qj = max(cov[j, j], 0.0)
             cij = correlation(cov[i, j], si, math.sqrt(qj))
-            v = sw * pair_value(code, a, d, d, qi, qj, cij, z, w) + bias
+            v = math.nan
+            if cf is not None:
+                v = closed_pair_by(cf, code, a, d, d, qi, qj, cij)
+            if z is not None:
+                if math.isnan(v):
+                    v = pair_quadrature(code, a, d, d, qi, qj, cij, z, w)
+            v = sw * v + bias
             out[i, j] = v
             out[j, i] = v
 
@@ -153,7 +169,7 @@ def c_map_one(code, a, cov, z, w, cf, out):
         qi = max(cov[i, i], 0.0)
         v = math.nan
         if cf is not None:
-            v = closed_single_value(code, a, o0, o0, qi)
+            v = closed_single_by(cf, code, a, o0, o0, qi)
         if z is not None:
             if math.isnan(v):
                 v = single_quadrature(code, a, o0, o0, qi, z, w)
@@ -164,7 +180,7 @@ def c_map_one(code, a, cov, z, w, cf, out):
             cij = correlation(cov[i, j], si, math.sqrt(qj))
             v = math.nan
             if cf is not None:
-                v = closed_pair_value(code, a, o0, o0, qi, qj, cij)
+                v = closed_pair_by(cf, code, a, o0, o0, qi, qj, cij)
             if z is not None:
                 if math.isnan(v):
                     v = pair_quadrature(code, a, o0, o0, qi, qj, cij, z, w)
@@ -173,10 +189,10 @@ def c_map_one(code, a, cov, z, w, cf, out):
 
 
 @numba.njit(cache=True)
-def cov_map_kernel(code, a, d, sw, sb, cov, z, w, out):
+def cov_map_kernel(code, a, d, sw, sb, cov, z, w, cf, out):
     """:func:`cov_map_one` for a stack of covariances."""
     for m in range(cov.shape[0]):
-        cov_map_one(code, a, d, sw, sb, cov[m], z, w, out[m])
+        cov_map_one(code, a, d, sw, sb, cov[m], z, w, cf, out[m])
 
 
 def map_stack(cov, act, d, sigma_w2, sigma_b2, degree):
@@ -185,7 +201,23 @@ def map_stack(cov, act, d, sigma_w2, sigma_b2, degree):
     z, w = kernel_rule(degree)
     if act.is_builtin:
         out = np.empty_like(stack)
-        cov_map_kernel(act.code, act.param, d, sigma_w2, sigma_b2, stack, z, w, out)
+        z, w, cf = kernel_rule_for(act, degree)  # one family compiled (issue 18)
+        cov_map_kernel(act.code, act.param, d, sigma_w2, sigma_b2, stack, z, w, cf, out)
+        if z is None:  # a closed form is NaN (none at this order): closed forms with the quadrature fallback
+            redo = np.flatnonzero(np.isnan(out).any(axis=(1, 2)))
+            if redo.size:
+                part = np.empty((redo.size,) + stack.shape[1:])
+                cov_map_kernel(
+                    act.code,
+                    act.param,
+                    d,
+                    sigma_w2,
+                    sigma_b2,
+                    np.ascontiguousarray(stack[redo]),
+                    *full_rule(degree),
+                    part,
+                )
+                out[redo] = part
     else:
         q = np.maximum(np.diagonal(stack, axis1=-2, axis2=-1), 0.0)
         s = np.sqrt(q)
@@ -342,21 +374,17 @@ def propagate_kernel(code, a, sw, sb, k0, log0, depth, z, w, cf, k_out, logs_out
 
 
 def kernel_rule_for(act, degree):
-    """``(z, w, cf)`` for :func:`c_map_one` / :func:`scaled_step` / :func:`propagate_kernel`.
+    """``(z, w, cf)`` for :func:`c_map_one` / :func:`cov_map_one` / :func:`scaled_step` / :func:`propagate_kernel`.
 
-    Closed-form activations get ``(None, None, 0)`` (the quadrature is not compiled), the
-    quadrature-only ones ``(z, w, None)`` (the closed forms are not compiled), any other
-    ``(z, w, 0)``: both (none today). The same numbers either way; the first call
-    of ``dense.propagate`` compiles about half as much (issue 18, benchmarks/bench_cold_start.py).
-    A closed-form result that is not finite (where ``pair_value`` would have tried quadrature) is
-    recomputed by the caller with :func:`full_rule`.
+    :func:`meanfield.gaussian.family_rule` (one classification for every family-split kernel):
+    closed-form activations get ``(None, None, cf)`` (the quadrature is not compiled, and ``cf``'s
+    type selects the closed forms of the activation's family only), the
+    quadrature-only ones ``(z, w, None)`` (the closed forms are not compiled). The same numbers
+    either way; the first call of ``dense.propagate`` compiles about half as much (issue 18,
+    benchmarks/bench_cold_start.py). A closed-form result that is not finite (where
+    ``pair_value`` would have tried quadrature) is recomputed by the caller with :func:`full_rule`.
     """
-    z, w = kernel_rule(degree)
-    if act.code in CLOSED_C_MAP:
-        return None, None, 0
-    if act.code in QUADRATURE_C_MAP:
-        return z, w, None
-    return z, w, 0
+    return family_rule(act, degree)
 
 
 def full_rule(degree):

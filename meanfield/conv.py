@@ -58,9 +58,20 @@ from ._checks import (
     check_probability_vector,
     check_scalar,
 )
+from ._fastpath import (
+    PROBABILITY_ATOL,
+    fast_start,
+    finish,
+    plain_matrix,
+    plain_vector,
+    probability_vector_fast,
+    trajectory_ok,
+)
 from ._logscale import (
     LOG_DBL_MAX,
     LOG_DBL_MIN,
+    MAX_DEPTH,
+    MAX_PROPAGATION_SIZE,
     check_depth,
     full_rule,
     kernel_rule_for,
@@ -410,6 +421,7 @@ def _propagate_kernel(code, a, sw, sb, depth, z, w, cf, index, weight, out, logs
     work = np.empty((p, p))
     mapped = np.empty((p, p))
     acc = np.empty(p * p)
+    flat = mapped.ravel()  # a view: the gather reads flat[i], not mapped[i // p, i % p] (two integer divisions)
     for layer in range(1, depth + 1):
         lm = scaled_step(code, a, sw, sb, out[layer - 1], logs[layer - 1], z, w, cf, tmp, mapped, work)
         if not math.isfinite(lm):
@@ -419,8 +431,7 @@ def _propagate_kernel(code, a, sw, sb, depth, z, w, cf, index, weight, out, logs
         for b in range(index.shape[0]):
             wb = weight[b]
             for e in range(p * p):
-                i = index[b, e]
-                acc[e] += wb * mapped[i // p, i % p]
+                acc[e] += wb * flat[index[b, e]]
         m = acc[0]
         for i in range(1, p):
             m = max(m, acc[i * p + i])
@@ -437,8 +448,42 @@ def _propagate_kernel(code, a, sw, sb, depth, z, w, cf, index, weight, out, logs
     return 0
 
 
+def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree):
+    """``(LogPropagation, validated cov0)`` on the fast path (``meanfield._fastpath``: a 1-D float64
+    ``v`` certified as a probability vector, ``shape`` None, the dense arguments certified), or None
+    where :func:`_general_propagate_log` must decide; the same kernel, so the same numbers (issue 18)."""
+    if shape is not None or not plain_vector(v) or not probability_vector_fast(v, PROBABILITY_ATOL):
+        return None
+    if not plain_matrix(cov0) or type(depth) is not int or not 0 <= depth <= MAX_DEPTH:
+        return None
+    p = cov0.shape[0]
+    if not 1 <= p <= MAX_POSITIONS or (depth + 1) * p * p > MAX_PROPAGATION_SIZE:
+        return None
+    out = np.empty((depth + 1, p, p))
+    start = fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree, k0=out[0])
+    if start is None:
+        return None
+    act, sym, _k0, log0, (z, w, cf), sw, sb = start
+    logs = np.empty(depth + 1)
+    logs[0] = log0
+    index, weight = _plan_arrays(v, (p,), +1)
+    if _propagate_kernel(act.code, act.param, sw, sb, depth, z, w, cf, index, weight, out, logs):
+        return None  # the general path retries with quadrature or raises
+    if not trajectory_ok(logs, out, math.inf):
+        return None
+    return dense.LogPropagation(log_scale=logs, normalized=out), sym
+
+
 def _propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree):
     """:func:`propagate_log` and the validated ``cov0`` (validated once per call: issue 18)."""
+    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
+    if fast is not None:
+        return fast
+    return _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
+
+
+def _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree):
+    """:func:`_propagate_log` for any arguments: every check, in the documented order."""
     act = get_activation(activation)
     v = _check_v(v)
     cov0 = check_covariance(cov0, "cov0", strict=True)
@@ -527,9 +572,23 @@ def propagate(
         represents them exactly.
     TypeError
         Complex or boolean arguments; arrays for the variances.
+
+    Notes
+    -----
+    With a writeable C-contiguous float64 ``cov0``, a 1-D float64 ``v``, ``shape=None``, float or
+    int variances and a built-in activation, the argument checks run in compiled code with the
+    same decisions and messages as the general checks (see :func:`meanfield.dense.propagate`;
+    docs/performance.md, issue 18).
     """
-    res, cov0 = _propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
-    out = unscale(res, "conv.propagate")
+    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
+    if fast is None:
+        res, cov0 = _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
+    else:
+        res, cov0 = fast
+        out = finish(res.log_scale, res.normalized, cov0)  # unscale's products in one compiled call
+        if out is not None:
+            return out
+    out = unscale(res, "conv.propagate")  # raises where a variance over- or underflows
     out[0] = cov0
     return out
 

@@ -67,6 +67,7 @@ from ._checks import (
     check_nonnegative_scalar,
     check_scalar,
 )
+from ._fastpath import fast_start, finish, trajectory_ok
 from ._logscale import (
     CLOSED_C_MAP,
     HOMOGENEOUS,
@@ -87,6 +88,7 @@ from ._logscale import (
     propagate_kernel,
     unscale,
 )
+from ._tanh_fused import tanh_pair_moments, tanh_variance_moments
 from .activations import (
     ABS,
     COS,
@@ -97,6 +99,7 @@ from .activations import (
     SIN,
     SOFTPLUS,
     SWISH,
+    TANH,
     asymptotic_slope,
     call_user,
     evaluate_call,
@@ -104,9 +107,10 @@ from .activations import (
 )
 from .gaussian import (
     DEFAULT_DEGREE,
-    closed_pair_value,
-    closed_single_value,
-    closed_variance_derivative_value,
+    closed_flag,
+    closed_pair_by,
+    closed_single_by,
+    closed_variance_derivative_by,
     excess_value,
     expectation,
     kernel_rule,
@@ -464,8 +468,32 @@ class LogPropagation:
         return replace(self, **changes)
 
 
+def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
+    """``(LogPropagation, validated cov0)`` on the fast path (``meanfield._fastpath``), or None where
+    the general path :func:`_propagate_log` must decide: it certifies the arguments in one compiled
+    call and runs the same kernel, so the result is the same where it answers (issue 18)."""
+    start = fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    if start is None:
+        return None
+    act, sym, k0, log0, (z, w, cf), sw, sb = start
+    k_out = np.empty((depth + 1,) + k0.shape)
+    logs = np.empty(depth + 1)
+    propagate_kernel(act.code, act.param, sw, sb, k0, log0, depth, z, w, cf, k_out, logs)
+    if not trajectory_ok(logs, k_out, math.inf):  # the general path retries with quadrature or raises
+        return None
+    return LogPropagation(log_scale=logs, normalized=k_out), sym
+
+
 def _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     """propagate_log and the validated cov0."""
+    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    if fast is not None:
+        return fast
+    return _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+
+
+def _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
+    """:func:`_propagate_log` for any arguments: every check, in the documented order."""
     act = _act(activation)
     _require_builtin(act, "propagate")
     cov0 = check_covariance(cov0, "cov0", strict=True)
@@ -574,6 +602,14 @@ def propagate(
     TypeError
         Complex or boolean arguments; arrays for the variances.
 
+    Notes
+    -----
+    Seed 003, eq. 2.5 iterated (the C-map of Poole et al. 2016, eqs. 3-5). With a writeable
+    C-contiguous float64 ``cov0``, float or int variances and a built-in activation, the argument
+    checks run in one compiled call (a Cholesky certificate of positive semi-definiteness; the same
+    accept/reject decisions and messages as the general checks, which decide whatever it cannot
+    certify) and the call costs ~6 us more than its kernel (docs/performance.md, issue 18).
+
     Examples
     --------
     >>> import numpy as np
@@ -581,8 +617,15 @@ def propagate(
     >>> traj.shape
     (51, 2, 2)
     """
-    res, cov0 = _propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
-    out = unscale(res, "propagate")
+    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    if fast is None:
+        res, cov0 = _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    else:
+        res, cov0 = fast
+        out = finish(res.log_scale, res.normalized, cov0)  # unscale's products in one compiled call
+        if out is not None:
+            return out
+    out = unscale(res, "propagate")  # raises where a variance over- or underflows
     out[0] = cov0  # exactly the input, not exp(log m) * (cov0 / m)
     return out
 
@@ -611,10 +654,10 @@ def _fp_rule(act, degree):
     z, w = kernel_rule(degree)
     ex = 0 if act.code in (SOFTPLUS, SWISH, GELU) else None
     if act.code in _FP_CLOSED:
-        return None, None, 0, ex
+        return None, None, closed_flag(act), ex  # only the family's closed forms (gaussian.family_rule)
     if act.code in QUADRATURE_C_MAP:
         return z, w, None, ex
-    return z, w, 0, ex
+    return z, w, closed_flag(act), ex
 
 
 def _fp_full_rule(act, degree):
@@ -628,7 +671,7 @@ def _e1(code, a, d1, d2, q, z, w, cf):
     """:func:`meanfield.gaussian.single_value` with the branches chosen by type (see :func:`_fp_rule`)."""
     v = math.nan
     if cf is not None:
-        v = closed_single_value(code, a, d1, d2, q)
+        v = closed_single_by(cf, code, a, d1, d2, q)
     if z is not None:
         if math.isnan(v):
             v = single_quadrature(code, a, d1, d2, q, z, w)
@@ -640,7 +683,7 @@ def _e2(code, a, d1, d2, q1, q2, c, z, w, cf):
     """:func:`meanfield.gaussian.pair_value` with the branches chosen by type (see :func:`_fp_rule`)."""
     v = math.nan
     if cf is not None:
-        v = closed_pair_value(code, a, d1, d2, q1, q2, c)
+        v = closed_pair_by(cf, code, a, d1, d2, q1, q2, c)
     if z is not None:
         if math.isnan(v):
             v = pair_quadrature(code, a, d1, d2, q1, q2, c, z, w)
@@ -652,7 +695,7 @@ def _dq(code, a, q, z, w, cf):
     """:func:`meanfield.gaussian.variance_derivative_value` with the branches chosen by type."""
     v = math.nan
     if cf is not None:
-        v = closed_variance_derivative_value(code, a, q)
+        v = closed_variance_derivative_by(cf, code, a, q)
     if z is not None:
         if math.isnan(v):
             v = variance_derivative_quadrature(code, a, q, z, w)
@@ -673,6 +716,11 @@ def _g(code, a, sw, sb, q, z, w, cf, ex):
             val = (0.5 * sw - 1.0) * q + sb + sw * excess_value(code, a, o0, q, z, w)
             slope = (0.5 * sw - 1.0) + sw * excess_value(code, a, o1, q, z, w)
             return val, slope
+    if z is not None:  # quadrature families only (pruned at compile time for the closed-form ones)
+        if code == TANH:  # both integrals in one pass, bit-identical (meanfield._tanh_fused)
+            e, d = tanh_variance_moments(q, z, w)
+            if not math.isnan(e):
+                return sw * e + sb - q, sw * d - 1.0
     val = sw * _e1(code, a, o0, o0, q, z, w, cf) + sb - q
     slope = sw * _dq(code, a, q, z, w, cf) - 1.0
     return val, slope
@@ -786,10 +834,17 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, cf, c0=0.0):
     c = c0 if 0.0 <= c0 < 1.0 else 0.0
     nc = c
     for _ in range(200):
-        h = (sw * _e2(code, a, o0, o0, q, q, c, z, w, cf) + sb) / q - c
+        m0 = math.nan
+        m1 = math.nan
+        if code == TANH:  # both integrals of the step in one pass, no tanh per node (issue 18)
+            m0, m1 = tanh_pair_moments(q, c, z, w)
+        if math.isnan(m0):  # other activations, or a rule tanh_pair_moments leaves to pair_quadrature
+            m0 = _e2(code, a, o0, o0, q, q, c, z, w, cf)
+            m1 = _e2(code, a, o1, o1, q, q, c, z, w, cf)
+        h = (sw * m0 + sb) / q - c
         if h == 0.0:
             return c, math.nan
-        dh = sw * _e2(code, a, o1, o1, q, q, c, z, w, cf) - 1.0
+        dh = sw * m1 - 1.0
         one_minus = 1.0 - c
         big_h = h / one_minus
         if big_h > 0.0:
@@ -856,15 +911,45 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, cf, ex, out, c0=0.0)
     out[5] = frozen
 
 
-@numba.njit(cache=True, parallel=True)
-def _phase_kernel(code, a, homogeneous, sw_grid, sb_grid, z, w, cf, ex, out):
-    # rows in parallel; along a row, c* is warm-started from the previous column's (Newton then
-    # needs ~3 pair integrals instead of ~15 from c = 0)
-    for i in numba.prange(sw_grid.size):
+@numba.njit(cache=True, nogil=True)
+def _phase_rows(code, a, homogeneous, sw_grid, sb_grid, z, w, cf, ex, out):
+    """A block of rows of the phase diagram (releases the GIL: :func:`_phase_kernel` runs blocks on threads)."""
+    # along a row, c* is warm-started from the previous column's (Newton then needs ~3 pair
+    # integrals instead of ~15 from c = 0)
+    for i in range(sw_grid.size):
         c_prev = 0.0
         for j in range(sb_grid.size):
             _fixed_point_values(code, a, homogeneous, sw_grid[i], sb_grid[j], z, w, cf, ex, out[i, j], c_prev)
             c_prev = out[i, j, 1] if math.isfinite(out[i, j, 1]) else 0.0
+
+
+#: Blocks of rows per thread of :func:`_phase_kernel` (load balance: rows differ in cost).
+PHASE_BLOCKS_PER_THREAD = 4
+
+
+def _phase_kernel(code, a, homogeneous, sw_grid, sb_grid, z, w, cf, ex, out):
+    """Rows of the phase diagram in parallel: blocks of rows of the serial, GIL-free kernel
+    :func:`_phase_rows` on ``numba.get_num_threads()`` Python threads.
+
+    Not a ``parallel=True`` parfor: compiling the parfor cost ~2 s of a cold ``phase_diagram``
+    (issue 18), while the block kernel compiles as a plain loop around :func:`_fixed_point_values`
+    (which ``fixed_point`` has compiled already in most processes). Each row is computed as before
+    (c* warm-started along sigma_b2 only), so the result is the same bit for bit.
+    """
+    threads = min(numba.get_num_threads(), sw_grid.size)
+    if threads <= 1:
+        _phase_rows(code, a, homogeneous, sw_grid, sb_grid, z, w, cf, ex, out)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    edges = np.linspace(0, sw_grid.size, min(sw_grid.size, PHASE_BLOCKS_PER_THREAD * threads) + 1).astype(int)
+
+    def block(k):
+        lo, hi = edges[k], edges[k + 1]
+        _phase_rows(code, a, homogeneous, sw_grid[lo:hi], sb_grid, z, w, cf, ex, out[lo:hi])
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(block, range(edges.size - 1)))
 
 
 def _depth_scale(chi):
@@ -1108,7 +1193,8 @@ def phase_diagram(
 
     Notes
     -----
-    In-process the rows run on Numba's threads. Inside ``with meanfield.parallel.using(...)``
+    In-process blocks of rows run on ``numba.get_num_threads()`` threads (a GIL-free compiled
+    kernel; ``NUMBA_NUM_THREADS`` sets the count). Inside ``with meanfield.parallel.using(...)``
     (local processes, a Dask cluster; the CLI's ``--workers`` / ``--scheduler``) blocks of
     ``PHASE_ROWS_PER_TASK`` (8) rows of the ``sigma_w2`` grid are the tasks; the result is the
     same bit for bit.

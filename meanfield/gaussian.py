@@ -73,6 +73,8 @@ from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 from numpy.typing import ArrayLike
 from scipy.special import roots_hermitenorm
 
@@ -87,6 +89,7 @@ from .activations import (
     LINEAR,
     RELU,
     SELU,
+    SIGMOID,
     SIN,
     SOFTPLUS,
     SWISH,
@@ -286,6 +289,12 @@ def _closed_pair(code, a, d1, d2, q1, q2, c):
     """E phi^(d1)(u1) phi^(d2)(u2) in closed form, or NaN."""
     if code >= SIN or code == GELU:  # issue-17 closed forms (meanfield.closed_forms)
         return pair_closed(code, a, d1, d2, q1, q2, c)
+    return _core_closed_pair(code, a, d1, d2, q1, q2, c)
+
+
+@numba.njit(cache=True)
+def _core_closed_pair(code, a, d1, d2, q1, q2, c):
+    """:func:`_closed_pair` of the core closed-form built-ins (linear, relu, leaky_relu, erf, hard_tanh)."""
     if d1 > d2:  # symmetric in the two slots after swapping (q1, d1) <-> (q2, d2)
         d1, d2 = d2, d1
         q1, q2 = q2, q1
@@ -332,6 +341,12 @@ def _closed_single(code, a, d1, d2, q):
     """E phi^(d1)(u) phi^(d2)(u), u ~ N(0, q), in closed form, or NaN."""
     if code >= SIN or code == GELU:
         return single_closed(code, a, d1, d2, q)
+    return _core_closed_single(code, a, d1, d2, q)
+
+
+@numba.njit(cache=True)
+def _core_closed_single(code, a, d1, d2, q):
+    """:func:`_closed_single` of the core closed-form built-ins."""
     if code == ERF:
         if d1 + d2 == 0:
             return (2.0 / math.pi) * math.asin(2.0 * q / (1.0 + 2.0 * q))
@@ -351,7 +366,7 @@ def _closed_single(code, a, d1, d2, q):
             return math.erf(a * _SQRT_HALF)
         # E min(u^2, 1) = q E[z^2 1{|z| < a}] + P(|z| >= a)
         return q * _clipped_second_moment(a) + math.erfc(a * _SQRT_HALF)
-    return _closed_pair(code, a, d1, d2, q, q, 1.0)
+    return _core_closed_pair(code, a, d1, d2, q, q, 1.0)
 
 
 @numba.njit(cache=True)
@@ -359,6 +374,12 @@ def _closed_variance_derivative(code, a, q):
     """d/dq E phi(sqrt(q) z)^2 in closed form, or NaN."""
     if code >= SIN or code == GELU:
         return variance_derivative_closed(code, a, q)
+    return _core_closed_variance_derivative(code, a, q)
+
+
+@numba.njit(cache=True)
+def _core_closed_variance_derivative(code, a, q):
+    """:func:`_closed_variance_derivative` of the core closed-form built-ins."""
     if code == LINEAR:
         return 1.0
     if code == RELU:
@@ -656,6 +677,63 @@ closed_variance_derivative_value = _closed_variance_derivative
 #: (theta, sin theta) of theta = arccos(c), c clipped to [-1, 1] (the arc-cosine kernels).
 acos_terms = _acos_terms
 
+#: Values of the closed-form flag ``cf`` of the family-split kernels (:func:`family_rule`). Only the
+#: *type* matters: it selects, at compile time, which closed forms a kernel compiles (issue 18).
+#: An int: every built-in's (the code-dispatched tree of :func:`_closed_pair`).
+CLOSED_ALL = 0
+#: A float: those of linear, relu, leaky_relu, erf, hard_tanh only (``_core_closed_*``).
+CLOSED_CORE = 0.0
+#: A bool: those of gelu and the issue-17 built-ins only (:mod:`meanfield._closed`: sin, cos, abs,
+#: sign, exp, rbf, relu_power, elu, selu).
+CLOSED_EXTENDED = True
+#: The built-ins of :data:`CLOSED_CORE`.
+CORE_CLOSED = (LINEAR, RELU, LEAKY_RELU, ERF, HARD_TANH)
+
+
+def closed_pair_by(cf, code, a, d1, d2, q1, q2, c):
+    """:func:`closed_pair_value`, compiling only the closed forms of ``cf``'s family (Numba only)."""
+    raise NotImplementedError("closed_pair_by is called from compiled kernels only")
+
+
+def closed_single_by(cf, code, a, d1, d2, q):
+    """:func:`closed_single_value`, compiling only the closed forms of ``cf``'s family (Numba only)."""
+    raise NotImplementedError("closed_single_by is called from compiled kernels only")
+
+
+def closed_variance_derivative_by(cf, code, a, q):
+    """:func:`closed_variance_derivative_value` for ``cf``'s family (Numba only)."""
+    raise NotImplementedError("closed_variance_derivative_by is called from compiled kernels only")
+
+
+# The family is chosen by the type of cf while the caller is typed: the other families' closed
+# forms are never typed or compiled (the tree of every built-in's closed forms is ~30 % of the
+# compile time of a closed-form kernel; issue 18). Same functions, so the same bits.
+@overload(closed_pair_by)
+def _closed_pair_by(cf, code, a, d1, d2, q1, q2, c):
+    if isinstance(cf, types.Boolean):
+        return lambda cf, code, a, d1, d2, q1, q2, c: pair_closed(code, a, d1, d2, q1, q2, c)
+    if isinstance(cf, types.Float):
+        return lambda cf, code, a, d1, d2, q1, q2, c: _core_closed_pair(code, a, d1, d2, q1, q2, c)
+    return lambda cf, code, a, d1, d2, q1, q2, c: _closed_pair(code, a, d1, d2, q1, q2, c)
+
+
+@overload(closed_single_by)
+def _closed_single_by(cf, code, a, d1, d2, q):
+    if isinstance(cf, types.Boolean):
+        return lambda cf, code, a, d1, d2, q: single_closed(code, a, d1, d2, q)
+    if isinstance(cf, types.Float):
+        return lambda cf, code, a, d1, d2, q: _core_closed_single(code, a, d1, d2, q)
+    return lambda cf, code, a, d1, d2, q: _closed_single(code, a, d1, d2, q)
+
+
+@overload(closed_variance_derivative_by)
+def _closed_variance_derivative_by(cf, code, a, q):
+    if isinstance(cf, types.Boolean):
+        return lambda cf, code, a, q: variance_derivative_closed(code, a, q)
+    if isinstance(cf, types.Float):
+        return lambda cf, code, a, q: _core_closed_variance_derivative(code, a, q)
+    return lambda cf, code, a, q: _closed_variance_derivative(code, a, q)
+
 
 @numba.njit(inline="always")
 def pair_quadrature(code, a, d1, d2, q1, q2, c, z, w):
@@ -860,22 +938,104 @@ def excess_value(code, a, which, q, z, w):
     return acc
 
 
-@numba.njit(cache=True)
-def _pair_kernel(code, a, d1, d2, q1, q2, c, z, w, out):
-    for k in range(out.size):
-        out[k] = pair_value(code, a, d1, d2, q1[k], q2[k], c[k], z, w)
+#: Built-ins with no closed form at any derivative order or argument: :func:`_closed_pair`,
+#: :func:`_closed_single` and :func:`_closed_variance_derivative` are NaN for them everywhere, so
+#: their kernels compile the quadrature alone. Every other built-in has closed forms (NaN only at
+#: some derivative orders: erf's ``(0, 2)``, ...), so its kernels compile the closed forms alone
+#: and the NaN entries are redone by quadrature (:func:`family_rule`, :func:`run_by_family`).
+QUADRATURE_ONLY = (TANH, SIGMOID, SOFTPLUS, SWISH)
+
+
+def family_rule(act: Activation, degree: int) -> tuple:
+    """``(z, w, cf)`` of the first pass of a family-split kernel (issue 18: cold start).
+
+    A family-split kernel takes the quadrature rule ``z, w`` and a flag ``cf``, each either an
+    array / int or ``None``, and evaluates ``v = closed form if cf is not None`` then ``quadrature
+    if z is not None and v is NaN`` -- the operations of :func:`pair_value` / :func:`single_value`
+    / :func:`variance_derivative_value`. Numba prunes, at compile time, the branch of an argument
+    typed ``None``, so the kernel compiles one family only:
+
+    * ``QUADRATURE_ONLY`` built-ins: ``(z, w, None)`` -- no closed forms compiled (they would all
+      be NaN);
+    * every other built-in: ``(None, None, closed_flag(act))`` -- no quadrature compiled, and only
+      the closed forms of the activation's family (:data:`CLOSED_CORE`: linear, relu, leaky_relu,
+      erf, hard_tanh; :data:`CLOSED_EXTENDED`: gelu and the issue-17 built-ins); an entry whose closed
+      form is NaN (no closed form at that order or argument) must be redone with
+      ``(z, w, None)``, which is what :func:`pair_value` would have returned there
+      (:func:`run_by_family` does both passes).
+
+    The numbers are therefore those of the kernels with both families, bit for bit
+    (``benchmarks/cold_start_hashes.py``).
+    """
+    z, w = kernel_rule(degree)
+    if act.code in QUADRATURE_ONLY:
+        return z, w, None
+    return None, None, closed_flag(act)
+
+
+def closed_flag(act: Activation):
+    """The ``cf`` of a closed-form built-in: :data:`CLOSED_CORE` or :data:`CLOSED_EXTENDED` by family."""
+    return CLOSED_CORE if act.code in CORE_CLOSED else CLOSED_EXTENDED
+
+
+def run_by_family(kernel, act: Activation, degree: int, args: tuple, out: np.ndarray) -> np.ndarray:
+    """Fill ``out`` (1-D) with ``kernel(code, param, *args, z, w, cf, out)`` split by family.
+
+    ``args`` are scalars and 1-D arrays of ``out``'s length (the per-entry inputs). The first pass
+    uses :func:`family_rule`; for a closed-form family the entries left NaN are recomputed by a
+    quadrature-only pass on those entries alone (the fallback of :func:`pair_value`).
+    """
+    z, w, cf = family_rule(act, degree)
+    kernel(act.code, act.param, *args, z, w, cf, out)
+    if z is None:
+        redo = np.flatnonzero(np.isnan(out))
+        if redo.size:
+            zq, wq = kernel_rule(degree)
+            sub = tuple(np.ascontiguousarray(x[redo]) if isinstance(x, np.ndarray) else x for x in args)
+            part = np.empty(redo.size)
+            kernel(act.code, act.param, *sub, zq, wq, None, part)
+            out[redo] = part
+    return out
+
+
+# The kernels of the public wrappers, family-split (see family_rule): a kernel that compiles the
+# closed forms and the quadrature costs ~2x the compile time of either (issue 18).
 
 
 @numba.njit(cache=True)
-def _single_kernel(code, a, d1, d2, q, z, w, out):
+def _pair_kernel(code, a, d1, d2, q1, q2, c, z, w, cf, out):
     for k in range(out.size):
-        out[k] = single_value(code, a, d1, d2, q[k], z, w)
+        v = math.nan
+        if cf is not None:
+            v = closed_pair_by(cf, code, a, d1, d2, q1[k], q2[k], c[k])
+        if z is not None:
+            if math.isnan(v):
+                v = pair_quadrature(code, a, d1, d2, q1[k], q2[k], c[k], z, w)
+        out[k] = v
 
 
 @numba.njit(cache=True)
-def _variance_derivative_kernel(code, a, q, z, w, out):
+def _single_kernel(code, a, d1, d2, q, z, w, cf, out):
     for k in range(out.size):
-        out[k] = variance_derivative_value(code, a, q[k], z, w)
+        v = math.nan
+        if cf is not None:
+            v = closed_single_by(cf, code, a, d1, d2, q[k])
+        if z is not None:
+            if math.isnan(v):
+                v = single_quadrature(code, a, d1, d2, q[k], z, w)
+        out[k] = v
+
+
+@numba.njit(cache=True)
+def _variance_derivative_kernel(code, a, q, z, w, cf, out):
+    for k in range(out.size):
+        v = math.nan
+        if cf is not None:
+            v = closed_variance_derivative_by(cf, code, a, q[k])
+        if z is not None:
+            if math.isnan(v):
+                v = variance_derivative_quadrature(code, a, q[k], z, w)
+        out[k] = v
 
 
 # ----------------------------------------------------------------------------------------------
@@ -965,8 +1125,7 @@ def expectation(
     flat = np.ascontiguousarray(qa.reshape(-1))
     z, w = kernel_rule(degree)
     if act.is_builtin:
-        out = np.empty_like(flat)
-        _single_kernel(act.code, act.param, d1, d2, flat, z, w, out)
+        out = run_by_family(_single_kernel, act, degree, (d1, d2, flat), np.empty_like(flat))
     else:
         out = np.empty_like(flat)
         for k, qk in enumerate(flat):
@@ -1044,8 +1203,7 @@ def pair_expectation(
     f1, f2, fc = (np.ascontiguousarray(x.reshape(-1)) for x in (b1, b2, bc))
     z, w = kernel_rule(degree)
     if act.is_builtin:
-        out = np.empty_like(f1)
-        _pair_kernel(act.code, act.param, d1, d2, f1, f2, fc, z, w, out)
+        out = run_by_family(_pair_kernel, act, degree, (d1, d2, f1, f2, fc), np.empty_like(f1))
     else:
         with np.errstate(over="ignore", invalid="ignore"):
             out = _custom_pair(act, d1, d2, f1, f2, fc, z, w)
@@ -1125,7 +1283,7 @@ def variance_derivative(
     z, w = kernel_rule(degree)
     out = np.empty_like(flat)
     if act.is_builtin:
-        _variance_derivative_kernel(act.code, act.param, flat, z, w, out)
+        run_by_family(_variance_derivative_kernel, act, degree, (flat,), out)
     else:
         for k, qk in enumerate(flat):
             if qk == 0.0:

@@ -9,6 +9,10 @@ Tolerances, fixed before looking at data:
 
 - ``EXACT_ATOL``: the same float64 operations on the same numbers; 1e-12 allows for a BLAS that
   orders a sum differently (about 1e3 ulps of O(1) numbers).
+- ``EXACT_RTOL = 1e-12``: the same numbers where the NumPy path sums its products in
+  ``numpy.einsum``'s order and the other backends with ``matmul`` (the moment simulators of seed
+  002, Sec. 6): a few ulps per product and layer, through at most 4 layers and a fourth power,
+  stays below 1e2 ulps (2e-14); 1e-12 is 50 times that and far below any statistical effect.
 - ``Z_TOL = 4.5``: a two-sided z of 4.5 has probability 6.8e-6 under the null; with at most ~20
   comparisons per test the chance of a false failure is below 1.4e-4 (seeds are fixed, so a test
   either always passes or always fails; this bounds the chance that the fixed seeds are unlucky).
@@ -24,25 +28,32 @@ from meanfield.validation.simulators import (
     JACOBIAN_WEIGHTS,
     ConstNet,
     LeakyNet,
+    conv2d_jacobian_singular_values,
     conv_jacobian_singular_values,
     conv_kernels,
     empirical_conv_ntk,
     empirical_ntk,
+    empirical_periodic_cnn_ntk,
     empirical_variances,
     jacobian_singular_values,
     layer_moments,
+    looks_linear_delta_orthogonal_forward,
     nonzero_fraction,
     simulate_conv,
+    simulate_conv_moments,
     simulate_pair,
+    simulate_residual_moments,
     simulate_squared_norms,
+    softmax_xent,
 )
 
-from meanfield.backend import to_numpy
+from meanfield.backend import get_backend, to_numpy
 from meanfield.init import orthogonal_kernel_variance
 
 pytest.importorskip("array_api_strict")
 
 EXACT_ATOL = 1e-12
+EXACT_RTOL = 1e-12
 Z_TOL = 4.5
 
 
@@ -155,6 +166,30 @@ def test_ntk_strict_namespace_reproduces_numpy():
     np.testing.assert_allclose(strict, ref, rtol=1e-13, atol=0)
 
 
+X2D = np.random.default_rng(17).standard_normal((2, 3, 4, 2))
+V2D = np.full((3, 3), 1 / 9)
+
+
+def test_periodic_cnn_ntk_2d_strict_namespace_reproduces_numpy():
+    # EXACT_RTOL: the NumPy path sums the weight-gradient inner products with einsum, the others with matmul
+    for act, sb2 in (("tanh", 0.1), ("relu", 0.0)):
+        kw = dict(position=(1, 2), rng=6)
+        ref = empirical_periodic_cnn_ntk(X2D, act, 1.5, sb2, V2D, 2, 3, 2, **kw)
+        strict = empirical_periodic_cnn_ntk(X2D, act, 1.5, sb2, V2D, 2, 3, 2, backend="array_api_strict", **kw)
+        np.testing.assert_allclose(strict, ref, rtol=EXACT_RTOL, atol=0)
+
+
+def test_periodic_cnn_ntk_2d_torch_agrees_in_distribution():
+    _torch()
+    iu = np.triu_indices(2)
+    s1, s2 = np.random.SeedSequence(18, spawn_key=(1,)), np.random.SeedSequence(18, spawn_key=(2,))
+    kw = dict(position=(1, 2))
+    a = empirical_periodic_cnn_ntk(X2D, "tanh", 1.5, 0.1, V2D, 1, 4, 200, rng=s1, **kw)
+    t = empirical_periodic_cnn_ntk(X2D, "tanh", 1.5, 0.1, V2D, 1, 4, 200, rng=s2, backend="torch", **kw)
+    z = _z_means(a[:, iu[0], iu[1]], t[:, iu[0], iu[1]])
+    assert np.all(np.abs(z) < Z_TOL), z
+
+
 def test_ntk_torch_agrees_in_distribution():
     _torch()
     iu = np.triu_indices(3)
@@ -221,6 +256,39 @@ def test_linear_orthogonal_cnn_jacobian_is_an_isometry(backend):
     for kernel in ("orthogonal", "delta_orthogonal"):
         s = conv_jacobian_singular_values("linear", 1.0, 0.0, 4, 3, 5, 2, kernel, q=0.5, rng=1, backend=backend)
         np.testing.assert_allclose(s, 1.0, atol=1e-12)
+
+
+def test_conv2d_jacobian_strict_namespace_reproduces_numpy():
+    # the same kernels from the same streams; NumPy multiplies circulant matrices, the backends
+    # propagate the Jacobian's columns by periodic_conv: the squared singular values agree to
+    # rounding relative to the largest (a backward-stable SVD's error is relative to ||J||)
+    for kernel in JACOBIAN_CONV_KERNELS:
+        for act in ("tanh", "relu"):
+            ref = conv2d_jacobian_singular_values(act, 1.3, 0.05, 2, 2, (3, 4), 2, kernel, q=0.7, rng=4)
+            strict = conv2d_jacobian_singular_values(
+                act, 1.3, 0.05, 2, 2, (3, 4), 2, kernel, q=0.7, rng=4, backend="array_api_strict"
+            )
+            np.testing.assert_allclose(strict, ref, rtol=0, atol=EXACT_RTOL * ref.max())
+
+
+@pytest.mark.parametrize("backend", ["array_api_strict", "torch"])
+def test_linear_orthogonal_2d_cnn_jacobian_is_an_isometry(backend):
+    if backend == "torch":
+        _torch()
+    for kernel in ("orthogonal", "delta_orthogonal"):
+        s = conv2d_jacobian_singular_values("linear", 1.0, 0.0, 3, 2, (3, 3), 2, kernel, q=0.5, rng=1, backend=backend)
+        np.testing.assert_allclose(s, 1.0, atol=1e-12)
+
+
+def test_conv2d_jacobian_torch_agrees_in_distribution():
+    _torch()
+    s1, s2 = np.random.SeedSequence(19, spawn_key=(1,)), np.random.SeedSequence(19, spawn_key=(2,))
+    # Algorithm 1 batched on torch (Gaussian kernels come from the sampler the strict test pins)
+    kw = dict(kernel="orthogonal", q=0.5)
+    a = conv2d_jacobian_singular_values("tanh", 1.5, 0.05, 2, 2, (3, 3), 200, rng=s1, **kw)
+    t = conv2d_jacobian_singular_values("tanh", 1.5, 0.05, 2, 2, (3, 3), 200, rng=s2, backend="torch", **kw)
+    z = _z_means(a[:, [0, 8, 17]], t[:, [0, 8, 17]])
+    assert np.all(np.abs(z) < Z_TOL), z
 
 
 def test_jacobian_torch_agrees_in_distribution():
@@ -318,3 +386,158 @@ def _has_torch():
     except ImportError:
         return False
     return True
+
+
+# --- moment simulators of seed 002, Sec. 6 (residual, convolutional) and validation.kurtosis_conv ---
+
+MOMENT_FIELDS = ("s2", "m4", "m22")
+
+
+def test_moment_simulators_strict_namespace_reproduces_numpy():
+    from meanfield.validation.kurtosis_conv import conv_pair_moments
+
+    for residual in (True, False):
+        kw = dict(residual=residual, rng=3)
+        ref = simulate_residual_moments(6, 3, 40, 0.2, **kw)
+        strict = simulate_residual_moments(6, 3, 40, 0.2, backend="array_api_strict", **kw)
+        for f in MOMENT_FIELDS:
+            np.testing.assert_allclose(getattr(strict, f), getattr(ref, f), rtol=EXACT_RTOL, atol=0)
+    ref = simulate_conv_moments(3, 3, 8, 3, 40, 0.1, rng=4)
+    strict = simulate_conv_moments(3, 3, 8, 3, 40, 0.1, rng=4, backend="array_api_strict")
+    for f in MOMENT_FIELDS:
+        np.testing.assert_allclose(getattr(strict, f), getattr(ref, f), rtol=EXACT_RTOL, atol=0)
+    ref = conv_pair_moments(30, rng=5, chunk=12)  # three chunks: three spawned streams
+    strict = conv_pair_moments(30, rng=5, chunk=12, backend="array_api_strict")
+    assert set(strict) == set(ref)
+    for key in ref:
+        np.testing.assert_allclose(strict[key], ref[key], rtol=EXACT_RTOL, atol=0)
+
+
+def test_moment_simulators_torch_agree_in_distribution_and_repeat():
+    from meanfield.validation.kurtosis_conv import conv_pair_moments
+
+    _torch()
+    s = [np.random.SeedSequence(16, spawn_key=(i,)) for i in range(6)]
+    a = simulate_residual_moments(6, 3, 3000, 0.0, rng=s[0])
+    t = simulate_residual_moments(6, 3, 3000, 0.0, rng=s[1], backend="torch")
+    z = _z_means(np.concatenate([a.s2[1:], a.m4[1:]]).T, np.concatenate([t.s2[1:], t.m4[1:]]).T)
+    assert np.all(np.abs(z) < Z_TOL), z
+    again = simulate_residual_moments(6, 3, 3000, 0.0, rng=np.random.SeedSequence(16, spawn_key=(1,)), backend="torch")
+    np.testing.assert_array_equal(again.m4, t.m4)
+    a = simulate_conv_moments(3, 3, 8, 2, 2000, 0.0, rng=s[2])
+    t = simulate_conv_moments(3, 3, 8, 2, 2000, 0.0, rng=s[3], backend="torch")
+    z = _z_means(np.concatenate([a.s2[1:], a.m4[1:], a.m22[1:]]).T, np.concatenate([t.s2[1:], t.m4[1:], t.m22[1:]]).T)
+    assert np.all(np.abs(z) < Z_TOL), z
+    a = conv_pair_moments(2000, rng=s[4])
+    t = conv_pair_moments(2000, rng=s[5], backend="torch")
+    keys = sorted(a)
+    z = _z_means(np.stack([a[k] for k in keys], 1), np.stack([t[k] for k in keys], 1))
+    assert np.all(np.abs(z) < Z_TOL), dict(zip(keys, z))
+
+
+# --- looks-linear delta-orthogonal networks (seed 000, App. B) and the cross-entropy --------------
+
+X_LL = np.random.default_rng(20).standard_normal((2, 5, 5, 2))
+
+
+def _ll_fields(out):
+    return list(out.pre) + list(out.us) + list(out.jvp)
+
+
+def test_looks_linear_forward_strict_namespace_reproduces_numpy():
+    kw = dict(rng=3, tangent=X_LL[::-1])
+    ref = looks_linear_delta_orthogonal_forward(X_LL, 3, 4, (3, 3), **kw)
+    strict = looks_linear_delta_orthogonal_forward(X_LL, 3, 4, (3, 3), backend="array_api_strict", **kw)
+    for got, want in zip(_ll_fields(strict), _ll_fields(ref), strict=True):
+        assert isinstance(got, np.ndarray)
+        np.testing.assert_allclose(got, want, rtol=0, atol=EXACT_ATOL)
+
+
+def test_looks_linear_forward_on_torch_is_a_rotation_and_repeats():
+    # eq. 9 of seed 000 holds surely, so it holds for PyTorch's own draws: a^(l+1) = diag(U, U) a^l
+    _torch()
+    out = looks_linear_delta_orthogonal_forward(X_LL, 4, 4, (3, 3), rng=5, backend="torch")
+    v = X_LL
+    for u in out.us:
+        np.testing.assert_allclose(u @ u.T, np.eye(2), atol=1e-12)  # Haar-orthogonal blocks
+        v = v @ u.T
+    np.testing.assert_allclose(out.pre[-1], np.concatenate([v, -v], axis=-1), atol=1e-12)
+    again = looks_linear_delta_orthogonal_forward(X_LL, 4, 4, (3, 3), rng=5, backend="torch")
+    np.testing.assert_array_equal(again.pre[-1], out.pre[-1])
+
+
+@pytest.mark.parametrize("backend", ["array_api_strict", "torch"])
+def test_softmax_xent_on_the_backends_equals_numpy(backend):
+    if backend == "torch":
+        _torch()
+    r = np.random.default_rng(21)
+    logits, labels = 3.0 * r.standard_normal((6, 4)), r.integers(0, 4, 6)
+    loss, grad = softmax_xent(logits, labels)
+    b = get_backend(backend)
+    got_loss, got_grad = softmax_xent(b.asarray(logits), labels, b.xp)
+    assert abs(got_loss - loss) <= EXACT_ATOL
+    np.testing.assert_allclose(to_numpy(got_grad), grad, rtol=0, atol=EXACT_ATOL)
+
+
+# --- validation.conv_inputs (seed 003, footnote 3) -------------------------------------------------
+
+X_MI = np.random.default_rng(22).standard_normal((2, 6, 3))
+
+
+def test_multi_input_cnn_strict_namespace_reproduces_numpy():
+    from meanfield.validation.conv_inputs import simulate_multi_input
+
+    for act, sb2 in (("tanh", 0.05), ("relu", 0.0)):
+        ref = simulate_multi_input(X_MI, act, 1.8, sb2, (0.25, 0.5, 0.25), 2, 4, 3, rng=8)
+        strict = simulate_multi_input(
+            X_MI, act, 1.8, sb2, (0.25, 0.5, 0.25), 2, 4, 3, rng=8, backend="array_api_strict"
+        )
+        np.testing.assert_allclose(strict, ref, rtol=EXACT_RTOL, atol=EXACT_ATOL)
+
+
+def test_multi_input_cnn_torch_agrees_in_distribution():
+    from meanfield.validation.conv_inputs import simulate_multi_input
+
+    _torch()
+    s1, s2 = np.random.SeedSequence(23, spawn_key=(1,)), np.random.SeedSequence(23, spawn_key=(2,))
+    a = simulate_multi_input(X_MI, "tanh", 1.8, 0.05, (0.25, 0.5, 0.25), 1, 4, 300, rng=s1)
+    t = simulate_multi_input(X_MI, "tanh", 1.8, 0.05, (0.25, 0.5, 0.25), 1, 4, 300, rng=s2, backend="torch")
+    # the rows of validation.conv_inputs at the last layer: cross-input lag 0 and 2, same-input lag 1
+    pick = [(0, 0, 1, 0), (0, 0, 1, 2), (0, 0, 0, 1)]
+    z = _z_means(
+        np.stack([a[:, -1][(slice(None), *e)] for e in pick], 1),
+        np.stack([t[:, -1][(slice(None), *e)] for e in pick], 1),
+    )
+    assert np.all(np.abs(z) < Z_TOL), z
+
+
+# --- every simulator takes backend= and has a test here or in test_backends.py ----------------------
+
+#: Stochastic public functions that stay on the host by design, with the reason.
+HOST_ONLY = {
+    "metainit_weights": "MetaInit optimises on the host; empirical_variances hands its weights to the backend",
+}
+
+
+def test_every_stochastic_simulator_takes_a_backend_and_is_tested_on_one():
+    import inspect
+    import pathlib
+
+    from meanfield.validation import conv_inputs, kurtosis_conv
+    from meanfield.validation import simulators as sims
+
+    here = pathlib.Path(__file__).parent
+    tested = (here / "test_backends_simulators.py").read_text() + (here / "test_backends.py").read_text()
+    functions = [(n, getattr(sims, n)) for n in sims.__all__ if inspect.isfunction(getattr(sims, n))]
+    functions += [(f.__name__, f) for f in (kurtosis_conv.conv_pair_moments, conv_inputs.simulate_multi_input)]
+    checked = []
+    for name, f in functions:
+        params = inspect.signature(f).parameters
+        if "rng" not in params or name in HOST_ONLY:
+            continue
+        assert "backend" in params, f"{name} draws random numbers but takes no backend"
+        assert f"{name}(" in tested, f"{name} is not run on a non-NumPy backend by a test"
+        checked.append(name)
+    for cls in (ConstNet, LeakyNet):
+        assert "backend" in inspect.signature(cls.initial).parameters, cls.__name__
+    assert len(checked) >= 17, checked

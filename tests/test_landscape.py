@@ -1216,3 +1216,14 @@ def test_three_layer_flow_overflow_names_the_argument(which):
     kw[which] = kw[which] * 1e300
     with pytest.raises(ValueError, match=rf"\b{which}\b"):
         L.three_layer_flow(t=[0.0, 0.5], **kw)
+
+
+def test_degenerate_hessian_rows_are_powered_as_preregistered():
+    """Issue 15: the degenerate-Hessian rows use at least the sample size fixed before the run, 80 %
+    power at one-sided 5 % for the 0.024 effect at the per-network SD 0.124 of the 8-network run."""
+    from meanfield.validation import landscape as V
+    from scipy.stats import norm
+
+    needed = ((norm.ppf(0.95) + norm.ppf(0.80)) * V.HESSIAN_SD / V.HESSIAN_EFFECT) ** 2
+    assert (V.HESSIAN_EFFECT, V.HESSIAN_SD, V.Z_ONE_SIDED) == (0.024, 0.124, 1.645)
+    assert math.ceil(needed) - 1 <= V.HESSIAN_MEMBERS <= V.HESSIAN_MEMBERS_FULL <= 256  # the trainer's maximum

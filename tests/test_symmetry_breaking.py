@@ -39,14 +39,19 @@ def test_table_2_metrics_follow_their_definitions(tables):
 
 
 def test_run_builds_every_row(monkeypatch):
+    from meanfield.validation import symmetry_groups as sg
+
     monkeypatch.setitem(sb.SIZES, "default", sb.SIZES["smoke"])
+    monkeypatch.setitem(sg.SIZES, "default", sg.SIZES["smoke"])
     sb.clear_cache()
+    sg.clear_cache()
     try:
         rows = sb.run()
     finally:
         sb.clear_cache()
+        sg.clear_cache()
     names = [r.name for r in rows]
-    assert len(names) == len(set(names)) == 2 + 1 + 2 * 5 + 3
+    assert len(names) == len(set(names)) == 2 + 1 + 2 * 5 + 3 + 1
     exact = [r for r in rows if "exact symmetry" in r.name]
     assert all(r.passed for r in exact)
     # the one-sided accuracy rows: estimate = Welch z, passing only above Z_ONE_SIDED

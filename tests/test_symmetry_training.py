@@ -137,3 +137,98 @@ def test_argument_errors():
         T.train_skip_ensemble("plain", np.full_like(x, np.nan), y, n_classes=3)
     with pytest.raises(TypeError):
         T.rescaled_accuracy_ratio("r", x, y)
+
+
+#: float64 rounding bound of two Hessians formed by different sums of the same products (the
+#: closed-structure and the autodiff Hessian), relative to max |H|: each entry sums O(B n depth)
+#: ~ 10^3 products each rounded to 1.1e-16, so ~1e-13; 1e-12 leaves a factor 10. Eigenvalues move
+#: by at most ||dH||_2 <= p max |dH| (Weyl), p <= 60 here.
+HESSIAN_RTOL = 1e-12
+
+
+@pytest.mark.parametrize(
+    "arch,kw",
+    [
+        ("plain", {"constant_bias": (-0.05, 0.1)}),
+        ("residual", {}),
+        ("residual", {"skips": lambda r: L.controlled_skip_matrix(4, 0.5, r)}),
+        ("hyper_residual", {}),
+        ("hyper_residual", {"skips": lambda r: L.controlled_skip_matrix(4, 0.5, r)}),
+        ("hyper_residual", {"long_skips": lambda r: L.folded_orthogonal(4, 1, r)}),
+        ("path_residual", {}),
+    ],
+)
+def test_batched_hessian_equals_per_network_autodiff(arch, kw):
+    """The all-members-at-once Hessian (closed structure) equals torch.func's jacfwd(jacrev) per network."""
+    x, y = _data(n=40)
+    res = T.train_skip_ensemble(
+        arch,
+        x,
+        y,
+        n_members=3,
+        width=4,
+        depth=3,
+        steps=15,
+        lr=3e-2,
+        batch=40,
+        record_every=15,
+        n_classes=3,
+        rng=2,
+        **kw,
+    )
+    exact = T.skip_ensemble_hessians(res, x, y)
+    auto = T.skip_ensemble_hessians(res, x, y, method="autodiff")
+    assert exact.shape == auto.shape == (3, 3 * (16 + 4), 3 * (16 + 4))
+    scale = np.abs(auto).max()
+    assert scale > 0.01  # a real curvature, not a vanishing matrix
+    np.testing.assert_allclose(exact, auto, rtol=0, atol=HESSIAN_RTOL * scale)
+    # the members differ (each its own Hessian, not one broadcast)
+    assert np.abs(exact[0] - exact[1]).max() > 1e-3 * scale
+
+
+def test_recorded_spectrum_is_the_hessian_of_the_trained_net():
+    """train_skip_ensemble's last recorded spectrum (all inputs in the Hessian's loss) equals the
+    eigenvalues of the autodiff Hessian of the final parameters (the trainer holds its inputs in
+    float32, so the reference gets the float32-rounded inputs)."""
+    x, y = _data(n=40)
+    res = T.train_skip_ensemble(
+        "hyper_residual",
+        x,
+        y,
+        n_members=2,
+        width=4,
+        depth=2,
+        steps=10,
+        lr=3e-2,
+        batch=40,
+        record_every=10,
+        hessian_every=10,
+        hessian_inputs=40,
+        n_classes=3,
+        rng=4,
+    )
+    x32 = x.astype(np.float32).astype(np.float64)
+    ev = np.linalg.eigvalsh(T.skip_ensemble_hessians(res, x32, y, method="autodiff"))
+    scale = np.abs(ev).max()
+    np.testing.assert_allclose(res.hessian_eigenvalues[-1], ev, rtol=0, atol=ev.shape[1] * HESSIAN_RTOL * scale)
+
+
+def test_skip_ensemble_hessians_arguments():
+    x, y = _data(n=20)
+    res = T.train_skip_ensemble("plain", x, y, n_members=1, width=3, depth=1, steps=1, n_classes=3, rng=0)
+    with pytest.raises(TypeError, match="result"):
+        T.skip_ensemble_hessians("res", x, y)
+    with pytest.raises(ValueError, match="method"):
+        T.skip_ensemble_hessians(res, x, y, method="fd")
+    with pytest.raises(TypeError, match="method"):
+        T.skip_ensemble_hessians(res, x, y, method=1)
+    with pytest.raises(ValueError, match="x"):
+        T.skip_ensemble_hessians(res, x[:, :2], y)
+    with pytest.raises(ValueError, match="x"):
+        T.skip_ensemble_hessians(res, np.full_like(x, np.nan), y)
+    with pytest.raises(ValueError, match="y"):
+        T.skip_ensemble_hessians(res, x, y + 3)
+    with pytest.raises(ValueError, match="batchnorm_layer"):
+        T.skip_ensemble_hessians(res, x, y, batchnorm_layer=1)
+    bn = T.skip_ensemble_hessians(res, x, y, batchnorm_layer=0)
+    assert bn.shape == (1, 12, 12) and np.all(np.isfinite(bn))

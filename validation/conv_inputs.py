@@ -17,10 +17,13 @@ independent networks; the verdict allows ``Z_DEFAULT`` standard errors plus
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from meanfield import conv
 from meanfield.activations import get_activation
+from meanfield.backend import Backend, get_backend, matrix_transpose, spawn_sequences, to_numpy
 from meanfield.checks import as_float_array, check_int, check_probability_vector, check_rng, check_variance
 from meanfield.init import gaussian_conv_kernel, periodic_conv
 from meanfield.numerics import richardson
@@ -30,7 +33,10 @@ from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
 from .simulators import activation_fn
 
-__all__ = ["POINTS", "V", "run", "simulate_multi_input"]
+__all__ = ["BACKENDS", "POINTS", "V", "run", "simulate_multi_input"]
+
+#: Backends the simulation honours (:func:`meanfield.validation.runner.module_backend`).
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
 
 #: Variance vector (kernel width 3, not uniform, so that the averaging is visible).
 V = (0.25, 0.5, 0.25)
@@ -51,7 +57,9 @@ def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
     return abs(scale) / width**2
 
 
-def simulate_multi_input(x, activation, sigma_w2, sigma_b2, v, depth, width, n_networks, *, rng=None):
+def simulate_multi_input(
+    x, activation, sigma_w2, sigma_b2, v, depth, width, n_networks, *, rng=None, backend: str | Backend = "numpy"
+):
     """Empirical covariances over inputs x positions of random 1-D periodic CNNs.
 
     Parameters
@@ -68,6 +76,12 @@ def simulate_multi_input(x, activation, sigma_w2, sigma_b2, v, depth, width, n_n
         Channels.
     n_networks : int
     rng : None, int, SeedSequence or Generator
+        Network ``k`` draws from the ``k``-th child spawned off it.
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`): kernels and biases drawn by its
+        Generator on each network's child stream, convolutions and covariances computed there
+        (NumPy: ``numpy.einsum``, the reference order; elsewhere ``matmul``). NumPy and
+        ``array_api_strict`` draw the same numbers; the result is a NumPy array.
 
     Returns
     -------
@@ -83,9 +97,17 @@ def simulate_multi_input(x, activation, sigma_w2, sigma_b2, v, depth, width, n_n
         :data:`MAX_WORK`; covariances beyond float64.
     TypeError
         Complex, boolean or non-numeric arguments.
+    ImportError
+        A ``backend`` whose package is not installed.
+
+    Notes
+    -----
+    Seed 003, footnote 3 (the covariance over several inputs), eq. 2.1 networks with periodic boundary.
     """
     act = get_activation(activation)
-    phi, _ = activation_fn(act)
+    be = get_backend(backend)
+    xp = be.xp
+    phi, _ = activation_fn(act, be)
     x = as_float_array(x, "x")
     if x.ndim != 3 or x.size == 0:
         raise ValueError(f"x must be a non-empty array of shape (D, P, c0), got shape {x.shape}")
@@ -109,13 +131,22 @@ def simulate_multi_input(x, activation, sigma_w2, sigma_b2, v, depth, width, n_n
             f"simulate fewer networks, layers or channels (n_networks = {n_networks}, depth = {depth}, width = {width})"
         )
     out = np.empty((n_networks, depth + 1, d, p, d, p))
-    for k, g in enumerate(check_rng(rng).spawn(n_networks)):
-        u = x
+    host = check_rng(rng)
+    gens = (
+        host.spawn(n_networks) if be.name == "numpy" else [be.generator(s) for s in spawn_sequences(host, n_networks)]
+    )
+    xb = be.asarray(x)
+    for k, g in enumerate(gens):
+        u = xb
         for layer in range(depth + 1):
             c_in = c0 if layer == 0 else width
-            kern = gaussian_conv_kernel(v.size, c_in, width, sigma_w2=sigma_w2, v=v, rng=g)
-            h = periodic_conv(u, kern, 1) + np.sqrt(sigma_b2) * g.standard_normal(width)
-            out[k, layer] = np.einsum("aic,bjc->aibj", h, h) / width
+            kern = gaussian_conv_kernel(v.size, c_in, width, sigma_w2=sigma_w2, v=v, rng=g, backend=be)
+            h = periodic_conv(u, kern, 1, be) + math.sqrt(sigma_b2) * g.standard_normal(width)
+            if be.name == "numpy":  # the reference summation order (results of earlier releases)
+                out[k, layer] = np.einsum("aic,bjc->aibj", h, h) / width
+            else:
+                flat = xp.reshape(h, (d * p, width))
+                out[k, layer] = to_numpy(xp.reshape(flat @ matrix_transpose(xp, flat), (d, p, d, p))) / width
             u = phi(h)
     if not np.all(np.isfinite(out)):
         raise ValueError("the simulated covariances exceed the float64 range: rescale x or reduce sigma_w2, sigma_b2")
@@ -123,7 +154,8 @@ def simulate_multi_input(x, activation, sigma_w2, sigma_b2, v, depth, width, n_n
 
 
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
-    """Compare multi-input CNN covariances with the theory (see the module docstring)."""
+    """Compare multi-input CNN covariances with the theory (see the module docstring); the
+    networks are simulated on ``backend`` (:data:`BACKENDS`)."""
     width = 256 if full else 64
     n_networks = 1000 if full else 300
     depth = 6 if full else 3
@@ -138,7 +170,9 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         cov0 = conv.multi_input_covariance(x, sw, sb, V)
         theory = conv.multi_input_propagate(cov0, name, sw, sb, V, depth)
         sims = [
-            simulate_multi_input(x, name, sw, sb, V, depth, c, n_networks, rng=substream(seed, 1, k, j))
+            simulate_multi_input(
+                x, name, sw, sb, V, depth, c, n_networks, rng=substream(seed, 1, k, j), backend=backend
+            )
             for j, c in enumerate((width, 2 * width))
         ]
         for layer in (0, depth):

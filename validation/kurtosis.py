@@ -75,8 +75,9 @@ FIG1_FRACTION = 0.9
 FIG1_EXPLOSION_LOG10 = 1.0
 #: Networks needed before a binomial fraction row can fail (standard-error floor 1/n, z = 4.5).
 FIG1_MIN_FRACTION_NETWORKS = 50
-#: MetaInit networks in Fig. 1 (default, ``--full``): ~3 s of CPU each (500 signSGD steps), so the
-#: default run stays within ~20 s of its cost without MetaInit.
+#: MetaInit networks in Fig. 1 (default, ``--full``): ~6 s of CPU each alone, ~1.5 s in a batch of
+#: :data:`FIG1_METAINIT_BATCH` (500 signSGD steps), so the default run stays within ~20 s of its
+#: cost without MetaInit.
 FIG1_METAINIT_NETWORKS = (4, 200)
 #: ZerO / ZerO* keep the empirical variance to rounding: identity layers copy relu(y) exactly.
 ZERO_RTOL = 1e-12
@@ -191,7 +192,8 @@ def fig1_variances(
         ``j`` of an initialiser's networks (:data:`FIG1_CHUNK` networks, MetaInit
         :data:`FIG1_METAINIT_CHUNK`) the ``j``-th child of its initialiser's child. The chunks run
         on :func:`meanfield.parallel.current` (``with meanfield.parallel.using(...)``); the result
-        does not depend on where.
+        does not depend on where. MetaInit networks, one stream each, are meta-initialised
+        :data:`FIG1_METAINIT_BATCH` at a time in one vectorised run (same numbers as one by one).
     n_networks, n_inputs, depth, n_metainit, metainit_steps : int
         Sizes (see above); ``n_inputs`` between 2 and the 1,797 digits.
 
@@ -228,7 +230,14 @@ def fig1_variances(
         ranges = parallel.chunk_ranges(
             n_mi if init == "metainit" else n_net, FIG1_METAINIT_CHUNK if init == "metainit" else FIG1_CHUNK
         )
-        for (a, b), stream in zip(ranges, parallel.chunk_streams(children[k], len(ranges))):
+        streams = parallel.chunk_streams(children[k], len(ranges))
+        if init == "metainit":  # one stream per network (FIG1_METAINIT_CHUNK = 1), optimised in batches
+            for j in range(0, len(streams), FIG1_METAINIT_BATCH):
+                group = list(streams[j : j + FIG1_METAINIT_BATCH])
+                tasks.append((x, init, depth, 10, len(group), backend, group, metainit_steps))
+                owners.append(init)
+            continue
+        for (a, b), stream in zip(ranges, streams):
             tasks.append((x, init, depth, 10, b - a, backend, stream, metainit_steps))
             owners.append(init)
     parts = parallel.map_chunks(_fig1_chunk, tasks)
@@ -239,8 +248,14 @@ def fig1_variances(
 #: the numbers depend on it). 250 networks x 256 inputs x depth 100: ~1 s of CPU per task.
 FIG1_CHUNK = 250
 
-#: MetaInit networks per task (each is optimised on its own: 2-3 s of CPU per network).
+#: MetaInit networks per random stream: each network has its own (the numbers depend on it).
 FIG1_METAINIT_CHUNK = 1
+
+#: MetaInit networks per task, optimised together in one vectorised run, each from its own stream
+#: (:func:`meanfield.validation.simulators.empirical_variances` with a sequence ``rng``): the same
+#: numbers as one task per network, bit for bit, at ~1/4 of the CPU time (issue 18; the
+#: per-network cost of a stacked MetaInit step is flat from ~32 networks on).
+FIG1_METAINIT_BATCH = 32
 
 
 def _fig1_chunk(x, init, depth, width, n_networks, backend, rng, metainit_steps):
@@ -433,7 +448,7 @@ def _conv_rows(backend, full, seed):
         (12, 1, "both", "= dense Prop. 4.3"),
         (4, 3, "above", ">= dense Prop. 4.3 (conjecture)"),
     ):
-        sim = simulate_conv_moments(channels, k, n_pos, depth, n, rng=substream(seed, 42, k))
+        sim = simulate_conv_moments(channels, k, n_pos, depth, n, rng=substream(seed, 42, k), backend=backend)
         kap, se = _kappa_and_stderr(sim, depth)
         rows.append(
             Comparison(
@@ -473,7 +488,7 @@ def _residual_rows(backend, full, seed):
     width, depth = 8, 6
     n = 200_000 if full else 40_000
     rows = []
-    lin = simulate_residual_moments(width, depth, n, slope=1.0, rng=substream(seed, 40))
+    lin = simulate_residual_moments(width, depth, n, slope=1.0, rng=substream(seed, 40), backend=backend)
     th_lin = residual_moments(width, depth, slope=1.0)
     for l in (2, depth):
         m, se = mean_and_stderr(lin.m4[l])
@@ -485,7 +500,7 @@ def _residual_rows(backend, full, seed):
                 float(se),
             )
         )
-    relu = simulate_residual_moments(width, depth, n, slope=0.0, rng=substream(seed, 41))
+    relu = simulate_residual_moments(width, depth, n, slope=0.0, rng=substream(seed, 41), backend=backend)
     k, se = _kappa_and_stderr(relu, depth)
     rows.append(
         Comparison(

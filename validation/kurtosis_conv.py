@@ -37,18 +37,23 @@ import math
 import numpy as np
 
 from meanfield import kurtosis
+from meanfield.backend import Backend, get_backend, matrix_transpose, spawn_sequences, to_numpy
 from meanfield.checks import check_rng
 
 from .backend import substream
 from .report import Comparison
 from .runner import main_for
 
-__all__ = ["CHANNELS", "DEPTH", "KERNEL_SIZE", "POSITIONS", "conv_pair_moments", "run"]
+__all__ = ["BACKENDS", "CHANNELS", "DEPTH", "KERNEL_SIZE", "POSITIONS", "conv_pair_moments", "run"]
 
 CHANNELS, KERNEL_SIZE, POSITIONS, DEPTH = 4, 3, 16, 4
+#: Backends the comparison honours (:func:`meanfield.validation.runner.module_backend`).
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
 
 
-def conv_pair_moments(n_networks: int, rng=None, chunk: int = 2000) -> dict[str, np.ndarray]:
+def conv_pair_moments(
+    n_networks: int, rng=None, chunk: int = 2000, *, backend: str | Backend = "numpy"
+) -> dict[str, np.ndarray]:
     """Per-network moments of layer ``DEPTH`` of random periodic ReLU CNNs (see the module notes).
 
     Parameters
@@ -56,8 +61,14 @@ def conv_pair_moments(n_networks: int, rng=None, chunk: int = 2000) -> dict[str,
     n_networks : int
         Networks (>= 2, at most 10**6).
     rng : None, int, SeedSequence or numpy.random.Generator
+        Chunk ``i`` of networks draws from the ``i``-th child spawned off it.
     chunk : int
         Networks simulated at once (1 to 10**5).
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`): inputs and kernels drawn by its Generator
+        on each chunk's child stream, the layers and moments computed on it (NumPy: ``numpy.einsum``,
+        the reference order; elsewhere ``xp.matmul``). NumPy and ``array_api_strict`` draw the same
+        numbers; the results are NumPy arrays.
 
     Returns
     -------
@@ -69,7 +80,13 @@ def conv_pair_moments(n_networks: int, rng=None, chunk: int = 2000) -> dict[str,
     Raises
     ------
     ValueError, TypeError
-        Sizes out of range; a bad ``rng``.
+        Sizes out of range; a bad ``rng`` or ``backend``.
+    ImportError
+        A ``backend`` whose package is not installed.
+
+    Notes
+    -----
+    Seed 002, Lemma 4.2 and Prop. 4.3 applied to convolutions (the module notes).
     """
     if isinstance(n_networks, bool) or not isinstance(n_networks, (int, np.integer)):
         raise TypeError(f"n_networks must be an int, got {n_networks!r}")
@@ -79,29 +96,44 @@ def conv_pair_moments(n_networks: int, rng=None, chunk: int = 2000) -> dict[str,
         raise ValueError(f"n_networks must be in [2, 10**6], got {n_networks}")
     if not 1 <= chunk <= 10**5:
         raise ValueError(f"chunk must be in [1, 10**5], got {chunk}")
-    gens = check_rng(rng).spawn((n_networks + chunk - 1) // chunk)
+    be = get_backend(backend)
+    xp = be.xp
+    host = check_rng(rng)
+    n_chunks = (n_networks + chunk - 1) // chunk
+    gens = host.spawn(n_chunks) if be.name == "numpy" else [be.generator(s) for s in spawn_sequences(host, n_chunks)]
     c, k, p = CHANNELS, KERNEL_SIZE, POSITIONS
     sd = math.sqrt(2.0 / (c * k))  # He for fan-in c k (slope 0)
     keys = ("relu_diff", "sq_diff", "relu_same", "sq_same", "m4", "s2")
     out = {key: np.empty(n_networks) for key in keys}
     off = ~np.eye(c, dtype=bool)
+    off_b = be.asarray(off.astype(np.float64))
     for b, g in enumerate(gens):
         lo, hi = b * chunk, min(n_networks, (b + 1) * chunk)
         n = hi - lo
         y = g.standard_normal((n, c, p))
         for _ in range(DEPTH):
-            x = np.maximum(y, 0.0)
+            x = xp.maximum(y, 0.0)
             w = sd * g.standard_normal((n, c, c, k))
-            y = sum(np.einsum("nij,njp->nip", w[..., t], np.roll(x, -(t - k // 2), axis=2)) for t in range(k))
-        r2 = np.maximum(y, 0.0) ** 2
+            if be.name == "numpy":  # the reference summation order (results of earlier releases)
+                y = sum(np.einsum("nij,njp->nip", w[..., t], np.roll(x, -(t - k // 2), axis=2)) for t in range(k))
+            else:
+                y = w[..., 0] @ xp.roll(x, k // 2, axis=2)
+                for t in range(1, k):
+                    y = y + w[..., t] @ xp.roll(x, -(t - k // 2), axis=2)
+        r2 = xp.maximum(y, 0.0) ** 2
         y2 = y * y
-        cross_r = np.einsum("nip,njp->nij", r2, r2)[:, off].mean(axis=1) / p
-        cross_y = np.einsum("nip,njp->nij", y2, y2)[:, off].mean(axis=1) / p
+        if be.name == "numpy":
+            cross_r = np.einsum("nip,njp->nij", r2, r2)[:, off].mean(axis=1) / p
+            cross_y = np.einsum("nip,njp->nij", y2, y2)[:, off].mean(axis=1) / p
+        else:  # the off-diagonal mean as a masked sum (boolean indexing beside a slice is not array API)
+            pairs = c * (c - 1)
+            cross_r = to_numpy(xp.sum((r2 @ matrix_transpose(xp, r2)) * off_b, axis=(1, 2))) / pairs / p
+            cross_y = to_numpy(xp.sum((y2 @ matrix_transpose(xp, y2)) * off_b, axis=(1, 2))) / pairs / p
         out["relu_diff"][lo:hi], out["sq_diff"][lo:hi] = cross_r, cross_y
-        out["relu_same"][lo:hi] = (r2 * np.roll(r2, -1, axis=2)).mean(axis=(1, 2))
-        out["sq_same"][lo:hi] = (y2 * np.roll(y2, -1, axis=2)).mean(axis=(1, 2))
-        out["m4"][lo:hi] = (y2 * y2).mean(axis=(1, 2))
-        out["s2"][lo:hi] = y2.mean(axis=(1, 2))
+        out["relu_same"][lo:hi] = to_numpy(xp.mean(r2 * xp.roll(r2, -1, axis=2), axis=(1, 2)))
+        out["sq_same"][lo:hi] = to_numpy(xp.mean(y2 * xp.roll(y2, -1, axis=2), axis=(1, 2)))
+        out["m4"][lo:hi] = to_numpy(xp.mean(y2 * y2, axis=(1, 2)))
+        out["s2"][lo:hi] = to_numpy(xp.mean(y2, axis=(1, 2)))
     return out
 
 
@@ -118,9 +150,9 @@ def _ratio(num, den, square=False):
 
 
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
-    """The rows of the module notes (NumPy only: ``backend`` is accepted for the runner)."""
+    """The rows of the module notes; the simulation runs on ``backend`` (:data:`BACKENDS`)."""
     n = 1_000_000 if full else 200_000
-    m = conv_pair_moments(n, rng=substream(seed, 17))
+    m = conv_pair_moments(n, rng=substream(seed, 17), backend=backend)
     closure = 0.25  # ((1 + a^2) / 2)^2 at a = 0
     rows = []
     r, se = _ratio(m["relu_diff"], m["sq_diff"])

@@ -183,7 +183,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
                 note="deterministic initialisation: rounding tolerance only",
             )
         )
-    rows += conv_mode_rows(seed, full)
+    rows += conv_mode_rows(seed, full, backend=backend)
     return rows
 
 
@@ -194,7 +194,7 @@ CONV2D_V = ((0.05, 0.1, 0.0), (0.1, 0.4, 0.15), (0.05, 0.1, 0.05))
 FIXED_POINT_CNN = ("tanh", 0.8, 0.05, 16)
 
 
-def conv_mode_rows(seed: int = 0, full: bool = False) -> list[Comparison]:
+def conv_mode_rows(seed: int = 0, full: bool = False, backend: str = "numpy") -> list[Comparison]:
     """Rows for 2-D periodic CNNs and for the CNN NTK's fixed point (issue 17, item 2).
 
     2-D: :func:`meanfield.ntk.propagate_conv_ntk` with ``shape = CONV2D_SHAPE`` against
@@ -203,6 +203,7 @@ def conv_mode_rows(seed: int = 0, full: bool = False) -> list[Comparison]:
     ordered phase against :func:`meanfield.ntk.conv_ntk_fixed_point`'s ``theta_diag`` /
     ``theta_offdiag``; the tolerance adds, stated in advance, the theory's own distance
     ``|Theta^L - Theta^*|`` of the recursion at that depth (it relaxes by ``growth`` per layer).
+    Both simulators run on ``backend`` (:data:`BACKENDS`).
     """
     channels = 96 if full else 48
     n_networks = 600 if full else 200
@@ -216,7 +217,7 @@ def conv_mode_rows(seed: int = 0, full: bool = False) -> list[Comparison]:
         theory = ntk.propagate_conv_ntk(cov0, name, sw, sb, v2, 2, CONV2D_SHAPE).ntk[2][:, flat, :, flat]
         sims = [
             empirical_periodic_cnn_ntk(
-                x2, name, sw, sb, v2, 2, c, n_networks, position=pos, rng=substream(seed, 6, k, j)
+                x2, name, sw, sb, v2, 2, c, n_networks, position=pos, rng=substream(seed, 6, k, j), backend=backend
             )
             for j, c in enumerate((channels, 2 * channels))
         ]
@@ -227,7 +228,9 @@ def conv_mode_rows(seed: int = 0, full: bool = False) -> list[Comparison]:
     cov0 = conv.multi_input_covariance(xc, sw, sb, CONV_V)
     rec = ntk.propagate_conv_ntk(cov0, name, sw, sb, CONV_V, depth).ntk[depth][:, 1, :, 1]
     sims = [
-        empirical_conv_ntk(xc, name, sw, sb, CONV_V, depth, c, n_networks, position=1, rng=substream(seed, 8, j))
+        empirical_conv_ntk(
+            xc, name, sw, sb, CONV_V, depth, c, n_networks, position=1, rng=substream(seed, 8, j), backend=backend
+        )
         for j, c in enumerate((channels, 2 * channels))
     ]
     for a, b, star in ((0, 0, fp.theta_diag), (0, 1, fp.theta_offdiag)):

@@ -139,7 +139,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
             ]
             label = f"tanh CNN {law} kernel L={depth} (n={size}, k=3)"
             rows += _rows(label, spec, fine, samples, channels)
-    rows += conv2d_rows(seed, full)
+    rows += conv2d_rows(seed, full, backend=backend)
     return rows
 
 
@@ -148,12 +148,13 @@ CONV2D_CASES = (("delta_orthogonal", 4), ("gaussian", 4))
 CONV2D_SHAPE = (3, 3)
 
 
-def conv2d_rows(seed: int = 0, full: bool = False) -> list[Comparison]:
+def conv2d_rows(seed: int = 0, full: bool = False, backend: str = "numpy") -> list[Comparison]:
     """The CNN rows of :func:`run` for 2-D periodic CNNs (``CONV2D_SHAPE``, 3 x 3 kernels).
 
     Theory :func:`meanfield.spectra.conv_jacobian_spectrum` (the law does not depend on the number
     of spatial axes), simulation
-    :func:`meanfield.validation.simulators.conv2d_jacobian_singular_values`; tolerances as the 1-D rows.
+    :func:`meanfield.validation.simulators.conv2d_jacobian_singular_values` on ``backend``; tolerances as
+    the 1-D rows.
     """
     channels = 24 if full else 8
     n_networks = 200 if full else 40
@@ -163,7 +164,16 @@ def conv2d_rows(seed: int = 0, full: bool = False) -> list[Comparison]:
         spec, fine = _theory(spectra.conv_jacobian_spectrum, "tanh", sw, SIGMA_B2, depth, law)
         samples = [
             conv2d_jacobian_singular_values(
-                "tanh", sw, SIGMA_B2, depth, c, CONV2D_SHAPE, n_networks, law, rng=substream(seed, 2, k, j)
+                "tanh",
+                sw,
+                SIGMA_B2,
+                depth,
+                c,
+                CONV2D_SHAPE,
+                n_networks,
+                law,
+                rng=substream(seed, 2, k, j),
+                backend=backend,
             )
             for j, c in enumerate((channels, 2 * channels))
         ]

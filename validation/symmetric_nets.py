@@ -58,10 +58,12 @@ from meanfield.checks import check_int, check_scalar
 __all__ = [
     "COMPUTE_DTYPES",
     "FLOAT32_ROUNDOFF",
+    "ConstNetGroups",
     "ConstNetSpec",
     "LeakyNetSpec",
     "ReplicatedNetSpec",
     "SymmetryBreaking",
+    "constnet_groups",
     "conv_kernels",
     "correlation_probe",
 ]
@@ -592,3 +594,105 @@ def correlation_probe(
 
     probe.__doc__ = f"1 - C_{which[0]} of every convolution" if complement else f"C_{which[0]} of every convolution"
     return probe
+
+
+# --------------------------------------------------------------------------------------------------
+# Groups of Sec. 4.2 (Figs. 4 and 6)
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConstNetGroups(Result):
+    """The groups of seed 000's Sec. 4.2 for every convolution of a ConstNet.
+
+    Attributes
+    ----------
+    tensors : tuple of str
+        Convolution names in network order (``first``, ``block{s}_{i}``, ``skip{s}``,
+        ``branch{s}``), as :func:`conv_kernels` and :func:`correlation_probe` order them.
+    forward : tuple of int
+        Forward group of each tensor: the stage ``s`` (``0 <= s < len(widths)``) of the summed
+        stream its output joins.
+    backward : tuple of int
+        Backward group: the stage of the stream its input comes from; ``-1`` for ``first``, whose
+        input is the data (no hidden stream; with one input channel its ``C_b`` is undefined).
+    kernel_size : tuple of int
+        Spatial kernel size of each tensor (1 for the widening skips, ``spec.kernel_size`` else).
+    n_groups : int
+        Number of groups, ``len(widths)``: one per stage, i.e. per hidden width.
+    """
+
+    tensors: tuple
+    forward: tuple
+    backward: tuple
+    kernel_size: tuple
+    n_groups: int
+
+    def members(self, group: int, which: str = "forward", kernel_size: int | None = None) -> tuple:
+        """Names of the tensors whose ``which`` ("forward" / "backward") group is ``group``,
+        optionally only those with the given ``kernel_size``."""
+        if which not in ("forward", "backward"):
+            raise ValueError(f"which must be 'forward' or 'backward', got {which!r}")
+        g = _int(group, "group", -1, self.n_groups - 1)
+        k = None if kernel_size is None else _int(kernel_size, "kernel_size", 1, 31)
+        labels = self.forward if which == "forward" else self.backward
+        return tuple(
+            t for t, lab, ks in zip(self.tensors, labels, self.kernel_size) if lab == g and (k is None or ks == k)
+        )
+
+
+def constnet_groups(spec: ConstNetSpec) -> ConstNetGroups:
+    """Forward and backward group of every convolution of a ConstNet (seed 000, Sec. 4.2, Figs. 4, 6).
+
+    Parameters
+    ----------
+    spec : ConstNetSpec
+        The network (widths, blocks per stage, kernel size).
+
+    Returns
+    -------
+    ConstNetGroups
+        Tensor names in network order with their forward and backward groups.
+
+    Raises
+    ------
+    TypeError
+        ``spec`` is not a :class:`ConstNetSpec`.
+
+    Notes
+    -----
+    Fig. 6's caption: tensors belong to the same group if the outputs of their operations are
+    summed together (with or without an activation in between); the backward correlation's group
+    follows the stream the tensor's input comes from ("the forward correlation of 'Convolution
+    3-0' is on group 3, while its backward correlation matches group 2, to which its input is
+    connected"). In the ConstNet of :class:`ConstNetSpec` the summed streams are the residual
+    streams ``a`` of the stages, separated by the widening blocks
+    ``a <- subsample(skip * a) + subsample(branch * relu(a))`` (Sec. 4.2: the groups correspond
+    to the hidden widths, separated by the averaging operations). Derived from the same walk over
+    the network as the trainer's forward pass:
+
+    - ``first`` starts stage 0's stream: forward group 0, backward ``-1`` (the data);
+    - ``block{s}_{i}`` reads and adds to stage ``s``'s stream: forward and backward group ``s``;
+    - ``skip{s}`` and ``branch{s}`` read stage ``s``'s stream and their sum starts stage
+      ``s + 1``'s: forward group ``s + 1``, backward group ``s``.
+    """
+    if not isinstance(spec, ConstNetSpec):
+        raise TypeError(f"spec must be a ConstNetSpec, got {type(spec).__name__}")
+    tensors, fwd, bwd, ks = [], [], [], []
+
+    def add(name, out_stream, in_stream, k):
+        tensors.append(name)
+        fwd.append(out_stream)
+        bwd.append(in_stream)
+        ks.append(k)
+
+    add("first", 0, -1, spec.kernel_size)
+    for s in range(len(spec.widths)):
+        for i in range(spec.blocks_per_stage):
+            add(f"block{s}_{i}", s, s, spec.kernel_size)
+        if s < len(spec.widths) - 1:
+            add(f"skip{s}", s + 1, s, 1)
+            add(f"branch{s}", s + 1, s, spec.kernel_size)
+    if tensors != _constnet_names(spec):  # the trainer's parameter order: one walk, not two tables
+        raise AssertionError("constnet_groups is out of step with the ConstNet parameter names")
+    return ConstNetGroups(tuple(tensors), tuple(fwd), tuple(bwd), tuple(ks), len(spec.widths))

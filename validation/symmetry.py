@@ -46,7 +46,12 @@ from .report import Comparison, mean_and_stderr
 from .runner import check_run_arguments, main_for, progress
 from .simulators import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent
 
-__all__ = ["EXACT_ABS", "EXACT_REL", "GRAD_NOISE", "run"]
+#: Backends every simulator of this module honours (:func:`meanfield.validation.runner.module_backend`):
+#: the ConstNet, LeakyNet and looks-linear rows (a)-(c) run on it; the closed forms (d) are NumPy
+#: theory and the training rows (e) run on the training engine (PyTorch on the CPU) whatever the backend.
+BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
+
+__all__ = ["BACKENDS", "EXACT_ABS", "EXACT_REL", "GRAD_NOISE", "run"]
 
 #: Absolute rounding bound for identities between O(1) float64 numbers through <= 1,000 exact
 #: operations (each rounding <= 1.1e-16 relative; a random walk of 1,000 steps stays < 1e-13).
@@ -87,7 +92,7 @@ def _constnet_pass(widths, depth, x, head, labels, backend):
     net = ConstNet.initial(widths, per_stage, x.shape[-1], head.shape[0], (3, 3), 2, head=head, backend=backend)
     b = get_backend(backend)
     logits, feats = net.forward(x, keep=True)
-    _, dlog = softmax_xent(logits, b.asarray(labels, dtype=np.int64), b.xp)
+    _, dlog = softmax_xent(logits, labels, b.xp)
     grads, betas = net.backward(dlog, keep=True)
     return to_numpy(feats[0]), to_numpy(feats[-1]), to_numpy(betas[0]), to_numpy(betas[-1]), to_numpy(grads["block0_0"])
 
@@ -191,13 +196,13 @@ def _claim_rows(backend, full, seed):
     return rows
 
 
-def _looks_linear_rows(full, seed):
+def _looks_linear_rows(backend, full, seed):
     rows = []
     rng = np.random.default_rng(substream(seed, 2))
     depth = 200 if full else 50
     for n in (4, 16):
         x = rng.standard_normal((2, 5, 5, n // 2))
-        pre, us, _ = looks_linear_delta_orthogonal_forward(x, depth, n, rng=substream(seed, 3, n))
+        pre, us, _ = looks_linear_delta_orthogonal_forward(x, depth, n, rng=substream(seed, 3, n), backend=backend)
         dev = 0.0
         for layer in range(1, depth):
             u = us[layer]
@@ -215,7 +220,7 @@ def _looks_linear_rows(full, seed):
             t = np.zeros(dim)
             t[j] = 1.0
             _, _, jvp = looks_linear_delta_orthogonal_forward(
-                x1, 12, n, rng=substream(seed, 4, n), tangent=t.reshape(x1.shape)
+                x1, 12, n, rng=substream(seed, 4, n), tangent=t.reshape(x1.shape), backend=backend
             )
             cols.append(jvp[-1][..., : n // 2].ravel())
         sv = np.linalg.svd(np.array(cols).T, compute_uv=False)
@@ -230,15 +235,16 @@ def _looks_linear_rows(full, seed):
     return rows
 
 
-def _leakynet_rows(full, seed):
+def _leakynet_rows(backend, full, seed):
     rows = []
     rng = np.random.default_rng(substream(seed, 5))
     depth = 1000
     slope = 0.01  # the leaky ReLU's negative slope, the paper's rho
     kinds = list(rng.choice(["I", "1"], depth))
-    net = LeakyNet.initial(kinds, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=slope)
+    net = LeakyNet.initial(kinds, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=slope, backend=backend)
     x = rng.standard_normal((2, 6, 6, 3))
     _, feats = net.forward(x, keep=True)
+    feats = [to_numpy(f) for f in feats]
     a0 = feats[0]
     leaky = get_activation("leaky_relu", slope=slope).phi
     cycle = [a0, -leaky(a0) / slope, -a0, -leaky(-a0) / slope]
@@ -256,10 +262,18 @@ def _leakynet_rows(full, seed):
     )
     # all-'I' Jacobian = identity after 4k layers: push a random cotangent back (vector-Jacobian product)
     net_i = LeakyNet.initial(
-        ["I"] * 400, n=4, n_input=3, n_classes=5, kernel_shape=(3, 3), rho=slope, head=rng.standard_normal((5, 4))
+        ["I"] * 400,
+        n=4,
+        n_input=3,
+        n_classes=5,
+        kernel_shape=(3, 3),
+        rho=slope,
+        head=rng.standard_normal((5, 4)),
+        backend=backend,
     )
     logits, feats = net_i.forward(x, keep=True)
-    _, betas = net_i.backward(rng.standard_normal(logits.shape), keep=True)
+    _, betas = net_i.backward(get_backend(backend).asarray(rng.standard_normal(tuple(logits.shape))), keep=True)
+    betas = [to_numpy(b) for b in betas]
     rel = float(np.max(np.abs(betas[0] - betas[-1])) / np.max(np.abs(betas[-1])))
     rows.append(
         Comparison(
@@ -392,7 +406,8 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     Parameters
     ----------
     backend : str
-        Array backend of the simulators (``"numpy"`` or ``"cupy"``).
+        Array backend of the simulators (:data:`BACKENDS`): ConstNet, LeakyNet and the looks-linear
+        networks run on it; the closed forms (d) and the training runs (e) run on the CPU.
     full : bool
         The paper's sizes (more input pairs, depths and draws) instead of the quick default.
     seed : int
@@ -406,7 +421,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     Raises
     ------
     ValueError
-        ``backend`` not ``"numpy"`` or ``"cupy"``; a negative ``seed``.
+        ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``seed``.
     TypeError
         ``full`` not a bool; ``seed`` not an int.
     """
@@ -416,9 +431,9 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         if part == 0:
             rows += _claim_rows(backend, full, seed)
         elif part == 1:
-            rows += _looks_linear_rows(full, seed)
+            rows += _looks_linear_rows(backend, full, seed)
         elif part == 2:
-            rows += _leakynet_rows(full, seed)
+            rows += _leakynet_rows(backend, full, seed)
         elif part == 3:
             rows += _closed_form_rows(full, seed)
         else:

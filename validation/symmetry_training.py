@@ -46,9 +46,10 @@ from meanfield import Result
 from meanfield import landscape as L
 from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
 
+from ._skip_hessians import hessian_one, hessians_exact
 from ._skip_nets import SkipModel, SkipNet, pack
 
-__all__ = ["SkipNet", "SkipTrainingResult", "rescaled_accuracy_ratio", "train_skip_ensemble"]
+__all__ = ["SkipNet", "SkipTrainingResult", "rescaled_accuracy_ratio", "skip_ensemble_hessians", "train_skip_ensemble"]
 
 ARCHITECTURES = ("plain", "residual", "hyper_residual", "path_residual")
 #: Largest Adam learning rate (Adam's steps are ~lr per parameter; far above it nothing trains and
@@ -148,27 +149,24 @@ def _accuracy(torch, model, theta, x, y, chunk=2048):
     return (correct.double() / x.shape[0]).cpu().numpy()
 
 
-def _hessian_eigs(torch, model, row, x, y):
-    """Eigenvalues of the Hessian of one network's mean cross-entropy on ``(x, y)`` in its hidden ``W_l, b_l`` (float64).
+def _hessians(torch, model, theta, x, y, method="exact"):
+    """Hidden-parameter Hessians (E, p, p) of every network (rows of ``theta``), float64.
 
-    ``row`` is the network's parameter row (P,); the hidden block is contiguous
-    (:meth:`SkipNet.hidden_block`), so the loss is a function of that slice alone.
+    ``"exact"``: all members at once from the Hessian's closed structure
+    (``validation/_skip_hessians.py``); ``"autodiff"`` (and always with batch
+    normalisation): forward-over-reverse autodiff one network at a time.
     """
-    th = row.detach().double()[None]
-    start, stop = model.net.hidden_block(model.n_in)
-    pre, flat0, post = th[:, :start], th[0, start:stop], th[:, stop:]
-    xd = x.double()[None]
+    if method == "exact" and model.net.batchnorm_layer is None:
+        return hessians_exact(torch, model, theta, x, y)
+    return torch.stack([hessian_one(torch, model, theta[m], x, y) for m in range(theta.shape[0])])
 
-    def loss(flat):
-        logits = model.forward(torch.cat([pre, flat[None], post], dim=1), xd)[0]
-        return torch.nn.functional.cross_entropy(logits, y)
 
-    # forward-over-reverse (torch.func); as fast as autograd.functional.hessian in steady state and
-    # without its first-call overhead (benchmarks/symmetry_training.py)
-    h = torch.func.jacfwd(torch.func.jacrev(loss))(flat0).detach()
+def _hessian_eigs(torch, model, theta, x, y, method="exact"):
+    """Eigenvalues (E, p) of the hidden-parameter Hessian of every network (rows of ``theta``)."""
+    h = _hessians(torch, model, theta, x, y, method)
     # eigenvalues by torch under the one-thread setting: NumPy's threaded LAPACK took 0.74 s for
     # a 288 x 288 matrix on the shared machine, torch's single thread a few milliseconds
-    return torch.linalg.eigvalsh(0.5 * (h + h.T)).cpu().numpy()
+    return torch.linalg.eigvalsh(0.5 * (h + h.transpose(1, 2))).cpu().numpy()
 
 
 class _Monitor:
@@ -199,7 +197,7 @@ class _Monitor:
         self.sing.append(meas)
         if self.hessian_every is not None and step % self.hessian_every == 0:
             self.hess_steps.append(step)
-            self.hess.append([_hessian_eigs(self.torch, model, theta[m], self.xh, self.yh) for m in range(e)])
+            self.hess.append(_hessian_eigs(self.torch, model, theta, self.xh, self.yh))
 
 
 def train_skip_ensemble(
@@ -554,6 +552,92 @@ def rescaled_accuracy_ratio(
     xt, yt = torch.tensor(xs), torch.tensor(ys)
     with _one_thread(torch):
         return _rescaled(torch, result, xt, yt, g, batchnorm_layer, rng, len(xs))
+
+
+#: Methods of :func:`skip_ensemble_hessians`.
+HESSIAN_METHODS = ("exact", "autodiff")
+
+
+def skip_ensemble_hessians(
+    result: SkipTrainingResult,
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    method: str = "exact",
+    batchnorm_layer: int | None = None,
+) -> np.ndarray:
+    """Hessians of every trained member's mean cross-entropy on ``(x, y)`` in its hidden ``W_l, b_l`` (float64).
+
+    The matrices whose spectra :func:`train_skip_ensemble` records (``hessian_every``): the
+    parameters are the hidden block ``W_1, b_1, ..., W_depth, b_depth`` (row-major ``W_l``), the
+    input and read-out layers held fixed; the bias penalty of ``bias_reg`` is not included.
+
+    Parameters
+    ----------
+    result : SkipTrainingResult
+        Its final parameters ``result.params`` are used.
+    x : array_like, shape (B, d)
+        Inputs of the loss (the trainer uses a fixed random subset of ``hessian_inputs`` rows).
+    y : array_like of int, shape (B,)
+        Labels in ``[0, n_classes)``.
+    method : {"exact", "autodiff"}
+        ``"exact"`` (default): all members at once from the Hessian's closed structure
+        (Gauss-Newton term plus the bilinear terms of ``W_l x_l``, exact forward Jacobians;
+        ``validation/_skip_hessians.py``), what the trainer uses; ``"autodiff"``:
+        ``torch.func.jacfwd(jacrev(loss))`` one network at a time, the reference. The two agree
+        to float64 rounding. With ``batchnorm_layer`` both use autodiff.
+    batchnorm_layer : int, optional
+        As given to :func:`train_skip_ensemble`.
+
+    Returns
+    -------
+    ndarray, shape (n_members, p, p)
+        ``p = depth (width^2 + width)`` (at most :data:`meanfield.landscape.MAX_HESSIAN_PARAMETERS`);
+        symmetric up to rounding.
+
+    Raises
+    ------
+    TypeError
+        ``result`` not a :class:`SkipTrainingResult`, or ``method`` not a string.
+    ValueError
+        ``x`` not ``(B, d)`` with ``B >= 1`` and finite entries, ``y`` not ``B`` labels in
+        range, ``method`` unknown, ``batchnorm_layer`` outside ``[0, depth)``, or ``p`` above
+        :data:`meanfield.landscape.MAX_HESSIAN_PARAMETERS`.
+    ImportError
+        Without PyTorch (the ``torch`` extra).
+
+    Notes
+    -----
+    Seed 004 (Orhan 2017), Sec. 2.4 and Figs. 7-12 (degenerate Hessian eigenvalues during
+    training); Supp. Note 1 (why plain networks have degenerate directions). The ``"exact"``
+    method is ``H = (1/B) sum_b J_b^T (diag s_b - s_b s_b^T) J_b + sum_l (e_{W_l[i,j]} g_{l,i}^T
+    d x_{l,j} + transpose)``: ReLUs and skips are piecewise linear, so only the softmax
+    cross-entropy and the products ``W_l x_l`` have second derivatives.
+    """
+    if not isinstance(result, SkipTrainingResult):
+        raise TypeError(f"result must be a SkipTrainingResult, got {type(result).__name__}")
+    if not isinstance(method, str):
+        raise TypeError(f"method must be one of {list(HESSIAN_METHODS)}, got {method!r}")
+    if method not in HESSIAN_METHODS:
+        raise ValueError(f"method must be one of {list(HESSIAN_METHODS)}, got {method!r}")
+    depth, width = result.params["W"].shape[1:3]
+    if depth * (width * width + width) > L.MAX_HESSIAN_PARAMETERS:
+        raise ValueError(
+            f"result: the hidden layers have {depth * (width * width + width)} parameters, more than "
+            f"MAX_HESSIAN_PARAMETERS = {L.MAX_HESSIAN_PARAMETERS}"
+        )
+    if batchnorm_layer is not None:
+        batchnorm_layer = check_int(batchnorm_layer, "batchnorm_layer", 0, depth - 1)
+    xs = as_float_array(x, "x")
+    if xs.ndim != 2 or xs.shape[0] < 1 or xs.shape[1] != result.params["W0"].shape[2]:
+        raise ValueError(f"x must be a non-empty (B, {result.params['W0'].shape[2]}) array, got shape {xs.shape}")
+    ys = _labels(y, xs.shape[0], "y", result.params["Wout"].shape[1])
+    torch = _torch()
+    with _one_thread(torch):
+        p = {k: np.array(v, dtype=np.float64) for k, v in result.params.items()}
+        model, theta = _model_from_params(torch, result, p, batchnorm_layer)
+        h = _hessians(torch, model, theta, torch.tensor(xs), torch.tensor(ys), method)
+    return h.cpu().numpy()
 
 
 def _model_from_params(torch, result, params, batchnorm_layer):

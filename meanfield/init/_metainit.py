@@ -336,10 +336,28 @@ def _check_loss(loss, n_classes):
 
 
 def _random_batch(rng, k, n_in, n_out, batch, loss):
+    if isinstance(rng, list):  # one Generator per network: network j's draws are those of a run on its own
+        parts = [_random_batch(g, 1, n_in, n_out, batch, loss) for g in rng]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     x = rng.standard_normal((k, n_in, batch))
     if loss == "cross_entropy":
         return x, rng.integers(0, n_out, size=(k, batch))
     return x, rng.standard_normal((k, n_out, batch))
+
+
+def _check_rngs(rng, kn, stacked):
+    """``rng`` of :func:`metainit`: one Generator, or a list of ``kn`` (one per stacked network)."""
+    if isinstance(rng, (list, tuple)):
+        if not stacked or len(rng) != kn:
+            raise ValueError(
+                f"rng must be None, an int, a Generator, or a sequence of one per network ({kn}, stacked "
+                f"weights only), got a sequence of {len(rng)}{'' if stacked else ' with unstacked weights'}"
+            )
+        gens = [check_rng(r) for r in rng]
+        if len({id(g) for g in gens}) != len(gens):
+            raise ValueError("rng must not repeat a Generator (each network needs its own stream)")
+        return gens
+    return check_rng(rng)
 
 
 def _prepare(weights, x, targets, slope, eps, loss, biases):
@@ -614,9 +632,13 @@ def metainit(
         Count zero biases as GQ parameters (seed 002's networks); they are not updated. A real bool.
     eval_batches : int
         Fresh batches for ``gq_before`` / ``gq_after``, ``0 <= eval_batches <= 10^4``.
-    rng : None, int or numpy.random.Generator
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, or a sequence of them
         Randomness (an int ``n`` gives exactly the stream of ``numpy.random.default_rng(n)``);
-        the same ``rng`` gives the same result.
+        the same ``rng`` gives the same result. With stacked weights, a sequence of ``K`` of them
+        (distinct Generators) gives every network its own stream: network ``k`` then gets exactly
+        the result of ``metainit`` run on network ``k`` alone with ``rng[k]`` (the stacked run is
+        the batched form of per-network runs; same products per network, so equal to rounding, bit
+        for bit on the machines tested), and the result does not depend on how networks are batched.
 
     Returns
     -------
@@ -631,10 +653,11 @@ def metainit(
         ``momentum`` outside ``[0, 1)``, ``eps`` outside ``EPS_RANGE``; unknown ``loss``; a
         cross-entropy read-out with one class; arrays above 2^29 numbers; or a step at which the
         network's loss, gradient or Hessian overflows float64 (weights, slope or ``lr`` too large:
-        the message names the step).
+        the message names the step); a sequence ``rng`` with unstacked weights, of a length other
+        than ``K`` or repeating a Generator.
     TypeError
         ``biases`` not a bool; bools, complex numbers or strings where numbers are expected; a
-        bad ``rng``.
+        bad ``rng`` (or entry of a sequence ``rng``).
 
     Notes
     -----
@@ -683,7 +706,7 @@ def metainit(
     check_size(kn * widest * batch_size * (len(ws) + 1), "networks * width * batch_size * (layers + 1) (activations)")
     check_size(kn * n_in * batch_size * max(eval_batches, 1), "networks * n_0 * batch_size * eval_batches")
     check_size(kn * steps, "networks * steps (gq_history)")
-    rng = check_rng(rng)
+    rng = _check_rngs(rng, kn, stacked)
     with np.errstate(over="ignore", under="ignore"):
         initial = np.stack([np.sqrt(_dot(w, w)) for w in ws], axis=1)  # (K, L)
         if not np.all(np.isfinite(initial) & (initial > 0)):  # squares over/underflowed: scale first

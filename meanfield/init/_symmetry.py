@@ -23,11 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .._checks import check_rng
 from .._results import Result
+from ..backend import Backend, concat, get_backend
 from ._args import check_size, int_arg, nonneg, positive
 from ._dense import haar_orthogonal
 from ._looks_linear import looks_linear
@@ -335,7 +337,9 @@ def looks_linear_delta_orthogonal(
     kernel_shape: int | Sequence[int] = (3, 3),
     sigma_w2: float = 1.0,
     rng: int | np.random.Generator | None = None,
-) -> np.ndarray:
+    *,
+    backend: str | Backend = "numpy",
+) -> Any:
     """``Delta (x) [[U, -U], [-U, U]]`` with ``U = sqrt(sigma_w2) Q``, ``Q`` Haar orthogonal of size ``n / 2`` (eq. 8 of seed 000).
 
     For an input ``[x, 0]`` (or any pre-activation of the form ``[a, -a]`` after a ReLU), the
@@ -351,11 +355,17 @@ def looks_linear_delta_orthogonal(
         Weight variance scale, finite and >= 0: ``U`` is multiplied by ``sqrt(sigma_w2)`` (the
         library's convention for orthogonal constructions, ``sigma_w2 = gain^2``).
     rng : None, int or numpy.random.Generator
-        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``).
+        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on another
+        backend also a Generator of that backend (:meth:`meanfield.backend.Backend.rng`).
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`) on which ``Q`` is drawn
+        (:func:`haar_orthogonal`) and the kernel built; NumPy and ``array_api_strict`` give the same
+        numbers for the same ``rng``.
 
     Returns
     -------
-    ndarray, shape ``(*kernel_shape, n, n)``
+    array, shape ``(*kernel_shape, n, n)``
+        On ``backend``.
 
     Raises
     ------
@@ -363,6 +373,8 @@ def looks_linear_delta_orthogonal(
         ``n`` odd or < 2, a bad ``kernel_shape``, negative ``sigma_w2``, more than 2^29 entries.
     TypeError
         Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+    ImportError
+        A ``backend`` whose package is not installed.
 
     Examples
     --------
@@ -379,6 +391,13 @@ def looks_linear_delta_orthogonal(
     sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     ks = _kernel_shape(kernel_shape)
     check_size(int(np.prod(ks)) * n * n, "prod(kernel_shape) * n^2")
-    rng = check_rng(rng)
-    u = math.sqrt(sigma_w2) * haar_orthogonal(n // 2, n // 2, rng=rng)
-    return _kron_delta(ks, looks_linear(u))
+    b = get_backend(backend)
+    if b.name == "numpy":
+        rng = check_rng(rng)
+        u = math.sqrt(sigma_w2) * haar_orthogonal(n // 2, n // 2, rng=rng)
+        return _kron_delta(ks, looks_linear(u))
+    xp = b.xp
+    u = math.sqrt(sigma_w2) * haar_orthogonal(n // 2, n // 2, rng=b.rng(rng), backend=b)
+    top = concat(xp, [u, -u], axis=-1)
+    block = concat(xp, [top, -top], axis=-2)  # looks_linear(u) on the backend
+    return b.asarray(delta_kernel(ks)[(...,) + (None, None)]) * block

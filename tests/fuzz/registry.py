@@ -241,6 +241,12 @@ def _constnet_spec():
     return ConstNetSpec(widths=(2, 4), blocks_per_stage=1)
 
 
+def _constnet_groups():
+    from meanfield.validation.symmetric_nets import constnet_groups
+
+    return constnet_groups(_constnet_spec())
+
+
 def _constnet_spec_params():
     """Initial parameters of _constnet_spec on (1, 4, 4) inputs, 3 classes."""
     from meanfield.validation.training import init_parameters
@@ -380,7 +386,7 @@ REGISTRY: list[Entry] = [
     E("init.constnet", widths=IS([2, 4]), blocks_per_stage=I(1), n_input=I(3), n_classes=I(2), kernel_shape=SH((3, 3)), stride=I(2)),
     E("init.delta_kernel", kernel_shape=SH((3, 3))),
     E("init.leakynet", kinds=TS(["I", "1"]), n=I(3), slope=F(0.01), kernel_shape=SH((3, 3)), gamma=A([0.5, 0.9])),
-    E("init.looks_linear_delta_orthogonal", n=I(4), kernel_shape=SH((3, 3)), sigma_w2=F(1.0), rng=R(0)),
+    E("init.looks_linear_delta_orthogonal", n=I(4), kernel_shape=SH((3, 3)), sigma_w2=F(1.0), rng=R(0), backend=BK()),
     E("init.gradient_quotient", weights=MATS(GQ_WEIGHTS), x=A(X53), targets=A(np.array([0, 1, 0, 1, 1])), slope=F(0.0), eps=F(1e-5),
       loss=CH("cross_entropy"), biases=B(False)),
     E("init.gradient_quotient_gradient", weights=MATS(GQ_WEIGHTS), x=A(X53), targets=A(np.array([0, 1, 0, 1, 1])), slope=F(0.0),
@@ -498,7 +504,7 @@ REGISTRY: list[Entry] = [
       chunk=I(2), desc=TXT("fuzz"), dtype=CH("float64"), engine=CH("numba"), metainit_steps=I(2), protocol=CH("pooled")),
     E("validation.simulators.metainit_weights", n_networks=I(2), depth=I(3), width=I(4), w0=I(4), rng=R(0), steps=I(2)),
     E("validation.simulators.looks_linear_delta_orthogonal_forward", x=A(CONV_X), depth=I(2), width=I(4), kernel_shape=SH(3), rng=R(0),
-      tangent=A(CONV_G)),
+      tangent=A(CONV_G), backend=BK()),
     E("validation.simulators.softmax_xent", logits=A(X53), labels=A(np.array([0, 1, 2, 0, 1])), xp=X(np)),
     E("validation.simulators.ConstNet.initial", widths=IS([2, 4]), blocks_per_stage=I(1), n_input=I(1), n_classes=I(3), kernel_shape=SH((3,)),
       stride=I(1), batchnorm=B(False), head=A(np.zeros((3, 4))), backend=BK()),
@@ -574,24 +580,26 @@ REGISTRY: list[Entry] = [
     E("spectra.conv_jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), kernel=CH("delta_orthogonal"),
       q=F(0.5), n_points=I(50), n_atoms=I(200), none_ok=("q",)),
     E("validation.conv_inputs.simulate_multi_input", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
-      width=I(3), n_networks=I(2), rng=R(0)),
+      width=I(3), n_networks=I(2), rng=R(0), backend=BK()),
     E("validation.ntk.constnet_empirical_ntk", x=A(_rng.standard_normal((2, 4, 4, 1))), widths=IS([2, 4]), n_classes=I(3)),
     E("validation.simulators.jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(4),
       n_networks=I(2), weights=CH("orthogonal"), q=F(0.5), rng=R(0), backend=BK()),
     E("validation.simulators.conv_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2), width=I(2),
       size=I(4), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0), backend=BK()),
     E("validation.simulators.conv2d_jacobian_singular_values", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(2),
-      width=I(2), shape=SH((3, 3)), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0)),
+      width=I(2), shape=SH((3, 3)), n_networks=I(2), kernel=CH("delta_orthogonal"), kernel_size=I(3), q=F(0.5), rng=R(0),
+      backend=BK()),
     E("validation.simulators.empirical_ntk", x=A(X25), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(2), width=I(4),
       n_networks=I(2), method=CH("numpy"), rng=R(0), backend=BK()),
     E("validation.simulators.empirical_conv_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
       width=I(2), n_networks=I(2), position=I(0), rng=R(0), backend=BK()),
-    E("validation.kurtosis_conv.conv_pair_moments", n_networks=I(4), rng=R(0), chunk=I(3)),
+    E("validation.kurtosis_conv.conv_pair_moments", n_networks=I(4), rng=R(0), chunk=I(3), backend=BK()),
     E("validation.simulators.empirical_periodic_cnn_ntk", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3),
-      depth=I(2), width=I(2), n_networks=I(2), position=I(0), rng=R(0)),
+      depth=I(2), width=I(2), n_networks=I(2), position=I(0), rng=R(0), backend=BK()),
     E("validation.simulators.simulate_conv_moments", channels=I(2), kernel_size=I(3), positions=I(4), depth=I(2), n_networks=I(4), slope=F(0.1),
-      rng=R(0)),
-    E("validation.simulators.simulate_residual_moments", width=I(3), depth=I(2), n_networks=I(4), slope=F(0.1), residual=B(True), rng=R(0)),
+      rng=R(0), backend=BK()),
+    E("validation.simulators.simulate_residual_moments", width=I(3), depth=I(2), n_networks=I(4), slope=F(0.1), residual=B(True), rng=R(0),
+      backend=BK()),
     E("validation.trainability.z_score", a=A([1.0, 1.2, 0.9]), b=A([0.5, 0.6, 0.4, 0.7])),
     E("validation.trainability.clear_cache"),
     E("validation.trainability.mode_energy_fraction", v=A(np.full((3, 3), 1 / 9)), shape=SH((4, 4)), depth=I(3)),
@@ -614,6 +622,12 @@ REGISTRY: list[Entry] = [
       compute_dtype=CH("bfloat16")),
     E("validation.symmetric_nets.conv_kernels", spec=X(Lazy(_constnet_spec)), parameters=X(Lazy(_constnet_spec_params))),
     E("validation.symmetric_nets.correlation_probe", which=CH("forward"), complement=B(True)),
+    E("validation.symmetric_nets.constnet_groups", spec=X(Lazy(_constnet_spec))),
+    E("validation.symmetry_groups.group_separation", series=A(_rng.standard_normal((4, 3))), groups=A(np.array([0, 0, 1, 1])),
+      strata=A(np.array([0, 0, 0, 0]))),
+    E("validation.symmetry_groups.constnet_group_series", groups=X(Lazy(_constnet_groups)),
+      one_minus_cf=A(np.full((3, 5), 0.1)), one_minus_cb=A(np.full((3, 5), 0.2))),
+    E("validation.symmetry_groups.clear_cache"),
     E("validation.symmetry_breaking.clear_cache"),
     E("validation.symmetry_training.SkipNet", architecture=CH("residual"), depth=I(2), width=I(4), sigma_w2=F(1.0),
       bias_init_sigma=F(0.1), batchnorm_layer=I(0),
@@ -795,6 +809,15 @@ for _name in (
     "validation.symmetry_breaking.run",
 ):
     NOT_FUZZED[_name] = _TRAINING + " (tests/test_symmetry_breaking.py, smoke size)"
+for _name in ("validation.symmetry_groups.group_behaviour", "validation.symmetry_groups.group_behaviour_row"):
+    NOT_FUZZED[_name] = _TRAINING + " (tests/test_symmetry_groups.py, smoke size)"
+for _name in (
+    "validation.symmetric_nets.ConstNetGroups",
+    "validation.symmetry_groups.GroupBehaviour",
+    "validation.symmetry_groups.GroupSeparation",
+    "validation.symmetry_groups.GroupSeries",
+):
+    NOT_FUZZED[_name] = _RESULT
 NOT_FUZZED["validation.symmetry_breaking.TrainingTable"] = (
     "result of constnet_noise_table / leakynet_averaging_table (training runs); tested in tests/test_symmetry_breaking.py"
 )
@@ -818,6 +841,10 @@ NOT_FUZZED["validation.runner.module_backend"] = (
     "tests/test_backends_cli.py"
 )
 NOT_FUZZED["validation.trainability.training_data"] = NOT_FUZZED["validation.training.load_training_data"]
+NOT_FUZZED["validation.symmetry_training.skip_ensemble_hessians"] = (
+    "needs a SkipTrainingResult (a PyTorch training run, seconds); its argument checks and both methods are "
+    "tested in tests/test_symmetry_training.py"
+)
 
 # ---------------------------------------------------------------------------------------------
 # documented non-finite values

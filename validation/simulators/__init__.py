@@ -10,10 +10,14 @@ module                                                 simulators               
                                                        (:class:`PairSimulation`)
 :mod:`~meanfield.validation.simulators.kurtosis`       :func:`layer_moments` (:class:`LayerMoments`),          002
                                                        :func:`nonzero_fraction`, :func:`empirical_variances`,
-                                                       :func:`metainit_weights`
+                                                       :func:`metainit_weights`,
+                                                       :func:`simulate_residual_moments`,
+                                                       :func:`simulate_conv_moments`
 :mod:`~meanfield.validation.simulators.jacobian`       :func:`jacobian_singular_values`,                       003
-                                                       :func:`conv_jacobian_singular_values`
-:mod:`~meanfield.validation.simulators.ntk`            :func:`empirical_ntk`, :func:`empirical_conv_ntk`       003
+                                                       :func:`conv_jacobian_singular_values`,
+                                                       :func:`conv2d_jacobian_singular_values`
+:mod:`~meanfield.validation.simulators.ntk`            :func:`empirical_ntk`, :func:`empirical_conv_ntk`,      003
+                                                       :func:`empirical_periodic_cnn_ntk`
 :mod:`~meanfield.validation.simulators.symmetry`       :class:`ConstNet`, :class:`LeakyNet`,                   000
                                                        :func:`looks_linear_delta_orthogonal_forward`
 =====================================================  ======================================================  ======
@@ -26,9 +30,9 @@ Problem arguments first (inputs, activation, variances), then the sizes under th
 everywhere -- ``depth`` (number of layers), ``width`` (hidden width; the channel count of a CNN),
 ``n_networks`` (independent networks simulated together) -- and the keyword-only ``backend``
 (``"numpy"``, ``"cupy"``, ``"torch"`` or ``"array_api_strict"``, :mod:`meanfield.backend`) and
-``rng``. Every simulator honours ``backend`` (its arrays go through the backend's namespace only)
-except the fused Numba kernels :func:`simulate_residual_moments` and :func:`simulate_conv_moments`,
-:func:`looks_linear_delta_orthogonal_forward` (NumPy). Training is not a simulator: the one
+``rng``. Every simulator honours ``backend`` (its arrays go through the backend's namespace only;
+``tests/test_backends_simulators.py`` runs each on ``array_api_strict``, where a NumPy-only call
+fails). Training is not a simulator: the one
 training engine is :func:`meanfield.validation.training.train_ensemble` (seed 000's networks through
 :mod:`meanfield.validation.symmetric_nets`). Results with several fields are
 frozen dataclasses inheriting :class:`meanfield.Result` (``.replace()``); several-field results

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from meanfield.activations import Activation, get_activation
-from meanfield.backend import Backend, astype, get_backend, to_numpy
+from meanfield.backend import Backend, astype, get_backend, spawn_sequences, to_numpy
 from meanfield.checks import as_float_array
 
 __all__ = [
@@ -365,3 +365,19 @@ class LogScaledMoments:
         if self.grad_sq_normalized is None:
             return None
         return expand_log(self.grad_sq_normalized, self.grad_log_scale, "grad_sq")
+
+
+# --- spawned streams on a backend ------------------------------------------------------------------
+
+
+def spawned_generators(generator: np.random.Generator, n: int, b: Backend) -> list:
+    """``n`` independent Generators on backend ``b``, one per child of ``generator``'s seed sequence.
+
+    NumPy: ``generator.spawn(n)`` (the streams of the NumPy reference, whatever its bit generator).
+    Other backends: ``b.generator(child)`` on the same children
+    (:func:`meanfield.backend.spawn_sequences`): ``array_api_strict`` then draws NumPy's numbers
+    (for the default PCG64 bit generator), PyTorch and CuPy their own from the same children.
+    """
+    if b.name == "numpy":
+        return generator.spawn(n)
+    return [b.generator(seq) for seq in spawn_sequences(generator, n)]

@@ -44,7 +44,7 @@ from meanfield.init import (
     periodic_conv,
 )
 
-from ._common import activation_fn, check_work
+from ._common import activation_fn, check_work, spawned_generators
 from .conv import _orthogonal_kernels
 
 __all__ = [
@@ -80,7 +80,7 @@ def _choice(value, allowed, name):
 
 def _run(draw_w, draw_b, n, depth, phi, dphi, q, gen, b: Backend | None = None):
     """Squared singular values of one network's Jacobian, every step on backend ``b`` (NumPy by
-    default: :func:`conv2d_jacobian_singular_values` is not ported to the backends yet)."""
+    default: the circulant-matrix reference path of :func:`conv2d_jacobian_singular_values`)."""
     b = get_backend("numpy") if b is None else b
     xp = b.xp
     h = math.sqrt(q) * gen.standard_normal(n)
@@ -97,20 +97,23 @@ def _run(draw_w, draw_b, n, depth, phi, dphi, q, gen, b: Backend | None = None):
     return s * s
 
 
-def _run_conv(kernel_of, bias_of, size, width, depth, phi, dphi, q, gen, b: Backend):
-    """As :func:`_run` for a periodic CNN: the Jacobian's ``n = size * width`` columns are
-    propagated as ``n`` signals of shape ``(size, width)`` by :func:`meanfield.init.periodic_conv`
-    (the rows of ``J^T``; the same singular values), never forming the circulant matrix."""
+def _run_conv(kernel_of, bias_of, spatial, width, depth, phi, dphi, q, gen, b: Backend):
+    """As :func:`_run` for a periodic CNN on ``spatial`` positions (1 or 2 axes): the Jacobian's
+    ``n = prod(spatial) * width`` columns are propagated as ``n`` signals of shape
+    ``(*spatial, width)`` by :func:`meanfield.init.periodic_conv` (the rows of ``J^T``; the same
+    singular values), never forming the circulant matrix."""
     xp = b.xp
-    n = size * width
-    h = math.sqrt(q) * gen.standard_normal((size, width))
+    spatial = (spatial,) if isinstance(spatial, int) else tuple(spatial)
+    sd = len(spatial)
+    n = math.prod(spatial) * width
+    h = math.sqrt(q) * gen.standard_normal((*spatial, width))
     x = phi(h)
-    cols = xp.reshape(b.asarray(np.eye(n)), (n, size, width))  # column j of J as a signal
+    cols = xp.reshape(b.asarray(np.eye(n)), (n, *spatial, width))  # column j of J as a signal
     for _ in range(depth):
         k = kernel_of(gen)
-        h = periodic_conv(x, k, 1, b, check_finite=False) + bias_of(gen)
+        h = periodic_conv(x, k, sd, b, check_finite=False) + bias_of(gen)
         x = phi(h)
-        cols = dphi(h) * periodic_conv(cols, k, 1, b, check_finite=False)
+        cols = dphi(h) * periodic_conv(cols, k, sd, b, check_finite=False)
     jt = xp.reshape(cols, (n, n))
     if not bool(xp.all(xp.isfinite(jt))):
         raise ValueError("the Jacobian overflowed (reduce depth or sigma_w2)")
@@ -287,6 +290,7 @@ def conv2d_jacobian_singular_values(
     kernel_size: int = 3,
     q: float | None = None,
     rng=None,
+    backend: str | Backend = "numpy",
 ) -> np.ndarray:
     r"""Squared singular values of the Jacobian of random 2-D periodic CNNs (seed 003, Sec. 2.2.1).
 
@@ -306,6 +310,15 @@ def conv2d_jacobian_singular_values(
     kernel : {"delta_orthogonal", "orthogonal", "gaussian"}
     kernel_size : int
         Odd kernel width k (1 to min(h, w)).
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`). NumPy: the kernels of
+        :mod:`meanfield.init` and the Jacobian as a product of dense circulant matrices
+        (:func:`meanfield.init.conv_matrix`), the reference path. Every other backend: the same
+        kernels drawn from the same streams and built there (Algorithms 1 and 2 batched, as in
+        :func:`conv_kernels`), the Jacobian's columns propagated by
+        :func:`meanfield.init.periodic_conv` and the singular values computed there
+        (:func:`meanfield.backend.svdvals`): no circulant matrix, no host round trip.
+        ``array_api_strict`` reproduces NumPy's numbers to rounding; the result is a NumPy array.
 
     Returns
     -------
@@ -316,6 +329,8 @@ def conv2d_jacobian_singular_values(
     ------
     ValueError, TypeError
         As :func:`conv_jacobian_singular_values`; a ``shape`` that is not two sizes.
+    ImportError
+        A ``backend`` whose package is not installed.
     """
     act = get_activation(activation)
     sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
@@ -335,9 +350,25 @@ def conv2d_jacobian_singular_values(
         raise ValueError(f"h * w * width must be <= 4096, got {n}")
     check_work(n_networks * depth * 3 * n**3, "conv2d_jacobian_singular_values")
     q = _start_q(act, sigma_w2, sigma_b2, q)
-    phi, dphi = activation_fn(act)
+    be = get_backend(backend)
+    phi, dphi = activation_fn(act, be)
     sb = math.sqrt(sigma_b2)
-    gens = check_rng(rng).spawn(n_networks)
+    gens = spawned_generators(check_rng(rng), n_networks, be)
+    if be.name != "numpy":
+        scale = math.sqrt(sigma_w2)
+
+        def kernel_of(g):  # the draws of the reference path's kernels, in the same order
+            if kernel == "gaussian":
+                ks = (kernel_size, kernel_size)
+                return gaussian_conv_kernel(ks, width, width, sigma_w2=sigma_w2, rng=g, backend=be)
+            return scale * _orthogonal_kernels(1, (kernel_size, kernel_size), width, kernel, g, be)[0, ...]
+
+        def bias_of(g):
+            return sb * g.standard_normal(width)  # one bias per channel, broadcast over positions
+
+        return to_numpy(
+            be.xp.stack([_run_conv(kernel_of, bias_of, (h, w), width, depth, phi, dphi, q, g, be) for g in gens])
+        )
     out = np.empty((n_networks, n))
 
     def draw_w(g):

@@ -8,7 +8,9 @@ networks, only over layers and chunks. NumPy by default; ``backend=`` runs :func
 (:mod:`meanfield.backend`). On the NumPy backend the Fig. 1 simulator uses a fused Numba kernel
 instead (same weights, agreement to 1e-12 tested); MetaInit (:func:`metainit_weights`) optimises on
 the host with NumPy and hands its weights to the backend. :func:`simulate_residual_moments` and
-:func:`simulate_conv_moments` are fused Numba kernels: CPU only, no ``backend``. Weights are drawn by :func:`meanfield.init.dense_weights` and
+:func:`simulate_conv_moments` take ``backend`` too (batched products on the backend; on NumPy the
+``numpy.einsum`` order of earlier releases, so their numbers are unchanged). Weights are drawn by
+:func:`meanfield.init.dense_weights` and
 :func:`meanfield.init.gsm` (the library's one sampler and looks-linear construction), the leaky
 ReLU is :func:`meanfield.activations.get_activation` ``("leaky_relu", slope=a)`` evaluated on the
 backend (:func:`~meanfield.validation.simulators.activation_fn`).
@@ -40,7 +42,7 @@ from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
 from meanfield.init import WEIGHT_LAWS, dense_weights, gsm, he_sigma_w2, metainit, zero_weights
 
 from ..runner import progress
-from ._common import MAX_ELEMENTS, activation_fn, check_elements, check_work
+from ._common import MAX_ELEMENTS, activation_fn, check_elements, check_work, spawned_generators
 
 __all__ = [
     "FIG1_INITS",
@@ -321,10 +323,24 @@ def metainit_weights(
     read-out, zero biases counted in the gradient quotient, and the MetaInit defaults of
     Dauphin & Schoenholz (500 steps, lr 0.1, momentum 0.9, batch 32, cross-entropy on random
     labels). Returns the ``depth`` matrices of ``y^(1) .. y^(depth)`` (the read-out is dropped).
-    ``rng``: None, an int, a SeedSequence or a NumPy Generator (used for the start and by MetaInit).
+
+    ``rng``: None, an int, a SeedSequence or a NumPy Generator (used for the start and by MetaInit),
+    or a sequence of ``n_networks`` of them (distinct Generators): network ``k`` then draws its
+    start and its MetaInit batches from ``rng[k]`` alone, so it gets exactly the weights of
+    ``metainit_weights(1, ..., rng[k])`` while all networks are optimised in one vectorised run
+    (:func:`meanfield.init.metainit` with one stream per network; issue 18: ~4x less CPU per
+    network than one at a time, ``benchmarks/bench_fig1_slice.py``).
     """
-    rng = check_rng(rng)
     n_networks = check_int(n_networks, "n_networks", 1)
+    streams = isinstance(rng, (list, tuple))
+    if streams:
+        if len(rng) != n_networks:
+            raise ValueError(f"rng must be one rng or a sequence of n_networks = {n_networks}, got {len(rng)}")
+        rng = [check_rng(r) for r in rng]
+        if len({id(g) for g in rng}) != len(rng):
+            raise ValueError("rng must not repeat a Generator (each network needs its own stream)")
+    else:
+        rng = check_rng(rng)
     depth = check_int(depth, "depth", 1)
     width = check_int(width, "width", 1)
     w0 = check_int(w0, "w0", 1)
@@ -335,7 +351,11 @@ def metainit_weights(
         "MetaInit (n_networks x (steps + 1) x the network; steps = metainit_steps)",
     )
     shapes = [(width, w0)] + [(width, width)] * (depth - 1) + [(FIG1_CLASSES, width)]
-    ws = [dense_weights(s[0], s[1], 2.0, "gaussian", rng, batch=n_networks) for s in shapes]
+    if streams:  # network k's start from its own stream, in the order of a run on its own
+        per = [[dense_weights(s[0], s[1], 2.0, "gaussian", g, batch=1) for s in shapes] for g in rng]
+        ws = [np.concatenate([p[k] for p in per]) for k in range(len(shapes))]
+    else:
+        ws = [dense_weights(s[0], s[1], 2.0, "gaussian", rng, batch=n_networks) for s in shapes]
     return metainit(ws, 0.0, steps=steps, biases=True, eval_batches=0, rng=rng).weights[:-1]
 
 
@@ -346,6 +366,11 @@ def _chunk_weights(init, depth, width, w0, bsz, rng, host, b, metainit_steps):
     if init == "metainit":
         return [b.asarray(w) for w in metainit_weights(bsz, depth, width, w0, host, metainit_steps)]
     return [_fig1_weights(init, l, width, w0 if l == 1 else width, bsz, rng, b) for l in range(1, depth + 1)]
+
+
+def _streams(host, start, bsz):
+    """The host randomness of networks ``start .. start + bsz``: the shared Generator, or their own streams."""
+    return host[start : start + bsz] if isinstance(host, list) else host
 
 
 def _pooled_variance(xp, y):
@@ -405,19 +430,28 @@ def empirical_variances(
         network's signal is rescaled to unit mean square every :data:`RENORM_EVERY` layers and the
         scale kept as a float64 logarithm (Glorot's 2^-depth decay is exact at any depth).
 
-    engine : {"numba", "blas"}, optional
+    engine : {"numba", "numba_generic", "blas"}, optional
         ``"numba"`` (default on the NumPy backend): a fused Numba kernel in float64 (``dtype`` ignored; fine to depth ~1000,
-        beyond which Glorot's 2^-depth decay would underflow); ``"blas"`` (default on CuPy):
-        stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. Both draw the same
+        beyond which Glorot's 2^-depth decay would underflow), with a width-specialised inner
+        block at width 10 (the Fig. 1 width, 2.3-2.7x faster; issue 18); ``"numba_generic"``:
+        the same fused kernel with the width a runtime value at every width (the pre-issue-18
+        kernel, kept as a reference; same sums to float64 rounding); ``"blas"`` (default on CuPy):
+        stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. All draw the same
         weights for the same ``rng``.
     metainit_steps : int
         MetaInit steps (``init="metainit"``; the paper's 500 by default, fewer in tests). MetaInit
-        runs on the CPU in chunks of :data:`METAINIT_CHUNK` networks (2-3 s of CPU per network at
-        depth 100, see ``benchmarks/metainit.py``), then the forward pass runs on ``backend``.
+        runs on the CPU in chunks of :data:`METAINIT_CHUNK` networks optimised together (~1.5 s of
+        CPU per network at depth 100 in a chunk of 32, ~6 s alone; ``benchmarks/bench_fig1_slice.py``),
+        then the forward pass runs on ``backend``.
 
-    rng : None, int, SeedSequence or numpy.random.Generator
+    rng : None, int, SeedSequence or numpy.random.Generator, or (MetaInit) a sequence of them
         The rule of :mod:`meanfield.backend` (one stream for all chunks; on CuPy the device
-        Generator is spawned off it and MetaInit draws from it on the host).
+        Generator is spawned off it and MetaInit draws from it on the host). With
+        ``init="metainit"``, a sequence of ``n_networks`` (distinct Generators) gives network ``k``
+        its own stream: its variances are exactly those of ``n_networks=1, rng=rng[k]`` (same
+        weights bit for bit, :func:`metainit_weights`), whatever the chunks, while each chunk's
+        networks are meta-initialised in one vectorised run (how :func:`meanfield.validation.kurtosis.fig1_variances`
+        batches its per-network MetaInit streams).
     protocol : {"pooled", "unit"}
         ``"pooled"`` (default): the variance of all ``width * n`` entries of ``y^(l)``;
         ``"unit"``: the variance over the data set of the single unit ``y^(l)_0``, the statistic of
@@ -455,19 +489,31 @@ def empirical_variances(
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     b = get_backend(backend)
-    host = check_rng(rng)
+    if isinstance(rng, (list, tuple)):  # one stream per network (MetaInit only)
+        if init != "metainit" or len(rng) != n_networks:
+            raise ValueError(
+                "rng may be a sequence (one per network) only with init='metainit' and "
+                f"n_networks = {n_networks} entries, got {len(rng)} for init={init!r}"
+            )
+        host = [check_rng(r) for r in rng]
+        if len({id(g) for g in host}) != len(host):
+            raise ValueError("rng must not repeat a Generator (each network needs its own stream)")
+    else:
+        host = check_rng(rng)
     if protocol not in ("pooled", "unit"):
         raise ValueError(f"protocol must be 'pooled' or 'unit', got {protocol!r}")
     if engine is None:
         engine = "numba" if b.name == "numpy" and protocol == "pooled" else "blas"
-    if engine == "numba" and protocol == "unit":
+    if engine in ("numba", "numba_generic") and protocol == "unit":
         raise ValueError("protocol='unit' needs engine='blas' (the Numba kernel pools all units)")
-    if engine == "numba":
-        return _empirical_variances_numba(x, init, depth, width, n_networks, host, chunk, desc, metainit_steps)
+    if engine in ("numba", "numba_generic"):
+        return _empirical_variances_numba(
+            x, init, depth, width, n_networks, host, chunk, desc, metainit_steps, engine == "numba_generic"
+        )
     if engine != "blas":
-        raise ValueError(f"engine must be 'numba' or 'blas', got {engine!r}")
+        raise ValueError(f"engine must be 'numba', 'numba_generic' or 'blas', got {engine!r}")
     xp = b.xp
-    rng = b.rng(host)
+    rng = None if isinstance(host, list) else b.rng(host)  # a stream list: MetaInit draws on the host only
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     ft = getattr(xp, dtype)
@@ -486,7 +532,7 @@ def empirical_variances(
         bsz = min(chunk, n_sim - start)
         y = None
         log_scale = np.zeros(bsz)  # y_true = exp(log_scale) * y
-        mats = _chunk_weights(init, depth, width, w0, bsz, rng, host, b, metainit_steps)
+        mats = _chunk_weights(init, depth, width, w0, bsz, rng, _streams(host, start, bsz), b, metainit_steps)
         for l in range(1, depth + 1):
             wts = mats[l - 1]
             if l == 1:  # broadcasts a deterministic (1, width, w0) matrix
@@ -528,7 +574,7 @@ _LOG_MAX = math.log(np.finfo(np.float64).max)
 _LOG_TINY = math.log(np.finfo(np.float64).tiny)
 
 
-def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, desc, metainit_steps):
+def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, desc, metainit_steps, generic=False):
     """The NumPy-backend path of :func:`empirical_variances` through the fused Numba kernel."""
     from ._kurtosis_kernels import fused_relu_sums
 
@@ -546,7 +592,7 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, de
     starts = range(0, n_sim, chunk)
     for start in progress(starts, desc=desc or f"fig1 {init}", total=len(starts)):
         bsz = min(chunk, n_sim - start)
-        mats = _chunk_weights(init, depth, width, w0, bsz, rng, rng, b, metainit_steps)
+        mats = _chunk_weights(init, depth, width, w0, bsz, rng, _streams(rng, start, bsz), b, metainit_steps)
         # the first layer as one 2-D GEMM: a stacked (networks, width, w0) @ (w0, n) np.matmul runs
         # NumPy's own loop, not BLAS (27x slower, 61 % of the paper-size Fig. 1; issue 18,
         # benchmarks/bench_fig1_slice.py); same products up to rounding (~1e-16 relative)
@@ -559,7 +605,7 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, de
             hidden = np.empty((bsz, depth - 1, width, width))
             for l in range(2, depth + 1):
                 hidden[:, l - 2] = mats[l - 1]
-        s1, s2 = fused_relu_sums(y1, hidden, identity)
+        s1, s2 = fused_relu_sums(y1, hidden, identity, generic)
         lost = ((s2 == 0) & (s1 != 0)) | ((s2 > 0) & (s2 < _S2_MIN)) | ~np.isfinite(s2)
         if np.any(lost):
             layer = int(np.argmax(lost.any(axis=0))) + 1
@@ -590,8 +636,26 @@ class MomentSimulation(Result):
     m22: np.ndarray
 
 
+def _record_moments(out, l, s, y2, m, xp):
+    """``out[:, l, s:s+b]`` = mean ``y^2``, mean ``y^4`` and the mean over distinct pairs of ``y_i^2 y_j^2``
+    of the per-network squares ``y2`` (shape ``(b, m)``), reduced on the backend, finished on the host."""
+    tot = to_numpy(xp.sum(y2, axis=1))
+    sq = to_numpy(xp.sum(y2 * y2, axis=1))
+    b = tot.shape[0]
+    out[0, l, s : s + b] = tot / m
+    out[1, l, s : s + b] = sq / m
+    out[2, l, s : s + b] = (tot * tot - sq) / (m * (m - 1))
+
+
 def simulate_residual_moments(
-    width: int, depth: int, n_networks: int, slope: float = 0.0, *, residual: bool = True, rng=None
+    width: int,
+    depth: int,
+    n_networks: int,
+    slope: float = 0.0,
+    *,
+    residual: bool = True,
+    rng=None,
+    backend: str | Backend = "numpy",
 ) -> MomentSimulation:
     """Moments of ``y' = y + W phi_a(y)`` (or ``W phi_a(y)``) with He Gaussian weights, by simulation.
 
@@ -609,6 +673,11 @@ def simulate_residual_moments(
         Skip connection or not.
     rng : None, int, SeedSequence or numpy.random.Generator
         Chunks of networks draw from children spawned off it.
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`): each chunk's inputs and weights are drawn
+        by the backend's Generator on the chunk's child stream and the layers run there as batched
+        matrix-vector products (NumPy: ``numpy.einsum``, the reference order; elsewhere
+        ``xp.matmul``). NumPy and ``array_api_strict`` draw the same numbers; the result is NumPy.
 
     Returns
     -------
@@ -620,6 +689,8 @@ def simulate_residual_moments(
         Arguments out of range; non-finite signals.
     TypeError
         Bools, complex numbers, strings.
+    ImportError
+        A ``backend`` whose package is not installed.
 
     Notes
     -----
@@ -633,24 +704,25 @@ def simulate_residual_moments(
     if not isinstance(residual, bool):
         raise TypeError(f"residual must be a bool, got {residual!r}")
     gen = check_rng(rng)
+    be = get_backend(backend)
+    xp = be.xp
     sd = math.sqrt(2.0 / (w * (1.0 + a * a)))
     out = np.empty((3, depth + 1, n))
     chunk = max(1, 2**22 // (w * w))
     starts = list(range(0, n, chunk))
-    for seq, s in zip(gen.spawn(len(starts)), starts):
-        g = seq
+    for g, s in zip(spawned_generators(gen, len(starts), be), starts):
         b = min(chunk, n - s)
         y = g.standard_normal((b, w))
         for l in range(depth + 1):
             if l > 0:
-                phi = np.where(y > 0, y, a * y)
-                u = np.einsum("bij,bj->bi", g.standard_normal((b, w, w)) * sd, phi)
+                phi = xp.where(y > 0, y, a * y)
+                weights = g.standard_normal((b, w, w)) * sd
+                if be.name == "numpy":  # the reference summation order (results of earlier releases)
+                    u = np.einsum("bij,bj->bi", weights, phi)
+                else:
+                    u = xp.matmul(weights, phi[..., None])[..., 0]
                 y = y + u if residual else u
-            y2 = y * y
-            tot = y2.sum(1)
-            out[0, l, s : s + b] = tot / w
-            out[1, l, s : s + b] = (y2 * y2).sum(1) / w
-            out[2, l, s : s + b] = (tot * tot - (y2 * y2).sum(1)) / (w * (w - 1))
+            _record_moments(out, l, s, y * y, w, xp)
         if not np.all(np.isfinite(out[:, :, s : s + b])):
             raise ValueError("the simulated signals leave float64: use a smaller depth")
     return MomentSimulation(s2=out[0], m4=out[1], m22=out[2])
@@ -665,6 +737,7 @@ def simulate_conv_moments(
     slope: float = 0.0,
     *,
     rng=None,
+    backend: str | Backend = "numpy",
 ) -> MomentSimulation:
     """Moments of a 1-D periodic convolutional leaky-ReLU network with He Gaussian kernels, by simulation.
 
@@ -683,6 +756,12 @@ def simulate_conv_moments(
     slope : float
         Negative slope ``a`` (finite).
     rng : None, int, SeedSequence or numpy.random.Generator
+        Chunks of networks draw from children spawned off it.
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`): kernels and inputs drawn by its Generator,
+        each layer one batched product of the kernels with the ``kernel_size`` rolled copies of the
+        signal (NumPy: ``numpy.einsum``, the reference order; elsewhere ``xp.matmul``). NumPy and
+        ``array_api_strict`` draw the same numbers; the result is NumPy.
 
     Returns
     -------
@@ -693,6 +772,8 @@ def simulate_conv_moments(
     ------
     ValueError, TypeError
         Arguments out of range or of the wrong type; non-finite signals.
+    ImportError
+        A ``backend`` whose package is not installed.
 
     Notes
     -----
@@ -714,26 +795,26 @@ def simulate_conv_moments(
     )
     a = check_scalar(slope, "slope")
     gen = check_rng(rng)
+    be = get_backend(backend)
+    xp = be.xp
     sd = math.sqrt(2.0 / (c * k * (1.0 + a * a)))
     m = c * n_pos
     out = np.empty((3, depth + 1, n))
     chunk = max(1, 2**22 // (c * k * n_pos + c * c * k))
     starts = list(range(0, n, chunk))
-    for g, s in zip(gen.spawn(len(starts)), starts):
+    for g, s in zip(spawned_generators(gen, len(starts), be), starts):
         b = min(chunk, n - s)
         y = g.standard_normal((b, c, n_pos))
         for l in range(depth + 1):
             if l > 0:
-                phi = np.where(y > 0, y, a * y)
-                shifted = np.stack([np.roll(phi, -beta, axis=2) for beta in range(k)], axis=2)
+                phi = xp.where(y > 0, y, a * y)
+                shifted = xp.stack([xp.roll(phi, -beta, axis=2) for beta in range(k)], axis=2)  # (b, c, k, n)
                 w = g.standard_normal((b, c, c, k)) * sd
-                y = np.einsum("bijk,bjkn->bin", w, shifted)
-            y2 = (y * y).reshape(b, m)
-            tot = y2.sum(1)
-            sq = (y2 * y2).sum(1)
-            out[0, l, s : s + b] = tot / m
-            out[1, l, s : s + b] = sq / m
-            out[2, l, s : s + b] = (tot * tot - sq) / (m * (m - 1))
+                if be.name == "numpy":  # the reference summation order (results of earlier releases)
+                    y = np.einsum("bijk,bjkn->bin", w, shifted)
+                else:  # (b, c_out, c_in k) @ (b, c_in k, n)
+                    y = xp.matmul(xp.reshape(w, (b, c, c * k)), xp.reshape(shifted, (b, c * k, n_pos)))
+            _record_moments(out, l, s, xp.reshape(y * y, (b, m)), m, xp)
         if not np.all(np.isfinite(out[:, :, s : s + b])):
             raise ValueError("the simulated signals leave float64: use a smaller depth")
     return MomentSimulation(s2=out[0], m4=out[1], m22=out[2])

@@ -34,7 +34,7 @@ from meanfield.checks import as_float_array, check_int, check_probability_vector
 from meanfield.checks import check_variance as _variance
 from meanfield.init import periodic_conv, periodic_conv_transpose
 
-from ._common import activation_fn, check_work
+from ._common import activation_fn, check_work, spawned_generators
 
 __all__ = ["NTK_METHODS", "empirical_conv_ntk", "empirical_ntk", "empirical_periodic_cnn_ntk"]
 
@@ -216,7 +216,8 @@ def empirical_conv_ntk(
     The kernel of layer l + 1 is :math:`\sigma_w\sqrt{v_\beta}\,\omega(\beta)/\sqrt{c_l}`, standard
     normal :math:`\omega`; ``depth`` hidden convolutional layers of ``width`` channels and a
     one-channel convolutional read-out; the output is that channel at ``position``. Gradients by
-    back-propagation (:func:`meanfield.init.periodic_conv_transpose`).
+    back-propagation (:func:`meanfield.init.periodic_conv_transpose`). The 1-D case of
+    :func:`empirical_periodic_cnn_ntk` (one implementation; the same networks for the same ``rng``).
 
     Parameters
     ----------
@@ -252,61 +253,11 @@ def empirical_conv_ntk(
     v = check_probability_vector(v, "v")
     if v.ndim != 1 or v.size % 2 == 0 or v.size > x.shape[1]:
         raise ValueError(f"v must be 1-D of odd length <= P, got shape {v.shape}")
-    act = get_activation(activation)
-    sw = math.sqrt(_variance(sigma_w2, "sigma_w2"))
-    sb = math.sqrt(_variance(sigma_b2, "sigma_b2"))
-    depth = check_int(depth, "depth", minimum=0, maximum=100)
-    width = check_int(width, "width", minimum=1, maximum=4096)
-    n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
-    d, p, c0 = x.shape
-    position = check_int(position, "position", minimum=0, maximum=p - 1)
-    check_work(n_networks * (depth + 1) * 4 * d * p * v.size * max(width, c0) * width, "empirical_conv_ntk")
-    be = get_backend(backend)
-    xp = be.xp
-    phi, dphi = activation_fn(act, be)
-    k = v.size
-    offsets = [int(t) - k // 2 for t in range(k)]
-    sqrt_v = be.asarray(np.sqrt(v)[:, None, None])
-    xb = be.asarray(x)
-    thetas = []
-    for seq in spawn_sequences(check_rng(rng), n_networks):
-        g = be.generator(seq)
-        sizes = [c0] + [width] * depth + [1]
-        kernels, biases = [], []
-        for i in range(depth + 1):
-            om = g.standard_normal((k, sizes[i + 1], sizes[i]))
-            kernels.append(sw * sqrt_v * om / math.sqrt(sizes[i]))
-            biases.append(g.standard_normal(sizes[i + 1]))
-        us, hs = [xb], []
-        for i in range(depth + 1):
-            h = periodic_conv(us[-1], kernels[i], 1, be, check_finite=False) + sb * biases[i]
-            hs.append(h)
-            if i < depth:
-                us.append(phi(h))
-        delta = be.full(tuple(hs[-1].shape), 0.0)
-        delta[:, position, 0] = 1.0
-        theta = be.full((d, d), 0.0)
-        for i in range(depth, -1, -1):
-            u = us[i]
-            scale = sw * sw * v / sizes[i]
-            dt = matrix_transpose(xp, delta)
-            for t, beta in enumerate(offsets):
-                shifted = xp.roll(u, -beta, axis=1) if beta else u
-                if hasattr(xp, "einsum"):  # NumPy / CuPy: the summation order of the NumPy reference
-                    grad = xp.einsum("api,apj->aij", delta, shifted)  # (D, c_out, c_in)
-                    theta = theta + scale[t] * xp.einsum("aij,bij->ab", grad, grad)
-                else:
-                    grad = xp.reshape(dt @ shifted, (d, -1))  # (D, c_out * c_in)
-                    theta = theta + float(scale[t]) * (grad @ matrix_transpose(xp, grad))
-            ssum = xp.sum(delta, axis=1)  # (D, c_out)
-            theta = theta + sb * sb * (ssum @ matrix_transpose(xp, ssum))
-            if i:
-                delta = dphi(hs[i - 1]) * periodic_conv_transpose(delta, kernels[i], 1, be, check_finite=False)
-        thetas.append(theta)
-    out = to_numpy(xp.stack(thetas))
-    if not np.all(np.isfinite(out)):
-        raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
-    return out
+    if isinstance(position, tuple):
+        raise TypeError(f"position must be an int (one spatial axis), got {position!r}")
+    return empirical_periodic_cnn_ntk(
+        x, activation, sigma_w2, sigma_b2, v, depth, width, n_networks, position=position, rng=rng, backend=backend
+    )
 
 
 def empirical_periodic_cnn_ntk(
@@ -321,13 +272,17 @@ def empirical_periodic_cnn_ntk(
     *,
     position: int | tuple[int, ...] = 0,
     rng=None,
+    backend: str | Backend = "numpy",
 ) -> np.ndarray:
     r"""Empirical NTKs of random 1-D or 2-D periodic CNNs (seed 003 networks, NTK parametrisation).
 
-    :func:`empirical_conv_ntk` for any number of spatial axes (1 or 2): kernels
-    :math:`\sigma_w\sqrt{v_\beta}\,\omega(\beta)/\sqrt{c_l}` with standard normal :math:`\omega`,
-    ``depth`` hidden layers of ``width`` channels, a one-channel read-out at ``position``; gradients
-    by back-propagation (:func:`meanfield.init.periodic_conv_transpose`).
+    Kernels :math:`\sigma_w\sqrt{v_\beta}\,\omega(\beta)/\sqrt{c_l}` with standard normal
+    :math:`\omega`, ``depth`` hidden layers of ``width`` channels, a one-channel read-out at
+    ``position``; gradients by back-propagation (:func:`meanfield.init.periodic_conv_transpose`):
+    :math:`\Theta(x_a, x_b) = \sum_l \sum_\beta \frac{\sigma_w^2 v_\beta}{c_l}\,
+    \langle \partial_{h^{l+1}} f(x_a)\, u^l_a(\cdot + \beta)^T, \partial_{h^{l+1}} f(x_b)\,
+    u^l_b(\cdot + \beta)^T\rangle + \sigma_b^2 \langle\textstyle\sum_\alpha \partial_{h^{l+1}(\alpha)} f(x_a),
+    \sum_\alpha \partial_{h^{l+1}(\alpha)} f(x_b)\rangle`. :func:`empirical_conv_ntk` is its 1-D case.
 
     Parameters
     ----------
@@ -341,6 +296,13 @@ def empirical_periodic_cnn_ntk(
     position : int or tuple of int
         Output position (one index per spatial axis).
     rng : None, int, SeedSequence or Generator
+        Network ``k`` draws from the ``k``-th child spawned off it.
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`): each network's kernels are drawn by the
+        backend's Generator on its child stream and every convolution and product runs there
+        (NumPy: ``numpy.einsum`` for the weight-gradient inner products, the reference order;
+        elsewhere ``matmul``). NumPy and ``array_api_strict`` draw the same numbers; the result is
+        a NumPy array.
 
     Returns
     -------
@@ -352,6 +314,13 @@ def empirical_periodic_cnn_ntk(
     ------
     ValueError, TypeError
         Bad shapes, sizes, variances, ``v`` or ``position``.
+    ImportError
+        A ``backend`` whose package is not installed.
+
+    Notes
+    -----
+    Seed 003's networks (eq. 2.1, periodic boundary) in the NTK parametrisation of
+    :mod:`meanfield.ntk`.
     """
     x = as_float_array(x, "x")
     if x.ndim not in (3, 4) or min(x.shape) < 1:
@@ -378,41 +347,51 @@ def empirical_periodic_cnn_ntk(
     check_work(
         n_networks * (depth + 1) * 4 * d * p_total * v.size * max(width, c0) * width, "empirical_periodic_cnn_ntk"
     )
-    phi, dphi = activation_fn(act)
+    be = get_backend(backend)
+    xp = be.xp
+    reference = be.name == "numpy"
+    phi, dphi = activation_fn(act, be)
     offsets = list(np.ndindex(*v.shape))
     half = [k // 2 for k in v.shape]
-    out = np.empty((n_networks, d, d))
-    sq = np.sqrt(v)
-    for net, g in enumerate(check_rng(rng).spawn(n_networks)):
-        sizes = [c0] + [width] * depth + [1]
+    sq = be.asarray(np.sqrt(v)[..., None, None])
+    xb = be.asarray(x)
+    flat_axes = tuple(range(1, 1 + sd))
+    sizes = [c0] + [width] * depth + [1]
+    thetas = []
+    for g in spawned_generators(check_rng(rng), n_networks, be):
         kernels, biases = [], []
         for i in range(depth + 1):
             om = g.standard_normal((*v.shape, sizes[i + 1], sizes[i]))
-            kernels.append(sw * sq[..., None, None] * om / math.sqrt(sizes[i]))
+            kernels.append(sw * sq * om / math.sqrt(sizes[i]))
             biases.append(g.standard_normal(sizes[i + 1]))
-        us, hs = [x], []
+        us, hs = [xb], []
         for i in range(depth + 1):
-            h = periodic_conv(us[-1], kernels[i], sd) + sb * biases[i]
+            h = periodic_conv(us[-1], kernels[i], sd, be) + sb * biases[i]
             hs.append(h)
             if i < depth:
                 us.append(phi(h))
-        delta = np.zeros_like(hs[-1])
+        delta = be.full(tuple(hs[-1].shape), 0.0)
         delta[(slice(None), *pos, 0)] = 1.0
-        theta = np.zeros((d, d))
-        flat_axes = tuple(range(1, 1 + sd))
+        theta = be.full((d, d), 0.0)
         for i in range(depth, -1, -1):
             u = us[i]
+            dl = xp.reshape(delta, (d, p_total, -1))
             for t in offsets:
                 beta = tuple(tt - hh for tt, hh in zip(t, half))
-                shifted = np.roll(u, tuple(-b for b in beta), axis=flat_axes)
-                dl = delta.reshape(d, p_total, -1)
-                grad = np.einsum("api,apj->aij", dl, shifted.reshape(d, p_total, -1))
-                theta += sw * sw * v[t] / sizes[i] * np.einsum("aij,bij->ab", grad, grad)
-            ssum = delta.reshape(d, p_total, -1).sum(axis=1)
-            theta += sb * sb * ssum @ ssum.T
+                shifted = xp.reshape(xp.roll(u, tuple(-b for b in beta), axis=flat_axes), (d, p_total, -1))
+                scale = sw * sw * float(v[t]) / sizes[i]
+                if reference:  # the summation order of the NumPy reference (earlier releases' numbers)
+                    grad = np.einsum("api,apj->aij", dl, shifted)
+                    theta = theta + scale * np.einsum("aij,bij->ab", grad, grad)
+                else:  # (D, c_out, P) @ (D, P, c_in), flattened to (D, c_out c_in)
+                    grad = xp.reshape(matrix_transpose(xp, dl) @ shifted, (d, -1))
+                    theta = theta + scale * (grad @ matrix_transpose(xp, grad))
+            ssum = xp.sum(dl, axis=1)
+            theta = theta + sb * sb * ssum @ matrix_transpose(xp, ssum)
             if i:
-                delta = dphi(hs[i - 1]) * periodic_conv_transpose(delta, kernels[i], sd)
-        out[net] = theta
+                delta = dphi(hs[i - 1]) * periodic_conv_transpose(delta, kernels[i], sd, be)
+        thetas.append(theta)
+    out = to_numpy(xp.stack(thetas))
     if not np.all(np.isfinite(out)):
         raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
     return out

@@ -19,6 +19,9 @@ Randomness: :func:`looks_linear_delta_orthogonal_forward` and the ``dropout`` ma
 passes take ``rng`` (None, an int, a SeedSequence or a NumPy
 Generator; the rule of :mod:`meanfield.backend`: an int ``n`` draws the numbers of
 ``numpy.random.default_rng(n)``, None fresh entropy).
+
+Backends: the networks and :func:`looks_linear_delta_orthogonal_forward` take ``backend``
+(:mod:`meanfield.backend`) and run every convolution, kernel construction and random draw there.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ from numpy.typing import ArrayLike
 from meanfield import Result
 from meanfield import init as mf_init
 from meanfield.activations import get_activation
-from meanfield.backend import Backend, astype, get_backend, matrix_transpose, to_numpy
-from meanfield.checks import as_float_array, check_bool, check_int, check_rng, check_scalar
+from meanfield.backend import Backend, astype, concat, get_backend, matrix_transpose, to_numpy
+from meanfield.checks import as_float_array, check_bool, check_int, check_scalar
 from meanfield.init import periodic_conv, periodic_conv_transpose, periodic_conv_weight_grad
 
 from ._common import activation_fn, check_elements
@@ -57,12 +60,13 @@ def softmax_xent(logits: Any, labels: Any, xp: Any = np) -> tuple[float, Any]:
     logits : array, shape (batch, classes)
     labels : array of int, shape (batch,)
     xp : module
-        The array namespace of ``logits`` (``numpy`` or ``cupy``).
+        The array namespace of ``logits`` (``Backend.xp`` of any backend of :mod:`meanfield.backend`:
+        array-API calls only); ``labels`` may be a NumPy array or an array of that namespace.
 
     Returns
     -------
     (float, array)
-        The loss and ``dloss / dlogits`` (shape of ``logits``).
+        The loss and ``dloss / dlogits`` (shape of ``logits``, on its device).
 
     Raises
     ------
@@ -72,15 +76,14 @@ def softmax_xent(logits: Any, labels: Any, xp: Any = np) -> tuple[float, Any]:
         ``logits`` not a finite non-empty (batch, classes) array; ``labels`` not of shape (batch,)
         or outside ``[0, classes)``.
     """
-    logits, labels = _xent_args(logits, labels, xp)
-    z = logits - logits.max(axis=1, keepdims=True)
+    logits, onehot = _xent_args(logits, labels, xp)
+    z = logits - xp.max(logits, axis=1, keepdims=True)
     p = xp.exp(z)
-    p /= p.sum(axis=1, keepdims=True)
+    p = p / xp.sum(p, axis=1, keepdims=True)
     n = logits.shape[0]
-    loss = float(-xp.log(p[xp.arange(n), labels] + 1e-300).mean())
-    g = p.copy()
-    g[xp.arange(n), labels] -= 1.0
-    return loss, g / n
+    # p at the labels as a one-hot sum (exact: one term, the others add zeros); no fancy indexing
+    loss = float(-xp.mean(xp.log(xp.sum(p * onehot, axis=1) + 1e-300)))
+    return loss, (p - onehot) / n
 
 
 def _head(head: ArrayLike | None, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -124,7 +127,11 @@ def _xent_args(logits: Any, labels: Any, xp: Any) -> tuple[Any, Any]:
     if logits.ndim != 2 or logits.shape[0] == 0 or logits.shape[1] == 0:
         raise ValueError(f"logits must be a non-empty (batch, classes) array, got shape {logits.shape}")
     lab = _labels(labels, logits.shape[0], logits.shape[1])
-    return logits, (lab if xp is np else xp.asarray(lab))
+    onehot = (lab[:, None] == np.arange(logits.shape[1])).astype(np.float64)
+    if xp is np:
+        return logits, onehot
+    on_device = {} if hasattr(logits, "get") else {"device": logits.device}  # CuPy: the current device
+    return logits, xp.asarray(onehot, **on_device)
 
 
 def _input(x: Any, b: Backend) -> Any:
@@ -535,6 +542,7 @@ def looks_linear_delta_orthogonal_forward(
     *,
     rng: Any = None,
     tangent: ArrayLike | None = None,
+    backend: str | Backend = "numpy",
 ) -> LooksLinearForward:
     """Pre-activations of a ReLU network with eq. 8 kernels on the augmented input ``[x, 0]`` (App. B).
 
@@ -548,9 +556,15 @@ def looks_linear_delta_orthogonal_forward(
     kernel_shape : int or tuple of 1 or 2 odd ints
         One spatial size per axis of ``x`` between the batch and channel axes.
     rng : None, int, SeedSequence or numpy.random.Generator
-        Draws the orthogonal blocks (:func:`meanfield.init.looks_linear_delta_orthogonal`).
+        Draws the orthogonal blocks (:func:`meanfield.init.looks_linear_delta_orthogonal`), one
+        stream for all layers (on another backend: that backend's Generator from
+        :meth:`meanfield.backend.Backend.rng`).
     tangent : array_like like x, optional
         Also push this input direction through the linearisation (forward-mode Jacobian-vector product).
+    backend : str or Backend
+        Array backend (:data:`meanfield.backend.BACKENDS`): the kernels are drawn and built there
+        and every convolution runs there; the fields of the result are NumPy arrays. NumPy and
+        ``array_api_strict`` give the same numbers for the same ``rng``.
 
     Returns
     -------
@@ -560,6 +574,8 @@ def looks_linear_delta_orthogonal_forward(
     ------
     TypeError, ValueError
         Arguments out of range or of the wrong type (odd ``width``, shapes that do not match).
+    ImportError
+        A ``backend`` whose package is not installed.
 
     Notes
     -----
@@ -576,7 +592,8 @@ def looks_linear_delta_orthogonal_forward(
     >>> bool(np.allclose(out.pre[-1], np.concatenate([v, -v], axis=-1)))
     True
     """
-    rng = check_rng(rng)
+    b = get_backend(backend)
+    rng = b.rng(rng)
     x = as_float_array(x, "x")
     depth = check_int(depth, "depth", 0)
     width = check_int(width, "width", 2)
@@ -595,22 +612,29 @@ def looks_linear_delta_orthogonal_forward(
         tangent = as_float_array(tangent, "tangent")
         if tangent.shape != x.shape:
             raise ValueError(f"tangent must have x's shape {x.shape}, got {tangent.shape}")
-    phi, dphi = activation_fn("relu")
-    xb = np.concatenate([x, np.zeros_like(x)], axis=-1)
-    tb = None if tangent is None else np.concatenate([tangent, np.zeros_like(tangent)], axis=-1)
+    xp = b.xp
+    phi, dphi = activation_fn("relu", b)
+
+    def augmented(a):  # [a, 0] on the backend
+        a = b.asarray(a)
+        return concat(xp, [a, xp.zeros_like(a)], axis=-1)
+
+    xb = augmented(x)
+    tb = None if tangent is None else augmented(tangent)
     pre, us, jvp = [], [], []
     h, t = xb, tb
     for layer in range(depth):
-        w = mf_init.looks_linear_delta_orthogonal(width, kernel_shape, rng=rng)  # (*k, width, width)
-        us.append(w[tuple(k // 2 for k in w.shape[:sd])][: width // 2, : width // 2])
+        w = mf_init.looks_linear_delta_orthogonal(width, kernel_shape, rng=rng, backend=b)  # (*k, width, width)
+        us.append(w[tuple(k // 2 for k in w.shape[:sd]) + (Ellipsis,)][: width // 2, : width // 2])
         if layer == 0:
             inp, tin = h, t
         else:
             inp = phi(h)
             tin = None if t is None else t * dphi(h)
-        h = periodic_conv(inp, w, sd)
+        h = periodic_conv(inp, w, sd, b)
         pre.append(h)
         if t is not None:
-            t = periodic_conv(tin, w, sd)
+            t = periodic_conv(tin, w, sd, b)
             jvp.append(t)
-    return LooksLinearForward(pre, us, jvp if tangent is not None else None)
+    host = [to_numpy(a) for a in pre], [to_numpy(u) for u in us]
+    return LooksLinearForward(*host, [to_numpy(a) for a in jvp] if tangent is not None else None)
