@@ -87,3 +87,23 @@ def missing_type_hints():
     """``missing_type_hints(module)``: the public parameters and returns of ``module.__all__`` lacking a type hint
     (``module`` any object with ``__all__``: a module or a namespace of public names)."""
     return _missing_type_hints
+
+
+# --- the suite on several cores (pytest-xdist: `python -m pytest -q -n auto --dist loadfile`) ------------
+#
+# Each worker runs with one BLAS / OpenMP / Numba / PyTorch thread (unless the variables are set): two
+# workers on two cores with two threads each oversubscribe the cores (see docs/performance.md, "Test
+# suite time"). The fuzz campaign (tests/test_fuzz_api.py) forks its own worker processes, each call
+# under a 20-s wall-clock limit: it gets the cores of one xdist worker (cores // workers, at least 1),
+# so that a call, and the Numba compilation a new activation starts, keeps a core of its own as in a
+# run without xdist. The controller sets the variables before it starts the workers, which inherit them.
+
+_ONE_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+def pytest_configure(config):
+    workers = len(config.getoption("tx", default=None) or []) if config.getoption("dist", default="no") != "no" else 0
+    if workers > 1 and "PYTEST_XDIST_WORKER" not in os.environ:
+        for var in _ONE_THREAD_VARS:
+            os.environ.setdefault(var, "1")
+        os.environ.setdefault("MEANFIELD_FUZZ_WORKERS", str(max(1, (os.cpu_count() or 1) // workers)))
