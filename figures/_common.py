@@ -109,11 +109,11 @@ def by_size(size: str, *, smoke, default, full):
 
 
 def check_backend(backend, honours_backend: bool = True, what: str = "this figure") -> str:
-    """``"numpy"`` or ``"cupy"``; ``"cupy"`` must be importable and honoured by ``what``.
+    """One of :data:`meanfield.backend.BACKENDS`; a backend other than NumPy must be importable and honoured by ``what``.
 
-    Raises ``TypeError`` for a non-string, ``ValueError`` for an unknown backend, for ``"cupy"``
-    when CuPy is not installed (the message says what to install), and for ``"cupy"`` when
-    ``honours_backend`` is False (``what`` runs on the CPU only).
+    Raises ``TypeError`` for a non-string, ``ValueError`` for an unknown backend, for a backend
+    whose package is not installed (the message says what to install), and for any backend but
+    ``"numpy"`` when ``honours_backend`` is False (``what`` runs on the CPU only).
     """
     if not isinstance(backend, str):
         raise TypeError(f"backend must be one of {BACKENDS}, got {backend!r}")

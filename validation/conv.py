@@ -237,7 +237,7 @@ def simulate_fig_s4(depth: int, width: int, n_networks: int, *, backend: str = "
     n_networks : int
         Independent CNNs (>= 1).
     backend : str
-        ``"numpy"`` or ``"cupy"``.
+        One of :data:`meanfield.backend.BACKENDS`.
     rng : None, int, SeedSequence or numpy.random.Generator
         Passed to :func:`meanfield.validation.simulators.simulate_conv`.
 

@@ -185,7 +185,7 @@ def fig1_variances(
     full : bool
         Paper-size run.
     backend : str
-        ``"numpy"`` or ``"cupy"``.
+        One of :data:`meanfield.backend.BACKENDS`.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Randomness (the library's rule: an int ``n`` is ``numpy.random.default_rng(n)``); the
         initialisers in ``FIG1_INITS`` get the children spawned off it, in that order, and chunk
@@ -293,7 +293,7 @@ def fig1_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list
     Parameters
     ----------
     backend : str
-        ``"numpy"`` or ``"cupy"`` (the array backend of the simulated networks).
+        One of :data:`meanfield.backend.BACKENDS` (the array backend of the simulated networks).
     full : bool
         The paper's sizes (10,000 networks, 200 MetaInit networks) instead of the quick default.
     seed : int
@@ -312,7 +312,7 @@ def fig1_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list
     Raises
     ------
     ValueError
-        ``backend`` not ``"numpy"`` or ``"cupy"``; a negative ``seed``.
+        ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``seed``.
     TypeError
         ``full`` not a bool; ``seed`` not an int.
 
@@ -373,7 +373,7 @@ def variance_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> 
     Parameters
     ----------
     backend : str
-        ``"numpy"`` or ``"cupy"``; validated but unused (the samples are drawn with NumPy).
+        One of :data:`meanfield.backend.BACKENDS`; validated but unused (the samples are drawn with NumPy).
     full : bool
         200,000 samples per row instead of 40,000.
     seed : int
@@ -388,7 +388,7 @@ def variance_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> 
     Raises
     ------
     ValueError
-        ``backend`` not ``"numpy"`` or ``"cupy"``; a negative ``seed``.
+        ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``seed``.
     TypeError
         ``full`` not a bool; ``seed`` not an int.
 

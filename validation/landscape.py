@@ -226,7 +226,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     Parameters
     ----------
     backend : str
-        ``"numpy"`` or ``"cupy"``; validated but unused (the landscapes and flows are CPU theory).
+        One of :data:`meanfield.backend.BACKENDS`; validated but unused (the landscapes and flows are CPU theory).
     full : bool
         The paper's sizes (10 targets on a 10x10 grid, 100 rescaled nets) instead of the quick default.
     seed : int
@@ -240,7 +240,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     Raises
     ------
     ValueError
-        ``backend`` not ``"numpy"`` or ``"cupy"``; a negative ``seed``.
+        ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``seed``.
     TypeError
         ``full`` not a bool; ``seed`` not an int.
     """

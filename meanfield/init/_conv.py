@@ -286,7 +286,7 @@ def periodic_conv(
         ``kernel`` (nets, 1, 2k+1, c, c)).
     spatial_dims : {1, 2}
     backend : str or Backend
-        ``"numpy"`` or ``"cupy"``.
+        One of :data:`meanfield.backend.BACKENDS`, or a :class:`meanfield.backend.Backend`.
     check_finite : bool
         Check that ``x``, ``kernel`` and the result hold no NaN or infinity (default; as
         ``scipy.linalg``'s ``check_finite``). ``False`` skips those passes over the arrays, for
