@@ -16,7 +16,7 @@ tanh          tanh(x)                                     quadrature
 erf           erf(x)  (plain, not erf(sqrt(pi) x / 2))    closed form (arcsine kernel)
 relu          max(x, 0)                                   closed form (arc-cosine kernel)
 leaky_relu    max(x, 0) + slope * min(x, 0)               closed form (arc-cosine kernel)
-hard_tanh     clip(x, -1, 1)                              closed form (clipped Gaussian)
+hard_tanh     clip(x, -b, b)  (bound b > 0, default 1)     closed form (clipped Gaussian)
 sigmoid       1 / (1 + exp(-x))                           quadrature
 softplus      log(1 + exp(x))                             quadrature
 swish         x * sigmoid(x)                              quadrature
@@ -86,7 +86,13 @@ _CODES = {
 }
 _KINKED = {RELU, LEAKY_RELU, HARD_TANH, ABS, SIGN, SELU}
 #: The one parameter of the parametrised built-ins: name -> (keyword, default).
-_PARAMS = {LEAKY_RELU: ("slope", 0.01), RBF: ("gamma", 0.5), RELU_POWER: ("n", 2), ELU: ("alpha", 1.0)}
+_PARAMS = {
+    LEAKY_RELU: ("slope", 0.01),
+    RBF: ("gamma", 0.5),
+    RELU_POWER: ("n", 2),
+    ELU: ("alpha", 1.0),
+    HARD_TANH: ("bound", 1.0),
+}
 #: SELU's constants (Klambauer et al. 2017, eq. 14): selu(x) = lambda * elu_alpha(x).
 SELU_ALPHA = 1.6732632423543772
 SELU_LAMBDA = 1.0507009873554805
@@ -148,11 +154,11 @@ def evaluate(code, param, deriv, x):
         if deriv == 1:
             return 1.0 if x > 0.0 else param
         return 0.0
-    if code == HARD_TANH:
+    if code == HARD_TANH:  # param: the bound (1 for the plain hard_tanh)
         if deriv == 0:
-            return min(1.0, max(-1.0, x))
+            return min(param, max(-param, x))
         if deriv == 1:
-            return 1.0 if -1.0 < x < 1.0 else 0.0
+            return 1.0 if -param < x < param else 0.0
         return 0.0
     if code == SIGMOID:
         s = _sigmoid(x)
@@ -324,6 +330,14 @@ def origin_activation(activation):
     return _piecewise_linear(float(a), float(b), "behaviour at 0", act.name)
 
 
+@numba.njit(inline="always")
+def bound_squared(code, param):
+    """sup phi^2 of a bounded built-in (tanh, erf, sigmoid: 1; hard_tanh: its bound squared)."""
+    if code == HARD_TANH:
+        return param * param
+    return 1.0
+
+
 def asymptotic_slopes(activation) -> tuple[float, float]:
     """``(a, b)`` of :func:`asymptote` for an :class:`Activation` or a built-in name (Python callers)."""
     act = get_activation(activation)
@@ -421,10 +435,10 @@ class Activation:
             phi''; needed only for expectations with derivative order 2.
         smooth : bool or None
             False when phi'' has Dirac parts (then expectations of order 2 are refused). None
-            (default): False exactly when breakpoints are given or found.
+            (default): False exactly when phi or phi' jumps (breakpoints given, or found).
         breakpoints : sequence of float or None
-            The points where phi or phi' jumps. None (default): located automatically, by
-            scanning phi and phi' on [-BREAKPOINT_SCAN, BREAKPOINT_SCAN] with step
+            The points where phi or phi' (or phi'') jumps. None (default): located automatically,
+            by scanning phi, phi' and phi'' (when given) on [-BREAKPOINT_SCAN, BREAKPOINT_SCAN] with step
             ``BREAKPOINT_STEP`` and bisecting each jump to ~1e-12 (jumps closer together than
             the step, or further out, are not found: pass them). An empty sequence declares the
             activation smooth (no scan).
@@ -471,14 +485,18 @@ class Activation:
             if f is not None:
                 call_user(f, probe, label, name)
         if breakpoints is None:
-            found = find_breakpoints(phi, dphi, name)
+            kinks = _merge_points(_jumps(phi, "phi", name) + _jumps(dphi, "dphi", name), name)
+            # jumps of phi'' and corners of the highest derivative given: integrated piecewise, no Dirac part
+            top, label = (dphi, "dphi") if d2phi is None else (d2phi, "d2phi")
+            more = _corners(top, label, name) + ([] if d2phi is None else _jumps(d2phi, "d2phi", name))
+            found = _merge_points(list(kinks) + more, name) if more else kinks
         else:
-            found = _check_breakpoints(breakpoints)
+            found = kinks = _check_breakpoints(breakpoints)
         if smooth is None:
-            smooth = not found
-        elif smooth and breakpoints is None and found:
+            smooth = not kinks
+        elif smooth and breakpoints is None and kinks:
             raise ValueError(
-                f"smooth=True, but phi or phi' of activation {name!r} jumps at u = {found[0]:.12g}: phi'' has a "
+                f"smooth=True, but phi or phi' of activation {name!r} jumps at u = {kinks[0]:.12g}: phi'' has a "
                 "Dirac part there; pass smooth=False (or omit it), and breakpoints=... to fix the locations"
             )
         return cls(name=name, phi=phi, dphi=dphi, d2phi=d2phi, code=CUSTOM, param=0.0, smooth=smooth, breakpoints=found)
@@ -521,46 +539,95 @@ def _check_breakpoints(breakpoints) -> tuple:
     return tuple(sorted(set(float(b) for b in pts)))
 
 
-def find_breakpoints(phi, dphi, name="activation") -> tuple:
-    """The points in [-BREAKPOINT_SCAN, BREAKPOINT_SCAN] where ``phi`` or ``dphi`` jumps, sorted.
+def _jumps(f, label, name) -> list:
+    """The points of [-BREAKPOINT_SCAN, BREAKPOINT_SCAN] where the user function ``f`` jumps (unrounded)."""
+    n = int(round(2.0 * BREAKPOINT_SCAN / BREAKPOINT_STEP)) + 1
+    grid = np.linspace(-BREAKPOINT_SCAN, BREAKPOINT_SCAN, n)
+    y = call_user(f, grid, label, name)
+    d = np.abs(np.diff(y))
+    scale = 1.0 + float(np.max(np.abs(y)))
+    pad = np.concatenate(([0.0, 0.0], d, [0.0, 0.0]))
+    around = np.maximum(pad[:-4], pad[4:])
+    cand = np.nonzero((d > _JUMP_RATIO * around) & (d > _JUMP_TOL * scale))[0]
+    if cand.size == 0:
+        return []
+    lo, hi = grid[cand].copy(), grid[cand + 1].copy()
+    ylo, yhi = y[cand].copy(), y[cand + 1].copy()
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        ym = call_user(f, mid, label, name)
+        left = np.abs(ym - ylo) >= np.abs(yhi - ym)
+        hi, yhi = np.where(left, mid, hi), np.where(left, ym, yhi)
+        lo, ylo = np.where(left, lo, mid), np.where(left, ylo, ym)
+    jump = np.abs(yhi - ylo) > _JUMP_TOL * scale
+    return [float(x) for x in 0.5 * (lo[jump] + hi[jump])]
+
+
+#: Offset of the secant slopes with which corners (jumps of the derivative) are located, and
+#: the relative change of slope across 3 offsets that confirms one (a smooth function's slope
+#: changes by ~3e-7 times its curvature there).
+_CORNER_OFFSET = 1e-7
+_CORNER_TOL = 1e-4
+
+
+def _corners(f, label, name) -> list:
+    """Points of [-BREAKPOINT_SCAN, BREAKPOINT_SCAN] where the slope of the user function ``f`` jumps
+    (to ~1e-7, snapped to multiples of 2^-20): the kinks of the highest derivative given, i.e. jumps of
+    the next one (relu_power(3) = max(x, 0)^3: phi'' = 6 max(x, 0) has a corner at 0)."""
+    n = int(round(2.0 * BREAKPOINT_SCAN / BREAKPOINT_STEP)) + 1
+    grid = np.linspace(-BREAKPOINT_SCAN, BREAKPOINT_SCAN, n)
+    h = grid[1] - grid[0]
+    slope = np.diff(call_user(f, grid, label, name)) / h
+    scale = 1.0 + float(np.max(np.abs(slope)))
+    d = np.abs(np.diff(slope))
+    pad = np.concatenate(([0.0, 0.0], d, [0.0, 0.0]))
+    around = np.maximum(pad[:-4], pad[4:])
+    cand = np.nonzero((d > _JUMP_RATIO * around) & (d > _CORNER_TOL * scale))[0]
+    if cand.size == 0:
+        return []
+    delta = _CORNER_OFFSET
+
+    def secant(x):
+        return (call_user(f, x + delta, label, name) - call_user(f, x, label, name)) / delta
+
+    lo, hi = grid[cand], grid[cand + 2]
+    slo, shi = secant(lo), secant(hi)
+    for _ in range(18):
+        mid = 0.5 * (lo + hi)
+        sm = secant(mid)
+        left = np.abs(sm - slo) >= np.abs(shi - sm)
+        hi, shi = np.where(left, mid, hi), np.where(left, sm, shi)
+        lo, slo = np.where(left, lo, mid), np.where(left, slo, sm)
+    x = 0.5 * (lo + hi)
+    keep = np.abs(secant(x + 2 * delta) - secant(x - 3 * delta)) > _CORNER_TOL * scale
+    return [round(float(v) * 2.0**20) / 2.0**20 for v in x[keep]]
+
+
+def _merge_points(found, name) -> tuple:
+    pts = []
+    for x in sorted(found):
+        x = 0.0 if abs(x) < 1e-12 else float(f"{x:.12g}")
+        if not pts or abs(x - pts[-1]) > 1e-6 * (1.0 + abs(x)):
+            pts.append(x)
+    if len(pts) > MAX_BREAKPOINTS:
+        raise ValueError(
+            f"activation {name!r} jumps at more than {MAX_BREAKPOINTS} points in "
+            f"[-{BREAKPOINT_SCAN:g}, {BREAKPOINT_SCAN:g}]: not supported"
+        )
+    return tuple(pts)
+
+
+def find_breakpoints(phi, dphi, name="activation", d2phi=None) -> tuple:
+    """The points in [-BREAKPOINT_SCAN, BREAKPOINT_SCAN] where ``phi``, ``dphi`` (or ``d2phi``) jumps, sorted.
 
     Candidates are grid intervals (step ``BREAKPOINT_STEP``) whose difference stands out from its
     neighbours; each is bisected (60 halvings) towards the larger change and kept when the change
     persists at width ~1e-14, then rounded to 12 significant digits (so 0, +-1, ... come out exact).
     """
-    n = int(round(2.0 * BREAKPOINT_SCAN / BREAKPOINT_STEP)) + 1
-    grid = np.linspace(-BREAKPOINT_SCAN, BREAKPOINT_SCAN, n)
-    found = []
-    for label, f in (("phi", phi), ("dphi", dphi)):
-        y = call_user(f, grid, label, name)
-        d = np.abs(np.diff(y))
-        scale = 1.0 + float(np.max(np.abs(y)))
-        pad = np.concatenate(([0.0, 0.0], d, [0.0, 0.0]))
-        around = np.maximum(pad[:-4], pad[4:])
-        cand = np.nonzero((d > _JUMP_RATIO * around) & (d > _JUMP_TOL * scale))[0]
-        if cand.size == 0:
-            continue
-        lo, hi = grid[cand].copy(), grid[cand + 1].copy()
-        ylo, yhi = y[cand].copy(), y[cand + 1].copy()
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            ym = call_user(f, mid, label, name)
-            left = np.abs(ym - ylo) >= np.abs(yhi - ym)
-            hi, yhi = np.where(left, mid, hi), np.where(left, ym, yhi)
-            lo, ylo = np.where(left, lo, mid), np.where(left, ylo, ym)
-        jump = np.abs(yhi - ylo) > _JUMP_TOL * scale
-        found.extend(0.5 * (lo[jump] + hi[jump]))
-    pts = []
-    for x in sorted(found):
-        x = 0.0 if abs(x) < 1e-12 else float(f"{x:.12g}")
-        if not pts or abs(x - pts[-1]) > 1e-9 * (1.0 + abs(x)):
-            pts.append(x)
-    if len(pts) > MAX_BREAKPOINTS:
-        raise ValueError(
-            f"phi or phi' of activation {name!r} jumps at more than {MAX_BREAKPOINTS} points in "
-            f"[-{BREAKPOINT_SCAN:g}, {BREAKPOINT_SCAN:g}]: not supported"
-        )
-    return tuple(pts)
+    found = _jumps(phi, "phi", name) + _jumps(dphi, "dphi", name)
+    if d2phi is not None:
+        found += _jumps(d2phi, "d2phi", name)
+    return _merge_points(found, name)
 
 
 def call_user(func, u, label, name) -> np.ndarray:
@@ -611,7 +678,8 @@ def get_activation(activation: str | Activation, **params: float) -> Activation:
     **params
         ``slope`` for ``leaky_relu`` (default 0.01, any finite real number); ``gamma`` for
         ``rbf`` (default 0.5, in (0, 1e150]); ``n`` for ``relu_power`` (default 2, an integer in
-        [2, 4]); ``alpha`` for ``elu`` (default 1, in [0, 1e150]).
+        [2, 4]); ``alpha`` for ``elu`` (default 1, in [0, 1e150]); ``bound`` for ``hard_tanh``
+        (default 1, in [1e-150, 1e150]: clip(x, -bound, bound), named ``"hard_tanh"`` at bound 1).
 
     Returns
     -------
@@ -640,6 +708,8 @@ def get_activation(activation: str | Activation, **params: float) -> Activation:
             raise ValueError(f"activation {activation!r} takes only {key!r}, got {sorted(unknown)}")
         param = _check_param(code, key, params.get(key, default))
         name = f"{activation}({key}={param:g})"
+        if code == HARD_TANH and param == 1.0:
+            name = activation  # the plain clip(x, -1, 1)
     elif params:
         raise ValueError(f"activation {activation!r} takes no parameters, got {sorted(params)}")
     return Activation(
@@ -666,4 +736,6 @@ def _check_param(code, key, value) -> float:
         raise ValueError(f"gamma must be in (0, 1e150], got {param!r}")
     if code == ELU and not 0.0 <= param <= 1e150:
         raise ValueError(f"alpha must be in [0, 1e150], got {param!r}")
+    if code == HARD_TANH and not 1e-150 <= param <= 1e150:
+        raise ValueError(f"bound must be in [1e-150, 1e150], got {param!r}")
     return param

@@ -108,6 +108,7 @@ from .activations import (
     origin_activation,
     origin_slopes,
     asymptotic_slope,
+    bound_squared,
     call_user,
     evaluate_call,
     get_activation,
@@ -788,9 +789,9 @@ def _solve_q(code, a, sw, sb, z, w, cf, ex):
         lo = 0.0
         q = g0
     if m == 0.0 and math.isfinite(sw + sb):
-        # bounded (tanh, erf, sigmoid, hard_tanh): phi^2 <= 1, so g(sw + sb) <= 0, and the q-map is
+        # bounded (tanh, erf, sigmoid, hard_tanh): phi^2 <= B (bound_squared), so g(sw B + sb) <= 0, and the q-map is
         # concave (a single crossing on (0, inf)): safeguarded Newton from the right converges to it
-        return _newton_q(code, a, sw, sb, lo, max(sw + sb, q), z, w, cf, ex)
+        return _newton_q(code, a, sw, sb, lo, max(sw * bound_squared(code, a) + sb, q), z, w, cf, ex)
     slo = 0.0
     for _ in range(4096):
         gq, sq = _g(code, a, sw, sb, q, z, w, cf, ex)
@@ -816,7 +817,7 @@ def _solve_q(code, a, sw, sb, z, w, cf, ex):
             if m >= 1.0:
                 return math.inf
             if m == 0.0:  # bounded: phi^2 <= 1, so qmap(q) <= sw + sb and g(sw + sb) <= 0
-                hi = sw + sb
+                hi = sw * bound_squared(code, a) + sb
                 if math.isfinite(hi) and hi > q and _g(code, a, sw, sb, hi, z, w, cf, ex)[0] <= 0.0:
                     return _newton_q(code, a, sw, sb, q, hi, z, w, cf, ex)
             return math.nan

@@ -331,8 +331,9 @@ def _core_closed_pair(code, a, d1, d2, q1, q2, c):
         if d1 == 0 and d2 == 1:
             return 0.0  # odd integrand
         return math.nan
-    if code == HARD_TANH and d2 <= 1:
-        return _hard_tanh_pair(d1, d2, math.sqrt(q1), math.sqrt(q2), min(1.0, max(-1.0, c)))
+    if code == HARD_TANH and d2 <= 1:  # clip(u, -b, b) = b clip(u / b, -1, 1), b = a
+        k = a ** (2 - d1 - d2)
+        return k * _hard_tanh_pair(d1, d2, math.sqrt(q1) / a, math.sqrt(q2) / a, min(1.0, max(-1.0, c)))
     return math.nan
 
 
@@ -355,17 +356,17 @@ def _core_closed_single(code, a, d1, d2, q):
         if d1 + d2 == 1:
             return 0.0
         return math.nan
-    if code == HARD_TANH and d1 <= 1 and d2 <= 1:
+    if code == HARD_TANH and d1 <= 1 and d2 <= 1:  # clip(u, -b, b) = b clip(u / b, -1, 1), b = a
         if d1 + d2 == 1:
             return 0.0
         if q == 0.0:
             return 0.0 if d1 == 0 else 1.0
         s = math.sqrt(q)
-        a = 1.0 / s
-        if d1 == 1:  # P(|u| < 1)
-            return math.erf(a * _SQRT_HALF)
-        # E min(u^2, 1) = q E[z^2 1{|z| < a}] + P(|z| >= a)
-        return q * _clipped_second_moment(a) + math.erfc(a * _SQRT_HALF)
+        t = a / s
+        if d1 == 1:  # P(|u| < b)
+            return math.erf(t * _SQRT_HALF)
+        # E min(u^2, b^2) = q E[z^2 1{|z| < t}] + b^2 P(|z| >= t)
+        return q * _clipped_second_moment(t) + a * a * math.erfc(t * _SQRT_HALF)
     return _core_closed_pair(code, a, d1, d2, q, q, 1.0)
 
 
@@ -389,7 +390,7 @@ def _core_closed_variance_derivative(code, a, q):
     if code == ERF:
         return 4.0 / (math.pi * (1.0 + 2.0 * q) * math.sqrt(1.0 + 4.0 * q))
     if code == HARD_TANH:  # E[z^2 1{|z| < 1/sqrt q}]: the boundary terms of d/dq cancel
-        return 1.0 if q == 0.0 else _clipped_second_moment(1.0 / math.sqrt(q))
+        return 1.0 if q == 0.0 else _clipped_second_moment(a / math.sqrt(q))
     return math.nan
 
 
