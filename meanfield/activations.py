@@ -541,7 +541,7 @@ def _check_breakpoints(breakpoints) -> tuple:
 
 def _jumps(f, label, name) -> list:
     """The points of [-BREAKPOINT_SCAN, BREAKPOINT_SCAN] where the user function ``f`` jumps (unrounded)."""
-    n = int(round(2.0 * BREAKPOINT_SCAN / BREAKPOINT_STEP)) + 1
+    n = round(2.0 * BREAKPOINT_SCAN / BREAKPOINT_STEP) + 1
     grid = np.linspace(-BREAKPOINT_SCAN, BREAKPOINT_SCAN, n)
     y = call_user(f, grid, label, name)
     d = np.abs(np.diff(y))
@@ -574,7 +574,7 @@ def _corners(f, label, name) -> list:
     """Points of [-BREAKPOINT_SCAN, BREAKPOINT_SCAN] where the slope of the user function ``f`` jumps
     (to ~1e-7, snapped to multiples of 2^-20): the kinks of the highest derivative given, i.e. jumps of
     the next one (relu_power(3) = max(x, 0)^3: phi'' = 6 max(x, 0) has a corner at 0)."""
-    n = int(round(2.0 * BREAKPOINT_SCAN / BREAKPOINT_STEP)) + 1
+    n = round(2.0 * BREAKPOINT_SCAN / BREAKPOINT_STEP) + 1
     grid = np.linspace(-BREAKPOINT_SCAN, BREAKPOINT_SCAN, n)
     h = grid[1] - grid[0]
     slope = np.diff(call_user(f, grid, label, name)) / h

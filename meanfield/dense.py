@@ -93,7 +93,6 @@ from ._logscale import (
 )
 from ._tanh_fused import tanh_pair_moments, tanh_variance_moments
 from .activations import (
-    ABS,
     COS,
     GELU,
     LEAKY_RELU,
@@ -105,13 +104,13 @@ from .activations import (
     TANH,
     asymptote_activation,
     asymptotic_derivative_moment,
-    origin_activation,
-    origin_slopes,
     asymptotic_slope,
     bound_squared,
     call_user,
     evaluate_call,
     get_activation,
+    origin_activation,
+    origin_slopes,
 )
 from .gaussian import (
     DEFAULT_DEGREE,

@@ -1343,7 +1343,9 @@ def _piecewise_pair(act, d1, d2, q1, q2, c, degree):
         ofeats = list(feats) if s1 > 0.0 else []
         if sc != 0.0:  # the factor's features, at sc z1 = u, i.e. at outer * u / sc in units of outer z1
             rel = outer / sc
-            ofeats += [(u * rel, max(min(hw, 0.5 * ss), 1e-12) * abs(rel)) for u, hw in feats]
+            # smoothed by the inner Gaussian, a kink of the factor has the width ss (for ss = 0 it is
+            # an edge, next to the activation's own structure of unit width)
+            ofeats += [(u * rel, (0.5 * ss if ss > 0.0 else hw) * abs(rel)) for u, hw in feats]
         z1, w1 = _piecewise_rules(outer, 0.0, ofeats, n)
         z1, w1 = z1[0], w1[0]
         with np.errstate(over="ignore", invalid="ignore"):
@@ -1353,7 +1355,10 @@ def _piecewise_pair(act, d1, d2, q1, q2, c, degree):
                 inner = _user_values(act, d2, base)
             else:
                 z2, w2 = _piecewise_rules(ss, base, feats, n)
-                inner = np.sum(w2 * _user_values(act, d2, base[:, None] + ss * z2), axis=1)
+                used = w2 != 0.0  # nodes of collapsed panels (edges beyond |z| = 9) are not evaluated
+                vals = np.zeros_like(z2)
+                vals[used] = _user_values(act, d2, (base[:, None] + ss * z2)[used])
+                inner = np.sum(w2 * vals, axis=1)
             out[k] = np.dot(w1, f1 * inner)
     return out
 
