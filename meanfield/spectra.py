@@ -602,9 +602,12 @@ def jacobian_spectrum(
         q = fp.q_star
         if math.isinf(q):
             try:  # the piecewise-linear asymptote scale * base of activations.asymptote: phi'^2 -> scale^2 base'^2
-                scale, act = asymptote_activation(act)
+                scale, base = asymptote_activation(act)
             except ValueError:
-                raise ValueError(f"q* is infinite for activation {act.name} at these sigma_w2, sigma_b2") from None
+                base = None
+            if base is None or base.name == "linear" or base.param == -1.0:  # no asymptote, or phi'^2 -> constant
+                raise ValueError(f"q* is infinite for activation {act.name} at these sigma_w2, sigma_b2")
+            act = base
             q = 1.0
             sigma_w2 = sigma_w2 * scale**2
     else:
