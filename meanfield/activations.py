@@ -39,6 +39,14 @@ networks are maximally chaotic); ``dphi`` itself is 0 pointwise. Closed forms ar
 "quadrature" is Gauss-Hermite for small variances and trapezoid / graded Gauss-Legendre rules for
 large ones (see :mod:`meanfield.gaussian`); every rule has a bounded number of nodes at any q.
 
+Each built-in's behaviour far out and at 0 is described once, here: :func:`asymptote` gives the
+slopes (a, b) of phi(x) ~ a x as x -> +inf, ~ b x as x -> -inf, from which the large-variance
+limits follow (E phi^2 / q and E phi'^2 -> (a^2 + b^2) / 2: chi_1 at q* = inf), and
+:func:`origin_slopes` the one-sided slopes at 0 (the q -> 0 limits of the activations kinked there).
+
+User activations with kinks or jumps carry their ``breakpoints`` (found by
+:func:`find_breakpoints` or given): their Gaussian expectations are integrated piecewise.
+
 ``phi''`` of relu, leaky_relu and hard_tanh has Dirac parts that a pointwise ``d2phi`` cannot
 represent; :attr:`Activation.smooth` is False for them and the Gaussian engine refuses
 expectations of their ``phi''`` (the chi's are computed from first derivatives instead).
@@ -412,7 +420,7 @@ class Activation:
         return self.code != CUSTOM
 
     @classmethod
-    def from_functions(cls, name, phi, dphi, d2phi=None, smooth=None, breakpoints=None) -> Activation:
+    def from_functions(cls, name, phi, dphi, d2phi=None, smooth="auto", breakpoints=None) -> Activation:
         """A user-defined activation from NumPy-vectorised callables.
 
         Gaussian expectations of custom activations use the quadrature rules of the built-ins
@@ -433,9 +441,9 @@ class Activation:
             phi and phi', each mapping a float64 array to a real array of the same shape.
         d2phi : callable or None
             phi''; needed only for expectations with derivative order 2.
-        smooth : bool or None
-            False when phi'' has Dirac parts (then expectations of order 2 are refused). None
-            (default): False exactly when phi or phi' jumps (breakpoints given, or found).
+        smooth : bool or "auto"
+            False when phi'' has Dirac parts (then expectations of order 2 are refused).
+            ``"auto"`` (default): False exactly when phi or phi' jumps (breakpoints given, or found).
         breakpoints : sequence of float or None
             The points where phi or phi' (or phi'') jumps. None (default): located automatically,
             by scanning phi, phi' and phi'' (when given) on [-BREAKPOINT_SCAN, BREAKPOINT_SCAN] with step
@@ -451,13 +459,14 @@ class Activation:
         Raises
         ------
         TypeError
-            ``name`` is not a string, ``smooth`` is not a bool or None, ``breakpoints`` is not a
+            ``name`` is not a string, ``smooth`` is not a bool or ``"auto"``, ``breakpoints`` is not a
             sequence of real numbers, or a function returns complex values.
         ValueError
             ``name`` is empty, a function is not callable, fails on, returns the wrong shape or
-            non-finite values at the probe points ``linspace(-4, 4, 17)`` or on the scan grid;
+            non-finite values at the probe points ``linspace(-4, 4, 17)``;
             ``smooth=True`` while phi or phi' jumps; breakpoints that are not finite, or more than
-            ``MAX_BREAKPOINTS``.
+            ``MAX_BREAKPOINTS``. (Non-finite values beyond the probe points are reported where the
+            quadrature reaches them.)
 
         Examples
         --------
@@ -478,7 +487,8 @@ class Activation:
                 raise ValueError(f"{label} must be callable")
         if d2phi is not None and not callable(d2phi):
             raise ValueError("d2phi must be callable or None")
-        if smooth is not None:
+        auto = isinstance(smooth, str) and smooth == "auto"
+        if not auto:
             smooth = check_bool(smooth, "smooth")
         probe = np.linspace(-4.0, 4.0, 17)
         for label, f in (("phi", phi), ("dphi", dphi), ("d2phi", d2phi)):
@@ -492,7 +502,7 @@ class Activation:
             found = _merge_points(list(kinks) + more, name) if more else kinks
         else:
             found = kinks = _check_breakpoints(breakpoints)
-        if smooth is None:
+        if auto:
             smooth = not kinks
         elif smooth and breakpoints is None and kinks:
             raise ValueError(
@@ -533,6 +543,14 @@ _JUMP_TOL = 1e-7
 def _check_breakpoints(breakpoints) -> tuple:
     if isinstance(breakpoints, (str, bytes)) or not hasattr(breakpoints, "__iter__"):
         raise TypeError(f"breakpoints must be a sequence of real numbers or None, got {breakpoints!r}")
+    try:
+        ndim = np.ndim(breakpoints)
+    except ValueError:  # ragged nesting
+        ndim = 2
+    if ndim > 1:
+        raise TypeError("breakpoints must be a flat sequence of real numbers, got a nested one")
+    if hasattr(breakpoints, "__len__") and len(breakpoints) > MAX_BREAKPOINTS:
+        raise ValueError(f"breakpoints must hold at most {MAX_BREAKPOINTS} points, got {len(breakpoints)}")
     pts = [check_scalar(b, "breakpoints") for b in breakpoints]
     if len(pts) > MAX_BREAKPOINTS:
         raise ValueError(f"breakpoints must hold at most {MAX_BREAKPOINTS} points, got {len(pts)}")
@@ -543,9 +561,9 @@ def _jumps(f, label, name) -> list:
     """The points of [-BREAKPOINT_SCAN, BREAKPOINT_SCAN] where the user function ``f`` jumps (unrounded)."""
     n = round(2.0 * BREAKPOINT_SCAN / BREAKPOINT_STEP) + 1
     grid = np.linspace(-BREAKPOINT_SCAN, BREAKPOINT_SCAN, n)
-    y = call_user(f, grid, label, name)
+    y = call_user(f, grid, label, name, finite=False)  # non-finite values: no jump there (NaN compares False)
     d = np.abs(np.diff(y))
-    scale = 1.0 + float(np.max(np.abs(y)))
+    scale = 1.0 + float(np.nanmax(np.where(np.isfinite(y), np.abs(y), np.nan), initial=0.0))
     pad = np.concatenate(([0.0, 0.0], d, [0.0, 0.0]))
     around = np.maximum(pad[:-4], pad[4:])
     cand = np.nonzero((d > _JUMP_RATIO * around) & (d > _JUMP_TOL * scale))[0]
@@ -555,7 +573,7 @@ def _jumps(f, label, name) -> list:
     ylo, yhi = y[cand].copy(), y[cand + 1].copy()
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        ym = call_user(f, mid, label, name)
+        ym = call_user(f, mid, label, name, finite=False)
         left = np.abs(ym - ylo) >= np.abs(yhi - ym)
         hi, yhi = np.where(left, mid, hi), np.where(left, ym, yhi)
         lo, ylo = np.where(left, lo, mid), np.where(left, ylo, ym)
@@ -577,8 +595,8 @@ def _corners(f, label, name) -> list:
     n = round(2.0 * BREAKPOINT_SCAN / BREAKPOINT_STEP) + 1
     grid = np.linspace(-BREAKPOINT_SCAN, BREAKPOINT_SCAN, n)
     h = grid[1] - grid[0]
-    slope = np.diff(call_user(f, grid, label, name)) / h
-    scale = 1.0 + float(np.max(np.abs(slope)))
+    slope = np.diff(call_user(f, grid, label, name, finite=False)) / h
+    scale = 1.0 + float(np.nanmax(np.where(np.isfinite(slope), np.abs(slope), np.nan), initial=0.0))
     d = np.abs(np.diff(slope))
     pad = np.concatenate(([0.0, 0.0], d, [0.0, 0.0]))
     around = np.maximum(pad[:-4], pad[4:])
@@ -588,7 +606,7 @@ def _corners(f, label, name) -> list:
     delta = _CORNER_OFFSET
 
     def secant(x):
-        return (call_user(f, x + delta, label, name) - call_user(f, x, label, name)) / delta
+        return (call_user(f, x + delta, label, name, False) - call_user(f, x, label, name, False)) / delta
 
     lo, hi = grid[cand], grid[cand + 2]
     slo, shi = secant(lo), secant(hi)
@@ -630,12 +648,13 @@ def find_breakpoints(phi, dphi, name="activation", d2phi=None) -> tuple:
     return _merge_points(found, name)
 
 
-def call_user(func, u, label, name) -> np.ndarray:
+def call_user(func, u, label, name, finite=True) -> np.ndarray:
     """Evaluate a user-supplied activation function on the float64 array ``u``, checked.
 
     Returns a float64 array of ``u``'s shape. Raises ``ValueError`` when the call fails, returns
-    the wrong shape, or returns NaN or infinity, and ``TypeError`` for complex values, each naming
-    the function (``label``) and the activation (``name``).
+    the wrong shape, or returns NaN or infinity (unless ``finite`` is False: the breakpoint scan,
+    which skips such points), and ``TypeError`` for complex values, each naming the function
+    (``label``) and the activation (``name``).
     """
     try:
         with np.errstate(all="ignore"):
@@ -659,7 +678,7 @@ def call_user(func, u, label, name) -> np.ndarray:
                 f"{label} of activation {name!r} returned shape {y.shape} for an argument of shape "
                 f"{np.shape(u)}; it must act elementwise"
             )
-    if not np.all(np.isfinite(y)):
+    if finite and not np.all(np.isfinite(y)):
         bad = np.asarray(u)[~np.isfinite(y)]
         raise ValueError(
             f"{label} of activation {name!r} returned NaN or infinity (e.g. at u = {float(bad.flat[0]):.6g}); "

@@ -138,4 +138,4 @@ def test_from_functions_validation():
     with pytest.raises(ValueError, match="breakpoints"):
         Activation.from_functions("t", np.tanh, np.tanh, breakpoints=[np.inf])
     with pytest.raises(ValueError, match="NaN"):
-        Activation.from_functions("t", np.tanh, lambda x: np.where(x > 5, np.nan, x))
+        Activation.from_functions("t", np.tanh, lambda x: np.where(x > 3, np.nan, x))
