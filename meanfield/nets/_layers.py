@@ -56,7 +56,13 @@ class Layer:
     random = False
 
     def out_shape(self, in_shape: tuple) -> tuple:
+        """The output shape ``(*spatial, channels)`` for an input of shape ``in_shape`` (default: the same)."""
         return in_shape
+
+    def materialise(self, state: State, degree: int) -> State:
+        """``state`` with a pending activation (or the raw input) turned into its moments, for a rule
+        that needs them; the activation of a non-Gaussian representation raises naming this layer."""
+        return materialise(state, repr(self), degree)
 
     def init(self, seq, in_shape, n, b: Backend) -> dict:
         return {}
