@@ -306,6 +306,26 @@ def test_new_architecture_weights_module_and_training():
 
 
 # ------------------------------------------------------------------------------------------------
+# Backends.
+
+
+def test_sampler_runs_on_every_backend():
+    pytest.importorskip("array_api_strict")
+    x = np.random.default_rng(1).standard_normal((2, 6, 5, 2))
+    net = Network(
+        [Conv(8, (3, 3), 1.5, 0.1), ChannelMix(0.5), Residual((Act("tanh"), Conv(8, (3, 3), 1.5))), Replicate(2)]
+        + [Act("tanh"), Pool(), Dense(2)]
+    )
+    ref = net.simulate(x, 3, rng=2)
+    strict = net.simulate(x, 3, rng=2, backend="array_api_strict")  # NumPy's numbers for the same rng
+    for a, b in zip(strict.second, ref.second):
+        assert np.array_equal(a, b)
+    pytest.importorskip("torch")
+    on_torch = net.simulate(x, 3, rng=2, backend="torch")  # its own numbers from the same children
+    assert all(a.shape == b.shape and np.all(np.isfinite(a)) for a, b in zip(on_torch.second, ref.second))
+
+
+# ------------------------------------------------------------------------------------------------
 # Arguments.
 
 

@@ -224,7 +224,7 @@ class Conv(Layer):
         if self.law == "zero":
             return {"kernel": b.full((n, *ks, self.channels, c_in), 0.0), "bias": b.full((n, self.channels), 0.0)}
         gen = _gen(b, seq)
-        if len(ks) <= 2 and b.name in ("numpy", "cupy"):
+        if len(ks) <= 2:
             k = init.gaussian_conv_kernel(
                 ks, c_in, self.channels, sigma_w2=self.sigma_w2, v=self.v, rng=gen, batch=n, backend=b
             )
@@ -290,7 +290,7 @@ def periodic_conv(x, kernel, v, b: Backend):
     out = None
     for beta, _ in offsets(v):
         tap = tuple(bt + s // 2 for bt, s in zip(beta, v.shape))
-        k = kernel[(slice(None),) + tap] if batched else kernel[tap]
+        k = kernel[(slice(None),) + tap + (Ellipsis,)] if batched else kernel[tap + (Ellipsis,)]
         shifted = xp.roll(x, tuple(-bt for bt in beta), axis=axes)
         term = _channels_matmul(shifted, k, xp)
         out = term if out is None else out + term

@@ -87,6 +87,14 @@ class NetWeights(Result):
     backend: Any
 
 
+def _check_signal(shapes, n, d):
+    for shape in shapes:
+        if n * d * math.prod(shape) > MAX_SIGNAL:
+            raise ValueError(
+                f"a layer's signal of shape {shape} x {n} networks x {d} inputs exceeds MAX_SIGNAL = {MAX_SIGNAL}"
+            )
+
+
 def _check_layers(layers):
     if isinstance(layers, Layer):
         layers = (layers,)
@@ -169,8 +177,7 @@ class Network:
         xa = as_real_array(x, "x")
         if tuple(xa.shape[1:]) != tuple(weights.in_shape):
             raise ValueError(f"x must have shape (D, *{weights.in_shape}), got {xa.shape}")
-        if weights.n_networks * xa.size * max(max(s[-1] for s in self.shapes(weights.in_shape)), 1) > MAX_SIGNAL * 64:
-            raise ValueError("the simulated signal is too large (n_networks x inputs x positions x channels)")
+        _check_signal(self.shapes(weights.in_shape), weights.n_networks, xa.shape[0])
         h = b.asarray(xa)[None, ...]
         h = b.xp.broadcast_to(h, (weights.n_networks,) + tuple(h.shape[1:]))
         feats = [h] if keep else None
@@ -207,11 +214,6 @@ class Network:
         if xa.ndim < 2:
             raise ValueError(f"x must have shape (D, *spatial, channels), got {xa.shape}")
         n = check_int(n_networks, "n_networks", 1, 2**20)
-        for shape in self.shapes(xa.shape[1:]):
-            if n * xa.shape[0] * math.prod(shape) > MAX_SIGNAL:
-                raise ValueError(
-                    f"a layer's signal of shape {shape} x {n} networks x {xa.shape[0]} inputs exceeds MAX_SIGNAL"
-                )
         w = self.weights(xa.shape[1:], rng, n_networks=n, backend=backend)
         _, feats = self.forward(w, xa, keep=True)
         xp = w.backend.xp
