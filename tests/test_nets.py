@@ -290,6 +290,65 @@ def test_new_architecture_theory_agrees_with_simulation():
     assert len(th.grad) == len(net.layers) + 1 and np.all(np.diag(th.grad[0]) > 0)
 
 
+def _dense_jacobian(net, module, x):
+    """Rows ``d f(x_a) / d theta`` in the NTK parametrisation (``W = sqrt(sigma_w2 / fan_in) omega``, ``b = sigma_b beta``)."""
+    rows = []
+    for a in range(x.shape[0]):
+        module.zero_grad()
+        module(x)[a, 0].backward()
+        row = []
+        for layer, mod in zip(net.layers, module):
+            pairs = [(layer, mod)] if isinstance(layer, Dense) else []
+            if isinstance(layer, Residual):
+                pairs = [(lb, mb) for lb, mb in zip(layer.branch, mod.branch) if isinstance(lb, Dense)]
+            for lb, mb in pairs:
+                row.append(math.sqrt(lb.sigma_w2 / mb.weight.shape[1]) * mb.weight.grad.numpy().ravel())
+                row.append(math.sqrt(lb.sigma_b2) * mb.bias.grad.numpy().ravel())
+        rows.append(np.concatenate(row))
+    return np.array(rows)
+
+
+def test_new_architecture_gradients_and_ntk_match_autograd():
+    """The derivative maps and the NTK against PyTorch autograd on finite networks of the description."""
+    torch = pytest.importorskip("torch")
+    net = _new_architecture()
+    th = net.theory(X_DENSE, ntk=True, backward=True)
+    n_networks = 80
+    w = net.weights((20,), rng=5, n_networks=n_networks)
+    xi = np.random.default_rng(6).standard_normal((n_networks, 3))  # output gradients with identity moments
+    grads = [[] for _ in range(len(net.layers) + 1)]
+    kernels = []
+    xt = torch.tensor(X_DENSE)
+    for k in range(n_networks):
+        module = net.to_torch(w, k)
+        h = xt.clone().requires_grad_(True)
+        outs = [h]
+        for mod in module:
+            h = mod(h)
+            h.retain_grad()
+            outs.append(h)
+        (h[:, 0] * torch.tensor(xi[k])).sum().backward()
+        for layer, o in enumerate(outs):
+            g = o.grad.numpy()
+            grads[layer].append(g @ g.T / g.shape[-1])
+        j = _dense_jacobian(net, module, xt)
+        kernels.append(j @ j.T)
+
+    class Sample:  # the NetSimulation interface of _agree
+        def __init__(self, values):
+            self.values = np.array(values)
+
+        def mean(self, layer):
+            return self.values.mean(axis=0)
+
+        def standard_error(self, layer):
+            return self.values.std(axis=0, ddof=1) / math.sqrt(self.values.shape[0])
+
+    for layer in range(len(net.layers)):
+        _agree(th.grad[layer], Sample(grads[layer]), layer)
+    _agree(th.ntk, Sample(kernels), -1)
+
+
 def test_new_architecture_weights_module_and_training():
     torch = pytest.importorskip("torch")
     net = _new_architecture(n=16, depth=2)

@@ -160,7 +160,8 @@ class Dense(Layer):
         return State(s, None, self.width, state.spatial, state.n_inputs, True, ntk=th)
 
     def backward(self, state, g, gc, degree):
-        return self.sigma_w2 * g, None
+        # dL/dz_j = sum_i W_ij delta_i: n_out terms of variance sigma_w2 / n_in each
+        return (self.sigma_w2 * (self.width / state.width)) * g, None
 
 
 @dataclass(frozen=True)
@@ -271,7 +272,8 @@ class Conv(Layer):
         return State(s, None, self.channels, shape, d, True, ntk=th)
 
     def backward(self, state, g, gc, degree):
-        return self.sigma_w2 * average_flat(g, state.n_inputs, self.v, state.spatial, -1), None
+        factor = self.sigma_w2 * (self.channels / state.width)  # c_out terms of variance sigma_w2 v / c_in
+        return factor * average_flat(g, state.n_inputs, self.v, state.spatial, -1), None
 
     def __repr__(self):
         return f"Conv(channels={self.channels}, kernel_shape={self.kernel_shape}, sigma_w2={self.sigma_w2}, sigma_b2={self.sigma_b2})"
