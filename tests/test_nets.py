@@ -251,9 +251,22 @@ def test_orhan_nets_are_skip_network(arch):
     if arch == "plain":
         th = net.theory(x)
         _close(th.second[3], dense.covariance_map(dense.input_covariance(x, 2.0, 0.0), "relu", 2.0, 0.0))
-    else:  # relu branches over a stream of non-zero mean: reported by name
-        with pytest.raises(ValueError, match="Residual|HyperResidual"):
+    elif arch == "path_residual":  # a fixed skip matrix: the theory applies (next test)
+        assert net.theory(x).second[-1].shape == (5, 5)
+    else:  # skip matrices drawn per network, and eq. 26's long skips: reported by name
+        with pytest.raises(ValueError, match="fixed skip|HyperResidual"):
             net.theory(x)
+
+
+@pytest.mark.parametrize("arch", ["residual", "path_residual"])
+def test_orhan_residual_theory_matches_simulation(arch):
+    """ReLU branches over a stream of non-zero mean: the cross term E[(Q x)_i relu(h_i)] = (Q 1)_i E x E relu(h)."""
+    net = papers.orhan_skip_net(arch, 128, 4, 1.0)
+    x = np.random.default_rng(0).standard_normal((3, 10))
+    th = net.theory(x)
+    sim = net.simulate(x, n_networks=200, rng=1)
+    for layer in range(1, len(net.layers) + 1):
+        _agree(th.second[layer], sim, layer)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -446,7 +446,18 @@ def linear_theory(layer, moments: ChannelMoments, state: State, degree: int) -> 
     th = thc = None
     if st.ntk is not None:
         th, thc = moments.apply(st.ntk, st.ntk_cross)
-    return State(s, c, moments.n_out, st.spatial, st.n_inputs, st.gaussian, ntk=th, ntk_cross=thc)
+    return State(
+        s,
+        c,
+        moments.n_out,
+        st.spatial,
+        st.n_inputs,
+        st.gaussian,
+        ntk=th,
+        ntk_cross=thc,
+        mean=moments.apply_mean(st.mean),
+        mean_known=st.mean_known,
+    )
 
 
 @dataclass(frozen=True)
@@ -518,6 +529,8 @@ class Pool(Layer):
             st.gaussian,
             ntk=self._pool(st.ntk, d, p),
             ntk_cross=self._pool(st.ntk_cross, d, p),
+            mean=None if st.mean is None else st.mean.reshape(d, p).mean(axis=1),
+            mean_known=st.mean_known,
         )
 
     def backward(self, state, g, gc, degree):
@@ -559,7 +572,13 @@ class Subsample(Layer):
         pick = lambda m: None if m is None else m[np.ix_(k, k)]  # noqa: E731
         sp = self.out_shape(tuple(st.spatial) + (st.width,))[:-1]
         return replace(
-            st, second=pick(st.second), cross=pick(st.cross), ntk=pick(st.ntk), ntk_cross=pick(st.ntk_cross), spatial=sp
+            st,
+            second=pick(st.second),
+            cross=pick(st.cross),
+            ntk=pick(st.ntk),
+            ntk_cross=pick(st.ntk_cross),
+            spatial=sp,
+            mean=None if st.mean is None else st.mean[k],
         )
 
     def backward(self, state, g, gc, degree):

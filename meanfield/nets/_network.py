@@ -318,7 +318,14 @@ class Network:
         if c.shape[0] % p:
             raise ValueError(f"cov0 of size {c.shape[0]} is not D x P with P = {p} positions")
         return State(
-            c, None, shape[-1], tuple(shape[:-1]), c.shape[0] // p, gaussian, ntk=np.zeros_like(c) if ntk else None
+            c,
+            None,
+            shape[-1],
+            tuple(shape[:-1]),
+            c.shape[0] // p,
+            gaussian,
+            ntk=np.zeros_like(c) if ntk else None,
+            mean_known=gaussian,  # a Gaussian pre-activation has zero mean; other moments say nothing of it
         )
 
     # -- PyTorch ----------------------------------------------------------------------------------

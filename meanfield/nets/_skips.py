@@ -26,9 +26,11 @@ class Residual(Layer):
     ``skip``: ``"identity"`` (default), ``None`` (no skip), a fixed ``(n_out, n_in)`` matrix (the same in
     every network; e.g. :func:`meanfield.landscape.folded_orthogonal`, Orhan 2017 Sec. 2.4.2), or a
     callable ``f(rng) -> matrix`` drawn per network (the sampler only). Rule: the skip's exact
-    channel moments plus ``s^2`` times the branch's (the cross term vanishes when the branch ends
-    with a dense or convolutional layer, or when ``z`` has zero mean); the output is Gaussian when
-    ``z`` is and the branch ends with a dense or convolutional layer.
+    channel moments plus ``s^2`` times the branch's plus the cross term
+    :math:`\mathbb{E}[(Qz)_i\, s f_i(z)] = (Q1)_i\,\mathbb{E}z\,\mathbb{E}\,s f` (the branch's fresh weights
+    decouple ``f_i`` from ``z`` in the limit; zero when the branch ends with a dense or convolutional
+    layer or ``z`` has zero mean; skip matrices of unequal row sums enter through their averages over
+    units); the output is Gaussian when ``z`` is and the branch ends with a dense or convolutional layer.
     """
 
     branch: tuple
@@ -137,16 +139,25 @@ class Residual(Layer):
                 cross=scale(out.cross, s2),
                 ntk=scale(out.ntk, s2),
                 ntk_cross=scale(out.ntk_cross, s2),
+                mean=scale(out.mean, self.scale),
             )
         sk = materialise(st, repr(self), degree)
-        if not self._ends_linear() and sk.cross is not None and np.any(sk.cross):
-            raise _not_described(
-                self,
-                "the branch ends with an activation and the input has a non-zero mean: the cross term "
-                "E[(Q z)_i f_i(z)] needs E phi(h), which the library does not compute",
-            )
         m = self._moments(st.width)
         s, c = m.apply(sk.second, sk.cross)
+        mu_skip, mu_f = m.apply_mean(sk.mean), scale(out.mean, self.scale)
+        # the cross term E[(Q z)_i s f_i(z)] = (Q 1)_i E z E s f (the branch's fresh weights decouple
+        # f_i from z in the limit): zero when either mean is zero
+        zero_skip = mu_skip is None and sk.mean_known
+        zero_f = mu_f is None and out.mean_known
+        if not (zero_skip or zero_f):
+            if not (sk.mean_known and out.mean_known):
+                raise _not_described(
+                    self,
+                    "the cross term E[(Q z)_i f_i(z)] needs the means of z and of the branch, and one of them is "
+                    "not determined (an activation whose mean's sign is not known, or correlated units)",
+                )
+            t = np.outer(mu_skip, mu_f) + np.outer(mu_f, mu_skip)
+            s, c = s + t, add(c, t)
         th = thc = None
         if sk.ntk is not None:
             th, thc = m.apply(sk.ntk, sk.ntk_cross)
@@ -161,6 +172,8 @@ class Residual(Layer):
             gaussian,
             ntk=th,
             ntk_cross=thc,
+            mean=add(mu_skip, mu_f),
+            mean_known=sk.mean_known and out.mean_known,
         )
 
     def backward(self, state, g, gc, degree):

@@ -45,6 +45,29 @@ class State:
     ntk: np.ndarray | None = None
     ntk_cross: np.ndarray | None = None
     x: np.ndarray | None = None  # the raw input (D, *spatial, c) before the first layer
+    mean: np.ndarray | None = None  # E z_i over inputs x positions (D P,), None: zero
+    mean_known: bool = True  # False where the mean is not determined by the library's kernels
+
+
+#: Activations with phi(-u) = -phi(u): a zero-mean Gaussian input gives a zero-mean output.
+ODD = ("linear", "tanh", "erf", "hard_tanh", "sin", "sign")
+#: Activations whose mean over a zero-mean Gaussian is positive, so that it is the square root of
+#: E phi(h) E phi(h') (h' an independent copy), a pair expectation the library computes.
+POSITIVE_MEAN = ("relu", "sigmoid", "softplus", "swish", "gelu", "cos", "abs", "exp", "rbf", "relu_power")
+
+
+def activation_mean(act, second: np.ndarray, degree: int):
+    """``(mean, known)`` of ``phi(h)``, ``h ~ N(0, second)``, per input x position."""
+    base = act.name.split("(")[0]
+    if act.is_builtin and (base in ODD or (base == "leaky_relu" and act.param == 1.0)):
+        return None, True
+    if act.is_builtin and (base in POSITIVE_MEAN or (base == "leaky_relu" and act.param < 1.0)):
+        q = np.diagonal(second)
+        pairs = np.zeros((q.size, 2, 2))
+        pairs[:, 0, 0] = pairs[:, 1, 1] = q
+        m2 = dense.covariance_map(pairs, act, 1.0, 0.0, degree)[:, 0, 1]  # E phi(h) E phi(h')
+        return np.sqrt(np.clip(m2, 0.0, None)), True
+    return None, False
 
 
 def joint(s: np.ndarray, c: np.ndarray | None) -> np.ndarray:
@@ -82,8 +105,17 @@ def materialise(state: State, where: str, degree: int) -> State:
         dot = dense.derivative_covariance_map(joint(state.second, state.cross), state.act, 1.0, degree)
         ntk = dot[:n, :n] * state.ntk
         ntk_c = None if state.ntk_cross is None else dot[:n, n:] * state.ntk_cross
+    mean, known = activation_mean(state.act, state.second, degree)
     return replace(
-        state, second=mapped[:n, :n], cross=mapped[:n, n:], act=None, gaussian=False, ntk=ntk, ntk_cross=ntk_c
+        state,
+        second=mapped[:n, :n],
+        cross=mapped[:n, n:],
+        act=None,
+        gaussian=False,
+        ntk=ntk,
+        ntk_cross=ntk_c,
+        mean=mean,
+        mean_known=known,
     )
 
 
@@ -107,6 +139,7 @@ class ChannelMoments:
     row_sums: float  # ||L 1||^2
     col_sums: float  # ||L^T 1||^2
     total: float  # (1^T L 1)^2
+    ones: float  # 1^T L 1
 
     @classmethod
     def of(cls, m: np.ndarray) -> ChannelMoments:
@@ -119,11 +152,16 @@ class ChannelMoments:
             float(np.sum((m @ ones_in) ** 2)),
             float(np.sum((ones_out @ m) ** 2)),
             float(np.sum(m)) ** 2,
+            float(np.sum(m)),
         )
 
     @property
     def transpose(self) -> ChannelMoments:
-        return ChannelMoments(self.n_in, self.n_out, self.trace, self.col_sums, self.row_sums, self.total)
+        return ChannelMoments(self.n_in, self.n_out, self.trace, self.col_sums, self.row_sums, self.total, self.ones)
+
+    def apply_mean(self, mean: np.ndarray | None) -> np.ndarray | None:
+        """The mean of ``L x`` averaged over the outputs, ``(1^T L 1 / n_out) E x`` (exact for equal row sums)."""
+        return None if mean is None else (self.ones / self.n_out) * mean
 
     def apply(self, s: np.ndarray, c: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
         """``(S', C')`` of ``L x`` from ``(S, C)`` of ``x`` (``C = None`` is zero)."""
@@ -138,7 +176,7 @@ class ChannelMoments:
 
 
 def identity_moments(n: int) -> ChannelMoments:
-    return ChannelMoments(n, n, float(n), float(n), float(n), float(n) ** 2)
+    return ChannelMoments(n, n, float(n), float(n), float(n), float(n) ** 2, float(n))
 
 
 def add(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
