@@ -254,13 +254,14 @@ def test_orhan_nets_are_skip_network(arch):
     elif arch == "path_residual":  # a fixed skip matrix: the theory applies (next test)
         assert net.theory(x).second[-1].shape == (5, 5)
     else:  # skip matrices drawn per network, and eq. 26's long skips: reported by name
-        with pytest.raises(ValueError, match="fixed skip|HyperResidual"):
+        with pytest.raises(ValueError, match="fixed skip|identity skips"):
             net.theory(x)
 
 
-@pytest.mark.parametrize("arch", ["residual", "path_residual"])
+@pytest.mark.parametrize("arch", ["residual", "path_residual", "hyper_residual"])
 def test_orhan_residual_theory_matches_simulation(arch):
-    """ReLU branches over a stream of non-zero mean: the cross term E[(Q x)_i relu(h_i)] = (Q 1)_i E x E relu(h)."""
+    """ReLU branches over a stream of non-zero mean: the cross term E[(Q x)_i relu(h_i)] = (Q 1)_i E x E relu(h);
+    eq. 26's long skips through the moments between layers."""
     net = papers.orhan_skip_net(arch, 128, 4, 1.0)
     x = np.random.default_rng(0).standard_normal((3, 10))
     th = net.theory(x)

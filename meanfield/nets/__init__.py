@@ -14,7 +14,7 @@ Layer kind                  What it is
 :class:`Conv`               periodic convolution, any number of spatial axes (Xiao et al. 2018)
 :class:`Act`                elementwise activation of :mod:`meanfield.activations`
 :class:`Residual`           ``Q z + s f(z)``: skip matrix ``Q``, branch ``f``, branch scale ``s``
-:class:`HyperResidual`      Orhan 2017's eq. 26 stack (sampler, weights, module)
+:class:`HyperResidual`      Orhan 2017's eq. 26 stack
 :class:`ChannelMix`         ``s (gamma I + (1 - gamma) 11^T / n)``: ConstNet / LeakyNet averaging
 :class:`Replicate`          replicated features (Blumenfeld et al. 2020, Sec. 4.2)
 :class:`LooksLinear`        looks-linear pairs ``[[U, -U], [-U, U]]`` (sampler, weights, module)

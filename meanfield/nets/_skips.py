@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import init
+from .. import dense, init
 from .._checks import check_int, check_nonnegative_scalar, check_scalar
+from ..activations import get_activation
 from ._layers import Conv, Dense, Layer, _bias, _bias_add, _channels_matmul, _gen, _name, _not_described
-from ._state import ChannelMoments, State, add, identity_moments, materialise, scale
+from ._state import ChannelMoments, State, activation_mean, add, identity_moments, materialise, scale
 
 __all__ = ["HyperResidual", "LooksLinear", "Residual"]
 
@@ -197,9 +198,15 @@ class HyperResidual(Layer):
     :math:`x_{l+1} = \mathrm{relu}(W_l x_l + b_l) + Q_l x_l + [P_{l-1}x_{l-1} + \dots + P_1 x_1]/(l-1)`.
 
     ``skips`` / ``long_skips``: None (identities; ``long_skips`` defaults to ``skips``, as printed) or
-    callables ``f(rng) -> (n, n)`` drawn per layer and network. Sampler, weights and module only:
-    the theory reports it (the long skips correlate the layers, which the per-layer state does not
-    track).
+    callables ``f(rng) -> (n, n)`` drawn per layer and network.
+
+    Rule (identity skips): the long skips correlate the layers, so the rule carries the same-unit
+    moments between every pair of layers, :math:`M_{jk} = \mathbb{E}\,x_{j,i} x_{k,i}`, and the means:
+    with :math:`x_{l+1} = f_l + \sum_k a_k x_k` (:math:`a_l = 1`, :math:`a_k = 1/(l-1)` for
+    :math:`k < l`), :math:`M_{l+1,l+1} = \mathbb{E} f_l f_l + \sum_{jk} a_j a_k M_{jk} + \sum_k a_k
+    (\mu_f\mu_k^T + \mu_k\mu_f^T)` and :math:`M_{l+1,k} = \mu_f \mu_k^T + \sum_j a_j M_{jk}` (the branch's
+    fresh weights decouple :math:`f_l` from the history in the limit). Skip matrices drawn per
+    network, the NTK and the derivative map are reported by name.
     """
 
     depth: int
@@ -213,6 +220,49 @@ class HyperResidual(Layer):
         object.__setattr__(self, "depth", check_int(self.depth, "depth", 1, 10**4))
         object.__setattr__(self, "sigma_w2", check_nonnegative_scalar(self.sigma_w2, "sigma_w2"))
         object.__setattr__(self, "sigma_b2", check_nonnegative_scalar(self.sigma_b2, "sigma_b2"))
+
+    def theory(self, state, degree):
+        if self.skips is not None or self.long_skips is not None:
+            raise _not_described(
+                self, "its theory takes identity skips (skips drawn per network have no fixed moments)"
+            )
+        if state.ntk is not None:
+            raise _not_described(self, "its NTK term is not derived")
+        st = materialise(state, repr(self), degree)
+        if not st.mean_known:
+            raise _not_described(self, "the cross terms need the mean of its input, which is not determined")
+        zero = np.zeros(st.second.shape[0])
+        mus = [zero if st.mean is None else st.mean]
+        moments = {(0, 0): st.second}
+        sw, sb = self.sigma_w2, self.sigma_b2
+        for idx in range(self.depth):
+            h = sw * moments[(idx, idx)] + sb  # the branch's Gaussian pre-activation
+            s_f = dense.covariance_map(h, "relu", 1.0, 0.0, degree)
+            mu_f, _ = activation_mean(get_activation("relu"), h, degree)
+            a = {idx: 1.0}
+            if idx >= 1:
+                a.update({k: 1.0 / idx for k in range(idx)})
+            new = idx + 1
+            for k in range(new):  # M[new, k] = mu_f mu_k^T + sum_j a_j M[j, k]
+                m = np.outer(mu_f, mus[k]) + sum(w * _pair(moments, j, k) for j, w in a.items())
+                moments[(new, k)] = m
+            skip_mean = sum(w * mus[k] for k, w in a.items())
+            moments[(new, new)] = (
+                s_f
+                + sum(w * moments[(new, k)] for k, w in a.items())  # E x_new skip^T
+                + np.outer(skip_mean, mu_f)  # E skip f^T
+            )
+            mus.append(mu_f + skip_mean)
+        mu = mus[-1]
+        return State(
+            moments[(self.depth, self.depth)],
+            np.outer(mu, mu) if np.any(mu) else None,
+            st.width,
+            st.spatial,
+            st.n_inputs,
+            False,
+            mean=mu if np.any(mu) else None,
+        )
 
     def init(self, seq, in_shape, n, b):
         r_w, r_q, r_p = seq.spawn(3)
@@ -305,3 +355,8 @@ class LooksLinear(Layer):
 
     def apply(self, params, x, b):
         return _channels_matmul(x, params["weight"], b.xp)
+
+
+def _pair(moments, j, k):
+    """``M[j, k] = E x_j x_k^T`` from the stored lower triangle (``M[k, j]`` transposed)."""
+    return moments[(j, k)] if (j, k) in moments else moments[(k, j)].T
