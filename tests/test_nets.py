@@ -154,6 +154,25 @@ def test_cnn_module_matches_sampler():
     _close(net.to_torch(w, 0)(torch.tensor(x)).detach().numpy(), net.forward(w, x)[0])
 
 
+def test_cnn_with_pooling_readout_matches_simulation():
+    x = np.random.default_rng(1).standard_normal((2, 7, 2))
+    net = papers.periodic_cnn(32, 2, "tanh", 1.5, 0.1, kernel_shape=(3,), n_out=16)
+    th = net.theory(x)
+    sim = net.simulate(x, n_networks=100, rng=3)
+    for layer in (5, 7, 8):  # the last convolution, the pooled features, the read-out
+        _agree(th.second[layer], sim, layer)
+
+
+def test_theory_from_a_gaussian_cov0_continues_the_c_map():
+    k = np.array([[1.0, 0.3], [0.3, 0.8]])
+    net = Network([Act("erf"), Dense(16, 1.5, 0.05), Act("erf"), Dense(16, 1.5, 0.05)])
+    th = net.theory(cov0=k, gaussian=True)
+    assert np.array_equal(th.second[2], dense.covariance_map(k, "erf", 1.5, 0.05))
+    assert np.array_equal(th.second[4], dense.covariance_map(th.second[2], "erf", 1.5, 0.05))
+    with pytest.raises(ValueError, match="Act"):  # the same moments of an arbitrary (non-Gaussian) input
+        net.theory(cov0=k)
+
+
 # ------------------------------------------------------------------------------------------------
 # ConstNet and LeakyNet (Blumenfeld et al. 2020): deterministic initialisations.
 
