@@ -65,7 +65,16 @@ class Layer:
         return materialise(state, repr(self), degree)
 
     def init(self, seq, in_shape, n, b: Backend) -> dict:
+        """The layer's weights for ``n`` networks (default: none)."""
         return {}
+
+    def apply(self, params, x, b: Backend):
+        """The finite-network forward pass on ``(n, batch, *spatial, channels)`` arrays of backend ``b``."""
+        raise TypeError(f"{_name(self)} has no sampler (define apply)")
+
+    def module(self, params, k: int):
+        """The PyTorch module of network ``k``."""
+        raise TypeError(f"{_name(self)} has no PyTorch module (define module)")
 
     def theory(self, state: State, degree: int) -> State:
         raise _not_described(self, "no mean-field rule")
