@@ -22,13 +22,27 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 from meanfield.validation.report import run_metadata, to_jsonable
 
-__all__ = ["FigureData", "figure_metadata", "load", "to_jsonable", "write_json"]
+from meanfield.checks import open_regular_file
+
+__all__ = ["MAX_JSON_BYTES", "MAX_JSON_DEPTH", "FigureData", "figure_metadata", "load", "to_jsonable", "write_json"]
+
+#: Deepest nesting of arrays and objects :func:`load` accepts (a figure's JSON nests a few levels:
+#: blocks, parameter dicts, arrays of up to four axes); deeper files are refused before parsing.
+MAX_JSON_DEPTH = 64
+
+#: Largest file :func:`load` reads (256 MiB; the figures' JSON files are kilobytes to a few
+#: megabytes). Parsing holds at most a few dozen times the file's size in Python objects.
+MAX_JSON_BYTES = 1 << 28
+
+#: JSON strings (with their escapes): removed before the brackets are counted.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 _NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
 
@@ -141,6 +155,18 @@ def _restore(value):
     return value
 
 
+def _json_depth(raw: bytes) -> int:
+    """Deepest nesting of ``[`` / ``{`` in a JSON text, outside strings (linear time, no recursion)."""
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, b" \t\r\n,:0123456789.eE+-truefalsnul")
+    steps = np.frombuffer(brackets, dtype=np.uint8)
+    if steps.size == 0:
+        return 0
+    delta = np.where(
+        (steps == ord("[")) | (steps == ord("{")), 1, np.where((steps == ord("]")) | (steps == ord("}")), -1, 0)
+    )
+    return int(np.cumsum(delta).max())
+
+
 def load(path) -> FigureData:
     """Read a figure's JSON, or a validation table's (``meanfield reproduce``, ``meanfield figures``,
     ``meanfield validate --out``).
@@ -162,8 +188,10 @@ def load(path) -> FigureData:
     TypeError
         ``path`` is not a str or path.
     ValueError
-        The file cannot be read, is not JSON, or is not an output of this library (no
-        ``metadata``/``data`` blocks).
+        The file cannot be read, is not a regular file (a FIFO or a device such as ``/dev/zero``
+        is refused before it is read), is larger than :data:`MAX_JSON_BYTES`, nests arrays or
+        objects deeper than :data:`MAX_JSON_DEPTH`, is not JSON, or is not an output of this
+        library (no ``metadata``/``data`` blocks). The message names the path.
 
     Examples
     --------
@@ -178,10 +206,26 @@ def load(path) -> FigureData:
     if path.suffix == ".png":
         path = path.with_suffix(".json")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        with open_regular_file(path) as f:
+            if f.size > MAX_JSON_BYTES:
+                raise ValueError(
+                    f"path {str(path)!r} holds {f.size} bytes, more than MAX_JSON_BYTES = {MAX_JSON_BYTES} "
+                    "(not a figure's JSON)"
+                )
+            text = f.read_at_most(MAX_JSON_BYTES + 1)
     except OSError as exc:
         raise ValueError(f"path {str(path)!r} cannot be read ({exc.strerror or type(exc).__name__})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    if len(text) > MAX_JSON_BYTES:
+        raise ValueError(f"path {str(path)!r} grew past MAX_JSON_BYTES = {MAX_JSON_BYTES} while being read")
+    depth = _json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(
+            f"path {str(path)!r} nests arrays or objects {depth} deep, more than MAX_JSON_DEPTH = {MAX_JSON_DEPTH} "
+            "(not a figure's JSON)"
+        )
+    try:
+        raw = json.loads(text.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"path {str(path)!r} is not a JSON file: {exc}") from None
     if not isinstance(raw, dict) or "metadata" not in raw or "data" not in raw:
         raise ValueError(f"path {str(path)!r} is not a meanfield figure JSON (needs 'metadata' and 'data' blocks)")

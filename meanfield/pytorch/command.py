@@ -77,21 +77,88 @@ def load_model(spec: str) -> tuple[Any, str]:
     return model, func_name
 
 
-def load_inputs(text: str) -> Any:
-    """``"digits"`` or the path of a ``.npy`` / ``.pt`` file holding a batch of inputs."""
-    if text == "digits":
-        return "digits"
-    path = Path(text)
-    if not path.is_file():
-        raise ModelLoadError(f"--inputs must be 'digits' or a .npy / .pt file, got {text!r}")
+def _read_npy(f, text: str) -> np.ndarray:
+    """A ``.npy`` array whose header is checked against the file's size before the data are read."""
+    fmt = np.lib.format
     try:
-        if path.suffix == ".npy":
-            return np.load(path, allow_pickle=False)
-        if path.suffix == ".pt":
-            return torch.load(path, weights_only=True)
+        version = fmt.read_magic(f)
+        if version == (1, 0):
+            shape, _fortran, dtype = fmt.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, _fortran, dtype = fmt.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"unsupported .npy format version {version} (numeric arrays are written as 1.0 or 2.0)")
+    except ValueError as exc:
+        raise ModelLoadError(f"--inputs {text!r} is not a .npy array file ({exc})") from None
+    if dtype.hasobject:
+        raise ModelLoadError(f"--inputs {text!r} holds Python objects, not numbers (refused)")
+    n_bytes = math.prod(shape) * dtype.itemsize
+    left = f.size - f.tell()
+    if n_bytes != left:
+        raise ModelLoadError(
+            f"--inputs {text!r}: the .npy header promises {n_bytes} data bytes (shape {shape}), the file has {left}"
+        )
+    f.seek(0)
+    try:
+        return np.load(f, allow_pickle=False)
     except Exception as exc:
         raise ModelLoadError(f"reading {text!r} failed: {type(exc).__name__}: {exc}") from None
-    raise ModelLoadError(f"--inputs must be 'digits' or a .npy / .pt file, got {text!r}")
+
+
+def _read_pt(f, text: str) -> Any:
+    """A ``torch.save`` archive (a zip of stored entries) holding a tensor or a batch ``(x, y)``."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(f) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise ModelLoadError(f"--inputs {text!r} is not a file written by torch.save (a zip archive: {exc})") from None
+    stored = sum(e.file_size for e in entries)
+    if any(e.compress_type != zipfile.ZIP_STORED for e in entries) or stored > f.size:
+        raise ModelLoadError(
+            f"--inputs {text!r}: the archive holds compressed entries or {stored} bytes in a {f.size}-byte file "
+            "(torch.save stores its entries uncompressed; refused)"
+        )
+    f.seek(0)
+    try:
+        x = torch.load(f, weights_only=True)
+    except Exception as exc:
+        raise ModelLoadError(f"reading {text!r} failed: {type(exc).__name__}: {exc}") from None
+    batch = isinstance(x, (tuple, list)) and len(x) == 2 and isinstance(x[0], torch.Tensor)
+    if not (isinstance(x, torch.Tensor) or batch):
+        raise ModelLoadError(f"--inputs {text!r} must hold a tensor or a batch (x, y), got {type(x).__name__}")
+    return x
+
+
+def load_inputs(text: str) -> Any:
+    """``"digits"`` or the path of a ``.npy`` / ``.pt`` file holding a batch of inputs.
+
+    The file must be a regular file (a FIFO or a device is refused before it is read); a ``.npy``
+    header must promise exactly the bytes the file holds and hold no Python objects; a ``.pt``
+    file must be a ``torch.save`` archive whose entries fit in the file, holding a tensor or a
+    batch ``(x, y)``. So memory stays within a small multiple of the file's size.
+
+    Raises
+    ------
+    ModelLoadError
+        Any of the above, a missing file, or a file that fails to load (a usage error).
+    """
+    if text == "digits":
+        return "digits"
+    from .._files import open_regular_file
+
+    path = Path(text)
+    if path.suffix not in (".npy", ".pt"):
+        raise ModelLoadError(f"--inputs must be 'digits' or a .npy / .pt file, got {text!r}")
+    try:
+        f = open_regular_file(path, "--inputs")
+    except OSError as exc:
+        raise ModelLoadError(f"--inputs {text!r} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    except ValueError as exc:
+        raise ModelLoadError(str(exc)) from None
+    with f:
+        return _read_npy(f, text) if path.suffix == ".npy" else _read_pt(f, text)
 
 
 def _jsonable(obj):
