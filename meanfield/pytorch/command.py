@@ -13,6 +13,7 @@ import datetime as _dt
 import importlib.util
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,28 @@ import numpy as np
 
 from ._torch import require_torch
 
-__all__ = ["ModelLoadError", "load_inputs", "load_model", "run"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_NOTHING_CHECKED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "ModelLoadError",
+    "exit_status",
+    "load_inputs",
+    "load_model",
+    "run",
+]
+
+#: Exit status of ``meanfield audit``: every row checked against theory passed.
+EXIT_OK = 0
+#: Exit status: at least one row's verdict is ``FAIL``.
+EXIT_FAILED = 1
+#: Exit status: a usage error (bad arguments, a model or inputs that cannot be loaded, an existing
+#: file as ``--out``, a model function that raised or called ``sys.exit``); one line on stderr.
+EXIT_USAGE = 2
+#: Exit status: nothing could be checked -- every row's verdict is ``"no theory"`` (no layer of
+#: the model is one the theory describes), so no prediction was compared.
+EXIT_NOTHING_CHECKED = 3
 
 torch = require_torch()
 
@@ -37,8 +59,8 @@ def load_model(spec: str) -> tuple[Any, str]:
     ------
     ModelLoadError
         A spec without ``:``, a missing file, a file that fails to import (the exception's first
-        line), a missing or non-callable attribute, a call that fails, a result that is not an
-        ``nn.Module``.
+        line; ``sys.exit`` included), a missing or non-callable attribute, a call that fails or
+        calls ``sys.exit``, a result that is not an ``nn.Module``.
     """
     if not isinstance(spec, str) or ":" not in spec:
         raise ModelLoadError(f"model must be given as PATH.py:FUNCTION, got {spec!r}")
@@ -69,6 +91,10 @@ def load_model(spec: str) -> tuple[Any, str]:
         raise ModelLoadError(f"{path_text}:{func_name} is not callable")
     try:
         model = func()
+    except SystemExit as exc:  # the user's function called sys.exit(): an error, never a silent exit 0
+        raise ModelLoadError(
+            f"{path_text}:{func_name}() called sys.exit({exc.code!r}) instead of returning a model"
+        ) from None
     except Exception as exc:
         first = (str(exc).splitlines() or [""])[0]
         raise ModelLoadError(f"{path_text}:{func_name}() failed: {type(exc).__name__}: {first}") from None
@@ -173,6 +199,44 @@ def _jsonable(obj):
     return obj
 
 
+def exit_status(verdicts) -> int:
+    """The exit status of an audit from its rows' verdicts.
+
+    :data:`EXIT_FAILED` (1) when a verdict is ``"FAIL"``, else :data:`EXIT_NOTHING_CHECKED` (3)
+    when there is no row or every verdict is ``"no theory"``, else :data:`EXIT_OK` (0).
+    """
+    verdicts = list(verdicts)
+    if any(v == "FAIL" for v in verdicts):
+        return EXIT_FAILED
+    if all(v == "no theory" for v in verdicts):
+        return EXIT_NOTHING_CHECKED
+    return EXIT_OK
+
+
+def check_out(out: Any) -> Path:
+    """``out`` as an output folder: created if missing and test-written, before any work.
+
+    Raises :class:`ModelLoadError` (a usage error) when ``out`` exists and is not a folder, or
+    cannot be created or written.
+    """
+    import tempfile
+
+    if isinstance(out, bytes) or not isinstance(out, (str, os.PathLike)) or str(out) == "":
+        raise ModelLoadError(f"--out must be a folder path, got {out!r}")
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise ModelLoadError(f"--out {str(path)!r} exists and is not a folder (give a folder for the plot and JSON)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".meanfield-write-test-"):
+            pass
+    except OSError as exc:
+        raise ModelLoadError(
+            f"--out {str(path)!r} cannot be created or written ({exc.strerror or type(exc).__name__})"
+        ) from None
+    return path
+
+
 def run(
     model_spec: str,
     inputs: str = "digits",
@@ -181,23 +245,33 @@ def run(
     seed: int = 0,
     backward: bool = True,
 ) -> int:
-    """Audit ``model_spec`` and write the plot and JSON; the exit status (0 no row failed, 1 some failed).
+    """Audit ``model_spec``, print the table, write the plot and JSON; the exit status.
 
-    Raises :class:`ModelLoadError` (a usage error) for a bad model spec or inputs.
+    ``out`` is checked first (:func:`check_out`), then the model and inputs are loaded, so a bad
+    argument costs no audit. The exit status comes from the rows' verdicts (:func:`exit_status`):
+    0 every checked row passed, 1 a row failed, 3 nothing could be checked (every row
+    ``"no theory"``).
+
+    Raises :class:`ModelLoadError` (a usage error, exit status 2) for a bad ``out``, model spec or
+    inputs, a model function that raises or calls ``sys.exit``, or an audit that rejects them.
     """
     from .. import __version__
     from .audit import audit
 
+    out = check_out(out)
     model, name = load_model(model_spec)
+    png, js = out / f"audit_{name}.png", out / f"audit_{name}.json"
+    for target in (png, js):
+        if target.exists() and not target.is_file():
+            raise ModelLoadError(f"--out: {str(target)!r} exists and is not a file (it would be overwritten)")
     x = load_inputs(inputs)
     try:
         result = audit(model, x, n_inits=n_inits, rng=seed, backward=backward)
+    except SystemExit as exc:  # the user's forward() called sys.exit()
+        raise ModelLoadError(f"the audit of {model_spec} failed: the model called sys.exit({exc.code!r})") from None
     except (TypeError, ValueError) as exc:
         raise ModelLoadError(f"the audit of {model_spec} failed: {exc}") from None
     print(result.table())
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    png, js = out / f"audit_{name}.png", out / f"audit_{name}.json"
     import matplotlib
 
     matplotlib.use("Agg")
@@ -218,4 +292,10 @@ def run(
     }
     js.write_text(json.dumps(_jsonable({"metadata": meta, "data": result.to_dict()}), indent=1))
     print(f"audit written to {png} and {js}", file=sys.stderr)
-    return 0 if result.passed else 1
+    status = exit_status(r.verdict for r in result.rows)
+    if status == EXIT_NOTHING_CHECKED:
+        print(
+            f"meanfield audit: nothing could be checked: every row of {model_spec} is 'no theory' (exit status 3)",
+            file=sys.stderr,
+        )
+    return status
