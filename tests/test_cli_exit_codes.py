@@ -134,3 +134,14 @@ def test_help_documents_the_exit_codes(capsys):
     out = capsys.readouterr().out
     for line in ("0  every row", "1  at least one row FAILed", "2  usage error", "3  nothing could be checked"):
         assert line in out, out
+
+
+def test_a_fifo_as_the_model_file_is_refused_without_blocking(tmp_path, capsys):
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes on this platform")
+    fifo = tmp_path / "model.py"
+    os.mkfifo(fifo)
+    assert main(["audit", f"{fifo}:build_model", "--out", str(tmp_path / "out")]) == 2
+    _one_line_error(capsys, "not a regular file")

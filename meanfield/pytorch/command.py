@@ -66,8 +66,10 @@ def load_model(spec: str) -> tuple[Any, str]:
         raise ModelLoadError(f"model must be given as PATH.py:FUNCTION, got {spec!r}")
     path_text, _, func_name = spec.rpartition(":")
     path = Path(path_text)
-    if not path.is_file():
+    if not path.exists():
         raise ModelLoadError(f"no such file: {path_text!r}")
+    if not path.is_file():  # a FIFO or a device would block or never end: refused before reading
+        raise ModelLoadError(f"{path_text!r} is not a regular file (a Python file PATH.py:FUNCTION)")
     if not func_name.isidentifier():
         raise ModelLoadError(f"{func_name!r} is not a Python name (PATH.py:FUNCTION)")
     module_name = f"meanfield_user_model_{abs(hash(str(path.resolve())))}"
