@@ -34,6 +34,7 @@ from ._files import check_path, open_regular_file, read_at_most
 
 __all__ = [
     "CIFAR_MEMORY_FACTOR",
+    "CONTAINER_BYTES",
     "GZIP_MAX_RATIO",
     "MAX_IDX_BYTES",
     "Dataset",
@@ -468,6 +469,40 @@ _CIFAR_REFUSED_OPCODES = (
 )
 
 
+#: Opcodes that create a list, tuple or dict (or a new stack frame, ``MARK``): the objects that
+#: cost the most memory per byte of pickle (about 80 bytes for one byte of ``MARK``).
+_CONTAINER_OPCODES = (
+    pickle.MARK,
+    pickle.EMPTY_LIST,
+    pickle.EMPTY_DICT,
+    pickle.EMPTY_TUPLE,
+    pickle.LIST,
+    pickle.DICT,
+    pickle.TUPLE,
+    pickle.TUPLE1,
+    pickle.TUPLE2,
+    pickle.TUPLE3,
+)
+
+#: A batch pickle holds at most one list, tuple or dict per this many bytes (plus 4096): an
+#: honest batch has a handful, plus one tuple per ``bytes`` object in Python-3 protocol-2 files
+#: (about one per 25 bytes of file names).
+CONTAINER_BYTES = 8
+
+
+def _counted(op):
+    def counted(self):
+        self.containers_left -= 1
+        if self.containers_left < 0:
+            raise _ForbiddenGlobal(
+                f"the pickle creates more than one list, tuple or dict per {CONTAINER_BYTES} bytes "
+                "(a CIFAR-10 batch has a handful; refused: it would take many times the file's size in memory)"
+            )
+        op(self)
+
+    return counted
+
+
 def _refuse_opcode(self):
     raise _ForbiddenGlobal("the pickle uses an opcode (set, extension code, persistent id or buffer) a batch never has")
 
@@ -480,14 +515,22 @@ class _CifarUnpickler(pickle._Unpickler):
     ``(os.system, ('...',))`` is refused before anything is called. Persistent ids, sets and
     extension codes are refused as well. This is Python's own pure-Python unpickler: its memo is a
     dict, whereas the C unpickler allocates a memo table as long as the largest memo index the
-    file names (a 9-byte pickle naming index ``2**28`` takes 4 GB there). Each opcode then creates
-    at most one object, so the unpickled objects take at most a few dozen times the file's size.
+    file names (a 9-byte pickle naming index ``2**28`` takes 4 GB there). Each opcode creates at
+    most one object, and lists, tuples, dicts and stack frames (the objects that cost most per
+    byte) are limited to one per :data:`CONTAINER_BYTES` bytes, so the unpickled objects take at
+    most about 20 times the file's size.
     """
 
     dispatch: ClassVar[dict] = dict(pickle._Unpickler.dispatch)
     for _op in _CIFAR_REFUSED_OPCODES:
         dispatch[_op[0]] = _refuse_opcode
+    for _op in _CONTAINER_OPCODES:
+        dispatch[_op[0]] = _counted(dispatch[_op[0]])
     del _op
+
+    def __init__(self, file, size: int, **kwargs):
+        super().__init__(_BoundedReader(file, size), **kwargs)
+        self.containers_left = size // CONTAINER_BYTES + 4096
 
     def find_class(self, module, name):
         try:
@@ -598,7 +641,7 @@ def read_cifar10_batch(path: str | os.PathLike) -> Dataset:
     with open_regular_file(path) as f:
         size = f.size
         try:
-            batch = _CifarUnpickler(_BoundedReader(f, size), encoding="bytes").load()
+            batch = _CifarUnpickler(f, size, encoding="bytes").load()
         except _ForbiddenGlobal as exc:
             raise ValueError(f"path {path} is not {_CIFAR_EXPECTED}: {exc}") from None
         except Exception as exc:

@@ -56,10 +56,10 @@ sys.exit(4)
 """
 
 
-def _run_bounded(imports: str, call: str) -> str:
+def _run_bounded(imports: str, call: str, headroom: int = HEADROOM) -> str:
     """Run ``call`` under the memory cap; the ValueError's message (the test fails otherwise)."""
     code = _HARNESS.format(
-        imports=textwrap.dedent(imports).strip(), headroom=HEADROOM, call=textwrap.indent(textwrap.dedent(call), "    ")
+        imports=textwrap.dedent(imports).strip(), headroom=headroom, call=textwrap.indent(textwrap.dedent(call), "    ")
     )
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MEANFIELD_NO_PROGRESS="1")
     try:
@@ -97,6 +97,22 @@ def test_cifar_memo_index_bomb_is_refused(tmp_path):
     path = tmp_path / "memo"
     path.write_bytes(b"\x80\x02N" + b"r" + (2**28).to_bytes(4, "little") + b".")
     out = _data(f"data.read_cifar10_batch({str(path)!r})")
+    assert str(path) in out
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [("marks", b"(" * (1 << 20)), ("dicts", b"]" + b"}a" * (1 << 19)), ("tuples", b"]" + b")\x85a" * (1 << 18))],
+)
+def test_cifar_container_spam_stays_within_20_times_the_file(tmp_path, name, body):
+    """One-byte opcodes that each create a list, dict or stack frame (~80 bytes each): 1 MiB of
+    them would take ~80 MiB; the reader must refuse within 20 times the file's size (plus 16 MiB)."""
+    raw = b"\x80\x02" + body + b"."
+    path = tmp_path / name
+    path.write_bytes(raw)
+    out = _run_bounded(
+        "from meanfield import data", f"data.read_cifar10_batch({str(path)!r})", 20 * len(raw) + (16 << 20)
+    )
     assert str(path) in out
 
 
