@@ -31,15 +31,30 @@ from meanfield.validation.report import run_metadata, to_jsonable
 
 from meanfield.checks import open_regular_file
 
-__all__ = ["MAX_JSON_BYTES", "MAX_JSON_DEPTH", "FigureData", "figure_metadata", "load", "to_jsonable", "write_json"]
+__all__ = [
+    "JSON_CONTAINER_BYTES",
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
+    "FigureData",
+    "figure_metadata",
+    "load",
+    "to_jsonable",
+    "write_json",
+]
 
 #: Deepest nesting of arrays and objects :func:`load` accepts (a figure's JSON nests a few levels:
 #: blocks, parameter dicts, arrays of up to four axes); deeper files are refused before parsing.
 MAX_JSON_DEPTH = 64
 
-#: Largest file :func:`load` reads (256 MiB; the figures' JSON files are kilobytes to a few
-#: megabytes). Parsing holds at most a few dozen times the file's size in Python objects.
-MAX_JSON_BYTES = 1 << 28
+#: Largest file :func:`load` reads (64 MiB; the figures' JSON files are kilobytes to a few
+#: megabytes).
+MAX_JSON_BYTES = 1 << 26
+
+#: :func:`load` refuses a file with more than one array or object per this many bytes (plus
+#: 65536; a figure's arrays hold numbers, at least two per row): an array costs ~80 bytes of
+#: memory however short its text (``[],``), so this keeps the parsed file within about 30 times
+#: its size.
+JSON_CONTAINER_BYTES = 8
 
 #: JSON strings (with their escapes): removed before the brackets are counted.
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -155,16 +170,21 @@ def _restore(value):
     return value
 
 
-def _json_depth(raw: bytes) -> int:
-    """Deepest nesting of ``[`` / ``{`` in a JSON text, outside strings (linear time, no recursion)."""
+def _json_nesting(raw: bytes) -> tuple[int, int]:
+    """``(deepest nesting, number of arrays and objects)`` of a JSON text, brackets inside strings
+    not counted (linear time, no recursion; the running depth is taken 1 MiB at a time)."""
     brackets = _JSON_STRING.sub(b"", raw).translate(None, b" \t\r\n,:0123456789.eE+-truefalsnul")
     steps = np.frombuffer(brackets, dtype=np.uint8)
-    if steps.size == 0:
-        return 0
-    delta = np.where(
-        (steps == ord("[")) | (steps == ord("{")), 1, np.where((steps == ord("]")) | (steps == ord("}")), -1, 0)
-    )
-    return int(np.cumsum(delta).max())
+    depth = deepest = opened = 0
+    for start in range(0, steps.size, 1 << 20):
+        seg = steps[start : start + (1 << 20)]
+        opens = (seg == ord("[")) | (seg == ord("{"))
+        delta = opens.astype(np.int64) - ((seg == ord("]")) | (seg == ord("}")))
+        run = depth + np.cumsum(delta)
+        deepest = max(deepest, int(run.max()))
+        depth = int(run[-1])
+        opened += int(np.count_nonzero(opens))
+    return deepest, opened
 
 
 def load(path) -> FigureData:
@@ -190,7 +210,9 @@ def load(path) -> FigureData:
     ValueError
         The file cannot be read, is not a regular file (a FIFO or a device such as ``/dev/zero``
         is refused before it is read), is larger than :data:`MAX_JSON_BYTES`, nests arrays or
-        objects deeper than :data:`MAX_JSON_DEPTH`, is not JSON, or is not an output of this
+        objects deeper than :data:`MAX_JSON_DEPTH` or holds more than one per
+        :data:`JSON_CONTAINER_BYTES` bytes (so parsing stays within about 30 times the file's size,
+        and never raises ``RecursionError``), is not JSON, or is not an output of this
         library (no ``metadata``/``data`` blocks). The message names the path.
 
     Examples
@@ -217,11 +239,18 @@ def load(path) -> FigureData:
         raise ValueError(f"path {str(path)!r} cannot be read ({exc.strerror or type(exc).__name__})") from None
     if len(text) > MAX_JSON_BYTES:
         raise ValueError(f"path {str(path)!r} grew past MAX_JSON_BYTES = {MAX_JSON_BYTES} while being read")
-    depth = _json_depth(text)
+    depth, containers = _json_nesting(text)
     if depth > MAX_JSON_DEPTH:
         raise ValueError(
             f"path {str(path)!r} nests arrays or objects {depth} deep, more than MAX_JSON_DEPTH = {MAX_JSON_DEPTH} "
             "(not a figure's JSON)"
+        )
+    most = len(text) // JSON_CONTAINER_BYTES + 65536
+    if containers > most:
+        raise ValueError(
+            f"path {str(path)!r} holds {containers} arrays and objects, more than one per JSON_CONTAINER_BYTES = "
+            f"{JSON_CONTAINER_BYTES} bytes (+ 65536): not a figure's JSON (refused: parsing it would take many times "
+            "its size in memory)"
         )
     try:
         raw = json.loads(text.decode("utf-8"))

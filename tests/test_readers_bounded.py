@@ -251,6 +251,29 @@ def test_figures_load_refuses_deep_nesting(tmp_path, depth):
     assert "MAX_JSON_DEPTH" in out and str(path) in out
 
 
+def test_figures_load_nesting_limit_is_exact(tmp_path):
+    from meanfield.figures import MAX_JSON_DEPTH, load
+
+    inner = MAX_JSON_DEPTH - 2  # the outer object and "data" are two levels: "x" nests exactly MAX_JSON_DEPTH
+    ok = tmp_path / "ok.json"
+    ok.write_text('{"metadata": {}, "data": {"x": ' + "[" * inner + "]" * inner + "}}")
+    load(ok)
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"metadata": {}, "data": {"x": ' + "[" * (inner + 1) + "]" * (inner + 1) + "}}")
+    with pytest.raises(ValueError, match="MAX_JSON_DEPTH"):
+        load(deep)
+
+
+def test_figures_load_refuses_many_empty_arrays_within_30_times_the_file(tmp_path):
+    """``[[],[],...]``: 3 bytes of text per list, ~80 bytes of memory each once parsed (and again
+    when restored): refused before parsing, within 30 times the file's size (plus 32 MiB)."""
+    path = tmp_path / "lists.json"
+    text = '{"metadata": {}, "data": {"x": [' + ",".join(["[]"] * (1 << 19)) + "]}}"
+    path.write_text(text)
+    out = _run_bounded("import meanfield.figures as f", f"f.load({str(path)!r})", 30 * len(text) + (32 << 20))
+    assert "JSON_CONTAINER_BYTES" in out and str(path) in out
+
+
 def test_figures_load_depth_ignores_brackets_in_strings(tmp_path):
     """Brackets inside strings are text, not nesting: such a file loads."""
     from meanfield.figures import load
