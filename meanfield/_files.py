@@ -85,7 +85,9 @@ def open_regular_file(path, name: str = "path") -> RegularFile:
     text = check_path(path, name)
     mode = os.stat(text).st_mode  # FileNotFoundError / PermissionError as they are
     if not stat.S_ISREG(mode):
-        raise ValueError(f"{name} {text} is {_kind(mode)}, not a regular file (refused: reading it may never end)")
+        raise ValueError(
+            f"{name} {text} is {_kind(mode)}, not a regular file (refused before reading: a pipe or a device may block or never end)"
+        )
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(text, flags)
     try:
