@@ -609,7 +609,8 @@ def read_cifar10_batch(path: str | os.PathLike) -> Dataset:
 
     Memory is bounded by the file's size: the file must be a regular file (a FIFO or a device is
     refused before it is read); no length field is trusted beyond the bytes the file holds; the
-    unpickler keeps its memo in a dict (so a memo index cannot allocate a table); and the data and
+    unpickler keeps its memo in a dict (so a memo index cannot allocate a table) and admits at
+    most one list, tuple or dict per :data:`CONTAINER_BYTES` bytes of file; and the data and
     labels, counted as NumPy would expand them (a row the pickle references a thousand times
     counts a thousand times), must fit in :data:`CIFAR_MEMORY_FACTOR` times the file's size plus
     1 MiB before they are converted. The returned float64 pixels take 8 bytes per stored pixel.
