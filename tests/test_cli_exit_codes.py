@@ -145,3 +145,11 @@ def test_a_fifo_as_the_model_file_is_refused_without_blocking(tmp_path, capsys):
     os.mkfifo(fifo)
     assert main(["audit", f"{fifo}:build_model", "--out", str(tmp_path / "out")]) == 2
     _one_line_error(capsys, "not a regular file")
+
+
+def test_bad_inputs_are_refused_before_the_model_is_built(tmp_path, model, capsys):
+    path, marker = model
+    missing = tmp_path / "missing.npy"
+    assert main(["audit", f"{path}:unexplained", "--inputs", str(missing), "--out", str(tmp_path / "out")]) == 2
+    _one_line_error(capsys, "missing.npy")
+    assert not marker.exists(), "the model function ran although --inputs was bad"

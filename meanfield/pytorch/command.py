@@ -249,8 +249,8 @@ def run(
 ) -> int:
     """Audit ``model_spec``, print the table, write the plot and JSON; the exit status.
 
-    ``out`` is checked first (:func:`check_out`), then the model and inputs are loaded, so a bad
-    argument costs no audit. The exit status comes from the rows' verdicts (:func:`exit_status`):
+    ``out`` is checked first (:func:`check_out`), then the inputs are read and the model is
+    loaded, so a bad argument costs no audit (and bad ``out`` or inputs run none of the user's code). The exit status comes from the rows' verdicts (:func:`exit_status`):
     0 every checked row passed, 1 a row failed, 3 nothing could be checked (every row
     ``"no theory"``).
 
@@ -261,12 +261,12 @@ def run(
     from .audit import audit
 
     out = check_out(out)
+    x = load_inputs(inputs)
     model, name = load_model(model_spec)
     png, js = out / f"audit_{name}.png", out / f"audit_{name}.json"
     for target in (png, js):
         if target.exists() and not target.is_file():
             raise ModelLoadError(f"--out: {str(target)!r} exists and is not a file (it would be overwritten)")
-    x = load_inputs(inputs)
     try:
         result = audit(model, x, n_inits=n_inits, rng=seed, backward=backward)
     except SystemExit as exc:  # the user's forward() called sys.exit()
