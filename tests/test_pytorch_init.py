@@ -3,11 +3,10 @@ constructions do on PyTorch's own operators what the papers say (isometry, edge 
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
-
-import math
 
 import numpy as np
 import pytest

@@ -216,7 +216,10 @@ def test_critical_init_on_the_zoo_initialises_every_traced_layer_and_lists_the_r
         traced = {w.name for w in trace(model, x).weight_layers}
         assert set(report.initialised) == traced
     enc_report = critical_init_(_encoder(), sigma_b2=0.05, example_inputs=torch.randn(2, 5, 16))
-    assert {r.name for r in enc_report.layers if r.action == "left alone"} == {"layers.0.self_attn", "layers.1.self_attn"}
+    assert {r.name for r in enc_report.layers if r.action == "left alone"} == {
+        "layers.0.self_attn",
+        "layers.1.self_attn",
+    }
     mixer = Mixer()
     report = critical_init_(mixer, sigma_b2=0.05, generator=_gen(5))
     fc2 = next(r for r in report.layers if r.name == "fc2.0")

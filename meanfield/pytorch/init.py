@@ -57,16 +57,16 @@ torch = require_torch()
 
 __all__ = [
     "KERNELS",
-    "InitSpec",
-    "constnet_",
-    "critical_init_",
     "CriticalInit",
     "EdgeOfChaos",
+    "InitSpec",
     "LayerInit",
+    "constnet_",
+    "critical_init_",
     "critical_normal_",
     "critical_sigma_w2",
-    "edge_of_chaos",
     "delta_orthogonal_",
+    "edge_of_chaos",
     "gsm_",
     "leakynet_",
     "looks_linear_",
@@ -1199,7 +1199,8 @@ def critical_init_(
                 m.weight.meanfield_init.method,
                 factor,
                 point.q_star,
-                (f"{w.rule}; " if not note else f"{note}; {w.rule}; ") + f"q* = {point.q_star:.4g}",
+                (f"{w.rule}; " if not note else f"{note}; {w.rule}; ")
+                + (f"q* = {point.q_star:.4g}" if math.isfinite(point.q_star) else "critical at every q"),
             )
         )
     seen = {w.name for w in tr.weight_layers}

@@ -739,14 +739,16 @@ def trace(model: Any, example_inputs: Any = None, *, method: str = "auto") -> Tr
     if method not in ("auto", "fx", "hooks"):
         raise ValueError(f"method must be 'auto', 'fx' or 'hooks', got {method!r}")
     if example_inputs is not None and not isinstance(example_inputs, (torch.Tensor, tuple)):
-        raise TypeError(f"example_inputs must be a torch.Tensor or a tuple of tensors, got {type(example_inputs).__name__}")
+        raise TypeError(
+            f"example_inputs must be a torch.Tensor or a tuple of tensors, got {type(example_inputs).__name__}"
+        )
     fx_error = ""
     if method in ("auto", "fx"):
         builder = _Builder(model)
         try:
             _fx_trace(model, builder)
             return _analyse(builder, "fx", "")
-        except Exception as exc:  # noqa: BLE001 - fx raises many types (TraceError, TypeError, ...)
+        except Exception as exc:
             fx_error = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
             if method == "fx":
                 raise ValueError(f"torch.fx could not trace the model: {fx_error}") from exc
@@ -764,4 +766,3 @@ def trace(model: Any, example_inputs: Any = None, *, method: str = "auto") -> Tr
             f"example_inputs of shape {shapes} cannot be fed to the model: {(str(exc).splitlines() or [''])[0]}"
         ) from exc
     return _analyse(builder, "hooks", fx_error)
-
