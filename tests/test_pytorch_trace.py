@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from meanfield.pytorch import audit, critical_init_  # noqa: E402
-from meanfield.pytorch.init import edge_of_chaos  # noqa: E402
+from meanfield.pytorch.init import edge_of_chaos, stable_sigma_b2  # noqa: E402
 from meanfield.pytorch.trace import trace  # noqa: E402
 
 nn = torch.nn
@@ -20,9 +19,8 @@ F = nn.functional
 Z = 4.5
 #: Relative rounding of float32 sums of a few thousand squares.
 FLOAT32_RTOL = 1e-5
-#: Quadrature nodes of the independent Gauss-Hermite check (GELU is smooth: spectral convergence).
-HERMITE_NODES = 120
-#: Absolute error allowed on chi_1 from that quadrature.
+#: Absolute error allowed on chi_1 and the q-map by independent adaptive quadrature (its own error ~1e-13;
+#: the library's Gauss-Hermite rule for GELU at q* ~ 9 agrees to ~1e-10).
 QUADRATURE_ATOL = 1e-8
 
 
@@ -154,33 +152,42 @@ def test_identity_is_not_an_activation_and_dropout_is_walked_through():
     assert trace(net).activations() == {"0": "tanh", "4": "tanh"}
 
 
+def _gaussian_mean(f, q):
+    """E f(sqrt(q) z), z ~ N(0, 1), by adaptive quadrature (scipy.integrate.quad) on |z| <= 40."""
+    from scipy.integrate import quad
+
+    g = lambda z: f(math.sqrt(q) * z) * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)  # noqa: E731
+    return quad(g, -40, 40, limit=400, epsabs=1e-14, epsrel=1e-13, points=[0.0])[0]
+
+
 def _gelu_chi_1(sigma_w2, q):
-    """sigma_w2 E gelu'(sqrt(q) z)^2 by Gauss-Hermite (probabilists'), gelu'(x) = Phi(x) + x phi(x)."""
+    """sigma_w2 E gelu'(sqrt(q) z)^2, gelu'(x) = Phi(x) + x phi(x)."""
     from scipy.special import ndtr
 
-    z, w = np.polynomial.hermite_e.hermegauss(HERMITE_NODES)
-    x = math.sqrt(q) * z
-    d = ndtr(x) + x * np.exp(-0.5 * x**2) / math.sqrt(2 * math.pi)
-    return sigma_w2 * float(np.sum(w * d**2) / math.sqrt(2 * math.pi))
+    return sigma_w2 * _gaussian_mean(lambda x: (ndtr(x) + x * math.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)) ** 2, q)
 
 
 def _gelu_qmap(sigma_w2, sigma_b2, q):
     from scipy.special import ndtr
 
-    z, w = np.polynomial.hermite_e.hermegauss(HERMITE_NODES)
-    x = math.sqrt(q) * z
-    return sigma_w2 * float(np.sum(w * (x * ndtr(x)) ** 2) / math.sqrt(2 * math.pi)) + sigma_b2
+    return sigma_w2 * _gaussian_mean(lambda x: (x * ndtr(x)) ** 2, q) + sigma_b2
 
 
-def test_gelu_edge_of_chaos_is_a_nontrivial_fixed_point_or_a_clear_error():
-    with pytest.raises(ValueError, match="sigma_b2="):
-        edge_of_chaos("gelu", 0.0)
-    point = edge_of_chaos("gelu", 0.05)
-    assert point.q_star > 0.1
+def test_gelu_edge_of_chaos_is_a_stable_nontrivial_fixed_point_or_a_clear_error():
+    for sb in (0.0, 0.05):  # q* = 0 (sb = 0) or a repelling q* ~ 0.7: ValueError naming a sigma_b2 that works
+        with pytest.raises(ValueError, match="sigma_b2 >= 0.1"):
+            edge_of_chaos("gelu", sb)
+    point = edge_of_chaos("gelu", 0.3)
+    assert point.q_star > 1
     assert _gelu_chi_1(point.sigma_w2, point.q_star) == pytest.approx(1.0, abs=QUADRATURE_ATOL)
-    assert _gelu_qmap(point.sigma_w2, 0.05, point.q_star) == pytest.approx(point.q_star, abs=QUADRATURE_ATOL)
-    with pytest.raises(ValueError, match="'mlp.0'|layer '0'"):
+    assert _gelu_qmap(point.sigma_w2, 0.3, point.q_star) == pytest.approx(point.q_star, abs=QUADRATURE_ATOL)
+    # stable: the q-map (independent quadrature) moves q on either side towards q*
+    for q0 in (0.7 * point.q_star, 1.5 * point.q_star):
+        assert abs(_gelu_qmap(point.sigma_w2, 0.3, q0) - point.q_star) < abs(q0 - point.q_star)
+    with pytest.raises(ValueError, match="layer '0'"):
         critical_init_(_mlp(nn.GELU()), sigma_b2=0.0)
+    report = critical_init_(_mlp(nn.GELU()), sigma_b2="auto", generator=_gen(0))
+    assert {r.sigma_b2 for r in report.layers} == {stable_sigma_b2("gelu")}
 
 
 @pytest.mark.parametrize("kernel", ["delta_orthogonal", "orthogonal"])
@@ -212,7 +219,7 @@ def test_gaussian_first_conv_3_to_16_has_fan_in_mean_square_sigma_w2():
 def test_critical_init_on_the_zoo_initialises_every_traced_layer_and_lists_the_rest():
     models = [(Mixer(), None), (_cnn(), None), (_encoder(), torch.randn(2, 5, 16, generator=_gen(3)))]
     for model, x in models:
-        report = critical_init_(model, sigma_b2=0.05, generator=_gen(4), example_inputs=x)
+        report = critical_init_(model, sigma_b2="auto", generator=_gen(4), example_inputs=x)
         traced = {w.name for w in trace(model, x).weight_layers}
         assert set(report.initialised) == traced
     enc_report = critical_init_(_encoder(), sigma_b2=0.05, example_inputs=torch.randn(2, 5, 16))
@@ -221,10 +228,10 @@ def test_critical_init_on_the_zoo_initialises_every_traced_layer_and_lists_the_r
         "layers.1.self_attn",
     }
     mixer = Mixer()
-    report = critical_init_(mixer, sigma_b2=0.05, generator=_gen(5))
+    report = critical_init_(mixer, sigma_b2=0.3, generator=_gen(5))
     fc2 = next(r for r in report.layers if r.name == "fc2.0")
     assert fc2.activation == "gelu" and fc2.branch_factor == pytest.approx(1 / 3)
-    assert fc2.sigma_w2 == pytest.approx(edge_of_chaos("gelu", 0.05).sigma_w2 / 3)
+    assert fc2.sigma_w2 == pytest.approx(edge_of_chaos("gelu", 0.3).sigma_w2 / 3)
 
 
 def test_resnet_branch_end_norms_are_scaled_and_frozen_layers_left_alone():

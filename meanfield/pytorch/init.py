@@ -75,6 +75,7 @@ __all__ = [
     "orthogonal_conv_",
     "recorded_spec",
     "reinitialise_",
+    "stable_sigma_b2",
     "tag_layers_",
     "zero_",
     "zero_star_",
@@ -234,9 +235,8 @@ class EdgeOfChaos(Result):
         ``"closed form"`` (linear), ``"dense.critical_sigma_w2"``, ``"iterated q-map"`` or
         ``"nontrivial fixed point"``.
     chi_q : float or None
-        Slope of the q-map at q* (``None`` where not computed): above 1 the fixed point repels,
-        q drifting away from q* over ``1 / ln(chi_q)`` layers (GELU, SiLU at small sigma_b2:
-        chi_q ~ 1.07-1.10, about 10-15 layers; GELU is stable from sigma_b2 ~ 0.2, q* ~ 4.5).
+        Slope of the q-map at q* (< 1: real inputs converge to q*, over ``-1 / ln(chi_q)``
+        layers); ``None`` where not computed.
     """
 
     activation: str
@@ -265,43 +265,93 @@ def _is_odd(act: Activation) -> bool:
         return bool(np.allclose(np.asarray(act.phi(-x)), -np.asarray(act.phi(x)), rtol=1e-12, atol=1e-14))
 
 
-def _nontrivial_point(act: Activation, sigma_b2: float) -> EdgeOfChaos:
-    """Solve ``q - E phi^2(q) / E phi'^2(q) = sigma_b2`` for q* > 0 (Brent), sigma_w2 = 1 / E phi'^2(q*).
+#: q grid on which the critical curve (sigma_w2(q), sigma_b2(q)) is bracketed.
+_Q_GRID = np.geomspace(1e-4, 1e4, 81)
 
-    Among several roots the stable ones (q-map slope < 1) come first, then the one nearest q = 1
-    (standardised data); an unstable root is returned with its slope in ``chi_q``.
-    """
+
+def _qmap_slope(act: Activation, q: float, sw: float) -> float:
+    """d/dq of sigma_w2 E phi(sqrt(q) z)^2 (central difference, relative step 1e-4)."""
+    h = 1e-4 * q
+    return sw * (_moments(act, q + h)[0] - _moments(act, q - h)[0]) / (2 * h)
+
+
+def _stable_curve(act: Activation) -> tuple[float, float, float] | None:
+    """(sigma_b2, q*, sigma_w2) of the smallest q* on the grid from which the critical fixed point is
+    stable (q-map slope < 1) with sigma_b2 >= 0; ``None`` when there is none."""
+    for q in _Q_GRID:
+        q = float(q)
+        with np.errstate(all="ignore"):
+            e0, e1 = _moments(act, q)
+        if not (math.isfinite(e0) and math.isfinite(e1)) or e1 <= 0:
+            continue
+        sw = 1.0 / e1
+        sb = q - e0 * sw
+        if sb >= 0 and _qmap_slope(act, q, sw) < 1.0:
+            return sb, q, sw
+    return None
+
+
+def _nontrivial_point(act: Activation, sigma_b2: float) -> EdgeOfChaos:
+    """Solve ``q - E phi^2(q) / E phi'^2(q) = sigma_b2`` for q* > 0 (Brent), sigma_w2 = 1 / E phi'^2(q*),
+    keeping the roots where the q-map is stable (slope < 1, so that real inputs reach q*); among
+    several, the one nearest q = 1 (standardised data)."""
     from scipy.optimize import brentq
 
-    qs = np.geomspace(1e-4, 1e4, 81)
+    qs = _Q_GRID
     with np.errstate(all="ignore"):
         f = np.array([_bias_at(act, float(q)) - sigma_b2 for q in qs])
     roots = []
     for i in range(len(qs) - 1):
         if np.isfinite(f[i]) and np.isfinite(f[i + 1]) and f[i] * f[i + 1] < 0:
             roots.append(brentq(lambda q: _bias_at(act, q) - sigma_b2, qs[i], qs[i + 1], xtol=1e-14, rtol=1e-12))
-    found = []
+    found, unstable = [], []
     for q in roots:
         sw = 1.0 / _moments(act, q)[1]
-        h = 1e-4 * q
-        slope = sw * (_moments(act, q + h)[0] - _moments(act, q - h)[0]) / (2 * h)
-        found.append((slope >= 1.0, abs(math.log(q)), q, sw, slope))
+        slope = _qmap_slope(act, q, sw)
+        (found if slope < 1.0 else unstable).append((abs(math.log(q)), q, sw, slope))
     if not found:
-        finite = f[np.isfinite(f)] + sigma_b2
-        hint = _bias_at(act, 1.0)
+        curve = _stable_curve(act)
         advice = (
-            f"sigma_b2={hint:.6g} gives q* = 1 with sigma_w2={1.0 / _moments(act, 1.0)[1]:.6g}"
-            if hint >= 0
-            else "no sigma_b2 >= 0 gives one near q* = 1"
+            f"sigma_b2 >= {math.ceil(curve[0] * 1000) / 1000:.3g} gives a stable one (q* = {curve[1]:.3g}, "
+            f"sigma_w2 = {curve[2]:.4g})"
+            if curve is not None
+            else "no sigma_b2 >= 0 gives a stable one for q* in [1e-4, 1e4]"
+        )
+        what = (
+            f"only unstable ones (q* = {unstable[0][1]:.3g}, q-map slope {unstable[0][3]:.3f} > 1: real inputs "
+            "drift away from it)"
+            if unstable
+            else "none with q* > 0"
         )
         raise ValueError(
-            f"activation {act.name!r} has no edge of chaos with a fixed point q* > 0 at "
-            f"sigma_b2={sigma_b2:.6g} (the critical sigma_b2 ranges over [{finite.min():.3g}, {finite.max():.3g}] "
-            f"for q* in [1e-4, 1e4]); {advice}"
+            f"activation {act.name!r} has no stable edge of chaos at sigma_b2={sigma_b2:.6g}, {what}; {advice}"
         )
-    _, _, q, sw, slope = min(found)
+    _, q, sw, slope = min(found)
     chi_1 = float(sw * _moments(act, q)[1])
     return EdgeOfChaos(act.name, float(sw), sigma_b2, float(q), chi_1, "nontrivial fixed point", float(slope))
+
+
+def stable_sigma_b2(activation: Any) -> float:
+    """The smallest bias variance (to the 81-point q grid of :func:`edge_of_chaos`, rounded up to
+    1e-3) at which ``activation`` has a stable edge of chaos; 0 where ``sigma_b2 = 0`` has one.
+
+    Raises ``ValueError`` when no ``sigma_b2 >= 0`` has one (softplus, sigmoid: ``phi(0) != 0``).
+
+    Examples
+    --------
+    >>> stable_sigma_b2("tanh"), stable_sigma_b2("gelu")
+    (0.0, 0.186)
+    """
+    act = resolve_activation(activation)
+    try:
+        edge_of_chaos(act, 0.0)
+        return 0.0
+    except ValueError:
+        pass
+    curve = _stable_curve(act)
+    if curve is None:
+        raise ValueError(f"activation {act.name!r} has no stable edge of chaos for any sigma_b2 >= 0")
+    return math.ceil(curve[0] * 1000) / 1000
 
 
 def edge_of_chaos(activation: Any, sigma_b2: float = 0.0) -> EdgeOfChaos:
@@ -320,10 +370,12 @@ def edge_of_chaos(activation: Any, sigma_b2: float = 0.0) -> EdgeOfChaos:
     Raises
     ------
     ValueError
-        No critical point with q* > 0 at this ``sigma_b2``: the message names the ``sigma_b2``
-        that gives one with q* = 1. GELU and SiLU at ``sigma_b2 = 0`` are such cases:
-        their only critical point is q* = 0 with sigma_w2 = 4, which every real input leaves
-        (for q >> 1 the q-map grows like sigma_w2 q / 2 = 2 q).
+        No critical point with a stable q* > 0 at this ``sigma_b2``: the message names the
+        smallest ``sigma_b2`` that has one (:func:`stable_sigma_b2`). GELU and SiLU at
+        ``sigma_b2 = 0`` are such cases: their only critical point is q* = 0 with sigma_w2 = 4,
+        which every real input leaves (for q >> 1 the q-map grows like sigma_w2 q / 2 = 2 q); at
+        small ``sigma_b2 > 0`` their critical q* repels (q-map slope 1.07-1.10): GELU has a stable
+        one from ``sigma_b2 = 0.187`` (q* ~ 3.7), SiLU from ``sigma_b2 = 0.57`` (q* ~ 15).
     TypeError
         A bad ``activation`` or ``sigma_b2``.
 
@@ -340,9 +392,9 @@ def edge_of_chaos(activation: Any, sigma_b2: float = 0.0) -> EdgeOfChaos:
 
     Examples
     --------
-    >>> point = edge_of_chaos("gelu", 0.05)
-    >>> round(point.chi_1, 9), point.q_star > 0.1
-    (1.0, True)
+    >>> point = edge_of_chaos("gelu", 0.3)
+    >>> round(point.chi_1, 9), point.q_star > 1, point.chi_q < 1
+    (1.0, True, True)
     """
     act = resolve_activation(activation)
     sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
@@ -973,7 +1025,7 @@ class CriticalInit(Result):
         ``L`` of the residual-branch rule.
     trace_method : str
         ``"fx"`` or ``"hooks"``.
-    sigma_b2 : float
+    sigma_b2 : float or "auto"
     kernel : str
     """
 
@@ -982,7 +1034,7 @@ class CriticalInit(Result):
     unsupported: tuple
     residual_adds: int
     trace_method: str
-    sigma_b2: float
+    sigma_b2: float | str
     kernel: str
 
     @property
@@ -1010,7 +1062,7 @@ class CriticalInit(Result):
         lines.append(f"{len(self.unsupported)} traced node(s) outside the theory" + (":" if self.unsupported else ""))
         lines.extend(f"  {u}" for u in self.unsupported)
         lines.append(
-            f"{len(self.initialised)} weight layer(s) initialised ({self.kernel}, sigma_b2 = {self.sigma_b2:g}), "
+            f"{len(self.initialised)} weight layer(s) initialised ({self.kernel}, sigma_b2 = {self.sigma_b2}), "
             f"{self.residual_adds} residual addition(s), traced by {self.trace_method}"
         )
         return "\n".join(lines)
@@ -1040,7 +1092,7 @@ def _flat_orthogonal_(tensor, sigma_w2: float, generator) -> None:
 def critical_init_(
     model: Any,
     activation: Any = None,
-    sigma_b2: float = 0.0,
+    sigma_b2: float | str = 0.0,
     kernel: str = "delta_orthogonal",
     *,
     generator: Any = None,
@@ -1061,9 +1113,11 @@ def critical_init_(
     model : torch.nn.Module
     activation : str, Activation or torch.nn.Module, optional
         One activation for every layer, overriding the traced ones.
-    sigma_b2 : float
-        Bias variance (>= 0, finite). GELU / SiLU need ``sigma_b2 > 0`` (at 0 their only critical
-        point, q* = 0, repels every real input: ``ValueError`` naming a ``sigma_b2`` that works).
+    sigma_b2 : float or "auto"
+        Bias variance (>= 0, finite). GELU needs ``sigma_b2 >= 0.186`` and SiLU ``>= 0.591`` for a
+        critical point that real inputs reach (below, ``ValueError`` naming the bound);
+        ``"auto"``: each layer's bias gets :func:`stable_sigma_b2` of the activation it consumes
+        (0 for tanh, ReLU, linear).
     kernel : {"delta_orthogonal", "orthogonal", "gaussian"}
         ``"delta_orthogonal"``: delta-orthogonal kernels (Algorithm 2) for odd-sized stride-1
         convolutions, orthogonal matrices for ``Linear`` layers (dynamical isometry, seed 003
@@ -1124,7 +1178,11 @@ def critical_init_(
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     if residual not in RESIDUAL_RULES:
         raise ValueError(f"residual must be 'depth' or None, got {residual!r}")
-    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
+    auto = isinstance(sigma_b2, str) and sigma_b2 == "auto"
+    if not auto:
+        if isinstance(sigma_b2, str):
+            raise ValueError(f"sigma_b2 must be a number >= 0 or 'auto', got {sigma_b2!r}")
+        sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
     _check_generator(generator)
     override = None if activation is None else resolve_activation(activation)
     tr = trace(model, example_inputs)
@@ -1144,10 +1202,11 @@ def critical_init_(
             continue
         if act.name not in cache:
             try:
-                cache[act.name] = edge_of_chaos(act, sigma_b2)
+                cache[act.name] = edge_of_chaos(act, stable_sigma_b2(act) if auto else sigma_b2)
             except ValueError as exc:
                 raise ValueError(f"layer {w.name!r} consumes {act.name}: {exc}") from exc
         point = cache[act.name]
+        layer_b2 = point.sigma_b2
         factor = 1.0
         if w.branch_end and n_res and w.branch_norm is None:
             factor = 1.0 / n_res
@@ -1164,13 +1223,13 @@ def critical_init_(
         )
         note = ""
         if kernel == "gaussian":
-            _normal(m.weight, sw, sigma_b2, bias, generator, "critical_normal_", (("activation", act.name),))
+            _normal(m.weight, sw, layer_b2, bias, generator, "critical_normal_", (("activation", act.name),))
         else:
             if not conv:
                 _orthogonal_dense_(m.weight, sw, generator)
             elif not plain_conv or m.groups != 1:
                 if m.groups != 1:
-                    _normal(m.weight, sw, sigma_b2, bias, generator, "critical_normal_", (("activation", act.name),))
+                    _normal(m.weight, sw, layer_b2, bias, generator, "critical_normal_", (("activation", act.name),))
                     note = "grouped convolution: Gaussian"
                 else:
                     _flat_orthogonal_(m.weight, sw, generator)
@@ -1181,9 +1240,9 @@ def critical_init_(
                 orthogonal_conv_(m.weight, sw, generator=generator)
             if m.weight.meanfield_init.method != "critical_normal_":
                 spec = m.weight.meanfield_init
-                _draw_bias(bias, sigma_b2, numpy_rng(generator))
+                _draw_bias(bias, layer_b2, numpy_rng(generator))
                 m.weight.meanfield_init = spec.replace(
-                    sigma_b2=sigma_b2 if bias is not None else None,
+                    sigma_b2=layer_b2 if bias is not None else None,
                     kwargs=spec.kwargs + (("critical", act.name),),
                 )
         if factor != 1.0:
@@ -1195,7 +1254,7 @@ def critical_init_(
                 "initialised",
                 act.name,
                 sw,
-                sigma_b2 if bias is not None else None,
+                layer_b2 if bias is not None else None,
                 m.weight.meanfield_init.method,
                 factor,
                 point.q_star,
