@@ -276,3 +276,13 @@ def test_audit_bad_inputs_raise_value_errors():
     assert result.n_weight_layers == 2
     with pytest.raises(ValueError, match="inputs"):
         audit(unflat, torch.randn(4, 1, 8, 8), n_inits=2)
+
+
+def test_audit_of_a_model_without_theory_does_not_pass():
+    # a strided convolution stops the audit's theory: nothing compared, so no pass
+    net = nn.Sequential(nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.Tanh(), nn.Flatten(), nn.Linear(64, 2))
+    report = critical_init_(net, generator=_gen(8))
+    assert report.layers[0].construction == "orthogonal"  # dense orthogonal over the flattened fan-in
+    result = audit(net, "digits", n_inits=2, rng=0)
+    assert result.n_checked == 0 and result.n_weight_layers == 2
+    assert not result.failed and not result.passed

@@ -1106,7 +1106,10 @@ def critical_init_(
     (functional activations included; the first layer, which consumes the data, takes the
     activation that follows it; a layer after a normalisation, attention or another weight layer
     consumes a linear signal: ``sigma_w2 = 1``), at the fixed point q* the signal reaches
-    (:func:`edge_of_chaos`), and its bias ``N(0, sigma_b2)``.
+    (:func:`edge_of_chaos`), and its bias ``N(0, sigma_b2)``. Where q* is a nontrivial fixed point
+    (GELU, SiLU), which the q-map approaches only over tens of layers (slope ~0.98-0.99), the layer
+    fed by the data gets ``sigma_w2 = (q* - sigma_b2) / q_in`` so that the signal starts at q*
+    (``q_in``: the mean square of ``example_inputs``, 1 without them).
 
     Parameters
     ----------
@@ -1188,6 +1191,11 @@ def critical_init_(
     tr = trace(model, example_inputs)
     if not tr.weight_layers:
         raise ValueError("model has no Linear or Conv layer to initialise")
+    q_in = 1.0  # standardised data
+    if isinstance(example_inputs, torch.Tensor) and example_inputs.is_floating_point():
+        measured = float(example_inputs.detach().double().pow(2).mean())
+        if math.isfinite(measured) and measured > 0:
+            q_in = measured
     n_res = tr.residual_adds if residual == "depth" else 0
     branch_norms = {w.branch_norm for w in tr.weight_layers if w.branch_end and w.branch_norm and n_res}
     rows: list = []
@@ -1211,6 +1219,11 @@ def critical_init_(
         if w.branch_end and n_res and w.branch_norm is None:
             factor = 1.0 / n_res
         sw = point.sigma_w2 * factor
+        start = ""
+        if w.fed_by_data and point.method == "nontrivial fixed point" and point.q_star > layer_b2:
+            # the data enter at q_in: start the signal at q* instead of ~50 layers away from it
+            sw = (point.q_star - layer_b2) / q_in
+            start = f"first layer: sigma_w2 = (q* - sigma_b2) / q_in, q_in = {q_in:.3g}"
         bias = m.bias
         conv = m.weight.dim() > 2
         plain_conv = conv and (
@@ -1247,6 +1260,8 @@ def critical_init_(
                 )
         if factor != 1.0:
             note = (note + "; " if note else "") + f"residual branch end: sigma_w2 / L, L = {n_res}"
+        if start:
+            note = (note + "; " if note else "") + start
         rows.append(
             LayerInit(
                 w.name,
@@ -1338,6 +1353,8 @@ def reinitialise_(module: Any, *, generator: Any = None) -> bool:
         gsm_(w, kw["sigma_w2"], generator=generator)
     elif spec.method == "looks_linear_":
         looks_linear_(w, kw["sigma_w2"], generator=generator)
+    elif spec.method == "orthogonal" and w.dim() > 2:
+        _flat_orthogonal_(w, kw["sigma_w2"], generator)
     elif spec.method == "orthogonal":
         _orthogonal_dense_(w, kw["sigma_w2"], generator)
     elif spec.method == "delta_orthogonal_":

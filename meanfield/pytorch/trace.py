@@ -291,6 +291,8 @@ class WeightLayer(Result):
         Last weight layer of a residual branch.
     branch_norm : str or None
         The norm module between the layer and the residual addition, if any.
+    fed_by_data : bool
+        The layer consumes the model's input (through transparent nodes only).
     """
 
     name: str
@@ -302,6 +304,7 @@ class WeightLayer(Result):
     calls: int = 1
     branch_end: bool = False
     branch_norm: str | None = None
+    fed_by_data: bool = False
 
 
 @dataclass(frozen=True)
@@ -673,7 +676,8 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
             seen.add(n.module)
             src = n.inputs[0] if n.inputs else None
             act, source, rule = upstream(src) if src else (_linear(), "none", "no signal input")
-            if act is None:
+            fed = act is None
+            if fed:
                 act, source, rule = downstream(n.name)
             layers.append(
                 WeightLayer(
@@ -686,6 +690,7 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
                     calls[n.module],
                     n.name in ends,
                     ends.get(n.name),
+                    fed,
                 )
             )
             if calls[n.module] > 1:
