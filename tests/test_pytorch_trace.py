@@ -186,8 +186,15 @@ def test_gelu_edge_of_chaos_is_a_stable_nontrivial_fixed_point_or_a_clear_error(
         assert abs(_gelu_qmap(point.sigma_w2, 0.3, q0) - point.q_star) < abs(q0 - point.q_star)
     with pytest.raises(ValueError, match="layer '0'"):
         critical_init_(_mlp(nn.GELU()), sigma_b2=0.0)
-    report = critical_init_(_mlp(nn.GELU()), sigma_b2="auto", generator=_gen(0))
-    assert {r.sigma_b2 for r in report.layers} == {stable_sigma_b2("gelu")}
+    x = 2.0 * torch.randn(64, 16, generator=_gen(9))
+    report = critical_init_(_mlp(nn.GELU()), sigma_b2="auto", generator=_gen(0), example_inputs=x)
+    sb = stable_sigma_b2("gelu")
+    assert {r.sigma_b2 for r in report.layers} == {sb}
+    # the layer fed by the data starts the signal at q*: sigma_w2 q_in + sigma_b2 = q*
+    first, point = report.layers[0], edge_of_chaos("gelu", sb)
+    q_in = float(x.double().pow(2).mean())
+    assert first.sigma_w2 * q_in + sb == pytest.approx(point.q_star, rel=1e-12)
+    assert report.layers[1].sigma_w2 == pytest.approx(point.sigma_w2, rel=1e-12)
 
 
 @pytest.mark.parametrize("kernel", ["delta_orthogonal", "orthogonal"])
