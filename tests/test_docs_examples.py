@@ -93,6 +93,7 @@ API_MODULES = [
     "meanfield.figures.pytorch_bridge",
     *(
         ["meanfield.pytorch", "meanfield.pytorch.init", "meanfield.pytorch.audit", "meanfield.pytorch.modules"]
+        + ["meanfield.pytorch.trace"]
         + ["meanfield.pytorch.command"]
         if importlib.util.find_spec("torch") is not None
         else []
