@@ -152,7 +152,7 @@ class MehlerMaps(Result):
 @lru_cache(maxsize=4)
 def _hermite_functions(h: float, k_max: int):
     """Nodes ``z = h m`` (|m| <= N, N even), Gaussian factor and psi_k(z) as an (n, k_max + 1) array."""
-    n_half = int(math.ceil(Z_MAX / h))
+    n_half = math.ceil(Z_MAX / h)
     n_half += n_half % 2  # even: the step-2h sub-rule is the even m, and contains z = 0
     z = h * np.arange(-n_half, n_half + 1, dtype=np.float64)
     g = np.exp(-0.25 * z * z) / (2.0 * math.pi) ** 0.25
@@ -196,7 +196,7 @@ def _coefficients_on(fn, label, act, q, k, h, e_ref):
     return a, tails, eps
 
 
-def _input_series(act: Activation, d: int, q: np.ndarray, rtol: float):
+def _input_series(act: Activation, d: int, q: np.ndarray, rtol: float, k_min: int = 0):
     """Per input: coefficient rows (zero-padded), relative tails, relative errors and K available.
 
     ``eps = inf`` marks an input whose pairs must fall back (variance above Q_MAX, a second moment
@@ -231,10 +231,24 @@ def _input_series(act: Activation, d: int, q: np.ndarray, rtol: float):
                 eps[idx[keep]] = ep[keep]
         pending = pending[~done]
         k = min(2 * k, K_MAX)
-    width = int(k_of.max()) + 1 if n else 1
+    # every usable input gets the largest K of the layer: a pair's series may run past the K at
+    # which its shorter input's own tail was small, as far as its partner needs
+    k_final = max(int(k_of.max()) if n else 0, k_min)
+    short = np.flatnonzero(np.isfinite(eps) & ~zero & (k_of < k_final))
+    if short.size:
+        steps = _steps(q[short], k_final)
+        for h in np.unique(steps):
+            idx = short[steps == h]
+            a, tails, ep = _coefficients_on(fn, label, act, q[idx], k_final, float(h), e_ref[idx])
+            good = np.isfinite(ep) & np.isfinite(a).all(axis=1) & np.isfinite(tails[:, -1])
+            blocks.append((idx[good], a[good], tails[good]))
+            k_of[idx[good]] = k_final
+            eps[idx[~good]] = np.inf
+    width = k_final + 1
     a_out = np.zeros((n, width))
     t_out = np.full((n, width), np.inf)
     t_out[zero] = 0.0
+    k_of[zero] = k_final
     for idx, a, tails in blocks:
         a_out[idx, : a.shape[1]] = a
         t_out[idx, : tails.shape[1]] = tails
@@ -311,6 +325,10 @@ def _one_map(act, d, q1, q2, c, rtol, symmetric):
         a2, t2, e2, k2 = a1, t1, e1, k1
     else:
         a2, t2, e2, k2 = _input_series(act, d, q2, rtol)
+        if a2.shape[1] > a1.shape[1]:  # one K for both sides (see _input_series)
+            a1, t1, e1, k1 = _input_series(act, d, q1, rtol, a2.shape[1] - 1)
+        elif a1.shape[1] > a2.shape[1]:
+            a2, t2, e2, k2 = _input_series(act, d, q2, rtol, a1.shape[1] - 1)
     width = max(a1.shape[1], a2.shape[1])
     a1, t1, a2, t2 = (
         np.ascontiguousarray(_pad(x, width, v)) for x, v in ((a1, 0.0), (t1, np.inf), (a2, 0.0), (t2, np.inf))

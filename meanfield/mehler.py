@@ -15,8 +15,8 @@ over :math:`(u_a, u_b) \sim N(0, \Sigma^l_{\{a,b\}})`. For activations without a
 every pair by bivariate quadrature (~60 us a pair per layer: D = 1000 inputs through 10 tanh
 layers take minutes). :func:`propagate_mehler` evaluates the same maps by Mehler's formula,
 :math:`\kappa_{ab} = \sum_k a_k(q_a)a_k(q_b)c_{ab}^k`, with one set of Hermite coefficients per
-input and a certified truncation bound (the derivation is in the notes of
-:func:`meanfield._mehler.mehler_layer_maps`), falling back to the direct quadrature for the pairs
+input and a certified truncation bound (the derivation is in
+the notes of :func:`mehler_layer_maps`), falling back to the direct quadrature for the pairs
 whose bound cannot be met (kinks at |c| near 1).
 
 Code name <-> symbol: ``cov`` = :math:`\Sigma^l`, ``ntk`` = :math:`\Theta^l`, ``rtol`` = the bound
@@ -37,11 +37,11 @@ import numpy as np
 
 from ._checks import PSD_RTOL, check_bool, check_covariance, check_nonnegative_scalar
 from ._logscale import check_depth
-from ._mehler import RTOL_RANGE, MehlerMaps, mehler_layer_maps
+from ._mehler import K_MAX, Q_MAX, RTOL_RANGE, MehlerMaps, mehler_layer_maps
 from ._results import Result
 from .activations import Activation, get_activation
 
-__all__ = ["MehlerMaps", "MehlerPropagation", "RTOL_RANGE", "mehler_layer_maps", "propagate_mehler"]
+__all__ = ["K_MAX", "Q_MAX", "RTOL_RANGE", "MehlerMaps", "MehlerPropagation", "mehler_layer_maps", "propagate_mehler"]
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def propagate_mehler(
     Notes
     -----
     Seed 003, eq. 2.5 iterated, and the NTK recursion of Arora et al. (2019), eq. 9; the layer maps
-    are :func:`meanfield._mehler.mehler_layer_maps` (certified to ``rtol`` per layer; pairs it
+    are :func:`mehler_layer_maps` (certified to ``rtol`` per layer; pairs it
     cannot certify are done by :func:`meanfield.gaussian.pair_expectation` and counted in
     ``n_fallback``). The diagonal is the 1-D second moment :func:`meanfield.gaussian.expectation`.
     Agreement with :func:`meanfield.dense.propagate` is to ``rtol`` times the depth's error
