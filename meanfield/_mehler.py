@@ -196,8 +196,12 @@ def _coefficients_on(fn, label, act, q, k, h, e_ref):
     return a, tails, eps
 
 
-def _input_series(act: Activation, d: int, q: np.ndarray, rtol: float, k_min: int = 0):
+def _input_series(act: Activation, d: int, q: np.ndarray, c_max: np.ndarray, rtol: float, k_min: int = 0):
     """Per input: coefficient rows (zero-padded), relative tails, relative errors and K available.
+
+    An input is done at the first K (K_START, 2 K_START, ..., K_MAX) where
+    ``t(K) c_max^(2K + 2) <= rtol / 2``, ``c_max`` the largest |c| of its pairs: then every pair of
+    two done inputs meets ``sqrt(t_i t_j) |c|^(K+1) <= rtol / 2``.
 
     ``eps = inf`` marks an input whose pairs must fall back (variance above Q_MAX, a second moment
     that is not finite or below E_MIN, a coefficient rule that did not converge).
@@ -222,7 +226,9 @@ def _input_series(act: Activation, d: int, q: np.ndarray, rtol: float, k_min: in
             idx = pending[sel]
             a, tails, ep = _coefficients_on(fn, label, act, q[idx], k, float(h), e_ref[idx])
             good = np.isfinite(ep) & np.isfinite(a).all(axis=1) & np.isfinite(tails[:, -1])
-            fin = (good & (tails[:, -1] <= 0.5 * rtol)) | (k >= K_MAX)
+            with np.errstate(under="ignore"):
+                reach = tails[:, -1] * c_max[idx] ** (2 * k + 2)
+            fin = (good & (reach <= 0.5 * rtol)) | (k >= K_MAX)
             done[sel[fin]] = True
             keep = fin & good
             if keep.any():
@@ -253,29 +259,34 @@ def _input_series(act: Activation, d: int, q: np.ndarray, rtol: float, k_min: in
         a_out[idx, : a.shape[1]] = a
         t_out[idx, : tails.shape[1]] = tails
     k_of[~np.isfinite(eps)] = -1
-    return a_out, t_out, eps, k_of
+    return a_out, t_out, eps, k_of, e_ref
 
 
 @numba.njit(cache=True, parallel=True)
-def _mehler_pairs(a1, lt1, e1, k1, a2, lt2, e2, k2, c, rtol, symmetric, out, bound, terms):
+def _mehler_pairs(a1, lt1, e1, k1, a2, lt2, e2, k2, c, rtol, symmetric, out, row_bound, row_terms, row_fall):
     """Sum each pair's Hermite series to the first K whose certified bound is <= rtol.
 
     ``lt1``, ``lt2`` are the logs of the certified relative tails (non-increasing in k), so
     ``log(t1 t2 c^(2K+2))`` is non-increasing in K and the smallest K meeting the bound is found by
-    bisection; the partial sum is then a Horner polynomial in c. ``bound`` is inf (and ``out`` 0)
-    for a pair that must fall back. ``symmetric``: only j >= i is summed, then mirrored.
+    bisection; the partial sum is then a polynomial in c (two interleaved Horner chains in c^2).
+    A pair that must fall back gets ``out = NaN``. Per row: the largest bound, the most terms and
+    the number of fallbacks. ``symmetric``: only j >= i is summed, then mirrored, and a diagonal
+    entry with c = 1 is left to the caller (the 1-D second moment).
     """
     d1, d2 = c.shape
     for i in numba.prange(d1):
         start = i if symmetric else 0
+        worst = 0.0
+        most = 0
+        nfall = 0
         for j in range(start, d2):
+            cc = c[i, j]
+            if symmetric and j == i and cc == 1.0:
+                continue
             kk = min(k1[i], k2[j])
             base = (e1[i] + e2[j] + e1[i] * e2[j]) * _SAFETY
-            s = 0.0
-            b = math.inf
-            n = 0
+            s = math.nan
             if kk >= 0 and base < rtol:
-                cc = c[i, j]
                 lc = 2.0 * math.log(abs(cc)) if cc != 0.0 else -math.inf
                 target = 2.0 * math.log(rtol - base) - _LOG_MARGIN
                 if lt1[i, kk] + lt2[j, kk] + (kk + 1) * lc <= target:
@@ -287,18 +298,26 @@ def _mehler_pairs(a1, lt1, e1, k1, a2, lt2, e2, k2, c, rtol, symmetric, out, bou
                             hi = mid
                         else:
                             lo = mid + 1
-                    s = a1[i, lo] * a2[j, lo]
-                    for m in range(lo - 1, -1, -1):
-                        s = s * cc + a1[i, m] * a2[j, m]
-                    n = lo + 1
-                    b = base + math.sqrt(math.exp(lt1[i, lo] + lt2[j, lo])) * abs(cc) ** n
+                    c2 = cc * cc
+                    top = lo if lo % 2 == 0 else lo - 1  # largest even index <= lo
+                    ev = 0.0
+                    od = 0.0
+                    for m in range(top, -1, -2):
+                        ev = ev * c2 + a1[i, m] * a2[j, m]
+                        if m + 1 <= lo:
+                            od = od * c2 + a1[i, m + 1] * a2[j, m + 1]
+                    s = ev + cc * od
+                    b = base + math.exp(0.5 * (lt1[i, lo] + lt2[j, lo] + (lo + 1) * lc))
+                    worst = max(worst, b)
+                    most = max(most, lo + 1)
+            if math.isnan(s):
+                nfall += 1 if (not symmetric or j == i) else 2
             out[i, j] = s
-            bound[i, j] = b
-            terms[i, j] = n
             if symmetric:
                 out[j, i] = s
-                bound[j, i] = b
-                terms[j, i] = n
+        row_bound[i] = worst
+        row_terms[i] = most
+        row_fall[i] = nfall
 
 
 def _check_rtol(rtol) -> float:
@@ -320,47 +339,46 @@ def _check_vector(x, name):
 
 def _one_map(act, d, q1, q2, c, rtol, symmetric):
     """(values, bound over the Mehler pairs, number of fallback entries, most terms) for order d."""
-    a1, t1, e1, k1 = _input_series(act, d, q1, rtol)
+    ac = np.abs(c)
+    if symmetric:
+        diag = np.arange(c.shape[0])
+        ac[diag, diag] = np.where(c[diag, diag] == 1.0, 0.0, ac[diag, diag])  # the 1-D moment there
+    cm1 = ac.max(axis=1) if ac.size else np.zeros(q1.size)
+    cm2 = ac.max(axis=0) if ac.size else np.zeros(q2.size)
+    a1, t1, e1, k1, e1_ref = _input_series(act, d, q1, cm1, rtol)
     if symmetric:
         a2, t2, e2, k2 = a1, t1, e1, k1
     else:
-        a2, t2, e2, k2 = _input_series(act, d, q2, rtol)
+        a2, t2, e2, k2, _ = _input_series(act, d, q2, cm2, rtol)
         if a2.shape[1] > a1.shape[1]:  # one K for both sides (see _input_series)
-            a1, t1, e1, k1 = _input_series(act, d, q1, rtol, a2.shape[1] - 1)
+            a1, t1, e1, k1, e1_ref = _input_series(act, d, q1, cm1, rtol, a2.shape[1] - 1)
         elif a1.shape[1] > a2.shape[1]:
-            a2, t2, e2, k2 = _input_series(act, d, q2, rtol, a1.shape[1] - 1)
+            a2, t2, e2, k2, _ = _input_series(act, d, q2, cm2, rtol, a1.shape[1] - 1)
     width = max(a1.shape[1], a2.shape[1])
     a1, t1, a2, t2 = (
         np.ascontiguousarray(_pad(x, width, v)) for x, v in ((a1, 0.0), (t1, np.inf), (a2, 0.0), (t2, np.inf))
     )
     out = np.empty(c.shape)
-    bound = np.empty(c.shape)
-    terms = np.empty(c.shape, dtype=np.int64)
+    n1 = c.shape[0]
+    row_bound, row_terms, row_fall = np.zeros(n1), np.zeros(n1, dtype=np.int64), np.zeros(n1, dtype=np.int64)
     with np.errstate(divide="ignore"):
         lt1 = np.log(t1)
         lt2 = lt1 if symmetric else np.log(t2)
-    _mehler_pairs(a1, lt1, e1, k1, a2, lt2, e2, k2, c, rtol, symmetric, out, bound, terms)
+    _mehler_pairs(a1, lt1, e1, k1, a2, lt2, e2, k2, c, rtol, symmetric, out, row_bound, row_terms, row_fall)
     if symmetric:
-        diag = np.arange(c.shape[0])
+        diag = np.arange(n1)
         one = c[diag, diag] == 1.0
-        if one.any():  # c = 1 with equal variances: the 1-D second moment itself
-            e_ref = np.atleast_1d(np.asarray(expectation(act, q1[diag[one]], (d, d)), dtype=np.float64))
-            out[diag[one], diag[one]] = e_ref
-            bound[diag[one], diag[one]] = 0.0
-    fall = ~np.isfinite(bound)
-    n_fall = int(fall.sum())
+        out[diag[one], diag[one]] = e1_ref[one]  # c = 1 with equal variances: the 1-D second moment
+    n_fall = int(row_fall.sum())
     if n_fall:
-        if symmetric:
-            fi, fj = np.nonzero(np.triu(fall))
-        else:
-            fi, fj = np.nonzero(fall)
+        fall = np.isnan(out)
+        fi, fj = np.nonzero(np.triu(fall) if symmetric else fall)
         vals = np.atleast_1d(pair_expectation(act, q1[fi], q2[fj], c[fi, fj], (d, d)))
         out[fi, fj] = vals
         if symmetric:
             out[fj, fi] = vals
-    ok = ~fall
-    worst = float(bound[ok].max()) if ok.any() else 0.0
-    return out, worst, n_fall, int(terms.max()) if terms.size else 0
+    worst = float(row_bound.max()) if n1 else 0.0
+    return out, worst, n_fall, int(row_terms.max()) if n1 else 0
 
 
 def _pad(x, width, value):

@@ -192,9 +192,13 @@ def propagate_mehler(
         q, c = _correlation(covs[layer])
         maps = mehler_layer_maps(act, q, q, c, rtol=rtol, derivative=ntk)
         with np.errstate(over="ignore", invalid="ignore"):
-            covs[layer + 1] = sw * maps.kappa + sb
+            nxt = covs[layer + 1]
+            np.multiply(maps.kappa, sw, out=nxt)
+            nxt += sb
             if ntk:
-                thetas[layer + 1] = covs[layer + 1] + sw * maps.kappa_dot * thetas[layer]
+                np.multiply(maps.kappa_dot, thetas[layer], out=thetas[layer + 1])
+                thetas[layer + 1] *= sw
+                thetas[layer + 1] += nxt
         if not np.all(np.isfinite(covs[layer + 1])) or (ntk and not np.all(np.isfinite(thetas[layer + 1]))):
             raise ValueError(
                 f"the kernels of activation {act.name!r} exceed the float64 range at layer {layer + 1} "
