@@ -56,7 +56,7 @@ decaying like :math:`e^{-z^2/4}` whatever k, integrated by the trapezoid rule on
 and the oscillation of :math:`\psi_k` (h <= 1.6 / sqrt(K + 1)); the rule converges geometrically
 for analytic integrands. The error of every coefficient is estimated by the same sums on every
 other node (step 2h, free), ``|a(h) - a(2h)|``, an over-estimate of the error of the step-h rule
-wherever the rule converges geometrically; the mass of :math:`\phi^2\varphi` beyond |z| = 12 bounds
+wherever the rule converges geometrically; the mass of :math:`\phi^2\varphi` beyond :math:`|z| = 12` bounds
 the truncation of the domain. With :math:`\varepsilon_i` the l2 norm of the coefficient errors
 relative to :math:`\sqrt{\mathbb{E}\phi(u_i)^2}`, a computed partial sum is off by at most
 :math:`(\varepsilon_i + \varepsilon_j + \varepsilon_i\varepsilon_j) s_{ij}` (Cauchy-Schwarz on the
@@ -68,7 +68,7 @@ bounds. The reported bound of a pair is therefore
 .. math:: b_{ij} = |c_{ij}|^{K+1}\sqrt{\hat t_i(K)\hat t_j(K)} + \varepsilon_i + \varepsilon_j + \varepsilon_i\varepsilon_j .
 
 Fallback. Pairs whose bound cannot reach ``rtol`` with K <= :data:`K_MAX` terms (kinks, whose
-coefficients decay only like a power of k, at |c| near 1; variances above :data:`Q_MAX`;
+coefficients decay only like a power of k, at :math:`|c|` near 1; variances above :data:`Q_MAX`;
 activations whose coefficient quadrature does not converge) are computed by the library's direct
 bivariate quadrature (:func:`meanfield.gaussian.pair_expectation`, closed forms where they exist)
 and counted in ``n_fallback``; their accuracy is that documented in :mod:`meanfield.gaussian`.
@@ -429,7 +429,7 @@ def mehler_layer_maps(activation, q1, q2, c, *, rtol=1e-10, derivative=True) -> 
     ``q2`` are equal and ``c`` is symmetric (a data set against itself), only the pairs
     i <= j are summed, and entries with c = 1 on the diagonal are the 1-D second moments of
     :func:`meanfield.gaussian.expectation`. The cost is D1 + D2 one-dimensional coefficient
-    integrals plus, per pair, as many terms as its bound needs (few when |c| is small).
+    integrals plus, per pair, as many terms as its bound needs (few when :math:`|c|` is small).
 
     Examples
     --------

@@ -17,7 +17,7 @@ layers take minutes). :func:`propagate_mehler` evaluates the same maps by Mehler
 :math:`\kappa_{ab} = \sum_k a_k(q_a)a_k(q_b)c_{ab}^k`, with one set of Hermite coefficients per
 input and a certified truncation bound (the derivation is in
 the notes of :func:`mehler_layer_maps`), falling back to the direct quadrature for the pairs
-whose bound cannot be met (kinks at |c| near 1).
+whose bound cannot be met (kinks at :math:`|c|` near 1).
 
 Code name <-> symbol: ``cov`` = :math:`\Sigma^l`, ``ntk`` = :math:`\Theta^l`, ``rtol`` = the bound
 on each layer map's error relative to :math:`\sqrt{\kappa_{aa}\kappa_{bb}}`.
