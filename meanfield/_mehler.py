@@ -102,8 +102,11 @@ __all__ = ["K_MAX", "K_START", "Q_MAX", "RTOL_RANGE", "MehlerMaps", "mehler_laye
 K_MAX = 1024
 #: Terms of the first pass; inputs whose tail is not yet small get 2x, 4x, ... up to K_MAX.
 K_START = 32
-#: Inputs with a larger variance have all their pairs done by direct quadrature.
-Q_MAX = 1e4
+#: Inputs with a larger variance have all their pairs done by direct quadrature (the coefficient
+#: rule needs ~0.125 / sqrt(q) steps: at Q_MAX, 8193 nodes; its Hermite table at K_MAX is 67 MB).
+Q_MAX = 1e3
+#: Most function values evaluated at once (memory: 16 MB).
+_CHUNK = 1 << 21
 #: Allowed range of ``rtol``.
 RTOL_RANGE = (1e-12, 1e-2)
 #: Half-width of the z-domain of the coefficient rule (the integrand decays like e^{-z^2/4}).
@@ -149,7 +152,7 @@ class MehlerMaps(Result):
     terms: int
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=2)
 def _hermite_functions(h: float, k_max: int):
     """Nodes ``z = h m`` (|m| <= N, N even), Gaussian factor and psi_k(z) as an (n, k_max + 1) array."""
     n_half = math.ceil(Z_MAX / h)
@@ -177,6 +180,12 @@ def _steps(q: np.ndarray, k: int) -> np.ndarray:
 def _coefficients_on(fn, label, act, q, k, h, e_ref):
     """Coefficients a_k (rows), certified relative tails, relative coefficient errors, on step h."""
     z, g, psi = _hermite_functions(h, k)
+    rows = max(1, _CHUNK // z.size)
+    if q.size > rows:  # bounded memory: blocks of inputs
+        parts = [
+            _coefficients_on(fn, label, act, q[i : i + rows], k, h, e_ref[i : i + rows]) for i in range(0, q.size, rows)
+        ]
+        return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
     u = np.sqrt(q)[:, None] * z[None, :]
     f = call_user(fn, u, label, act.name).reshape(u.shape)
     fg = f * g[None, :]
