@@ -90,6 +90,7 @@ from functools import lru_cache
 
 import numba
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._checks import as_real_array, check_bool, check_scalar
 from ._results import Result
@@ -398,7 +399,15 @@ def _pad(x, width, value):
     return out
 
 
-def mehler_layer_maps(activation, q1, q2, c, *, rtol=1e-10, derivative=True) -> MehlerMaps:
+def mehler_layer_maps(
+    activation: str | Activation,
+    q1: ArrayLike,
+    q2: ArrayLike,
+    c: ArrayLike,
+    *,
+    rtol: float = 1e-10,
+    derivative: bool = True,
+) -> MehlerMaps:
     r"""The layer maps :math:`\kappa`, :math:`\dot\kappa` of all input pairs by Mehler's formula.
 
     Parameters

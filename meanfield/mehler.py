@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._checks import PSD_RTOL, check_bool, check_covariance, check_nonnegative_scalar
 from ._logscale import check_depth
@@ -112,7 +113,7 @@ def _check_cov0(cov0):
 
 
 def propagate_mehler(
-    cov0,
+    cov0: ArrayLike,
     activation: str | Activation,
     sigma_w2: float,
     sigma_b2: float,

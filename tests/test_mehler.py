@@ -196,3 +196,9 @@ def test_zero_variance_and_exactness_at_q_zero():
     # phi'(0) = 1: kappa_dot = E tanh'(sqrt(2) z), by scipy's adaptive quadrature
     ref = quad(lambda z: math.exp(-0.5 * z * z) / math.cosh(math.sqrt(2.0) * z) ** 2, -12, 12, epsabs=1e-14)[0]
     assert abs(t.kappa_dot[0, 0] - ref / math.sqrt(2.0 * math.pi)) <= 1e-10 + DBLQUAD_ATOL
+
+
+def test_public_names_have_type_hints(missing_type_hints):
+    import meanfield.mehler as module
+
+    assert missing_type_hints(module) == []
