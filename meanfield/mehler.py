@@ -163,7 +163,9 @@ def propagate_mehler(
     Agreement with :func:`meanfield.dense.propagate` is to ``rtol`` times the depth's error
     amplification (measured in ``benchmarks/mehler.py``), not bit for bit. The variances stay on
     the float64 scale (no log-scale representation: use :func:`meanfield.dense.propagate_log` for
-    networks whose variances over- or underflow).
+    networks whose variances over- or underflow). Inputs whose variance exceeds :data:`Q_MAX`
+    (softplus or swish deep in the chaotic phase) have all their pairs integrated directly, at the
+    cost of :func:`meanfield.dense.propagate`.
 
     Examples
     --------
