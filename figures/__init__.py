@@ -18,6 +18,6 @@ Figures declared CPU-only (they do not simulate, or simulate with NumPy only) re
 run on the CPU and the command says so.
 """
 
-from ._io import FigureData, load
+from ._io import JSON_CONTAINER_BYTES, MAX_JSON_BYTES, MAX_JSON_DEPTH, FigureData, load
 
-__all__ = ["FigureData", "load"]
+__all__ = ["JSON_CONTAINER_BYTES", "MAX_JSON_BYTES", "MAX_JSON_DEPTH", "FigureData", "load"]

@@ -22,13 +22,42 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 from meanfield.validation.report import run_metadata, to_jsonable
 
-__all__ = ["FigureData", "figure_metadata", "load", "to_jsonable", "write_json"]
+from meanfield.checks import open_regular_file
+
+__all__ = [
+    "JSON_CONTAINER_BYTES",
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
+    "FigureData",
+    "figure_metadata",
+    "load",
+    "to_jsonable",
+    "write_json",
+]
+
+#: Deepest nesting of arrays and objects :func:`load` accepts (a figure's JSON nests a few levels:
+#: blocks, parameter dicts, arrays of up to four axes); deeper files are refused before parsing.
+MAX_JSON_DEPTH = 64
+
+#: Largest file :func:`load` reads (64 MiB; the figures' JSON files are kilobytes to a few
+#: megabytes).
+MAX_JSON_BYTES = 1 << 26
+
+#: :func:`load` refuses a file with more than one array or object per this many bytes (plus
+#: 65536; a figure's arrays hold numbers, at least two per row): an array costs ~80 bytes of
+#: memory however short its text (``[],``), so this keeps the parsed file within about 30 times
+#: its size.
+JSON_CONTAINER_BYTES = 8
+
+#: JSON strings (with their escapes): removed before the brackets are counted.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 _NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
 
@@ -141,6 +170,23 @@ def _restore(value):
     return value
 
 
+def _json_nesting(raw: bytes) -> tuple[int, int]:
+    """``(deepest nesting, number of arrays and objects)`` of a JSON text, brackets inside strings
+    not counted (linear time, no recursion; the running depth is taken 1 MiB at a time)."""
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, b" \t\r\n,:0123456789.eE+-truefalsnul")
+    steps = np.frombuffer(brackets, dtype=np.uint8)
+    depth = deepest = opened = 0
+    for start in range(0, steps.size, 1 << 20):
+        seg = steps[start : start + (1 << 20)]
+        opens = (seg == ord("[")) | (seg == ord("{"))
+        delta = opens.astype(np.int64) - ((seg == ord("]")) | (seg == ord("}")))
+        run = depth + np.cumsum(delta)
+        deepest = max(deepest, int(run.max()))
+        depth = int(run[-1])
+        opened += int(np.count_nonzero(opens))
+    return deepest, opened
+
+
 def load(path) -> FigureData:
     """Read a figure's JSON, or a validation table's (``meanfield reproduce``, ``meanfield figures``,
     ``meanfield validate --out``).
@@ -162,8 +208,12 @@ def load(path) -> FigureData:
     TypeError
         ``path`` is not a str or path.
     ValueError
-        The file cannot be read, is not JSON, or is not an output of this library (no
-        ``metadata``/``data`` blocks).
+        The file cannot be read, is not a regular file (a FIFO or a device such as ``/dev/zero``
+        is refused before it is read), is larger than :data:`MAX_JSON_BYTES`, nests arrays or
+        objects deeper than :data:`MAX_JSON_DEPTH` or holds more than one per
+        :data:`JSON_CONTAINER_BYTES` bytes (so parsing stays within about 30 times the file's size,
+        and never raises ``RecursionError``), is not JSON, or is not an output of this
+        library (no ``metadata``/``data`` blocks). The message names the path.
 
     Examples
     --------
@@ -178,10 +228,33 @@ def load(path) -> FigureData:
     if path.suffix == ".png":
         path = path.with_suffix(".json")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        with open_regular_file(path) as f:
+            if f.size > MAX_JSON_BYTES:
+                raise ValueError(
+                    f"path {str(path)!r} holds {f.size} bytes, more than MAX_JSON_BYTES = {MAX_JSON_BYTES} "
+                    "(not a figure's JSON)"
+                )
+            text = f.read_at_most(MAX_JSON_BYTES + 1)
     except OSError as exc:
         raise ValueError(f"path {str(path)!r} cannot be read ({exc.strerror or type(exc).__name__})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    if len(text) > MAX_JSON_BYTES:
+        raise ValueError(f"path {str(path)!r} grew past MAX_JSON_BYTES = {MAX_JSON_BYTES} while being read")
+    depth, containers = _json_nesting(text)
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(
+            f"path {str(path)!r} nests arrays or objects {depth} deep, more than MAX_JSON_DEPTH = {MAX_JSON_DEPTH} "
+            "(not a figure's JSON)"
+        )
+    most = len(text) // JSON_CONTAINER_BYTES + 65536
+    if containers > most:
+        raise ValueError(
+            f"path {str(path)!r} holds {containers} arrays and objects, more than one per JSON_CONTAINER_BYTES = "
+            f"{JSON_CONTAINER_BYTES} bytes (+ 65536): not a figure's JSON (refused: parsing it would take many times "
+            "its size in memory)"
+        )
+    try:
+        raw = json.loads(text.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"path {str(path)!r} is not a JSON file: {exc}") from None
     if not isinstance(raw, dict) or "metadata" not in raw or "data" not in raw:
         raise ValueError(f"path {str(path)!r} is not a meanfield figure JSON (needs 'metadata' and 'data' blocks)")

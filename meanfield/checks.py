@@ -22,6 +22,7 @@ function                          accepts (else ``ValueError`` / ``TypeError``)
 :func:`check_variance_vector`     seed 003's ``v``: a probability vector of odd sizes, 1-D or 2-D
 :func:`resolve_spatial_shape`     the spatial shape of a CNN signal (default from its size)
 :func:`check_rng`                 the randomness rule (None, int, SeedSequence, Generator)
+:func:`open_regular_file`         a path naming a regular file (no FIFO, device, directory), opened to read
 ================================  ================================================================================
 
 The randomness rule: ``rng=None`` draws fresh OS entropy, a non-negative ``int`` ``n`` gives
@@ -46,13 +47,15 @@ TypeError: gradients must be True or False, got 1
 
 from __future__ import annotations
 
+import io
 import math
+import os
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import _checks
+from . import _checks, _files
 
 __all__ = [
     "as_float_array",
@@ -68,6 +71,7 @@ __all__ = [
     "check_scalar",
     "check_variance",
     "check_variance_vector",
+    "open_regular_file",
     "resolve_spatial_shape",
 ]
 
@@ -335,3 +339,38 @@ def resolve_spatial_shape(
     if size is not None and math.prod(out) != size:
         raise ValueError(f"{name} {out} has {math.prod(out)} positions but the signal has {size}")
     return out
+
+
+def open_regular_file(path: str | bytes | os.PathLike, name: str = "path") -> io.BufferedReader:
+    """Open a user's file for binary reading, refusing anything but a regular file.
+
+    A named pipe (FIFO), a character or block device (``/dev/zero``), a socket or a directory is
+    refused before anything is read, so a reader neither blocks on a pipe nobody writes nor reads a
+    device without end. The file is opened with ``O_NONBLOCK`` and checked again on the open
+    descriptor (a path swapped for a FIFO in between cannot block either). Symbolic links are
+    followed. Every reader of the library opens its file this way.
+
+    Parameters
+    ----------
+    path : str, bytes or os.PathLike
+        The file.
+    name : str
+        The argument's name in error messages.
+
+    Returns
+    -------
+    io.BufferedReader
+        Open in binary mode; its ``size`` attribute is the file's size when opened (bound what you
+        read by it) and ``read_at_most(n)`` reads up to ``n`` bytes in 1 MiB chunks.
+
+    Raises
+    ------
+    TypeError
+        ``path`` is not a str, bytes or os.PathLike.
+    ValueError
+        ``path`` names a FIFO, a device, a socket or a directory (the message names the path and
+        says which).
+    OSError
+        The file does not exist or cannot be opened (e.g. ``FileNotFoundError``).
+    """
+    return _files.open_regular_file(path, name)

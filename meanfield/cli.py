@@ -11,10 +11,14 @@ Subcommands
     Theory-versus-Monte-Carlo tables (``python -m meanfield.validation`` is the same command).
 ``meanfield audit PATH.py:FUNCTION [--inputs digits|FILE] [--out DIR] [--n-inits N] [--seed N]``
     Audit a PyTorch model against mean-field theory (:mod:`meanfield.pytorch`; needs the torch extra).
+    Exit status 0 every checked row passed, 1 a row failed, 2 usage error (bad arguments, an
+    existing file as ``--out``, a model that cannot be loaded or whose function raises or calls
+    ``sys.exit``), 3 nothing could be checked (every row "no theory").
 
 Every argument is checked before any work (the output folder is created and a file test-written,
 ``--backend cupy`` needs CuPy, names must be known, ``--seed`` a non-negative integer). Exit status:
-0 success, 1 a figure or a comparison failed, 2 usage error (one line on stderr), 130 interrupted.
+0 success, 1 a figure or a comparison failed, 2 usage error (one line on stderr), 3 (``audit``
+only) nothing could be checked, 130 interrupted.
 ``MEANFIELD_NO_PROGRESS=1`` in the environment hides the progress bars (as ``--no-progress`` does).
 """
 
@@ -46,7 +50,21 @@ examples:
   meanfield figures --list                   the figures, CPU-only ones marked
   meanfield figures xiao2018.fig_s4 --size smoke --out /tmp/figs
   meanfield validate dense conv --out results/validation
+  meanfield audit model.py:build_model       audit a PyTorch model (exit 3: nothing checked)
   python -c "import meanfield.figures as f; print(f.load('results/figures/xiao2018_fig_s4.json'))"
+"""
+
+
+_AUDIT_EXIT_STATUS = """\
+exit status:
+  0  every row that theory covers passed
+  1  at least one row FAILed
+  2  usage error, one line on stderr: bad arguments, --out an existing file or not
+     writable, a model or inputs that cannot be loaded, a model function that
+     raises or calls sys.exit()
+  3  nothing could be checked: every row is "no theory" (no layer the theory
+     describes), so no prediction was compared
+  130 interrupted
 """
 
 
@@ -103,7 +121,8 @@ def _parser() -> CliParser:
         help="audit a PyTorch model against mean-field theory (needs the torch extra)",
         description="Re-initialise a PyTorch model N times, measure q^l, c^l, kurtosis and gradient "
         "second moments per layer and compare them with mean-field theory; print the table, save "
-        "OUT/audit_FUNCTION.png and .json. Exit status 1 when a row fails, 2 for a bad model.",
+        "OUT/audit_FUNCTION.png and .json. --out is checked before anything runs.",
+        epilog=_AUDIT_EXIT_STATUS,
     )
     a.add_argument("model", metavar="PATH.py:FUNCTION", help="a file and a function returning an nn.Module")
     a.add_argument("--inputs", default="digits", help="'digits' (embedded) or a .npy / .pt batch (default: digits)")
@@ -125,6 +144,9 @@ def _audit(args, parser) -> int:
         return run(args.model, args.inputs, args.out, args.n_inits, args.seed, not args.no_backward)
     except ModelLoadError as exc:
         return parser.fail(str(exc))
+    except KeyboardInterrupt:
+        print("meanfield audit: interrupted", file=sys.stderr)
+        return 130
 
 
 def _reproduce(args, parser) -> int:

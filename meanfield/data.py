@@ -24,13 +24,19 @@ import pickle
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import as_float_array, check_bool, check_int, check_rng, check_scalar
+from ._files import check_path, open_regular_file, read_at_most
 
 __all__ = [
+    "CIFAR_MEMORY_FACTOR",
+    "CONTAINER_BYTES",
+    "GZIP_MAX_RATIO",
+    "MAX_IDX_BYTES",
     "Dataset",
     "gaussian_inputs",
     "load_digits",
@@ -43,8 +49,19 @@ __all__ = [
 #: float64): a guard against sizes that cannot be allocated, not a property of the inputs.
 MAX_GAUSSIAN_ENTRIES = 2**30
 
-#: Bytes read from a file per chunk: the readers never allocate more than the file holds.
-_CHUNK = 1 << 20
+#: Largest number of data bytes an IDX header may promise (4 GiB; the MNIST training images are
+#: 47 MB): :func:`read_mnist_idx` refuses a larger claim before reading the data.
+MAX_IDX_BYTES = 2**32
+
+#: Largest expansion of a deflate stream (RFC 1951: at most 1032 output bytes per input byte):
+#: a gzip-compressed IDX file of ``S`` bytes cannot hold more than ``GZIP_MAX_RATIO * S`` data
+#: bytes, so :func:`read_mnist_idx` refuses a header promising more before decompressing anything.
+GZIP_MAX_RATIO = 1032
+
+#: :func:`read_cifar10_batch` refuses a batch whose data and labels, expanded the way NumPy would
+#: convert them (a row referenced twice counts twice), exceed ``CIFAR_MEMORY_FACTOR`` times the
+#: file's size (plus 1 MiB); an honest batch stays near 1 time its size.
+CIFAR_MEMORY_FACTOR = 4
 
 
 @dataclass(frozen=True)
@@ -219,23 +236,7 @@ def load_digits(n_samples: int | None = None, standardized: bool = False) -> Dat
 
 
 def _check_path(path) -> Path:
-    if isinstance(path, (bool, np.bool_)) or not isinstance(path, (str, bytes, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike naming a file, got {type(path).__name__}")
-    return Path(os.fsdecode(path))
-
-
-def _read_at_most(f, n: int) -> bytes:
-    """Up to ``n`` bytes of ``f``, in chunks, so that a size promised by a header is never
-    allocated before the file has shown it holds that much."""
-    parts = []
-    got = 0
-    while got < n:
-        part = f.read(min(_CHUNK, n - got))
-        if not part:
-            break
-        parts.append(part)
-        got += len(part)
-    return b"".join(parts)
+    return Path(check_path(path))
 
 
 _IDX_DTYPES = {
@@ -250,8 +251,10 @@ _IDX_DTYPES = {
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def _read_idx(f, path):
-    head = _read_at_most(f, 4)
+def _read_idx(f, path, available: int, compressed: bool):
+    """The array of an IDX stream ``f``; ``available`` bounds the data bytes the file can hold
+    (its size for a plain file, ``GZIP_MAX_RATIO`` times it for a gzip stream)."""
+    head = read_at_most(f, 4)
     if len(head) < 4 or head[0] != 0 or head[1] != 0:
         raise ValueError(
             f"path {path} is not an IDX file (bad magic number: an IDX file starts with two zero bytes, "
@@ -263,13 +266,26 @@ def _read_idx(f, path):
             f"path {path}: unknown IDX data type code 0x{code:02x} (expected one of "
             f"{', '.join(f'0x{k:02x}' for k in _IDX_DTYPES)})"
         )
-    dims = _read_at_most(f, 4 * ndim)
+    dims = read_at_most(f, 4 * ndim)
     if len(dims) < 4 * ndim:
         raise ValueError(f"path {path}: truncated IDX header ({ndim} dimensions promised)")
     shape = tuple(int.from_bytes(dims[4 * i : 4 * i + 4], "big") for i in range(ndim))
     dtype = np.dtype(_IDX_DTYPES[code])
     n_bytes = math.prod(shape) * dtype.itemsize  # exact: no int64 wrap-around for absurd headers
-    raw = _read_at_most(f, n_bytes + 1)
+    if n_bytes > MAX_IDX_BYTES:
+        raise ValueError(
+            f"path {path}: IDX header promises {n_bytes} data bytes (shape {shape}), more than "
+            f"MAX_IDX_BYTES = {MAX_IDX_BYTES}"
+        )
+    available -= 4 + 4 * ndim
+    if n_bytes > available:
+        held = (
+            f"a gzip stream of this size holds at most {available} (deflate expands at most {GZIP_MAX_RATIO}-fold)"
+            if compressed
+            else f"file has {available}"
+        )
+        raise ValueError(f"path {path}: IDX header promises {n_bytes} data bytes (shape {shape}), {held}")
+    raw = read_at_most(f, n_bytes + 1)  # a gzip stream is decompressed only up to the promised size
     if len(raw) != n_bytes:
         found = f"at least {len(raw)}" if len(raw) > n_bytes else str(len(raw))
         raise ValueError(f"path {path}: IDX header promises {n_bytes} data bytes (shape {shape}), file has {found}")
@@ -285,8 +301,13 @@ def read_mnist_idx(path: str | os.PathLike) -> np.ndarray:
     The header is two zero bytes, a type code (0x08 unsigned byte, 0x09 signed byte, 0x0B short,
     0x0C int, 0x0D float, 0x0E double), the number of dimensions, then one big-endian 32-bit size
     per dimension; the data follow in C order. A gzip-compressed file is recognised by its magic
-    bytes (whatever its name). Memory use is bounded by the file's contents, whatever the header
-    claims.
+    bytes (whatever its name). The file must be a regular file (a FIFO or a device is refused
+    before it is read). Memory use is bounded by the file's contents, whatever the header claims: a
+    header promising more data bytes than the file can hold (its size; for a gzip stream,
+    :data:`GZIP_MAX_RATIO` times its size, the most deflate can expand) or more than
+    :data:`MAX_IDX_BYTES` is refused before the data are read, and a gzip stream is decompressed
+    only up to the promised size, so at most about twice ``min(claim, GZIP_MAX_RATIO * size)``
+    bytes are held.
 
     Parameters
     ----------
@@ -303,21 +324,23 @@ def read_mnist_idx(path: str | os.PathLike) -> np.ndarray:
     ------
     ValueError
         The file is not a valid IDX file (bad magic number, unknown type, truncated or trailing
-        data, NaN or infinity in float data) or a corrupt gzip stream.
+        data, a header promising more than the file can hold or more than :data:`MAX_IDX_BYTES`,
+        NaN or infinity in float data), a corrupt gzip stream, or not a regular file (a FIFO,
+        a device, a directory).
     TypeError
         ``path`` is not a str or path-like.
     OSError
         The file cannot be opened (e.g. ``FileNotFoundError``).
     """
     path = _check_path(path)
-    with open(path, "rb") as raw_file:
+    with open_regular_file(path) as raw_file:
         compressed = raw_file.read(2) == _GZIP_MAGIC
         raw_file.seek(0)
         if not compressed:
-            return _read_idx(raw_file, path)
+            return _read_idx(raw_file, path, raw_file.size, False)
         try:
             with gzip.GzipFile(fileobj=raw_file, mode="rb") as f:
-                return _read_idx(f, path)
+                return _read_idx(f, path, GZIP_MAX_RATIO * raw_file.size, True)
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise ValueError(f"path {path} is not a valid gzip-compressed IDX file ({exc})") from exc
 
@@ -330,10 +353,35 @@ def read_mnist_idx(path: str | os.PathLike) -> np.ndarray:
 _NP_RECONSTRUCT = np.zeros(0).__reduce__()[0]  # numpy(._)core.multiarray._reconstruct
 
 
+class _NdarrayType:
+    """What ``numpy.ndarray`` resolves to in a batch pickle: a marker for ``_reconstruct``'s first
+    argument, not callable, so a pickle cannot call ``numpy.ndarray(shape)`` to allocate memory
+    that the file does not hold."""
+
+    __slots__ = ()
+
+    def __reduce__(self):  # pragma: no cover - never pickled
+        raise TypeError("not picklable")
+
+
+_NDARRAY = _NdarrayType()
+
+
 def _reconstruct(subtype, shape, dtype):
-    """NumPy's ``_reconstruct`` (how ``ndarray.__reduce__`` rebuilds an array) for plain ndarrays only."""
-    if subtype is not np.ndarray:
+    """NumPy's ``_reconstruct`` (how ``ndarray.__reduce__`` rebuilds an array) for plain ndarrays only.
+
+    NumPy always writes an empty shape here (the data come with the state that follows), so any
+    other shape is refused: it would allocate memory the file does not hold.
+    """
+    if subtype is not _NDARRAY:
         raise pickle.UnpicklingError("only numpy.ndarray may be reconstructed")
+    dtype = np.dtype(dtype)
+    if dtype.hasobject:
+        raise pickle.UnpicklingError("object arrays are not admitted")
+    if not isinstance(shape, tuple) or len(shape) > 32 or any(not isinstance(n, int) or n < 0 for n in shape):
+        raise pickle.UnpicklingError("_reconstruct takes a shape of non-negative integers")
+    if math.prod(shape) != 0:
+        raise pickle.UnpicklingError("_reconstruct with a non-empty shape is not admitted (NumPy writes (0,))")
     return _NP_RECONSTRUCT(np.ndarray, shape, dtype)
 
 
@@ -365,7 +413,7 @@ def _latin1_encode(text, encoding="latin1", errors="strict"):
 #: ``numpy.dtype``; Python-3 protocol-2 pickles add ``_codecs.encode`` for ``bytes``; NumPy >= 2
 #: writes ``numpy._core``; protocol 5 uses ``_frombuffer``; NumPy-scalar labels use ``scalar``.
 _CIFAR_GLOBALS = {
-    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "ndarray"): _NDARRAY,
     ("numpy", "dtype"): np.dtype,
     ("_codecs", "encode"): _latin1_encode,
 }
@@ -380,14 +428,109 @@ class _ForbiddenGlobal(ValueError):
     """A pickle referenced a global that a CIFAR-10 batch never contains."""
 
 
-class _CifarUnpickler(pickle.Unpickler):
+class _BoundedReader:
+    """The file as the unpickler reads it: ``read(n)`` never asks for more than the file has left,
+    so a length field of ``2**63`` cannot make the buffered reader allocate it."""
+
+    __slots__ = ("_f", "_left")
+
+    def __init__(self, f, size: int):
+        self._f = f
+        self._left = size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self._left if n is None or n < 0 else min(n, self._left)
+        data = self._f.read(n)
+        self._left -= len(data)
+        return data
+
+    def readline(self) -> bytes:
+        line = self._f.readline(self._left)
+        self._left -= len(line)
+        return line
+
+    def readinto(self, b) -> int:  # pragma: no cover - used for out-of-band buffers only
+        raise pickle.UnpicklingError("out-of-band buffers are not admitted")
+
+
+#: Opcodes a CIFAR-10 batch never contains: sets, extension registry codes, persistent ids and
+#: out-of-band buffers.
+_CIFAR_REFUSED_OPCODES = (
+    pickle.EMPTY_SET,
+    pickle.ADDITEMS,
+    pickle.FROZENSET,
+    pickle.EXT1,
+    pickle.EXT2,
+    pickle.EXT4,
+    pickle.PERSID,
+    pickle.BINPERSID,
+    pickle.NEXT_BUFFER,
+    pickle.READONLY_BUFFER,
+)
+
+
+#: Opcodes that create a list, tuple or dict (or a new stack frame, ``MARK``): the objects that
+#: cost the most memory per byte of pickle (about 80 bytes for one byte of ``MARK``).
+_CONTAINER_OPCODES = (
+    pickle.MARK,
+    pickle.EMPTY_LIST,
+    pickle.EMPTY_DICT,
+    pickle.EMPTY_TUPLE,
+    pickle.LIST,
+    pickle.DICT,
+    pickle.TUPLE,
+    pickle.TUPLE1,
+    pickle.TUPLE2,
+    pickle.TUPLE3,
+)
+
+#: A batch pickle holds at most one list, tuple or dict per this many bytes (plus 4096): an
+#: honest batch has a handful, plus one tuple per ``bytes`` object in Python-3 protocol-2 files
+#: (about one per 25 bytes of file names).
+CONTAINER_BYTES = 8
+
+
+def _counted(op):
+    def counted(self):
+        self.containers_left -= 1
+        if self.containers_left < 0:
+            raise _ForbiddenGlobal(
+                f"the pickle creates more than one list, tuple or dict per {CONTAINER_BYTES} bytes "
+                "(a CIFAR-10 batch has a handful; refused: it would take many times the file's size in memory)"
+            )
+        op(self)
+
+    return counted
+
+
+def _refuse_opcode(self):
+    raise _ForbiddenGlobal("the pickle uses an opcode (set, extension code, persistent id or buffer) a batch never has")
+
+
+class _CifarUnpickler(pickle._Unpickler):
     """Unpickler that resolves only :data:`_CIFAR_GLOBALS`; any other import raises.
 
     ``find_class`` is the only route by which a pickle reaches code (``GLOBAL``,
     ``STACK_GLOBAL``, ``INST`` and ``OBJ`` all go through it), so a payload such as
-    ``(os.system, ('...',))`` is refused before anything is called. Persistent ids are refused
-    as well.
+    ``(os.system, ('...',))`` is refused before anything is called. Persistent ids, sets and
+    extension codes are refused as well. This is Python's own pure-Python unpickler: its memo is a
+    dict, whereas the C unpickler allocates a memo table as long as the largest memo index the
+    file names (a 9-byte pickle naming index ``2**28`` takes 4 GB there). Each opcode creates at
+    most one object, and lists, tuples, dicts and stack frames (the objects that cost most per
+    byte) are limited to one per :data:`CONTAINER_BYTES` bytes, so the unpickled objects take at
+    most about 20 times the file's size.
     """
+
+    dispatch: ClassVar[dict] = dict(pickle._Unpickler.dispatch)
+    for _op in _CIFAR_REFUSED_OPCODES:
+        dispatch[_op[0]] = _refuse_opcode
+    for _op in _CONTAINER_OPCODES:
+        dispatch[_op[0]] = _counted(dispatch[_op[0]])
+    del _op
+
+    def __init__(self, file, size: int, **kwargs):
+        super().__init__(_BoundedReader(file, size), **kwargs)
+        self.containers_left = size // CONTAINER_BYTES + 4096
 
     def find_class(self, module, name):
         try:
@@ -400,6 +543,43 @@ class _CifarUnpickler(pickle.Unpickler):
 
     def persistent_load(self, pid):
         raise _ForbiddenGlobal("the pickle uses persistent ids, which a CIFAR-10 batch never contains")
+
+
+class _TooLarge(ValueError):
+    pass
+
+
+def _expanded_bytes(obj, budget: int) -> int:
+    """Bytes ``obj`` takes once NumPy converts it to an array, counting every reference anew.
+
+    A pickle can reference one object many times at the cost of two bytes per reference (the
+    memo), and ``numpy.asarray`` copies it each time; this walk counts each reference (8 bytes
+    per number or list slot, ``len`` for str and bytes, ``nbytes`` for arrays) and raises
+    :class:`_TooLarge` as soon as the total exceeds ``budget``, so it costs at most ``budget``
+    steps and follows cycles no further.
+    """
+    total = 0
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, np.ndarray):
+            total += 64 + item.nbytes
+        elif isinstance(item, (bytes, bytearray, str)):
+            total += 40 + len(item)
+        elif isinstance(item, (list, tuple)):
+            total += 56 + 8 * len(item)
+            if total <= budget:
+                stack.extend(item)
+        elif isinstance(item, dict):
+            total += 64 + 16 * len(item)
+            if total <= budget:
+                stack.extend(item.keys())
+                stack.extend(item.values())
+        else:
+            total += 8
+        if total > budget:
+            raise _TooLarge(f"its data and labels expand to more than {budget} bytes")
+    return total
 
 
 _CIFAR_EXPECTED = (
@@ -427,6 +607,14 @@ def read_cifar10_batch(path: str | os.PathLike) -> Dataset:
     is called. The original Python-2 files are read with ``encoding="bytes"`` (their keys become
     ``b"data"``, ``b"labels"``); pickles with ``str`` keys are accepted too.
 
+    Memory is bounded by the file's size: the file must be a regular file (a FIFO or a device is
+    refused before it is read); no length field is trusted beyond the bytes the file holds; the
+    unpickler keeps its memo in a dict (so a memo index cannot allocate a table) and admits at
+    most one list, tuple or dict per :data:`CONTAINER_BYTES` bytes of file; and the data and
+    labels, counted as NumPy would expand them (a row the pickle references a thousand times
+    counts a thousand times), must fit in :data:`CIFAR_MEMORY_FACTOR` times the file's size plus
+    1 MiB before they are converted. The returned float64 pixels take 8 bytes per stored pixel.
+
     Parameters
     ----------
     path : str or os.PathLike
@@ -441,18 +629,20 @@ def read_cifar10_batch(path: str | os.PathLike) -> Dataset:
     Raises
     ------
     ValueError
-        The file is not a CIFAR-10 python batch: not a pickle, truncated, a pickle that references
-        anything but the batch's own types, no ``data``/``labels``, data not an (n, 3072) array
-        of integers in 0..255, labels not n integers in 0..9, or n = 0.
+        The file is not a CIFAR-10 python batch: not a regular file, not a pickle, truncated, a
+        pickle that references anything but the batch's own types, data and labels that expand
+        beyond the memory bound above, no ``data``/``labels``, data not an (n, 3072) array of
+        integers in 0..255, labels not n integers in 0..9, or n = 0.
     TypeError
         ``path`` is not a str or path-like.
     OSError
         The file cannot be opened (e.g. ``FileNotFoundError``).
     """
     path = _check_path(path)
-    with open(path, "rb") as f:
+    with open_regular_file(path) as f:
+        size = f.size
         try:
-            batch = _CifarUnpickler(f, encoding="bytes").load()
+            batch = _CifarUnpickler(f, size, encoding="bytes").load()
         except _ForbiddenGlobal as exc:
             raise ValueError(f"path {path} is not {_CIFAR_EXPECTED}: {exc}") from None
         except Exception as exc:
@@ -464,6 +654,14 @@ def read_cifar10_batch(path: str | os.PathLike) -> Dataset:
         labels = _batch_field(batch, "labels")
     except KeyError as exc:
         raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} (no {exc.args[0]!r} entry)") from None
+    budget = CIFAR_MEMORY_FACTOR * size + (1 << 20)
+    try:
+        _expanded_bytes((data, labels), budget)
+    except _TooLarge as exc:
+        raise ValueError(
+            f"path {path} is not {_CIFAR_EXPECTED}: {exc} (CIFAR_MEMORY_FACTOR = {CIFAR_MEMORY_FACTOR} times "
+            f"the file's {size} bytes, plus 1 MiB; the pickle references the same objects over and over)"
+        ) from None
     try:
         data = np.asarray(data)
         labels = np.asarray(labels)
@@ -478,8 +676,13 @@ def read_cifar10_batch(path: str | os.PathLike) -> Dataset:
         raise ValueError(
             f"path {path} is not {_CIFAR_EXPECTED} ({data.shape[0]} images but labels of shape {labels.shape})"
         )
-    x = data.astype(np.float64)
-    if not (np.all(np.isfinite(x)) and np.all((x >= 0) & (x <= 255)) and np.all(x == np.round(x))):
+    if data.dtype.kind in "iu":  # integers (the real batches: uint8): the range is all there is to check
+        pixels_ok = int(data.min()) >= 0 and int(data.max()) <= 255
+        x = data.astype(np.float64)
+    else:
+        x = data.astype(np.float64)
+        pixels_ok = np.all(np.isfinite(x)) and np.all((x >= 0) & (x <= 255)) and np.all(x == np.round(x))
+    if not pixels_ok:
         raise ValueError(f"path {path} is not {_CIFAR_EXPECTED} (pixel values must be integers in 0..255)")
     y = labels.astype(np.float64)
     if not (np.all(np.isfinite(y)) and np.all((y >= 0) & (y <= 9)) and np.all(y == np.round(y))):

@@ -93,12 +93,14 @@ API_MODULES = [
     "meanfield.figures.pytorch_bridge",
     *(
         ["meanfield.pytorch", "meanfield.pytorch.init", "meanfield.pytorch.audit", "meanfield.pytorch.modules"]
+        + ["meanfield.pytorch.trace"]
         + ["meanfield.pytorch.command"]
         if importlib.util.find_spec("torch") is not None
         else []
     ),
     "meanfield.spectra",
     "meanfield.ntk",
+    "meanfield.mehler",
     "meanfield.validation.simulators.jacobian",
     "meanfield.validation.simulators.ntk",
     "meanfield.validation.spectra",

@@ -3,6 +3,7 @@ constructions do on PyTorch's own operators what the papers say (isometry, edge 
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -91,7 +92,8 @@ def test_orthogonal_and_delta_kernels_are_algorithms_1_and_2(ndim):
     ):
         w = torch.empty(shape, dtype=torch.float64)
         init_(w, 1.7, generator=_gen(5))
-        _same(w, np_init.to_torch_layout(build(3, 4, 8, sigma_w2=1.7, rng=numpy_rng(_gen(5)))))
+        # the paper's isometry (gain^2 = 1.7 * c_out / c_in): fan_in * E W^2 = sigma_w2 for c_in < c_out
+        _same(w, np_init.to_torch_layout(build(3, 4, 8, sigma_w2=1.7 * 8 / 4, rng=numpy_rng(_gen(5)))))
 
 
 @pytest.mark.parametrize(
@@ -107,7 +109,8 @@ def test_orthogonal_kernels_are_isometries_of_the_circular_conv_operator(ndim, i
         y = conv(x)
     norms_in = x.double().flatten(1).norm(dim=1)
     norms_out = y.double().flatten(1).norm(dim=1)
-    assert torch.allclose(norms_out, norms_in, rtol=FLOAT32_NORM_RTOL, atol=0)
+    # an isometry times sqrt(sigma_w2 c_out / c_in) (sigma_w2 = 1): per unit, the input's second moment
+    assert torch.allclose(norms_out, math.sqrt(8 / 4) * norms_in, rtol=FLOAT32_NORM_RTOL, atol=0)
 
 
 def test_looks_linear_gsm_zero_constnet_leakynet_are_the_numpy_constructions():
@@ -166,9 +169,11 @@ def test_critical_init_detects_activations_and_needs_one():
     assert net[2].weight.meanfield_init.sigma_w2 == pytest.approx(2.0)
     assert net[4].weight.meanfield_init.sigma_w2 == pytest.approx(float(dense.critical_sigma_w2("tanh", 0.0)))
     bare = torch.nn.Sequential(torch.nn.Linear(4, 4))
-    with pytest.raises(ValueError, match="activation"):
-        critical_init_(bare)
+    # no activation anywhere: a linear network, critical at sigma_w2 = 1
+    critical_init_(bare, kernel="gaussian")
+    assert bare[0].weight.meanfield_init.sigma_w2 == 1.0
     critical_init_(bare, activation="relu", kernel="gaussian")
+    assert bare[0].weight.meanfield_init.sigma_w2 == pytest.approx(2.0)
     with pytest.raises(ValueError, match="kernel"):
         critical_init_(net, kernel="he")
     with pytest.raises(TypeError, match="model"):
@@ -230,8 +235,8 @@ def test_bad_arguments_raise_named_errors():
         critical_normal_(torch.zeros(3, 3), "tanh", generator=0)
     with pytest.raises(ValueError, match="activation"):
         critical_normal_(torch.zeros(3, 3), "nope")
-    with pytest.raises(ValueError, match="c_in"):
-        delta_orthogonal_(torch.zeros(2, 4, 3))
+    with pytest.raises(ValueError, match="sigma_w2"):
+        delta_orthogonal_(torch.zeros(2, 4, 3), -1.0)
     with pytest.raises(ValueError, match="square"):
         orthogonal_conv_(torch.zeros(4, 4, 3, 5))
     with pytest.raises(ValueError, match="even"):

@@ -131,7 +131,8 @@ from meanfield.pytorch import critical_init_
 
 def build_model():
     net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 4))
-    return critical_init_(net, sigma_b2=0.05, generator=torch.Generator().manual_seed(0))
+    critical_init_(net, sigma_b2=0.05, generator=torch.Generator().manual_seed(0))
+    return net
 
 def not_a_model():
     return 3

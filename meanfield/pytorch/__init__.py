@@ -7,6 +7,11 @@ library works and ``import meanfield.pytorch`` raises ``ImportError`` naming the
   ``orthogonal_conv_``, ``delta_orthogonal_``, ``looks_linear_``, ``gsm_``, ``zero_``,
   ``zero_star_``, ``constnet_``, ``leakynet_``) and ``critical_init_(model)``, each the NumPy
   construction of :mod:`meanfield.init` converted to PyTorch's layouts;
+- :mod:`meanfield.pytorch.trace`: ``trace(model)`` -> :class:`Trace`, the model's graph by
+  ``torch.fx`` (hooks on a real forward pass where fx fails): node kinds, the activation each
+  weight layer consumes (functional activations included), residual branches, and every node
+  outside the theory with the reason; :func:`critical_init_` initialises from it and returns a
+  :class:`CriticalInit` report;
 - :mod:`meanfield.pytorch.audit`: ``audit(model, inputs)`` -> :class:`Audit`, per-layer measured
   q^l, c^l, kurtosis and gradient second moments over re-initialisations against mean-field
   theory, with verdicts, phase, depth scales and ``plot()``;
@@ -18,7 +23,7 @@ library works and ``import meanfield.pytorch`` raises ``ImportError`` naming the
 Three lines for a user's model::
 
     from meanfield.pytorch import critical_init_, audit
-    critical_init_(model, sigma_b2=0.05)
+    print(critical_init_(model, sigma_b2=0.05))
     print(audit(model, inputs).table())
 """
 
@@ -31,12 +36,16 @@ require_torch()
 from ._activations import activation_from_module, resolve_activation  # noqa: E402
 from .audit import Audit, AuditRow, audit  # noqa: E402
 from .init import (  # noqa: E402
+    CriticalInit,
+    EdgeOfChaos,
     InitSpec,
+    LayerInit,
     constnet_,
     critical_init_,
     critical_normal_,
     critical_sigma_w2,
     delta_orthogonal_,
+    edge_of_chaos,
     gsm_,
     leakynet_,
     looks_linear_,
@@ -45,6 +54,7 @@ from .init import (  # noqa: E402
     orthogonal_conv_,
     recorded_spec,
     reinitialise_,
+    stable_sigma_b2,
     tag_layers_,
     zero_,
     zero_star_,
@@ -64,16 +74,23 @@ from .modules import (  # noqa: E402
     periodic_cnn,
     residual_mlp,
 )
+from .trace import Trace, TraceNode, WeightLayer, trace  # noqa: E402
 
 __all__ = [
     "INSTALL_HINT",
     "Audit",
     "AuditRow",
     "ConstNet",
+    "CriticalInit",
+    "EdgeOfChaos",
     "InitSpec",
+    "LayerInit",
     "LeakyNet",
     "OrhanNet",
     "Residual",
+    "Trace",
+    "TraceNode",
+    "WeightLayer",
     "activation_from_module",
     "audit",
     "constnet",
@@ -82,6 +99,7 @@ __all__ = [
     "critical_normal_",
     "critical_sigma_w2",
     "delta_orthogonal_",
+    "edge_of_chaos",
     "gsm_",
     "gsm_mlp",
     "hyper_residual_mlp",
@@ -99,7 +117,9 @@ __all__ = [
     "reinitialise_",
     "residual_mlp",
     "resolve_activation",
+    "stable_sigma_b2",
     "tag_layers_",
+    "trace",
     "zero_",
     "zero_star_",
 ]

@@ -191,6 +191,10 @@ class Audit(Result):
     n_inits, n_inputs : int
     source : str
         Where the theory's ``sigma_w2`` / ``sigma_b2`` came from.
+    n_checked : int
+        Weight layers with at least one row compared with theory (verdict ``ok`` or ``FAIL``).
+    n_weight_layers : int
+        Weight layers measured.
     """
 
     rows: tuple
@@ -203,6 +207,8 @@ class Audit(Result):
     n_inits: int
     n_inputs: int
     source: str
+    n_checked: int = 0
+    n_weight_layers: int = 0
 
     @property
     def failed(self) -> tuple:
@@ -211,8 +217,14 @@ class Audit(Result):
 
     @property
     def passed(self) -> bool:
-        """True when no row failed (rows without theory do not count)."""
-        return not self.failed
+        """True when no row failed and at least one weight layer was compared with theory
+        (rows without theory are not passes)."""
+        return not self.failed and self.n_checked > 0
+
+    @property
+    def checked_fraction(self) -> float:
+        """``n_checked / n_weight_layers`` (0 without weight layers)."""
+        return self.n_checked / self.n_weight_layers if self.n_weight_layers else 0.0
 
     @property
     def flagged_layers(self) -> tuple:
@@ -246,7 +258,8 @@ class Audit(Result):
         )
         return (
             f"phase {self.phase} ({scales}); {counts['ok']} ok, {counts['FAIL']} FAIL, "
-            f"{counts['no theory']} no theory, {counts['approximate']} approximate "
+            f"{counts['no theory']} no theory, {counts['approximate']} approximate; "
+            f"{self.n_checked}/{self.n_weight_layers} weight layers checked ({100 * self.checked_fraction:.0f}%) "
             f"({self.n_inits} initialisations, {self.n_inputs} inputs; theory from {self.source})"
         )
 
@@ -292,6 +305,8 @@ class Audit(Result):
             "n_inits": self.n_inits,
             "n_inputs": self.n_inputs,
             "source": self.source,
+            "n_checked": self.n_checked,
+            "n_weight_layers": self.n_weight_layers,
             "z": Z,
         }
 
@@ -401,7 +416,10 @@ def prepare_inputs(model: Any, inputs: Any = "digits", n_inputs: int = MAX_INPUT
         from ..data import load_digits
 
         x = torch.from_numpy(load_digits(n_samples=n_inputs, standardized=True).x)
-        if isinstance(first, nn.Conv2d):
+        leaves = [m for m in model.modules() if not list(m.children())]
+        if leaves and isinstance(leaves[0], (nn.Unflatten, nn.Flatten)):
+            pass  # the model reshapes the 64 features itself
+        elif isinstance(first, nn.Conv2d):
             if first.in_channels != 1:
                 raise ValueError(
                     f"the digits are one-channel 8 x 8 images; the model's first Conv2d takes {first.in_channels} channels"
@@ -740,15 +758,16 @@ def audit(
     *,
     init: Any = None,
     n_inputs: int = MAX_INPUTS,
+    inplace: bool = False,
 ) -> Audit:
     """Measure a model's signal propagation over re-initialisations and compare it with mean-field theory.
 
     Parameters
     ----------
     model : torch.nn.Module
-        The model (put in ``eval()`` mode during the audit, restored afterwards; its parameters
-        are overwritten by the re-initialisations). The audit runs PyTorch with one intra-op
-        thread (its batches are small), restoring the setting afterwards.
+        The model. The audit re-initialises a deep copy (``copy.deepcopy``) in ``eval()`` mode;
+        the model itself is unchanged. The audit runs PyTorch with one intra-op thread (its
+        batches are small), restoring the setting afterwards.
     inputs : "digits", torch.Tensor, numpy array or DataLoader batch
         See :func:`prepare_inputs`; the first ``n_inputs`` are used.
     n_inits : int
@@ -765,6 +784,9 @@ def audit(
         ``sigma_w2 = 1/3``, ``sigma_b2 = 1 / (3 fan_in)``).
     n_inputs : int
         Inputs used (2 to 64).
+    inplace : bool
+        Re-initialise ``model`` itself instead of a copy (its parameters are then overwritten, its
+        training mode restored); for models too large to copy.
 
     Returns
     -------
@@ -777,8 +799,9 @@ def audit(
     TypeError
         ``model`` not an ``nn.Module``; bad ``inputs``, ``rng``, ``backward``, ``init``.
     ValueError
-        ``n_inits`` out of range; inputs the model cannot take; a model without weight layers;
-        a forward pass that gives NaN or infinity.
+        ``n_inits`` out of range; inputs the model cannot take (wrong feature count, channels or
+        shape: the forward pass's error is quoted); a model without weight layers or with
+        parameters on the meta device; a forward pass that gives NaN or infinity.
 
     Notes
     -----
@@ -802,8 +825,18 @@ def audit(
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     n_inits = check_int(n_inits, "n_inits", 2, 10**4)
     backward = check_bool(backward, "backward")
+    inplace = check_bool(inplace, "inplace")
     rng = check_rng(rng)
     mode = _reinit_mode(model, init)
+    if any(t.is_meta for t in list(model.parameters()) + list(model.buffers())):
+        raise ValueError(
+            "model has parameters on the meta device (shapes without values): materialise them first, "
+            "e.g. model.to_empty(device='cpu') and an initialiser"
+        )
+    if not inplace:
+        import copy
+
+        model = copy.deepcopy(model)
     x = prepare_inputs(model, inputs, n_inputs)
     d = int(x.shape[0])
     layers = _weight_layers(model)
@@ -847,7 +880,13 @@ def audit(
                 order.clear()
             xin = x.clone()
             with torch.set_grad_enabled(backward):
-                out = model(xin)
+                try:
+                    out = model(xin)
+                except (RuntimeError, IndexError) as exc:
+                    raise ValueError(
+                        f"inputs of shape {tuple(x.shape)} cannot be fed to the model: "
+                        f"{(str(exc).splitlines() or [''])[0]}"
+                    ) from exc
                 if not isinstance(out, torch.Tensor):
                     raise ValueError(f"model must return a tensor, got {type(out).__name__}")
                 if not bool(torch.isfinite(out).all()):
@@ -1011,6 +1050,8 @@ def audit(
         n_inits=n_inits,
         n_inputs=d,
         source=src,
+        n_checked=len({r.layer for r in rows if r.verdict in ("ok", "FAIL")}),
+        n_weight_layers=len(layers),
     )
 
 

@@ -50,19 +50,23 @@ from .._checks import check_nonnegative_scalar
 from .._results import Result
 from ..activations import Activation
 from ..gaussian import expectation
-from ._activations import is_activation_module, resolve_activation
+from ._activations import resolve_activation
 from ._torch import require_torch
 
 torch = require_torch()
 
 __all__ = [
     "KERNELS",
+    "CriticalInit",
+    "EdgeOfChaos",
     "InitSpec",
+    "LayerInit",
     "constnet_",
     "critical_init_",
     "critical_normal_",
     "critical_sigma_w2",
     "delta_orthogonal_",
+    "edge_of_chaos",
     "gsm_",
     "leakynet_",
     "looks_linear_",
@@ -71,6 +75,7 @@ __all__ = [
     "orthogonal_conv_",
     "recorded_spec",
     "reinitialise_",
+    "stable_sigma_b2",
     "tag_layers_",
     "zero_",
     "zero_star_",
@@ -207,13 +212,236 @@ def _builtin_critical(act: Activation, sigma_b2: float) -> float:
     return _CRITICAL_CACHE[key]
 
 
+#: Activations whose chi_1 does not depend on q (positively homogeneous): the edge of chaos is
+#: ``sigma_w2 = 1 / E phi'^2`` at every q.
+_HOMOGENEOUS = ("relu", "linear", "leaky_relu")
+
+
+@dataclass(frozen=True)
+class EdgeOfChaos(Result):
+    """A critical point of the dense q-map (:func:`edge_of_chaos`).
+
+    Attributes
+    ----------
+    activation : str
+    sigma_w2, sigma_b2 : float
+        The variances; chi_1 = sigma_w2 E phi'(sqrt(q*) z)^2 = 1.
+    q_star : float
+        The fixed point q* = sigma_w2 E phi(sqrt(q*) z)^2 + sigma_b2 the signal settles at (0 for an
+        odd activation at sigma_b2 = 0; ``inf`` for ReLU-like activations, critical at every q).
+    chi_1 : float
+        At q*.
+    method : str
+        ``"closed form"`` (linear), ``"dense.critical_sigma_w2"``, ``"iterated q-map"`` or
+        ``"nontrivial fixed point"``.
+    chi_q : float or None
+        Slope of the q-map at q* (< 1: real inputs converge to q*, over ``-1 / ln(chi_q)``
+        layers); ``None`` where not computed.
+    """
+
+    activation: str
+    sigma_w2: float
+    sigma_b2: float
+    q_star: float
+    chi_1: float
+    method: str
+    chi_q: float | None = None
+
+
+def _moments(act: Activation, q: float) -> tuple[float, float]:
+    """(E phi(sqrt(q) z)^2, E phi'(sqrt(q) z)^2)."""
+    return float(expectation(act, q, (0, 0))), float(expectation(act, q, (1, 1)))
+
+
+def _bias_at(act: Activation, q: float) -> float:
+    """The sigma_b2 for which q is a critical fixed point: ``q - E phi^2 / E phi'^2``."""
+    e0, e1 = _moments(act, q)
+    return q - e0 / e1
+
+
+def _is_odd(act: Activation) -> bool:
+    x = np.array([0.3, 0.9, 1.7, 3.1])
+    with np.errstate(all="ignore"):
+        return bool(np.allclose(np.asarray(act.phi(-x)), -np.asarray(act.phi(x)), rtol=1e-12, atol=1e-14))
+
+
+#: q grid on which the critical curve (sigma_w2(q), sigma_b2(q)) is bracketed.
+_Q_GRID = np.geomspace(1e-4, 1e4, 81)
+
+
+def _qmap_slope(act: Activation, q: float, sw: float) -> float:
+    """d/dq of sigma_w2 E phi(sqrt(q) z)^2 (central difference, relative step 1e-4)."""
+    h = 1e-4 * q
+    return sw * (_moments(act, q + h)[0] - _moments(act, q - h)[0]) / (2 * h)
+
+
+def _stable_curve(act: Activation) -> tuple[float, float, float] | None:
+    """(sigma_b2, q*, sigma_w2) of the smallest q* on the grid from which the critical fixed point is
+    stable (q-map slope < 1) with sigma_b2 >= 0; ``None`` when there is none."""
+    for q in _Q_GRID:
+        q = float(q)
+        with np.errstate(all="ignore"):
+            e0, e1 = _moments(act, q)
+        if not (math.isfinite(e0) and math.isfinite(e1)) or e1 <= 0:
+            continue
+        sw = 1.0 / e1
+        sb = q - e0 * sw
+        if sb >= 0 and _qmap_slope(act, q, sw) < 1.0:
+            return sb, q, sw
+    return None
+
+
+def _nontrivial_point(act: Activation, sigma_b2: float) -> EdgeOfChaos:
+    """Solve ``q - E phi^2(q) / E phi'^2(q) = sigma_b2`` for q* > 0 (Brent), sigma_w2 = 1 / E phi'^2(q*),
+    keeping the roots where the q-map is stable (slope < 1, so that real inputs reach q*); among
+    several, the one nearest q = 1 (standardised data)."""
+    from scipy.optimize import brentq
+
+    qs = _Q_GRID
+    with np.errstate(all="ignore"):
+        f = np.array([_bias_at(act, float(q)) - sigma_b2 for q in qs])
+    roots = []
+    for i in range(len(qs) - 1):
+        if np.isfinite(f[i]) and np.isfinite(f[i + 1]) and f[i] * f[i + 1] < 0:
+            roots.append(brentq(lambda q: _bias_at(act, q) - sigma_b2, qs[i], qs[i + 1], xtol=1e-14, rtol=1e-12))
+    found, unstable = [], []
+    for q in roots:
+        sw = 1.0 / _moments(act, q)[1]
+        slope = _qmap_slope(act, q, sw)
+        (found if slope < 1.0 else unstable).append((abs(math.log(q)), q, sw, slope))
+    if not found:
+        curve = _stable_curve(act)
+        advice = (
+            f"sigma_b2 >= {math.ceil(curve[0] * 1000) / 1000:.3g} gives a stable one (q* = {curve[1]:.3g}, "
+            f"sigma_w2 = {curve[2]:.4g})"
+            if curve is not None
+            else "no sigma_b2 >= 0 gives a stable one for q* in [1e-4, 1e4]"
+        )
+        what = (
+            f"only unstable ones (q* = {unstable[0][1]:.3g}, q-map slope {unstable[0][3]:.3f} > 1: real inputs "
+            "drift away from it)"
+            if unstable
+            else "none with q* > 0"
+        )
+        raise ValueError(
+            f"activation {act.name!r} has no stable edge of chaos at sigma_b2={sigma_b2:.6g}, {what}; {advice}"
+        )
+    _, q, sw, slope = min(found)
+    chi_1 = float(sw * _moments(act, q)[1])
+    return EdgeOfChaos(act.name, float(sw), sigma_b2, float(q), chi_1, "nontrivial fixed point", float(slope))
+
+
+def stable_sigma_b2(activation: Any) -> float:
+    """The smallest bias variance (to the 81-point q grid of :func:`edge_of_chaos`, rounded up to
+    1e-3) at which ``activation`` has a stable edge of chaos; 0 where ``sigma_b2 = 0`` has one.
+
+    Raises ``ValueError`` when no ``sigma_b2 >= 0`` has one (softplus, sigmoid: ``phi(0) != 0``).
+
+    Examples
+    --------
+    >>> stable_sigma_b2("tanh"), stable_sigma_b2("gelu")
+    (0.0, 0.186)
+    """
+    act = resolve_activation(activation)
+    try:
+        edge_of_chaos(act, 0.0)
+        return 0.0
+    except ValueError:
+        pass
+    curve = _stable_curve(act)
+    if curve is None:
+        raise ValueError(f"activation {act.name!r} has no stable edge of chaos for any sigma_b2 >= 0")
+    return math.ceil(curve[0] * 1000) / 1000
+
+
+def edge_of_chaos(activation: Any, sigma_b2: float = 0.0) -> EdgeOfChaos:
+    """The edge of chaos (chi_1 = 1) at the fixed point q* that real inputs reach.
+
+    Parameters
+    ----------
+    activation : str, Activation or torch.nn.Module
+    sigma_b2 : float
+        Bias variance (>= 0, finite).
+
+    Returns
+    -------
+    EdgeOfChaos
+
+    Raises
+    ------
+    ValueError
+        No critical point with a stable q* > 0 at this ``sigma_b2``: the message names the
+        smallest ``sigma_b2`` that has one (:func:`stable_sigma_b2`). GELU and SiLU at
+        ``sigma_b2 = 0`` are such cases: their only critical point is q* = 0 with sigma_w2 = 4,
+        which every real input leaves (for q >> 1 the q-map grows like sigma_w2 q / 2 = 2 q); at
+        small ``sigma_b2 > 0`` their critical q* repels (q-map slope 1.07-1.10): GELU has a stable
+        one from ``sigma_b2 = 0.187`` (q* ~ 3.7), SiLU from ``sigma_b2 = 0.57`` (q* ~ 15).
+    TypeError
+        A bad ``activation`` or ``sigma_b2``.
+
+    Notes
+    -----
+    chi_1 = sigma_w2 E phi'(sqrt(q*) z)^2 (Xiao et al. 2018, eq. 2.7; Schoenholz et al. 2017, eq. 5)
+    together with the fixed point q* = sigma_w2 E phi(sqrt(q*) z)^2 + sigma_b2 (eq. 2.5) gives the
+    one-parameter curve ``sigma_w2 = 1 / E phi'^2(q)``, ``sigma_b2 = q - E phi^2(q) / E phi'^2(q)``
+    (Hayou, Doucet & Rousseau 2019). ReLU-like activations are critical at ``sigma_w2 = 1 / E phi'^2``
+    for every q; an odd activation at ``sigma_b2 = 0`` is critical at q* = 0 (the q-map contracts
+    to it); otherwise :func:`meanfield.dense.critical_sigma_w2` is kept where its fixed point has
+    chi_1 = 1 and 0 < q* < inf, and the curve above is solved for q* where it has not (a jump of
+    q* from 0 or to infinity).
+
+    Examples
+    --------
+    >>> point = edge_of_chaos("gelu", 0.3)
+    >>> round(point.chi_1, 9), point.q_star > 1, point.chi_q < 1
+    (1.0, True, True)
+    """
+    act = resolve_activation(activation)
+    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
+    base = act.name.split("(")[0]
+    if act.is_builtin and base == "linear":  # chi_1 = sigma_w2 exactly
+        return EdgeOfChaos(act.name, 1.0, sigma_b2, math.inf, 1.0, "closed form")
+    if act.is_builtin:
+        sw = _builtin_critical(act, sigma_b2)
+        if base in _HOMOGENEOUS or act.name.startswith("leaky_relu"):
+            return EdgeOfChaos(act.name, sw, sigma_b2, math.inf, 1.0, "dense.critical_sigma_w2")
+        try:
+            fp = dense.fixed_point(act, sw, sigma_b2)
+        except ValueError:
+            fp = None
+        if fp is not None and abs(fp.chi_1 - 1.0) < 1e-6:
+            if 0.0 < fp.q_star < math.inf and fp.q_star > 1e-6:
+                return EdgeOfChaos(act.name, sw, sigma_b2, float(fp.q_star), float(fp.chi_1), "dense.critical_sigma_w2")
+            if fp.q_star <= 1e-6 and sigma_b2 == 0.0 and _is_odd(act):
+                return EdgeOfChaos(act.name, sw, sigma_b2, 0.0, float(fp.chi_1), "dense.critical_sigma_w2")
+    elif sigma_b2 == 0.0 and _is_odd(act):
+        sw = _user_critical(act, sigma_b2)
+        return EdgeOfChaos(act.name, sw, sigma_b2, 0.0, 1.0, "iterated q-map")
+    return _nontrivial_point(act, sigma_b2)
+
+
+def _user_critical(act: Activation, sigma_b2: float) -> float:
+    from scipy.optimize import brentq
+
+    def excess(sw):
+        q = _user_q_star(act, sw, sigma_b2)
+        if not math.isfinite(q):
+            return 1.0
+        return sw * float(expectation(act, q, (1, 1))) - 1.0
+
+    lo, hi = 1e-6, 100.0
+    if excess(lo) > 0 or excess(hi) < 0:
+        raise ValueError(
+            f"activation {act.name!r} has no edge of chaos for sigma_w2 in (1e-6, 100) at sigma_b2={sigma_b2}"
+        )
+    return float(brentq(excess, lo, hi, xtol=1e-13, rtol=1e-12, maxiter=200))
+
+
 def critical_sigma_w2(activation: Any, sigma_b2: float = 0.0) -> float:
     """The weight variance at the edge of chaos (chi_1 = 1) for ``activation`` and ``sigma_b2``.
 
-    Built-in activations use :func:`meanfield.dense.critical_sigma_w2`; a user-defined activation
-    (or a PyTorch module outside the built-ins) is solved here with Brent's method on
-    ``chi_1(sigma_w2) - 1``, ``chi_1 = sigma_w2 E phi'(sqrt(q*) z)^2`` with q* from the iterated
-    q-map.
+    ``edge_of_chaos(activation, sigma_b2).sigma_w2`` (:func:`edge_of_chaos`): the critical point
+    at the fixed point q* that real inputs reach.
 
     Parameters
     ----------
@@ -229,7 +457,8 @@ def critical_sigma_w2(activation: Any, sigma_b2: float = 0.0) -> float:
     Raises
     ------
     ValueError
-        Negative or non-finite ``sigma_b2``; no edge of chaos in ``(1e-6, 100)``.
+        Negative or non-finite ``sigma_b2``; no edge of chaos with q* > 0 (GELU, SiLU at
+        ``sigma_b2 = 0``: the message names a ``sigma_b2`` that has one).
     TypeError
         A bad ``activation`` or a non-real ``sigma_b2``.
 
@@ -237,24 +466,7 @@ def critical_sigma_w2(activation: Any, sigma_b2: float = 0.0) -> float:
     -----
     Seed 003, eq. 2.7 (chi_1); Schoenholz et al. (2017), eq. 5.
     """
-    act = resolve_activation(activation)
-    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
-    if act.is_builtin:
-        return _builtin_critical(act, sigma_b2)
-    from scipy.optimize import brentq
-
-    def excess(sw):
-        q = _user_q_star(act, sw, sigma_b2)
-        if not math.isfinite(q):
-            return 1.0
-        return sw * float(expectation(act, q, (1, 1))) - 1.0
-
-    lo, hi = 1e-6, 100.0
-    if excess(lo) > 0 or excess(hi) < 0:
-        raise ValueError(
-            f"activation {act.name!r} has no edge of chaos for sigma_w2 in (1e-6, 100) at sigma_b2={sigma_b2}"
-        )
-    return float(brentq(excess, lo, hi, xtol=1e-13, rtol=1e-12, maxiter=200))
+    return edge_of_chaos(activation, sigma_b2).sigma_w2
 
 
 def _is_conv_weight(tensor) -> bool:
@@ -420,11 +632,24 @@ def _from_library(tensor, method: str, sigma_w2: float, array: np.ndarray, v: np
 
 
 def _orthogonal_kernel_(tensor, method: str, sigma_w2: float, generator, make_1d, make_2d, variance):
-    """A 1-D or square 2-D orthogonal kernel from ``make_1d`` / ``make_2d`` with ``variance(ks)`` as ``v``."""
+    """A 1-D or square 2-D orthogonal kernel from ``make_1d`` / ``make_2d`` with ``variance(ks)`` as ``v``,
+    scaled to the library convention ``fan_in * E W^2 = sigma_w2`` for any ``c_in``, ``c_out``.
+
+    ``c_in <= c_out``: the isometry of :mod:`meanfield.init` times ``sqrt(sigma_w2 c_out / c_in)``
+    (``|K * x|^2 = sigma_w2 (c_out / c_in) |x|^2``, per output unit ``sigma_w2`` times the input's
+    second moment); ``c_in > c_out``: the adjoint of an isometry from ``c_out`` to ``c_in``
+    channels (channels swapped, taps mirrored), orthonormal rows, times ``sqrt(sigma_w2)``.
+    """
     c_out, c_in, ks = _conv_sizes(tensor, method)
+    sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
     rng = numpy_rng(generator)
     make = make_1d if len(ks) == 1 else make_2d
-    kernel = make(ks[0], c_in, c_out, sigma_w2=sigma_w2, rng=rng)
+    if c_in <= c_out:
+        kernel = make(ks[0], c_in, c_out, sigma_w2=sigma_w2 * (c_out / c_in), rng=rng)
+    else:
+        adjoint = make(ks[0], c_out, c_in, sigma_w2=sigma_w2, rng=rng)  # (*k, c_in, c_out)
+        mirrored = adjoint[(slice(None, None, -1),) * len(ks)]
+        kernel = np.ascontiguousarray(np.swapaxes(mirrored, -1, -2))
     return _from_library(tensor, method, sigma_w2, kernel, variance(ks))
 
 
@@ -432,15 +657,17 @@ def orthogonal_conv_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = Non
     """Orthogonal convolution kernel, Algorithm 1 of seed 003 (:func:`meanfield.init.orthogonal_conv_kernel`).
 
     With ``padding=k // 2, padding_mode="circular"`` the convolution by the kernel is an isometry
-    times ``sqrt(sigma_w2)`` for every spatial size (Definition 2.1 of seed 003).
+    (``c_in <= c_out``) or co-isometry (orthonormal rows, ``c_in > c_out``) for every spatial size
+    (Definition 2.1 of seed 003), scaled so that ``fan_in * E W^2 = sigma_w2``: the factor is
+    ``sqrt(sigma_w2 * c_out / c_in)`` for ``c_in <= c_out`` (``sqrt(sigma_w2)``, the paper's
+    ``gain``, for square kernels) and ``sqrt(sigma_w2)`` for ``c_in > c_out``.
 
     Parameters
     ----------
     tensor : torch.Tensor
-        ``Conv1d`` weight ``(c_out, c_in, k)`` or ``Conv2d`` weight ``(c_out, c_in, k, k)``,
-        ``c_in <= c_out``.
+        ``Conv1d`` weight ``(c_out, c_in, k)`` or ``Conv2d`` weight ``(c_out, c_in, k, k)``.
     sigma_w2 : float
-        ``gain^2`` (>= 0, finite).
+        ``fan_in * E W^2`` (>= 0, finite).
     generator : torch.Generator, optional
 
     Returns
@@ -452,8 +679,8 @@ def orthogonal_conv_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = Non
     Raises
     ------
     TypeError, ValueError
-        A tensor that is not a 1-D or square 2-D convolution weight, ``c_in > c_out``, a bad
-        ``sigma_w2`` or a request beyond :data:`meanfield.init.MAX_KERNEL_WORK`.
+        A tensor that is not a 1-D or square 2-D convolution weight, a bad ``sigma_w2`` or a
+        request beyond :data:`meanfield.init.MAX_KERNEL_WORK`.
 
     Notes
     -----
@@ -481,8 +708,10 @@ def delta_orthogonal_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = No
     Returns
     -------
     torch.Tensor
-        ``tensor``: a Haar-orthogonal ``c_out x c_in`` matrix times ``sqrt(sigma_w2)`` at the
-        centre tap, zero elsewhere (``meanfield_init.v`` one-hot).
+        ``tensor``: a Haar ``c_out x c_in`` matrix with orthonormal columns (``c_in <= c_out``)
+        times ``sqrt(sigma_w2 c_out / c_in)``, or with orthonormal rows times ``sqrt(sigma_w2)``,
+        at the centre tap, zero elsewhere (``meanfield_init.v`` one-hot): ``fan_in * E W^2 =
+        sigma_w2`` in both cases.
 
     Raises
     ------
@@ -724,144 +953,361 @@ def leakynet_(tensor: Any, layer: int, slope: float = 0.01, kind: str = "I") -> 
 # --- whole models ----------------------------------------------------------------------------------
 
 
-def _layers_in_order(model) -> list:
-    """Every module of ``model`` in registration order (depth first), leaves only."""
-    return [m for m in model.modules() if not list(m.children())]
-
-
 def _is_weight_layer(m) -> bool:
     nn = torch.nn
     return isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d))
 
 
-def layer_activations(model: Any, activation: Any = None) -> dict:
+def layer_activations(model: Any, activation: Any = None, example_inputs: Any = None) -> dict:
     """For every ``Linear``/``Conv`` layer of ``model``, the activation whose output it consumes.
 
-    The module graph is read in registration order: a weight layer consumes the activation module
-    registered last before it; the first weight layer (which consumes the data) takes the first
-    activation registered after it. ``activation`` (when given) overrides the detection.
-
-    Returns a dict ``{module: Activation}``; raises ``ValueError`` when no activation is found and
-    none is given.
+    Read from the traced graph (:func:`meanfield.pytorch.trace.trace`, the rule stated there), so
+    functional activations and residual paths are seen; ``activation`` (when given) overrides the
+    detection for every layer. Returns ``{module: Activation}`` in execution order.
     """
-    leaves = _layers_in_order(model)
-    if activation is not None:
-        act = resolve_activation(activation)
-        return {m: act for m in leaves if _is_weight_layer(m)}
-    out, last = {}, None
-    pending = []
-    for m in leaves:
-        if is_activation_module(m):
-            last = resolve_activation(m)
-            for p in pending:
-                out[p] = last
-            pending = []
-        elif _is_weight_layer(m):
-            if last is None:
-                pending.append(m)
-            else:
-                out[m] = last
-    if pending:
-        raise ValueError(
-            "no activation module found in the model's module graph (functional activations are invisible): "
-            "pass activation='tanh' (or the module) to critical_init_"
+    from .trace import trace
+
+    tr = trace(model, example_inputs)
+    override = None if activation is None else resolve_activation(activation)
+    return {model.get_submodule(w.name): override or w.activation for w in tr.weight_layers}
+
+
+@dataclass(frozen=True)
+class LayerInit(Result):
+    """What :func:`critical_init_` did to one module.
+
+    Attributes
+    ----------
+    name : str
+        Qualified module name.
+    kind : str
+        ``"weight"``, ``"norm"``, ``"attention"``, ``"embedding"``, ...
+    action : str
+        ``"initialised"``, ``"set"`` (norm affine parameters) or ``"left alone"``.
+    activation : str or None
+        The activation the layer consumes (weight layers).
+    sigma_w2, sigma_b2 : float or None
+        Drawn variances (``sigma_w2`` after the residual-branch factor).
+    construction : str
+        ``"critical_normal_"``, ``"orthogonal"``, ``"delta_orthogonal_"``, ``"orthogonal_conv_"``.
+    branch_factor : float
+        Residual-branch factor applied (1 outside residual branches).
+    q_star : float or None
+        The fixed point of the edge of chaos used.
+    reason : str
+    """
+
+    name: str
+    kind: str
+    action: str
+    activation: str | None = None
+    sigma_w2: float | None = None
+    sigma_b2: float | None = None
+    construction: str = ""
+    branch_factor: float = 1.0
+    q_star: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class CriticalInit(Result):
+    """The report of :func:`critical_init_` (``print(report)`` shows the table).
+
+    Attributes
+    ----------
+    layers : tuple of LayerInit
+        Every weight, norm, attention and embedding module, in execution order.
+    frozen : tuple of str
+        Modules left alone because their parameters do not require gradients.
+    unsupported : tuple of str
+        ``"node (op): reason"`` for every traced node outside the theory.
+    residual_adds : int
+        ``L`` of the residual-branch rule.
+    trace_method : str
+        ``"fx"`` or ``"hooks"``.
+    sigma_b2 : float or "auto"
+    kernel : str
+    """
+
+    layers: tuple
+    frozen: tuple
+    unsupported: tuple
+    residual_adds: int
+    trace_method: str
+    sigma_b2: float | str
+    kernel: str
+
+    @property
+    def initialised(self) -> tuple:
+        """Names of the weight layers drawn."""
+        return tuple(r.name for r in self.layers if r.action == "initialised")
+
+    def table(self) -> str:
+        """One line per module, then the frozen and unsupported lists."""
+        width = max([len(r.name) for r in self.layers] + [6])
+        head = (
+            f"{'module':<{width}} | {'kind':<9} | {'action':<11} | {'consumes':<10} | {'sigma_w2':>9} | "
+            f"{'sigma_b2':>8} | {'branch':>6} | construction / reason"
         )
-    return out
+        lines = [head, "-" * len(head)]
+        for r in self.layers:
+            sw = "-" if r.sigma_w2 is None else f"{r.sigma_w2:.4g}"
+            sb = "-" if r.sigma_b2 is None else f"{r.sigma_b2:.4g}"
+            what = r.construction + (f"; {r.reason}" if r.reason and r.construction else r.reason)
+            lines.append(
+                f"{r.name:<{width}} | {r.kind:<9} | {r.action:<11} | {r.activation or '-':<10} | {sw:>9} | "
+                f"{sb:>8} | {r.branch_factor:>6.3g} | {what}"
+            )
+        lines.append(f"frozen (left alone): {', '.join(self.frozen) or 'none'}")
+        lines.append(f"{len(self.unsupported)} traced node(s) outside the theory" + (":" if self.unsupported else ""))
+        lines.extend(f"  {u}" for u in self.unsupported)
+        lines.append(
+            f"{len(self.initialised)} weight layer(s) initialised ({self.kernel}, sigma_b2 = {self.sigma_b2}), "
+            f"{self.residual_adds} residual addition(s), traced by {self.trace_method}"
+        )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+#: Residual-branch rules accepted by :func:`critical_init_`.
+RESIDUAL_RULES = ("depth", None)
+
+
+def _frozen(module) -> bool:
+    params = list(module.parameters(recurse=False))
+    return bool(params) and not any(p.requires_grad for p in params)
+
+
+def _flat_orthogonal_(tensor, sigma_w2: float, generator) -> None:
+    """Dense orthogonal law over the flattened fan-in ``(c_out, c_in * prod(k))`` (strided, even or 3-D kernels)."""
+    rng = numpy_rng(generator)
+    c_out = int(tensor.shape[0])
+    w = np_init.dense_weights(c_out, _fan_in(tensor), sigma_w2, "orthogonal", rng)
+    spec = InitSpec("orthogonal", float(sigma_w2), None, None, kwargs=(("sigma_w2", float(sigma_w2)),))
+    _copy(tensor, w.reshape(tuple(tensor.shape)), spec)
 
 
 def critical_init_(
     model: Any,
     activation: Any = None,
-    sigma_b2: float = 0.0,
+    sigma_b2: float | str = 0.0,
     kernel: str = "delta_orthogonal",
     *,
     generator: Any = None,
-) -> Any:
-    """Initialise every ``Linear``/``Conv`` layer of ``model`` at the edge of chaos (chi_1 = 1).
+    example_inputs: Any = None,
+    residual: str | None = "depth",
+) -> CriticalInit:
+    """Initialise every weight layer of ``model`` at the edge of chaos of the path through it.
 
-    Each weight layer gets the critical ``sigma_w2`` of the activation whose output it consumes
-    (:func:`layer_activations`: chi_1 = sigma_w2^{l+1} E phi_l'(h^l)^2 pairs the weights of layer
-    ``l + 1`` with the activation of layer ``l``; the first layer, which consumes the data, takes
-    the activation that follows it), and its bias ``N(0, sigma_b2)``.
+    The model is traced (:func:`meanfield.pytorch.trace.trace`): each ``Linear``/``Conv`` layer
+    gets the critical ``sigma_w2`` of the activation whose output it consumes along the graph
+    (functional activations included; the first layer, which consumes the data, takes the
+    activation that follows it; a layer after a normalisation, attention or another weight layer
+    consumes a linear signal: ``sigma_w2 = 1``), at the fixed point q* the signal reaches
+    (:func:`edge_of_chaos`), and its bias ``N(0, sigma_b2)``. Where q* is a nontrivial fixed point
+    (GELU, SiLU), which the q-map approaches only over tens of layers (slope ~0.98-0.99), the layer
+    fed by the data gets ``sigma_w2 = (q* - sigma_b2) / q_in`` so that the signal starts at q*
+    (``q_in``: the mean square of ``example_inputs``, 1 without them).
 
     Parameters
     ----------
     model : torch.nn.Module
     activation : str, Activation or torch.nn.Module, optional
-        Overrides the activation detected from the module graph (needed when the model applies
-        its activations functionally inside ``forward``).
-    sigma_b2 : float
-        Bias variance (>= 0, finite).
+        One activation for every layer, overriding the traced ones.
+    sigma_b2 : float or "auto"
+        Bias variance (>= 0, finite). GELU needs ``sigma_b2 >= 0.186`` and SiLU ``>= 0.591`` for a
+        critical point that real inputs reach (below, ``ValueError`` naming the bound);
+        ``"auto"``: each layer's bias gets :func:`stable_sigma_b2` of the activation it consumes
+        (0 for tanh, ReLU, linear).
     kernel : {"delta_orthogonal", "orthogonal", "gaussian"}
-        ``"delta_orthogonal"``: delta-orthogonal kernels (Algorithm 2) for convolutions and
-        orthogonal matrices for ``Linear`` layers (dynamical isometry, seed 003 Sec. 2.4);
-        ``"orthogonal"``: Algorithm-1 kernels for convolutions, orthogonal matrices for ``Linear``;
-        ``"gaussian"``: :func:`critical_normal_` everywhere. Orthogonal kernels need
-        ``c_in <= c_out`` (``ValueError`` otherwise: use ``"gaussian"``).
+        ``"delta_orthogonal"``: delta-orthogonal kernels (Algorithm 2) for odd-sized stride-1
+        convolutions, orthogonal matrices for ``Linear`` layers (dynamical isometry, seed 003
+        Sec. 2.4); ``"orthogonal"``: Algorithm-1 kernels for those convolutions; ``"gaussian"``:
+        i.i.d. Gaussian weights everywhere. Orthogonal weights are scaled so that ``fan_in * E W^2
+        = sigma_w2`` for any channel counts (orthonormal columns for ``c_in <= c_out``, rows for
+        ``c_in > c_out``); strided, even-sized and 3-D kernels get the dense orthogonal law over
+        their flattened fan-in.
     generator : torch.Generator, optional
-        One NumPy stream is drawn from it per layer, in registration order.
+        One NumPy stream is drawn from it per layer, in execution order.
+    example_inputs : torch.Tensor or tuple, optional
+        A batch for tracing on a real forward pass where ``torch.fx`` fails.
+    residual : {"depth", None}
+        ``"depth"``: with ``L`` residual additions in the graph, the last weight layer of every
+        residual branch gets ``sigma_w2 / L`` (or, when a norm sits between it and the addition,
+        the norm's weight is set to ``1 / sqrt(L)``), so that the stream's variance grows at most by
+        ``(1 + 1/L)^L < e`` over the whole depth and the depth scales stay finite; ``None``: no
+        factor (the papers' residual networks, :mod:`meanfield.pytorch.modules`).
 
     Returns
     -------
-    torch.nn.Module
-        ``model``, every weight tagged with its :class:`InitSpec`.
+    CriticalInit
+        Per module: what was drawn or set, or left alone and why; frozen modules; the traced nodes
+        outside the theory. Every drawn weight is tagged with its :class:`InitSpec`.
 
     Raises
     ------
     TypeError
         ``model`` not a ``torch.nn.Module``; a bad ``activation`` or ``generator``.
     ValueError
-        An unknown ``kernel``; no activation found; a negative ``sigma_b2``; a model without
-        ``Linear``/``Conv`` layers.
+        An unknown ``kernel`` or ``residual``; a negative ``sigma_b2``; no edge of chaos for a
+        layer's activation at ``sigma_b2`` (the message names the layer); a model without
+        ``Linear``/``Conv`` layers; a model ``torch.fx`` cannot trace without ``example_inputs``.
 
     Notes
     -----
-    chi_1 = 1 is the edge of chaos of seed 003, eq. 2.7 (Schoenholz et al. 2017). Orthogonal
-    weights have the same q-map and chi_1 as Gaussian ones in mean field, with a better-conditioned
-    input-output Jacobian (seed 003, Sec. 2.4).
+    Left alone, with the reason in the report: frozen modules (``requires_grad=False``),
+    attention modules (``nn.MultiheadAttention``: softmax attention is outside the theory; PyTorch's
+    own init kept), embeddings. Norm layers' affine parameters are set to weight 1, bias 0 (the
+    identity after normalisation, the unit-variance signal the next layer's rule assumes), except a
+    branch-end norm under ``residual="depth"``. chi_1 = 1 is the edge of chaos of seed 003,
+    eq. 2.7 (Schoenholz et al. 2017). Orthogonal weights have the same q-map and chi_1 as Gaussian
+    ones in mean field, with a better-conditioned input-output Jacobian (seed 003, Sec. 2.4).
 
     Examples
     --------
     >>> import torch
     >>> net = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
-    >>> _ = critical_init_(net, sigma_b2=0.05, generator=torch.Generator().manual_seed(0))
+    >>> report = critical_init_(net, sigma_b2=0.05, generator=torch.Generator().manual_seed(0))
     >>> round(net[2].weight.meanfield_init.sigma_w2, 4)
     1.761
     """
+    from .trace import trace
+
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(kernel, str) or kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
+    if residual not in RESIDUAL_RULES:
+        raise ValueError(f"residual must be 'depth' or None, got {residual!r}")
+    auto = isinstance(sigma_b2, str) and sigma_b2 == "auto"
+    if not auto:
+        if isinstance(sigma_b2, str):
+            raise ValueError(f"sigma_b2 must be a number >= 0 or 'auto', got {sigma_b2!r}")
+        sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
     _check_generator(generator)
-    acts = layer_activations(model, activation)
-    if not acts:
+    override = None if activation is None else resolve_activation(activation)
+    tr = trace(model, example_inputs)
+    if not tr.weight_layers:
         raise ValueError("model has no Linear or Conv layer to initialise")
+    q_in = 1.0  # standardised data
+    if isinstance(example_inputs, torch.Tensor) and example_inputs.is_floating_point():
+        measured = float(example_inputs.detach().double().pow(2).mean())
+        if math.isfinite(measured) and measured > 0:
+            q_in = measured
+    n_res = tr.residual_adds if residual == "depth" else 0
+    branch_norms = {w.branch_norm for w in tr.weight_layers if w.branch_end and w.branch_norm and n_res}
+    rows: list = []
+    frozen: list = []
     cache: dict = {}
-    for m, act in acts.items():
-        if act.name not in cache:
-            cache[act.name] = critical_sigma_w2(act, sigma_b2)
-        sw = cache[act.name]
-        bias = m.bias
-        if kernel == "gaussian":
-            critical_normal_(m.weight, act, sigma_b2, bias, generator=generator)
+    for w in tr.weight_layers:
+        m = model.get_submodule(w.name)
+        act = override or w.activation
+        if _frozen(m):
+            frozen.append(w.name)
+            rows.append(LayerInit(w.name, "weight", "left alone", act.name, reason="frozen (requires_grad=False)"))
             continue
-        if isinstance(m, torch.nn.Linear):
-            _orthogonal_dense_(m.weight, sw, generator)
-        elif isinstance(m, torch.nn.Conv3d):
-            raise ValueError("orthogonal kernels are built in 1-D and 2-D only: use kernel='gaussian' for Conv3d")
-        elif kernel == "delta_orthogonal":
-            delta_orthogonal_(m.weight, sw, generator=generator)
-        else:
-            orthogonal_conv_(m.weight, sw, generator=generator)
-        spec = m.weight.meanfield_init
-        rng = numpy_rng(generator)
-        _draw_bias(bias, sigma_b2, rng)
-        m.weight.meanfield_init = spec.replace(
-            sigma_b2=sigma_b2 if bias is not None else None,
-            kwargs=spec.kwargs + (("critical", act.name),),
+        if act.name not in cache:
+            try:
+                cache[act.name] = edge_of_chaos(act, stable_sigma_b2(act) if auto else sigma_b2)
+            except ValueError as exc:
+                raise ValueError(f"layer {w.name!r} consumes {act.name}: {exc}") from exc
+        point = cache[act.name]
+        layer_b2 = point.sigma_b2
+        factor = 1.0
+        if w.branch_end and n_res and w.branch_norm is None:
+            factor = 1.0 / n_res
+        sw = point.sigma_w2 * factor
+        start = ""
+        if w.fed_by_data and point.method == "nontrivial fixed point" and point.q_star > layer_b2:
+            # the data enter at q_in: start the signal at q* instead of ~50 layers away from it
+            sw = (point.q_star - layer_b2) / q_in
+            start = f"first layer: sigma_w2 = (q* - sigma_b2) / q_in, q_in = {q_in:.3g}"
+        bias = m.bias
+        conv = m.weight.dim() > 2
+        plain_conv = conv and (
+            m.weight.dim() in (3, 4)
+            and all(k % 2 == 1 for k in m.kernel_size)
+            and len(set(m.kernel_size)) == 1
+            and all(s == 1 for s in m.stride)
+            and all(d == 1 for d in m.dilation)
+            and m.groups == 1
         )
-    return tag_layers_(model)
+        note = ""
+        if kernel == "gaussian":
+            _normal(m.weight, sw, layer_b2, bias, generator, "critical_normal_", (("activation", act.name),))
+        else:
+            if not conv:
+                _orthogonal_dense_(m.weight, sw, generator)
+            elif not plain_conv or m.groups != 1:
+                if m.groups != 1:
+                    _normal(m.weight, sw, layer_b2, bias, generator, "critical_normal_", (("activation", act.name),))
+                    note = "grouped convolution: Gaussian"
+                else:
+                    _flat_orthogonal_(m.weight, sw, generator)
+                    note = "strided, dilated or even kernel: dense orthogonal over the flattened fan-in"
+            elif kernel == "delta_orthogonal":
+                delta_orthogonal_(m.weight, sw, generator=generator)
+            else:
+                orthogonal_conv_(m.weight, sw, generator=generator)
+            if m.weight.meanfield_init.method != "critical_normal_":
+                spec = m.weight.meanfield_init
+                _draw_bias(bias, layer_b2, numpy_rng(generator))
+                m.weight.meanfield_init = spec.replace(
+                    sigma_b2=layer_b2 if bias is not None else None,
+                    kwargs=spec.kwargs + (("critical", act.name),),
+                )
+        if factor != 1.0:
+            note = (note + "; " if note else "") + f"residual branch end: sigma_w2 / L, L = {n_res}"
+        if start:
+            note = (note + "; " if note else "") + start
+        rows.append(
+            LayerInit(
+                w.name,
+                "weight",
+                "initialised",
+                act.name,
+                sw,
+                layer_b2 if bias is not None else None,
+                m.weight.meanfield_init.method,
+                factor,
+                point.q_star,
+                (f"{w.rule}; " if not note else f"{note}; {w.rule}; ")
+                + (f"q* = {point.q_star:.4g}" if math.isfinite(point.q_star) else "critical at every q"),
+            )
+        )
+    seen = {w.name for w in tr.weight_layers}
+    for node in tr.nodes:
+        if node.module is None or node.module in seen or node.kind not in ("norm", "attention", "embedding"):
+            continue
+        seen.add(node.module)
+        m = model.get_submodule(node.module)
+        if _frozen(m):
+            frozen.append(node.module)
+            rows.append(LayerInit(node.module, node.kind, "left alone", reason="frozen (requires_grad=False)"))
+            continue
+        if node.kind != "norm":
+            rows.append(LayerInit(node.module, node.kind, "left alone", reason=node.reason + "; PyTorch's init kept"))
+            continue
+        weight, nbias = getattr(m, "weight", None), getattr(m, "bias", None)
+        if not isinstance(weight, torch.Tensor):
+            rows.append(LayerInit(node.module, "norm", "left alone", reason="no affine parameters"))
+            continue
+        gain = 1.0 / math.sqrt(n_res) if node.module in branch_norms else 1.0
+        with torch.no_grad():
+            weight.fill_(gain)
+            if isinstance(nbias, torch.Tensor):
+                nbias.zero_()
+        reason = (
+            f"residual branch end: weight 1 / sqrt(L), L = {n_res}"
+            if gain != 1.0
+            else "weight 1, bias 0: the unit-variance signal the next layer assumes"
+        )
+        rows.append(LayerInit(node.module, "norm", "set", branch_factor=gain**2, reason=reason))
+    tag_layers_(model)
+    unsupported = tuple(f"{n.name} ({n.op}): {n.reason}" for n in tr.unsupported)
+    return CriticalInit(tuple(rows), tuple(frozen), unsupported, n_res, tr.method, sigma_b2, kernel)
 
 
 def recorded_spec(module: Any) -> InitSpec | None:
@@ -907,6 +1353,8 @@ def reinitialise_(module: Any, *, generator: Any = None) -> bool:
         gsm_(w, kw["sigma_w2"], generator=generator)
     elif spec.method == "looks_linear_":
         looks_linear_(w, kw["sigma_w2"], generator=generator)
+    elif spec.method == "orthogonal" and w.dim() > 2:
+        _flat_orthogonal_(w, kw["sigma_w2"], generator)
     elif spec.method == "orthogonal":
         _orthogonal_dense_(w, kw["sigma_w2"], generator)
     elif spec.method == "delta_orthogonal_":

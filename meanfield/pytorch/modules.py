@@ -113,7 +113,8 @@ def _initialise(model, init, activation, sigma_w2, sigma_b2, generator):
     if sigma_w2 is not None:
         raise ValueError(f"sigma_w2 is set by init={init!r} (the edge of chaos); pass init='gaussian' to choose it")
     kernel = {"critical": "gaussian", "delta_orthogonal": "delta_orthogonal", "orthogonal": "orthogonal"}[init]
-    return critical_init_(model, activation, sigma_b2, kernel, generator=generator)
+    critical_init_(model, activation, sigma_b2, kernel, generator=generator, residual=None)
+    return model
 
 
 def mlp(

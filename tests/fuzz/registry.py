@@ -705,6 +705,11 @@ for _mod in ("conv", "dense", "finite_width", "kurtosis", "landscape", "symmetry
         "sizes); run by `meanfield validate` and its tests, its arguments checked by validation.runner"
     )
 NOT_FUZZED["validation.kurtosis_conv.run"] = NOT_FUZZED["validation.conv.run"]
+NOT_FUZZED["checks.open_regular_file"] = (
+    "opens any regular file without judging its content (the readers built on it judge theirs and are fuzzed: "
+    "data.read_mnist_idx, data.read_cifar10_batch, figures.load); FIFOs, devices and directories are "
+    "refused, tested with the readers in tests/test_readers_bounded.py"
+)
 NOT_FUZZED["validation.spectra.conv2d_rows"] = (
     "rows of validation.spectra.run (simulates networks for seconds); run there"
 )
