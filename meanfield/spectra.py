@@ -75,7 +75,7 @@ import numpy as np
 from . import dense
 from ._checks import as_real_array, check_int, check_nonnegative_scalar, check_scalar
 from ._results import Result
-from .activations import get_activation
+from .activations import asymptote_activation, get_activation
 from .gaussian import expectation
 
 if TYPE_CHECKING:  # annotations only
@@ -601,10 +601,15 @@ def jacobian_spectrum(
         fp = dense.fixed_point(act, sigma_w2, sigma_b2)
         q = fp.q_star
         if math.isinf(q):
-            if act.name not in ("relu", "softplus", "swish", "gelu"):
+            try:  # the piecewise-linear asymptote scale * base of activations.asymptote: phi'^2 -> scale^2 base'^2
+                scale, base = asymptote_activation(act)
+            except ValueError:
+                base = None
+            if base is None or base.name == "linear" or base.param == -1.0:  # no asymptote, or phi'^2 -> constant
                 raise ValueError(f"q* is infinite for activation {act.name} at these sigma_w2, sigma_b2")
+            act = base
             q = 1.0
-            act = get_activation("relu")  # the relu-like asymptote: phi'^2 -> relu'^2
+            sigma_w2 = sigma_w2 * scale**2
     else:
         q = check_nonnegative_scalar(q, "q")
     law = derivative_law(act, q, n_atoms)
@@ -779,8 +784,10 @@ def spectrum_moments(
     weights = _check_weights(weights, WEIGHT_LAWS)
     if q is None:
         q = dense.fixed_point(act, sigma_w2, sigma_b2).q_star
-        if math.isinf(q):
-            act, q = get_activation("relu"), 1.0
+        if math.isinf(q):  # the asymptote scale * base (activations.asymptote): phi'^2 -> scale^2 base'^2
+            scale, act = asymptote_activation(act)
+            q = 1.0
+            sigma_w2 = sigma_w2 * scale**2
     q = check_nonnegative_scalar(q, "q")
     law = derivative_law(act, q)
     try:

@@ -389,7 +389,12 @@ class _Builder:
 
     def module_node(self, qualname: str, module, inputs: tuple) -> TraceNode:
         kind, reason = _module_kind(module) or ("unknown", f"{type(module).__name__}")
-        act = activation_from_module(module) if kind == "activation" else None
+        act = None
+        if kind == "activation":
+            try:
+                act = activation_from_module(module)
+            except ValueError as exc:  # a PReLU with a slope per channel, a random module: no theory
+                kind, reason = "unknown", str(exc)
         name = self.unique(qualname)
         return self.add(TraceNode(name, kind, type(module).__name__, inputs, qualname, act, reason))
 

@@ -306,7 +306,8 @@ REGISTRY: list[Entry] = [
     # --- activations ------------------------------------------------------------------------
     E("activations.get_activation", activation=ACT("leaky_relu"), slope=F(0.1)),
     E("activations.Activation.from_functions", name=TXT("cube"), phi=FN(Lazy(lambda: _cube()[0])),
-      dphi=FN(Lazy(lambda: _cube()[1])), d2phi=FN(Lazy(lambda: _cube()[2])), smooth=B(True)),
+      dphi=FN(Lazy(lambda: _cube()[1])), d2phi=FN(Lazy(lambda: _cube()[2])), smooth=B(True),
+      breakpoints=A([0.0])),
     # --- backend ----------------------------------------------------------------------------
     E("backend.available_backends"),
     E("backend.get_backend", name=BK()),
