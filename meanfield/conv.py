@@ -101,6 +101,8 @@ __all__ = [
     "covariance_map",
     "cyclic_diagonal_modes",
     "depth_scales",
+    "fig_s4_setup",
+    "fig_s4_theory",
     "fixed_point_covariance",
     "fourier_eigenvalues",
     "gradient_variance_decay",
@@ -1433,3 +1435,70 @@ def cmap_jacobian_eigenbasis(
         q_star=float(q),
         c_star=float(c),
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# The perturbation experiment of Xiao et al. 2018, App. F (Fig. S4).
+
+
+def fig_s4_setup() -> dict:
+    """The Fig. S4 experiment of Xiao et al. 2018 (App. F): parameters, Sigma^*, eps^0.
+
+    A perturbation ``eps^0`` of the fixed-point covariance ``Sigma^*`` of erf CNNs whose Fourier
+    modes decay with depth as the linearised map (eq. 2.12) predicts.
+
+    Returns
+    -------
+    dict
+        ``activation`` (``"erf"``), ``sigma_w2`` (= 1.5^2), ``sigma_b2`` (= 0.5^2), ``v``
+        (``[0.025, 0.95, 0.025]``), ``n`` (10 positions), ``fixed_point`` (the dense fixed point),
+        ``sigma_star`` (eq. 2.6) and ``eps0``: zero except the first cyclic diagonal
+        ``eps0[a, a + 1] = eps0[a + 1, a] = d[a]``, whose DFT is
+        ``-1/6 [1, r, r^3, r^5, r^4, r^2, r^4, r^5, r^3, r]`` with ``r = 2/3``.
+
+    References
+    ----------
+    Xiao, Bahri, Sohl-Dickstein, Schoenholz, Pennington (2018), App. F and Fig. S4.
+    """
+    act, sw, sb, n = "erf", 1.5**2, 0.5**2, 10
+    v = np.array([0.025, 0.95, 0.025])
+    fp = dense.fixed_point(act, sw, sb)
+    r = 2.0 / 3.0
+    spectrum = -np.array([1, r, r**3, r**5, r**4, r**2, r**4, r**5, r**3, r]) / 6.0
+    d = np.fft.ifft(spectrum).real  # the spectrum is real and symmetric: d is real
+    eps0 = np.zeros((n, n))
+    idx = np.arange(n)
+    eps0[idx, (idx + 1) % n] = d
+    eps0[(idx + 1) % n, idx] = d
+    star = fixed_point_covariance(fp.q_star, fp.c_star, n)
+    return {
+        "activation": act,
+        "sigma_w2": sw,
+        "sigma_b2": sb,
+        "v": v,
+        "n": n,
+        "sigma_star": star,
+        "eps0": eps0,
+        "fixed_point": fp,
+    }
+
+
+def fig_s4_theory(depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """(exact map, linearised map) Fourier amplitudes of the first cyclic diagonal, each (depth + 1, n).
+
+    Parameters
+    ----------
+    depth : int
+        Layers (>= 0) of the experiment of :func:`fig_s4_setup`.
+
+    Returns
+    -------
+    exact, linearised : ndarray of complex, shape (depth + 1, n)
+        The modes of ``Sigma^* - propagate(Sigma^* - eps^0)`` (:func:`propagate`) and of the
+        linearised decay of ``eps^0`` (:func:`linearized_decay`, eq. 2.12 of Xiao et al. 2018).
+    """
+    s = fig_s4_setup()
+    args = (s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth)
+    exact = s["sigma_star"][None] - propagate(s["sigma_star"] - s["eps0"], *args)
+    lin = linearized_decay(s["eps0"], *args)
+    return cyclic_diagonal_modes(exact)[:, 1, :], lin.modes[:, 1, :]
