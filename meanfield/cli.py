@@ -175,13 +175,13 @@ def _reproduce(args, parser) -> int:
         stack.__enter__()
         try:
             run_figures(
-                sorted(all_figures()), out=fig_dir, size=size, backend=args.backend, seed=args.seed, keep_going=True
+                sorted(all_figures()), out=fig_dir, size=size, backend=args.backend, rng=args.seed, keep_going=True
             )
             figures_ok = True
         except RuntimeError as exc:
             print(f"meanfield reproduce: {exc}", file=sys.stderr)
             figures_ok = False
-        ok = run_modules(comparison_modules(), backend=args.backend, full=size == "full", seed=args.seed, out=val_dir)
+        ok = run_modules(comparison_modules(), backend=args.backend, full=size == "full", rng=args.seed, out=val_dir)
     except KeyboardInterrupt:
         print("meanfield reproduce: interrupted", file=sys.stderr)
         return 130

@@ -47,7 +47,7 @@ def fake(monkeypatch):
                 {"x": [0, 1]},
                 paper="Doe et al. 2020",
                 figure=f"Fig. {name}",
-                seed=seed,
+                rng=seed,
                 size=size,
                 backend=backend,
                 params={"n": 1},

@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from meanfield import Result
+from meanfield._deprecate import renamed_kwargs
 from meanfield.checks import check_rng
 
 from .report import Comparison
@@ -415,6 +416,7 @@ def _one_sided(label: str, a: np.ndarray, b: np.ndarray, note: str) -> Compariso
     )
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """The comparisons of the module docstring.
 
@@ -424,7 +426,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         Only ``"numpy"`` (the runs use PyTorch on the CPU).
     full : bool
         :data:`SIZES` ``"full"`` instead of ``"default"``.
-    seed : int
+    rng : int
 
     Returns
     -------

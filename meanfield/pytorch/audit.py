@@ -52,6 +52,8 @@ from typing import Any
 
 import numpy as np
 
+from meanfield._deprecate import renamed_kwargs
+
 from .. import conv as mf_conv
 from .. import dense
 from .._checks import check_bool, check_int, check_rng
@@ -137,11 +139,12 @@ class AuditRow(Result):
         return self.z * self.stderr + self.systematic
 
 
+@renamed_kwargs(n_inits="n_networks")
 def z_for(n_inits: int) -> float:
     """Standard errors allowed with ``n_inits`` re-initialisations: the Student-t quantile of the two-sided
     level of :data:`Z` (``P = 2 Phi(-4.5) = 6.8e-6``) with ``n_inits - 1`` degrees of freedom (the
     standard error is itself estimated from ``n_inits`` samples); :data:`Z` from 200 on."""
-    n_inits = check_int(n_inits, "n_inits", 2)
+    n_inits = check_int(n_inits, "n_networks", 2)
     if n_inits >= 200:
         return Z
     from scipy.stats import norm, t
@@ -749,6 +752,7 @@ def _jackknife_ratio(m4: np.ndarray, m2: np.ndarray) -> tuple[float, float]:
     return float(full), float(se)
 
 
+@renamed_kwargs(n_inits="n_networks")
 def audit(
     model: Any,
     inputs: Any = "digits",
@@ -770,7 +774,7 @@ def audit(
         batches are small), restoring the setting afterwards.
     inputs : "digits", torch.Tensor, numpy array or DataLoader batch
         See :func:`prepare_inputs`; the first ``n_inputs`` are used.
-    n_inits : int
+    n_networks : int
         Re-initialisations (2 to 10^4); the standard errors are over them.
     rng : None, int, SeedSequence or numpy.random.Generator
         One independent stream per re-initialisation is spawned from it; each seeds a
@@ -823,7 +827,7 @@ def audit(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    n_inits = check_int(n_inits, "n_inits", 2, 10**4)
+    n_inits = check_int(n_inits, "n_networks", 2, 10**4)
     backward = check_bool(backward, "backward")
     inplace = check_bool(inplace, "inplace")
     rng = check_rng(rng)
