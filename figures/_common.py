@@ -57,6 +57,7 @@ import numpy as np
 from meanfield.validation.runner import check_backend_available, check_out_dir, progress
 
 from meanfield._deprecate import renamed_kwargs
+from meanfield.backend import spawn_sequences
 
 from ._io import figure_metadata, to_jsonable, write_json
 
@@ -147,8 +148,9 @@ def check_seed(rng) -> int:
 
 @renamed_kwargs(seed="rng")
 def streams(rng: int, n: int) -> list[np.random.Generator]:
-    """``n`` independent Generators spawned from ``numpy.random.SeedSequence(rng)`` (no seed arithmetic)."""
-    return [np.random.default_rng(s) for s in np.random.SeedSequence(check_seed(rng)).spawn(n)]
+    """``n`` independent Generators spawned from ``numpy.random.SeedSequence(rng)`` (no seed arithmetic):
+    the children :func:`meanfield.backend.spawn_sequences` gives ``numpy.random.default_rng(rng)``."""
+    return [np.random.default_rng(s) for s in spawn_sequences(np.random.default_rng(check_seed(rng)), n)]
 
 
 _BACKEND_NOTE = {

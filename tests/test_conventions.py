@@ -202,3 +202,25 @@ def test_figure_seed_is_rng_with_the_same_numbers(tmp_path):
         b = xiao2018.fig_depth_scales(tmp_path / "b", size="smoke", seed=2)
     ja, jb = (json.loads(p[-1].read_text()) for p in (a, b))
     assert ja["data"] == jb["data"] and ja["metadata"]["seed"] == jb["metadata"]["seed"] == 2
+
+
+def test_the_stream_helpers_spawn_the_same_children():
+    """``figures.harness.streams``, ``parallel.chunk_streams`` and ``backend.substream`` are views of one
+    rule: child ``k`` of ``SeedSequence(seed)`` (``backend.spawn_sequences`` of ``default_rng(seed)``)."""
+    from meanfield.figures import harness
+
+    from meanfield import backend, parallel
+
+    seed, n = 11, 5
+    reference = [np.random.default_rng(s).integers(0, 2**63, 4) for s in np.random.SeedSequence(seed).spawn(n)]
+    views = {
+        "streams": [g.integers(0, 2**63, 4) for g in harness.streams(seed, n)],
+        "chunk_streams": [np.random.default_rng(s).integers(0, 2**63, 4) for s in parallel.chunk_streams(seed, n)],
+        "substream": [np.random.default_rng(backend.substream(seed, k)).integers(0, 2**63, 4) for k in range(n)],
+        "spawn_sequences": [
+            np.random.default_rng(s).integers(0, 2**63, 4)
+            for s in backend.spawn_sequences(np.random.default_rng(seed), n)
+        ],
+    }
+    for name, got in views.items():
+        np.testing.assert_array_equal(np.array(got), np.array(reference), err_msg=name)
