@@ -792,7 +792,7 @@ def _extended_moments(solver, grid, rho, eta, top):
     """Mass and first moment of the broadened density on ``grid`` continued (same step) up to ``top``."""
     step = math.log(grid[1] / grid[0])
     log_hi = math.log(grid[-1])
-    k = max(int(math.ceil((math.log(top) - log_hi) / step)), 1)
+    k = max(math.ceil((math.log(top) - log_hi) / step), 1)
     ext = np.exp(np.linspace(log_hi, math.log(top), k + 1))[1:]
     rho_ext, _ = _density(solver, ext, eta, check_mass=False) if ext.size >= 2 else (np.zeros(ext.size), None)
     return _moments_upto(np.concatenate([grid, ext]), np.concatenate([rho, rho_ext]), top)
