@@ -203,3 +203,21 @@ def test_propagate_ntk_at_its_largest_depth_is_bounded():
     assert r.ntk[-1, 0, 0] == pytest.approx(ntk.MAX_DEPTH + 1.0, rel=1e-9)  # relu, sigma_w2 = 2: l q
     with pytest.raises(ValueError, match="depth"):
         ntk.propagate_ntk([[1.0]], "relu", 2.0, 0.0, ntk.MAX_DEPTH + 1)
+
+
+def test_quadrature_propagations_beyond_a_few_seconds_are_refused():
+    """Regression: tanh through 10^6 layers of 2 inputs (or 10^5 layers of 8 CNN positions) ran for
+    minutes to hours inside the documented limits; now refused, naming the largest depth."""
+    from meanfield import conv
+
+    v = np.ones(3) / 3
+    with pytest.raises(ValueError, match="depth must be <= "):
+        dense.propagate(np.eye(2), "tanh", 1.5, 0.05, 10**6)
+    with pytest.raises(ValueError, match="depth must be <= "):
+        dense.propagate_log(np.eye(2), "sigmoid", 1.5, 0.05, 10**6)
+    with pytest.raises(ValueError, match="depth must be <= "):
+        conv.propagate(np.eye(8) * 0.9 + 0.1, "tanh", 1.5, 0.05, v, 10**5)
+    with pytest.raises(ValueError, match="depth must be <= "):
+        conv.multi_input_propagate(np.eye(8).reshape(2, 4, 2, 4) + 0.1, "relu", 1.5, 0.05, v, 10**5, shape=4)
+    # closed forms are not limited by it: relu through 10^5 layers of 2 inputs
+    assert dense.propagate(np.eye(2), "relu", 2.0, 0.0, 10**5).shape == (10**5 + 1, 2, 2)
