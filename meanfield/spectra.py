@@ -150,6 +150,9 @@ class SpectrumAccuracyError(ValueError):
         super().__init__(message)
         self.result = result
 
+    def __reduce__(self):  # keeps the result when pickled (processes, Dask workers)
+        return type(self), (self.args[0] if self.args else "", self.result)
+
 
 @dataclass(frozen=True)
 class DerivativeLaw(Result):
