@@ -496,13 +496,13 @@ REGISTRY: list[Entry] = [
     E("validation.simulators.simulate_conv", cov0=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
       width=I(3), n_networks=I(2), init=CH("gaussian"), spatial_shape=SH(4), gradients=B(False), backend=BK(), rng=R(0)),
     E("validation.simulators.simulate_pair", x1=A(X25[0]), x2=A(X25[1]), width=I(8), sigma_w2=F(0.25), sigma_b2=F(0.1), n_networks=I(5),
-      backend=BK(), rng=R(0)),
+      fan_in=I(5), backend=BK(), rng=R(0)),
     E("validation.simulators.simulate_squared_norms", inputs=A(X25), layers=LAY([(8, 0.25), (8, 0.25, 0.1)]), n_networks=I(4),
       inputs_per_network=I(2), backend=BK(), rng=R(0)),
     E("validation.simulators.layer_moments", widths=IS([3, 3]), slope=F(0.1), law=CH("gaussian"), n_networks=I(100), input_kind=CH("gaussian"),
       backend=BK(), rng=R(0), chunk=I(50)),
     E("validation.simulators.nonzero_fraction", widths=IS([3, 3]), law=CH("gaussian"), n_networks=I(100), input_kind=CH("gaussian"),
-      backend=BK(), rng=R(0)),
+      output_width=I(3), backend=BK(), rng=R(0)),
     E("validation.simulators.empirical_variances", x=A(X64), init=CH("he"), depth=I(3), width=I(4), n_networks=I(3), backend=BK(), rng=R(0),
       chunk=I(2), desc=TXT("fuzz"), dtype=CH("float64"), engine=CH("numba"), metainit_steps=I(2), protocol=CH("pooled")),
     E("validation.simulators.metainit_weights", n_networks=I(2), depth=I(3), width=I(4), w0=I(4), rng=R(0), steps=I(2)),
@@ -577,7 +577,7 @@ REGISTRY: list[Entry] = [
     E("spectra.derivative_law", activation=ACT("tanh"), q=F(0.5), n_atoms=I(200)),
     E("spectra.spectrum_moments", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5)),
     E("spectra.jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5),
-      n_points=I(50), decades=F(4.0), lam_range=FP((1e-3, 10.0)), eta=F(1e-3), n_atoms=I(200)),
+      n_points=I(50), decades=F(4.0), lam_range=FP((1e-3, 10.0)), eta=F(1e-3), n_atoms=I(200), accuracy=CH("ignore")),
     E("spectra.conv_jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), kernel=CH("delta_orthogonal"),
       q=F(0.5), n_points=I(50), n_atoms=I(200), none_ok=("q",)),
     E("validation.conv_inputs.simulate_multi_input", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
@@ -694,6 +694,8 @@ NOT_FUZZED["activations.Activation"] = (
     "built by get_activation (built-ins) and Activation.from_functions (user functions), both fuzzed; "
     "the raw dataclass constructor holds kernel codes and is not a user entry point"
 )
+NOT_FUZZED["spectra.SpectrumAccuracyWarning"] = "a warning class (raised by jacobian_spectrum, which is fuzzed)"
+NOT_FUZZED["spectra.SpectrumAccuracyError"] = "an exception class carrying a result (raised by jacobian_spectrum, which is fuzzed)"
 NOT_FUZZED["backend.Backend"] = "built by get_backend (fuzzed); the raw dataclass holds an array module"
 for _net in ("ConstNet", "LeakyNet"):
     NOT_FUZZED[f"validation.simulators.{_net}"] = (

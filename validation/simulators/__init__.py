@@ -45,9 +45,9 @@ orthogonal kernels (``batch`` and ``backend`` arguments), convolutions are
 :func:`meanfield.init.looks_linear` / :func:`meanfield.init.gsm`, and activations
 :func:`meanfield.activations.get_activation`, evaluated on the backend by :func:`activation_fn`.
 
-Parametrisation: ``sigma_w2`` means ``W_ij ~ N(0, sigma_w2 / fan_in)`` except in the seed-001
-simulators :func:`simulate_squared_norms` and :func:`simulate_pair`, which take the paper's
-per-weight variance (see :mod:`~meanfield.validation.simulators.finite_width`).
+Parametrisation: ``sigma_w2`` means ``W_ij ~ N(0, sigma_w2 / fan_in)`` in every simulator, the
+seed-001 ones (:func:`simulate_squared_norms`, :func:`simulate_pair`) included; seed 001's
+per-weight variance is converted at the call (see :mod:`~meanfield.validation.simulators.finite_width`).
 
 Randomness: ``rng`` is ``None`` (fresh OS entropy), a non-negative ``int`` ``n`` (exactly the stream of
 ``numpy.random.default_rng(n)``), a ``SeedSequence`` or a NumPy ``Generator``; independent streams
