@@ -97,29 +97,31 @@ def test_full_size_reads_cifar10_from_the_data_dir_and_trains_a_constnet(tmp_pat
 # --- exact symmetry and the platform -----------------------------------------------------------------
 
 #: A subprocess that forces oneDNN's AVX2 kernels (whose sgemm computes the last output channels of
-#: an 8-channel convolution's weight gradient in an edge tile, rounding them differently) or MKL's
+#: an 8-channel convolution's weight gradient in an edge tile, rounding them differently), then MKL's
 #: AVX2 GEMM with oneDNN off, and reports the probe and a short deterministic '0' ConstNet run.
 _FORCED = r"""
-import json, sys
+import json
 import numpy as np, torch
-if sys.argv[1] == "mkl":
-    torch.backends.mkldnn.enabled = False
 from meanfield.validation.symmetric_nets import ConstNetSpec, SymmetryBreaking, correlation_probe, platform_symmetry
 from meanfield.validation.training import load_training_data, train_ensemble
 spec = ConstNetSpec(widths=(8, 16), blocks_per_stage=2)
-data = load_training_data(n_train=128, n_test=64, downsample=2)
+data = load_training_data(n_train=64, n_test=16, downsample=2)
 out = {}
-for kernels in ("platform", "unit_exact"):
-    probe = platform_symmetry(spec, 2, 64, data.image_shape, 10, kernels=kernels)
-    c = train_ensemble(spec, 2, data=data, steps=4, batch_size=64, lr=0.03, optimizer="momentum", record_every=2,
-                       n_eval=None, rng=0, noise=SymmetryBreaking(kernels=kernels),
-                       probes={"cf": correlation_probe("forward")})
-    out[kernels] = [probe.exact, probe.max_relative_difference, float(c.probes["cf"].max())]
+for path in ("onednn", "mkl"):
+    torch.backends.mkldnn.enabled = path == "onednn"
+    for kernels in ("platform", "unit_exact"):
+        probe = platform_symmetry(spec, 2, 64, data.image_shape, 10, kernels=kernels)
+        c = train_ensemble(spec, 2, data=data, steps=2, batch_size=64, lr=0.03, optimizer="momentum",
+                           record_every=1, n_eval=None, rng=0, noise=SymmetryBreaking(kernels=kernels),
+                           probes={"cf": correlation_probe("forward")})
+        out[f"{path} {kernels}"] = [probe.exact, probe.max_relative_difference, float(c.probes["cf"].max())]
 print(json.dumps(out))
 """
 
 
-def _forced(path: str) -> dict:
+def test_probe_sees_the_platform_asymmetry_and_unit_exact_arithmetic_removes_it():
+    """The kernel paths of an AVX2-only CPU (forced here): the probe and a training run agree, and
+    unit-exact arithmetic keeps identical units identical on every path."""
     import json
     import os
     import platform
@@ -128,27 +130,17 @@ def _forced(path: str) -> dict:
 
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip("the forced AVX2 kernel paths exist on x86-64 only")
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    if path == "onednn":
-        env["ONEDNN_MAX_CPU_ISA"] = "AVX2"
-    else:
-        env["MKL_ENABLE_INSTRUCTIONS"] = "AVX2"
-    res = subprocess.run(
-        [sys.executable, "-c", _FORCED, path], env=env, capture_output=True, text=True, timeout=300, check=True
-    )
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
-@pytest.mark.parametrize("path", ["onednn", "mkl"])
-def test_probe_sees_the_platform_asymmetry_and_unit_exact_arithmetic_removes_it(path):
-    out = _forced(path)
-    exact, rel, cf = out["platform"]
-    # the probe and the training run agree: asymmetric one-step gradients <=> 1 - C_f > 0 after 4 steps
-    assert exact == (cf == 0.0)
-    if not exact:
-        assert 0 < rel < 1e-5  # rounding-sized: a few units of float32 roundoff
-    # unit-exact arithmetic keeps identical units identical whatever the kernels underneath
-    assert out["unit_exact"] == [True, 0.0, 0.0]
+    env = dict(os.environ, OMP_NUM_THREADS="1", ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2")
+    res = subprocess.run([sys.executable, "-c", _FORCED], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    for path in ("onednn", "mkl"):
+        exact, rel, cf = out[f"{path} platform"]
+        # asymmetric one-step gradients <=> 1 - C_f > 0 after 2 steps
+        assert exact == (cf == 0.0), out
+        if not exact:
+            assert 0 < rel < 1e-5  # rounding-sized: a few units of float32 roundoff
+        assert out[f"{path} unit_exact"] == [True, 0.0, 0.0], out
 
 
 def test_unit_exact_arithmetic_equals_the_platform_convolution_up_to_rounding():
