@@ -28,11 +28,14 @@ layout ``(*k, c_out, c_in)``, where :mod:`meanfield.symmetry` measures ``C_f`` a
 
 Exact symmetry
 --------------
-Without noise the engine is deterministic; in float64 a '0'-initialised ConstNet keeps identical
-features *exactly* (every channel of every layer carries the same numbers, so every gradient entry
-of a tensor connecting two symmetric layers is the same sum computed in the same order): ``1 - C_f``
-stays 0 to the last bit (the tests check it). This is the "Deterministic" row of seed 000's Tables
-1 and 3.
+Without noise the engine is deterministic, and a '0'-initialised ConstNet keeps identical features
+*exactly* when every gradient entry of a tensor connecting two symmetric layers is the same sum
+computed in the same order: ``1 - C_f`` stays 0 to the last bit. That is a property of the
+platform's kernels: a matrix product may compute some units in an edge tile with another
+instruction sequence (measured: oneDNN's AVX2 sgemm in a convolution's weight gradient).
+:func:`platform_symmetry` measures it; ``SymmetryBreaking(kernels="unit_exact")`` computes the
+convolutions, pooling and head with elementwise products and trees of elementwise additions, exact
+by construction on any CPU. This is the "Deterministic" row of seed 000's Tables 1 and 3.
 
 Randomness
 ----------
