@@ -43,6 +43,20 @@ SIDES = ("both", "above", "below", "differs")
 KINDS = ("check", "claim")
 
 
+def _check_real(value, attr: str) -> None:
+    """A real scalar; ``stderr``, ``z``, ``systematic`` >= 0 and ``z``, ``systematic`` finite.
+    NaN / inf in ``theory``, ``estimate`` or ``stderr`` is allowed: the row then does not pass."""
+    if isinstance(value, (bool, np.bool_, str, bytes)) or np.iscomplexobj(value):
+        raise TypeError(f"{attr} must be a real number, got {value!r}")
+    arr = np.asarray(value)
+    if arr.ndim != 0 or not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"{attr} must be a real scalar, got {value!r}")
+    if attr in ("stderr", "z", "systematic") and float(arr) < 0:
+        raise ValueError(f"{attr} must be >= 0, got {float(arr)}")
+    if attr in ("z", "systematic") and not math.isfinite(float(arr)):
+        raise ValueError(f"{attr} must be finite, got {float(arr)}")
+
+
 def passes(theory, estimate, stderr, z: float = Z_DEFAULT, systematic: float = 0.0, side: str = "both") -> bool:
     """The verdict rule: whether ``estimate`` meets ``theory`` within ``z * stderr + systematic``.
 
@@ -60,9 +74,25 @@ def passes(theory, estimate, stderr, z: float = Z_DEFAULT, systematic: float = 0
     Returns
     -------
     bool
+
+    Raises
+    ------
+    TypeError
+        An argument that is not a real scalar (a bool, a string, a complex number, an array).
+    ValueError
+        A negative ``stderr``, ``z`` or ``systematic``, a non-finite ``z`` or ``systematic``, an
+        unknown ``side``.
     """
-    if side not in SIDES:
+    if not isinstance(side, str) or side not in SIDES:
         raise ValueError(f"side must be one of {SIDES}, got {side!r}")
+    for name, value in (
+        ("theory", theory),
+        ("estimate", estimate),
+        ("stderr", stderr),
+        ("z", z),
+        ("systematic", systematic),
+    ):
+        _check_real(value, name)
     if not all(math.isfinite(float(v)) for v in (theory, estimate, stderr)):
         return False
     tolerance = z * stderr + systematic
@@ -124,17 +154,7 @@ class Comparison:
         if not isinstance(self.kind, str) or self.kind not in KINDS:
             raise ValueError(f"kind must be 'check' or 'claim', got {self.kind!r}")
         for attr in ("theory", "estimate", "stderr", "z", "systematic"):
-            value = getattr(self, attr)
-            if isinstance(value, (bool, np.bool_, str, bytes)) or np.iscomplexobj(value):
-                raise TypeError(f"{attr} must be a real number, got {value!r}")
-            arr = np.asarray(value)
-            if arr.ndim != 0 or not np.issubdtype(arr.dtype, np.number):
-                raise TypeError(f"{attr} must be a real scalar, got {value!r}")
-            # NaN/inf in theory, estimate or stderr is allowed: the row then FAILs (a visible verdict)
-            if attr in ("stderr", "z", "systematic") and float(arr) < 0:
-                raise ValueError(f"{attr} must be >= 0, got {float(arr)}")
-            if attr in ("z", "systematic") and not math.isfinite(float(arr)):
-                raise ValueError(f"{attr} must be finite, got {float(arr)}")
+            _check_real(getattr(self, attr), attr)
 
     @property
     def tolerance(self) -> float:

@@ -82,6 +82,7 @@ __all__ = [
     "TrainingTable",
     "clear_cache",
     "constnet_noise_table",
+    "exact_symmetry_rows",
     "leakynet_averaging_table",
     "platform_probe",
     "run",
