@@ -201,3 +201,37 @@ def test_an_asymmetric_platform_makes_the_row_a_platform_claim_and_the_run_unit_
     # unit-exact arithmetic itself asymmetric (never seen): the exact row becomes a claim about the platform
     exact, _ = sb.exact_symmetry_rows("x", 1e-23, {**probe, "kernels": "unit_exact", "kernels_exact": False})
     assert exact.kind == "claim" and exact.verdict == "not reproduced" and not exact.failed
+
+
+def test_platform_probe_and_kernels_check_their_arguments():
+    from meanfield.validation.symmetric_nets import (
+        ConstNetSpec,
+        ReplicatedNetSpec,
+        SymmetryBreaking,
+        platform_symmetry,
+    )
+    from meanfield.validation.training import load_training_data, train_ensemble
+
+    with pytest.raises(ValueError, match="kernels"):
+        SymmetryBreaking(kernels="gpu")
+    spec = ConstNetSpec(widths=(2, 4), blocks_per_stage=1)
+    with pytest.raises(TypeError, match="spec"):
+        platform_symmetry(ReplicatedNetSpec(), 1, 4, (1, 4, 4), 10)
+    with pytest.raises(ValueError, match="input_shape"):
+        platform_symmetry(spec, 1, 4, (4, 4), 10)
+    with pytest.raises(ValueError, match="kernels"):
+        platform_symmetry(spec, 1, 4, (1, 4, 4), 10, kernels="fast")
+    with pytest.raises(ValueError, match="n_classes"):
+        platform_symmetry(spec, 1, 4, (1, 4, 4), 1)
+    res = platform_symmetry(spec, 2, 4, (1, 4, 4), 10, kernels="unit_exact", compute_dtype="bfloat16")
+    assert res.exact and res.max_relative_difference == 0.0 and set(res.relative_difference) >= {"first", "head"}
+    data = load_training_data(n_train=16, n_test=8, downsample=2)
+    with pytest.raises(ValueError, match="unit_exact"):
+        train_ensemble(
+            ReplicatedNetSpec(width=4, unique=2),
+            1,
+            data=data,
+            steps=1,
+            batch_size=4,
+            noise=SymmetryBreaking(kernels="unit_exact"),
+        )
