@@ -118,7 +118,7 @@ def _docutils_parser():
     """A docutils parse function that knows Sphinx's roles and directives as no-ops."""
     import io
 
-    pytest.importorskip("docutils")  # installed with the docs extra (Sphinx)
+    pytest.importorskip("docutils")  # the test extra installs it
     from docutils import nodes
     from docutils.core import publish_doctree
     from docutils.parsers.rst import Directive, directives, roles
@@ -197,7 +197,7 @@ def _public_docstrings(module_name):
     import importlib
     import inspect
 
-    numpydoc = pytest.importorskip("numpydoc.docscrape_sphinx")
+    numpydoc = pytest.importorskip("numpydoc.docscrape_sphinx")  # the test extra installs it
     module = importlib.import_module(module_name)
     names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
 

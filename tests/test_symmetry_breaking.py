@@ -51,9 +51,13 @@ def test_run_builds_every_row(monkeypatch):
         sb.clear_cache()
         sg.clear_cache()
     names = [r.name for r in rows]
-    assert len(names) == len(set(names)) == 2 + 1 + 2 * 5 + 3 + 1
+    assert len(names) == len(set(names)) == 2 * 2 + 1 + 2 * 5 + 3 + 1
     exact = [r for r in rows if "exact symmetry" in r.name]
-    assert all(r.passed for r in exact)
+    assert len(exact) == 2 and all(r.passed and r.kind == "check" for r in exact)
+    platform = [r for r in rows if r.name.startswith("platform:")]
+    assert len(platform) == 2 and all(r.kind == "claim" for r in platform)
+    leaky = next(r for r in rows if r.name.startswith("LeakyNet: accuracy"))
+    assert leaky.kind == "claim" and not leaky.failed  # a claim of the paper: reported, never a failure
     # the one-sided accuracy rows: estimate = Welch z, passing only above Z_ONE_SIDED
     for r in rows:
         if r.name.endswith(", z"):
@@ -88,3 +92,146 @@ def test_full_size_reads_cifar10_from_the_data_dir_and_trains_a_constnet(tmp_pat
     assert np.all(np.isfinite(c.train_loss))
     with pytest.raises(ValueError, match="size"):
         sb.table_data("huge")
+
+
+# --- exact symmetry and the platform -----------------------------------------------------------------
+
+#: A subprocess that forces oneDNN's AVX2 kernels (whose sgemm computes the last output channels of
+#: an 8-channel convolution's weight gradient in an edge tile, rounding them differently), then MKL's
+#: AVX2 GEMM with oneDNN off, and reports the probe and a short deterministic '0' ConstNet run.
+_FORCED = r"""
+import json
+import numpy as np, torch
+from meanfield.validation.symmetric_nets import ConstNetSpec, SymmetryBreaking, correlation_probe, platform_symmetry
+from meanfield.validation.training import load_training_data, train_ensemble
+spec = ConstNetSpec(widths=(8, 16), blocks_per_stage=2)
+data = load_training_data(n_train=64, n_test=16, downsample=2)
+out = {}
+for path in ("onednn", "mkl"):
+    torch.backends.mkldnn.enabled = path == "onednn"
+    for kernels in ("platform", "unit_exact"):
+        probe = platform_symmetry(spec, 2, 64, data.image_shape, 10, kernels=kernels)
+        c = train_ensemble(spec, 2, data=data, steps=2, batch_size=64, lr=0.03, optimizer="momentum",
+                           record_every=1, n_eval=None, rng=0, noise=SymmetryBreaking(kernels=kernels),
+                           probes={"cf": correlation_probe("forward")})
+        out[f"{path} {kernels}"] = [probe.exact, probe.max_relative_difference, float(c.probes["cf"].max())]
+print(json.dumps(out))
+"""
+
+
+def test_probe_sees_the_platform_asymmetry_and_unit_exact_arithmetic_removes_it():
+    """The kernel paths of an AVX2-only CPU (forced here): the probe and a training run agree, and
+    unit-exact arithmetic keeps identical units identical on every path."""
+    import json
+    import os
+    import platform
+    import subprocess
+    import sys
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the forced AVX2 kernel paths exist on x86-64 only")
+    env = dict(os.environ, OMP_NUM_THREADS="1", ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2")
+    res = subprocess.run([sys.executable, "-c", _FORCED], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    for path in ("onednn", "mkl"):
+        exact, rel, cf = out[f"{path} platform"]
+        # asymmetric one-step gradients <=> 1 - C_f > 0 after 2 steps
+        assert exact == (cf == 0.0), out
+        if not exact:
+            assert 0 < rel < 1e-5  # rounding-sized: a few units of float32 roundoff
+        assert out[f"{path} unit_exact"] == [True, 0.0, 0.0], out
+
+
+def test_unit_exact_arithmetic_equals_the_platform_convolution_up_to_rounding():
+    import torch
+    from meanfield.validation.symmetric_nets import _unit_exact_conv
+
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(5, 6, 7, 7, generator=g, dtype=torch.float64)
+    w = torch.randn(2, 4, 3, 3, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    for stride in (1, 2):
+        ref = torch.nn.functional.conv2d(
+            torch.nn.functional.pad(h, (1,) * 4, mode="circular"), w.reshape(-1, 3, 3, 3), stride=stride, groups=2
+        )
+        got = _unit_exact_conv(torch, h, w, stride)
+        assert got.shape == ref.shape
+        # 27 products of N(0, 1) numbers: float64 rounding, far below one part in 1e12
+        assert float((got - ref).detach().abs().max()) < 1e-12
+        (g_ref,) = torch.autograd.grad(ref.sum(), w)
+        (g_got,) = torch.autograd.grad(got.sum(), w)
+        assert float((g_got - g_ref).abs().max()) < 1e-12
+
+
+def test_an_asymmetric_platform_makes_the_row_a_platform_claim_and_the_run_unit_exact(monkeypatch):
+    """Force the probe to report an asymmetric platform: the deterministic runs switch to unit-exact
+    arithmetic (still exact), the exact row stays a passing check, the platform row a claim not
+    reproduced; and with the platform exact the run keeps the platform's kernels."""
+    from meanfield.validation import symmetric_nets as sn
+
+    real = sn.platform_symmetry
+    seen = []
+
+    def asymmetric(*args, kernels="platform", **kwargs):
+        res = real(*args, kernels=kernels, **kwargs)
+        seen.append(kernels)
+        if kernels == "platform":
+            return res.replace(exact=False, max_relative_difference=1.2e-7, relative_difference={"first": 1.2e-7})
+        return res
+
+    monkeypatch.setattr(sb, "platform_symmetry", asymmetric)
+    sb.clear_cache()
+    try:
+        t = sb.constnet_noise_table("smoke", rng=0)
+    finally:
+        sb.clear_cache()
+    assert seen == ["platform", "unit_exact"] * 2
+    for label in sb.EXACT_VARIANTS:
+        probe = t.params["platform"][label]
+        assert probe["kernels"] == "unit_exact" and probe["kernels_exact"] and not probe["platform_exact"]
+        assert np.all(t.one_minus_cf[t.labels.index(label)] == 0.0)
+        exact, platform = sb.exact_symmetry_rows(label, float(t.one_minus_cf[t.labels.index(label)].max()), probe)
+        assert exact.kind == "check" and exact.passed and "unit-exact" in exact.note
+        assert platform.kind == "claim" and platform.verdict == "not reproduced" and not platform.failed
+        assert "1.2e-07" in platform.note and "first" in platform.note
+    # the exact platform: its kernels, a check and a reproduced claim
+    probe = {**t.params["platform"][sb.EXACT_VARIANTS[0]], "platform_exact": True, "kernels": "platform"}
+    exact, platform = sb.exact_symmetry_rows("x", 0.0, probe)
+    assert exact.kind == "check" and exact.passed and platform.verdict == "reproduced"
+    # unit-exact arithmetic itself asymmetric (never seen): the exact row becomes a claim about the platform
+    exact, _ = sb.exact_symmetry_rows("x", 1e-23, {**probe, "kernels": "unit_exact", "kernels_exact": False})
+    assert exact.kind == "claim" and exact.verdict == "not reproduced" and not exact.failed
+
+
+def test_platform_probe_and_kernels_check_their_arguments():
+    from meanfield.validation.symmetric_nets import (
+        ConstNetSpec,
+        ReplicatedNetSpec,
+        SymmetryBreaking,
+        platform_symmetry,
+    )
+    from meanfield.validation.training import load_training_data, train_ensemble
+
+    with pytest.raises(ValueError, match="kernels"):
+        SymmetryBreaking(kernels="gpu")
+    spec = ConstNetSpec(widths=(2, 4), blocks_per_stage=1)
+    with pytest.raises(TypeError, match="spec"):
+        platform_symmetry(ReplicatedNetSpec(), 1, 4, (1, 4, 4), 10)
+    with pytest.raises(ValueError, match="input_shape"):
+        platform_symmetry(spec, 1, 4, (4, 4), 10)
+    with pytest.raises(ValueError, match="kernels"):
+        platform_symmetry(spec, 1, 4, (1, 4, 4), 10, kernels="fast")
+    with pytest.raises(ValueError, match="n_classes"):
+        platform_symmetry(spec, 1, 4, (1, 4, 4), 1)
+    res = platform_symmetry(spec, 2, 4, (1, 4, 4), 10, kernels="unit_exact", compute_dtype="bfloat16")
+    assert res.exact and res.max_relative_difference == 0.0 and set(res.relative_difference) >= {"first", "head"}
+    data = load_training_data(n_train=16, n_test=8, downsample=2)
+    with pytest.raises(ValueError, match="unit_exact"):
+        train_ensemble(
+            ReplicatedNetSpec(width=4, unique=2),
+            1,
+            data=data,
+            steps=1,
+            batch_size=4,
+            noise=SymmetryBreaking(kernels="unit_exact"),
+        )

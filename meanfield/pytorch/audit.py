@@ -57,6 +57,7 @@ from .. import dense
 from .._checks import check_bool, check_int, check_rng
 from .._results import Result
 from ..activations import Activation
+from ..compare import Z_DEFAULT, passes
 from ..gaussian import expectation, hermite_rule
 from ._activations import is_activation_module, resolve_activation
 from ._torch import require_torch
@@ -79,8 +80,8 @@ __all__ = [
     "z_for",
 ]
 
-#: Standard errors allowed (the value of ``meanfield.validation.report.Z_DEFAULT``).
-Z = 4.5
+#: Standard errors allowed (:data:`meanfield.compare.Z_DEFAULT`, the one constant of the verdict rule).
+Z = Z_DEFAULT
 #: Inputs used by default (the theory's cost grows as (D P)^2 for D inputs of P positions).
 MAX_INPUTS = 4
 #: Measured quantities, in table order.
@@ -159,14 +160,12 @@ def verdict(
 ) -> str:
     """The verdict of a row: ``"no theory"`` without theory, ``"approximate"`` for an approximate theory,
     else ``"ok"`` when ``|measured - theory| <= z * stderr + systematic`` (all finite), ``"FAIL"`` otherwise
-    (the rule of ``meanfield.validation.report.Comparison``)."""
+    (the rule of :func:`meanfield.compare.passes`)."""
     if theory is None:
         return "no theory"
     if approximate:
         return "approximate"
-    if not all(math.isfinite(v) for v in (measured, stderr, theory)):
-        return "FAIL"
-    return "ok" if abs(measured - theory) <= z * stderr + systematic else "FAIL"
+    return "ok" if passes(theory, measured, stderr, z, systematic) else "FAIL"
 
 
 @dataclass(frozen=True)

@@ -519,8 +519,11 @@ REGISTRY: list[Entry] = [
     E("validation.finite_width.domain_truncation", m=F(-1.5), width=I(10), sigma_w2=F(0.2), top=F(1e6), fan_in=I(10)),
     E("validation.kurtosis.fig1_variances", full=B(False), backend=BK(), rng=R(0), n_networks=I(2), n_inputs=I(4), depth=I(3), n_metainit=I(1),
       metainit_steps=I(2)),
-    E("validation.report.Comparison", name=TXT("row"), theory=F(1.0), estimate=F(1.01), stderr=F(0.01), z=F(4.5), systematic=F(0.0),
-      note=TXT(""), side=CH("both"), nan_ok={f: _ROW_NAN for f in ("theory", "estimate", "stderr")}),
+    E("compare.Comparison", name=TXT("row"), theory=F(1.0), estimate=F(1.01), stderr=F(0.01), z=F(4.5), systematic=F(0.0),
+      note=TXT(""), side=CH("both"), kind=CH("check"), nan_ok={f: _ROW_NAN for f in ("theory", "estimate", "stderr")}),
+    E("compare.passes", theory=F(1.0), estimate=F(1.01), stderr=F(0.01), z=F(4.5), systematic=F(0.0), side=CH("both"),
+      nan_ok={f: _ROW_NAN for f in ("theory", "estimate", "stderr")}),
+    E("validation.report.not_reproduced", rows=X(Lazy(_comparisons))),
     E("validation.report.format_table", title=TXT("fuzz"), rows=X(Lazy(_comparisons))),
     E("validation.report.mean_and_stderr", samples=A(X53), axis=I(0), nan_ok={"samples": _ROW_NAN}),
     E("validation.report.run_metadata", skip={"fields": "free-form metadata copied into the block"}),
@@ -620,7 +623,7 @@ REGISTRY: list[Entry] = [
       gamma=X(None), init=CH("leaky")),
     E("validation.symmetric_nets.ReplicatedNetSpec", width=I(4), unique=I(2), noise=F(0.1)),
     E("validation.symmetric_nets.SymmetryBreaking", dropout=F(0.01), grad_noise=F(0.0), reduction_noise=F(0.0),
-      compute_dtype=CH("bfloat16")),
+      compute_dtype=CH("bfloat16"), kernels=CH("unit_exact")),
     E("validation.symmetric_nets.conv_kernels", spec=X(Lazy(_constnet_spec)), parameters=X(Lazy(_constnet_spec_params))),
     E("validation.symmetric_nets.correlation_probe", which=CH("forward"), complement=B(True)),
     E("validation.symmetric_nets.constnet_groups", spec=X(Lazy(_constnet_spec))),
@@ -817,6 +820,12 @@ for _name in (
     "validation.symmetry_breaking.run",
 ):
     NOT_FUZZED[_name] = _TRAINING + " (tests/test_symmetry_breaking.py, smoke size)"
+for _name in ("validation.symmetric_nets.platform_symmetry", "validation.symmetry_breaking.platform_probe"):
+    NOT_FUZZED[_name] = "one training step in PyTorch (seconds); tested in tests/test_symmetry_breaking.py"
+NOT_FUZZED["validation.symmetry_breaking.exact_symmetry_rows"] = (
+    "reads platform_probe's dict (a training step); tested in tests/test_symmetry_breaking.py"
+)
+NOT_FUZZED["validation.symmetric_nets.PlatformSymmetry"] = _RESULT
 for _name in ("validation.symmetry_groups.group_behaviour", "validation.symmetry_groups.group_behaviour_row"):
     NOT_FUZZED[_name] = _TRAINING + " (tests/test_symmetry_groups.py, smoke size)"
 for _name in (
@@ -990,7 +999,7 @@ ALLOW_NONFINITE: list[Allow] = [
     # mean_and_stderr: "non-finite samples give a non-finite mean or standard error on purpose".
     *[
         Allow(
-            "validation.report.Comparison",
+            "compare.Comparison",
             f,
             lambda r, kw: not r.passed,
             f"Comparison.{f}: non-finite -> the row FAILs",
