@@ -6,7 +6,7 @@ nodes with tanh of a sum formed from products of exponentials (``meanfield/_tanh
 the q* solver's two one-dimensional integrals from one pass with one ``math.tanh`` per node. These
 tests check the results against :func:`meanfield.gaussian.pair_expectation` /
 :func:`meanfield.gaussian.expectation` (per-node ``math.tanh``, the same rules; themselves pinned
-against scipy's adaptive quadrature in ``tests/test_gaussian.py`` and ``tests/test_trust_core.py``).
+against scipy's adaptive quadrature in ``tests/theory/test_gaussian.py`` and ``tests/theory/test_dense_edge_cases.py``).
 """
 
 from __future__ import annotations

@@ -189,7 +189,7 @@ def test_simulator_rng_rule_and_arguments():
         jacobian_singular_values("relu", 3.0, 0.1, 2, 8, 3)  # q* infinite: pass q
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -209,6 +209,6 @@ def test_simulator_rng_rule_and_arguments():
         ),
     ],
 )
-def test_fuzz3_spectra_errors_name_the_argument(call, name):
+def test_spectra_errors_name_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()

@@ -527,7 +527,7 @@ def test_every_stochastic_simulator_takes_a_backend_and_is_tested_on_one():
     from meanfield.validation import simulators as sims
 
     here = pathlib.Path(__file__).parent
-    tested = (here / "test_backends_simulators.py").read_text() + (here / "test_backends.py").read_text()
+    tested = (here / "test_backends_simulators.py").read_text() + (here / "test_backends_dense.py").read_text()
     functions = [(n, getattr(sims, n)) for n in sims.__all__ if inspect.isfunction(getattr(sims, n))]
     functions += [(f.__name__, f) for f in (kurtosis_conv.conv_pair_moments, conv_inputs.simulate_multi_input)]
     checked = []

@@ -28,7 +28,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Source folder -> installed package name.
 PACKAGE_ROOTS = {"meanfield": "meanfield", "validation": "meanfield.validation", "figures": "meanfield.figures"}

@@ -110,11 +110,11 @@ def test_fig1_unit_protocol():
         empirical_variances(x, "he", 5, 2, 4, protocol="unit", engine="numba")
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
 
 
 @pytest.mark.parametrize("n", [10**12, 2**64])
-def test_fuzz3_moment_simulators_bound_n_networks(n):
+def test_moment_simulators_bound_n_networks(n):
     from meanfield.validation.simulators import simulate_conv_moments
 
     with pytest.raises(ValueError, match="n_networks"):

@@ -163,9 +163,9 @@ def test_bad_input_raises(call):
         call()
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer, full catalogue) -----
+# --- regressions found by the public-API fuzzer (tests/fuzz/, full catalogue) -------------------
 
 
-def test_fuzz3_infinite_expectation_names_the_activation():
+def test_infinite_expectation_names_the_activation():
     with pytest.raises(ValueError, match="activation"):
         expectation("sign", 1.0, (1, 1))

@@ -14,7 +14,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 PAGES = [p for p in PAGES if "_build" not in p.parts and "auto_examples" not in p.parts]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)

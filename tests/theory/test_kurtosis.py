@@ -474,11 +474,11 @@ def test_ragged_input_names_the_argument():
         K.input_statistics([[1.0, 2.0], [3.0]])
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
 
 
 @pytest.mark.parametrize("name", ["n_networks", "n_metainit"])
-def test_fuzz3_fig1_variances_bounds_network_counts_by_name(name):
+def test_fig1_variances_bounds_network_counts_by_name(name):
     from meanfield.validation.kurtosis import fig1_variances
 
     with pytest.raises(ValueError, match=name):

@@ -306,10 +306,10 @@ def test_training_data_is_checked(small_data):
     assert isinstance(small_data, TrainingData) and small_data.image_shape == (1, 8, 8)
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer, full catalogue) -----
+# --- regressions found by the public-API fuzzer (tests/fuzz/, full catalogue) -------------------
 
 
-def test_fuzz3_ragged_v_and_x_are_named():
+def test_ragged_v_and_x_are_named():
     with pytest.raises(ValueError, match=r"\bv\b"):
         ConvNet(depth=2, channels=2, ndim=1, kernel_size=3, v=[[0.25, 0.5], [0.25]])
     net = DenseNet(depth=2, width=4)

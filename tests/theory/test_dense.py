@@ -209,9 +209,9 @@ def test_error_message_names_the_argument():
         dense.covariance_map(np.array([[1.0, 2.0], [2.0, 1.0]]), "tanh", 1.0, 0.0)
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer, full catalogue) -----
+# --- regressions found by the public-API fuzzer (tests/fuzz/, full catalogue) -------------------
 
 
-def test_fuzz3_exp_overflow_names_the_activation():
+def test_exp_overflow_names_the_activation():
     with pytest.raises(ValueError, match="activation"):
         dense.propagate(np.array([[1.0, 0.3], [0.3, 1.0]]), "exp", 3.0, 0.05, 50)

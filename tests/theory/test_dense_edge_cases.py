@@ -133,7 +133,7 @@ def test_hard_tanh_moments_match_independent_quadrature(q1, q2, c):
     assert abs(pair_expectation("hard_tanh", q1, q2, c) - cross) < REF_TOL
 
 
-def test_hard_tanh_moments_match_monte_carlo_and_the_issue_value():
+def test_hard_tanh_moments_match_monte_carlo_and_erf():
     assert expectation("hard_tanh", 1.0, (1, 1)) == pytest.approx(erf(1 / math.sqrt(2)), abs=1e-15)  # was 0.6197
     rng = np.random.default_rng(20240601)
     n, q1, q2, c = 2_000_000, 0.8, 1.7, 0.6
@@ -176,7 +176,7 @@ _HANG_SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_former_hangs_return_in_bounded_time():
+def test_fixed_points_at_infinite_q_star_return_in_bounded_time():
     # compile (and cache) the kernels here, so the child process times the computations only
     dense.phase_diagram("gelu", [1.0], [0.1])
     dense.fixed_point("gelu", 1.0, 0.1)

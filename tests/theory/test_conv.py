@@ -386,10 +386,10 @@ def test_ragged_covariance_names_the_argument():
         conv.fourier_eigenvalues([[0.25, 0.5], [0.25]], 4)
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer, full catalogue) -----
+# --- regressions found by the public-API fuzzer (tests/fuzz/, full catalogue) -------------------
 
 
-def test_fuzz3_depth_scales_finite_for_negative_chi_q_and_zero_modes():
+def test_depth_scales_finite_for_negative_chi_q_and_zero_modes():
     """cos has chi_q < 0: xi_q = -1/log|chi_q lambda| is finite (was NaN); a mode with lambda = 0 has
     xi = 0 even where chi is inf (exp at q* = inf; was inf * 0 = NaN -> inf)."""
     v = [0.25, 0.5, 0.25]

@@ -124,10 +124,10 @@ def test_gram_chain_rejects_bad_arguments():
         fw.gram_chain_samples(np.eye(2), 2, 10, np.nan, fan_in=2)
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
 
 
-def test_fuzz3_component_cdfs_name_states_and_k():
+def test_component_cdfs_name_states_and_k():
     grid = np.linspace(0.0, 6.0, 13)
     law = np.full(13, 1 / 13)
     for bad in ([np.nan] * 13, -grid, None, "a"):
@@ -139,7 +139,7 @@ def test_fuzz3_component_cdfs_name_states_and_k():
         fw.gsm_product_moments(2, [[1, 2], [1]])
 
 
-def test_fuzz3_cosine_law_underflow_names_sigma_w2():
+def test_cosine_law_underflow_names_sigma_w2():
     with pytest.raises(ValueError, match="sigma_w2"):
         fw.cosine_law_over_depth(
             np.array([[1.0, 0.3], [0.3, 0.8]]), 2, 4, 1e-300, fan_in=4, n_samples=50, bins=5, rng=0

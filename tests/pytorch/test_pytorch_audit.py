@@ -111,7 +111,7 @@ def test_zero_padding_is_marked_approximate():
 
 
 @pytest.mark.slow
-def test_kurtosis_recursion_of_seed_002_in_a_narrow_relu_mlp():
+def test_kurtosis_recursion_of_grzejdziak2023_in_a_narrow_relu_mlp():
     # Gaussian weights, no bias, ReLU: the exact finite-width kurtosis recursion applies; width 16
     # makes kappa grow visibly with depth (3 -> 6.8 at layer 4). Deeper, kappa > 10 and the sample
     # kurtosis of 400 networks is too heavy-tailed for its jackknife standard error (not tested).

@@ -35,7 +35,7 @@ import tempfile
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, which holds fuzz/
 
 from fuzz import api, catalogue, harness, registry
 from fuzz.catalogue import RAISE, TYPE

@@ -21,7 +21,7 @@ QUAD_RTOL = 1e-11
 # ------------------------------------------------------------------ inputs that are no moments
 
 
-def test_issue_example_kurtosis_below_one_is_rejected():
+def test_kurtosis_below_one_is_rejected():
     """Issue: propagate(1.0, -1.0, [2], slope=1.0, weight_kurtosis=1.0) returned kappa_1 = 0.5.
 
     kappa0 = 1 means x_i^2 is constant, so c0 must be 0 (Cauchy-Schwarz): the input is no moment."""

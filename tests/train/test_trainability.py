@@ -83,11 +83,11 @@ def test_kurtosis_experiment_grows_with_depth_and_falls_with_width():
     assert res["test_accuracy"].shape == logk.shape + (1,)
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
 
 
 @pytest.mark.parametrize("bad", [[1.0, np.nan], [1.0, np.inf], [1 + 1j, 2.0], [[1.0], [1.0, 2.0]], None, "a", []])
-def test_fuzz3_z_score_rejects_bad_samples_naming_them(bad):
+def test_z_score_rejects_bad_samples_naming_them(bad):
     with pytest.raises((TypeError, ValueError), match=r"\ba\b"):
         T.z_score(bad, [1.0, 2.0])
     with pytest.raises((TypeError, ValueError), match=r"\bb\b"):

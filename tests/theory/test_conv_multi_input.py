@@ -117,10 +117,10 @@ def test_bad_arguments():
         conv.multi_input_propagate(np.ones((1, 2, 1, 2)), "tanh", 1.0, 0.0, [1.0], -1)
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
 
 
-def test_fuzz3_cmap_jacobian_errors_name_the_argument():
+def test_cmap_jacobian_errors_name_the_argument():
     with pytest.raises(ValueError, match=r"\bu\b"):
         conv.cmap_jacobian(np.zeros((0, 0)), "tanh", 1.5, 0.05)
     with pytest.raises(ValueError, match="activation"):
@@ -129,7 +129,7 @@ def test_fuzz3_cmap_jacobian_errors_name_the_argument():
         conv.cmap_jacobian_eigenbasis("relu", 1.5, 0.05, 3)
 
 
-def test_fuzz3_multi_input_propagate_checks_cov0():
+def test_multi_input_propagate_checks_cov0():
     x = np.random.default_rng(0).standard_normal((2, 5, 2))
     v = np.array([0.25, 0.5, 0.25])
     cov0 = conv.multi_input_covariance(x, 1.5, 0.05, v, 5)
@@ -154,7 +154,7 @@ def test_fuzz3_multi_input_propagate_checks_cov0():
         ("n_networks", 10**12),
     ],
 )
-def test_fuzz3_simulate_multi_input_checks_arguments_by_name(name, value):
+def test_simulate_multi_input_checks_arguments_by_name(name, value):
     from meanfield.validation.conv_inputs import simulate_multi_input
 
     kwargs = dict(

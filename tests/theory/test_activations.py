@@ -56,10 +56,10 @@ def test_bad_names_and_parameters(args, kwargs):
         get_activation(*args, **kwargs)
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer, full catalogue) -----
+# --- regressions found by the public-API fuzzer (tests/fuzz/, full catalogue) -------------------
 
 
 @pytest.mark.parametrize("name", ["rbf", "relu_power", "elu"])
-def test_fuzz3_wrong_parameter_names_the_activation(name):
+def test_wrong_parameter_names_the_activation(name):
     with pytest.raises(ValueError, match="activation"):
         get_activation(name, slope=0.1)

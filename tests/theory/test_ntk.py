@@ -161,7 +161,7 @@ def test_constnet_ntk_is_a_linear_models_kernel_and_matches_backprop():
         ntk.constnet_ntk(x.astype(complex), (4, 8), 3, 4, 2)
 
 
-# --- fuzz3 regressions (tests/fuzz: BAD calls of the public-API fuzzer) ---------------------
+# --- regressions found by the public-API fuzzer (tests/fuzz/) ------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -172,12 +172,12 @@ def test_constnet_ntk_is_a_linear_models_kernel_and_matches_backprop():
         lambda: ntk.propagate_ntk(np.eye(2), "tanh", 1e300, 0.05, 3),
     ],
 )
-def test_fuzz3_ntk_overflow_names_the_arguments(call):
+def test_ntk_overflow_names_the_arguments(call):
     with pytest.raises(ValueError, match="activation, sigma_w2, sigma_b2"):
         call()
 
 
-def test_fuzz3_conv_ntk_overflow_and_ragged_name_the_arguments():
+def test_conv_ntk_overflow_and_ragged_name_the_arguments():
     from meanfield.conv import multi_input_covariance
 
     x = np.random.default_rng(0).standard_normal((2, 5, 2))
@@ -191,7 +191,7 @@ def test_fuzz3_conv_ntk_overflow_and_ragged_name_the_arguments():
         ntk.conv_ntk_map([[1.0, 2.0], [1.0]], cov, "tanh", 1.5, 0.05, v, shape=5)
 
 
-def test_fuzz3_constnet_ntk_bounds_n_classes_and_overflow():
+def test_constnet_ntk_bounds_n_classes_and_overflow():
     x = np.random.default_rng(0).standard_normal((2, 4, 4, 1))
     with pytest.raises(ValueError, match="n_classes"):
         ntk.constnet_ntk(x, (2, 4), n_input=1, n_classes=10**12)
@@ -202,7 +202,7 @@ def test_fuzz3_constnet_ntk_bounds_n_classes_and_overflow():
 
 
 @pytest.mark.parametrize("x", [None, "a", 1.0, np.ones((2, 4, 4, 1, 1)), 1e300 * np.ones((2, 4, 4, 1))])
-def test_fuzz3_constnet_empirical_ntk_checks_x(x):
+def test_constnet_empirical_ntk_checks_x(x):
     from meanfield.validation.ntk import constnet_empirical_ntk
 
     with pytest.raises((TypeError, ValueError), match=r"\bx\b"):

@@ -193,7 +193,7 @@ G9 = np.random.default_rng(2).standard_normal((3, 9, 2))
 
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, -1e-3, 2.5])
-def test_fuzz_conv_kernels_channels_and_kernel_shape(bad):
+def test_conv_kernels_channels_and_kernel_shape_are_validated(bad):
     _raises(ValueError, N.conv_kernels, 2, (3,), bad, 1.0)
     _raises(ValueError, N.conv_kernels, 2, (3,), bad, 1.0, V3, "orthogonal", rng=0)
     _raises(ValueError, N.conv_kernels, 2, (bad,), 4, 1.0)
@@ -213,7 +213,7 @@ def test_fuzz_conv_kernels_channels_and_kernel_shape(bad):
         (True, TypeError),
     ],
 )
-def test_fuzz_variances_are_validated(bad, exc):
+def test_variances_are_validated(bad, exc):
     _raises(exc, dense_weights, 3, 4, bad, "gaussian", 0, batch=2)
     _raises(exc, N.conv_kernels, 2, (3,), 4, bad, V3, "gaussian", rng=0)
     _raises(exc, N.conv_kernels, 2, (3,), 4, bad, V3, "orthogonal", rng=0)
@@ -222,7 +222,7 @@ def test_fuzz_variances_are_validated(bad, exc):
 
 
 @pytest.mark.parametrize("args", [(10**12, (3,), 4), (2**64, (3,), 4), (2, (2**40 + 1,), 4), (1, (3,), 10**5)])
-def test_fuzz_absurd_sizes_raise_at_once(args):
+def test_absurd_sizes_raise_at_once(args):
     with pytest.raises(ValueError, match="MAX_ELEMENTS"):
         N.conv_kernels(*args, 1.0, None, "gaussian", rng=0)
     with pytest.raises(ValueError, match="width|MAX_ELEMENTS"):
@@ -241,7 +241,7 @@ def test_fuzz_absurd_sizes_raise_at_once(args):
         ([0.5, 0.6, -0.1], ValueError),
     ],
 )
-def test_fuzz_v_is_validated_on_the_orthogonal_path_too(bad, exc):
+def test_v_is_validated_on_the_orthogonal_path_too(bad, exc):
     _raises(exc, N.conv_kernels, 2, (3,), 4, 1.0, bad, "orthogonal", rng=0)
     _raises(exc, N.simulate_conv, np.eye(5), "tanh", 1.0, 0.0, bad, 1, 4, 2, init="orthogonal", rng=0)
 
@@ -268,14 +268,14 @@ def _entry(a, value):
         (lambda a: a > 0, TypeError),
     ],
 )
-def test_fuzz_periodic_conv_inputs(make, exc):
+def test_periodic_conv_inputs_are_validated(make, exc):
     _raises(exc, periodic_conv, make(XC), K5, 1)
     _raises(exc, periodic_conv, XC, make(K5), 1)
     _raises(exc, periodic_conv_transpose, make(G9), K5, 1)
     _raises(exc, periodic_conv_transpose, G9, make(K5), 1)
 
 
-def test_fuzz_periodic_conv_spatial_dims_shapes_and_overflow():
+def test_periodic_conv_spatial_dims_shapes_and_overflow():
     for bad in (2**64, 0, 3, 1.5, True):
         _raises(ValueError, periodic_conv, XC, K5, bad)
         _raises(ValueError, periodic_conv_transpose, G9, K5, bad)
@@ -289,20 +289,20 @@ def test_fuzz_periodic_conv_spatial_dims_shapes_and_overflow():
 
 
 @pytest.mark.parametrize("sizes", [(0, 3), (3, -1), (2.5, 3), ("a", 3), (None, 3), (2**40, 2**40)])
-def test_fuzz_dense_weights_sizes(sizes):
+def test_dense_weights_sizes_are_validated(sizes):
     with pytest.raises((ValueError, TypeError), match="n_out|n_in"):
         dense_weights(*sizes, 1.0, "gaussian", 0, batch=2)
 
 
 @pytest.mark.parametrize("flag", ["yes", None, np.nan, [True], 1])
-def test_fuzz_gradients_must_be_a_bool(flag):
+def test_gradients_must_be_a_bool(flag):
     with pytest.raises(TypeError, match="gradients"):
         N.simulate_dense(X2, "tanh", 1.0, 0.0, 1, 4, 2, gradients=flag, rng=0)
     with pytest.raises(TypeError, match="gradients"):
         N.simulate_conv(np.eye(5), "tanh", 1.0, 0.0, V3, 1, 4, 2, gradients=flag, rng=0)
 
 
-def test_fuzz_complex_and_empty_inputs():
+def test_complex_and_empty_inputs_are_refused():
     _raises(TypeError, N.simulate_dense, X2 + 1j, "tanh", 1.0, 0.0, 1, 4, 2, rng=0)
     _raises(TypeError, N.simulate_conv, np.eye(5) * (1 + 1j), "tanh", 1.0, 0.0, V3, 1, 4, 2, rng=0)
     _raises(TypeError, N.simulate_conv, np.eye(5), "tanh", 1.0, 0.0, V3 + 0j, 1, 4, 2, rng=0)
@@ -314,7 +314,7 @@ def test_fuzz_complex_and_empty_inputs():
 
 
 @pytest.mark.parametrize("gradients", [False, True])
-def test_fuzz_nan_activation_raises_naming_activation_and_layer(gradients):
+def test_nan_activation_raises_naming_activation_and_layer(gradients):
     # ``Activation.from_functions`` now checks phi on the real line and refuses it first; either way the
     # error is a ValueError naming the activation, never NaN statistics.
     with pytest.raises(ValueError, match=r"activation 'sqrt'"):
