@@ -1,4 +1,4 @@
-"""The ``honours_backend`` flags of the figures are true (issue 18, item 5).
+"""The ``honours_backend`` flags of the figures are true.
 
 Every figure declared ``honours_backend=True`` is run at smoke size on ``array_api_strict`` (the
 strict CPU namespace: a NumPy-only call in its simulation fails) while the arrays that namespace

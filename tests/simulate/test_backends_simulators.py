@@ -1,4 +1,4 @@
-"""Every Monte-Carlo simulator on a non-NumPy namespace, on the CPU (issue 18, item 3).
+"""Every Monte-Carlo simulator on a non-NumPy namespace, on the CPU.
 
 ``array_api_strict`` accepts only the array-API standard, so a NumPy-only call in the code that the
 GPU backends run fails here; it draws from the NumPy Generator of the same ``rng``, so its results

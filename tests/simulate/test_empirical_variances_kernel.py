@@ -1,4 +1,4 @@
-"""The fast paths of the paper-size Grzejdziak Fig. 1 (issue 18 item 2): the width-10 fused kernel
+"""The fast paths of the paper-size Grzejdziak Fig. 1: the width-10 fused kernel
 of ``empirical_variances(engine="numba")`` against the generic kernel and the NumPy engine."""
 
 from __future__ import annotations

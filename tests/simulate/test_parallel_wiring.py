@@ -1,5 +1,5 @@
 """The heavy paths wired into meanfield.parallel give the same numbers serially, on local processes
-and on a Dask LocalCluster (issue 16, item 3).
+and on a Dask LocalCluster.
 
 Equality is bitwise: every chunk draws from the stream spawned off the user's seed by chunk index,
 runs the same code on the same inputs, and the reductions (sums and sums of squares, or

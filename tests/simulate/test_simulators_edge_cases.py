@@ -1,4 +1,4 @@
-"""Trust issue, Monte-Carlo simulators: one rng rule for every simulator, errors of the right kind
+"""Edge cases of the Monte-Carlo simulators: one rng rule for every simulator, errors of the right kind
 (the ``networks.*`` lines of shared/audit/fuzz-findings.txt), and no silent inf / NaN / underflow at
 large variances, input scales and depths."""
 

@@ -1,4 +1,4 @@
-"""2-D periodic-CNN Jacobian spectra (issue 17, item 2): the simulator behind validation.spectra's
+"""2-D periodic-CNN Jacobian spectra: the simulator behind validation.spectra's
 2-D rows."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Simulators of seed 000 (meanfield.validation.simulators), validation.symmetry and figures.blumenfeld2020 at reduced size."""
+"""Simulators of Blumenfeld et al. 2020 (meanfield.validation.simulators), validation.symmetry and figures.blumenfeld2020 at reduced size."""
 
 import math
 

@@ -1,7 +1,7 @@
 """Closed-form Gaussian moments of elu / selu (meanfield._closed_elu) and gelu's derivative orders
 (0, 1), (0, 2), (1, 2), (2, 2) (meanfield._closed._gelu_mixed): against scipy's adaptive quadrature,
 against Price's theorem by finite differences of a lower order, against Monte-Carlo, and finite
-at extreme variances (issue 17, item 1)."""
+at extreme variances."""
 
 from __future__ import annotations
 

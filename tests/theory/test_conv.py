@@ -1,5 +1,5 @@
 """Tests of meanfield.conv: the CNN covariance map, its Fourier structure, depth scales, linearised
-and backward dynamics (seed 003), checked against independent constructions."""
+and backward dynamics (Xiao et al. 2018), checked against independent constructions."""
 
 import numpy as np
 import pytest

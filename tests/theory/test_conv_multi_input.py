@@ -1,4 +1,4 @@
-"""meanfield.conv: the covariance over inputs x positions (seed 003, footnote 3) and the eigenbases
+"""meanfield.conv: the covariance over inputs x positions (Xiao et al. 2018, footnote 3) and the eigenbases
 of the C-map's Jacobian (eq. 2.8, Lemma B.2, Thm. B.1), against an independent finite-difference
 Jacobian of the dense C-map."""
 

@@ -1,4 +1,4 @@
-"""Regression tests of the trust issue for the Gaussian engine, activations, dense and conv mean field.
+"""Edge cases of the Gaussian engine, activations, dense and conv mean field: extreme variances, q* = 0 and inf, hangs.
 
 Each test pins a wrong answer, a hang or an error of the wrong kind that the library used to give;
 expected values come from independent computations (scipy quadrature of a different formula,

@@ -1,11 +1,11 @@
-"""Tests of meanfield.finite_width (seed 001, Burkholz & Dubatovka 2019).
+"""Tests of meanfield.finite_width (Burkholz & Dubatovka 2019).
 
 Every formula is checked against an independent computation: direct quadrature of its defining
 integral with SciPy's chi-square law, or simulation of the random variables it describes.
 
 The library takes ``sigma_w2`` with ``W_ij ~ N(0, sigma_w2 / fan_in)`` (He = 2; ``fan_in`` defaults
 to the width). The independent references below (``_kernel_scipy``, the simulations) are written in
-seed 001's per-weight variance ``sw = sigma_w2 / fan_in``; each test converts at that boundary.
+Burkholz & Dubatovka 2019's per-weight variance ``sw = sigma_w2 / fan_in``; each test converts at that boundary.
 """
 
 import math

@@ -1,4 +1,4 @@
-"""Regression tests for the trust issue's findings in meanfield.finite_width (seed 001).
+"""Edge cases of meanfield.finite_width (Burkholz & Dubatovka 2019): extreme depths, widths and variances, types, rng.
 
 Each test names the finding it pins; each failed on the code before the fix.
 """

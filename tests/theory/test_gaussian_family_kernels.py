@@ -1,4 +1,4 @@
-"""The family-split kernels (issue 18: cold start) give the numbers of the full rule, bit for bit.
+"""The family-split kernels (cold start) give the numbers of the full rule, bit for bit.
 
 The public wrappers ``gaussian.expectation`` / ``pair_expectation`` / ``variance_derivative`` and the
 C-maps ``dense.covariance_map`` / ``derivative_covariance_map`` compile one activation family only

@@ -1,6 +1,6 @@
 """Tests of the one kernel layout (*k, c_out, c_in) and the periodic convolution it defines
 (periodic_conv, its adjoint and kernel gradient, conv_matrix, conv_singular_values, PyTorch's layout),
-and of seed 003's Gaussian, orthogonal (Algorithm 1) and delta-orthogonal (Algorithm 2) kernels."""
+and of Xiao et al. 2018's Gaussian, orthogonal (Algorithm 1) and delta-orthogonal (Algorithm 2) kernels."""
 
 import numpy as np
 import pytest

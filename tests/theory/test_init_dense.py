@@ -1,4 +1,4 @@
-"""meanfield.init dense laws: He and Glorot variances for leaky slopes (seed 002, Prop. 3.2)."""
+"""meanfield.init dense laws: He and Glorot variances for leaky slopes (Grzejdziak et al. 2023, Prop. 3.2)."""
 
 import math
 

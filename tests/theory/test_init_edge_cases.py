@@ -1,4 +1,4 @@
-"""Regression tests for the trust issue's findings in meanfield.init (initialisers and MetaInit).
+"""Edge cases of meanfield.init (initialisers and MetaInit): overflow, absurd sizes, parameters, types, rng.
 
 Each test names the finding it pins; each failed on the code before the fix.
 """

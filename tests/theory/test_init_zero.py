@@ -1,4 +1,4 @@
-"""meanfield.init ZerO / ZerO* (Zhao et al. 2022; seed 002 part 3)."""
+"""meanfield.init ZerO / ZerO* (Zhao et al. 2022; Grzejdziak et al. 2023 part 3)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""meanfield.kurtosis (seed 002): Prop. 4.3, Lemmas 4.1-4.6, Thm. 4.7, Sec. 5, Props. B.1-B.2."""
+"""meanfield.kurtosis (Grzejdziak et al. 2023): Prop. 4.3, Lemmas 4.1-4.6, Thm. 4.7, Sec. 5, Props. B.1-B.2."""
 
 import math
 from decimal import Decimal, getcontext

@@ -1,4 +1,4 @@
-"""Regression tests for the trust issue's findings in meanfield.kurtosis (seed 002).
+"""Edge cases of meanfield.kurtosis (Grzejdziak et al. 2023): inputs that are no moments, extremes, underflow, types.
 
 Each test names the finding it pins; each failed on the code before the fix.
 """

@@ -1,4 +1,4 @@
-"""Seed 002: Lemma 4.6 (every entry of A^m diverges) and the residual kurtosis recursion (Sec. 6)."""
+"""Grzejdziak et al. 2023: Lemma 4.6 (every entry of A^m diverges) and the residual kurtosis recursion (Sec. 6)."""
 
 from __future__ import annotations
 

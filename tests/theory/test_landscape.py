@@ -1,4 +1,4 @@
-"""Tests of meanfield.landscape (Orhan 2017, seed 004)."""
+"""Tests of meanfield.landscape (Orhan 2017)."""
 
 import itertools
 import math

@@ -1,4 +1,4 @@
-"""Skip matrices, constant biases, singularity measures and the exact Hessian of seed 004 (Orhan 2017).
+"""Skip matrices, constant biases, singularity measures and the exact Hessian of Orhan 2017.
 
 Checked three ways: the general skip network against its special cases (zero skips = plain, zero
 long skips = residual, identity skips = the earlier identity-skip network), the autodiff Hessian

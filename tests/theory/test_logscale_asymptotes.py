@@ -5,7 +5,7 @@ C-map of its sign-like asymptote, and a ReLU-like one above ``dense.Q_ASYMPTOTE_
 ReLU arc-cosine kernel. These tests compare one propagation step at such scales, for every built-in
 that reaches a map, with the asymptote's closed form written here in NumPy (Cho & Saul 2009 for the
 ReLU kernel; the arcsine law of sign(u1) sign(u2) for the bounded ones). They guard any pruning of
-those maps by activation family (issue 18, cold start: a kernel that compiled the wrong family's
+those maps by activation family (cold start: a kernel that compiled the wrong family's
 map, or none, would leave the step's scratch buffer unset -- checked: they fail then).
 """
 

@@ -1,5 +1,5 @@
 """meanfield.ntk.conv_ntk_fixed_point: the CNN NTK's fixed point and per-Fourier-mode depth scales
-against iterating the recursion (1-D and 2-D), and the 2-D empirical-NTK simulator (issue 17, item 2)."""
+against iterating the recursion (1-D and 2-D), and the 2-D empirical-NTK simulator."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tanh phase diagram's fast c* solver (issue 18: 100 x 100 grid in <= 1 s) against the public integrals.
+"""The tanh phase diagram's fast c* solver (100 x 100 grid in <= 1 s) against the public integrals.
 
 ``dense.fixed_point`` and ``dense.phase_diagram`` take, for tanh, the two bivariate integrals of
 each Newton step on the c-map (E tanh tanh and E tanh' tanh') from one pass over the trapezoid

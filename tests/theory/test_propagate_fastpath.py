@@ -1,4 +1,4 @@
-"""The fast path of ``dense.propagate`` / ``propagate_log`` / ``conv.propagate`` (issue 18) decides as the general path.
+"""The fast path of ``dense.propagate`` / ``propagate_log`` / ``conv.propagate`` decides as the general path.
 
 The fast path (a writeable C-contiguous float64 ``cov0``, Python-float variances, int depth and
 degree, a built-in activation, for ``conv`` a 1-D float64 ``v``) certifies its arguments in one

@@ -1,4 +1,4 @@
-"""meanfield.symmetry and the symmetric initialisers of meanfield.init (seed 000, Blumenfeld et al. 2020)."""
+"""meanfield.symmetry and the symmetric initialisers of meanfield.init (Blumenfeld et al. 2020)."""
 
 import itertools
 import math

@@ -1,4 +1,4 @@
-"""Seed 004's skip networks on the project's one training engine (validation/_skip_nets.py + train_ensemble)."""
+"""Orhan 2017's skip networks on the project's one training engine (validation/_skip_nets.py + train_ensemble)."""
 
 from __future__ import annotations
 

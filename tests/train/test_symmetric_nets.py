@@ -1,4 +1,4 @@
-"""Seed 000's ConstNet / LeakyNet / replicated-feature net on the ensemble trainer (validation/symmetric_nets.py)."""
+"""Blumenfeld et al. 2020's ConstNet / LeakyNet / replicated-feature net on the ensemble trainer (validation/symmetric_nets.py)."""
 
 from __future__ import annotations
 

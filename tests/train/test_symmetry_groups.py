@@ -1,4 +1,4 @@
-"""Groups of seed 000's Sec. 4.2 (validation/symmetric_nets.constnet_groups) and the exact permutation
+"""Groups of Blumenfeld et al. 2020's Sec. 4.2 (validation/symmetric_nets.constnet_groups) and the exact permutation
 test of their behaviour (validation/symmetry_groups.py)."""
 
 from __future__ import annotations

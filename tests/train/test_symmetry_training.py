@@ -1,4 +1,4 @@
-"""The skip-network ensemble trainer of seed 004 (meanfield.validation.symmetry_training)."""
+"""The skip-network ensemble trainer of Orhan 2017 (meanfield.validation.symmetry_training)."""
 
 from __future__ import annotations
 
