@@ -72,6 +72,7 @@ __all__ = [
     "conv_kernels",
     "correlation_probe",
     "platform_symmetry",
+    "unit_exact_conv",
 ]
 
 #: Unit roundoff of IEEE float32 (``2^-24``): the relative size of one rounding error of a float32
@@ -474,7 +475,7 @@ def _forward(model, theta, x):
 
     def conv(h, w, stride=1):  # h (B, E * c_in, H, W), w (E, c_out, c_in, k, k): periodic, one group per network
         if exact:
-            return _unit_exact_conv(torch, h, w, stride)
+            return unit_exact_conv(torch, h, w, stride)
         k = w.shape[-1]
         if k > 1:
             h = F.pad(h, (k // 2,) * 4, mode="circular")
@@ -576,7 +577,7 @@ class _ExactContract:
         return cls._fn
 
 
-def _unit_exact_conv(torch, h, w, stride: int = 1):
+def unit_exact_conv(torch, h, w, stride: int = 1):
     """Periodic grouped convolution of ``h (B, E * c_in, H, W)`` with ``w (E, c_out, c_in, k, k)``,
     equal to ``conv2d`` of the circularly padded input up to rounding, unit-exact.
 

@@ -31,7 +31,7 @@ everywhere -- ``depth`` (number of layers), ``width`` (hidden width; the channel
 ``n_networks`` (independent networks simulated together) -- and the keyword-only ``backend``
 (``"numpy"``, ``"cupy"``, ``"torch"`` or ``"array_api_strict"``, :mod:`meanfield.backend`) and
 ``rng``. Every simulator honours ``backend`` (its arrays go through the backend's namespace only;
-``tests/test_backends_simulators.py`` runs each on ``array_api_strict``, where a NumPy-only call
+``tests/simulate/test_backends_simulators.py`` runs each on ``array_api_strict``, where a NumPy-only call
 fails). Training is not a simulator: the one
 training engine is :func:`meanfield.validation.training.train_ensemble` (seed 000's networks through
 :mod:`meanfield.validation.symmetric_nets`). Results with several fields are
