@@ -67,7 +67,7 @@ def test_resnet18_every_layer_checked_passes_after_critical_init_and_flags_a_lay
     result = audit(model, x, rng=0, backward=False)
     assert result.n_weight_layers == 21 and result.n_checked == 21
     _assert_all_checked_pass(result)
-    bad = audit(model, x, rng=0, backward=False, init=_recorded_then("layer2.0.conv1", 3.0))
+    bad = audit(model, x, n_inits=4, rng=0, backward=False, init=_recorded_then("layer2.0.conv1", 3.0))
     # the check is layer-local: the scaled layer fails, the layers after it (fed its output) do not
     assert bad.flagged_layers == ("layer2.0.conv1",), "\n" + bad.table()
 

@@ -1,12 +1,36 @@
 r"""Audit a PyTorch model's signal propagation against mean-field theory: ``audit(model, inputs)``.
 
 The model is re-initialised ``n_inits`` times; forward (and backward) hooks on every ``Linear`` /
-``Conv1d`` / ``Conv2d`` layer record, for D inputs, the pre-activation second moment
+``Conv1d`` / ``Conv2d`` / ``Conv3d`` layer record, for D inputs, the pre-activation second moment
 :math:`q^l = \langle (h^l_i)^2\rangle` (mean over units and positions), the mean pairwise
 correlation :math:`c^l` of the inputs, the kurtosis :math:`\langle h^4\rangle/\langle h^2\rangle^2`
 and the gradient second moment :math:`\langle(\partial L/\partial h^l_i)^2\rangle` for a Gaussian
 cotangent at the output (``L = <v, model(x)>``, ``v ~ N(0, 1)``). The same quantities are
-predicted by the library for the same architecture and inputs, layer by layer:
+predicted by the library in two ways.
+
+**Layer-local check** (rows ``q_layer``, every weight layer of any architecture). Given the layer's
+*measured* input ``x`` in that initialisation, its weights (zero mean, ``E W^2 = sigma_w2 v_beta /
+c_in`` per tap ``beta``, independent of ``x``) and bias (``E b^2 = sigma_b2``) give exactly
+
+.. math:: \mathbb{E}[h_i(p)^2 \mid x] = \frac{\sigma_w^2}{c_{in}} \sum_{c, \beta} v_\beta\, x_c(s p + d \beta - \text{pad})^2 + \sigma_b^2,
+
+the sum running over the input channels of unit ``i``'s group and the taps that output position
+``p`` sees (stride ``s``, dilation ``d``, groups; zero padding contributes nothing, so border
+positions see fewer inputs; reflect / replicate / circular padding pad the squared input as the
+layer pads its input); for ``Linear``, :math:`\sigma_w^2 \langle |x|^2\rangle / n_{in} +
+\sigma_b^2`. No approximation enters: the prediction holds whatever precedes the layer (norms,
+attention, residual additions, a module used twice: its first call). The row compares
+``<h^2>`` (mean over units, inputs and positions) with the mean prediction; the output units are
+independent given the input, so the standard error comes from the unit-wise residuals
+``u_i - E[u_i | x]`` over all units and re-initialisations. It checks that every layer's weights and
+bias have the variance the initialiser declared (or PyTorch's default law); it does not check
+how the signal propagates between layers (the end-to-end rows do, where a theory covers the path).
+Orthogonal rows are uniform on the sphere, so the same prediction holds (their units are
+negatively correlated: the standard error is conservative); ``orthogonal_conv_`` kernels correlate
+their taps and get no layer-local row.
+
+**End-to-end theory** (rows ``q``, ``c``, ``kurtosis``, ``grad``): the state is propagated from the
+inputs through the model, layer by layer:
 
 * ``Linear`` (``W_ij ~ sigma_w2 / fan_in``): :math:`\Sigma_{out} = \sigma_w^2 K_{in} + \sigma_b^2`
   with :math:`K` the second-moment matrix of the layer's input (exact for the data at layer 1);
@@ -31,7 +55,14 @@ predicted by the library for the same architecture and inputs, layer by layer:
   ``meanfield.validation.kurtosis`` keeps rows with kappa <= 30 and uses 20,000 networks for them).
 
 Anything else (``BatchNorm``, attention, a module used twice, a user's ``forward`` that is not a
-``Sequential``) stops the theory: the layers from there on are measured and marked ``"no theory"``.
+``Sequential``) stops the end-to-end theory: its rows from there on are measured and marked
+``"no theory"`` (the layer-local rows still check every layer).
+
+The default number of re-initialisations (``n_inits=None``) resolves a relative deviation
+:data:`DETECTABLE_Q_DEVIATION` (10 %) of the first layer's ``q`` with power ``Phi(POWER_Z)`` (95 %):
+after one initialisation the relative standard error ``se_1`` of the first layer's layer-local row is
+estimated from its units, and ``K = ceil(((Z + POWER_Z) se_1 / 0.1)^2)`` re-initialisations are run,
+clipped to [:data:`N_INITS_MIN`, :data:`N_INITS_MAX`].
 
 Verdicts follow :class:`meanfield.validation.report.Comparison` (the same rule and constant, here
 without importing the upper layer): ``ok`` when :math:`|measured - theory| \le z\,se + systematic`, else ``FAIL``, at the level of
@@ -121,7 +152,8 @@ class AuditRow(Result):
         The module's name in ``model.named_modules()``.
     index : int
         1-based position of the layer in the forward pass.
-    quantity : {"q", "c", "kurtosis", "grad"}
+    quantity : {"q", "q_layer", "c", "kurtosis", "grad"}
+        ``q_layer``: the layer-local check (theory from the layer's measured input).
     measured, stderr : float
         Mean over the re-initialisations and its standard error.
     theory : float or None
@@ -338,10 +370,11 @@ class Audit(Result):
         """
         import matplotlib.pyplot as plt
 
-        panels = [q for q in ("q", "c", "grad", "kurtosis") if any(r.quantity == q for r in self.rows)]
+        panels = [q for q in ("q", "q_layer", "c", "grad", "kurtosis") if any(r.quantity == q for r in self.rows)]
         fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), squeeze=False)
         labels = {
             "q": "pre-activation second moment $q^l$",
+            "q_layer": "$q^l$ given the layer's measured input",
             "c": "mean input correlation $c^l$",
             "grad": r"gradient second moment $\tilde q^l$",
             "kurtosis": r"kurtosis $\langle h^4\rangle/\langle h^2\rangle^2$",
@@ -375,7 +408,7 @@ class Audit(Result):
                 ax.plot(col["index"][has], col["theory"][has], "-", color="0.15", lw=1.2, label="mean-field theory")
             ax.set_xlabel("layer l")
             ax.set_ylabel(labels[quantity])
-            if quantity in ("q", "grad") and np.all(col["measured"] > 0):
+            if quantity in ("q", "q_layer", "grad") and np.all(col["measured"] > 0):
                 ax.set_yscale("log")
             ax.legend(fontsize=7)
         fig.suptitle(title or f"meanfield audit: {self.summary()}", fontsize=8)
@@ -691,8 +724,9 @@ class _Theory:
         return grads
 
 
-#: Entries of the end-to-end theory's covariance (D P)^2 beyond which it is not computed (float64: 256 MB).
-_MAX_COVARIANCE_ENTRIES = 2**25
+#: Entries of the end-to-end theory's covariance (D P)^2 beyond which it is not computed (float64: 32 MB;
+#: its covariance and activation maps cost seconds there, growing as (D P)^2 to (D P)^3).
+_MAX_COVARIANCE_ENTRIES = 2**22
 
 
 def _walk_obstacle(model, x) -> str:
@@ -828,8 +862,9 @@ def audit(
         batches are small), restoring the setting afterwards.
     inputs : "digits", torch.Tensor, numpy array or DataLoader batch
         See :func:`prepare_inputs`; the first ``n_inputs`` are used.
-    n_inits : int
-        Re-initialisations (2 to 10^4); the standard errors are over them.
+    n_inits : int or None
+        Re-initialisations (2 to 10^4); the standard errors are over them. ``None`` (default): the
+        power rule of the module docstring (10 to 200).
     rng : None, int, SeedSequence or numpy.random.Generator
         One independent stream per re-initialisation is spawned from it; each seeds a
         ``torch.Generator`` with ``int(stream.integers(2**63))``.
@@ -849,7 +884,7 @@ def audit(
     Returns
     -------
     Audit
-        Per layer: ``q``, ``c``, ``kurtosis``, ``grad`` rows with verdicts; the phase and depth
+        Per layer: ``q``, ``q_layer`` (layer-local), ``c``, ``kurtosis``, ``grad`` rows with verdicts; the phase and depth
         scales; ``table()``, ``plot()``.
 
     Raises
