@@ -954,7 +954,7 @@ def audit(
         h2 = h**2
         rec["q"].append(np.mean(h2, axis=(1, 2)))
         rec["gram"].append(np.einsum("acp,bcp->ab", h, h) / (h.shape[1] * h.shape[2]))
-        rec["m4"].append(np.mean(h2**2, axis=(1, 2)))
+        rec["m4"].append(np.mean(h**4, axis=(1, 2)))
         u, a = _local_statistics(module, inp[0], out)
         rec["u"].append(u)
         rec["a"].append(a)
