@@ -200,7 +200,7 @@ def test_plot_draws_theory_and_measurement(tmp_path):
     result = audit(net, "digits", n_inits=3, rng=0)
     fig = result.plot(tmp_path / "audit.png")
     assert (tmp_path / "audit.png").stat().st_size > 0
-    assert len(fig.axes) == 4 and all(ax.get_lines() for ax in fig.axes[:3])
+    assert len(fig.axes) == 5 and all(ax.get_lines() for ax in fig.axes[:4])
 
 
 def test_verdicts_are_those_of_the_validation_report():

@@ -21,14 +21,6 @@ from meanfield.pytorch.audit import DETECTABLE_Q_DEVIATION, N_INITS_MIN  # noqa:
 MIN_CHECKED = 0.9
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _gen(seed):
     return torch.Generator().manual_seed(seed)
 
