@@ -144,3 +144,16 @@ def test_default_n_inits_follows_the_power_rule():
     wide = torch.nn.Sequential(torch.nn.Linear(64, 512))
     assert audit(wide, "digits", rng=0, backward=False).n_inits == N_INITS_MIN
     assert np.isfinite([r.measured for r in audit(wide, "digits", n_inits=3, rng=0).rows]).all()
+
+
+def test_embedding_rows_are_checked_with_their_padding_tokens():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Embedding(50, 32, padding_idx=0), torch.nn.Linear(32, 8))
+    tokens = torch.randint(1, 50, (4, 12), generator=_gen(6))
+    tokens[:, 6:] = 0  # half the positions are padding: their rows are zero
+    result = audit(net, tokens, rng=0)
+    rows = _local(result)
+    assert [r.layer for r in rows] == ["0", "1"] and all(r.verdict == "ok" for r in rows), result.table()
+    assert rows[0].theory == 0.5  # N(0, 1) rows (PyTorch's default), looked up at half the positions
+    # control: ignoring the padding (every position an N(0, 1) row) is rejected
+    assert abs(rows[0].measured - 1.0) > rows[0].tolerance

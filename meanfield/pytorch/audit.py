@@ -1,7 +1,7 @@
 r"""Audit a PyTorch model's signal propagation against mean-field theory: ``audit(model, inputs)``.
 
 The model is re-initialised ``n_inits`` times; forward (and backward) hooks on every ``Linear`` /
-``Conv1d`` / ``Conv2d`` / ``Conv3d`` layer record, for D inputs, the pre-activation second moment
+``Conv1d`` / ``Conv2d`` / ``Conv3d`` / ``Embedding`` layer record, for D inputs, the pre-activation second moment
 :math:`q^l = \langle (h^l_i)^2\rangle` (mean over units and positions), the mean pairwise
 correlation :math:`c^l` of the inputs, the kurtosis :math:`\langle h^4\rangle/\langle h^2\rangle^2`
 and the gradient second moment :math:`\langle(\partial L/\partial h^l_i)^2\rangle` for a Gaussian
@@ -18,8 +18,10 @@ the sum running over the input channels of unit ``i``'s group and the taps that 
 ``p`` sees (stride ``s``, dilation ``d``, groups; zero padding contributes nothing, so border
 positions see fewer inputs; reflect / replicate / circular padding pad the squared input as the
 layer pads its input); for ``Linear``, :math:`\sigma_w^2 \langle |x|^2\rangle / n_{in} +
-\sigma_b^2`. No approximation enters: the prediction holds whatever precedes the layer (norms,
-attention, residual additions, a module used twice: its first call). The row compares
+\sigma_b^2`; for ``Embedding`` (rows ``W_t ~ sigma_w2``, PyTorch's default ``N(0, 1)``),
+``sigma_w2`` times the fraction of looked-up tokens other than ``padding_idx``. No
+approximation enters: the prediction holds whatever precedes the layer (norms, attention,
+residual additions, a module used twice: its first call). The row compares
 ``<h^2>`` (mean over units, inputs and positions) with the mean prediction; the output units are
 independent given the input, so the standard error comes from the unit-wise residuals
 ``u_i - E[u_i | x]`` over all units and re-initialisations. It checks that every layer's weights and
@@ -496,6 +498,8 @@ def prepare_inputs(model: Any, inputs: Any = "digits", n_inputs: int = MAX_INPUT
         raise ValueError(f"inputs must be a batch of at least 2 inputs (batch, ...), got shape {tuple(x.shape)}")
     if not bool(torch.isfinite(x).all()):
         raise ValueError("inputs must be finite (no NaN or infinity)")
+    if not x.is_floating_point() and any(isinstance(m, nn.Embedding) for m in model.modules()):
+        return x.to(device=first.weight.device)  # token indices for an embedding
     x = x.to(dtype=first.weight.dtype, device=first.weight.device)
     if not bool(torch.isfinite(x).all()):
         raise ValueError(f"inputs overflow the model's dtype {first.weight.dtype}: rescale them")
@@ -774,7 +778,7 @@ def _layer_params(module, source: dict) -> tuple | None:
     spec = recorded_spec(module)
     if spec is None or spec.method not in _MEAN_FIELD_METHODS:
         return None
-    if module.bias is None:
+    if getattr(module, "bias", None) is None:
         sb, note = 0.0, ""
     elif spec.sigma_b2 is not None:
         sb, note = spec.sigma_b2, ""
@@ -788,9 +792,8 @@ def _layer_params(module, source: dict) -> tuple | None:
 
 
 def _weight_layers(model) -> list:
-    return [
-        (name, m) for name, m in model.named_modules() if isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d))
-    ]
+    kinds = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Embedding)
+    return [(name, m) for name, m in model.named_modules() if isinstance(m, kinds)]
 
 
 def _reinit_mode(model, init) -> str:
@@ -827,6 +830,8 @@ def _reinitialise(model, mode, init, generator, seed):
 def _torch_default_params(module) -> tuple:
     """PyTorch's default ``reset_parameters`` law: kaiming_uniform(a = sqrt(5)) -> sigma_w2 = 1/3; bias
     U(+-1/sqrt(fan_in)) -> sigma_b2 = 1 / (3 fan_in)."""
+    if isinstance(module, nn.Embedding):  # normal_(0, 1): one row per token, fan-in 1
+        return (1.0, 0.0, None, "PyTorch default init (normal)")
     fan_in = module.weight[0].numel()
     sb = 0.0 if module.bias is None else 1.0 / (3.0 * fan_in)
     return (1.0 / 3.0, sb, None, "PyTorch default init (uniform)")
@@ -884,8 +889,8 @@ def audit(
     Returns
     -------
     Audit
-        Per layer: ``q``, ``q_layer`` (layer-local), ``c``, ``kurtosis``, ``grad`` rows with verdicts; the phase and depth
-        scales; ``table()``, ``plot()``.
+        Per layer: ``q``, ``q_layer`` (layer-local), ``c``, ``kurtosis``, ``grad`` rows with verdicts;
+        the phase and depth scales; ``table()``, ``plot()``.
 
     Raises
     ------
@@ -983,8 +988,10 @@ def audit(
             _reinitialise(model, mode, init, generator, seed)
             for _, m in layers:
                 w = m.weight.detach().double()
-                bias = 0.0 if m.bias is None else float(m.bias.detach().double().pow(2).mean())
-                measured_w[m].append((float(w.pow(2).mean()) * w[0].numel(), bias))
+                b = getattr(m, "bias", None)
+                bias = 0.0 if b is None else float(b.detach().double().pow(2).mean())
+                fan_in = 1 if isinstance(m, nn.Embedding) else w[0].numel()
+                measured_w[m].append((float(w.pow(2).mean()) * fan_in, bias))
             calls.clear()
             if k > 0:
                 order.clear()
@@ -1060,7 +1067,7 @@ def audit(
     kurt_theory = _kurtosis_theory(model, layers, params, theory, stopped_reason)
 
     name_of = {m: n for n, m in layers}
-    widths = {m: (m.in_features if isinstance(m, nn.Linear) else m.in_channels) for _, m in layers}
+    widths = {m: getattr(m, "in_features", getattr(m, "in_channels", math.inf)) for _, m in layers}
     rows = []
     z = z_for(n_inits)
     n_eff = math.inf
@@ -1200,8 +1207,13 @@ def _local_statistics(module, x, out) -> tuple:
     """
     import torch.nn.functional as F
 
-    x = x.detach().double()
     h = out.detach().double()
+    if isinstance(module, nn.Embedding):  # h = W[token]: E[h_i^2 | tokens] = sigma_w2 (0 for padding_idx)
+        n_units = h.shape[-1]
+        u = h.pow(2).reshape(-1, n_units).mean(dim=0)
+        looked_up = 1.0 if module.padding_idx is None else float((x != module.padding_idx).double().mean())
+        return u.cpu().numpy(), np.full(n_units, looked_up)
+    x = x.detach().double()
     if isinstance(module, nn.Linear):
         n_units = h.shape[-1]
         u = h.pow(2).reshape(-1, n_units).mean(dim=0)
@@ -1244,6 +1256,9 @@ def _local_row(name, index, module, rec, param, shared) -> AuditRow:
     spec = recorded_spec(module)
     if param is None:
         reason = "no mean-field initialisation declared"
+        return AuditRow(name, index, "q_layer", measured, 0.0, None, 0.0, "no theory", reason, Z)
+    if isinstance(module, nn.Embedding) and module.max_norm is not None:
+        reason = "embedding with max_norm: rows renormalised on lookup"
         return AuditRow(name, index, "q_layer", measured, 0.0, None, 0.0, "no theory", reason, Z)
     if spec is not None and spec.method == "orthogonal_conv_":
         reason = "orthogonal_conv_ kernels correlate their taps: no prediction given one input"
