@@ -1,15 +1,20 @@
 """Shared helpers for figure modules: the figure declaration, sizes, saving a PNG with its numbers.
 
 A figure module ``figures/PAPER.py`` defines one function per figure of the paper, declared with the
-:func:`figure` decorator, and a registry ``FIGURES = {"fig_1b": fig_1b, ...}``::
+:func:`figure` decorator, which registers it (:func:`registered`), and lists it in its ``__all__``;
+every figure is saved by :func:`save_figure`::
 
     @figure(paper="Xiao et al. 2018", figure="Fig. S4", honours_backend=True)
     def fig_s4(out_dir, *, size, backend, seed):
         channels = by_size(size, smoke=16, default=256, full=1024)
         ...
-        return save_figure(fig, out_dir, "xiao2018_fig_s4", data, paper=fig_s4.paper,
-                           figure=fig_s4.figure, seed=seed, size=size, backend=backend,
-                           params={...}, axes={...}, units={...})
+        return save_figure(fig, out_dir, "xiao2018_fig_s4", data, figure=fig_s4, seed=seed,
+                           size=size, backend=backend, params={...}, axes={...}, units={...})
+
+A paper whose figures are split over helper modules imports them at the top of ``figures/PAPER.py``
+(and lists them in its ``__all__``); a figure defined in a helper module is declared with
+``module="PAPER"`` so that it is registered under its paper. ``PAPER.FIGURES`` is the read-only
+view of the paper's registered figures (:func:`registered`).
 
 Callers see ``fig_s4(out_dir, *, size="default", full=None, backend="numpy", seed=0, **extra)``:
 
@@ -38,6 +43,8 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import types
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -64,8 +71,8 @@ __all__ = [
     "plot_log_floor",
     "plt",
     "progress",
+    "registered",
     "rng_kwargs",
-    "save_declared",
     "save_figure",
     "streams",
     "title",
@@ -199,8 +206,30 @@ ValueError
     return "\n".join(head + [""] + common + ([""] + tail if tail else []))
 
 
-def figure(*, paper: str, figure: str, honours_backend: bool):
+#: Every declared figure: ``{figure module: {function name: figure function}}``, filled by :func:`figure`.
+_REGISTRY: dict[str, dict[str, callable]] = {}
+
+
+def _origin(func) -> tuple:
+    """Where ``func`` is defined: its module, qualified name and first line."""
+    return func.__module__, func.__qualname__, func.__code__.co_firstlineno
+
+
+def registered(module: str) -> Mapping:
+    """The figures registered under the figure module ``module``, ``{name: function}``, read-only and live.
+
+    ``module`` is the module's name, e.g. ``"xiao2018"`` or ``"meanfield.figures.xiao2018"`` (a paper
+    module writes ``FIGURES = registered(__name__)``). Figures appear in the order they were declared.
+    """
+    if not isinstance(module, str) or not module:
+        raise TypeError(f"module must be a figure module name such as 'xiao2018', got {module!r}")
+    return types.MappingProxyType(_REGISTRY.setdefault(module.rsplit(".", 1)[-1], {}))
+
+
+def figure(*, paper: str, figure: str, honours_backend: bool, module: str | None = None):
     """Declare a figure function: its paper, the paper's figure it reproduces, and its backend use.
+
+    Declaring registers the function under its figure module (:func:`registered`), by its name.
 
     Parameters
     ----------
@@ -211,12 +240,18 @@ def figure(*, paper: str, figure: str, honours_backend: bool):
     honours_backend : bool
         True when the figure's simulations run on ``backend``; False when it does not simulate or
         simulates on the CPU only (then ``backend="cupy"`` raises ``ValueError``).
+    module : str, optional
+        The figure module (``"xiao2018"``) that lists the figure: its ``meanfield figures`` name is
+        ``module.function``. Default: the module defining the function; a helper module of a paper
+        passes the paper's module (which imports the helper at its top).
 
     The decorated function is written as ``def f(out_dir, *, size, backend, seed, **extra)`` and
     receives validated arguments (see the module docstring); callers may pass ``size`` or ``full``.
     """
     if not isinstance(honours_backend, bool):
         raise TypeError(f"honours_backend must be True or False, got {honours_backend!r}")
+    if module is not None and (not isinstance(module, str) or not module):
+        raise TypeError(f"module must be a figure module name such as 'xiao2018', got {module!r}")
 
     def decorate(func):
         extra_params = [
@@ -246,6 +281,12 @@ def figure(*, paper: str, figure: str, honours_backend: bool):
         wrapper.honours_backend = honours_backend
         wrapper.sizes = SIZES
         wrapper.__doc__ = _figure_doc(func, paper, figure, honours_backend, extra_params)
+        owner = (module or func.__module__).rsplit(".", 1)[-1]
+        figures = _REGISTRY.setdefault(owner, {})
+        earlier = figures.get(func.__name__)
+        if earlier is not None and _origin(earlier.__wrapped__) != _origin(func):  # a reloaded module may redeclare
+            raise ValueError(f"figure {owner}.{func.__name__} is declared twice")
+        figures[func.__name__] = wrapper
         return wrapper
 
     return decorate
@@ -328,8 +369,8 @@ def save_figure(
     name: str,
     data: dict,
     *,
-    paper: str,
-    figure: str | None = None,
+    paper: str | None = None,
+    figure=None,
     seed=None,
     full: bool = False,
     backend: str = "numpy",
@@ -341,8 +382,10 @@ def save_figure(
 ) -> list[Path]:
     """Save ``fig`` as ``out_dir/name.png`` and its numbers as ``out_dir/name.json``; close the figure.
 
-    ``paper`` ("Xiao et al. 2018", required) and ``figure`` ("Fig. S4") name what is reproduced; when no title
-    of the figure names the paper, a suptitle "paper, figure" is added. ``params`` holds every
+    The one way every figure is saved. ``figure`` is the declared figure function being saved
+    (:func:`figure`; its ``paper`` and ``figure`` are recorded) or the paper's figure as a string
+    ("Fig. S4", then ``paper``, e.g. "Xiao et al. 2018", is required); when no title of the figure
+    names the paper, a suptitle "paper, figure" is added. ``params`` holds every
     parameter the figure used (sizes, variances, activation, ...), ``units`` the unit of each array
     whose unit is not obvious, ``axes`` the axis names of every array of two or more dimensions
     (required; see :mod:`meanfield.figures._io`). ``size`` (``"smoke"``, ``"default"``, ``"full"``)
@@ -354,6 +397,11 @@ def save_figure(
         raise ValueError(f"name must be a non-empty file name without a folder, got {name!r}")
     if not isinstance(data, dict):
         raise TypeError(f"data must be a dict of arrays and scalars, got {type(data).__name__}")
+    if callable(figure) and hasattr(figure, "sizes"):  # a declared figure function
+        paper = figure.paper if paper is None else paper
+        figure = figure.figure
+    elif figure is not None and not isinstance(figure, str):
+        raise TypeError(f"figure must be a declared figure function or a str such as 'Fig. S4', got {figure!r}")
     if not isinstance(paper, str) or not paper:
         raise TypeError(f"paper must be a str such as 'Xiao et al. 2018', got {paper!r}")
     out_dir = check_out_dir(out_dir)
@@ -380,24 +428,3 @@ def save_figure(
     fig.savefig(png, dpi=SMOKE_DPI if size == "smoke" else DPI, bbox_inches="tight")
     plt.close(fig)
     return [png, js]
-
-
-def save_declared(
-    func, fig, out_dir, name, data, *, size, backend, seed, params, axes=None, units=None, notes=""
-) -> list[Path]:
-    """:func:`save_figure` with the paper and figure read from the declared figure function ``func``."""
-    return save_figure(
-        fig,
-        out_dir,
-        name,
-        data,
-        paper=func.paper,
-        figure=func.figure,
-        seed=seed,
-        size=size,
-        backend=backend,
-        params=params,
-        axes=axes,
-        units=units,
-        notes=notes,
-    )

@@ -9,7 +9,7 @@ import math
 import numpy as np
 from meanfield.validation.trainability import experiment
 
-from ._common import colors, plt, save_declared, save_figure, title
+from ._common import colors, plt, save_figure, title
 
 __all__ = ["curves_figure", "depth_figure", "experiment", "run_sizes"]
 
@@ -72,12 +72,12 @@ def depth_figure(
     for k, v in data.items():
         if isinstance(v, np.ndarray) and v.ndim >= 2 and k not in axes:
             axes[k] = [f"axis {i}" for i in range(v.ndim)]
-    return save_declared(
-        func,
+    return save_figure(
         fig,
         out_dir,
         name,
         data,
+        figure=func,
         seed=seed,
         size=size,
         backend="numpy",

@@ -53,25 +53,40 @@ from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.data import load_digits
 
-from ._common import by_size, figure, plt, progress, save_declared
+from ._common import by_size, figure, plt, progress, registered, save_figure
 from ._logzero import plot_with_zeros, zero_band, zero_floor
 
 __all__ = [
     "FIGURES",
     "LEAKY_CONFIGS",
     "PAPER",
+    "TABLE_1_PAPER",
+    "TABLE_2_PAPER",
+    "TABLE_3_PAPER",
+    "TABLE_4_PAPER",
     "fig_1",
     "fig_3",
+    "fig_4",
     "fig_5",
     "fig_6",
+    "fig_7",
+    "fig_8",
     "fig_9",
     "fig_10",
+    "fig_11",
     "fig_12",
+    "table_1",
+    "table_2",
+    "table_3",
+    "table_4",
     "table_correlations",
 ]
 
 #: How the figures' titles and metadata name the paper.
 PAPER = "Blumenfeld et al. 2020"
+
+#: The figures of this module, ``{name: function}`` (read-only; filled by their ``@figure`` declarations).
+FIGURES = registered(__name__)
 _CPU = "runs on the CPU only"
 
 #: Images of the digits data set used for training in Figs. 1 and 5 (the other 500 are the test set).
@@ -185,12 +200,12 @@ def fig_1(out_dir, *, size, backend, seed):
         "test_error_stderr": stderr,
     }
     names = ["regime", "lambda", "K"]
-    return save_declared(
-        fig_1,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_fig_1",
         data,
+        figure=fig_1,
         seed=seed,
         size=size,
         backend=backend,
@@ -280,12 +295,12 @@ def fig_5(out_dir, *, size, backend, seed):
         "test_error_stderr": stderr,
     }
     names = ["regime", "variant", "K"]
-    return save_declared(
-        fig_5,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_fig_5",
         data,
+        figure=fig_5,
         seed=seed,
         size=size,
         backend=backend,
@@ -495,12 +510,12 @@ def fig_3(out_dir, *, size, backend, seed):
         "loss": np.stack([r.loss for r in runs.values()]),
     }
     two = ["variant", "step"]
-    return save_declared(
-        fig_3,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_fig_3",
         data,
+        figure=fig_3,
         seed=seed,
         size=size,
         backend=backend,
@@ -580,12 +595,12 @@ def fig_6(out_dir, *, size, backend, seed):
         "loss": rec.loss,
     }
     two = ["step", "tensor"]
-    return save_declared(
-        fig_6,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_fig_6",
         data,
+        figure=fig_6,
         seed=seed,
         size=size,
         backend=backend,
@@ -742,12 +757,12 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
         "loss": np.stack([r.loss for r in runs.values()]),
     }
     name = f"blumenfeld2020_fig_{9 if which == 'forward' else 10}"
-    return save_declared(
-        func,
+    return save_figure(
         fig,
         out_dir,
         name,
         data,
+        figure=func,
         seed=seed,
         size=size,
         backend=backend,
@@ -905,12 +920,12 @@ def fig_12(out_dir, *, size, backend, seed):
         "final_C_f": np.stack(cf1),
         "tensor": list(rec.names),
     }
-    return save_declared(
-        fig_12,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_fig_12",
         data,
+        figure=fig_12,
         seed=seed,
         size=size,
         backend=backend,
@@ -1076,12 +1091,12 @@ def table_correlations(out_dir, *, size, backend, seed):
         "c_b_stderr": np.array([row[2][1][1] for row in rows]),
         "measured_on": [row[3] for row in rows],
     }
-    return save_declared(
-        table_correlations,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_table_correlations",
         data,
+        figure=table_correlations,
         seed=seed,
         size=size,
         backend=backend,
@@ -1100,18 +1115,6 @@ def table_correlations(out_dir, *, size, backend, seed):
             "c_b_stderr": "as c_f_stderr",
         },
     )
-
-
-FIGURES = {
-    "fig_1": fig_1,
-    "fig_3": fig_3,
-    "fig_5": fig_5,
-    "fig_6": fig_6,
-    "fig_9": fig_9,
-    "fig_10": fig_10,
-    "fig_12": fig_12,
-    "table_correlations": table_correlations,
-}
 
 
 #: Steps between test-accuracy evaluations of the ConstNet runs (a 500-image forward pass costs
@@ -1173,8 +1176,7 @@ def table_1(out_dir, *, size, backend, seed):
         fontsize=9,
     )
     fig.tight_layout()
-    return save_declared(
-        table_1,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_table_1",
@@ -1186,6 +1188,7 @@ def table_1(out_dir, *, size, backend, seed):
             "paper_test_accuracy": np.array([TABLE_1_PAPER[k] for k in names]),
             "max_one_minus_cf": cf,
         },
+        figure=table_1,
         seed=seed,
         size=size,
         backend=backend,
@@ -1198,10 +1201,6 @@ def table_1(out_dir, *, size, backend, seed):
             "max_one_minus_cf": "max over hidden convolutions of 1 - C_f after training",
         },
     )
-
-
-__all__ += ["TABLE_1_PAPER", "table_1"]
-FIGURES.update({"table_1": table_1})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1317,8 +1316,7 @@ def table_3(out_dir, *, size, backend, seed):
         f"{t.params['batch_size']}), {t.params['data']}; paper: CIFAR-10, 200-300 epochs",
         [0.3, 0.15, 0.14, 0.18, 0.2],
     )
-    return save_declared(
-        table_3,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_table_3",
@@ -1330,6 +1328,7 @@ def table_3(out_dir, *, size, backend, seed):
             "step": t.steps,
             "test_curve": t.test_curve,
         },
+        figure=table_3,
         seed=seed,
         size=size,
         backend=backend,
@@ -1374,8 +1373,7 @@ def table_4(out_dir, *, size, backend, seed):
         f"{t.params['seeds']} seeds, {t.params['steps']} steps, {t.params['data']}",
         [0.45, 0.25, 0.25],
     )
-    return save_declared(
-        table_4,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_table_4",
@@ -1386,6 +1384,7 @@ def table_4(out_dir, *, size, backend, seed):
             "difference": float(diff),
             "difference_stderr": float(dse),
         },
+        figure=table_4,
         seed=seed,
         size=size,
         backend=backend,
@@ -1439,8 +1438,7 @@ def table_2(out_dir, *, size, backend, seed):
         "paper: CIFAR-10",
         [0.2, 0.14, 0.08, 0.1, 0.08, 0.16, 0.08],
     )
-    return save_declared(
-        table_2,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_table_2",
@@ -1451,6 +1449,7 @@ def table_2(out_dir, *, size, backend, seed):
             "mean_dissimilarity": dis,
             "paper": np.array([TABLE_2_PAPER[k] for k in t.labels]),
         },
+        figure=table_2,
         seed=seed,
         size=size,
         backend=backend,
@@ -1510,12 +1509,12 @@ def fig_7(out_dir, *, size, backend, seed):
         fontsize=8,
     )
     fig.tight_layout()
-    return save_declared(
-        fig_7,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_fig_7",
         {"variant": labels, "tensor": list(t.tensors), "step": t.steps, "ln_cf": curves},
+        figure=fig_7,
         seed=seed,
         size=size,
         backend=backend,
@@ -1562,12 +1561,12 @@ def fig_8(out_dir, *, size, backend, seed):
         fontsize=7,
     )
     fig.tight_layout()
-    return save_declared(
-        fig_8,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_fig_8",
         {"config": list(t.labels), "layer": layers, "ln_cf_mean": mean, "ln_cf_stderr": se},
+        figure=fig_8,
         seed=seed,
         size=size,
         backend=backend,
@@ -1607,12 +1606,12 @@ def fig_11(out_dir, *, size, backend, seed):
         fontsize=8,
     )
     fig.tight_layout()
-    return save_declared(
-        fig_11,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_fig_11",
         {"variant": list(t.labels), "test_accuracy": t.test_accuracy, "spread": spread},
+        figure=fig_11,
         seed=seed,
         size=size,
         backend=backend,
@@ -1620,22 +1619,6 @@ def fig_11(out_dir, *, size, backend, seed):
         axes={"test_accuracy": ["variant", "seed"]},
         units={"test_accuracy": "fraction", "spread": "percentage points (max - min over seeds)"},
     )
-
-
-__all__ += [
-    "TABLE_2_PAPER",
-    "TABLE_3_PAPER",
-    "TABLE_4_PAPER",
-    "fig_7",
-    "fig_8",
-    "fig_11",
-    "table_2",
-    "table_3",
-    "table_4",
-]
-FIGURES.update(
-    {"table_2": table_2, "table_3": table_3, "table_4": table_4, "fig_7": fig_7, "fig_8": fig_8, "fig_11": fig_11}
-)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1761,12 +1744,12 @@ def fig_4(out_dir, *, size, backend, seed):
         "ratio_forward_only": math.nan if sep is None else sep_f.ratio,
         "ratio_backward_only": math.nan if sep is None else sep_b.ratio,
     }
-    return save_declared(
-        fig_4,
+    return save_figure(
         fig,
         out_dir,
         "blumenfeld2020_fig_4",
         data,
+        figure=fig_4,
         seed=seed,
         size=size,
         backend=backend,
@@ -1793,7 +1776,3 @@ def fig_4(out_dir, *, size, backend, seed):
             "step": "full-batch gradient steps",
         },
     )
-
-
-__all__ += ["fig_4"]
-FIGURES.update({"fig_4": fig_4})

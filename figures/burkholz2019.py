@@ -19,9 +19,9 @@ Every figure takes ``size="smoke" | "default" | "full"`` (see :mod:`meanfield.fi
 Parametrisation: the library's ``sigma_w2`` (``W_ij ~ N(0, sigma_w2 / fan_in)``, He = 2) with
 ``fan_in`` = the layer's width, which is the paper's per-weight variance ``sigma_w^2 = 2 / N``
 (seed 001 uses ``2 / N_l`` also for the first layer, whose input has 64 pixels here). The random
-networks of ``fig_1a`` come from a simulator that takes the paper's per-weight variance: the
-conversion (``Layer.unscaled_sigma_w2``) happens at that call. Both values are recorded in the JSON
-``params`` (``sigma_w2`` and ``sigma_w2_unscaled``).
+networks of ``fig_1a`` come from a simulator that takes the same layers (it draws the weights with
+the per-weight ``Layer.unscaled_sigma_w2``). Both values are recorded in the JSON ``params``
+(``sigma_w2`` and ``sigma_w2_unscaled``).
 """
 
 from __future__ import annotations
@@ -36,12 +36,15 @@ from meanfield import parallel
 from meanfield.data import load_digits
 from meanfield.numerics import richardson
 
-from ._common import by_size, colors, figure, plt, progress, rng_kwargs, streams, title
-from ._common import save_declared as _save
+from . import _training
+from ._common import by_size, colors, figure, plt, progress, registered, rng_kwargs, save_figure, streams, title
 
-__all__ = ["FIGURES", "fig_1a", "fig_1b", "fig_2", "fig_thm5"]
+__all__ = ["FIGURES", "fig_1a", "fig_1b", "fig_2", "fig_3", "fig_4", "fig_thm5"]
 
 PAPER = "Burkholz & Dubatovka 2019"
+
+#: The figures of this module, ``{name: function}`` (read-only; filled by their ``@figure`` declarations).
+FIGURES = registered(__name__)
 
 
 @figure(paper=PAPER, figure="Fig. 1a", honours_backend=True)
@@ -64,11 +67,9 @@ def fig_1a(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     layers = [fw.Layer(width, 2.0)] * depth  # He; fan_in = width: the paper's 2 / N in every layer
     laws = fw.propagate_distribution(fw.grid_masses(y0, grid), grid, layers, nodes_per_cell=2)
     (rng,) = streams(seed, 1)
-    paper_layers = [
-        (lay.width, lay.unscaled_sigma_w2, lay.sigma_b2) for lay in layers
-    ]  # the simulator's parametrisation
+    # the simulator takes the same layers (sigma_w2 = 2 at fan_in = width: the paper's 2 / N)
     sim = simulate_squared_norms(
-        pool, paper_layers, n_net, per_net, backend=backend, **rng_kwargs(simulate_squared_norms, rng)
+        pool, layers, n_net, per_net, backend=backend, **rng_kwargs(simulate_squared_norms, rng)
     )
     dz = np.diff(grid)
     mid = 0.5 * (grid[1:] + grid[:-1])
@@ -127,12 +128,12 @@ def fig_1a(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
         "mean_theory": "squared norm",
         "mean_mc": "squared norm",
     }
-    return _save(
-        fig_1a,
+    return save_figure(
         fig,
         out_dir,
         "burkholz2019_fig_1a",
         data,
+        figure=fig_1a,
         size=size,
         backend=backend,
         seed=seed,
@@ -244,12 +245,12 @@ def fig_1b(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
         "operator_grid_cells": [pts, 2 * pts - 1],
     }
     units = {"m": "exponent (dimensionless)", "derived": "eigenvalue (dimensionless)"}
-    return _save(
-        fig_1b,
+    return save_figure(
         fig,
         out_dir,
         "burkholz2019_fig_1b",
         data,
+        figure=fig_1b,
         size=size,
         backend=backend,
         seed=seed,
@@ -325,12 +326,12 @@ def fig_2(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
         "sample_dtype": "float32",
     }
     units = {"bins": "cosine similarity (dimensionless)", "density": "probability density"}
-    return _save(
-        fig_2,
+    return save_figure(
         fig,
         out_dir,
         "burkholz2019_fig_2",
         data,
+        figure=fig_2,
         size=size,
         backend=backend,
         seed=seed,
@@ -401,12 +402,12 @@ def fig_thm5(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]
         "mean_inner_mc_stderr": np.array(ip_se),
     }
     params = {"activation": "relu", "pairs": n, "rho_mc": rho_mc, "v11": 1.0, "v22": 1.0}
-    return _save(
-        fig_thm5,
+    return save_figure(
         fig,
         out_dir,
         "burkholz2019_fig_thm5",
         data,
+        figure=fig_thm5,
         size=size,
         backend=backend,
         seed=seed,
@@ -415,12 +416,7 @@ def fig_thm5(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]
     )
 
 
-FIGURES = {"fig_1a": fig_1a, "fig_1b": fig_1b, "fig_2": fig_2, "fig_thm5": fig_thm5}
-
-
-# --- trained networks (issue 14): meanfield.validation.trainability runs, drawn by figures/_training.py ---
-
-from . import _training  # noqa: E402
+# --- trained networks: meanfield.validation.trainability runs, drawn by figures/_training.py ---
 
 
 def _ll_details(res, size):
@@ -477,10 +473,6 @@ def fig_4(out_dir, *, size, backend, seed):
         details=_ll_details(res, size),
         notes="the paper's Fig. 4 uses CIFAR-10; not available offline",
     )
-
-
-FIGURES.update({"fig_3": fig_3, "fig_4": fig_4})
-__all__ += ["fig_3", "fig_4"]
 
 
 def _fig_2_samples(n, c, n_samples, rng):

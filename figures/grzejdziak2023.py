@@ -31,18 +31,32 @@ from meanfield.validation.kurtosis import (
     fig1_variances,
 )
 from meanfield.validation.simulators import empirical_variances, layer_moments
+from meanfield.validation.trainability import kurtosis_rank_test
 
 from meanfield import kurtosis
 from meanfield.checks import check_scalar
 from meanfield.data import load_digits
 
-from ._common import by_size, figure, plt, progress, rng_kwargs, save_figure
+from . import _training
+from ._common import by_size, colors, figure, plt, progress, registered, rng_kwargs, save_figure, title
 from ._logzero import plot_with_zeros, zero_band, zero_floor
 
-__all__ = ["FIGURES", "PAPER", "fig_1", "fig_kurtosis", "fig_spectral_radius"]
+__all__ = [
+    "FIGURES",
+    "PAPER",
+    "fig_1",
+    "fig_2",
+    "fig_kurtosis",
+    "fig_kurtosis_accuracy",
+    "fig_spectral_radius",
+    "fig_zero_star",
+]
 
 #: How the figures' titles and metadata name the paper.
 PAPER = "Grzejdziak et al. 2023"
+
+#: The figures of this module, ``{name: function}`` (read-only; filled by their ``@figure`` declarations).
+FIGURES = registered(__name__)
 
 QUANTILES = (0.9, 0.99, 0.999)
 _LABELS = {
@@ -455,15 +469,7 @@ def fig_spectral_radius(out_dir, *, size, backend, seed):
     )
 
 
-FIGURES = {"fig_1": fig_1, "fig_kurtosis": fig_kurtosis, "fig_spectral_radius": fig_spectral_radius}
-
-
-# --- trained networks (issue 14): meanfield.validation.trainability runs, drawn by figures/_training.py ---
-
-from meanfield.validation.trainability import kurtosis_rank_test  # noqa: E402
-
-from . import _training  # noqa: E402
-from ._common import colors, title  # noqa: E402
+# --- trained networks: meanfield.validation.trainability runs, drawn by figures/_training.py ---
 
 
 def _zero_details(res, size):
@@ -524,10 +530,6 @@ def fig_zero_star(out_dir, *, size, backend, seed):
     )
 
 
-FIGURES.update({"fig_2": fig_2, "fig_zero_star": fig_zero_star})
-__all__ += ["fig_2", "fig_zero_star"]
-
-
 @figure(paper=PAPER, figure="supplement Fig. 1 (kurtosis vs accuracy)", honours_backend=False)
 def fig_kurtosis_accuracy(out_dir, *, size, backend, seed):
     """Test accuracy after training against the output kurtosis at initialisation (Prop. 4.3).
@@ -582,7 +584,3 @@ def fig_kurtosis_accuracy(out_dir, *, size, backend, seed):
         axes=axes,
         units={"test_accuracy": "fraction correct", "seconds": "s"},
     )
-
-
-FIGURES["fig_kurtosis_accuracy"] = fig_kurtosis_accuracy
-__all__ += ["fig_kurtosis_accuracy"]

@@ -4,10 +4,12 @@ The public face of the machinery every figure module shares (its implementation 
 modules of this package); a new figure is written with it:
 
 - declaring and saving: :func:`figure` (the decorator that gives every figure function the
-  signature ``(out_dir, *, size="default", full=None, backend="numpy", seed=0)`` and checks its
-  arguments), :func:`save_figure` (PNG + self-describing JSON), :data:`SIZES`, :func:`by_size`,
-  :func:`check_size`, :func:`check_seed`, :func:`check_backend`, :func:`streams` (independent
-  ``SeedSequence`` children of the seed), :func:`rng_kwargs`;
+  signature ``(out_dir, *, size="default", full=None, backend="numpy", seed=0)``, checks its
+  arguments and registers it under its figure module), :func:`registered` (a figure module's
+  registered figures), :func:`save_figure` (PNG + self-describing JSON: the one way a figure is
+  saved), :data:`SIZES`, :func:`by_size`, :func:`check_size`, :func:`check_seed`,
+  :func:`check_backend`, :func:`streams` (independent ``SeedSequence`` children of the seed),
+  :func:`rng_kwargs`;
 - drawing: :data:`plt` (``matplotlib.pyplot`` on the Agg backend), :func:`colors`, :func:`title`,
   :func:`plot_log_floor`, :func:`mark_floor`, and the log-scale plots with exact zeros
   :func:`plot_with_zeros`, :func:`zero_band`, :func:`zero_floor`;
@@ -33,6 +35,7 @@ from ._common import (
     mark_floor,
     plot_log_floor,
     plt,
+    registered,
     rng_kwargs,
     save_figure,
     streams,
@@ -53,6 +56,7 @@ __all__ = [
     "plot_log_floor",
     "plot_with_zeros",
     "plt",
+    "registered",
     "rng_kwargs",
     "save_figure",
     "show_figure",

@@ -28,13 +28,31 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
 from meanfield import landscape as L
 
-from ._common import by_size, colors, figure, plt, progress, save_figure, title
+from ._common import by_size, colors, figure, plt, progress, registered, save_figure, title
 from ._logzero import plot_with_zeros, zero_band, zero_floor
 
-__all__ = ["FIGURES", "PAPER", "fig_4", "fig_5", "fig_6", "fig_s1"]
+__all__ = [
+    "FIGURES",
+    "PAPER",
+    "fig_2c",
+    "fig_4",
+    "fig_5",
+    "fig_6",
+    "fig_7",
+    "fig_8",
+    "fig_9",
+    "fig_10",
+    "fig_11",
+    "fig_12",
+    "fig_s1",
+    "fig_singularities",
+]
 
 #: How the figures' titles and metadata name the paper.
 PAPER = "Orhan 2017"
+
+#: The figures of this module, ``{name: function}`` (read-only; filled by their ``@figure`` declarations).
+FIGURES = registered(__name__)
 
 ORDER = ["plain", "path_residual", "residual", "hyper_residual"]
 COLORS = {"plain": "tab:blue", "path_residual": "tab:green", "residual": "tab:red", "hyper_residual": "tab:purple"}
@@ -472,9 +490,6 @@ def fig_6(out_dir, *, size, backend, seed):
             "product": "u = prod_l (a_l + c_l), converges to s_b",
         },
     )
-
-
-FIGURES = {"fig_4": fig_4, "fig_s1": fig_s1, "fig_5": fig_5, "fig_6": fig_6}
 
 
 # --- trained networks: Figs. 2c, 7-12 and the singularities of Supp. Note 1 during training ----------
@@ -1088,18 +1103,3 @@ def fig_singularities(out_dir, *, size, backend, seed):
             "train_accuracy": "fraction",
         },
     )
-
-
-__all__ += ["fig_2c", "fig_7", "fig_8", "fig_9", "fig_10", "fig_11", "fig_12", "fig_singularities"]
-FIGURES.update(
-    {
-        "fig_2c": fig_2c,
-        "fig_7": fig_7,
-        "fig_8": fig_8,
-        "fig_9": fig_9,
-        "fig_10": fig_10,
-        "fig_11": fig_11,
-        "fig_12": fig_12,
-        "fig_singularities": fig_singularities,
-    }
-)

@@ -17,12 +17,15 @@ import importlib.util
 
 import numpy as np
 
-from ._common import by_size, figure, plt, save_figure, title
+from ._common import by_size, figure, plt, registered, save_figure, title
 
 __all__ = ["FIGURES", "fig_audit"]
 
 PAPER = "Xiao et al. 2018"
 WHAT = "audit of a PyTorch tanh MLP at the edge of chaos against mean-field theory"
+
+#: The figures of this module, ``{name: function}`` (read-only; filled by their ``@figure`` declarations).
+FIGURES = registered(__name__)
 
 
 def _torch_missing() -> str | None:
@@ -111,6 +114,3 @@ def fig_audit(out_dir, *, size, backend, seed):
         units={"q_measured": "pre-activation variance", "grad_measured": "squared gradient per unit"},
         notes="theory: meanfield.pytorch.audit (dense mean field; backward map under gradient independence)",
     )
-
-
-FIGURES = {"fig_audit": fig_audit}

@@ -25,21 +25,25 @@ from meanfield.validation.runner import (
     size_from_args,
 )
 
-from ._common import SIZES, check_backend, check_out_dir, check_seed, check_size
+from ._common import SIZES, check_backend, check_out_dir, check_seed, check_size, registered
 
 __all__ = ["add_arguments", "all_figures", "main", "run_figures", "select_figures"]
 
 
 def all_figures() -> dict[str, callable]:
-    """Every registered figure as ``{"paper.fig_name": function}`` (modules ``figures/PAPER.py``)."""
+    """Every registered figure as ``{"paper.fig_name": function}``.
+
+    Imports the public modules ``figures/PAPER.py`` (each imports its helper modules at its top), whose
+    ``@figure`` declarations fill the registry (:func:`meanfield.figures._common.registered`).
+    """
     import meanfield.figures as figures
 
     registry = {}
     for info in pkgutil.iter_modules(figures.__path__):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"meanfield.figures.{info.name}")
-        for fig_name, func in getattr(module, "FIGURES", {}).items():
+        importlib.import_module(f"meanfield.figures.{info.name}")
+        for fig_name, func in registered(info.name).items():
             registry[f"{info.name}.{fig_name}"] = func
     return registry
 

@@ -33,12 +33,13 @@ quantities are dimensionless (variances of pre-activations in units of the input
 from __future__ import annotations
 
 import numpy as np
-from meanfield.validation.simulators import simulate_conv, simulate_dense
+from meanfield.validation.simulators import simulate_conv, simulate_dense, simulate_fig_s4
 
 from meanfield import conv, dense, parallel
 from meanfield.data import gaussian_inputs
 from meanfield.init import conv_singular_values
 
+from . import _training
 from ._common import (
     by_size,
     colors,
@@ -47,25 +48,36 @@ from ._common import (
     plot_log_floor,
     plt,
     progress,
+    registered,
     rng_kwargs,
+    save_figure,
     streams,
     title,
 )
-from ._common import save_declared as _save
 
 __all__ = [
     "FIGURES",
+    "PAPER",
+    "fig_1",
+    "fig_2",
     "fig_2_theory",
+    "fig_3",
+    "fig_4a",
     "fig_4b",
+    "fig_5",
     "fig_depth_scales",
     "fig_qc_maps",
     "fig_s1",
     "fig_s2",
     "fig_s3",
     "fig_s4",
+    "fig_spectra",
 ]
 
 PAPER = "Xiao et al. 2018"
+
+#: The figures of this module, ``{name: function}`` (read-only; filled by their ``@figure`` declarations).
+FIGURES = registered(__name__)
 
 
 @figure(paper=PAPER, figure="Fig. S1", honours_backend=False)
@@ -120,12 +132,12 @@ def fig_s1(out_dir, *, size, backend, seed):
     }
     axes = {"q_star": ["sigma_w2", "sigma_b2"], "chi_1": ["sigma_w2", "sigma_b2"]}
     units = {"q_star": "pre-activation variance (dimensionless)", "chi_1": "dimensionless"}
-    return _save(
-        fig_s1,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_s1",
         data,
+        figure=fig_s1,
         size=size,
         backend=backend,
         seed=seed,
@@ -213,12 +225,12 @@ def fig_qc_maps(out_dir, *, size, backend, seed):
         "q_mc_stderr": "standard error of q_mc over networks",
         "c_mc_stderr": "standard error of c_mc over networks",
     }
-    return _save(
-        fig_qc_maps,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_qc_maps",
         data,
+        figure=fig_qc_maps,
         size=size,
         backend=backend,
         seed=seed,
@@ -257,12 +269,12 @@ def fig_depth_scales(out_dir, *, size, backend, seed):
         f"{n_w} values of $\\sigma_w^2$ in [0.5, 4]; theory only",
     )
     params = {"activation": "tanh", "sigma_b2": sbs, "n_sigma_w2": n_w, "sigma_w2_range": [0.5, 4.0]}
-    return _save(
-        fig_depth_scales,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_depth_scales",
         {"sigma_w2": sw, "sigma_b2": sbs, "xi_c": pd.xi_c},
+        figure=fig_depth_scales,
         size=size,
         backend=backend,
         seed=seed,
@@ -308,12 +320,12 @@ def fig_2_theory(out_dir, *, size, backend, seed):
     )
     data = {"sigma_w2": sw, "xi_c": xi, "six_xi_c": 6 * xi, "critical_sigma_w2": crit}
     params = {"activation": "tanh", "sigma_b2": sb, "n_sigma_w2": n_w, "sigma_w2_range": [0.05, 4.0]}
-    return _save(
-        fig_2_theory,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_2_theory",
         data,
+        figure=fig_2_theory,
         size=size,
         backend=backend,
         seed=seed,
@@ -373,12 +385,12 @@ def fig_4b(out_dir, *, size, backend, seed):
         "v": ["variance vector (GS0..GS4)", "kernel row", "kernel column"],
         "singular_values": ["variance vector (GS0..GS4)", "index (descending)"],
     }
-    return _save(
-        fig_4b,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_4b",
         data,
+        figure=fig_4b,
         size=size,
         backend=backend,
         seed=seed,
@@ -460,12 +472,12 @@ def fig_s2(out_dir, *, size, backend, seed):
         "monte_carlo": "ratio to the last layer (dimensionless)",
         "theory": "ratio to the last layer (dimensionless)",
     }
-    return _save(
-        fig_s2,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_s2",
         data,
+        figure=fig_s2,
         size=size,
         backend=backend,
         seed=seed,
@@ -547,12 +559,12 @@ def fig_s3(out_dir, *, size, backend, seed):
         "dense_density": "probability density",
         "mp_density": "probability density",
     }
-    return _save(
-        fig_s3,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_s3",
         data,
+        figure=fig_s3,
         size=size,
         backend=backend,
         seed=seed,
@@ -579,15 +591,13 @@ def fig_s4(out_dir, *, size, backend, seed):
     mean-field map. Modes whose mean is at or below :data:`FIG_S4_FLOOR` (or zero) are drawn on the
     floor with a triangle.
     """
-    from meanfield.validation.conv import fig_s4_setup, fig_s4_theory, simulate_fig_s4
-
     depth = by_size(size, smoke=4, default=20, full=40)
     channels, n_net = by_size(size, smoke=(16, 4), default=(256, 32), full=(1024, 64))
     (rng,) = streams(seed, 1)
     per_net = simulate_fig_s4(depth, channels, n_net, backend=backend, **rng_kwargs(simulate_fig_s4, rng)).real
     modes, se = per_net.mean(0), per_net.std(0, ddof=1) / np.sqrt(n_net)
-    exact, lin = fig_s4_theory(depth)
-    setup = fig_s4_setup()
+    exact, lin = conv.fig_s4_theory(depth)
+    setup = conv.fig_s4_setup()
     layers = np.arange(depth + 1)
     fig, ax = plt.subplots(figsize=(5.8, 4.4), layout="constrained")
     shown = range(6)
@@ -637,12 +647,12 @@ def fig_s4(out_dir, *, size, backend, seed):
         name: "covariance (same unit as Sigma; signed, the plot shows |value|)"
         for name in ("monte_carlo", "monte_carlo_stderr", "linearised", "exact_map")
     }
-    return _save(
-        fig_s4,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_s4",
         data,
+        figure=fig_s4,
         size=size,
         backend=backend,
         seed=seed,
@@ -654,21 +664,7 @@ def fig_s4(out_dir, *, size, backend, seed):
     )
 
 
-FIGURES = {
-    "fig_s1": fig_s1,
-    "fig_qc_maps": fig_qc_maps,
-    "fig_depth_scales": fig_depth_scales,
-    "fig_2_theory": fig_2_theory,
-    "fig_4b": fig_4b,
-    "fig_s2": fig_s2,
-    "fig_s3": fig_s3,
-    "fig_s4": fig_s4,
-}
-
-
-# --- trained networks (issue 14): meanfield.validation.trainability runs, drawn by figures/_training.py ---
-
-from . import _training  # noqa: E402
+# --- trained networks: meanfield.validation.trainability runs, drawn by figures/_training.py ---
 
 
 @figure(paper=PAPER, figure="Fig. 2", honours_backend=False)
@@ -722,12 +718,12 @@ def fig_2(out_dir, *, size, backend, seed):
         "seconds": res["seconds"],
     }
     axes = {k: ["depth", "sigma_w2", "network"] for k in ("train_accuracy", "test_accuracy")}
-    return _save(
-        fig_2,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_2",
         data,
+        figure=fig_2,
         size=size,
         backend=backend,
         seed=seed,
@@ -870,10 +866,6 @@ def fig_4a(out_dir, *, size, backend, seed):
     )
 
 
-FIGURES.update({"fig_2": fig_2, "fig_1": fig_1, "fig_3": fig_3, "fig_5": fig_5, "fig_4a": fig_4a})
-__all__ += ["fig_1", "fig_2", "fig_3", "fig_4a", "fig_5"]
-
-
 #: Bias variance of the Jacobian-spectrum figure (tanh on the critical line: q* = 0.046).
 SPECTRA_SIGMA_B2 = 1e-4
 
@@ -924,7 +916,7 @@ def fig_spectra(out_dir, *, size, backend, seed):
         data[f"{law}_L{depth}_log10_lambda"] = np.log10(s.squared_singular_values)
         data[f"{law}_L{depth}_theory_per_decade"] = per_decade
         data[f"{law}_L{depth}_mc_per_decade"] = hist
-        data[f"{law}_L{depth}_theory_mass_on_grid"] = s.mass
+        data[f"{law}_L{depth}_theory_mass_on_grid"] = s.grid_mass
     for ax, law in zip(axs, laws):
         ax.set_title(f"{law} weights", fontsize=9)
         ax.set_xlabel(r"$\log_{10}\lambda$ ($\lambda$ = squared singular value of $J$)")
@@ -952,12 +944,12 @@ def fig_spectra(out_dir, *, size, backend, seed):
     }
     axes = {}
     units = {k: "probability per decade of lambda" for k in data if k.endswith("per_decade")}
-    return _save(
-        fig_spectra,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_spectra",
         data,
+        figure=fig_spectra,
         size=size,
         backend=backend,
         seed=seed,
@@ -965,10 +957,6 @@ def fig_spectra(out_dir, *, size, backend, seed):
         axes=axes,
         units=units,
     )
-
-
-FIGURES["fig_spectra"] = fig_spectra
-__all__ += ["fig_spectra"]
 
 
 def _fig_s2_point(cov0, sw, sb, v, depth, channels, n_net, backend, rng):

@@ -17,6 +17,7 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``numerics``      Numerical helpers: the one Richardson extrapolation.
 ``parallel``      One execution layer: chunks in-process, on local processes or on a Dask cluster.
 ``ntk``           The neural tangent kernel recursion, fixed points, depth scales.
+``mehler``        NNGP / NTK of many inputs for any activation by Mehler's formula (certified).
 ``spectra``       Jacobian singular-value spectra by free probability (Pennington et al.; seed 003).
 
 :class:`Result` is the base class of every result dataclass (frozen, with ``.replace()``).
@@ -46,6 +47,7 @@ _SUBMODULES = {
     "parallel",
     "spectra",
     "ntk",
+    "mehler",
 }
 
 __all__ = sorted(_SUBMODULES) + ["Result", "__version__"]

@@ -73,10 +73,12 @@ from ._logscale import (
     MAX_DEPTH,
     MAX_PROPAGATION_SIZE,
     check_depth,
+    check_quadrature_work,
     full_rule,
     kernel_rule_for,
     map_stack,
     normalised_start,
+    refuse_unbounded,
     scaled_step,
     unscale,
 )
@@ -101,6 +103,8 @@ __all__ = [
     "covariance_map",
     "cyclic_diagonal_modes",
     "depth_scales",
+    "fig_s4_setup",
+    "fig_s4_theory",
     "fixed_point_covariance",
     "fourier_eigenvalues",
     "gradient_variance_decay",
@@ -127,6 +131,8 @@ MAX_POSITIONS = 2**20
 MAX_COVARIANCE_POSITIONS = 2**14
 #: Most variance vectors :func:`gs_family` returns.
 MAX_GS_COUNT = 10**5
+#: Most layers :func:`multi_input_propagate` accepts (a Python-level step of a few ms per layer).
+MAX_MULTI_INPUT_DEPTH = 2_000
 
 
 # ----------------------------------------------------------------------------------------------
@@ -395,7 +401,9 @@ def propagate_log(
     v : array_like
         Variance vector (see :func:`covariance_map`).
     depth : int
-        Number of layers (>= 0).
+        Number of layers (>= 0, ``(depth + 1) P^2 <= MAX_PROPAGATION_SIZE``; for tanh, sigmoid,
+        softplus and swish also an estimated run time of a few seconds, e.g. depth <= 1167 at
+        P = 8 positions and the default degree).
     shape : int or (int, int), optional
         Spatial shape.
     degree : int
@@ -459,6 +467,7 @@ def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, d
     p = cov0.shape[0]
     if not 1 <= p <= MAX_POSITIONS or (depth + 1) * p * p > MAX_PROPAGATION_SIZE:
         return None
+    refuse_unbounded(cov0, activation, depth, degree)
     out = np.empty((depth + 1, p, p))
     start = fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree, k0=out[0])
     if start is None:
@@ -476,6 +485,7 @@ def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, d
 
 def _propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree):
     """:func:`propagate_log` and the validated ``cov0`` (validated once per call: issue 18)."""
+    refuse_unbounded(cov0, activation, depth, degree)
     fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
     if fast is not None:
         return fast
@@ -493,10 +503,12 @@ def _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape
     sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
     sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
     depth = check_depth(depth, cov0.shape[0])
+    kernel_rule(degree)  # validates degree on every path
+    if act.is_builtin:
+        check_quadrature_work(act.code, act.name, depth, cov0.shape[0], int(degree))
     out = np.empty((depth + 1,) + cov0.shape)
     logs = np.zeros(depth + 1)
     out[0], logs[0] = normalised_start(cov0)
-    kernel_rule(degree)  # validates degree on every path
     if act.is_builtin:  # the dense step on the log scale (exact at every scale), then A_v, compiled (issue 18)
         index, weight = _plan_arrays(v, shape, +1)
         z, w, cf = kernel_rule_for(act, degree)
@@ -556,7 +568,9 @@ def propagate(
     v : array_like
         Variance vector (see :func:`covariance_map`).
     depth : int
-        Number of layers (>= 0).
+        Number of layers (>= 0, ``(depth + 1) P^2 <= MAX_PROPAGATION_SIZE``; for tanh, sigmoid,
+        softplus and swish also an estimated run time of a few seconds, e.g. depth <= 1167 at
+        P = 8 positions and the default degree).
     shape : int or (int, int), optional
         Spatial shape.
 
@@ -1205,7 +1219,9 @@ def multi_input_propagate(
     activation, sigma_w2, sigma_b2, v, shape, degree
         As :func:`multi_input_covariance_map`.
     depth : int
-        Layers (0 to 10^5).
+        Layers (0 to :data:`MAX_MULTI_INPUT_DEPTH`; each is a Python-level step of a few
+        milliseconds; for tanh, sigmoid, softplus and swish also an estimated run time of a few
+        seconds for the ``D P`` (input, position) pairs).
 
     Returns
     -------
@@ -1222,7 +1238,8 @@ def multi_input_propagate(
     if cov.ndim != 4:
         raise ValueError(f"cov0 must have shape (D, P, D, P), got {cov.shape}")
     check_covariance(cov.reshape(d * p, d * p), "cov0")
-    depth = check_int(depth, "depth", 0, 100_000)
+    depth = check_int(depth, "depth", 0, MAX_MULTI_INPUT_DEPTH)
+    refuse_unbounded(cov.reshape(d * p, d * p), activation, depth, degree)
     out = np.empty((depth + 1, d, p, d, p))
     out[0] = cov
     for layer in range(depth):
@@ -1433,3 +1450,70 @@ def cmap_jacobian_eigenbasis(
         q_star=float(q),
         c_star=float(c),
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# The perturbation experiment of Xiao et al. 2018, App. F (Fig. S4).
+
+
+def fig_s4_setup() -> dict:
+    """The Fig. S4 experiment of Xiao et al. 2018 (App. F): parameters, Sigma^*, eps^0.
+
+    A perturbation ``eps^0`` of the fixed-point covariance ``Sigma^*`` of erf CNNs whose Fourier
+    modes decay with depth as the linearised map (eq. 2.12) predicts.
+
+    Returns
+    -------
+    dict
+        ``activation`` (``"erf"``), ``sigma_w2`` (= 1.5^2), ``sigma_b2`` (= 0.5^2), ``v``
+        (``[0.025, 0.95, 0.025]``), ``n`` (10 positions), ``fixed_point`` (the dense fixed point),
+        ``sigma_star`` (eq. 2.6) and ``eps0``: zero except the first cyclic diagonal
+        ``eps0[a, a + 1] = eps0[a + 1, a] = d[a]``, whose DFT is
+        ``-1/6 [1, r, r^3, r^5, r^4, r^2, r^4, r^5, r^3, r]`` with ``r = 2/3``.
+
+    References
+    ----------
+    Xiao, Bahri, Sohl-Dickstein, Schoenholz, Pennington (2018), App. F and Fig. S4.
+    """
+    act, sw, sb, n = "erf", 1.5**2, 0.5**2, 10
+    v = np.array([0.025, 0.95, 0.025])
+    fp = dense.fixed_point(act, sw, sb)
+    r = 2.0 / 3.0
+    spectrum = -np.array([1, r, r**3, r**5, r**4, r**2, r**4, r**5, r**3, r]) / 6.0
+    d = np.fft.ifft(spectrum).real  # the spectrum is real and symmetric: d is real
+    eps0 = np.zeros((n, n))
+    idx = np.arange(n)
+    eps0[idx, (idx + 1) % n] = d
+    eps0[(idx + 1) % n, idx] = d
+    star = fixed_point_covariance(fp.q_star, fp.c_star, n)
+    return {
+        "activation": act,
+        "sigma_w2": sw,
+        "sigma_b2": sb,
+        "v": v,
+        "n": n,
+        "sigma_star": star,
+        "eps0": eps0,
+        "fixed_point": fp,
+    }
+
+
+def fig_s4_theory(depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """(exact map, linearised map) Fourier amplitudes of the first cyclic diagonal, each (depth + 1, n).
+
+    Parameters
+    ----------
+    depth : int
+        Layers (>= 0) of the experiment of :func:`fig_s4_setup`.
+
+    Returns
+    -------
+    exact, linearised : ndarray of complex, shape (depth + 1, n)
+        The modes of ``Sigma^* - propagate(Sigma^* - eps^0)`` (:func:`propagate`) and of the
+        linearised decay of ``eps^0`` (:func:`linearized_decay`, eq. 2.12 of Xiao et al. 2018).
+    """
+    s = fig_s4_setup()
+    args = (s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth)
+    exact = s["sigma_star"][None] - propagate(s["sigma_star"] - s["eps0"], *args)
+    lin = linearized_decay(s["eps0"], *args)
+    return cyclic_diagonal_modes(exact)[:, 1, :], lin.modes[:, 1, :]

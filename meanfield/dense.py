@@ -20,15 +20,18 @@ q*. The stable fixed point reached from small input variances: the smallest root
 found by scanning q geometrically (factor 2) from the lower bound qmap(0) with a check for a
 dip of g between scan points, then safeguarded Newton. Divergence is decided by the
 asymptotic slope of the q-map, :math:`\mathrm{qmap}(q)/q \to \sigma_w^2 m_\infty` with
-:math:`m_\infty = \lim E\phi(\sqrt q z)^2/q` (1/2 for relu, softplus, swish and gelu, which
-differ from relu by a term decaying at infinity; 0 for bounded activations): when
+:math:`m_\infty = \lim E\phi(\sqrt q z)^2/q = (a^2 + b^2)/2`, a and b the slopes of the
+asymptote below (1/2 for relu, softplus, swish, gelu and elu, which differ from relu by a term
+decaying at infinity; 0 for bounded activations): when
 :math:`\sigma_w^2 m_\infty > 1` and g is still positive and increasing at q = Q_ASYMPTOTIC, q* is
 infinite. Every loop has an iteration cap.
 
-The edges. q* = inf (relu-like activations in the chaotic phase): the chi's are those of the
-asymptote (:math:`\chi_1 = \chi_{c^*} = \sigma_w^2 E\,\mathrm{relu}'(z)^2 = \sigma_w^2/2`,
-:math:`\chi_{q^*} = \sigma_w^2 m_\infty`), c* = 1, and the c-map is the q-independent
-normalised map of the asymptote. q* = 0 (:math:`\sigma_b^2 = 0`, :math:`\phi(0) = 0`, ordered):
+The edges. q* = inf (activations growing linearly, in the chaotic phase): the chi's are those
+of the asymptote :math:`\phi(x) \sim a x` (x > 0), :math:`b x` (x < 0) of
+:func:`meanfield.activations.asymptote` (:math:`\chi_1 = \chi_{c^*} = \sigma_w^2 (a^2 + b^2)/2`:
+:math:`\sigma_w^2/2` for relu, softplus, swish, gelu and elu, :math:`\sigma_w^2\lambda^2/2`
+for selu, :math:`\sigma_w^2` for abs; :math:`\chi_{q^*} = \sigma_w^2 m_\infty`), c* = 1, and
+the c-map is the q-independent normalised map of the asymptote. q* = 0 (:math:`\sigma_b^2 = 0`, :math:`\phi(0) = 0`, ordered):
 the c-map is the q -> 0 limit: q-independent (the normalised kernel map) for positively
 homogeneous activations, whose fixed point c* = 1 has slope 1 (correlations converge to 1 only
 polynomially), and the identity :math:`c \mapsto c` for smooth activations
@@ -80,17 +83,18 @@ from ._logscale import (
     QUADRATURE_C_MAP,
     RELU_LIKE,
     check_depth,
+    check_quadrature_work,
     finite_result,
     full_rule,
     kernel_rule_for,
     map_stack,
     normalised_start,
     propagate_kernel,
+    refuse_unbounded,
     unscale,
 )
 from ._tanh_fused import tanh_pair_moments, tanh_variance_moments
 from .activations import (
-    ABS,
     COS,
     GELU,
     LEAKY_RELU,
@@ -100,10 +104,15 @@ from .activations import (
     SOFTPLUS,
     SWISH,
     TANH,
+    asymptote_activation,
+    asymptotic_derivative_moment,
     asymptotic_slope,
+    bound_squared,
     call_user,
     evaluate_call,
     get_activation,
+    origin_activation,
+    origin_slopes,
 )
 from .gaussian import (
     DEFAULT_DEGREE,
@@ -275,7 +284,15 @@ def _limit_cmap(act, c, sigma_w2, where):
         # q-independent normalised kernel map of the activation (or of its asymptote relu)
         base = act if act.code in HOMOGENEOUS else get_activation("relu")
         return pair_expectation(base, 1.0, 1.0, c) / expectation(base, 1.0)
+    if act.is_builtin and where > 0:
+        # the normalised kernel map of the piecewise-linear asymptote (activations.asymptote)
+        base = asymptote_activation(act)[1]
+        return pair_expectation(base, 1.0, 1.0, c) / expectation(base, 1.0)
     if where == 0 and act.is_builtin:
+        a0, b0 = origin_slopes(act.code, act.param)
+        if a0 != b0:  # kinked at 0 (abs, elu, selu): the normalised map of phi's piecewise-linear germ
+            base = origin_activation(act)[1]
+            return pair_expectation(base, 1.0, 1.0, c) / expectation(base, 1.0)
         return c  # phi(u) ~ phi'(0) u: the linear map, correlations freeze
     raise ValueError(
         f"the c-map of the user-defined activation {act.name!r} at q = {where} is 0/0 "
@@ -472,6 +489,7 @@ def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     """``(LogPropagation, validated cov0)`` on the fast path (``meanfield._fastpath``), or None where
     the general path :func:`_propagate_log` must decide: it certifies the arguments in one compiled
     call and runs the same kernel, so the result is the same where it answers (issue 18)."""
+    refuse_unbounded(cov0, activation, depth, degree)
     start = fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree)
     if start is None:
         return None
@@ -503,6 +521,7 @@ def _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     depth = check_depth(depth, cov0.shape[0])
     k0, log0 = normalised_start(cov0)
     z, w, cf = kernel_rule_for(act, degree)
+    check_quadrature_work(act.code, act.name, depth, cov0.shape[0], int(degree))
     k_out = np.empty((depth + 1,) + k0.shape)
     logs = np.empty(depth + 1)
     propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, cf, k_out, logs)
@@ -546,7 +565,9 @@ def propagate_log(
     sigma_w2, sigma_b2 : float
         Variances (>= 0), scalars.
     depth : int
-        Number of layers (0 <= depth <= MAX_DEPTH, and (depth + 1) D^2 <= MAX_PROPAGATION_SIZE).
+        Number of layers (0 <= depth <= MAX_DEPTH, and (depth + 1) D^2 <= MAX_PROPAGATION_SIZE;
+        for the quadrature-only activations tanh, sigmoid, softplus and swish also an estimated
+        run time below a few seconds, e.g. depth <= 29,000 for D = 2 at the default degree).
     degree : int
         Gauss-Hermite degree for activations without closed forms.
 
@@ -773,9 +794,9 @@ def _solve_q(code, a, sw, sb, z, w, cf, ex):
         lo = 0.0
         q = g0
     if m == 0.0 and math.isfinite(sw + sb):
-        # bounded (tanh, erf, sigmoid, hard_tanh): phi^2 <= 1, so g(sw + sb) <= 0, and the q-map is
+        # bounded (tanh, erf, sigmoid, hard_tanh): phi^2 <= B (bound_squared), so g(sw B + sb) <= 0, and the q-map is
         # concave (a single crossing on (0, inf)): safeguarded Newton from the right converges to it
-        return _newton_q(code, a, sw, sb, lo, max(sw + sb, q), z, w, cf, ex)
+        return _newton_q(code, a, sw, sb, lo, max(sw * bound_squared(code, a) + sb, q), z, w, cf, ex)
     slo = 0.0
     for _ in range(4096):
         gq, sq = _g(code, a, sw, sb, q, z, w, cf, ex)
@@ -801,7 +822,7 @@ def _solve_q(code, a, sw, sb, z, w, cf, ex):
             if m >= 1.0:
                 return math.inf
             if m == 0.0:  # bounded: phi^2 <= 1, so qmap(q) <= sw + sb and g(sw + sb) <= 0
-                hi = sw + sb
+                hi = sw * bound_squared(code, a) + sb
                 if math.isfinite(hi) and hi > q and _g(code, a, sw, sb, hi, z, w, cf, ex)[0] <= 0.0:
                     return _newton_q(code, a, sw, sb, q, hi, z, w, cf, ex)
             return math.nan
@@ -883,19 +904,23 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, cf, ex, out, c0=0.0)
         elif math.isinf(asymptotic_slope(code, a)):
             chi1 = math.inf  # superlinear (exp, relu_power): E phi'(u)^2 grows without bound
             chiq = math.inf
-        else:
-            chi1 = 0.5 * sw
+        else:  # phi ~ a x (x > 0), b x (x < 0): E phi'^2 -> (a^2 + b^2) / 2 (activations.asymptote)
+            chi1 = sw * asymptotic_derivative_moment(code, a)
             chiq = sw * asymptotic_slope(code, a)
         c = 1.0
         chic = chi1
     elif q == 0.0:
         # q -> 0 with sb = 0 and phi(0) = 0: the c-map is q-independent (homogeneous) or the
         # identity (smooth): its slope at c* = 1 is 1, so correlations converge polynomially or freeze
-        chi1 = sw * _e1(code, a, o1, o1, 0.0 if not homogeneous else 1.0, z, w, cf)
+        a0, b0 = origin_slopes(code, a)
+        if a0 != b0 and not homogeneous:  # kink at 0 (abs, elu, selu): E phi'(u)^2 -> (a0^2 + b0^2) / 2
+            chi1 = sw * (0.5 * (a0 * a0 + b0 * b0))
+        else:
+            chi1 = sw * _e1(code, a, o1, o1, 0.0 if not homogeneous else 1.0, z, w, cf)
         chiq = sw * _dq(code, a, 0.0 if not homogeneous else 1.0, z, w, cf)
         c = 1.0
         chic = 1.0 if sw > 0.0 else 0.0
-        if sw > 0.0 and not (code == RELU or code == ABS or (code == LEAKY_RELU and a != 1.0)):
+        if sw > 0.0 and a0 == b0:  # smooth at 0: the limiting c-map is the identity
             frozen = 1.0
     else:
         chi1 = sw * _e1(code, a, o1, o1, q, z, w, cf)
@@ -903,6 +928,10 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, cf, ex, out, c0=0.0)
         if math.isnan(chic):
             chic = sw * _e2(code, a, o1, o1, q, q, c, z, w, cf)
         chiq = sw * _dq(code, a, q, z, w, cf)
+    if sw == 0.0:  # W = 0: the Jacobian is exactly 0 (also for sign, whose E phi'^2 is infinite)
+        chi1 = 0.0
+        chic = 0.0
+        chiq = 0.0
     out[0] = q
     out[1] = c
     out[2] = chi1
@@ -981,8 +1010,10 @@ class FixedPoint:
     chi_1 : float
         sigma_w2 E phi'(sqrt(q*) z)^2: slope of the c-map at c = 1, mean squared singular value
         of the layer Jacobian, per-layer factor of gradient variance. At q* = inf: the value of
-        the asymptote (sigma_w2 / 2 for the ReLU-like); at q* = 0: sigma_w2 phi'(0)^2.
-        ``inf`` for sign (phi' is a Dirac delta) and at q* = inf for activations growing faster
+        the asymptote, sigma_w2 (a^2 + b^2) / 2 for phi(x) ~ a x (x > 0), b x (x < 0)
+        (sigma_w2 / 2 for the ReLU-like, sigma_w2 lambda^2 / 2 for selu, sigma_w2 for abs); at
+        q* = 0: sigma_w2 phi'(0)^2; 0 when sigma_w2 = 0 (the Jacobian is 0, also for sign).
+        ``inf`` for sign with sigma_w2 > 0 (phi' is a Dirac delta) and at q* = inf for activations growing faster
         than linearly (exp, relu_power with n > 1), as chi_c and chi_q there.
     chi_c : float
         Slope of the c-map at c*: sigma_w2 E phi'(u1) phi'(u2) at (q*, c*) when 0 < q* < inf; at

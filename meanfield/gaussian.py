@@ -331,8 +331,9 @@ def _core_closed_pair(code, a, d1, d2, q1, q2, c):
         if d1 == 0 and d2 == 1:
             return 0.0  # odd integrand
         return math.nan
-    if code == HARD_TANH and d2 <= 1:
-        return _hard_tanh_pair(d1, d2, math.sqrt(q1), math.sqrt(q2), min(1.0, max(-1.0, c)))
+    if code == HARD_TANH and d2 <= 1:  # clip(u, -b, b) = b clip(u / b, -1, 1), b = a
+        k = a ** (2 - d1 - d2)
+        return k * _hard_tanh_pair(d1, d2, math.sqrt(q1) / a, math.sqrt(q2) / a, min(1.0, max(-1.0, c)))
     return math.nan
 
 
@@ -355,17 +356,17 @@ def _core_closed_single(code, a, d1, d2, q):
         if d1 + d2 == 1:
             return 0.0
         return math.nan
-    if code == HARD_TANH and d1 <= 1 and d2 <= 1:
+    if code == HARD_TANH and d1 <= 1 and d2 <= 1:  # clip(u, -b, b) = b clip(u / b, -1, 1), b = a
         if d1 + d2 == 1:
             return 0.0
         if q == 0.0:
             return 0.0 if d1 == 0 else 1.0
         s = math.sqrt(q)
-        a = 1.0 / s
-        if d1 == 1:  # P(|u| < 1)
-            return math.erf(a * _SQRT_HALF)
-        # E min(u^2, 1) = q E[z^2 1{|z| < a}] + P(|z| >= a)
-        return q * _clipped_second_moment(a) + math.erfc(a * _SQRT_HALF)
+        t = a / s
+        if d1 == 1:  # P(|u| < b)
+            return math.erf(t * _SQRT_HALF)
+        # E min(u^2, b^2) = q E[z^2 1{|z| < t}] + b^2 P(|z| >= t)
+        return q * _clipped_second_moment(t) + a * a * math.erfc(t * _SQRT_HALF)
     return _core_closed_pair(code, a, d1, d2, q, q, 1.0)
 
 
@@ -389,7 +390,7 @@ def _core_closed_variance_derivative(code, a, q):
     if code == ERF:
         return 4.0 / (math.pi * (1.0 + 2.0 * q) * math.sqrt(1.0 + 4.0 * q))
     if code == HARD_TANH:  # E[z^2 1{|z| < 1/sqrt q}]: the boundary terms of d/dq cancel
-        return 1.0 if q == 0.0 else _clipped_second_moment(1.0 / math.sqrt(q))
+        return 1.0 if q == 0.0 else _clipped_second_moment(a / math.sqrt(q))
     return math.nan
 
 
@@ -1126,6 +1127,8 @@ def expectation(
     z, w = kernel_rule(degree)
     if act.is_builtin:
         out = run_by_family(_single_kernel, act, degree, (d1, d2, flat), np.empty_like(flat))
+    elif act.breakpoints:
+        out = _piecewise_single(act, d1, d2, flat, check_int(degree, "degree", minimum=1, maximum=2000))
     else:
         out = np.empty_like(flat)
         for k, qk in enumerate(flat):
@@ -1204,12 +1207,16 @@ def pair_expectation(
     z, w = kernel_rule(degree)
     if act.is_builtin:
         out = run_by_family(_pair_kernel, act, degree, (d1, d2, f1, f2, fc), np.empty_like(f1))
+    elif act.breakpoints:
+        out = _piecewise_pair(act, d1, d2, f1, f2, fc, check_int(degree, "degree", minimum=1, maximum=2000))
     else:
         with np.errstate(over="ignore", invalid="ignore"):
             out = _custom_pair(act, d1, d2, f1, f2, fc, z, w)
     return _finish(out, shape, "pair_expectation", act)
 
 
+#: Offset at which the one-sided derivatives of a user activation at a kink are evaluated.
+_ONE_SIDED = 1e-300
 #: Largest number of nodes the NumPy path of a user activation evaluates in one call.
 _USER_CHUNK = 1 << 20
 
@@ -1243,6 +1250,116 @@ def _custom_pair(act, d1, d2, q1, q2, c, z, w):
                 vals = _user_values(act, d2, np.repeat(chunk, counts) + ss * z2) * w2
                 inner[lo : lo + step] = np.add.reduceat(vals, np.concatenate(([0], np.cumsum(counts)[:-1])))
         out[k] = np.dot(w1, f1 * inner)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# User activations with kinks or jumps (Activation.breakpoints): piecewise Gauss-Legendre rules.
+
+
+def piecewise_panel_nodes(degree: int) -> int:
+    """Gauss-Legendre nodes per panel of the piecewise rule of a kinked user activation at ``degree``.
+
+    ``degree // 5`` clipped to [4, 200] (20 at the default degree 100): a larger degree refines
+    every panel, so the result converges as ``degree`` grows.
+    """
+    return max(4, min(200, degree // 5))
+
+
+@lru_cache(maxsize=64)
+def _legendre(n):
+    return np.polynomial.legendre.leggauss(n)
+
+
+def _graded_offsets(hw):
+    """0, +-hw 2^k below 1 (hw < 1): offsets of panel edges graded towards a feature."""
+    d = [0.0]
+    while hw < 1.0:
+        d += [-hw, hw]
+        hw *= 2.0
+    return d
+
+
+def _piecewise_rules(scale, mus, features, n):
+    """Nodes z and weights w, shape (len(mus), P), with w[i] @ f(mus[i] + scale z[i]) ~ E f(mus[i] + scale Z).
+
+    ``features`` lists ``(u, hw_u)``: points u where f has a kink or jump, or varies on the width
+    hw_u in u. Panel edges: the integers on |z| <= TRAPEZOID_ZMAX, each feature's point (an edge:
+    f is integrated piecewise between kinks) and edges graded geometrically (ratio 2) towards it
+    from the half-width hw_u / scale up to 1; ``n`` Gauss-Legendre nodes per panel (edges beyond
+    the range collapse into empty panels). Between the edges f is assumed smooth, so each panel
+    converges spectrally in ``n``.
+    """
+    mus = np.atleast_1d(np.asarray(mus, dtype=np.float64))
+    lim = TRAPEZOID_ZMAX
+    if scale == 0.0:
+        return np.zeros((mus.size, 1)), np.ones((mus.size, 1))
+    cols = [np.broadcast_to(np.arange(-lim, lim + 1.0), (mus.size, 2 * int(lim) + 1))]
+    for u, hw_u in features:
+        off = np.asarray(_graded_offsets(max(hw_u / scale, 1e-12)))
+        zc = (u - mus) / scale
+        cols.append(zc[:, None] + off[None, :])
+    e = np.sort(np.clip(np.concatenate(cols, axis=1), -lim, lim), axis=1)
+    x, wl = _legendre(n)
+    mid = 0.5 * (e[:, 1:] + e[:, :-1])
+    half = 0.5 * (e[:, 1:] - e[:, :-1])
+    z = (mid[:, :, None] + half[:, :, None] * x).reshape(mus.size, -1)
+    w = (half[:, :, None] * wl).reshape(mus.size, -1) * _INV_SQRT_2PI * np.exp(-0.5 * z * z)
+    return z, w
+
+
+def _kink_features(act):
+    """(u, half-width) of the features of a kinked user activation for :func:`_piecewise_rules`:
+    u = 0 and its breakpoints, each with the unit-width structure the rules of the built-ins assume."""
+    return [(0.0, 0.5)] + [(float(b), 0.5) for b in act.breakpoints if b != 0.0]
+
+
+def _piecewise_single(act, d1, d2, q, degree, weight_z=False):
+    n = piecewise_panel_nodes(degree)
+    out = np.empty_like(q)
+    for k, qk in enumerate(q):
+        s = math.sqrt(qk)
+        z, w = _piecewise_rules(s, 0.0, _kink_features(act), n)
+        z, w = z[0], w[0]
+        u = s * z
+        with np.errstate(over="ignore", invalid="ignore"):
+            vals = _user_values(act, d1, u) * _user_values(act, d2, u)
+            out[k] = (w * z) @ vals / s if weight_z else w @ vals
+    return out
+
+
+def _piecewise_pair(act, d1, d2, q1, q2, c, degree):
+    """E phi^(d1)(u1) phi^(d2)(u2) of a kinked user activation: the outer rule on z1 cut at the
+    breakpoints of phi^(d1)(s1 z1) and graded at those of the smoothed factor E phi^(d2)(sc z1 + ss Z2)
+    (width ss), inner rules on z2 cut at the breakpoints of phi^(d2), one per outer node."""
+    n = piecewise_panel_nodes(degree)
+    out = np.empty_like(q1)
+    feats = _kink_features(act)
+    for k in range(q1.size):
+        s1, s2, ck = math.sqrt(q1[k]), math.sqrt(q2[k]), min(1.0, max(-1.0, c[k]))
+        sc = s2 * ck
+        ss = s2 * math.sqrt(max(0.0, (1.0 - ck) * (1.0 + ck)))
+        outer = s1 if s1 > 0.0 else 1.0
+        ofeats = list(feats) if s1 > 0.0 else []
+        if sc != 0.0:  # the factor's features, at sc z1 = u, i.e. at outer * u / sc in units of outer z1
+            rel = outer / sc
+            # smoothed by the inner Gaussian, a kink of the factor has the width ss (for ss = 0 it is
+            # an edge, next to the activation's own structure of unit width)
+            ofeats += [(u * rel, (0.5 * ss if ss > 0.0 else hw) * abs(rel)) for u, hw in feats]
+        z1, w1 = _piecewise_rules(outer, 0.0, ofeats, n)
+        z1, w1 = z1[0], w1[0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            f1 = _user_values(act, d1, s1 * z1)
+            base = sc * z1
+            if ss == 0.0:
+                inner = _user_values(act, d2, base)
+            else:
+                z2, w2 = _piecewise_rules(ss, base, feats, n)
+                used = w2 != 0.0  # nodes of collapsed panels (edges beyond |z| = 9) are not evaluated
+                vals = np.zeros_like(z2)
+                vals[used] = _user_values(act, d2, (base[:, None] + ss * z2)[used])
+                inner = np.sum(w2 * vals, axis=1)
+            out[k] = np.dot(w1, f1 * inner)
     return out
 
 
@@ -1299,6 +1416,11 @@ def variance_derivative(
                     )
                 else:
                     out[k] = d1 * d1 + phi0 * float(_user_values(act, 2, zero)[0])
+                if phi0 == 0.0 and 0.0 in act.breakpoints:  # kink at 0: the limit of both one-sided slopes
+                    side = np.array([-_ONE_SIDED, _ONE_SIDED])
+                    out[k] = float(np.mean(_user_values(act, 1, side) ** 2))
+            elif act.breakpoints:
+                out[k] = _piecewise_single(act, 0, 1, np.array([qk]), check_int(degree, "degree", 1, 2000), True)[0]
             else:
                 s = math.sqrt(qk)
                 zo, wo = _rule_nodes(s, 0.0, True, 0.0, 0.0, 0.0, z, w)

@@ -100,6 +100,7 @@ API_MODULES = [
     ),
     "meanfield.spectra",
     "meanfield.ntk",
+    "meanfield.mehler",
     "meanfield.validation.simulators.jacobian",
     "meanfield.validation.simulators.ntk",
     "meanfield.validation.spectra",

@@ -54,8 +54,8 @@ def rendered(tmp_path_factory):
                 _captured.append(fig)
                 return _real(fig, *args, **kwargs)
 
-            # every figure is written by Figure.savefig inside save_figure (called directly or
-            # through save_declared): capture it there
+            # every figure is written by Figure.savefig inside save_figure (the one save path):
+            # capture it there
             mp.setattr(matplotlib.figure.Figure, "savefig", capture)
             paths = module.FIGURES[name](out, size="smoke", seed=0)
             mp.undo()

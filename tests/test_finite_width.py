@@ -443,7 +443,7 @@ def test_cosine_similarity_samples():
 
     x1 = np.eye(16)[0]
     x2 = 0.5 * x1 + math.sqrt(0.75) * np.eye(16)[1]
-    _, net = simulate_pair(x1, x2, 100, 2.0 / 100, 0.0, 20_000, rng=4)  # the simulator takes seed 001's variance 2 / N
+    _, net = simulate_pair(x1, x2, 100, 2.0, 0.0, 20_000, rng=4)  # He; the cosine law does not depend on fan_in
     (ma, sa), (mn, sn) = mean_se(a), mean_se(net)
     assert abs(ma - mn) <= Z * math.hypot(sa, sn)
     for t in np.quantile(a, [0.1, 0.5, 0.9]):
@@ -566,7 +566,7 @@ def test_simulator_squared_norms_he_preserves_mean():
     from meanfield.validation.simulators import simulate_squared_norms
 
     x = np.random.default_rng(0).standard_normal((4, 10))
-    sim = simulate_squared_norms(x, [(50, 0.04)] * 3, 400, 4, rng=1)  # seed 001's variances: He is 2 / N
+    sim = simulate_squared_norms(x, [(50, 2.0)] * 3, 400, 4, rng=1)  # He: fan_in = width, the paper's 2 / N
     assert sim.shape == (400, 4, 4)
     y0 = (x * x).sum(1).mean()
     m, se = sim[:, :, 3].mean(), sim[:, :, 3].mean(1).std() / math.sqrt(400)
@@ -611,10 +611,10 @@ def test_cosine_law_does_not_depend_on_sigma_w_without_bias():
     from meanfield.validation.simulators import simulate_pair
 
     x1, x2 = np.eye(8)[0], (np.eye(8)[0] + np.eye(8)[1]) / math.sqrt(2)
-    _, c_he = simulate_pair(x1, x2, 50, 2 / 50, 0.0, 500, rng=3)
-    _, c_small = simulate_pair(x1, x2, 50, 1 / 50, 0.0, 500, rng=3)
+    _, c_he = simulate_pair(x1, x2, 50, 2.0, 0.0, 500, rng=3)
+    _, c_small = simulate_pair(x1, x2, 50, 1.0, 0.0, 500, rng=3)
     assert np.allclose(c_he, c_small, rtol=1e-12)
-    _, c_bias = simulate_pair(x1, x2, 50, 1 / 50, 0.5, 500, rng=3)
+    _, c_bias = simulate_pair(x1, x2, 50, 1.0, 0.5, 500, rng=3)
     assert c_bias.mean() > c_he.mean()  # a bias adds a shared component: cosines increase
 
 

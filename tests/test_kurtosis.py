@@ -388,7 +388,7 @@ def test_prop_b2_against_simulation(law):
     widths = [3, 2, 1, 2, 3]
     n = 100_000
     p = K.nonzero_probability(widths[:-1])
-    f = nonzero_fraction(widths, law, n, rng=21)
+    f = nonzero_fraction(widths[:-1], law, n, output_width=widths[-1], rng=21)
     se = np.sqrt(p * (1 - p) / n)
     assert np.all(np.abs(f - p) <= Z * se + 1e-15)
 
@@ -398,7 +398,7 @@ def test_prop_b2_fails_for_rademacher_at_width_two():
     widths = [2] * 9
     n = 100_000
     p = K.nonzero_probability(widths[:-1])[-1]
-    f = nonzero_fraction(widths, "rademacher", n, rng=22)[-1]
+    f = nonzero_fraction(widths[:-1], "rademacher", n, output_width=widths[-1], rng=22)[-1]
     assert p - f > 10 * math.sqrt(p * (1 - p) / n)
 
 

@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 
 from meanfield import dense  # noqa: E402
 from meanfield import init as np_init  # noqa: E402
+from meanfield.activations import get_activation  # noqa: E402
 from meanfield.pytorch import (  # noqa: E402
     INSTALL_HINT,
     activation_from_module,
@@ -203,11 +204,12 @@ def test_activation_modules_map_to_builtins_with_the_same_function(module, name)
 
 
 def test_other_modules_go_through_from_functions_with_autograd_derivatives():
-    act = activation_from_module(torch.nn.ELU(alpha=0.7))
+    assert activation_from_module(torch.nn.ELU(alpha=0.7)) == get_activation("elu", alpha=0.7)
+    act = activation_from_module(torch.nn.CELU(alpha=0.7))  # celu: alpha (e^{x / alpha} - 1) for x < 0
     assert not act.is_builtin
     u = np.linspace(-3, 3, 13)
-    assert np.allclose(act.phi(u), np.where(u > 0, u, 0.7 * np.expm1(u)), atol=1e-14)
-    assert np.allclose(act.dphi(u), np.where(u > 0, 1.0, 0.7 * np.exp(u)), atol=1e-14)
+    assert np.allclose(act.phi(u), np.where(u > 0, u, 0.7 * np.expm1(u / 0.7)), atol=1e-14)
+    assert np.allclose(act.dphi(u), np.where(u > 0, 1.0, np.exp(u / 0.7)), atol=1e-14)
     tanh_gelu = activation_from_module(torch.nn.GELU(approximate="tanh"))
     assert not tanh_gelu.is_builtin
     sw = critical_sigma_w2(torch.nn.ELU(alpha=1.0), 0.1)

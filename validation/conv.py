@@ -32,11 +32,11 @@ computed (exact map minus linearised, same input) and allowed as the systematic 
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import numpy as np
 
 from meanfield import conv, dense
+from meanfield.conv import fig_s4_setup, fig_s4_theory  # noqa: F401 - importable here under their old names
 from meanfield.init import (
     conv_matrix,
     delta_orthogonal_kernel,
@@ -51,18 +51,15 @@ from .backend import substream
 from .ensembles import ensemble_moments
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
-from .simulators import simulate_conv
+from .simulators import simulate_conv, simulate_fig_s4  # simulate_fig_s4: importable here under its old name
 
 __all__ = [
     "CHUNK_NETWORKS",
     "COVARIANCE_CASES",
     "ISOMETRY_ATOL",
     "S4_WIDTH_BIAS",
-    "fig_s4_setup",
-    "fig_s4_theory",
     "isometry_rows",
     "run",
-    "simulate_fig_s4",
 ]
 
 #: Backends every simulator of this module honours (:func:`meanfield.validation.runner.module_backend`).
@@ -190,81 +187,6 @@ def _covariance_rows(backend, full, seed):
                 )
             )
     return rows
-
-
-def fig_s4_setup() -> dict:
-    """The Fig. S4 experiment of seed 003 (Sec. F): parameters, Sigma^*, eps^0.
-
-    Returns
-    -------
-    dict with ``activation``, ``sigma_w2`` (= 1.5^2), ``sigma_b2`` (= 0.5^2), ``v``, ``n``,
-    ``sigma_star`` (eq. 2.6) and ``eps0``: zero except the first cyclic diagonal
-    ``eps0[a, a + 1] = eps0[a + 1, a] = d[a]``, whose DFT is
-    ``-1/6 [1, r, r^3, r^5, r^4, r^2, r^4, r^5, r^3, r]`` with ``r = 2/3``.
-    """
-    act, sw, sb, n = "erf", 1.5**2, 0.5**2, 10
-    v = np.array([0.025, 0.95, 0.025])
-    fp = dense.fixed_point(act, sw, sb)
-    r = 2.0 / 3.0
-    spectrum = -np.array([1, r, r**3, r**5, r**4, r**2, r**4, r**5, r**3, r]) / 6.0
-    d = np.fft.ifft(spectrum).real  # the spectrum is real and symmetric: d is real
-    eps0 = np.zeros((n, n))
-    idx = np.arange(n)
-    eps0[idx, (idx + 1) % n] = d
-    eps0[(idx + 1) % n, idx] = d
-    star = conv.fixed_point_covariance(fp.q_star, fp.c_star, n)
-    return {
-        "activation": act,
-        "sigma_w2": sw,
-        "sigma_b2": sb,
-        "v": v,
-        "n": n,
-        "sigma_star": star,
-        "eps0": eps0,
-        "fixed_point": fp,
-    }
-
-
-def simulate_fig_s4(depth: int, width: int, n_networks: int, *, backend: str = "numpy", rng: Any = None) -> np.ndarray:
-    """Per-network Fourier amplitudes of the first cyclic diagonal of eps^l, shape (n_networks, depth + 1, n).
-
-    Parameters
-    ----------
-    depth : int
-        Layers (>= 0).
-    width : int
-        Channels of the CNNs (>= 1).
-    n_networks : int
-        Independent CNNs (>= 1).
-    backend : str
-        One of :data:`meanfield.backend.BACKENDS`.
-    rng : None, int, SeedSequence or numpy.random.Generator
-        Passed to :func:`meanfield.validation.simulators.simulate_conv`.
-
-    Returns
-    -------
-    ndarray of complex, shape (n_networks, depth + 1, n)
-
-    Notes
-    -----
-    Seed 003, Fig. S4 and App. F (the set-up of :func:`fig_s4_setup`).
-    """
-    s = fig_s4_setup()
-    cov0 = np.stack([s["sigma_star"], s["sigma_star"] - s["eps0"]])
-    sim = simulate_conv(
-        cov0, s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth, width, n_networks, backend=backend, rng=rng
-    )
-    eps = sim.cov[:, :, 0] - sim.cov[:, :, 1]
-    return conv.cyclic_diagonal_modes(eps)[:, :, 1, :]
-
-
-def fig_s4_theory(depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """(exact map, linearised map) Fourier amplitudes of the first cyclic diagonal, each (depth + 1, n)."""
-    s = fig_s4_setup()
-    args = (s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth)
-    exact = s["sigma_star"][None] - conv.propagate(s["sigma_star"] - s["eps0"], *args)
-    lin = conv.linearized_decay(s["eps0"], *args)
-    return conv.cyclic_diagonal_modes(exact)[:, 1, :], lin.modes[:, 1, :]
 
 
 def _fig_s4_rows(backend, full, seed):

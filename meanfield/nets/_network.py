@@ -56,7 +56,7 @@ class NetSimulation(Result):
     second : tuple of ndarray
         ``second[l]``, shape (n_networks, D P_l, D P_l): each network's mean over units of
         ``z_i(a, alpha) z_i(b, beta)`` at layer ``l`` (index 0 the input).
-    output : ndarray, shape (n_networks, D, *out_shape)
+    output : ndarray, shape ``(n_networks, D, *out_shape)``
         The networks' outputs.
     """
 
@@ -168,7 +168,7 @@ class Network:
 
     # -- finite networks -------------------------------------------------------------------------
     def forward(self, weights: NetWeights, x: ArrayLike, keep: bool = False) -> Any:
-        """The outputs of the networks of ``weights`` on ``x`` (D, *in_shape), shape (n, D, *out_shape).
+        """The outputs of the networks of ``weights`` on ``x`` ``(D, *in_shape)``, shape ``(n, D, *out_shape)``.
 
         With ``keep=True`` also the list of every layer's output (the input first).
         """
@@ -194,7 +194,7 @@ class Network:
 
         Parameters
         ----------
-        x : array_like, shape (D, *spatial, channels)
+        x : array_like, shape ``(D, *spatial, channels)``
         n_networks : int
         rng : None, int, SeedSequence or numpy.random.Generator
         backend : str or Backend
@@ -244,7 +244,7 @@ class Network:
 
         Parameters
         ----------
-        x : array_like, shape (D, *spatial, channels), optional
+        x : array_like, shape ``(D, *spatial, channels)``, optional
             Inputs; the first dense or convolutional layer computes their covariance exactly
             (:func:`meanfield.dense.input_covariance`, :func:`meanfield.conv.multi_input_covariance`).
         cov0 : array_like, shape (D P, D P), optional

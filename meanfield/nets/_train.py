@@ -68,10 +68,10 @@ def train(
     Parameters
     ----------
     net : Network
-    x : array_like, shape (N, *in_shape)
+    x : array_like, shape ``(N, *in_shape)``
         Training inputs.
     y : array_like
-        Targets: shape (N, *out_shape) for ``loss="mse"``, integer labels (N,) for ``"cross_entropy"``.
+        Targets: shape ``(N, *out_shape)`` for ``loss="mse"``, integer labels (N,) for ``"cross_entropy"``.
     n_networks : int
         Independent networks (ignored when ``weights`` is given).
     rng : None, int, SeedSequence or numpy.random.Generator

@@ -6,15 +6,24 @@ PyTorch module                                library activation
 ``nn.Tanh``                                   ``"tanh"``
 ``nn.ReLU``                                   ``"relu"``
 ``nn.LeakyReLU(negative_slope=a)``            ``"leaky_relu"`` with ``slope=a``
+``nn.PReLU()`` (one weight ``a``)             ``"leaky_relu"`` with ``slope=a`` (its value now; a
+                                              PReLU with one weight per channel is refused)
+``nn.RReLU(lower, upper)`` in eval mode       ``"leaky_relu"`` with ``slope=(lower + upper) / 2``
+                                              (in training mode it is random: refused)
 ``nn.GELU()`` (``approximate="none"``)        ``"gelu"`` (exact, ``x Phi(x)``)
 ``nn.SiLU``                                   ``"swish"`` (``x sigmoid(x)``)
 ``nn.Sigmoid``                                ``"sigmoid"``
 ``nn.Softplus()`` (``beta=1``)                ``"softplus"`` (PyTorch returns ``x`` above ``threshold=20``,
                                               where ``log(1 + e^x) - x < 2.1e-9``)
-``nn.Hardtanh()`` (``min_val=-1, max_val=1``) ``"hard_tanh"``
-``nn.Identity``                               ``"linear"``
+``nn.Hardtanh(-b, b)``                        ``"hard_tanh"`` with ``bound=b`` (``"hard_tanh"`` for b = 1)
+``nn.ELU(alpha=a)``                           ``"elu"`` with ``alpha=a``
+``nn.CELU(alpha=1)``                          ``"elu"`` with ``alpha=1`` (the same function)
+``nn.SELU``                                   ``"selu"``
+``nn.Identity``; ``nn.Dropout*`` in eval mode ``"linear"`` (dropout in training mode is random: refused)
 anything else (and other parameters)          :meth:`Activation.from_functions` with the module's
                                               own function, its derivatives by autograd in float64
+                                              (kinks and jumps located by its breakpoint scan);
+                                              a module whose output is random is refused
 ============================================  =====================================================
 
 Functional activations written inside ``forward`` are invisible to the module graph; pass the
@@ -23,6 +32,7 @@ activation explicitly where a function asks for one (:func:`meanfield.pytorch.cr
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -53,7 +63,13 @@ ACTIVATION_MODULES = (
     "Softsign",
     "Tanhshrink",
     "LogSigmoid",
+    "PReLU",
+    "RReLU",
 )
+
+#: Modules that draw random numbers in training mode (refused there; the identity, or RReLU's mean
+#: slope, in eval mode).
+_RANDOM_MODULES = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "RReLU")
 
 
 def _torch():
@@ -90,10 +106,15 @@ def _from_module_function(module, name: str) -> Activation:
             (g2,) = torch.autograd.grad(g.sum(), t)
             return g2.detach().numpy()
 
-    smooth = type(module).__name__ not in {"ReLU6", "Hardtanh", "Hardswish", "Hardsigmoid", "Softsign", "ELU", "CELU"}
-    return Activation.from_functions(
-        name, lambda x: _eval(x, 0), lambda x: _eval(x, 1), lambda x: _eval(x, 2), smooth=smooth
-    )
+    probe = np.linspace(-4.0, 4.0, 17)
+    first, second = _eval(probe, 0), _eval(probe, 0)
+    if np.shape(first) == probe.shape and not np.array_equal(first, second, equal_nan=True):
+        raise ValueError(
+            f"module {name} returns different values for the same input: a random module has no "
+            "mean-field activation (put it in eval mode, or pass the activation it stands for)"
+        )
+    # kinks and jumps (ReLU6, Hardswish, asymmetric Hardtanh, ...) are found by from_functions' scan
+    return Activation.from_functions(name, lambda x: _eval(x, 0), lambda x: _eval(x, 1), lambda x: _eval(x, 2))
 
 
 def activation_from_module(module: Any) -> Activation:
@@ -117,8 +138,10 @@ def activation_from_module(module: Any) -> Activation:
     TypeError
         ``module`` is not a ``torch.nn.Module``.
     ValueError
-        The module does not act elementwise on a float64 vector, or returns NaN/inf on the probe
-        points of :meth:`Activation.from_functions`.
+        The module does not act elementwise on a float64 vector, returns NaN/inf on the probe
+        points of :meth:`Activation.from_functions`, or is random (dropout or RReLU in training
+        mode, or any module whose output differs between two calls on the same input); a PReLU
+        with more than one weight.
     ImportError
         PyTorch is missing (``pip install "meanfield-theory[torch]"``).
     """
@@ -141,8 +164,31 @@ def activation_from_module(module: Any) -> Activation:
         return get_activation("sigmoid")
     if kind is nn.Softplus and float(module.beta) == 1.0 and float(module.threshold) >= 20.0:
         return get_activation("softplus")
-    if kind is nn.Hardtanh and float(module.min_val) == -1.0 and float(module.max_val) == 1.0:
-        return get_activation("hard_tanh")
+    if kind is nn.Hardtanh and float(module.min_val) == -float(module.max_val) > -math.inf:
+        return get_activation("hard_tanh", bound=float(module.max_val))
+    if kind is nn.ELU:
+        return get_activation("elu", alpha=float(module.alpha))
+    if kind is nn.CELU and float(module.alpha) == 1.0:
+        return get_activation("elu", alpha=1.0)
+    if kind is nn.SELU:
+        return get_activation("selu")
+    if kind is nn.PReLU:
+        weight = module.weight.detach()
+        if weight.numel() != 1:
+            raise ValueError(
+                f"nn.PReLU with {weight.numel()} weights (one slope per channel) is not one elementwise "
+                "activation; the mean-field theory needs a single slope (nn.PReLU(num_parameters=1))"
+            )
+        return get_activation("leaky_relu", slope=float(weight.reshape(-1)[0]))
+    if type(module).__name__ in _RANDOM_MODULES and kind.__module__.startswith("torch.nn"):
+        if module.training:
+            raise ValueError(
+                f"{kind.__name__} in training mode is random (a fresh draw on every call): it has no "
+                "mean-field activation; call .eval() on the model first"
+            )
+        if kind is nn.RReLU:  # eval mode: the fixed slope (lower + upper) / 2
+            return get_activation("leaky_relu", slope=0.5 * (float(module.lower) + float(module.upper)))
+        return get_activation("linear")  # dropout in eval mode is the identity
     if kind is nn.Identity:
         return get_activation("linear")
     return _from_module_function(module, f"torch:{module!r}")

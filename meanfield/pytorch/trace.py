@@ -9,27 +9,27 @@ additions, concatenations and modules called more than once.
 
 Each node gets a kind:
 
-=============  ===============================================================================
-kind           what
-=============  ===============================================================================
-``weight``     ``Linear``, ``Conv1d/2d/3d`` (``F.linear`` / ``F.conv*`` on a raw tensor: listed
-               as unsupported, nothing to initialise through a module)
-``activation`` an elementwise activation module or function (:data:`ACTIVATION_FUNCTIONS`),
-               mapped through :func:`meanfield.pytorch.activation_from_module`
-``add``        ``+``, ``torch.add``, ``-`` (residual sums when two signals meet)
-``cat``        ``torch.cat`` / ``stack``
-``norm``       Batch/Layer/Group/Instance/RMS normalisation (module or function)
-``pool``       max / average / adaptive pooling, ``mean`` over an axis
-``flatten``    reshapes that move entries without changing them (``view``, ``permute``,
-               ``flatten``, ``getitem`` ...)
-``dropout``    dropout modules and functions, ``DropPath``
-``identity``   ``nn.Identity``
-``scale``      a signal multiplied or divided by a constant or a parameter (layer scale)
-``attention``  ``nn.MultiheadAttention``, ``F.scaled_dot_product_attention``
-``embedding``  ``nn.Embedding``
-``unknown``    anything else carrying a signal (listed in :attr:`Trace.unsupported` with its op
-               and the reason)
-=============  ===============================================================================
+==============  ===============================================================================
+kind            what
+==============  ===============================================================================
+``weight``      ``Linear``, ``Conv1d/2d/3d`` (``F.linear`` / ``F.conv*`` on a raw tensor: listed
+                as unsupported, nothing to initialise through a module)
+``activation``  an elementwise activation module or function (:data:`ACTIVATION_FUNCTIONS`),
+                mapped through :func:`meanfield.pytorch.activation_from_module`
+``add``         ``+``, ``torch.add``, ``-`` (residual sums when two signals meet)
+``cat``         ``torch.cat`` / ``stack``
+``norm``        Batch/Layer/Group/Instance/RMS normalisation (module or function)
+``pool``        max / average / adaptive pooling, ``mean`` over an axis
+``flatten``     reshapes that move entries without changing them (``view``, ``permute``,
+                ``flatten``, ``getitem`` ...)
+``dropout``     dropout modules and functions, ``DropPath``
+``identity``    ``nn.Identity``
+``scale``       a signal multiplied or divided by a constant or a parameter (layer scale)
+``attention``   ``nn.MultiheadAttention``, ``F.scaled_dot_product_attention``
+``embedding``   ``nn.Embedding``
+``unknown``     anything else carrying a signal (listed in :attr:`Trace.unsupported` with its op
+                and the reason)
+==============  ===============================================================================
 
 and bookkeeping kinds ``input``, ``output``, ``parameter`` and ``shape`` (size arithmetic, no
 signal).
@@ -389,7 +389,12 @@ class _Builder:
 
     def module_node(self, qualname: str, module, inputs: tuple) -> TraceNode:
         kind, reason = _module_kind(module) or ("unknown", f"{type(module).__name__}")
-        act = activation_from_module(module) if kind == "activation" else None
+        act = None
+        if kind == "activation":
+            try:
+                act = activation_from_module(module)
+            except ValueError as exc:  # a PReLU with a slope per channel, a random module: no theory
+                kind, reason = "unknown", str(exc)
         name = self.unique(qualname)
         return self.add(TraceNode(name, kind, type(module).__name__, inputs, qualname, act, reason))
 

@@ -306,7 +306,8 @@ REGISTRY: list[Entry] = [
     # --- activations ------------------------------------------------------------------------
     E("activations.get_activation", activation=ACT("leaky_relu"), slope=F(0.1)),
     E("activations.Activation.from_functions", name=TXT("cube"), phi=FN(Lazy(lambda: _cube()[0])),
-      dphi=FN(Lazy(lambda: _cube()[1])), d2phi=FN(Lazy(lambda: _cube()[2])), smooth=B(True)),
+      dphi=FN(Lazy(lambda: _cube()[1])), d2phi=FN(Lazy(lambda: _cube()[2])), smooth=B(True),
+      breakpoints=A([0.0])),
     # --- backend ----------------------------------------------------------------------------
     E("backend.available_backends"),
     E("backend.get_backend", name=BK()),
@@ -353,6 +354,8 @@ REGISTRY: list[Entry] = [
     E("conv.spatial_shape", shape=SH((4,))),
     E("conv.fixed_point_covariance", q_star=F(0.5), c_star=F(0.3), size=I(4)),
     E("conv.gs_family", kernel_shape=SH((3, 3)), count=I(3)),
+    E("conv.fig_s4_setup"),
+    E("conv.fig_s4_theory", depth=I(3)),
     E("conv.covariance_map", cov=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), shape=SH(4), degree=I(100)),
     E("conv.backward_covariance_map", cov_grad=A(np.eye(4)), cov=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), v=A(V3), shape=SH(4), degree=I(100)),
     E("conv.depth_scales", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), shape=SH(4), degree=I(100)),
@@ -493,18 +496,19 @@ REGISTRY: list[Entry] = [
     E("validation.simulators.simulate_conv", cov0=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
       width=I(3), n_networks=I(2), init=CH("gaussian"), spatial_shape=SH(4), gradients=B(False), backend=BK(), rng=R(0)),
     E("validation.simulators.simulate_pair", x1=A(X25[0]), x2=A(X25[1]), width=I(8), sigma_w2=F(0.25), sigma_b2=F(0.1), n_networks=I(5),
-      backend=BK(), rng=R(0)),
+      fan_in=I(5), backend=BK(), rng=R(0)),
     E("validation.simulators.simulate_squared_norms", inputs=A(X25), layers=LAY([(8, 0.25), (8, 0.25, 0.1)]), n_networks=I(4),
       inputs_per_network=I(2), backend=BK(), rng=R(0)),
     E("validation.simulators.layer_moments", widths=IS([3, 3]), slope=F(0.1), law=CH("gaussian"), n_networks=I(100), input_kind=CH("gaussian"),
       backend=BK(), rng=R(0), chunk=I(50)),
     E("validation.simulators.nonzero_fraction", widths=IS([3, 3]), law=CH("gaussian"), n_networks=I(100), input_kind=CH("gaussian"),
-      backend=BK(), rng=R(0)),
+      output_width=I(3), backend=BK(), rng=R(0)),
     E("validation.simulators.empirical_variances", x=A(X64), init=CH("he"), depth=I(3), width=I(4), n_networks=I(3), backend=BK(), rng=R(0),
       chunk=I(2), desc=TXT("fuzz"), dtype=CH("float64"), engine=CH("numba"), metainit_steps=I(2), protocol=CH("pooled")),
     E("validation.simulators.metainit_weights", n_networks=I(2), depth=I(3), width=I(4), w0=I(4), rng=R(0), steps=I(2)),
     E("validation.simulators.looks_linear_delta_orthogonal_forward", x=A(CONV_X), depth=I(2), width=I(4), kernel_shape=SH(3), rng=R(0),
       tangent=A(CONV_G), backend=BK()),
+    E("validation.simulators.simulate_fig_s4", depth=I(2), width=I(4), n_networks=I(2), backend=BK(), rng=R(0)),
     E("validation.simulators.softmax_xent", logits=A(X53), labels=A(np.array([0, 1, 2, 0, 1])), xp=X(np)),
     E("validation.simulators.ConstNet.initial", widths=IS([2, 4]), blocks_per_stage=I(1), n_input=I(1), n_classes=I(3), kernel_shape=SH((3,)),
       stride=I(1), batchnorm=B(False), head=A(np.zeros((3, 4))), backend=BK()),
@@ -512,9 +516,6 @@ REGISTRY: list[Entry] = [
       slope=F(0.01), head=A(np.zeros((3, 4))), gamma=A([0.5, 0.9]), backend=BK(),
       skip={"rho": "deprecated alias of slope (giving both raises TypeError; tests/test_networks.py)"}),
     # --- validation comparison helpers, report, runner ----------------------------------------
-    E("validation.conv.fig_s4_setup"),
-    E("validation.conv.fig_s4_theory", depth=I(3)),
-    E("validation.conv.simulate_fig_s4", depth=I(2), width=I(4), n_networks=I(2), backend=BK(), rng=R(0)),
     E("validation.finite_width.domain_truncation", m=F(-1.5), width=I(10), sigma_w2=F(0.2), top=F(1e6), fan_in=I(10)),
     E("validation.kurtosis.fig1_variances", full=B(False), backend=BK(), rng=R(0), n_networks=I(2), n_inputs=I(4), depth=I(3), n_metainit=I(1),
       metainit_steps=I(2)),
@@ -576,7 +577,7 @@ REGISTRY: list[Entry] = [
     E("spectra.derivative_law", activation=ACT("tanh"), q=F(0.5), n_atoms=I(200)),
     E("spectra.spectrum_moments", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5)),
     E("spectra.jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5),
-      n_points=I(50), decades=F(4.0), lam_range=FP((1e-3, 10.0)), eta=F(1e-3), n_atoms=I(200)),
+      n_points=I(50), decades=F(4.0), lam_range=FP((1e-3, 10.0)), eta=F(1e-3), n_atoms=I(200), accuracy=CH("ignore")),
     E("spectra.conv_jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), kernel=CH("delta_orthogonal"),
       q=F(0.5), n_points=I(50), n_atoms=I(200), none_ok=("q",)),
     E("validation.conv_inputs.simulate_multi_input", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
@@ -693,6 +694,8 @@ NOT_FUZZED["activations.Activation"] = (
     "built by get_activation (built-ins) and Activation.from_functions (user functions), both fuzzed; "
     "the raw dataclass constructor holds kernel codes and is not a user entry point"
 )
+NOT_FUZZED["spectra.SpectrumAccuracyWarning"] = "a warning class (raised by jacobian_spectrum, which is fuzzed)"
+NOT_FUZZED["spectra.SpectrumAccuracyError"] = "an exception class carrying a result (raised by jacobian_spectrum, which is fuzzed)"
 NOT_FUZZED["backend.Backend"] = "built by get_backend (fuzzed); the raw dataclass holds an array module"
 for _net in ("ConstNet", "LeakyNet"):
     NOT_FUZZED[f"validation.simulators.{_net}"] = (

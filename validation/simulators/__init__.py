@@ -5,7 +5,7 @@ module                                                 simulators               
 =====================================================  ======================================================  ======
 :mod:`~meanfield.validation.simulators.dense`          :func:`simulate_dense` (:class:`DenseSimulation`)       003
 :mod:`~meanfield.validation.simulators.conv`           :func:`simulate_conv` (:class:`ConvSimulation`),        003
-                                                       :func:`conv_kernels`
+                                                       :func:`conv_kernels`, :func:`simulate_fig_s4`
 :mod:`~meanfield.validation.simulators.finite_width`   :func:`simulate_squared_norms`, :func:`simulate_pair`   001
                                                        (:class:`PairSimulation`)
 :mod:`~meanfield.validation.simulators.kurtosis`       :func:`layer_moments` (:class:`LayerMoments`),          002
@@ -45,9 +45,9 @@ orthogonal kernels (``batch`` and ``backend`` arguments), convolutions are
 :func:`meanfield.init.looks_linear` / :func:`meanfield.init.gsm`, and activations
 :func:`meanfield.activations.get_activation`, evaluated on the backend by :func:`activation_fn`.
 
-Parametrisation: ``sigma_w2`` means ``W_ij ~ N(0, sigma_w2 / fan_in)`` except in the seed-001
-simulators :func:`simulate_squared_norms` and :func:`simulate_pair`, which take the paper's
-per-weight variance (see :mod:`~meanfield.validation.simulators.finite_width`).
+Parametrisation: ``sigma_w2`` means ``W_ij ~ N(0, sigma_w2 / fan_in)`` in every simulator, the
+seed-001 ones (:func:`simulate_squared_norms`, :func:`simulate_pair`) included; seed 001's
+per-weight variance is converted at the call (see :mod:`~meanfield.validation.simulators.finite_width`).
 
 Randomness: ``rng`` is ``None`` (fresh OS entropy), a non-negative ``int`` ``n`` (exactly the stream of
 ``numpy.random.default_rng(n)``), a ``SeedSequence`` or a NumPy ``Generator``; independent streams
@@ -59,7 +59,7 @@ arrays beyond :data:`MAX_ELEMENTS` numbers or work beyond :data:`MAX_WORK` multi
 from __future__ import annotations
 
 from ._common import MAX_ELEMENTS, MAX_WORK, UNDERFLOW_LOG, activation_fn
-from .conv import CONV_INITS, ConvSimulation, conv_kernels, simulate_conv
+from .conv import CONV_INITS, ConvSimulation, conv_kernels, simulate_conv, simulate_fig_s4
 from .dense import EXACT_LAWS, FORWARD_METHODS, DenseSimulation, simulate_dense
 from .finite_width import PairSimulation, simulate_pair, simulate_squared_norms
 from .jacobian import (
@@ -132,6 +132,7 @@ __all__ = [
     "simulate_conv",
     "simulate_conv_moments",
     "simulate_dense",
+    "simulate_fig_s4",
     "simulate_pair",
     "simulate_residual_moments",
     "simulate_squared_norms",

@@ -31,6 +31,7 @@ from meanfield.checks import (
     check_variance_vector,
     resolve_spatial_shape,
 )
+from meanfield.conv import cyclic_diagonal_modes, fig_s4_setup
 from meanfield.init import (
     gaussian_conv_kernel,
     haar_orthogonal,
@@ -50,7 +51,7 @@ from ._common import (
     normalize,
 )
 
-__all__ = ["CONV_INITS", "ConvSimulation", "conv_kernels", "simulate_conv"]
+__all__ = ["CONV_INITS", "ConvSimulation", "conv_kernels", "simulate_conv", "simulate_fig_s4"]
 
 #: Kernel laws of :func:`conv_kernels` and :func:`simulate_conv`.
 CONV_INITS = ("gaussian", "orthogonal", "delta_orthogonal")
@@ -434,3 +435,37 @@ def simulate_conv(
             grad_logs[:, layer - 1] = 2.0 * log_d
         grad_n, grad_logs, wgrad_n, wgrad_logs = (to_numpy(t) for t in (grad_n, grad_logs, wgrad_n, wgrad_logs))
     return ConvSimulation(to_numpy(cov_n), to_numpy(logs), grad_n, grad_logs, wgrad_n, wgrad_logs)
+
+
+def simulate_fig_s4(depth: int, width: int, n_networks: int, *, backend: str = "numpy", rng: Any = None) -> np.ndarray:
+    """Per-network Fourier amplitudes of the first cyclic diagonal of eps^l, shape (n_networks, depth + 1, n).
+
+    Parameters
+    ----------
+    depth : int
+        Layers (>= 0).
+    width : int
+        Channels of the CNNs (>= 1).
+    n_networks : int
+        Independent CNNs (>= 1).
+    backend : str
+        One of :data:`meanfield.backend.BACKENDS`.
+    rng : None, int, SeedSequence or numpy.random.Generator
+        Passed to :func:`simulate_conv`.
+
+    Returns
+    -------
+    ndarray of complex, shape (n_networks, depth + 1, n)
+
+    Notes
+    -----
+    Xiao et al. 2018, Fig. S4 and App. F: CNNs started from ``Sigma^*`` and ``Sigma^* - eps^0`` of
+    :func:`meanfield.conv.fig_s4_setup`; theory: :func:`meanfield.conv.fig_s4_theory`.
+    """
+    s = fig_s4_setup()
+    cov0 = np.stack([s["sigma_star"], s["sigma_star"] - s["eps0"]])
+    sim = simulate_conv(
+        cov0, s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth, width, n_networks, backend=backend, rng=rng
+    )
+    eps = sim.cov[:, :, 0] - sim.cov[:, :, 1]
+    return cyclic_diagonal_modes(eps)[:, :, 1, :]
