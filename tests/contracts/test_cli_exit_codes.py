@@ -27,14 +27,20 @@ MARKER = pathlib.Path({marker!r})
 
 
 class Weird(torch.nn.Module):
-    # no theory describes this layer: the audit measures it and every later layer, checks nothing
+    # no end-to-end theory describes this layer
     def forward(self, x):
         return torch.sin(3 * x) * x
 
 
 def unexplained():
+    # deterministic (ConstNet) weights: no layer-local theory either, so nothing is checked
+    from meanfield.pytorch import constnet_, tag_layers_
+
     MARKER.write_text("called")
-    return torch.nn.Sequential(Weird(), torch.nn.Linear(64, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+    net = torch.nn.Sequential(Weird(), torch.nn.Linear(64, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+    constnet_(net[1].weight)
+    constnet_(net[3].weight)
+    return tag_layers_(net)
 
 
 def exits():

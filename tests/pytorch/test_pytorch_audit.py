@@ -59,10 +59,10 @@ def test_audit_of_a_width_512_depth_30_tanh_mlp_agrees_with_theory(phase):
     sw, sb = PHASES[phase]
     net = mlp(512, 30, "tanh", n_in=64, n_out=10, generator=_gen(0), **_init_kwargs(sw, sb))
     result = audit(net, "digits", n_inits=10, rng=1)
-    assert result.depth == 31 and len(result.rows) == 31 * 4
+    assert result.depth == 31 and len(result.rows) == 31 * 5
     _assert_agrees(result, phase)
     # the table covers q, c and gradients at every layer; kurtosis has no theory for tanh
-    assert {r.quantity for r in result.rows if r.theory is not None} == {"q", "c", "grad"}
+    assert {r.quantity for r in result.rows if r.theory is not None} == {"q", "q_layer", "c", "grad"}
     fp = dense.fixed_point("tanh", *(net[2].weight.meanfield_init.sigma_w2, sb))
     assert result.chi_1 == pytest.approx(fp.chi_1)
 
@@ -147,7 +147,9 @@ def test_layers_outside_the_theory_are_measured_and_marked_no_theory():
             return self.b(torch.tanh(self.norm(self.a(x))))
 
     result = audit(Net(), "digits", n_inits=3, rng=0)  # PyTorch's own reset_parameters
-    assert {r.verdict for r in result.rows} == {"no theory"}
+    assert {r.verdict for r in result.rows if r.quantity != "q_layer"} == {"no theory"}
+    # the layer-local check needs only each layer's measured input
+    assert [r.verdict for r in result.rows if r.quantity == "q_layer"] == ["ok", "ok"]
     assert all(math.isfinite(r.measured) for r in result.rows)
     assert result.phase == "unknown"
     seq = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.Tanh(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4))
@@ -163,7 +165,7 @@ def test_inputs_and_arguments():
     assert a.shape == (4, 64) and a.dtype == torch.float32
     assert prepare_inputs(net, x, n_inputs=5).shape == (5, 64)
     result = audit(net, x, n_inits=2, rng=0, backward=False)
-    assert {r.quantity for r in result.rows} == {"q", "c", "kurtosis"}
+    assert {r.quantity for r in result.rows} == {"q", "q_layer", "c", "kurtosis"}
     assert "phase" in result.table() and result.to_dict()["rows"]
     with pytest.raises(TypeError, match="model"):
         audit("net", x)
@@ -198,7 +200,7 @@ def test_plot_draws_theory_and_measurement(tmp_path):
     result = audit(net, "digits", n_inits=3, rng=0)
     fig = result.plot(tmp_path / "audit.png")
     assert (tmp_path / "audit.png").stat().st_size > 0
-    assert len(fig.axes) == 4 and all(ax.get_lines() for ax in fig.axes[:3])
+    assert len(fig.axes) == 5 and all(ax.get_lines() for ax in fig.axes[:4])
 
 
 def test_verdicts_are_those_of_the_validation_report():

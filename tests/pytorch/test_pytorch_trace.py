@@ -265,8 +265,10 @@ def test_audit_leaves_the_users_model_unchanged_and_counts_checked_layers():
     state = {k: v.clone() for k, v in plain.state_dict().items()}
     result = audit(plain, "digits", n_inits=2, rng=0)
     assert all(torch.equal(state[k], v) for k, v in plain.state_dict().items())
-    assert result.n_checked == 1 and result.n_weight_layers == 2
-    assert "1/2 weight layers checked" in result.summary()
+    # the BatchNorm stops the end-to-end theory; the layer-local rows check both layers
+    assert [r.verdict for r in result.rows if r.quantity == "q"] == ["ok", "no theory"]
+    assert result.n_checked == 2 and result.n_weight_layers == 2
+    assert "2/2 weight layers checked" in result.summary()
 
 
 def test_audit_bad_inputs_raise_value_errors():
@@ -286,10 +288,19 @@ def test_audit_bad_inputs_raise_value_errors():
 
 
 def test_audit_of_a_model_without_theory_does_not_pass():
-    # a strided convolution stops the audit's theory: nothing compared, so no pass
+    # a strided convolution stops the end-to-end theory; the layer-local rows still check it
     net = nn.Sequential(nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.Tanh(), nn.Flatten(), nn.Linear(64, 2))
     report = critical_init_(net, generator=_gen(8))
     assert report.layers[0].construction == "orthogonal"  # dense orthogonal over the flattened fan-in
     result = audit(net, "digits", n_inits=2, rng=0)
+    assert {r.verdict for r in result.rows if r.quantity == "q"} == {"no theory"}
+    assert result.n_checked == 2 and result.n_weight_layers == 2 and result.passed
+    # deterministic weights (ConstNet): no mean-field theory at all, nothing compared, so no pass
+    from meanfield.pytorch import constnet_, tag_layers_
+
+    const = nn.Sequential(nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 64))
+    for m in (const[0], const[2]):
+        constnet_(m.weight)
+    result = audit(tag_layers_(const), "digits", n_inits=2, rng=0)
     assert result.n_checked == 0 and result.n_weight_layers == 2
     assert not result.failed and not result.passed
