@@ -65,10 +65,10 @@ def _row(label, t, extra=""):
 FIELDS = ("q_star", "c_star", "chi_1", "chi_c")
 #: Largest relative change (|a - b| / max(1, |a|)) of q*, c*, chi_1, chi_c accepted between two
 #: versions: the accuracy to which the library's tests hold its fixed points (``FIXED_POINT_TOL``
-#: of tests/test_dense.py: the maps are satisfied to 1e-10).
+#: of tests/theory/test_dense.py: the maps are satisfied to 1e-10).
 RESULT_TOL = 1e-10
 #: Largest difference of the c-map integrals between the fused tanh pass and per-node math.tanh
-#: (``MOMENT_TOL`` of tests/test_phase_diagram_tanh.py, derived there) and Newton's final step.
+#: (``MOMENT_TOL`` of tests/theory/test_phase_diagram_tanh.py, derived there) and Newton's final step.
 MOMENT_TOL = 32 * np.finfo(float).eps
 NEWTON_STEP = 1e-15
 

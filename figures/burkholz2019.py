@@ -19,9 +19,9 @@ Every figure takes ``size="smoke" | "default" | "full"`` (see :mod:`meanfield.fi
 Parametrisation: the library's ``sigma_w2`` (``W_ij ~ N(0, sigma_w2 / fan_in)``, He = 2) with
 ``fan_in`` = the layer's width, which is the paper's per-weight variance ``sigma_w^2 = 2 / N``
 (seed 001 uses ``2 / N_l`` also for the first layer, whose input has 64 pixels here). The random
-networks of ``fig_1a`` come from a simulator that takes the paper's per-weight variance: the
-conversion (``Layer.unscaled_sigma_w2``) happens at that call. Both values are recorded in the JSON
-``params`` (``sigma_w2`` and ``sigma_w2_unscaled``).
+networks of ``fig_1a`` come from a simulator that takes the same layers (it draws the weights with
+the per-weight ``Layer.unscaled_sigma_w2``). Both values are recorded in the JSON ``params``
+(``sigma_w2`` and ``sigma_w2_unscaled``).
 """
 
 from __future__ import annotations
@@ -67,11 +67,9 @@ def fig_1a(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
     layers = [fw.Layer(width, 2.0)] * depth  # He; fan_in = width: the paper's 2 / N in every layer
     laws = fw.propagate_distribution(fw.grid_masses(y0, grid), grid, layers, nodes_per_cell=2)
     (rng,) = streams(seed, 1)
-    paper_layers = [
-        (lay.width, lay.unscaled_sigma_w2, lay.sigma_b2) for lay in layers
-    ]  # the simulator's parametrisation
+    # the simulator takes the same layers (sigma_w2 = 2 at fan_in = width: the paper's 2 / N)
     sim = simulate_squared_norms(
-        pool, paper_layers, n_net, per_net, backend=backend, **rng_kwargs(simulate_squared_norms, rng)
+        pool, layers, n_net, per_net, backend=backend, **rng_kwargs(simulate_squared_norms, rng)
     )
     dz = np.diff(grid)
     mid = 0.5 * (grid[1:] + grid[:-1])

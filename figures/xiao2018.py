@@ -916,7 +916,7 @@ def fig_spectra(out_dir, *, size, backend, seed):
         data[f"{law}_L{depth}_log10_lambda"] = np.log10(s.squared_singular_values)
         data[f"{law}_L{depth}_theory_per_decade"] = per_decade
         data[f"{law}_L{depth}_mc_per_decade"] = hist
-        data[f"{law}_L{depth}_theory_mass_on_grid"] = s.mass
+        data[f"{law}_L{depth}_theory_mass_on_grid"] = s.grid_mass
     for ax, law in zip(axs, laws):
         ax.set_title(f"{law} weights", fontsize=9)
         ax.set_xlabel(r"$\log_{10}\lambda$ ($\lambda$ = squared singular value of $J$)")

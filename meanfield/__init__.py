@@ -13,6 +13,7 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``landscape``     Binary-weight landscapes and skip connections (Orhan 2017).
 ``data``          Input sets: synthetic Gaussian inputs, embedded digits, MNIST / CIFAR-10 readers.
 ``checks``        The argument checks every layer validates its inputs with.
+``compare``       Comparison rows (checks and claims) and the one verdict rule.
 ``backend``       Array backends (NumPy, CuPy) of the weight samplers and the simulators.
 ``numerics``      Numerical helpers: the one Richardson extrapolation.
 ``parallel``      One execution layer: chunks in-process, on local processes or on a Dask cluster.
@@ -34,6 +35,7 @@ _SUBMODULES = {
     "activations",
     "backend",
     "checks",
+    "compare",
     "conv",
     "data",
     "dense",

@@ -26,7 +26,7 @@ products of exponentials computed once per node of each axis:
 so the inner loop has one multiplication, one division and a few multiply-adds per node and no
 transcendental function. The rounding of P (relative <= 3 eps) moves tanh by at most
 2 P r^2 * 3 eps <= 1.5 eps (absolute) and tanh' by ~9 eps (relative): the moments differ from the
-per-node ``math.tanh`` ones by rounding (``tests/test_tanh_fused.py``). The exponents stay below
+per-node ``math.tanh`` ones by rounding (``tests/theory/test_phase_diagram_tanh.py``). The exponents stay below
 2 * 3 * 9.25 = 55.5 per axis (scale <= 3): no overflow. The other rules of ``pair_quadrature``
 are left to it (the caller falls back on NaN): the graded rule (scales > 3) is rare, and at
 small q (Gauss-Hermite, every scale <= 0.5) the absolute error ~eps of P - 1 would be a relative

@@ -17,8 +17,9 @@ Subcommands
 
 Every argument is checked before any work (the output folder is created and a file test-written,
 ``--backend cupy`` needs CuPy, names must be known, ``--seed`` a non-negative integer). Exit status:
-0 success, 1 a figure or a comparison failed, 2 usage error (one line on stderr), 3 (``audit``
-only) nothing could be checked, 130 interrupted.
+0 success (claims of the papers not reproduced at this size are listed, not failures), 1 a figure
+or a check failed, 2 usage error (one line on stderr), 3 (``audit`` only) nothing could be checked,
+130 interrupted.
 ``MEANFIELD_NO_PROGRESS=1`` in the environment hides the progress bars (as ``--no-progress`` does).
 """
 
@@ -91,7 +92,7 @@ def _parser() -> CliParser:
         "comparison, its tables also as JSON into OUT/validation. --size applies to the "
         "figures; the comparisons run at the default size unless --size full / --full. "
         "Figures and comparison modules that cannot use --backend cupy/torch run on NumPy (and say so). Exit "
-        "status 1 when a figure or a comparison failed.",
+        "status 1 when a figure or a check failed; claims not reproduced at this size are listed, exit 0.",
     )
     r.add_argument(
         "--out",
@@ -111,7 +112,7 @@ def _parser() -> CliParser:
     figure_arguments(f)
     v = sub.add_parser(
         "validate",
-        help="theory-versus-Monte-Carlo tables (exit 1 when one fails)",
+        help="theory-versus-Monte-Carlo tables (exit 1 when a check fails)",
         description="Theory versus Monte-Carlo comparisons: a table per module "
         "(theory | Monte-Carlo | standard error | tolerance | verdict).",
     )

@@ -51,7 +51,7 @@ elu, selu      :math:`\phi^{(d)} = p_0 + p_1 x` (x > 0), :math:`e_0 e^x + c_0` (
 Every form is evaluated in a scaled way (ratios :math:`q_i / (1 + q_i)`, :math:`1 - c^2` kept
 separate, exponents <= 0 for sin/cos) so that variances up to 1e300 give finite results wherever
 the moment itself is finite (exp and relu_power moments overflow and the public wrappers raise
-ValueError). ``tests/test_closed_forms.py`` checks each against scipy's adaptive quadrature
+ValueError). ``tests/theory/test_closed_forms.py`` checks each against scipy's adaptive quadrature
 (:data:`QUAD_RTOL`) and against Monte-Carlo.
 
 :func:`erf_pair_expectation` gives :math:`\mathbb{E}\,\phi^{(d_1)}(u_1)\phi^{(d_2)}(u_2)` of the scaled

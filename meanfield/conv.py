@@ -73,10 +73,12 @@ from ._logscale import (
     MAX_DEPTH,
     MAX_PROPAGATION_SIZE,
     check_depth,
+    check_quadrature_work,
     full_rule,
     kernel_rule_for,
     map_stack,
     normalised_start,
+    refuse_unbounded,
     scaled_step,
     unscale,
 )
@@ -129,6 +131,8 @@ MAX_POSITIONS = 2**20
 MAX_COVARIANCE_POSITIONS = 2**14
 #: Most variance vectors :func:`gs_family` returns.
 MAX_GS_COUNT = 10**5
+#: Most layers :func:`multi_input_propagate` accepts (a Python-level step of a few ms per layer).
+MAX_MULTI_INPUT_DEPTH = 2_000
 
 
 # ----------------------------------------------------------------------------------------------
@@ -397,7 +401,9 @@ def propagate_log(
     v : array_like
         Variance vector (see :func:`covariance_map`).
     depth : int
-        Number of layers (>= 0).
+        Number of layers (>= 0, ``(depth + 1) P^2 <= MAX_PROPAGATION_SIZE``; for tanh, sigmoid,
+        softplus and swish also an estimated run time of a few seconds, e.g. depth <= 1167 at
+        P = 8 positions and the default degree).
     shape : int or (int, int), optional
         Spatial shape.
     degree : int
@@ -461,6 +467,7 @@ def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, d
     p = cov0.shape[0]
     if not 1 <= p <= MAX_POSITIONS or (depth + 1) * p * p > MAX_PROPAGATION_SIZE:
         return None
+    refuse_unbounded(cov0, activation, depth, degree)
     out = np.empty((depth + 1, p, p))
     start = fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree, k0=out[0])
     if start is None:
@@ -478,6 +485,7 @@ def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, d
 
 def _propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree):
     """:func:`propagate_log` and the validated ``cov0`` (validated once per call: issue 18)."""
+    refuse_unbounded(cov0, activation, depth, degree)
     fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
     if fast is not None:
         return fast
@@ -495,10 +503,12 @@ def _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape
     sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
     sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
     depth = check_depth(depth, cov0.shape[0])
+    kernel_rule(degree)  # validates degree on every path
+    if act.is_builtin:
+        check_quadrature_work(act.code, act.name, depth, cov0.shape[0], int(degree))
     out = np.empty((depth + 1,) + cov0.shape)
     logs = np.zeros(depth + 1)
     out[0], logs[0] = normalised_start(cov0)
-    kernel_rule(degree)  # validates degree on every path
     if act.is_builtin:  # the dense step on the log scale (exact at every scale), then A_v, compiled (issue 18)
         index, weight = _plan_arrays(v, shape, +1)
         z, w, cf = kernel_rule_for(act, degree)
@@ -558,7 +568,9 @@ def propagate(
     v : array_like
         Variance vector (see :func:`covariance_map`).
     depth : int
-        Number of layers (>= 0).
+        Number of layers (>= 0, ``(depth + 1) P^2 <= MAX_PROPAGATION_SIZE``; for tanh, sigmoid,
+        softplus and swish also an estimated run time of a few seconds, e.g. depth <= 1167 at
+        P = 8 positions and the default degree).
     shape : int or (int, int), optional
         Spatial shape.
 
@@ -1207,7 +1219,9 @@ def multi_input_propagate(
     activation, sigma_w2, sigma_b2, v, shape, degree
         As :func:`multi_input_covariance_map`.
     depth : int
-        Layers (0 to 10^5).
+        Layers (0 to :data:`MAX_MULTI_INPUT_DEPTH`; each is a Python-level step of a few
+        milliseconds; for tanh, sigmoid, softplus and swish also an estimated run time of a few
+        seconds for the ``D P`` (input, position) pairs).
 
     Returns
     -------
@@ -1224,7 +1238,8 @@ def multi_input_propagate(
     if cov.ndim != 4:
         raise ValueError(f"cov0 must have shape (D, P, D, P), got {cov.shape}")
     check_covariance(cov.reshape(d * p, d * p), "cov0")
-    depth = check_int(depth, "depth", 0, 100_000)
+    depth = check_int(depth, "depth", 0, MAX_MULTI_INPUT_DEPTH)
+    refuse_unbounded(cov.reshape(d * p, d * p), activation, depth, degree)
     out = np.empty((depth + 1, d, p, d, p))
     out[0] = cov
     for layer in range(depth):

@@ -40,8 +40,8 @@ User-defined activations (:meth:`meanfield.activations.Activation.from_functions
 on the nodes of the same rule builder, evaluated with NumPy.
 
 Accuracy: largest absolute error of E_2 (d = (0, 0)) against an independent fine trapezoid rule
-(``benchmarks/gaussian_accuracy.py`` regenerates the table; ``tests/test_gaussian.py`` and
-``tests/test_trust_core.py`` pin it against scipy's adaptive quadrature, up to q = 1e6, and against
+(``benchmarks/gaussian_accuracy.py`` regenerates the table; ``tests/theory/test_gaussian.py`` and
+``tests/theory/test_dense_edge_cases.py`` pin it against scipy's adaptive quadrature, up to q = 1e6, and against
 the asymptotic forms at q = 1e300) over a grid of q1, q2 in [0.01, q_max] and
 c in {-0.9, -0.3, 0.5, 0.95}:
 
@@ -55,7 +55,7 @@ hard_tanh    8e-6 (*)     8e-7 (*)      8e-6 (*)
 
 (*) hard_tanh is a closed form now: the row measures the reference's own O(h^2) error at the
 kinks; against scipy's adaptive quadrature and the bivariate normal CDF it agrees to ~1e-15
-(``tests/test_trust_core.py``). The softplus/swish/gelu entries at q_max = 100 are rounding of
+(``tests/theory/test_dense_edge_cases.py``). The softplus/swish/gelu entries at q_max = 100 are rounding of
 moments of size ~q.
 
 References

@@ -52,6 +52,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,8 +80,9 @@ __all__ = [
     "using",
 ]
 
-#: Times Dask re-runs a chunk whose task raised (a worker that dies is handled by the scheduler's
-#: own ``allowed-failures``); chunks are pure functions of their arguments, so a retry is harmless.
+#: Times Dask re-runs a task that failed outside the chunk (a lost task; a worker that dies is also
+#: handled by the scheduler's own ``allowed-failures``). An exception raised by the chunk itself is
+#: deterministic (chunks are pure functions of their arguments): it is re-raised at once, never retried.
 DEFAULT_RETRIES = 3
 
 #: Largest number of chunks in one :func:`map_chunks` call (a size guard: each chunk is a task).
@@ -145,7 +147,8 @@ class SerialExecutor(Executor):
 class ProcessExecutor(Executor):
     """Chunks on ``n_workers`` local processes (``concurrent.futures.ProcessPoolExecutor``, spawn).
 
-    Processes are started with the ``spawn`` method (no fork of a process whose Numba / BLAS
+    A worker that dies (``BrokenProcessPool``) fails the call it happened in; the next call starts a
+    fresh pool. Processes are started with the ``spawn`` method (no fork of a process whose Numba / BLAS
     threads are running) and each is limited to one BLAS thread, so ``n_workers`` processes use
     ``n_workers`` cores.
 
@@ -171,7 +174,17 @@ class ProcessExecutor(Executor):
         if not args_list:
             return []
         with _one_thread_env():  # spawned children copy the environment when they start
-            return list(self._get_pool().map(_call, [(fn, a) for a in args_list]))
+            try:
+                return list(self._get_pool().map(_call, [(fn, a) for a in args_list]))
+            except BrokenProcessPool:
+                # a worker died: this call fails, the next one starts a fresh pool
+                self._discard_pool()
+                raise
+
+    def _discard_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -203,19 +216,38 @@ def _call(fn_args):
     return fn(*args)
 
 
+class _Raised:
+    """What a Dask task returns when its chunk raised: the exception travels back as a value, so
+    the scheduler does not re-run a deterministic failure (``retries`` is for lost tasks only)."""
+
+    def __init__(self, exc: BaseException, where: str):
+        self.exc = exc
+        self.where = where
+
+
+def _call_capturing(fn_args):
+    try:
+        return _call(fn_args)
+    except Exception as exc:  # re-raised by the client, unchanged
+        import traceback
+
+        return _Raised(exc, "".join(traceback.format_exception(exc)))
+
+
 class DaskExecutor(Executor):
     """Chunks as tasks of a ``dask.distributed.Client`` (``client.map``, ``as_completed``, ``retries``).
 
     Results are collected as they finish (``distributed.as_completed``) and returned in chunk
-    order. A task lost with a worker is re-run by the scheduler; a task that raised is re-run up to
-    ``retries`` times (chunks are pure functions of their arguments).
+    order. A task lost with a worker is re-run by the scheduler; an exception raised by a chunk is
+    deterministic (chunks are pure functions of their arguments) and is re-raised at once, unchanged,
+    without re-running the chunk.
 
     Parameters
     ----------
     client : distributed.Client
         A connected client.
     retries : int
-        Re-runs of a failing task, in [0, 100].
+        Re-runs of a task that failed outside its chunk, in [0, 100].
     owns : bool
         Close the client (and its cluster) in :meth:`close`: True when the executor created them.
     """
@@ -241,14 +273,18 @@ class DaskExecutor(Executor):
         name = getattr(fn, "__name__", "chunk")
         keys = [f"meanfield-{name}-{token}-{i}" for i in range(len(args_list))]
         futures = [
-            self.client.submit(_call, (fn, args), key=key, pure=False, retries=self.retries)
+            self.client.submit(_call_capturing, (fn, args), key=key, pure=False, retries=self.retries)
             for key, args in zip(keys, args_list)
         ]
         index = {key: i for i, key in enumerate(keys)}
         results: list = [None] * len(futures)
         try:
             for fut in distributed.as_completed(futures, loop=self.client.loop):
-                results[index[fut.key]] = fut.result()  # this client's own future: no default client needed
+                res = fut.result()  # this client's own future: no default client needed
+                if isinstance(res, _Raised):  # a chunk's own error: deterministic, re-raised at once
+                    res.exc.add_note(f"raised in a Dask worker:\n{res.where}")
+                    raise res.exc
+                results[index[fut.key]] = res
         finally:
             for fut in futures:
                 fut.release()
@@ -350,7 +386,8 @@ def using(
     scheduler : str, optional
         Address of a running Dask scheduler (``"tcp://host:8786"``); the client is closed on exit.
     retries : int
-        Dask re-runs of a failing task, in [0, 100].
+        Dask re-runs of a task that failed outside its chunk, in [0, 100] (a chunk's own exception
+        is re-raised at once).
 
     Yields
     ------
@@ -470,16 +507,36 @@ class Moments(Result):
     Attributes
     ----------
     count : int
-        Samples.
+        Samples (>= 1).
     total : ndarray
         Sum over samples.
     total_sq : ndarray
-        Sum of squares over samples.
+        Sum of squares over samples (>= 0, the shape of ``total``).
+
+    Raises
+    ------
+    ValueError
+        ``count < 1``, a negative sum of squares, shapes that differ.
+    TypeError
+        ``count`` not an int (bools included).
     """
 
     count: int
     total: np.ndarray
     total_sq: np.ndarray
+
+    def __post_init__(self):
+        count = self.count
+        if isinstance(count, (bool, np.bool_)) or not isinstance(count, (numbers.Integral, np.integer)):
+            raise TypeError(f"count must be an int >= 1, got {count!r}")
+        if count < 1:
+            raise ValueError(f"count must be an int >= 1 (samples), got {count}")
+        total = np.asarray(self.total)
+        total_sq = np.asarray(self.total_sq)
+        if total.shape != total_sq.shape:
+            raise ValueError(f"total and total_sq must have the same shape, got {total.shape} and {total_sq.shape}")
+        if np.any(total_sq < 0):
+            raise ValueError("total_sq must be >= 0 (a sum of squares)")
 
     @classmethod
     def of(cls, samples: np.ndarray, axis: int = 0) -> Moments:
@@ -656,7 +713,9 @@ def sweep(
     Raises
     ------
     ValueError
-        An empty or multi-dimensional grid, ``keep`` fields that differ between chunks.
+        An empty or multi-dimensional grid, ``keep`` fields that differ between chunks, an array
+        field not in ``keep`` that is not per row (named after another argument of ``func``, or
+        without one entry per row of every chunk).
     TypeError
         ``over`` not a str, ``func`` not callable.
     """
@@ -679,6 +738,7 @@ def sweep(
         return np.concatenate(parts, axis=0)
     if not (dataclasses.is_dataclass(first) and not isinstance(first, type)):
         raise TypeError(f"cannot merge results of type {type(first).__name__}")
+    rows = [b - a for a, b in ranges]
     changes = {}
     for f in dataclasses.fields(first):
         got = [getattr(p, f.name) for p in parts]
@@ -686,6 +746,15 @@ def sweep(
             if not all(_same(g, got[0]) for g in got[1:]):
                 raise ValueError(f"field {f.name!r} differs between chunks; it is not in keep or not per row")
             continue
+        # a per-row field has one entry per row of its chunk; a field named after another argument of
+        # func (another grid axis) is not per row: it must be named in keep
+        if f.name != over and f.name in kwargs:
+            raise ValueError(f"field {f.name!r} is the argument {f.name!r} of func, not per row: name it in keep")
+        if not all(np.ndim(g) >= 1 and np.shape(g)[0] == r for g, r in zip(got, rows)):
+            raise ValueError(
+                f"field {f.name!r} does not have one entry per row of every chunk (lengths "
+                f"{[np.shape(g)[0] if np.ndim(g) else None for g in got]} for rows {rows}): name it in keep"
+            )
         changes[f.name] = np.concatenate(got, axis=0)
     return dataclasses.replace(first, **changes)
 

@@ -67,6 +67,7 @@ supplement E.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -87,6 +88,8 @@ __all__ = [
     "WEIGHT_LAWS",
     "DerivativeLaw",
     "JacobianSpectrum",
+    "SpectrumAccuracyError",
+    "SpectrumAccuracyWarning",
     "SpectrumMoments",
     "conv_jacobian_spectrum",
     "derivative_law",
@@ -125,6 +128,30 @@ _MAX_HALVINGS = 30
 #: Halvings of a grid step after which the point is reached by a vertical path instead.
 _VERTICAL_AFTER = 6
 _NEWTON_RTOL = 1e-12
+#: The accuracy check of :func:`jacobian_spectrum`: largest relative distance of the eta-extrapolated
+#: mean from chi_1^L, and largest amount by which the extrapolated mass (plus the atom at 0) may
+#: exceed 1 or fall short of 1 beyond what the grid can miss below its first point.
+MEAN_RTOL = 0.02
+MASS_TOL = 0.02
+#: The moments are integrated up to (1 + MOMENT_REACH * eta) times the grid's top.
+MOMENT_REACH = 20.0
+#: What :func:`jacobian_spectrum` does when the check fails (``accuracy`` argument).
+ACCURACY_MODES = ("warn", "raise", "ignore")
+
+
+class SpectrumAccuracyWarning(UserWarning):
+    """The numerical spectrum misses its own first-moment or mass check (see :func:`jacobian_spectrum`)."""
+
+
+class SpectrumAccuracyError(ValueError):
+    """The numerical spectrum misses its own first-moment or mass check; ``result`` holds the spectrum."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message)
+        self.result = result
+
+    def __reduce__(self):  # keeps the result when pickled (processes, Dask workers)
+        return type(self), (self.args[0] if self.args else "", self.result)
 
 
 @dataclass(frozen=True)
@@ -222,11 +249,14 @@ class JacobianSpectrum(Result):
     singular_value_density : ndarray, shape (n,)
         :math:`2\sigma\rho(\sigma^2)`, density of the singular values.
     mass : float
-        :math:`\int\rho\,d\lambda` over the grid up to ``upper_edge`` (trapezoid in log lambda): 1
-        minus the mass below the grid (an atom at 0 for activations with phi'(u) = 0 on a set of
-        positive probability) minus O(eta).
+        :math:`\int\rho\,d\lambda` over the grid up to ``upper_edge`` (times 1 +
+        :data:`EDGE_MARGIN`), Richardson-extrapolated to eta -> 0 from the density at eta and 2 eta:
+        1 minus ``atom_at_zero`` minus the continuous mass below the grid's first point.
     mean : float
-        :math:`\int\lambda\rho\,d\lambda` over the same range (O(eta) from chi_1^L).
+        :math:`\int\lambda\rho\,d\lambda` over the same range, extrapolated the same way
+        (compare ``expected_mean``). The broadened density's own first moment is biased by about
+        :math:`\eta\,\lambda_{max}/\pi` (the Cauchy tail integrated up to the edge), which is
+        large against chi_1^L for a wide spectrum; that is why it is extrapolated.
     upper_edge : float
         The support's upper edge as located on the grid: the last point where the density exceeds
         :data:`EDGE_FACTOR` times the Cauchy tail the broadening leaves above the support.
@@ -248,6 +278,16 @@ class JacobianSpectrum(Result):
         0, or the lambda below which the density is set to 0: where the continuation cannot pass
         the poles of the discretised law of D^2 below the support (only allowed when less than
         :data:`LOW_MASS_TOL` of the mass can lie below it).
+    grid_mass : float
+        The broadened density's trapezoid mass over the same range (no extrapolation): what
+        :meth:`cdf` and :meth:`quantile` count, so that the CDF reaches 1 at the top of the grid.
+    grid_mean : float
+        The broadened density's first moment (no extrapolation).
+    atom_at_zero : float
+        The atom of the law at 0: :math:`P(\phi'(u) = 0)` (the atom of a free product is the
+        largest atom of its factors; the weights have none).
+    mean_error : float
+        Estimated error of ``mean`` (the size of the extrapolation step).
     """
 
     squared_singular_values: np.ndarray
@@ -265,6 +305,16 @@ class JacobianSpectrum(Result):
     eta: float
     upper_edge: float = math.inf
     lower_cutoff: float = 0.0
+    grid_mass: float | None = None
+    grid_mean: float | None = None
+    atom_at_zero: float = 0.0
+    mean_error: float = 0.0
+
+    def __post_init__(self):
+        if self.grid_mass is None:
+            object.__setattr__(self, "grid_mass", self.mass)
+        if self.grid_mean is None:
+            object.__setattr__(self, "grid_mean", self.mean)
 
     def cdf(self, lam) -> np.ndarray:
         r"""Cumulative distribution :math:`P(\lambda' \le \lambda)` of the continuous part, plus the mass below the grid.
@@ -277,11 +327,11 @@ class JacobianSpectrum(Result):
         Returns
         -------
         ndarray
-            Values in [0, 1], non-decreasing; ``1 - mass`` below the grid's first point.
+            Values in [0, 1], non-decreasing; ``1 - grid_mass`` below the grid's first point.
 
         Notes
         -----
-        ``1 - mass`` counts everything the grid misses as lying below it, including the O(eta)
+        ``1 - grid_mass`` counts everything the grid misses as lying below it, including the O(eta)
         Cauchy tails of the broadening above the support: the CDF is accurate to O(eta);
         :mod:`meanfield.validation.spectra` removes that term by Richardson extrapolation in eta
         (the same range at n and 2n points).
@@ -290,15 +340,17 @@ class JacobianSpectrum(Result):
         if np.any(lam < 0):
             raise ValueError("lam must be >= 0 (squared singular values)")
         cum = _cumulative(self.squared_singular_values, self.density)
-        cum = (1.0 - self.mass) + cum
-        return np.clip(np.interp(lam, self.squared_singular_values, cum, left=1.0 - self.mass, right=1.0), 0.0, 1.0)
+        cum = (1.0 - self.grid_mass) + cum
+        return np.clip(
+            np.interp(lam, self.squared_singular_values, cum, left=1.0 - self.grid_mass, right=1.0), 0.0, 1.0
+        )
 
     def quantile(self, p) -> np.ndarray:
         r"""The :math:`\lambda` at which :meth:`cdf` reaches ``p`` (``p`` in [0, 1]; 0 below the grid)."""
         p = as_real_array(p, "p")
         if np.any((p < 0) | (p > 1)):
             raise ValueError("p must lie in [0, 1]")
-        cum = (1.0 - self.mass) + _cumulative(self.squared_singular_values, self.density)
+        cum = (1.0 - self.grid_mass) + _cumulative(self.squared_singular_values, self.density)
         cum = np.maximum.accumulate(np.clip(cum, 0.0, 1.0))
         out = np.interp(p, cum, self.squared_singular_values)
         return np.where(p < cum[0], 0.0, out)
@@ -309,6 +361,20 @@ def _cumulative(lam, rho):
     f = rho * lam
     dl = np.diff(np.log(lam))
     return np.concatenate([[0.0], np.cumsum(0.5 * (f[1:] + f[:-1]) * dl)])
+
+
+def _moments_upto(lam, rho, top):
+    """Trapezoid (in log lambda) mass and first moment of rho over lam <= top, the last piece ending at top."""
+    keep = lam <= top
+    lk, rk = lam[keep], rho[keep]
+    if lk[-1] < top < lam[-1]:  # close the last interval at exactly ``top`` (linear in log lambda)
+        j = lk.size
+        t = (math.log(top) - math.log(lam[j - 1])) / (math.log(lam[j]) - math.log(lam[j - 1]))
+        r_top = (1.0 - t) * rho[j - 1] + t * rho[j]
+        lk, rk = np.append(lk, top), np.append(rk, r_top)
+    dl = np.diff(np.log(lk))
+    f0, f1 = rk * lk, rk * lk * lk
+    return float(np.sum(0.5 * (f0[1:] + f0[:-1]) * dl)), float(np.sum(0.5 * (f1[1:] + f1[:-1]) * dl))
 
 
 def _psi(u, values, weights):
@@ -523,6 +589,7 @@ def jacobian_spectrum(
     lam_range: tuple[float, float] | None = None,
     eta: float | None = None,
     n_atoms: int = DEFAULT_ATOMS,
+    accuracy: str = "warn",
 ) -> JacobianSpectrum:
     r"""Density of the squared singular values of a deep dense network's input-output Jacobian.
 
@@ -555,19 +622,33 @@ def jacobian_spectrum(
         (the finest broadening the grid resolves).
     n_atoms : int
         Atoms of the law of phi'^2 (see :func:`derivative_law`).
+    accuracy : {"warn", "raise", "ignore"}
+        What to do when the check fails: the eta-extrapolated ``mean`` must lie within
+        :data:`MEAN_RTOL` of chi_1^L, and ``mass + atom_at_zero`` within :data:`MASS_TOL` of 1
+        (less what the grid can miss below its first point). ``"warn"`` issues a
+        :class:`SpectrumAccuracyWarning`, ``"raise"`` raises :class:`SpectrumAccuracyError`
+        (carrying the result).
 
     Returns
     -------
     JacobianSpectrum
-        Density on the grid, its mass and mean, and the expected mean :math:`\chi_1^L` and variance.
+        Density on the grid, its (extrapolated) mass and mean, and the expected mean
+        :math:`\chi_1^L` and variance.
 
     Raises
     ------
     ValueError
         Arguments out of range; ``sigma_w2 = 0`` or phi' = 0 almost surely (the Jacobian is 0);
         q* = inf for an activation without a relu-like asymptote; a solver failure (named).
+    SpectrumAccuracyError
+        ``accuracy="raise"`` and the check fails (a ValueError).
     TypeError
         Complex, boolean or non-numeric arguments; ``weights`` not a str.
+
+    Warns
+    -----
+    SpectrumAccuracyWarning
+        ``accuracy="warn"`` (the default) and the check fails.
 
     Notes
     -----
@@ -587,6 +668,7 @@ def jacobian_spectrum(
         raise ValueError("sigma_w2 must be > 0 (the Jacobian of a network with zero weights is 0)")
     depth = check_int(depth, "depth", minimum=1, maximum=MAX_DEPTH)
     weights = _check_weights(weights, WEIGHT_LAWS)
+    accuracy = _check_weights(accuracy, ACCURACY_MODES, "accuracy")
     n_points = check_int(n_points, "n_points", minimum=16, maximum=MAX_POINTS)
     decades = check_scalar(decades, "decades")
     if not 1.0 <= decades <= 300.0:
@@ -658,14 +740,29 @@ def jacobian_spectrum(
     edge = float(grid[min(inside[-1] + 1, grid.size - 1)]) if inside.size else float(grid[-1])
     lam = grid
     keep = lam <= edge * (1.0 + EDGE_MARGIN)
-    mass = float(_cumulative(lam[keep], rho[keep])[-1])
+    grid_mass = float(_cumulative(lam[keep], rho[keep])[-1])
     lk, rk = lam[keep], rho[keep]
-    mean = float(np.sum(0.5 * (rk[1:] * lk[1:] ** 2 + rk[:-1] * lk[:-1] ** 2) * np.diff(np.log(lk))))
+    grid_mean = float(np.sum(0.5 * (rk[1:] * lk[1:] ** 2 + rk[:-1] * lk[:-1] ** 2) * np.diff(np.log(lk))))
     expected_mean = math.exp(depth * math.log(chi_1)) if chi_1 > 0 else 0.0
     rel_var = depth * (mu2 / mu1**2 - 1.0 + (1.0 if gaussian else 0.0))
     expected_variance = expected_mean**2 * rel_var
+    # eta -> 0: the broadened moments carry an O(eta) bias (the Cauchy tail, ~ eta lambda_max / pi for
+    # the mean); Richardson from the density at 2 eta (half the points: the same resolution), both
+    # integrated up to the same top, MOMENT_REACH * eta above the grid (a cut closer to the edge
+    # makes the truncated tail nonlinear in eta)
+    top = float(lk[-1]) * (1.0 + MOMENT_REACH * eta)
+    grid2 = np.exp(np.linspace(log_lo, log_hi, max((n_points + 1) // 2, 16)))
+    mass_eta, mean_eta = _extended_moments(solver, grid, rho, eta, top)
+    try:
+        rho2, _ = _density(solver, grid2, min(2.0 * eta, 1.0), check_mass=False)
+        mass_2eta, mean_2eta = _extended_moments(solver, grid2, rho2, min(2.0 * eta, 1.0), top)
+    except ValueError:  # the coarser solve failed: no extrapolation (the check below says so)
+        mass_2eta, mean_2eta = math.nan, math.nan
+    mass, mean = 2.0 * mass_eta - mass_2eta, 2.0 * mean_eta - mean_2eta
+    mean_error = abs(mean_eta - mean_2eta)
+    atom = float(np.sum(law.weights[law.values == 0.0]))
     sv = np.sqrt(lam)
-    return JacobianSpectrum(
+    result = JacobianSpectrum(
         squared_singular_values=lam,
         density=rho,
         singular_values=sv,
@@ -681,7 +778,55 @@ def jacobian_spectrum(
         eta=eta,
         upper_edge=edge,
         lower_cutoff=float(lower_cutoff if lower_cutoff > grid[0] else 0.0),
+        grid_mass=grid_mass,
+        grid_mean=grid_mean,
+        atom_at_zero=atom,
+        mean_error=mean_error,
     )
+    if accuracy != "ignore":
+        problem = _accuracy_problem(result, rho2 if math.isfinite(mass_2eta) else None, grid2)
+        if problem is not None:
+            message = (
+                f"jacobian_spectrum({act.name}, sigma_w2={sigma_w2:g}, sigma_b2={sigma_b2:g}, depth={depth}, "
+                f"{weights}, n_points={n_points}): {problem} (raise n_points, lower eta, or widen decades)"
+            )
+            if accuracy == "raise":
+                raise SpectrumAccuracyError(message, result)
+            warnings.warn(message, SpectrumAccuracyWarning, stacklevel=2)
+    return result
+
+
+def _extended_moments(solver, grid, rho, eta, top):
+    """Mass and first moment of the broadened density on ``grid`` continued (same step) up to ``top``."""
+    step = math.log(grid[1] / grid[0])
+    log_hi = math.log(grid[-1])
+    k = max(math.ceil((math.log(top) - log_hi) / step), 1)
+    ext = np.exp(np.linspace(log_hi, math.log(top), k + 1))[1:]
+    rho_ext, _ = _density(solver, ext, eta, check_mass=False) if ext.size >= 2 else (np.zeros(ext.size), None)
+    return _moments_upto(np.concatenate([grid, ext]), np.concatenate([rho, rho_ext]), top)
+
+
+def _accuracy_problem(s: JacobianSpectrum, rho2, grid2):
+    """None, or what fails in the check of the eta-extrapolated mass and mean against 1 and chi_1^L."""
+    if not (math.isfinite(s.mass) and math.isfinite(s.mean)):
+        return "the eta-extrapolation of the moments failed (the solver did not converge at 2 eta)"
+    if abs(s.mean - s.expected_mean) > MEAN_RTOL * s.expected_mean:
+        return (
+            f"the eta-extrapolated mean {s.mean:.6g} is {abs(s.mean / s.expected_mean - 1):.1%} from "
+            f"chi_1^L = {s.expected_mean:.6g} (allowed {MEAN_RTOL:.0%})"
+        )
+    total = s.mass + s.atom_at_zero
+    # what the grid can miss below its first point: a density growing at most like lambda^(-L/(L+1))
+    # (the hard edge of a product of L Wishart factors) holds at most (L + 1) lambda_0 rho(lambda_0)
+    lam0 = float(s.squared_singular_values[0])
+    rho0 = 2.0 * s.density[0] - float(np.interp(lam0, grid2, rho2)) if rho2 is not None else s.density[0]
+    below = (s.depth + 1) * lam0 * max(float(rho0), 0.0)
+    if total > 1.0 + MASS_TOL or total < 1.0 - MASS_TOL - below:
+        return (
+            f"the eta-extrapolated mass {s.mass:.4f} plus the atom at 0 ({s.atom_at_zero:.4f}) is {total:.4f}, "
+            f"not 1 within {MASS_TOL:g} (+ at most {below:.3g} below the grid)"
+        )
+    return None
 
 
 def conv_jacobian_spectrum(
@@ -701,7 +846,7 @@ def conv_jacobian_spectrum(
     kernel : {"delta_orthogonal", "orthogonal", "gaussian"}
         Algorithm 2, Algorithm 1, or i.i.d. Gaussian kernels (eq. 2.2, any variance vector ``v``).
     **options
-        ``q``, ``n_points``, ``decades``, ``eta``, ``n_atoms`` of :func:`jacobian_spectrum`.
+        ``q``, ``n_points``, ``decades``, ``eta``, ``n_atoms``, ``accuracy`` of :func:`jacobian_spectrum`.
 
     Returns
     -------

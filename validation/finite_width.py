@@ -31,11 +31,12 @@ Rows:
    ``lambda_{-1} = 1 - 0.5^N`` as the operator's second eigenvalue (to :data:`EIG_ATOL`), and the
    power ``m`` of its eigenvector (:func:`quasi_stationary_exponent`).
 
-Parametrisation. The theory takes the library's ``sigma_w2`` (``W_ij ~ N(0, sigma_w2 / fan_in)``,
-He = 2). The simulators (``simulate_squared_norms``, ``simulate_pair``) take seed 001's per-weight
-variance ``sigma_w2 / fan_in``; the conversion happens at those calls
-(:func:`meanfield.finite_width.unscaled_sigma_w2`, ``Layer.unscaled_sigma_w2``). Every row has the
-same numbers as with the paper's parametrisation: it is a reparametrisation.
+Parametrisation. The theory and the simulators (``simulate_squared_norms``, ``simulate_pair``)
+take the library's ``sigma_w2`` (``W_ij ~ N(0, sigma_w2 / fan_in)``, He = 2): the same ``layers``
+go to both. Seed 001 writes He as the per-weight variance ``2 / N`` with ``N`` the layer's width;
+the pair rows reproduce that with ``sigma_w2 = 2`` at ``fan_in = N`` (the conversion is
+:func:`meanfield.finite_width.unscaled_sigma_w2`). Every row has the same numbers as with the
+paper's parametrisation: it is a reparametrisation.
 """
 
 from __future__ import annotations
@@ -91,11 +92,6 @@ def _cdf_at(law, grid, t):
     return float(np.interp(t, grid, cdf))
 
 
-def _unscaled(layers):
-    """``(width, sigma_w2 / fan_in, sigma_b2)``: seed 001's parametrisation, which the simulators take."""
-    return [(lay.width, lay.unscaled_sigma_w2, lay.sigma_b2) for lay in layers]
-
-
 def _squared_norm_rows(backend, full, seed, rows):
     width, depth = 200, 9
     n_net, per_net = (2000, 32) if full else (400, 16)
@@ -111,7 +107,7 @@ def _squared_norm_rows(backend, full, seed, rows):
     sim = ensemble_samples(
         simulate_squared_norms,
         pool,
-        _unscaled(layers),
+        layers,
         inputs_per_network=per_net,
         backend=backend,
         n_networks=n_net,
@@ -177,7 +173,7 @@ def _expected_norm_rows(backend, full, seed, rows):
     mom = ensemble_moments(
         simulate_squared_norms,
         x0,
-        _unscaled(layers),
+        layers,
         inputs_per_network=8,
         backend=backend,
         statistic=_per_network_mean,
@@ -204,19 +200,21 @@ def _pair_rows(backend, full, seed, rows):
         b -= (b @ a) * a
         b /= np.linalg.norm(b)
         x1, x2 = a, c * a + math.sqrt(1 - c * c) * b
-        sw = 2.0 / width  # seed 001's He per-weight variance 2 / N (the simulator's parametrisation)
+        # He as seed 001 writes it, per-weight 2 / N with N the layer's width: sigma_w2 = 2 at fan_in = width
         inner, cosine = ensemble_samples(
             simulate_pair,
             x1,
             x2,
             width,
-            sw,
+            2.0,
             0.0,
+            fan_in=width,
             backend=backend,
             n_networks=n_net,
             chunk_size=CHUNK_PAIRS,
             rng=substream(seed, 4, width),
         )
+        sw = fw.unscaled_sigma_w2(2.0, width)  # the per-weight 2 / N, as the theory of one layer of d inputs
         v = fw.preactivation_covariance(np.array([[1.0, c], [c, 1.0]]), fw.sigma_w2_from_unscaled(sw, d), fan_in=d)
         m, se = mean_and_stderr(inner)
         rows.append(

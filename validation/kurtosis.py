@@ -134,18 +134,28 @@ def _nonzero_rows(backend, full, seed):
     # then W v = 0 exactly): measured 0.042 instead of 0.100 at width 2, depth 8; see tests.
     for k, (widths, law) in enumerate(progress(cases, desc="P(output != 0)")):
         p = kurtosis.nonzero_probability(widths[:-1])
-        f = nonzero_fraction(widths, law, n_net, backend=backend, rng=substream(seed, 1, k))
+        f = nonzero_fraction(
+            widths[:-1], law, n_net, output_width=widths[-1], backend=backend, rng=substream(seed, 1, k)
+        )
         for d in (len(widths) // 2, len(widths) - 1):
             se = math.sqrt(p[d] * (1 - p[d]) / n_net)
             rows.append(Comparison(f"P(y!=0) widths={widths[:d]} {law} l={d}", p[d], f[d], se))
     # assumptions broken: derived values (not Prop. B.2's)
     widths = [2] * 9
-    f = nonzero_fraction(widths, "gsm", n_net, backend=backend, rng=substream(seed, 2))
+    f = nonzero_fraction(widths[:-1], "gsm", n_net, output_width=widths[-1], backend=backend, rng=substream(seed, 2))
     p = 1.0 - 2.0 ** -widths[0]  # only the input can be all-negative: half of [h, -h] is > 0
     rows.append(
         Comparison("P(y!=0) GSM (B.2 breaks; derived: 1 - 2^-w0) l=8", p, f[-1], math.sqrt(p * (1 - p) / n_net))
     )
-    f = nonzero_fraction(widths, "gaussian", n_net, input_kind="shared_sign", backend=backend, rng=substream(seed, 3))
+    f = nonzero_fraction(
+        widths[:-1],
+        "gaussian",
+        n_net,
+        input_kind="shared_sign",
+        output_width=widths[-1],
+        backend=backend,
+        rng=substream(seed, 3),
+    )
     p = 0.5 * kurtosis.nonzero_probability(widths[1:-1])[-1]
     rows.append(
         Comparison(

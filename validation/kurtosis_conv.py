@@ -24,10 +24,13 @@ inputs, layer ``DEPTH``; ratios of means over networks with delta-method standar
 
 1. different channels, same position: :math:`\mathbb{E}\,\mathrm{relu}(y_i)^2\mathrm{relu}(y_j)^2 /
    \mathbb{E}\,y_i^2y_j^2 = 1/4` (Lemma 4.2 holds: a check, expected to pass);
-2. same channel, adjacent positions: the same ratio against the dense closure's 1/4 (the moment that
-   does not close; the verdict is whatever the simulation says);
-3. the kurtosis at layer ``DEPTH`` against Prop. 4.3 for a dense network of the same fan-in 12,
-   two-sided (the dense recursion's prediction for the CNN; the verdict is whatever it is).
+2. same channel, adjacent positions: the same ratio differs from the dense closure's 1/4 (the moment
+   that does not close): a check with ``side="differs"``, passing when the ratio lies more than
+   ``z * stderr`` away from 1/4 (measured 0.482 +- 0.016 at the default size);
+3. the kurtosis at layer ``DEPTH`` differs from Prop. 4.3 for a dense network of the same fan-in 12
+   (the dense recursion as a prediction for the CNN; measured 19.4 +- 0.5 against 12.08): a check
+   with ``side="differs"``. Together, rows 2-3 demonstrate that the dense recursion does not close
+   for CNNs; a failure of either would mean the simulation stopped showing it.
 """
 
 from __future__ import annotations
@@ -170,24 +173,28 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     r, se = _ratio(m["relu_same"], m["sq_same"])
     rows.append(
         Comparison(
-            f"CNN ReLU c={CHANNELS}, k={KERNEL_SIZE}, layer {DEPTH}: same ratio, one channel, adjacent positions "
-            "(dense closure's 1/4: does not close)",
+            f"CNN ReLU c={CHANNELS}, k={KERNEL_SIZE}, layer {DEPTH}: same ratio, one channel, adjacent positions, "
+            "differs from the dense closure's 1/4 (does not close)",
             closure,
             r,
             se,
-            note="shared filter: only the joint sign flip is a symmetry",
+            note="shared filter: only the joint sign flip is a symmetry; passes when the ratio is more than "
+            "the tolerance away from 1/4",
+            side="differs",
         )
     )
     dense = float(kurtosis.propagate(3.0, 0.0, [CHANNELS * KERNEL_SIZE] * DEPTH).kappa[-1])
     r, se = _ratio(m["m4"], m["s2"], square=True)
     rows.append(
         Comparison(
-            f"CNN ReLU c={CHANNELS}, k={KERNEL_SIZE}: kurtosis at layer {DEPTH} vs dense Prop. 4.3 at fan-in "
-            f"{CHANNELS * KERNEL_SIZE} (two-sided)",
+            f"CNN ReLU c={CHANNELS}, k={KERNEL_SIZE}: kurtosis at layer {DEPTH} differs from dense Prop. 4.3 at "
+            f"fan-in {CHANNELS * KERNEL_SIZE} (the dense recursion does not close for CNNs)",
             dense,
             r,
             se,
-            note="the dense recursion as a prediction for the CNN",
+            note="the dense recursion as a prediction for the CNN; passes when the kurtosis is more than the "
+            "tolerance away from it",
+            side="differs",
         )
     )
     return rows

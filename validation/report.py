@@ -1,13 +1,9 @@
 """Theory-versus-Monte-Carlo comparisons, their verdicts, the printed table and its JSON (public).
 
-A :class:`Comparison` holds one prediction, its Monte-Carlo estimate and the estimate's standard
-error. The verdict is ``|theory - estimate| <= z * stderr + systematic`` (or, for a one-sided claim
-such as "at least 90 %", ``estimate >= theory - tolerance`` with ``side="above"`` and
-``estimate <= theory + tolerance`` with ``side="below"``): ``z`` is the number of
-standard errors allowed (a named constant, :data:`Z_DEFAULT`, chosen so that a correct theory
-fails a table of ~100 rows with probability < 1e-3), and ``systematic`` an explicit, documented
-bound on effects the theory neglects on purpose (e.g. the O(1/width) finite-width correction of
-mean-field theory); it defaults to zero.
+The row type :class:`Comparison`, the verdict rule and :data:`Z_DEFAULT` live in the core,
+:mod:`meanfield.compare` (shared with :mod:`meanfield.pytorch.audit`), and are re-exported here. A
+row is a *check* (verdict ``ok`` / ``FAIL``; a failure is a bug) or a *claim* of a paper or about the
+platform (``reproduced`` / ``not reproduced`` at this size, reported, never a failure).
 """
 
 from __future__ import annotations
@@ -16,13 +12,13 @@ import datetime as _dt
 import json
 import math
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from meanfield._deprecate import renamed_kwargs
 from meanfield.backend import BACKENDS
+from meanfield.compare import Z_DEFAULT, Comparison
 
 __all__ = [
     "Z_DEFAULT",
@@ -30,90 +26,12 @@ __all__ = [
     "format_table",
     "git_commit",
     "mean_and_stderr",
+    "not_reproduced",
     "run_metadata",
     "table_records",
     "to_jsonable",
     "write_table_json",
 ]
-
-#: Standard errors allowed by default: two-sided ``P(|Z| > 4.5) = 6.8e-6``, so 100 correct rows all
-#: pass with probability > 0.999.
-Z_DEFAULT = 4.5
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One theory-versus-simulation row.
-
-    Attributes
-    ----------
-    name : str
-        What is compared (e.g. ``"tanh chaotic: q^5"``).
-    theory : float
-        The prediction.
-    estimate : float
-        The Monte-Carlo estimate.
-    stderr : float
-        Standard error of ``estimate``.
-    z : float
-        Standard errors allowed.
-    systematic : float
-        Documented bound on the bias the theory neglects (absolute units of ``theory``).
-    note : str
-        Where the tolerance comes from, or anything a reader should know.
-    side : {"both", "above", "below"}
-        ``"both"``: the estimate must equal the theory; ``"above"`` / ``"below"``: the claim is a
-        bound, the estimate must not fall significantly below / above ``theory``.
-    """
-
-    name: str
-    theory: float
-    estimate: float
-    stderr: float
-    z: float = Z_DEFAULT
-    systematic: float = 0.0
-    note: str = field(default="", compare=False)
-    side: str = "both"
-
-    def __post_init__(self):
-        if not isinstance(self.name, str):
-            raise TypeError(f"name must be a str, got {self.name!r}")
-        if not isinstance(self.note, str):
-            raise TypeError(f"note must be a str, got {self.note!r}")
-        if not isinstance(self.side, str) or self.side not in ("both", "above", "below"):
-            raise ValueError(f"side must be 'both', 'above' or 'below', got {self.side!r}")
-        for attr in ("theory", "estimate", "stderr", "z", "systematic"):
-            value = getattr(self, attr)
-            if isinstance(value, (bool, np.bool_, str, bytes)) or np.iscomplexobj(value):
-                raise TypeError(f"{attr} must be a real number, got {value!r}")
-            arr = np.asarray(value)
-            if arr.ndim != 0 or not np.issubdtype(arr.dtype, np.number):
-                raise TypeError(f"{attr} must be a real scalar, got {value!r}")
-            # NaN/inf in theory, estimate or stderr is allowed: the row then FAILs (a visible verdict)
-            if attr in ("stderr", "z", "systematic") and float(arr) < 0:
-                raise ValueError(f"{attr} must be >= 0, got {float(arr)}")
-            if attr in ("z", "systematic") and not math.isfinite(float(arr)):
-                raise ValueError(f"{attr} must be finite, got {float(arr)}")
-
-    @property
-    def tolerance(self) -> float:
-        return self.z * self.stderr + self.systematic
-
-    @property
-    def passed(self) -> bool:
-        values = (self.theory, self.estimate, self.stderr)
-        if not all(math.isfinite(float(v)) for v in values):
-            return False
-        diff = float(self.estimate) - float(self.theory)
-        if self.side == "above":
-            return diff >= -self.tolerance
-        if self.side == "below":
-            return diff <= self.tolerance
-        return abs(diff) <= self.tolerance
-
-    @property
-    def verdict(self) -> str:
-        return "ok" if self.passed else "FAIL"
 
 
 def mean_and_stderr(samples, axis=0):
@@ -172,7 +90,7 @@ def format_table(title: str, rows: list[Comparison]) -> str:
     """The table ``theory | Monte-Carlo | standard error | tolerance | verdict``.
 
     ``rows`` is a list of :class:`Comparison` (``TypeError`` otherwise); the last line counts the
-    passed and failed rows.
+    passed and failed checks and, when there are claims, the claims reproduced and not reproduced.
     """
     if not isinstance(title, str):
         raise TypeError(f"title must be a str, got {title!r}")
@@ -187,9 +105,25 @@ def format_table(title: str, rows: list[Comparison]) -> str:
             f"{r.name:<{width}} | {r.theory:>12.6g} | {r.estimate:>12.6g} | {r.stderr:>10.3g} | "
             f"{r.tolerance:>10.3g} | {r.verdict}"
         )
-    failed = sum(not r.passed for r in rows)
-    lines.append(f"{title}: {len(rows) - failed} passed, {failed} failed")
+    lines.append(f"{title}: {_counts(rows)}")
     return "\n".join(lines)
+
+
+def not_reproduced(rows) -> list[Comparison]:
+    """The claims among ``rows`` that the run did not reproduce (reported, not failures)."""
+    return [r for r in rows if r.kind == "claim" and not r.passed]
+
+
+def _counts(rows) -> str:
+    """``"N passed, M failed"`` over the checks, then the claims (reproduced / not reproduced) if any."""
+    checks = [r for r in rows if r.kind == "check"]
+    failed = sum(r.failed for r in checks)
+    text = f"{len(checks) - failed} passed, {failed} failed"
+    claims = [r for r in rows if r.kind == "claim"]
+    if claims:
+        missing = len(not_reproduced(claims))
+        text += f"; claims: {len(claims) - missing} reproduced, {missing} not reproduced"
+    return text
 
 
 # --- self-describing output (shared with meanfield.figures._io) ----------------------------------
@@ -269,7 +203,20 @@ def run_metadata(**fields) -> dict:
 
 
 #: Fields of one row in a validation table's JSON, in order.
-ROW_FIELDS = ("name", "theory", "estimate", "stderr", "z", "systematic", "tolerance", "side", "passed", "note")
+ROW_FIELDS = (
+    "name",
+    "theory",
+    "estimate",
+    "stderr",
+    "z",
+    "systematic",
+    "tolerance",
+    "side",
+    "passed",
+    "note",
+    "kind",
+    "verdict",
+)
 
 
 def table_records(rows) -> list[dict]:
@@ -283,11 +230,13 @@ def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, 
 
     The file has the three blocks of a figure's JSON (``metadata``, ``axes``, ``data``) and is read
     back by :func:`meanfield.figures.load`; ``data["rows"]`` holds one record per comparison
-    (:data:`ROW_FIELDS`), ``data["passed"]`` / ``data["failed"]`` the counts.
+    (:data:`ROW_FIELDS`).
 
     Raises ``TypeError`` / ``ValueError`` naming the argument for a ``title`` that is not a str, a
     ``rng`` that is not an int >= 0, a non-bool ``full``, a ``backend`` not in
     :data:`meanfield.backend.BACKENDS`, ``seconds`` not None or a finite number >= 0, or rows that are not :class:`Comparison`.
+    ``data["passed"]`` / ``data["failed"]`` count the checks, ``data["claims_reproduced"]`` /
+    ``data["claims_not_reproduced"]`` the claims.
     """
     if not isinstance(title, str):
         raise TypeError(f"title must be a str, got {title!r}")
@@ -307,7 +256,7 @@ def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, 
     rows = list(rows)
     if not all(isinstance(r, Comparison) for r in rows):
         raise TypeError("rows must be Comparison objects")
-    failed = sum(not r.passed for r in rows)
+    failed = sum(r.failed for r in rows)
     meta = run_metadata(
         kind="validation",
         name=title,
@@ -325,9 +274,18 @@ def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, 
             "z": "standard errors",
         },
         notes="verdict: |estimate - theory| <= z * stderr + systematic (side='both'); one-sided for "
-        "side='above'/'below' (see meanfield.validation.report)",
+        "side='above'/'below', > for side='differs'; kind 'check' (ok / FAIL, a failure is a bug) or 'claim' "
+        "(reproduced / not reproduced, reported) (see meanfield.compare)",
     )
-    data = {"rows": table_records(rows), "passed": len(rows) - failed, "failed": failed}
+    checks = sum(r.kind == "check" for r in rows)
+    missing = len(not_reproduced(rows))
+    data = {
+        "rows": table_records(rows),
+        "passed": checks - failed,
+        "failed": failed,
+        "claims_reproduced": len(rows) - checks - missing,
+        "claims_not_reproduced": missing,
+    }
     path = Path(path)
     path.write_text(
         json.dumps(to_jsonable({"metadata": meta, "axes": {"rows": ["comparison"]}, "data": data}), indent=1)

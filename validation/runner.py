@@ -12,8 +12,9 @@ returning a list of :class:`validation.report.Comparison` and ends with::
 ``meanfield validate`` (or ``python -m meanfield.validation``) discovers every such module (any public
 module of the package with a ``run`` function) and runs them all; with ``--out DIR`` each module's
 table is also written as ``DIR/validation_NAME.json`` (metadata block, read back with
-:func:`meanfield.figures.load`). Exit status: 0 when every comparison passed, 1 when one failed,
-2 for a usage error (one line on stderr, before any work).
+:func:`meanfield.figures.load`). Exit status: 0 when every check passed (claims of a paper or about
+the platform that a run does not reproduce are listed in the summary, not failures), 1 when a check
+failed, 2 for a usage error (one line on stderr, before any work).
 
 Environment: ``MEANFIELD_NO_PROGRESS=1`` hides the progress bars (as ``--no-progress`` does).
 """
@@ -37,7 +38,7 @@ from tqdm.auto import tqdm
 from meanfield._deprecate import renamed_kwargs
 from meanfield.backend import BACKENDS, get_backend
 
-from .report import format_table, write_table_json
+from .report import format_table, not_reproduced, write_table_json
 
 __all__ = [
     "CliParser",
@@ -68,7 +69,8 @@ environment:
   {NO_PROGRESS_ENV}=1   hide the progress bars (same as --no-progress)
 
 exit status:
-  0 success, 1 a figure or a comparison failed, 2 usage error, 130 interrupted"""
+  0 success (every check passed; claims not reproduced are listed, not failures),
+  1 a figure or a check failed, 2 usage error, 130 interrupted"""
 
 
 def progress(iterable=None, desc: str = "", total: int | None = None, **kwargs):
@@ -371,7 +373,10 @@ def check_run_arguments(backend: object, full: object, seed: object) -> tuple[st
 
 @renamed_kwargs(seed="rng")
 def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
-    """Run the named comparison modules and print their tables; True when every row passed.
+    """Run the named comparison modules and print their tables; True when every check passed.
+
+    Claims (rows of ``kind="claim"``) a run does not reproduce are listed after the totals and do
+    not make the result False.
 
     Arguments are checked before any module runs: ``names`` must be known modules
     (:func:`comparison_modules`), ``backend`` ``'numpy'`` or an importable ``'cupy'``, ``full`` a
@@ -393,6 +398,7 @@ def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
         out = check_out_dir(out)
     all_ok = True
     total_passed = total_failed = 0
+    claims: list = []
     for name in progress(names, desc="validation"):
         module = importlib.import_module(f"meanfield.validation.{name}")
         skip = _unavailable(module)
@@ -416,12 +422,29 @@ def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
                 backend=used,
                 seconds=elapsed,
             )
-        failed = sum(not r.passed for r in rows)
+        failed = sum(r.failed for r in rows)
         total_failed += failed
-        total_passed += len(rows) - failed
+        total_passed += sum(r.kind == "check" for r in rows) - failed
+        claims += [(name, r) for r in rows if r.kind == "claim"]
         all_ok &= failed == 0 and len(rows) > 0
-    print(f"validation: {total_passed} passed, {total_failed} failed")
+    missing = [(name, r) for name, r in claims if not r.passed]
+    line = f"validation: {total_passed} passed, {total_failed} failed"
+    if claims:
+        line += f"; claims of the papers and the platform: {len(claims) - len(missing)} reproduced, {len(missing)} not reproduced"
+    print(line)
+    if missing:
+        print(_claims_summary(missing))
     return all_ok
+
+
+def _claims_summary(missing) -> str:
+    """The claims not reproduced, one line each with the evidence (reported; not failures)."""
+    if not missing:
+        return ""
+    lines = ["claims not reproduced at this size (reported, not failures):"]
+    for name, r in missing:
+        lines.append(f"  validation.{name}: {r.name} (estimate {r.estimate:.6g}, theory {r.theory:.6g}; {r.note})")
+    return "\n".join(lines)
 
 
 def _unavailable(module) -> str | None:
@@ -468,7 +491,10 @@ def main_for(run, module_name: str, argv=None) -> int:
             backend=used,
             seconds=time.perf_counter() - t0,
         )
-    return 0 if rows and all(r.passed for r in rows) else 1
+    summary = _claims_summary([(name, r) for r in not_reproduced(rows)])
+    if summary:
+        print(summary)
+    return 0 if rows and not any(r.failed for r in rows) else 1
 
 
 def add_arguments(p: argparse.ArgumentParser, *, names: bool = True) -> None:

@@ -28,11 +28,14 @@ layout ``(*k, c_out, c_in)``, where :mod:`meanfield.symmetry` measures ``C_f`` a
 
 Exact symmetry
 --------------
-Without noise the engine is deterministic; in float64 a '0'-initialised ConstNet keeps identical
-features *exactly* (every channel of every layer carries the same numbers, so every gradient entry
-of a tensor connecting two symmetric layers is the same sum computed in the same order): ``1 - C_f``
-stays 0 to the last bit (the tests check it). This is the "Deterministic" row of seed 000's Tables
-1 and 3.
+Without noise the engine is deterministic, and a '0'-initialised ConstNet keeps identical features
+*exactly* when every gradient entry of a tensor connecting two symmetric layers is the same sum
+computed in the same order: ``1 - C_f`` stays 0 to the last bit. That is a property of the
+platform's kernels: a matrix product may compute some units in an edge tile with another
+instruction sequence (measured: oneDNN's AVX2 sgemm in a convolution's weight gradient).
+:func:`platform_symmetry` measures it; ``SymmetryBreaking(kernels="unit_exact")`` computes the
+convolutions, pooling and head with elementwise products and trees of elementwise additions, exact
+by construction on any CPU. This is the "Deterministic" row of seed 000's Tables 1 and 3.
 
 Randomness
 ----------
@@ -58,14 +61,18 @@ from meanfield.checks import check_int, check_scalar
 __all__ = [
     "COMPUTE_DTYPES",
     "FLOAT32_ROUNDOFF",
+    "KERNELS",
     "ConstNetGroups",
     "ConstNetSpec",
     "LeakyNetSpec",
+    "PlatformSymmetry",
     "ReplicatedNetSpec",
     "SymmetryBreaking",
     "constnet_groups",
     "conv_kernels",
     "correlation_probe",
+    "platform_symmetry",
+    "unit_exact_conv",
 ]
 
 #: Unit roundoff of IEEE float32 (``2^-24``): the relative size of one rounding error of a float32
@@ -73,6 +80,8 @@ __all__ = [
 FLOAT32_ROUNDOFF = 2.0**-24
 #: Dtypes of the forward/backward pass (:attr:`SymmetryBreaking.compute_dtype`).
 COMPUTE_DTYPES = ("float64", "float32", "bfloat16", "float16")
+#: Arithmetic of the forward/backward pass (:attr:`SymmetryBreaking.kernels`).
+KERNELS = ("platform", "unit_exact")
 _MAX_LAYERS = 1000
 _MAX_CHANNELS = 4096
 
@@ -294,6 +303,15 @@ class SymmetryBreaking(Result):
         Dtype of the forward and backward passes; the parameters (master weights) stay in the
         trainer's ``dtype`` and the gradient is cast back to it before the update. ``None``: the
         trainer's ``dtype``. Logits are cast to the master dtype before the cross-entropy.
+    kernels : {"platform", "unit_exact"}
+        Arithmetic of the convolutions, the pooling and the head of a :class:`ConstNetSpec` /
+        :class:`LeakyNetSpec`. ``"platform"`` (default): PyTorch's kernels (oneDNN, MKL), fast, but
+        a matrix product may compute identical units with different instruction sequences (an edge
+        tile of a GEMM), so that their rounding differs: a deterministic noise source of the
+        platform (:func:`platform_symmetry` measures it). ``"unit_exact"``: elementwise products and
+        pairwise sums (``torch.roll`` for the shifts, a tree of additions for every reduction,
+        forward and backward), so that identical units stay bitwise identical on any CPU; equal to
+        the platform's result up to rounding, several times slower.
 
     Raises
     ------
@@ -313,6 +331,7 @@ class SymmetryBreaking(Result):
     grad_noise: float = 0.0
     reduction_noise: float = 0.0
     compute_dtype: str | None = None
+    kernels: str = "platform"
 
     def __post_init__(self):
         object.__setattr__(self, "dropout", _fraction(self.dropout, "dropout"))
@@ -324,6 +343,8 @@ class SymmetryBreaking(Result):
         c = self.compute_dtype
         if c is not None and (not isinstance(c, str) or c not in COMPUTE_DTYPES):
             raise ValueError(f"compute_dtype must be None or one of {COMPUTE_DTYPES}, got {c!r}")
+        if not isinstance(self.kernels, str) or self.kernels not in KERNELS:
+            raise ValueError(f"kernels must be one of {KERNELS}, got {self.kernels!r}")
 
     @property
     def random(self) -> bool:
@@ -450,7 +471,11 @@ def _forward(model, theta, x):
         h = _dropout(torch, model, h.transpose(0, 1).reshape(B, -1), E).reshape(B, E, -1).transpose(0, 1)
         return torch.bmm(h, parts[1].transpose(1, 2))
 
+    exact = getattr(model, "kernels", "platform") == "unit_exact"
+
     def conv(h, w, stride=1):  # h (B, E * c_in, H, W), w (E, c_out, c_in, k, k): periodic, one group per network
+        if exact:
+            return unit_exact_conv(torch, h, w, stride)
         k = w.shape[-1]
         if k > 1:
             h = F.pad(h, (k // 2,) * 4, mode="circular")
@@ -472,10 +497,106 @@ def _forward(model, theta, x):
         for layer in range(1, len(spec.kinds) + 1):
             act = _dropout(torch, model, F.leaky_relu(a, spec.slope), E)
             a = conv(act, p[f"layer{layer}"])
+    if exact:  # the pooling and the head as tree sums of elementwise products (see _unit_exact_contract)
+        n_pos = a.shape[2] * a.shape[3]
+        pooled = _tree_sum(a.reshape(B, E, -1, n_pos), 3).reshape(B, E, -1).transpose(0, 1) / n_pos
+        logits = _unit_exact_contract(torch, pooled.unsqueeze(2), p["head"].unsqueeze(1), 3)
+        return logits.squeeze(3) + p["bias"].reshape(E, 1, -1)
     pooled = a.mean(dim=(2, 3)).reshape(B, E, -1).transpose(0, 1)
     # the head as a product and a sum, not a matrix product: a BLAS kernel may round the columns of
     # ``dlogits @ head`` differently (measured: 1e-17 between channels), which breaks exact symmetry
     return (pooled.unsqueeze(2) * p["head"].unsqueeze(1)).sum(dim=3) + p["bias"].reshape(E, 1, -1)
+
+
+# --------------------------------------------------------------------------------------------------
+# Unit-exact arithmetic: identical units computed by identical operation sequences on any CPU
+# --------------------------------------------------------------------------------------------------
+
+
+def _tree_sum(t, dim: int):
+    """Sum of ``t`` along ``dim`` (kept, size 1) by pairwise elementwise additions only.
+
+    Element ``j`` of the first half is added to element ``j`` of the second half until one remains
+    (an odd element is carried); every output is the same tree of IEEE additions over its own
+    inputs, whatever its position in memory, its SIMD lane or the thread that computes it. A
+    library reduction (``sum``, a GEMM) promises no such thing: it may split, block or vectorise
+    the outputs differently (a GEMM's edge tiles), and then identical units round differently.
+    """
+    import torch  # only called on torch tensors (the torch extra)
+
+    n = t.shape[dim]
+    while n > 1:
+        half = n // 2
+        s = t.narrow(dim, 0, half) + t.narrow(dim, half, half)
+        t = s if n % 2 == 0 else torch.cat([s, t.narrow(dim, 2 * half, 1)], dim)
+        n = t.shape[dim]
+    return t
+
+
+def _reduce_to(t, shape):
+    """``t`` summed (:func:`_tree_sum`) over the dimensions where ``shape`` is 1 and ``t`` is not."""
+    for d, (n, m) in enumerate(zip(t.shape, shape)):
+        if m == 1 and n > 1:
+            t = _tree_sum(t, d)
+    return t
+
+
+def _unit_exact_contract(torch, x, w, dim: int):
+    """``(x * w).sum(dim, keepdim=True)`` (broadcasting) with a backward pass of the same kind.
+
+    Forward: elementwise products and :func:`_tree_sum`. Backward: ``grad_x`` and ``grad_w`` are
+    elementwise products of the incoming gradient with ``w`` and ``x``, tree-summed over the
+    broadcast dimensions; autograd's own backward of a broadcast product would reduce with
+    ``sum_to_size``, a library reduction without the guarantee.
+    """
+    return _ExactContract.get(torch).apply(x, w, dim)
+
+
+class _ExactContract:
+    _fn = None
+
+    @classmethod
+    def get(cls, torch):
+        if cls._fn is None:
+
+            class Contract(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x, w, dim):
+                    ctx.save_for_backward(x, w)
+                    ctx.dim = dim
+                    return _tree_sum(x * w, dim)
+
+                @staticmethod
+                def backward(ctx, g):
+                    x, w = ctx.saved_tensors
+                    gx = _reduce_to(g * w, x.shape) if ctx.needs_input_grad[0] else None
+                    gw = _reduce_to(g * x, w.shape) if ctx.needs_input_grad[1] else None
+                    return gx, gw, None
+
+            cls._fn = Contract
+        return cls._fn
+
+
+def unit_exact_conv(torch, h, w, stride: int = 1):
+    """Periodic grouped convolution of ``h (B, E * c_in, H, W)`` with ``w (E, c_out, c_in, k, k)``,
+    equal to ``conv2d`` of the circularly padded input up to rounding, unit-exact.
+
+    The ``k * k`` shifted copies of the input come from ``torch.roll`` (copies, exact; their
+    backward rolls back and adds), then :func:`_unit_exact_contract` over ``c_in * k * k``.
+    """
+    B = h.shape[0]
+    E, co, ci, k, _ = w.shape
+    if k > 1:
+        r = k // 2
+        taps = [torch.roll(h, shifts=(r - dy, r - dx), dims=(2, 3)) for dy in range(k) for dx in range(k)]
+        x = torch.stack(taps, dim=2)  # (B, E * c_in, k * k, H, W)
+    else:
+        x = h.unsqueeze(2)
+    x = x[..., ::stride, ::stride]
+    Ho, Wo = x.shape[-2:]
+    x = x.reshape(B, E, 1, ci * k * k, Ho * Wo)
+    out = _unit_exact_contract(torch, x, w.reshape(1, E, co, ci * k * k, 1), 3)
+    return out.reshape(B, E * co, Ho, Wo)
 
 
 def _compatible_keys(spec) -> tuple[str, ...]:
@@ -696,3 +817,169 @@ def constnet_groups(spec: ConstNetSpec) -> ConstNetGroups:
     if tensors != _constnet_names(spec):  # the trainer's parameter order: one walk, not two tables
         raise AssertionError("constnet_groups is out of step with the ConstNet parameter names")
     return ConstNetGroups(tuple(tensors), tuple(fwd), tuple(bwd), tuple(ks), len(spec.widths))
+
+
+# --------------------------------------------------------------------------------------------------
+# Does this platform keep identical units identical? (a measured noise source)
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlatformSymmetry(Result):
+    """Whether one training step of the trainer keeps identical units bitwise identical here.
+
+    Attributes
+    ----------
+    exact : bool
+        Every gradient entry of every tensor equal, bit for bit, across the units that the
+        symmetric weights make identical.
+    max_relative_difference : float
+        ``max |g_u - g_0| / max |g|`` over tensors (0 when ``exact``): the size of the platform's
+        asymmetric rounding after one step.
+    relative_difference : dict
+        The same per tensor (``first``, ``block0_0``, ..., ``head``).
+    kernels : str
+        The arithmetic probed (:attr:`SymmetryBreaking.kernels`).
+    params : dict
+        Shapes, dtypes, threads, PyTorch version, CPU capability, whether oneDNN is enabled.
+    """
+
+    exact: bool
+    max_relative_difference: float
+    relative_difference: dict
+    kernels: str
+    params: dict
+
+
+def _symmetric_parameters(spec, input_shape, n_classes, rng):
+    """Random parameters with identical units: every kernel ``w[o, i] = u`` (one random ``k x k``
+    filter per tensor), every head column equal; one draw per network."""
+    out = []
+    for w in _init(spec, input_shape, n_classes, rng):
+        if w.ndim == 4:
+            u = rng.standard_normal(w.shape[2:]) / math.sqrt(w.shape[1] * w.shape[2] * w.shape[3])
+            out.append(np.broadcast_to(u, w.shape).copy())
+        elif w.ndim == 2:  # head (classes, channels): one value per class
+            out.append(np.broadcast_to(rng.standard_normal((w.shape[0], 1)), w.shape).copy())
+        else:
+            out.append(rng.standard_normal(w.shape))
+    return out
+
+
+def platform_symmetry(
+    spec: ConstNetSpec | LeakyNetSpec,
+    n_networks: int,
+    batch_size: int,
+    input_shape: Sequence[int],
+    n_classes: int,
+    *,
+    dtype: str = "float32",
+    compute_dtype: str | None = None,
+    kernels: str = "platform",
+    num_threads: int | None = 1,
+    rng: Any = 0,
+) -> PlatformSymmetry:
+    """Probe one forward and backward pass of the trainer for bitwise symmetry of identical units.
+
+    The ensemble of ``n_networks`` networks gets random weights whose units are identical (every
+    kernel ``w[o, i] = u``, a random filter per tensor; every column of the head equal), a random
+    batch of ``batch_size`` inputs of ``input_shape`` and labels; the gradient of the summed
+    cross-entropy is computed with the trainer's own forward pass (the same torch operations, shapes,
+    dtypes and threads as :func:`~meanfield.validation.training.train_ensemble`) and compared bit
+    for bit across the units. Exact arithmetic gives equal entries; a platform whose matrix-product
+    kernels compute some units with another instruction sequence (an edge tile of a GEMM: measured
+    with oneDNN's AVX2 kernels in the weight gradient of a convolution with 8 output channels, the
+    last 2 of which fall in the 6-column kernel's edge tile) gives differences of order the unit
+    roundoff, which training then amplifies.
+
+    Parameters
+    ----------
+    spec : ConstNetSpec or LeakyNetSpec
+    n_networks, batch_size : int
+        The ensemble and mini-batch sizes of the run (``1 <= n <= 65,536``).
+    input_shape : sequence of int
+        ``(channels, h, w)`` of the inputs.
+    n_classes : int
+        ``>= 2``.
+    dtype : {"float32", "float64"}
+        Master dtype.
+    compute_dtype : str, optional
+        :attr:`SymmetryBreaking.compute_dtype`.
+    kernels : {"platform", "unit_exact"}
+        :attr:`SymmetryBreaking.kernels`.
+    num_threads : int, optional
+        PyTorch threads during the probe (restored afterwards), as the trainer's option.
+    rng : None, int or numpy.random.Generator
+        The weights, inputs and labels.
+
+    Returns
+    -------
+    PlatformSymmetry
+
+    Raises
+    ------
+    ValueError, TypeError
+        Arguments out of range or of the wrong type, naming the argument.
+    ImportError
+        PyTorch is missing (the ``torch`` extra).
+    """
+    from meanfield.checks import check_rng
+
+    from .training import _Ensemble, _torch
+
+    torch = _torch()
+    if not isinstance(spec, (ConstNetSpec, LeakyNetSpec)):
+        raise TypeError(f"spec must be a ConstNetSpec or a LeakyNetSpec, got {type(spec).__name__}")
+    n_networks = _int(n_networks, "n_networks", 1, 2**16)
+    batch_size = _int(batch_size, "batch_size", 1, 2**16)
+    if isinstance(input_shape, (str, bytes)) or not isinstance(input_shape, (tuple, list)) or len(input_shape) != 3:
+        raise ValueError(f"input_shape must be (channels, h, w), got {input_shape!r}")
+    input_shape = tuple(_int(n, "input_shape", 1, 4096) for n in input_shape)
+    n_classes = _int(n_classes, "n_classes", 2, 4096)
+    if not isinstance(dtype, str) or dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    noise = SymmetryBreaking(compute_dtype=compute_dtype, kernels=kernels)  # checks both
+    if num_threads is not None:
+        num_threads = _int(num_threads, "num_threads", 1, 1024)
+    gen = check_rng(rng)
+    per_network = [_symmetric_parameters(spec, input_shape, n_classes, gen) for _ in range(n_networks)]
+    x = gen.standard_normal((n_networks, batch_size, *input_shape))
+    y = gen.integers(n_classes, size=(n_networks, batch_size))
+    tdtype = getattr(torch, dtype)
+    cdtype = tdtype if compute_dtype is None else getattr(torch, compute_dtype)
+    previous = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        model = _Ensemble(torch, spec, input_shape, n_classes, per_network, "cpu", tdtype)
+        model.kernels, model.dropout, model.training, model.noise_generators = noise.kernels, 0.0, True, []
+        th = model.theta.detach().requires_grad_(True)
+        logits = model.forward(th.to(cdtype), torch.tensor(x, dtype=tdtype).to(cdtype)).to(tdtype)
+        ce = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, n_classes), torch.tensor(y.reshape(-1), dtype=torch.int64), reduction="sum"
+        )
+        (grad,) = torch.autograd.grad(ce, th)
+    finally:
+        torch.set_num_threads(previous)
+    parts = [p.reshape(n_networks, *s) for p, s in zip(grad.double().split(model.sizes, dim=1), model.shapes)]
+    diffs = {}
+    for name, g in zip(_names(spec), parts):
+        if name == "bias":
+            continue
+        ref = g[:, :1, :1] if g.ndim == 5 else g[:, :, :1]  # kernels (E, o, i, k, k); head (E, classes, channels)
+        scale = float(g.abs().max())
+        diffs[name] = float((g - ref).abs().max()) / scale if scale > 0 else 0.0
+    worst = max(diffs.values())
+    params = {
+        "n_networks": n_networks,
+        "batch_size": batch_size,
+        "input_shape": list(input_shape),
+        "n_classes": n_classes,
+        "dtype": dtype,
+        "compute_dtype": compute_dtype,
+        "num_threads": torch.get_num_threads() if num_threads is None else num_threads,
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "mkldnn_enabled": bool(torch.backends.mkldnn.enabled),
+    }
+    return PlatformSymmetry(bool(worst == 0.0), float(worst), diffs, noise.kernels, params)

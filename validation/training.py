@@ -1023,8 +1023,9 @@ def train_ensemble(
     noise : SymmetryBreaking, optional
         Symmetry-breaking noise sources (:class:`meanfield.validation.symmetric_nets.SymmetryBreaking`):
         dropout (only for the registered seed-000 specs), gradient noise, a model of
-        non-deterministic reductions and a reduced-precision forward/backward pass. ``None``: none,
-        and the training is deterministic.
+        non-deterministic reductions, a reduced-precision forward/backward pass, and the choice of
+        the platform's kernels or unit-exact arithmetic (``kernels``). ``None``: none, and the
+        training is deterministic (on the platform's kernels).
     probes : dict of str to callable, optional
         ``probe(net, parameters) -> array`` called at every recorded step for every network, on a
         float64 NumPy copy of its parameters (the layout of :func:`init_parameters`); the returned
@@ -1220,6 +1221,7 @@ def _train(
     gens = [torch.Generator(device="cpu").manual_seed(s) for s in batch_seeds]
     model.noise_generators = [torch.Generator(device="cpu").manual_seed(s) for s in noise_seeds]
     model.dropout = 0.0 if noise is None else noise.dropout
+    model.kernels = "platform" if noise is None else noise.kernels
     model.training = False
     cdtype = tdtype if noise is None or noise.compute_dtype is None else getattr(torch, noise.compute_dtype)
     probe_rec: dict[str, list] = {name: [] for name in probes}
@@ -1391,6 +1393,8 @@ def _check_noise_probes(noise, probes, nets):
             raise TypeError(f"noise must be a SymmetryBreaking or None, got {type(noise).__name__}")
         if noise.dropout > 0 and not all(type(n) in _NETWORK_TYPES for n in nets):
             raise ValueError("noise.dropout is implemented for the seed-000 specs (ConstNetSpec, LeakyNetSpec, ...)")
+        if noise.kernels != "platform" and not all(isinstance(n, (ConstNetSpec, LeakyNetSpec)) for n in nets):
+            raise ValueError("noise.kernels='unit_exact' is implemented for ConstNetSpec and LeakyNetSpec only")
     if probes is None:
         return noise, {}
     if not isinstance(probes, dict):
@@ -1432,7 +1436,7 @@ def _noisy_gradient(torch, grad, noise, generators):
 
 
 # seed 000's architectures and noise sources (registered here so that importing the trainer is enough)
-from .symmetric_nets import _ADAPTER, _SPECS, SymmetryBreaking  # noqa: E402
+from .symmetric_nets import _ADAPTER, _SPECS, ConstNetSpec, LeakyNetSpec, SymmetryBreaking  # noqa: E402
 
 for _spec in _SPECS:
     _NETWORK_TYPES[_spec] = _ADAPTER

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, special
+from scipy import optimize, special, stats
 
 from .._results import Result
 from ._common import LOG2, exp_or_raise, fan_in_arg, log_binomial_half, positive, real_array, unscaled, width_arg
@@ -49,8 +50,53 @@ def _log_gamma_ratio(a, s):
     return out
 
 
+#: Widths above which the sum over k is restricted to the terms that matter (bounded time and memory
+#: up to MAX_WIDTH); at and below it every term is summed.
+_WINDOW_FROM = 4096
+#: Terms smaller than the largest by more than e^_WINDOW_DROP are left out (n e^-80 < 1e-27 relative).
+_WINDOW_DROP = 80.0
+#: Coarse points locating the largest term, and leading terms always kept.
+_WINDOW_PROBES = 4096
+_WINDOW_HEAD = 64
+
+
+@functools.lru_cache(maxsize=16)
+def _log_binomial_norm(n: int) -> float:
+    """``logsumexp`` of ``binom.logpmf(k, n, 1/2)`` over the k that matter (renormalises the pmf)."""
+    half, sd = 0.5 * n, 0.5 * math.sqrt(n)
+    k = np.arange(max(0, math.floor(half - 40 * sd)), min(n, math.ceil(half + 40 * sd)) + 1, dtype=np.float64)
+    return float(special.logsumexp(stats.binom.logpmf(k, n, 0.5)))
+
+
+def _log_gamma_sum_windowed(m: float, n: int) -> float:
+    """:func:`_log_gamma_sum` for one ``m`` at a large width: the terms ``log w_k + log Gamma ratio`` are
+    concave in k (both parts are), so only a window around the largest one (located on a coarse
+    grid) and the first terms are summed."""
+    norm = _log_binomial_norm(n)
+    s = -m - 1.0
+
+    def terms(k):
+        return stats.binom.logpmf(k, n, 0.5) - norm + _log_gamma_ratio(k / 2, s)
+
+    kc = np.unique(np.concatenate([np.arange(1, _WINDOW_HEAD + 1), np.round(np.linspace(1, n, _WINDOW_PROBES))]))
+    tc = terms(kc)
+    j = int(np.argmax(tc))
+    low = tc[j] - _WINDOW_DROP
+    left, right = j, j
+    while left > 0 and tc[left] >= low:
+        left -= 1
+    while right < kc.size - 1 and tc[right] >= low:
+        right += 1
+    kw = np.arange(kc[left], kc[right] + 1, dtype=np.float64)
+    head = np.arange(1, min(_WINDOW_HEAD, kc[left] - 1) + 1, dtype=np.float64)
+    return float(special.logsumexp(terms(np.concatenate([head, kw]))))
+
+
 def _log_gamma_sum(m, n):
     """``log sum_{k=1}^n C(n,k) 0.5^n Gamma(k/2 - m - 1) / Gamma(k/2)`` for each ``m`` (array)."""
+    if n > _WINDOW_FROM:
+        m = np.atleast_1d(np.asarray(m, dtype=np.float64))
+        return np.array([_log_gamma_sum_windowed(float(v), n) for v in m.reshape(-1)]).reshape(m.shape)
     k, logw = log_binomial_half(n)
     m = np.atleast_1d(m)
     out = np.empty(m.shape)

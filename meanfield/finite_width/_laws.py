@@ -13,7 +13,7 @@ r"""Finite-width laws across several layers (seed 001, issue 17 item 2).
 * :func:`gsm_product_moments`, :func:`gsm_product_density`, :func:`gsm_second_moment`: the
   spectrum of the GSM product matrix ``prod_l W0^(l)`` (Sec. 3).
 
-Derivations and corrections (checked numerically in ``tests/test_finite_width_laws.py``):
+Derivations and corrections (checked numerically in ``tests/theory/test_finite_width_laws.py``):
 
 * Eq. 2 as printed uses the generalised inverse ``phi^{-1}(x) = inf{y : phi(y) >= x}``; that gives
   ``P(x_i < x)``, not the CDF, wherever ``phi(h)`` has an atom (ReLU at 0: the printed form gives

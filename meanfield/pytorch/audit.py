@@ -1,12 +1,38 @@
 r"""Audit a PyTorch model's signal propagation against mean-field theory: ``audit(model, inputs)``.
 
 The model is re-initialised ``n_inits`` times; forward (and backward) hooks on every ``Linear`` /
-``Conv1d`` / ``Conv2d`` layer record, for D inputs, the pre-activation second moment
+``Conv1d`` / ``Conv2d`` / ``Conv3d`` / ``Embedding`` layer record, for D inputs, the pre-activation second moment
 :math:`q^l = \langle (h^l_i)^2\rangle` (mean over units and positions), the mean pairwise
 correlation :math:`c^l` of the inputs, the kurtosis :math:`\langle h^4\rangle/\langle h^2\rangle^2`
 and the gradient second moment :math:`\langle(\partial L/\partial h^l_i)^2\rangle` for a Gaussian
 cotangent at the output (``L = <v, model(x)>``, ``v ~ N(0, 1)``). The same quantities are
-predicted by the library for the same architecture and inputs, layer by layer:
+predicted by the library in two ways.
+
+**Layer-local check** (rows ``q_layer``, every weight layer of any architecture). Given the layer's
+*measured* input ``x`` in that initialisation, its weights (zero mean, ``E W^2 = sigma_w2 v_beta /
+c_in`` per tap ``beta``, independent of ``x``) and bias (``E b^2 = sigma_b2``) give exactly
+
+.. math:: \mathbb{E}[h_i(p)^2 \mid x] = \frac{\sigma_w^2}{c_{in}} \sum_{c, \beta} v_\beta\, x_c(s p + d \beta - \text{pad})^2 + \sigma_b^2,
+
+the sum running over the input channels of unit ``i``'s group and the taps that output position
+``p`` sees (stride ``s``, dilation ``d``, groups; zero padding contributes nothing, so border
+positions see fewer inputs; reflect / replicate / circular padding pad the squared input as the
+layer pads its input); for ``Linear``, :math:`\sigma_w^2 \langle |x|^2\rangle / n_{in} +
+\sigma_b^2`; for ``Embedding`` (rows ``W_t ~ sigma_w2``, PyTorch's default ``N(0, 1)``),
+``sigma_w2`` times the fraction of looked-up tokens other than ``padding_idx``. No
+approximation enters: the prediction holds whatever precedes the layer (norms, attention,
+residual additions, a module used twice: its first call). The row compares
+``<h^2>`` (mean over units, inputs and positions) with the mean prediction; the output units are
+independent given the input, so the standard error comes from the unit-wise residuals
+``u_i - E[u_i | x]`` over all units and re-initialisations. It checks that every layer's weights and
+bias have the variance the initialiser declared (or PyTorch's default law); it does not check
+how the signal propagates between layers (the end-to-end rows do, where a theory covers the path).
+Orthogonal rows are uniform on the sphere, so the same prediction holds (their units are
+negatively correlated: the standard error is conservative); ``orthogonal_conv_`` kernels correlate
+their taps and get no layer-local row.
+
+**End-to-end theory** (rows ``q``, ``c``, ``kurtosis``, ``grad``): the state is propagated from the
+inputs through the model, layer by layer:
 
 * ``Linear`` (``W_ij ~ sigma_w2 / fan_in``): :math:`\Sigma_{out} = \sigma_w^2 K_{in} + \sigma_b^2`
   with :math:`K` the second-moment matrix of the layer's input (exact for the data at layer 1);
@@ -31,7 +57,14 @@ predicted by the library for the same architecture and inputs, layer by layer:
   ``meanfield.validation.kurtosis`` keeps rows with kappa <= 30 and uses 20,000 networks for them).
 
 Anything else (``BatchNorm``, attention, a module used twice, a user's ``forward`` that is not a
-``Sequential``) stops the theory: the layers from there on are measured and marked ``"no theory"``.
+``Sequential``) stops the end-to-end theory: its rows from there on are measured and marked
+``"no theory"`` (the layer-local rows still check every layer).
+
+The default number of re-initialisations (``n_inits=None``) resolves a relative deviation
+:data:`DETECTABLE_Q_DEVIATION` (10 %) of the first layer's ``q`` with power ``Phi(POWER_Z)`` (95 %):
+after one initialisation the relative standard error ``se_1`` of the first layer's layer-local row is
+estimated from its units, and ``K = ceil(((Z + POWER_Z) se_1 / 0.1)^2)`` re-initialisations are run,
+clipped to [:data:`N_INITS_MIN`, :data:`N_INITS_MAX`].
 
 Verdicts follow :class:`meanfield.validation.report.Comparison` (the same rule and constant, here
 without importing the upper layer): ``ok`` when :math:`|measured - theory| \le z\,se + systematic`, else ``FAIL``, at the level of
@@ -59,6 +92,7 @@ from .. import dense
 from .._checks import check_bool, check_int, check_rng
 from .._results import Result
 from ..activations import Activation
+from ..compare import Z_DEFAULT, passes
 from ..gaussian import expectation, hermite_rule
 from ._activations import is_activation_module, resolve_activation
 from ._torch import require_torch
@@ -68,8 +102,12 @@ torch = require_torch()
 nn = torch.nn
 
 __all__ = [
+    "DETECTABLE_Q_DEVIATION",
     "FINITE_WIDTH_BIAS",
     "MAX_INPUTS",
+    "N_INITS_MAX",
+    "N_INITS_MIN",
+    "POWER_Z",
     "QUANTITIES",
     "VERDICTS",
     "Audit",
@@ -81,12 +119,20 @@ __all__ = [
     "z_for",
 ]
 
-#: Standard errors allowed (the value of ``meanfield.validation.report.Z_DEFAULT``).
-Z = 4.5
+#: Standard errors allowed (:data:`meanfield.compare.Z_DEFAULT`, the one constant of the verdict rule).
+Z = Z_DEFAULT
 #: Inputs used by default (the theory's cost grows as (D P)^2 for D inputs of P positions).
 MAX_INPUTS = 4
-#: Measured quantities, in table order.
-QUANTITIES = ("q", "c", "kurtosis", "grad")
+#: Measured quantities, in table order (``q_layer``: the layer-local check of ``q``).
+QUANTITIES = ("q", "q_layer", "c", "kurtosis", "grad")
+#: Relative deviation of a layer's ``q`` that the default number of re-initialisations resolves at
+#: the first layer (with power ``Phi(POWER_Z)``, at the level of :data:`Z`).
+DETECTABLE_Q_DEVIATION = 0.10
+#: One-sided normal quantile of the power of that rule (1.645: 95 %).
+POWER_Z = 1.645
+#: Bounds of the default number of re-initialisations (``n_inits=None``).
+N_INITS_MIN = 10
+N_INITS_MAX = 200
 #: Possible verdicts.
 VERDICTS = ("ok", "FAIL", "no theory", "approximate")
 #: Initialisers whose weights follow mean-field theory (i.i.d. Gaussian or orthogonal).
@@ -111,7 +157,8 @@ class AuditRow(Result):
         The module's name in ``model.named_modules()``.
     index : int
         1-based position of the layer in the forward pass.
-    quantity : {"q", "c", "kurtosis", "grad"}
+    quantity : {"q", "q_layer", "c", "kurtosis", "grad"}
+        ``q_layer``: the layer-local check (theory from the layer's measured input).
     measured, stderr : float
         Mean over the re-initialisations and its standard error.
     theory : float or None
@@ -147,9 +194,9 @@ def z_for(n_inits: int) -> float:
     n_inits = check_int(n_inits, "n_networks", 2)
     if n_inits >= 200:
         return Z
-    from scipy.stats import norm, t
+    from scipy import special  # scipy.stats.t.isf(norm.sf(Z), n - 1), without importing scipy.stats
 
-    return float(t.isf(norm.sf(Z), n_inits - 1))
+    return float(-special.stdtrit(n_inits - 1, special.ndtr(-Z)))
 
 
 def verdict(
@@ -162,14 +209,12 @@ def verdict(
 ) -> str:
     """The verdict of a row: ``"no theory"`` without theory, ``"approximate"`` for an approximate theory,
     else ``"ok"`` when ``|measured - theory| <= z * stderr + systematic`` (all finite), ``"FAIL"`` otherwise
-    (the rule of ``meanfield.validation.report.Comparison``)."""
+    (the rule of :func:`meanfield.compare.passes`)."""
     if theory is None:
         return "no theory"
     if approximate:
         return "approximate"
-    if not all(math.isfinite(v) for v in (measured, stderr, theory)):
-        return "FAIL"
-    return "ok" if abs(measured - theory) <= z * stderr + systematic else "FAIL"
+    return "ok" if passes(theory, measured, stderr, z, systematic) else "FAIL"
 
 
 @dataclass(frozen=True)
@@ -329,10 +374,11 @@ class Audit(Result):
         """
         import matplotlib.pyplot as plt
 
-        panels = [q for q in ("q", "c", "grad", "kurtosis") if any(r.quantity == q for r in self.rows)]
+        panels = [q for q in ("q", "q_layer", "c", "grad", "kurtosis") if any(r.quantity == q for r in self.rows)]
         fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), squeeze=False)
         labels = {
             "q": "pre-activation second moment $q^l$",
+            "q_layer": "$q^l$ given the layer's measured input",
             "c": "mean input correlation $c^l$",
             "grad": r"gradient second moment $\tilde q^l$",
             "kurtosis": r"kurtosis $\langle h^4\rangle/\langle h^2\rangle^2$",
@@ -366,7 +412,7 @@ class Audit(Result):
                 ax.plot(col["index"][has], col["theory"][has], "-", color="0.15", lw=1.2, label="mean-field theory")
             ax.set_xlabel("layer l")
             ax.set_ylabel(labels[quantity])
-            if quantity in ("q", "grad") and np.all(col["measured"] > 0):
+            if quantity in ("q", "q_layer", "grad") and np.all(col["measured"] > 0):
                 ax.set_yscale("log")
             ax.legend(fontsize=7)
         fig.suptitle(title or f"meanfield audit: {self.summary()}", fontsize=8)
@@ -454,6 +500,8 @@ def prepare_inputs(model: Any, inputs: Any = "digits", n_inputs: int = MAX_INPUT
         raise ValueError(f"inputs must be a batch of at least 2 inputs (batch, ...), got shape {tuple(x.shape)}")
     if not bool(torch.isfinite(x).all()):
         raise ValueError("inputs must be finite (no NaN or infinity)")
+    if not x.is_floating_point() and any(isinstance(m, nn.Embedding) for m in model.modules()):
+        return x.to(device=first.weight.device)  # token indices for an embedding
     x = x.to(dtype=first.weight.dtype, device=first.weight.device)
     if not bool(torch.isfinite(x).all()):
         raise ValueError(f"inputs overflow the model's dtype {first.weight.dtype}: rescale them")
@@ -682,12 +730,57 @@ class _Theory:
         return grads
 
 
+#: Entries of the end-to-end theory's covariance (D P)^2 beyond which it is not computed (float64: 32 MB;
+#: its covariance and activation maps cost seconds there, growing as (D P)^2 to (D P)^3).
+_MAX_COVARIANCE_ENTRIES = 2**22
+
+
+def _walk_obstacle(model, x) -> str:
+    """Why the end-to-end walk of :class:`_Theory` cannot start on ``model`` (checked before building the
+    (D P)^2 input covariance), or ``""``; a walk that starts stops where it meets an unknown module."""
+    from .modules import OrhanNet, Residual
+
+    known = (
+        nn.Sequential,
+        Residual,
+        OrhanNet,
+        nn.Linear,
+        nn.Conv1d,
+        nn.Conv2d,
+        nn.Identity,
+        nn.Dropout,
+        nn.Flatten,
+        nn.AdaptiveAvgPool1d,
+        nn.AdaptiveAvgPool2d,
+    )
+
+    def blocker(module):
+        if isinstance(module, (OrhanNet, Residual)):
+            return None  # walked by their own rules, which raise where they stop
+        if isinstance(module, nn.Sequential):  # the walk goes as far as it can: its first module decides
+            return blocker(module[0]) if len(module) else None
+        if isinstance(module, known) or (is_activation_module(module) and not isinstance(module, nn.Identity)):
+            return None
+        return module
+
+    b = blocker(model)
+    if b is not None:
+        return f"{type(b).__name__} is outside the end-to-end theory (layer-local rows: q_layer)"
+    positions = math.prod(int(s) for s in x.shape[2:]) if x.dim() > 2 else 1
+    if (x.shape[0] * positions) ** 2 > _MAX_COVARIANCE_ENTRIES:
+        return (
+            f"end-to-end theory not computed: its covariance over {x.shape[0]} inputs x {positions} positions "
+            "is too large (layer-local rows: q_layer)"
+        )
+    return ""
+
+
 def _layer_params(module, source: dict) -> tuple | None:
     """(sigma_w2, sigma_b2, v, note) declared by the module's InitSpec, or None."""
     spec = recorded_spec(module)
     if spec is None or spec.method not in _MEAN_FIELD_METHODS:
         return None
-    if module.bias is None:
+    if getattr(module, "bias", None) is None:
         sb, note = 0.0, ""
     elif spec.sigma_b2 is not None:
         sb, note = spec.sigma_b2, ""
@@ -701,7 +794,8 @@ def _layer_params(module, source: dict) -> tuple | None:
 
 
 def _weight_layers(model) -> list:
-    return [(name, m) for name, m in model.named_modules() if isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d))]
+    kinds = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Embedding)
+    return [(name, m) for name, m in model.named_modules() if isinstance(m, kinds)]
 
 
 def _reinit_mode(model, init) -> str:
@@ -738,6 +832,8 @@ def _reinitialise(model, mode, init, generator, seed):
 def _torch_default_params(module) -> tuple:
     """PyTorch's default ``reset_parameters`` law: kaiming_uniform(a = sqrt(5)) -> sigma_w2 = 1/3; bias
     U(+-1/sqrt(fan_in)) -> sigma_b2 = 1 / (3 fan_in)."""
+    if isinstance(module, nn.Embedding):  # normal_(0, 1): one row per token, fan-in 1
+        return (1.0, 0.0, None, "PyTorch default init (normal)")
     fan_in = module.weight[0].numel()
     sb = 0.0 if module.bias is None else 1.0 / (3.0 * fan_in)
     return (1.0 / 3.0, sb, None, "PyTorch default init (uniform)")
@@ -756,7 +852,7 @@ def _jackknife_ratio(m4: np.ndarray, m2: np.ndarray) -> tuple[float, float]:
 def audit(
     model: Any,
     inputs: Any = "digits",
-    n_inits: int = 20,
+    n_inits: int | None = None,
     rng: Any = None,
     backward: bool = True,
     *,
@@ -774,8 +870,9 @@ def audit(
         batches are small), restoring the setting afterwards.
     inputs : "digits", torch.Tensor, numpy array or DataLoader batch
         See :func:`prepare_inputs`; the first ``n_inputs`` are used.
-    n_networks : int
-        Re-initialisations (2 to 10^4); the standard errors are over them.
+    n_networks : int or None
+        Re-initialisations (2 to 10^4); the standard errors are over them. ``None`` (default): the
+        power rule of the module docstring (10 to 200).
     rng : None, int, SeedSequence or numpy.random.Generator
         One independent stream per re-initialisation is spawned from it; each seeds a
         ``torch.Generator`` with ``int(stream.integers(2**63))``.
@@ -795,8 +892,8 @@ def audit(
     Returns
     -------
     Audit
-        Per layer: ``q``, ``c``, ``kurtosis``, ``grad`` rows with verdicts; the phase and depth
-        scales; ``table()``, ``plot()``.
+        Per layer: ``q``, ``q_layer`` (layer-local), ``c``, ``kurtosis``, ``grad`` rows with verdicts;
+        the phase and depth scales; ``table()``, ``plot()``.
 
     Raises
     ------
@@ -821,13 +918,14 @@ def audit(
     >>> import torch
     >>> from meanfield.pytorch import mlp, audit
     >>> net = mlp(128, 6, "tanh", init="critical", sigma_b2=0.05)
-    >>> result = audit(net, "digits", n_inits=4, rng=0)
+    >>> result = audit(net, "digits", n_networks=4, rng=0)
     >>> result.phase
     'critical'
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    n_inits = check_int(n_inits, "n_networks", 2, 10**4)
+    if n_inits is not None:
+        n_inits = check_int(n_inits, "n_networks", 2, 10**4)
     backward = check_bool(backward, "backward")
     inplace = check_bool(inplace, "inplace")
     rng = check_rng(rng)
@@ -846,39 +944,57 @@ def audit(
     layers = _weight_layers(model)
     if not layers:
         raise ValueError("model has no Linear or Conv layer to audit")
-    streams = rng.spawn(n_inits)
+    auto = n_inits is None
     was_training = model.training
     model.eval()
-    records: dict = {m: {"h": [], "g": []} for _, m in layers}
+    records: dict = {m: {"q": [], "gram": [], "m4": [], "g": [], "u": [], "a": []} for _, m in layers}
     order: list = []
     calls: dict = {}
     measured_w: dict = {m: [] for _, m in layers}
 
-    def forward_hook(module, _inp, out):
+    def forward_hook(module, inp, out):
         calls[module] = calls.get(module, 0) + 1
         if calls[module] > 1:
             return
         order.append(module)
-        records[module]["h"].append(out.detach().double().reshape(d, out.shape[1], -1).cpu().numpy())
+        rec = records[module]
+        h = out.detach().double().reshape(d, out.shape[1], -1).cpu().numpy()
+        h2 = h**2
+        rec["q"].append(np.mean(h2, axis=(1, 2)))
+        rec["gram"].append(np.einsum("acp,bcp->ab", h, h) / (h.shape[1] * h.shape[2]))
+        rec["m4"].append(np.mean(h**4, axis=(1, 2)))
+        u, a = _local_statistics(module, inp[0], out)
+        rec["u"].append(u)
+        rec["a"].append(a)
         if backward and out.requires_grad:
             out.register_hook(
-                lambda g, module=module: records[module]["g"].append(
-                    g.detach().double().reshape(d, g.shape[1], -1).cpu().numpy()
+                lambda g, rec=rec: rec["g"].append(
+                    float(
+                        np.mean(np.mean(g.detach().double().reshape(d, g.shape[1], -1).cpu().numpy() ** 2, axis=(1, 2)))
+                    )
                 )
             )
 
     handles = [m.register_forward_hook(forward_hook) for _, m in layers]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # batches of <= 64 inputs: thread start-up would dominate
+    k, n_inits_target = 0, N_INITS_MIN
     try:
-        for k, stream in enumerate(streams):
+        while True:
+            if not auto and k >= n_inits:
+                break
+            if auto and k >= 1 and k >= n_inits_target:
+                break
+            (stream,) = rng.spawn(1)  # the k-th child: the same streams as rng.spawn(n_inits)
             seed = int(stream.integers(2**63))
             generator = torch.Generator(device="cpu").manual_seed(seed)
             _reinitialise(model, mode, init, generator, seed)
             for _, m in layers:
                 w = m.weight.detach().double()
-                bias = 0.0 if m.bias is None else float(m.bias.detach().double().pow(2).mean())
-                measured_w[m].append((float(w.pow(2).mean()) * w[0].numel(), bias))
+                b = getattr(m, "bias", None)
+                bias = 0.0 if b is None else float(b.detach().double().pow(2).mean())
+                fan_in = 1 if isinstance(m, nn.Embedding) else w[0].numel()
+                measured_w[m].append((float(w.pow(2).mean()) * fan_in, bias))
             calls.clear()
             if k > 0:
                 order.clear()
@@ -899,11 +1015,15 @@ def audit(
                     cot = torch.randn(out.shape, generator=generator, dtype=out.dtype)
                     out.backward(cot.to(out.device))
             model.zero_grad(set_to_none=True)
+            if auto and k == 0:
+                n_inits_target = _power_n_inits(records, order, measured_w)
+            k += 1
     finally:
         for h in handles:
             h.remove()
         model.train(was_training)
         torch.set_num_threads(threads)
+    n_inits = k
     shared = {m for m, n in calls.items() if n > 1}
 
     # theory parameters
@@ -927,8 +1047,10 @@ def audit(
     theory = _Theory(params, d)
     x_np = x.detach().double().cpu().numpy().reshape(d, -1)
     first = layers[0][1]
-    stopped_reason = ""
+    stopped_reason = _walk_obstacle(model, x)
     try:
+        if stopped_reason:
+            raise _NoTheory(stopped_reason)
         if isinstance(first, (nn.Conv1d, nn.Conv2d)):
             c_in = first.in_channels
             shape = tuple(int(s) for s in x.shape[2:])
@@ -948,15 +1070,15 @@ def audit(
     kurt_theory = _kurtosis_theory(model, layers, params, theory, stopped_reason)
 
     name_of = {m: n for n, m in layers}
-    widths = {m: (m.in_features if isinstance(m, nn.Linear) else m.in_channels) for _, m in layers}
+    widths = {m: getattr(m, "in_features", getattr(m, "in_channels", math.inf)) for _, m in layers}
     rows = []
     z = z_for(n_inits)
     n_eff = math.inf
     for index, m in enumerate(order, start=1):
         if index > 1:
             n_eff = min(n_eff, widths[m])
-        h = np.stack(records[m]["h"])  # (K, D, C, P)
-        q_k = np.mean(h**2, axis=(2, 3))  # (K, D)
+        rec = records[m]
+        q_k = np.stack(rec["q"])  # (K, D)
         q_meas = q_k.mean(axis=1)
         name = name_of[m] or type(m).__name__
         state = theory.out.get(m)
@@ -975,8 +1097,9 @@ def audit(
             diag = np.diag(state.cov).reshape(d, p).mean(axis=1)
             th_q = float(diag.mean())
         rows.append(_row(name, index, "q", q_meas, th_q, FINITE_WIDTH_BIAS(th_q or 0.0, index, n_eff), approx, note, z))
+        rows.append(_local_row(name, index, m, rec, params.get(m), m in shared))
         # c
-        g_ab = np.einsum("kacp,kbcp->kab", h, h) / (h.shape[2] * h.shape[3])
+        g_ab = np.stack(rec["gram"])  # (K, D, D)
         iu = np.triu_indices(d, 1)
         gd = np.diagonal(g_ab, axis1=1, axis2=2)
         den = np.sqrt(gd[:, :, None] * gd[:, None, :])
@@ -997,7 +1120,7 @@ def audit(
             )
         )
         # kurtosis
-        m4 = np.mean(h**4, axis=(2, 3))  # (K, D)
+        m4 = np.stack(rec["m4"])  # (K, D)
         if silent:
             kval, kerr, th_k = 0.0, 0.0, None
         else:
@@ -1023,9 +1146,8 @@ def audit(
             )
         )
         # gradients
-        if backward and records[m]["g"]:
-            g = np.stack(records[m]["g"])
-            g_k = np.mean(g**2, axis=(2, 3)).mean(axis=1)
+        if backward and rec["g"]:
+            g_k = np.array(rec["g"])
             th_g = None
             gnote = note
             if m in grads and state is not None:
@@ -1055,7 +1177,7 @@ def audit(
         n_inputs=d,
         source=src,
         n_checked=len({r.layer for r in rows if r.verdict in ("ok", "FAIL")}),
-        n_weight_layers=len(layers),
+        n_weight_layers=len(order),
     )
 
 
@@ -1077,10 +1199,109 @@ def _row(name, index, quantity, samples, theory, systematic, approx, note, z) ->
     )
 
 
+def _local_statistics(module, x, out) -> tuple:
+    """Per output unit ``i``: the measured ``u_i = <h_i^2>`` (mean over inputs and positions) and the
+    input statistic ``a_i`` of the layer-local prediction ``E[u_i | input] = sigma_w2 a_i + sigma_b2``.
+
+    ``a_i = <sum_{c, beta} v_beta x_c(p + beta)^2> / c_in`` over the taps that the output position
+    ``p`` sees (stride, dilation, groups, padding of the module: zero padding contributes nothing,
+    the other modes pad the squared input as the layer pads its input), ``c_in`` the input
+    channels of unit ``i``'s group; for ``Linear``, ``<|x|^2> / in_features``.
+    """
+    import torch.nn.functional as F
+
+    h = out.detach().double()
+    if isinstance(module, nn.Embedding):  # h = W[token]: E[h_i^2 | tokens] = sigma_w2 (0 for padding_idx)
+        n_units = h.shape[-1]
+        u = h.pow(2).reshape(-1, n_units).mean(dim=0)
+        looked_up = 1.0 if module.padding_idx is None else float((x != module.padding_idx).double().mean())
+        return u.cpu().numpy(), np.full(n_units, looked_up)
+    x = x.detach().double()
+    if isinstance(module, nn.Linear):
+        n_units = h.shape[-1]
+        u = h.pow(2).reshape(-1, n_units).mean(dim=0)
+        a = torch.full((n_units,), float(x.pow(2).sum(dim=-1).mean()) / module.in_features, dtype=torch.float64)
+        return u.cpu().numpy(), a.numpy()
+    n_units = h.shape[1]
+    dims = len(module.kernel_size)
+    u = h.pow(2).transpose(0, 1).reshape(n_units, -1).mean(dim=1)
+    g = module.groups
+    c_g = module.in_channels // g
+    x2 = x.pow(2)
+    s = x2.reshape(x2.shape[0], g, c_g, *x2.shape[2:]).sum(dim=2)  # (N, groups, *spatial)
+    spec = recorded_spec(module)
+    if spec is not None and spec.v is not None and spec.method in _MEAN_FIELD_METHODS:
+        v = torch.as_tensor(np.asarray(spec.v, dtype=np.float64))
+    else:
+        v = torch.full(tuple(module.kernel_size), 1.0 / math.prod(module.kernel_size), dtype=torch.float64)
+    kernel = (v / c_g).to(s.device).expand(g, 1, *v.shape).contiguous()
+    conv = (F.conv1d, F.conv2d, F.conv3d)[dims - 1]
+    if module.padding_mode != "zeros":
+        s = F.pad(s, module._reversed_padding_repeated_twice, mode=module.padding_mode)
+        padding = 0
+    else:
+        padding = module.padding
+    per_group = conv(s, kernel, None, module.stride, padding, module.dilation, g)  # (N, groups, *out)
+    a_group = per_group.transpose(0, 1).reshape(g, -1).mean(dim=1)
+    a = a_group.repeat_interleave(module.out_channels // g)
+    return u.cpu().numpy(), a.cpu().numpy()
+
+
+def _local_row(name, index, module, rec, param, shared) -> AuditRow:
+    """The layer-local ``q`` row: the measured ``<h^2>`` against its prediction from the layer's
+    measured input, the standard error from the unit-wise residuals (independent given the input)."""
+    u = np.stack(rec["u"])  # (K, units)
+    a = np.stack(rec["a"])
+    measured = float(u.mean())
+    note = "predicted from the layer's measured input (layer-local)"
+    if shared:
+        note += "; module called more than once: its first call"
+    spec = recorded_spec(module)
+    if param is None:
+        reason = "no mean-field initialisation declared"
+        return AuditRow(name, index, "q_layer", measured, 0.0, None, 0.0, "no theory", reason, Z)
+    if isinstance(module, nn.Embedding) and module.max_norm is not None:
+        reason = "embedding with max_norm: rows renormalised on lookup"
+        return AuditRow(name, index, "q_layer", measured, 0.0, None, 0.0, "no theory", reason, Z)
+    if spec is not None and spec.method == "orthogonal_conv_":
+        reason = "orthogonal_conv_ kernels correlate their taps: no prediction given one input"
+        return AuditRow(name, index, "q_layer", measured, 0.0, None, 0.0, "no theory", reason, Z)
+    sw, sb = param[0], param[1]
+    pred = sw * a + sb
+    resid = (u - pred).ravel()
+    n = resid.size
+    se = float(resid.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
+    theory = float(pred.mean())
+    z = z_for(n) if n > 1 else Z
+    return AuditRow(
+        name, index, "q_layer", measured, se, theory, 0.0, verdict(measured, se, theory, 0.0, False, z), note, z
+    )
+
+
+def _power_n_inits(records, order, measured_w) -> int:
+    """Re-initialisations for which a relative deviation :data:`DETECTABLE_Q_DEVIATION` of the first
+    layer's ``q`` is flagged with power ``Phi(POWER_Z)`` (95 %): the smallest ``K`` with
+    ``(Z + POWER_Z) se_1 / sqrt(K) <= DETECTABLE_Q_DEVIATION`` for the relative standard error
+    ``se_1`` of one initialisation (from the units' residuals of the first layer), clipped to
+    ``[N_INITS_MIN, N_INITS_MAX]``."""
+    if not order:
+        return N_INITS_MIN
+    m = order[0]
+    u, a = records[m]["u"][0], records[m]["a"][0]
+    sw, sb = measured_w[m][0]
+    pred = sw * a + sb
+    if u.size < 2:
+        return N_INITS_MAX
+    scale = float(pred.mean())
+    if not scale > 0:
+        return N_INITS_MIN
+    rel = float((u - pred).std(ddof=1) / math.sqrt(u.size)) / scale
+    k = math.ceil(((Z + POWER_Z) * rel / DETECTABLE_Q_DEVIATION) ** 2)
+    return int(min(max(k, N_INITS_MIN), N_INITS_MAX))
+
+
 def _kurtosis_theory(model, layers, params, theory, stopped) -> dict:
     """kappa of every layer's pre-activations by seed 002's recursion where it applies, else {}."""
-    from .. import kurtosis
-
     if stopped or not theory.plain or not theory.kurtosis_ok:
         return {}
     mods = [m for _, m in layers]
@@ -1097,6 +1318,8 @@ def _kurtosis_theory(model, layers, params, theory, stopped) -> dict:
     if len(slopes) != 1:
         return {}
     slope = slopes.pop()
+    from .. import kurtosis
+
     # conditional on the inputs the first layer is exactly Gaussian: start at k^(1) = (3, 0)
     widths = [m.out_features for m in mods[:-1]]
     if not widths:

@@ -1,4 +1,4 @@
-"""Fuzz harness of meanfield's public API (used by ``tests/test_fuzz_api.py``).
+"""Fuzz harness of meanfield's public API (used by ``tests/contracts/test_fuzz_api.py``).
 
 - :mod:`fuzz.catalogue` -- argument kinds and the fixed per-kind catalogue of bad / extreme values;
 - :mod:`fuzz.registry` -- THE TABLE: one valid, small, fast baseline call per public function,

@@ -5,7 +5,7 @@ module whose name does not start with an underscore (``validation.simulators`` i
 submodules re-export the same objects and are covered through the package); and the package
 ``meanfield.figures`` itself, whose ``__all__`` holds the loaders (``load``, ``FigureData``). The
 per-paper figure modules are not in scope: their functions draw figures and are rendered by
-``tests/test_figures_render.py``. :data:`EXTRA_SCOPE` can restrict a module to some of its names.
+``tests/figures/test_figures_render.py``. :data:`EXTRA_SCOPE` can restrict a module to some of its names.
 
 A callable re-exported under several names (``meanfield.backend.get_backend`` is
 ``meanfield.validation.backend.get_backend``) is one function: it is covered when any of its names

@@ -216,9 +216,9 @@ def _binary_config():
 
 #: optional skip-network extras (seed 004 training experiments) left at their None defaults
 _SKIP_OPTS = {
-    "skips": "optional skip-connection matrices (None: the architecture's identity skips); checked in tests/test_landscape.py",
-    "long_skips": "optional long skip matrices (None: none); checked in tests/test_landscape.py",
-    "constant_bias": "optional constant-bias pair (None: none); checked in tests/test_landscape.py",
+    "skips": "optional skip-connection matrices (None: the architecture's identity skips); checked in tests/theory/test_landscape.py",
+    "long_skips": "optional long skip matrices (None: none); checked in tests/theory/test_landscape.py",
+    "constant_bias": "optional constant-bias pair (None: none); checked in tests/theory/test_landscape.py",
 }
 
 
@@ -496,13 +496,13 @@ REGISTRY: list[Entry] = [
     E("validation.simulators.simulate_conv", cov0=A(COV4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
       width=I(3), n_networks=I(2), init=CH("gaussian"), spatial_shape=SH(4), gradients=B(False), backend=BK(), rng=R(0)),
     E("validation.simulators.simulate_pair", x1=A(X25[0]), x2=A(X25[1]), width=I(8), sigma_w2=F(0.25), sigma_b2=F(0.1), n_networks=I(5),
-      backend=BK(), rng=R(0)),
+      fan_in=I(5), backend=BK(), rng=R(0)),
     E("validation.simulators.simulate_squared_norms", inputs=A(X25), layers=LAY([(8, 0.25), (8, 0.25, 0.1)]), n_networks=I(4),
       inputs_per_network=I(2), backend=BK(), rng=R(0)),
     E("validation.simulators.layer_moments", widths=IS([3, 3]), slope=F(0.1), law=CH("gaussian"), n_networks=I(100), input_kind=CH("gaussian"),
       backend=BK(), rng=R(0), chunk=I(50)),
     E("validation.simulators.nonzero_fraction", widths=IS([3, 3]), law=CH("gaussian"), n_networks=I(100), input_kind=CH("gaussian"),
-      backend=BK(), rng=R(0)),
+      output_width=I(3), backend=BK(), rng=R(0)),
     E("validation.simulators.empirical_variances", x=A(X64), init=CH("he"), depth=I(3), width=I(4), n_networks=I(3), backend=BK(), rng=R(0),
       chunk=I(2), desc=TXT("fuzz"), dtype=CH("float64"), engine=CH("numba"), metainit_steps=I(2), protocol=CH("pooled")),
     E("validation.simulators.metainit_weights", n_networks=I(2), depth=I(3), width=I(4), w0=I(4), rng=R(0), steps=I(2)),
@@ -514,13 +514,16 @@ REGISTRY: list[Entry] = [
       stride=I(1), batchnorm=B(False), head=A(np.zeros((3, 4))), backend=BK()),
     E("validation.simulators.LeakyNet.initial", kinds=TS(["I", "1"]), n=I(4), n_input=I(1), n_classes=I(3), kernel_shape=SH((3,)),
       slope=F(0.01), head=A(np.zeros((3, 4))), gamma=A([0.5, 0.9]), backend=BK(),
-      skip={"rho": "deprecated alias of slope (giving both raises TypeError; tests/test_networks.py)"}),
+      skip={"rho": "deprecated alias of slope (giving both raises TypeError; tests/simulate/test_networks.py)"}),
     # --- validation comparison helpers, report, runner ----------------------------------------
     E("validation.finite_width.domain_truncation", m=F(-1.5), width=I(10), sigma_w2=F(0.2), top=F(1e6), fan_in=I(10)),
     E("validation.kurtosis.fig1_variances", full=B(False), backend=BK(), rng=R(0), n_networks=I(2), n_inputs=I(4), depth=I(3), n_metainit=I(1),
       metainit_steps=I(2)),
-    E("validation.report.Comparison", name=TXT("row"), theory=F(1.0), estimate=F(1.01), stderr=F(0.01), z=F(4.5), systematic=F(0.0),
-      note=TXT(""), side=CH("both"), nan_ok={f: _ROW_NAN for f in ("theory", "estimate", "stderr")}),
+    E("compare.Comparison", name=TXT("row"), theory=F(1.0), estimate=F(1.01), stderr=F(0.01), z=F(4.5), systematic=F(0.0),
+      note=TXT(""), side=CH("both"), kind=CH("check"), nan_ok={f: _ROW_NAN for f in ("theory", "estimate", "stderr")}),
+    E("compare.passes", theory=F(1.0), estimate=F(1.01), stderr=F(0.01), z=F(4.5), systematic=F(0.0), side=CH("both"),
+      nan_ok={f: _ROW_NAN for f in ("theory", "estimate", "stderr")}),
+    E("validation.report.not_reproduced", rows=X(Lazy(_comparisons))),
     E("validation.report.format_table", title=TXT("fuzz"), rows=X(Lazy(_comparisons))),
     E("validation.report.mean_and_stderr", samples=A(X53), axis=I(0), nan_ok={"samples": _ROW_NAN}),
     E("validation.report.run_metadata", skip={"fields": "free-form metadata copied into the block"}),
@@ -566,6 +569,10 @@ REGISTRY: list[Entry] = [
     E("ntk.constnet_ntk", x=A(_rng.standard_normal((2, 4, 4, 1))), widths=IS([2, 4]), n_input=I(1), n_classes=I(3), stride=I(2)),
     E("ntk.ntk_map", cov=A(COV2), ntk=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), degree=I(50)),
     E("ntk.ntk_fixed_point", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), degree=I(50)),
+    E("mehler.propagate_mehler", cov0=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(3), ntk=B(True),
+      rtol=F(1e-10)),
+    E("mehler.mehler_layer_maps", activation=ACT("tanh"), q1=A(np.array([1.0, 0.8])), q2=A(np.array([1.0, 0.8])),
+      c=A(np.array([[1.0, 0.3], [0.3, 1.0]])), rtol=F(1e-10), derivative=B(True)),
     E("ntk.propagate_ntk", cov0=A(COV2), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), depth=I(3), degree=I(50)),
     E("ntk.conv_ntk_map", cov=A(Lazy(_mi_cov)), ntk=A(Lazy(_mi_cov)), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3),
       shape=SH(5), degree=I(50)),
@@ -577,7 +584,7 @@ REGISTRY: list[Entry] = [
     E("spectra.derivative_law", activation=ACT("tanh"), q=F(0.5), n_atoms=I(200)),
     E("spectra.spectrum_moments", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5)),
     E("spectra.jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5),
-      n_points=I(50), decades=F(4.0), lam_range=FP((1e-3, 10.0)), eta=F(1e-3), n_atoms=I(200)),
+      n_points=I(50), decades=F(4.0), lam_range=FP((1e-3, 10.0)), eta=F(1e-3), n_atoms=I(200), accuracy=CH("ignore")),
     E("spectra.conv_jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), kernel=CH("delta_orthogonal"),
       q=F(0.5), n_points=I(50), n_atoms=I(200), none_ok=("q",)),
     E("validation.conv_inputs.simulate_multi_input", x=A(CONV_X), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), depth=I(2),
@@ -620,7 +627,7 @@ REGISTRY: list[Entry] = [
       gamma=X(None), init=CH("leaky")),
     E("validation.symmetric_nets.ReplicatedNetSpec", width=I(4), unique=I(2), noise=F(0.1)),
     E("validation.symmetric_nets.SymmetryBreaking", dropout=F(0.01), grad_noise=F(0.0), reduction_noise=F(0.0),
-      compute_dtype=CH("bfloat16")),
+      compute_dtype=CH("bfloat16"), kernels=CH("unit_exact")),
     E("validation.symmetric_nets.conv_kernels", spec=X(Lazy(_constnet_spec)), parameters=X(Lazy(_constnet_spec_params))),
     E("validation.symmetric_nets.correlation_probe", which=CH("forward"), complement=B(True)),
     E("validation.symmetric_nets.constnet_groups", spec=X(Lazy(_constnet_spec))),
@@ -660,6 +667,8 @@ NOT_FUZZED: dict[str, str] = {
         "conv.LinearizedDecay",
         "data.Dataset",
         "dense.FixedPoint",
+        "mehler.MehlerMaps",
+        "mehler.MehlerPropagation",
         "dense.LogPropagation",
         "dense.PhaseDiagram",
         "finite_width.DiscreteOperator",
@@ -694,6 +703,10 @@ NOT_FUZZED["activations.Activation"] = (
     "built by get_activation (built-ins) and Activation.from_functions (user functions), both fuzzed; "
     "the raw dataclass constructor holds kernel codes and is not a user entry point"
 )
+NOT_FUZZED["spectra.SpectrumAccuracyWarning"] = "a warning class (raised by jacobian_spectrum, which is fuzzed)"
+NOT_FUZZED["spectra.SpectrumAccuracyError"] = (
+    "an exception class carrying a result (raised by jacobian_spectrum, which is fuzzed)"
+)
 NOT_FUZZED["backend.Backend"] = "built by get_backend (fuzzed); the raw dataclass holds an array module"
 for _net in ("ConstNet", "LeakyNet"):
     NOT_FUZZED[f"validation.simulators.{_net}"] = (
@@ -708,7 +721,7 @@ NOT_FUZZED["validation.kurtosis_conv.run"] = NOT_FUZZED["validation.conv.run"]
 NOT_FUZZED["checks.open_regular_file"] = (
     "opens any regular file without judging its content (the readers built on it judge theirs and are fuzzed: "
     "data.read_mnist_idx, data.read_cifar10_batch, figures.load); FIFOs, devices and directories are "
-    "refused, tested with the readers in tests/test_readers_bounded.py"
+    "refused, tested with the readers in tests/contracts/test_readers_bounded.py"
 )
 NOT_FUZZED["validation.spectra.conv2d_rows"] = (
     "rows of validation.spectra.run (simulates networks for seconds); run there"
@@ -717,15 +730,15 @@ NOT_FUZZED["validation.ntk.conv_mode_rows"] = "rows of validation.ntk.run (simul
 NOT_FUZZED["validation.conv.isometry_rows"] = "rows of validation.conv.run (simulates networks for seconds); run there"
 NOT_FUZZED["validation.kurtosis.fig1_rows"] = (
     "rows of validation.kurtosis.run (simulates >= 1,000 networks and MetaInit, tens of seconds); its arguments "
-    "are checked by validation.runner.check_run_arguments; run by tests/test_grzejdziak2023.py"
+    "are checked by validation.runner.check_run_arguments; run by tests/figures/test_figures_grzejdziak2023.py"
 )
 NOT_FUZZED["validation.kurtosis.variance_rows"] = (
     "rows of validation.kurtosis.run (draws 40,000 samples per row, seconds); its arguments are checked by "
-    "validation.runner.check_run_arguments; run by tests/test_grzejdziak2023.py"
+    "validation.runner.check_run_arguments; run by tests/figures/test_figures_grzejdziak2023.py"
 )
 NOT_FUZZED["validation.landscape.untrained_rows"] = (
     "rows of validation.landscape.run (exhaustive binary landscapes, tens of seconds); its argument checks are "
-    "tested in tests/test_landscape.py (test_validation_untrained_rows_checks_its_arguments)"
+    "tested in tests/theory/test_landscape.py (test_validation_untrained_rows_checks_its_arguments)"
 )
 NOT_FUZZED["validation.finite_width.eigen_rows"] = (
     "rows of validation.finite_width.run (seconds of quadrature); run there"
@@ -742,7 +755,7 @@ for _name in (
 ):
     NOT_FUZZED[f"validation.runner.{_name}"] = (
         "command-line plumbing (argparse parsers, entry points, progress bar): tested through the CLI in "
-        "tests/test_cli.py and tests/test_runners.py"
+        "tests/contracts/test_cli.py and tests/validation/test_runners.py"
     )
 
 # fuzz3: containers, executors, experiments and plumbing added after the first campaign
@@ -777,7 +790,7 @@ for _name in ("astype", "concat", "diagonal", "matrix_transpose"):
     )
 _EXECUTOR = (
     "parallel executor / scheduler plumbing (worker processes, a Dask client, a context manager): "
-    "starting pools hundreds of times is not a unit call; tested in tests/test_parallel.py"
+    "starting pools hundreds of times is not a unit call; tested in tests/simulate/test_parallel.py"
 )
 for _name in (
     "DaskExecutor",
@@ -807,16 +820,25 @@ for _name in (
     NOT_FUZZED[_name] = _TRAINING
 NOT_FUZZED["validation.trainability.depth_scale_agreement"] = (
     "reads the result dict of validation.trainability.experiment (a training sweep, seconds); tested in "
-    "tests/test_trainability.py"
+    "tests/train/test_trainability.py"
 )
 for _name in (
     "validation.symmetry_breaking.constnet_noise_table",
     "validation.symmetry_breaking.leakynet_averaging_table",
     "validation.symmetry_breaking.run",
 ):
-    NOT_FUZZED[_name] = _TRAINING + " (tests/test_symmetry_breaking.py, smoke size)"
+    NOT_FUZZED[_name] = _TRAINING + " (tests/train/test_symmetry_breaking.py, smoke size)"
+for _name in ("validation.symmetric_nets.platform_symmetry", "validation.symmetry_breaking.platform_probe"):
+    NOT_FUZZED[_name] = "one training step in PyTorch (seconds); tested in tests/train/test_symmetry_breaking.py"
+NOT_FUZZED["validation.symmetry_breaking.exact_symmetry_rows"] = (
+    "reads platform_probe's dict (a training step); tested in tests/train/test_symmetry_breaking.py"
+)
+NOT_FUZZED["validation.symmetric_nets.PlatformSymmetry"] = _RESULT
+NOT_FUZZED["validation.symmetric_nets.unit_exact_conv"] = (
+    "takes the torch module and tensors; checked against conv2d in tests/train/test_symmetry_breaking.py"
+)
 for _name in ("validation.symmetry_groups.group_behaviour", "validation.symmetry_groups.group_behaviour_row"):
-    NOT_FUZZED[_name] = _TRAINING + " (tests/test_symmetry_groups.py, smoke size)"
+    NOT_FUZZED[_name] = _TRAINING + " (tests/train/test_symmetry_groups.py, smoke size)"
 for _name in (
     "validation.symmetric_nets.ConstNetGroups",
     "validation.symmetry_groups.GroupBehaviour",
@@ -825,13 +847,13 @@ for _name in (
 ):
     NOT_FUZZED[_name] = _RESULT
 NOT_FUZZED["validation.symmetry_breaking.TrainingTable"] = (
-    "result of constnet_noise_table / leakynet_averaging_table (training runs); tested in tests/test_symmetry_breaking.py"
+    "result of constnet_noise_table / leakynet_averaging_table (training runs); tested in tests/train/test_symmetry_breaking.py"
 )
 NOT_FUZZED["validation.symmetry_breaking.table_data"] = (
-    "loads a data set (digits, or the user's CIFAR-10 / MNIST files); tested in tests/test_symmetry_breaking.py"
+    "loads a data set (digits, or the user's CIFAR-10 / MNIST files); tested in tests/train/test_symmetry_breaking.py"
 )
 NOT_FUZZED["validation.symmetry_breaking.table_2_metrics"] = (
-    "reads a TrainingTable (training runs, seconds); tested in tests/test_symmetry_breaking.py"
+    "reads a TrainingTable (training runs, seconds); tested in tests/train/test_symmetry_breaking.py"
 )
 NOT_FUZZED["validation.trainability.kurtosis_rank_test"] = NOT_FUZZED["validation.trainability.depth_scale_agreement"]
 NOT_FUZZED["validation.trainability.RankTest"] = _RESULT
@@ -840,16 +862,16 @@ NOT_FUZZED["validation.trainability.nonuniform_v_rank_test"] = NOT_FUZZED[
 ]
 NOT_FUZZED["validation.training.load_training_data"] = (
     "loads and downsamples scikit-learn's digits or the user's MNIST / CIFAR-10 files (seconds a call); "
-    "tested in tests/test_training.py"
+    "tested in tests/train/test_training.py"
 )
 NOT_FUZZED["validation.runner.module_backend"] = (
     "CLI plumbing: reads a comparison module's BACKENDS tuple (a module object, not user data); tested in "
-    "tests/test_backends_cli.py"
+    "tests/contracts/test_backends_cli.py"
 )
 NOT_FUZZED["validation.trainability.training_data"] = NOT_FUZZED["validation.training.load_training_data"]
 NOT_FUZZED["validation.symmetry_training.skip_ensemble_hessians"] = (
     "needs a SkipTrainingResult (a PyTorch training run, seconds); its argument checks and both methods are "
-    "tested in tests/test_symmetry_training.py"
+    "tested in tests/train/test_symmetry_training.py"
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -988,7 +1010,7 @@ ALLOW_NONFINITE: list[Allow] = [
     # mean_and_stderr: "non-finite samples give a non-finite mean or standard error on purpose".
     *[
         Allow(
-            "validation.report.Comparison",
+            "compare.Comparison",
             f,
             lambda r, kw: not r.passed,
             f"Comparison.{f}: non-finite -> the row FAILs",
@@ -1109,12 +1131,12 @@ ALLOW_NONFINITE: list[Allow] = [
 for _name in ("ensemble_moments", "ensemble_samples"):
     NOT_FUZZED[f"validation.ensembles.{_name}"] = (
         "takes a simulator callable and a statistic callable (like parallel.ensemble, whose argument checks it "
-        "uses); sizes, statistic and executors tested in tests/test_parallel_wiring.py"
+        "uses); sizes, statistic and executors tested in tests/simulate/test_parallel_wiring.py"
     )
 
 #: Public callables removed from the API, with what replaces them. They have no row above and no
 #: NOT_FUZZED entry; the audit replay (:func:`fuzz.findings.replay_jobs`) leaves their audit lines
-#: out explicitly (not as "unmapped"), and ``tests/test_fuzz_api.py`` checks that each is gone from
+#: out explicitly (not as "unmapped"), and ``tests/contracts/test_fuzz_api.py`` checks that each is gone from
 #: the package and that the number of such audit lines is the one stated there.
 REMOVED: dict[str, str] = {
     "validation.simulators.train": (

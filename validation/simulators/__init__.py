@@ -31,7 +31,7 @@ everywhere -- ``depth`` (number of layers), ``width`` (hidden width; the channel
 ``n_networks`` (independent networks simulated together) -- and the keyword-only ``backend``
 (``"numpy"``, ``"cupy"``, ``"torch"`` or ``"array_api_strict"``, :mod:`meanfield.backend`) and
 ``rng``. Every simulator honours ``backend`` (its arrays go through the backend's namespace only;
-``tests/test_backends_simulators.py`` runs each on ``array_api_strict``, where a NumPy-only call
+``tests/simulate/test_backends_simulators.py`` runs each on ``array_api_strict``, where a NumPy-only call
 fails). Training is not a simulator: the one
 training engine is :func:`meanfield.validation.training.train_ensemble` (seed 000's networks through
 :mod:`meanfield.validation.symmetric_nets`). Results with several fields are
@@ -45,9 +45,9 @@ orthogonal kernels (``batch`` and ``backend`` arguments), convolutions are
 :func:`meanfield.init.looks_linear` / :func:`meanfield.init.gsm`, and activations
 :func:`meanfield.activations.get_activation`, evaluated on the backend by :func:`activation_fn`.
 
-Parametrisation: ``sigma_w2`` means ``W_ij ~ N(0, sigma_w2 / fan_in)`` except in the seed-001
-simulators :func:`simulate_squared_norms` and :func:`simulate_pair`, which take the paper's
-per-weight variance (see :mod:`~meanfield.validation.simulators.finite_width`).
+Parametrisation: ``sigma_w2`` means ``W_ij ~ N(0, sigma_w2 / fan_in)`` in every simulator, the
+seed-001 ones (:func:`simulate_squared_norms`, :func:`simulate_pair`) included; seed 001's
+per-weight variance is converted at the call (see :mod:`~meanfield.validation.simulators.finite_width`).
 
 Randomness: ``rng`` is ``None`` (fresh OS entropy), a non-negative ``int`` ``n`` (exactly the stream of
 ``numpy.random.default_rng(n)``), a ``SeedSequence`` or a NumPy ``Generator``; independent streams

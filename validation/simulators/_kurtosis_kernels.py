@@ -27,7 +27,7 @@ Two kernels (issue 18 item 2):
 instruction (one rounding instead of two): each multiply-add changes by at most half an ulp, no
 reassociation, no assumption about NaN / inf. The sums over data points are also grouped by
 blocks of :data:`FAST_BLOCK` instead of :data:`BLOCK`. Both change the recorded sums only at
-float64 rounding (measured <= 1e-15 relative; ``tests/test_kurtosis.py`` pins 1e-12 against the
+float64 rounding (measured <= 1e-15 relative; ``tests/theory/test_kurtosis.py`` pins 1e-12 against the
 generic kernel and the NumPy engine).
 """
 

@@ -1,15 +1,18 @@
 """Random finite ReLU networks in the parametrisation of seed 001 (Burkholz & Dubatovka 2019).
 
-``h^(l) = W^(l) x^(l-1) + b^(l)``, ``W_ij ~ N(0, sigma_w2)`` (unscaled by the width: He is
-``sigma_w2 = 2 / N``), ``b_i ~ N(0, sigma_b2)``, ``x^(l) = relu(h^(l))``. Many independent networks
-are simulated at once as stacked weight tensors on the chosen backend (NumPy, CuPy, PyTorch or
-``array_api_strict``: every array operation, the choice of inputs included, runs on it), drawn by
-:func:`meanfield.init.dense_weights`; each network processes a batch of inputs.
+``h^(l) = W^(l) x^(l-1) + b^(l)``, ``W_ij ~ N(0, sigma_w2 / fan_in)``, ``b_i ~ N(0, sigma_b2)``,
+``x^(l) = relu(h^(l))``. Many independent networks are simulated at once as stacked weight tensors
+on the chosen backend (NumPy, CuPy, PyTorch or ``array_api_strict``: every array operation, the
+choice of inputs included, runs on it), drawn by :func:`meanfield.init.dense_weights`; each network
+processes a batch of inputs.
 
-Parametrisation: these two simulators take seed 001's per-weight variance (``sigma_w2`` is
-``Var W_ij`` itself, He = ``2 / N``), which the comparisons and figures of seed 001 convert to at
-the call (:func:`meanfield.finite_width.unscaled_sigma_w2`); every other simulator takes the
-library's ``sigma_w2`` (``Var W_ij = sigma_w2 / fan_in``).
+Parametrisation: like every simulator and :mod:`meanfield.finite_width` itself, these take the
+library's fan-in-scaled ``sigma_w2`` (He = 2); a layer's ``fan_in`` defaults to its width, as in
+:func:`meanfield.finite_width.expected_squared_norm`, so the same ``layers`` list goes to the
+theory and to the simulation. Seed 001 writes the per-weight variance ``Var W_ij`` (He = ``2 / N``);
+:func:`meanfield.finite_width.sigma_w2_from_unscaled` converts it at the call. The weights are
+drawn with the per-weight variance :func:`meanfield.finite_width.unscaled_sigma_w2` ``(sigma_w2,
+fan_in)``.
 
 Randomness: ``rng`` is None, an int, a SeedSequence or a NumPy Generator (the rule of
 :mod:`meanfield.backend`; an int ``n`` gives the numbers of ``numpy.random.default_rng(n)``).
@@ -28,6 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from meanfield import Result
+from meanfield import finite_width as fw
 from meanfield.backend import Backend, get_backend, spawn_sequences, to_numpy
 from meanfield.checks import as_float_array, check_int, check_rng, check_variance
 from meanfield.init import dense_weights
@@ -43,24 +47,25 @@ _NORM_MIN = np.finfo(np.float64).tiny * 2.0**53
 
 
 def _layers(layers):
+    """``(width, per-weight variance, sigma_b2)`` of each layer (Layer, an object with those fields,
+    or a ``(width, sigma_w2[, sigma_b2[, fan_in]])`` tuple; ``fan_in`` defaults to the width)."""
     if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__"):
-        raise ValueError(f"layers must be a sequence of (width, sigma_w2[, sigma_b2]), got {layers!r}")
+        raise ValueError(f"layers must be a sequence of (width, sigma_w2[, sigma_b2[, fan_in]]), got {layers!r}")
     out = []
     for i, layer in enumerate(layers):
         if hasattr(layer, "width"):
-            w, sw, sb = layer.width, layer.sigma_w2, layer.sigma_b2
+            w, sw = layer.width, layer.sigma_w2
+            sb, fi = getattr(layer, "sigma_b2", 0.0), getattr(layer, "fan_in", None)
         else:
-            if isinstance(layer, (str, bytes)) or not hasattr(layer, "__len__") or len(layer) not in (2, 3):
-                raise ValueError(f"layers[{i}] must be (width, sigma_w2[, sigma_b2]), got {layer!r}")
+            if isinstance(layer, (str, bytes)) or not hasattr(layer, "__len__") or len(layer) not in (2, 3, 4):
+                raise ValueError(f"layers[{i}] must be (width, sigma_w2[, sigma_b2[, fan_in]]), got {layer!r}")
             w, sw, *rest = layer
             sb = rest[0] if rest else 0.0
-        out.append(
-            (
-                check_int(w, "layers width", 1),
-                check_variance(sw, "layers sigma_w2"),
-                check_variance(sb, "layers sigma_b2"),
-            )
-        )
+            fi = rest[1] if len(rest) > 1 else None
+        w = check_int(w, "layers width", 1)
+        sw = check_variance(sw, "layers sigma_w2")
+        fi = w if fi is None else check_int(fi, "layers fan_in", 1)
+        out.append((w, fw.unscaled_sigma_w2(sw, fi), check_variance(sb, "layers sigma_b2")))
     if not out:
         raise ValueError("layers must contain at least one layer")
     return out
@@ -91,8 +96,9 @@ def simulate_squared_norms(
     inputs : array_like, shape (n, d)
         Pool of finite input vectors (n, d >= 1); each network receives ``inputs_per_network`` of
         them drawn uniformly with replacement (so the input law is the empirical law of the pool).
-    layers : sequence of (width, sigma_w2[, sigma_b2]) or objects with those attributes
-        Widths >= 1, variances >= 0 (seed 001's per-weight ``sigma_w2 = Var W_ij``, module notes).
+    layers : sequence of Layer, (width, sigma_w2[, sigma_b2[, fan_in]]) or objects with those attributes
+        Widths >= 1, variances >= 0; ``W_ij ~ N(0, sigma_w2 / fan_in)`` with ``fan_in`` defaulting
+        to the layer's width (He: ``sigma_w2 = 2``), as :func:`meanfield.finite_width.expected_squared_norm`.
     n_networks, inputs_per_network : int
         >= 1.
     backend : str or Backend
@@ -189,6 +195,7 @@ def simulate_pair(
     sigma_b2: float,
     n_networks: int,
     *,
+    fan_in: int | None = None,
     backend: str | Backend = "numpy",
     rng: Any = None,
 ) -> PairSimulation:
@@ -201,9 +208,11 @@ def simulate_pair(
     width : int
         Output width (>= 1).
     sigma_w2, sigma_b2 : float
-        Seed 001's per-weight variance ``Var W_ij`` and the bias variance (>= 0; module notes).
+        Weight and bias variances (>= 0): ``W_ij ~ N(0, sigma_w2 / fan_in)`` (He: 2; module notes).
     n_networks : int
         >= 1.
+    fan_in : int, optional
+        The fan-in that scales ``sigma_w2`` (>= 1); default ``d``, the length of the inputs.
     backend : str or Backend
     rng : None, int, SeedSequence or numpy.random.Generator
         Chunk ``i`` of networks draws from the ``i``-th child spawned off it.
@@ -225,7 +234,7 @@ def simulate_pair(
 
     Examples
     --------
-    >>> sim = simulate_pair(np.ones(4), np.arange(4.0), width=16, sigma_w2=2 / 16, sigma_b2=0.0, n_networks=5, rng=0)
+    >>> sim = simulate_pair(np.ones(4), np.arange(4.0), width=16, sigma_w2=2.0, sigma_b2=0.0, n_networks=5, rng=0)
     >>> sim.inner.shape, bool(np.all(np.abs(sim.cosine) <= 1))
     ((5,), True)
     """
@@ -241,6 +250,8 @@ def simulate_pair(
     n_networks = check_int(n_networks, "n_networks", 1)
     generator = check_rng(rng)
     d = x1.shape[0]
+    fan_in = d if fan_in is None else check_int(fan_in, "fan_in", 1)
+    sigma_w2 = fw.unscaled_sigma_w2(sigma_w2, fan_in)  # the per-weight variance the weights are drawn with
     check_elements(d * width, "one network's weights")
     check_elements(n_networks, "the outputs")
     check_work(n_networks * d * width, "simulate_pair")

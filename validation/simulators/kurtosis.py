@@ -218,12 +218,18 @@ def nonzero_fraction(
     n_networks: int = 100_000,
     input_kind: str = "gaussian",
     *,
+    output_width: int | None = None,
     backend: str | Backend = "numpy",
     rng: Any = None,
 ) -> np.ndarray:
     """Fraction of ReLU networks (one input each) whose ``y^(l)`` is not the zero vector, ``l = 0..d``.
 
-    ``widths[l]`` is the width of ``y^(l)``, ``d = len(widths) - 1``. ``law`` may also be ``"gsm"``
+    ``widths`` is read exactly as by :func:`meanfield.kurtosis.nonzero_probability`: ``widths[l]``
+    is the width of ``y^(l)``, the input to the ReLU of layer ``l + 1``, for ``l = 0 .. d - 1``
+    (``widths[0]`` is the input width), and the depth is ``d = len(widths)``; so
+    ``nonzero_fraction(w, ...)`` estimates ``nonzero_probability(w)`` entry by entry. The output
+    ``y^(d)`` has ``output_width`` entries (default ``widths[-1]``; its width does not change the
+    law: ``y^(d) = 0`` exactly when ``relu(y^(d-1)) = 0``). ``law`` may also be ``"gsm"``
     (looks-linear Gaussian, even widths), which violates the assumptions of Prop. B.2.
     ``input_kind="shared_sign"`` draws ``x = s |g|`` with one random sign ``s`` for all entries.
     Each network's signal is rescaled to ``max |y| = 1`` after every layer (exact: ReLU networks
@@ -232,7 +238,7 @@ def nonzero_fraction(
 
     Returns
     -------
-    ndarray, shape (len(widths),)
+    ndarray, shape (len(widths) + 1,)
         The fraction at each layer ``l = 0 .. d``.
 
     Raises
@@ -247,6 +253,9 @@ def nonzero_fraction(
     b = get_backend(backend)
     xp = b.xp
     widths = _check_widths(widths)
+    if output_width is None:
+        output_width = widths[-1]
+    widths = widths + [check_int(output_width, "output_width", 1)]
     laws = WEIGHT_LAWS + ("gsm",)
     if not isinstance(law, str) or law not in laws:
         raise ValueError(f"law must be one of {laws}, got {law!r}")
