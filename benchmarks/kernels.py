@@ -135,6 +135,12 @@ def main(argv=None):
     ap.add_argument("--nt-python", default=os.environ.get("NT_PYTHON", "/work/venv-nt/bin/python"))
     ap.add_argument("--sizes", type=int, nargs="*", default=None)
     ap.add_argument("--nets", nargs="*", default=["dense", "conv"])
+    ap.add_argument(
+        "--nt-max-work",
+        type=float,
+        default=4000**2 * 10,
+        help="skip neural-tangents where D^2 x depth (x P^2 for the CNN) exceeds this (its run time)",
+    )
     args = ap.parse_args(argv)
     sizes = args.sizes or ([128, 1000] if args.quick else [128, 1000, 4000])
     depths = [10] if args.quick else [10, 50]
@@ -168,7 +174,8 @@ def main(argv=None):
                                 times.append(time.perf_counter() - t0)
                             t_mf = float(np.median(times))
                             nt_s, ratio, diff = None, None, None
-                            if have_nt and act != "tanh":
+                            work = d * d * depth * (P * P if net == "conv" else 1)
+                            if have_nt and act != "tanh" and work <= args.nt_max_work:
                                 stats, err = run_nt(args.nt_python, net, x, act, depth, want_ntk, args.repeat, tmp)
                                 if stats is None:
                                     print(f"  neural-tangents failed: {err}")

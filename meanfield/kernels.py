@@ -78,6 +78,7 @@ __all__ = [
     "DEFAULT_BLOCK_ROWS",
     "MAX_DEPTH",
     "MAX_OUTPUT_ELEMENTS",
+    "PARALLEL_MIN_WORK",
     "READOUTS",
     "ROUNDING_RTOL",
     "DatasetKernels",
@@ -377,6 +378,29 @@ def _dense_row(
             _arccos_layer(a, sw, sb, ui, u, s, th, want_ntk)
 
 
+@numba.njit(inline="always")
+def _dense_block_task(
+    task, code, a, sw, sb, depth, x1, x2t, u1, u2, t1, q1, sym, self_offset, block, record, want_ntk, nngp, ntk
+):
+    """Task ``task`` of :func:`_dense_kernel`: row block ``task`` (and, when ``sym``, block nb - 1 - task)."""
+    d1 = x1.shape[0]
+    d2 = x2t.shape[1]
+    nb = (d1 + block - 1) // block
+    s = np.empty(d2)
+    th = np.empty(d2)
+    for which in range(2):
+        b = task if which == 0 else nb - 1 - task
+        if which == 1 and (not sym or b == task):
+            break
+        for i in range(b * block, min((b + 1) * block, d1)):
+            gi = i + max(self_offset, 0)
+            self_j = gi if self_offset >= 0 else -1
+            j0 = i if sym else 0
+            _dense_row(
+                code, a, sw, sb, depth, x1, i, x2t, j0, self_j, u1, gi, u2, t1, q1, record, want_ntk, s, th, nngp, ntk
+            )
+
+
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _dense_kernel(
     code, a, sw, sb, depth, x1, x2t, u1, u2, t1, q1, sym, self_offset, block, record, want_ntk, nngp, ntk
@@ -388,58 +412,51 @@ def _dense_kernel(
     itself. ``sym``: x2 is x1, only the upper triangle j >= i is computed (the caller mirrors
     it) and block b runs with block nb - 1 - b so that every task has the same work.
     """
-    d1 = x1.shape[0]
-    d2 = x2t.shape[1]
-    nb = (d1 + block - 1) // block
+    nb = (x1.shape[0] + block - 1) // block
     ntask = (nb + 1) // 2 if sym else nb
     for task in numba.prange(ntask):
-        s = np.empty(d2)
-        th = np.empty(d2)
-        for which in range(2):
-            b = task if which == 0 else nb - 1 - task
-            if which == 1 and (not sym or b == task):
-                break
-            for i in range(b * block, min((b + 1) * block, d1)):
-                gi = i + max(self_offset, 0)
-                self_j = gi if self_offset >= 0 else -1
-                j0 = i if sym else 0
-                _dense_row(
-                    code,
-                    a,
-                    sw,
-                    sb,
-                    depth,
-                    x1,
-                    i,
-                    x2t,
-                    j0,
-                    self_j,
-                    u1,
-                    gi,
-                    u2,
-                    t1,
-                    q1,
-                    record,
-                    want_ntk,
-                    s,
-                    th,
-                    nngp,
-                    ntk,
-                )
+        _dense_block_task(
+            task, code, a, sw, sb, depth, x1, x2t, u1, u2, t1, q1, sym, self_offset, block, record, want_ntk, nngp, ntk
+        )
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _dense_kernel_serial(
+    code, a, sw, sb, depth, x1, x2t, u1, u2, t1, q1, sym, self_offset, block, record, want_ntk, nngp, ntk
+):
+    """:func:`_dense_kernel` on one core (small problems: a parallel launch costs more than the work)."""
+    nb = (x1.shape[0] + block - 1) // block
+    ntask = (nb + 1) // 2 if sym else nb
+    for task in range(ntask):
+        _dense_block_task(
+            task, code, a, sw, sb, depth, x1, x2t, u1, u2, t1, q1, sym, self_offset, block, record, want_ntk, nngp, ntk
+        )
+
+
+@numba.njit(inline="always")
+def _mirror_tile(out, ti, tile):
+    n = out.shape[1]
+    for m in range(out.shape[0]):
+        for tj in range(ti + 1):
+            for i in range(ti * tile, min((ti + 1) * tile, n)):
+                for j in range(tj * tile, min((tj + 1) * tile, i)):
+                    out[m, i, j] = out[m, j, i]
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _mirror(out):
     """out[:, i, j] = out[:, j, i] for j < i (the upper triangle onto the lower), in 64 x 64 tiles."""
-    n = out.shape[1]
-    tile = 64
-    nt = (n + tile - 1) // tile
+    nt = (out.shape[1] + 63) // 64
     for ti in numba.prange(nt):
-        for m in range(out.shape[0]):
-            for tj in range(ti + 1):
-                for i in range(ti * tile, min((ti + 1) * tile, n)):
-                    for j in range(tj * tile, min((tj + 1) * tile, i)):
-                        out[m, i, j] = out[m, j, i]
+        _mirror_tile(out, ti, 64)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _mirror_serial(out):
+    """:func:`_mirror` on one core."""
+    nt = (out.shape[1] + 63) // 64
+    for ti in range(nt):
+        _mirror_tile(out, ti, 64)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -601,6 +618,80 @@ def _conv_pair(
             th[m] = acc + acc2
 
 
+@numba.njit(inline="always")
+def _conv_block_task(
+    task,
+    code,
+    a,
+    sw,
+    sb,
+    depth,
+    x1,
+    x2,
+    u1,
+    u2,
+    q1,
+    t1,
+    index,
+    weight,
+    sym,
+    self_offset,
+    block,
+    record,
+    readout,
+    want_ntk,
+    nngp,
+    ntk,
+):
+    d1 = x1.shape[0]
+    d2 = x2.shape[0]
+    p = x1.shape[1]
+    nb = (d1 + block - 1) // block
+    g = np.empty(p * p)
+    s = np.empty(p * p)
+    th = np.empty(p * p)
+    m1 = np.empty(p * p)
+    m2 = np.empty(p * p)
+    for which in range(2):
+        b = task if which == 0 else nb - 1 - task
+        if which == 1 and (not sym or b == task):
+            break
+        for i in range(b * block, min((b + 1) * block, d1)):
+            gi = i + max(self_offset, 0)
+            j0 = i if sym else 0
+            for j in range(j0, d2):
+                selfpair = self_offset >= 0 and j == gi
+                _conv_pair(
+                    code,
+                    a,
+                    sw,
+                    sb,
+                    depth,
+                    x1,
+                    i,
+                    gi,
+                    x2,
+                    j,
+                    selfpair,
+                    u1,
+                    u2,
+                    q1,
+                    t1,
+                    index,
+                    weight,
+                    record,
+                    readout,
+                    want_ntk,
+                    g,
+                    s,
+                    th,
+                    m1,
+                    m2,
+                    nngp,
+                    ntk,
+                )
+
+
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _conv_kernel(
     code,
@@ -626,63 +717,95 @@ def _conv_kernel(
     ntk,
 ):
     """Input pairs of the CNN kernels in row blocks on all cores (``sym``, ``self_offset`` as :func:`_dense_kernel`)."""
-    d1 = x1.shape[0]
-    d2 = x2.shape[0]
-    p = x1.shape[1]
-    nb = (d1 + block - 1) // block
+    nb = (x1.shape[0] + block - 1) // block
     ntask = (nb + 1) // 2 if sym else nb
     for task in numba.prange(ntask):
-        g = np.empty(p * p)
-        s = np.empty(p * p)
-        th = np.empty(p * p)
-        m1 = np.empty(p * p)
-        m2 = np.empty(p * p)
-        for which in range(2):
-            b = task if which == 0 else nb - 1 - task
-            if which == 1 and (not sym or b == task):
-                break
-            for i in range(b * block, min((b + 1) * block, d1)):
-                gi = i + max(self_offset, 0)
-                j0 = i if sym else 0
-                for j in range(j0, d2):
-                    selfpair = self_offset >= 0 and j == gi
-                    _conv_pair(
-                        code,
-                        a,
-                        sw,
-                        sb,
-                        depth,
-                        x1,
-                        i,
-                        gi,
-                        x2,
-                        j,
-                        selfpair,
-                        u1,
-                        u2,
-                        q1,
-                        t1,
-                        index,
-                        weight,
-                        record,
-                        readout,
-                        want_ntk,
-                        g,
-                        s,
-                        th,
-                        m1,
-                        m2,
-                        nngp,
-                        ntk,
-                    )
+        _conv_block_task(
+            task,
+            code,
+            a,
+            sw,
+            sb,
+            depth,
+            x1,
+            x2,
+            u1,
+            u2,
+            q1,
+            t1,
+            index,
+            weight,
+            sym,
+            self_offset,
+            block,
+            record,
+            readout,
+            want_ntk,
+            nngp,
+            ntk,
+        )
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy")
+def _conv_kernel_serial(
+    code,
+    a,
+    sw,
+    sb,
+    depth,
+    x1,
+    x2,
+    u1,
+    u2,
+    q1,
+    t1,
+    index,
+    weight,
+    sym,
+    self_offset,
+    block,
+    record,
+    readout,
+    want_ntk,
+    nngp,
+    ntk,
+):
+    """:func:`_conv_kernel` on one core."""
+    nb = (x1.shape[0] + block - 1) // block
+    ntask = (nb + 1) // 2 if sym else nb
+    for task in range(ntask):
+        _conv_block_task(
+            task,
+            code,
+            a,
+            sw,
+            sb,
+            depth,
+            x1,
+            x2,
+            u1,
+            u2,
+            q1,
+            t1,
+            index,
+            weight,
+            sym,
+            self_offset,
+            block,
+            record,
+            readout,
+            want_ntk,
+            nngp,
+            ntk,
+        )
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _mirror_blocks(out):
     """out[:, i, :, j, :] = out[:, j, :, i, :].T for j < i (the (D, P, D, P) upper triangle onto the lower)."""
     n = out.shape[1]
     p = out.shape[2]
-    for i in numba.prange(n):
+    for i in range(n):
         for m in range(out.shape[0]):
             for j in range(i):
                 for al in range(p):
@@ -907,6 +1030,15 @@ def _finish(nngp, ntk, layers, method, squeeze):
 # Dense networks.
 
 
+#: Pair-layer updates below which the compiled kernels run on one core (a parallel launch costs
+#: tens of microseconds on a quiet machine, milliseconds on a loaded one; the results are the same bits).
+PARALLEL_MIN_WORK = 2_000_000
+
+
+def _parallel(work):
+    return work >= PARALLEL_MIN_WORK and numba.get_num_threads() > 1
+
+
 def _dense_trajectories(act, sw, sb, x, depth):
     q0 = np.empty(x.shape[0])
     _gram_diag(x, sw, sb, q0)
@@ -925,7 +1057,8 @@ def _dense_closed_rows(act, sw, sb, depth, x1, x2, sym, self_offset, traj1, bloc
     nngp = np.empty((n_rec, x1.shape[0], x2.shape[0]))  # every entry is written (the lower triangle by _mirror)
     ntk = np.empty_like(nngp) if want_ntk else np.zeros((1, 1, 1))
     x2t = np.ascontiguousarray(x2.T)
-    _dense_kernel(
+    par = _parallel(x1.shape[0] * x2.shape[0] * (depth + 1 + x1.shape[1] // 8))
+    (_dense_kernel if par else _dense_kernel_serial)(
         act.code,
         act.param,
         sw,
@@ -946,9 +1079,10 @@ def _dense_closed_rows(act, sw, sb, depth, x1, x2, sym, self_offset, traj1, bloc
         ntk,
     )
     if sym:
-        _mirror(nngp)
+        mirror = _mirror if par else _mirror_serial
+        mirror(nngp)
         if want_ntk:
-            _mirror(ntk)
+            mirror(ntk)
     return nngp, (ntk if want_ntk else None)
 
 
@@ -1225,7 +1359,8 @@ def _conv_closed_rows(act, sw, sb, depth, x1, x2, sym, self_offset, traj1, plan,
     shape_out = (n_rec, d1, p, d2, p) if readout == "full" else (n_rec, d1, 1, d2, 1)
     nngp = np.zeros(shape_out)
     ntk = np.zeros(shape_out) if want_ntk else np.zeros((1, 1, 1, 1, 1))
-    _conv_kernel(
+    par = _parallel(d1 * d2 * p * p * (depth + 1))
+    (_conv_kernel if par else _conv_kernel_serial)(
         act.code, act.param, sw, sb, depth, x1, x2, u1, u2, q1, t1, np.ascontiguousarray(index),
         np.ascontiguousarray(weight), sym, self_offset, block, record, _READOUT_CODES[readout], want_ntk, nngp, ntk,
     )  # fmt: skip
@@ -1234,7 +1369,7 @@ def _conv_closed_rows(act, sw, sb, depth, x1, x2, sym, self_offset, traj1, plan,
             if readout == "full":
                 _mirror_blocks(out)
             else:
-                _mirror(out.reshape(n_rec, d1, d2))
+                (_mirror if par else _mirror_serial)(out.reshape(n_rec, d1, d2))
     return nngp, (ntk if want_ntk else None)
 
 
