@@ -71,7 +71,7 @@ def accuracies(size, seed):
 
 def draw(res, paper, figure_name):
     sw, depths = res["sigma_w2"], res["depth"]
-    fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.0), layout="constrained", sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.0), layout="constrained", sharey=False)
     for ax, key, name in zip(
         axes, ("accuracy_nngp", "accuracy_ntk"), ("NNGP posterior mean", "NTK, trained to convergence")
     ):
@@ -85,9 +85,9 @@ def draw(res, paper, figure_name):
         ax.set_yscale("log")
         ax.set_ylim(depths[0] * 0.8, depths[-1] * 1.25)
         ax.set_xlabel(r"weight variance $\sigma_w^2$")
+        ax.set_ylabel("depth (hidden layers)")
         ax.set_title(name, fontsize=9)
         ax.legend(fontsize=7, loc="lower left")
-    axes[0].set_ylabel("depth (hidden layers)")
     fig.colorbar(mesh, ax=axes, label="test accuracy (10 classes)")
     title(
         fig,
