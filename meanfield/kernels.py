@@ -22,7 +22,7 @@ averaged, :math:`\Sigma^{l+1} = \mathcal{A}_v\star(\sigma_w^2\kappa) + \sigma_b^
 
 How it is computed. Given the per-input variances :math:`q^l_i` (a cheap pass over the inputs),
 every pair evolves independently through depth, so the work is a throughput problem: the rows of
-``x1`` are cut into blocks of ``block_rows`` rows, the blocks run on all cores (Numba ``prange``),
+``x1`` are cut into blocks of ``block_rows`` rows, the blocks run on all cores (compiled kernels that release the GIL, one thread per core),
 and within a row every layer streams once over the row's columns; the NNGP and the NTK are updated
 in the same pass from one evaluation of the closed-form pair map (:func:`closed_layer_maps`: the
 arcsine kernel for erf, the arc-cosine kernel for relu / leaky relu, linear). Memory is the output
@@ -401,33 +401,19 @@ def _dense_block_task(
             )
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _dense_kernel(
-    code, a, sw, sb, depth, x1, x2t, u1, u2, t1, q1, sym, self_offset, block, record, want_ntk, nngp, ntk
+    task0, task1, code, a, sw, sb, depth, x1, x2t, u1, u2, t1, q1, sym, self_offset, block, record, want_ntk, nngp, ntk
 ):
-    """Rows of the dense NNGP/NTK, in blocks of ``block`` rows on all cores.
+    """Tasks task0..task1-1 of the dense NNGP/NTK rows (blocks of ``block`` rows; :func:`_run_tasks`
+    runs ranges of tasks on all cores, the GIL released).
 
     Row i is the global input ``gi = i + self_offset`` of the trajectories ``u1, t1, q1``; with
     ``self_offset >= 0`` x2 holds the same inputs as the trajectories and column gi is the input
     itself. ``sym``: x2 is x1, only the upper triangle j >= i is computed (the caller mirrors
-    it) and block b runs with block nb - 1 - b so that every task has the same work.
+    it) and task b runs blocks b and nb - 1 - b so that every task has the same work.
     """
-    nb = (x1.shape[0] + block - 1) // block
-    ntask = (nb + 1) // 2 if sym else nb
-    for task in numba.prange(ntask):
-        _dense_block_task(
-            task, code, a, sw, sb, depth, x1, x2t, u1, u2, t1, q1, sym, self_offset, block, record, want_ntk, nngp, ntk
-        )
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _dense_kernel_serial(
-    code, a, sw, sb, depth, x1, x2t, u1, u2, t1, q1, sym, self_offset, block, record, want_ntk, nngp, ntk
-):
-    """:func:`_dense_kernel` on one core (small problems: a parallel launch costs more than the work)."""
-    nb = (x1.shape[0] + block - 1) // block
-    ntask = (nb + 1) // 2 if sym else nb
-    for task in range(ntask):
+    for task in range(task0, task1):
         _dense_block_task(
             task, code, a, sw, sb, depth, x1, x2t, u1, u2, t1, q1, sym, self_offset, block, record, want_ntk, nngp, ntk
         )
@@ -443,19 +429,10 @@ def _mirror_tile(out, ti, tile):
                     out[m, i, j] = out[m, j, i]
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
-def _mirror(out):
-    """out[:, i, j] = out[:, j, i] for j < i (the upper triangle onto the lower), in 64 x 64 tiles."""
-    nt = (out.shape[1] + 63) // 64
-    for ti in numba.prange(nt):
-        _mirror_tile(out, ti, 64)
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _mirror_serial(out):
-    """:func:`_mirror` on one core."""
-    nt = (out.shape[1] + 63) // 64
-    for ti in range(nt):
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _mirror(task0, task1, out):
+    """out[:, i, j] = out[:, j, i] for j < i (the upper triangle onto the lower), row tiles task0..task1-1 of 64."""
+    for ti in range(task0, task1):
         _mirror_tile(out, ti, 64)
 
 
@@ -692,8 +669,10 @@ def _conv_block_task(
                 )
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _conv_kernel(
+    task0,
+    task1,
     code,
     a,
     sw,
@@ -716,64 +695,8 @@ def _conv_kernel(
     nngp,
     ntk,
 ):
-    """Input pairs of the CNN kernels in row blocks on all cores (``sym``, ``self_offset`` as :func:`_dense_kernel`)."""
-    nb = (x1.shape[0] + block - 1) // block
-    ntask = (nb + 1) // 2 if sym else nb
-    for task in numba.prange(ntask):
-        _conv_block_task(
-            task,
-            code,
-            a,
-            sw,
-            sb,
-            depth,
-            x1,
-            x2,
-            u1,
-            u2,
-            q1,
-            t1,
-            index,
-            weight,
-            sym,
-            self_offset,
-            block,
-            record,
-            readout,
-            want_ntk,
-            nngp,
-            ntk,
-        )
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _conv_kernel_serial(
-    code,
-    a,
-    sw,
-    sb,
-    depth,
-    x1,
-    x2,
-    u1,
-    u2,
-    q1,
-    t1,
-    index,
-    weight,
-    sym,
-    self_offset,
-    block,
-    record,
-    readout,
-    want_ntk,
-    nngp,
-    ntk,
-):
-    """:func:`_conv_kernel` on one core."""
-    nb = (x1.shape[0] + block - 1) // block
-    ntask = (nb + 1) // 2 if sym else nb
-    for task in range(ntask):
+    """Tasks task0..task1-1 of the CNN kernels (``sym``, ``self_offset`` as :func:`_dense_kernel`)."""
+    for task in range(task0, task1):
         _conv_block_task(
             task,
             code,
@@ -1035,8 +958,26 @@ def _finish(nngp, ntk, layers, method, squeeze):
 PARALLEL_MIN_WORK = 2_000_000
 
 
-def _parallel(work):
-    return work >= PARALLEL_MIN_WORK and numba.get_num_threads() > 1
+def _n_tasks(d1, block, sym):
+    nb = (d1 + block - 1) // block
+    return (nb + 1) // 2 if sym else nb
+
+
+def _run_tasks(kernel, n_tasks, work, *args):
+    """``kernel(t0, t1, *args)`` over ranges covering ``range(n_tasks)``: in this thread for small
+    ``work``, else on ``numba.get_num_threads()`` threads (the kernels release the GIL). Every task
+    writes its own rows, so the result is the same bits either way."""
+    n_threads = min(numba.get_num_threads(), n_tasks)
+    if work < PARALLEL_MIN_WORK or n_threads <= 1:
+        kernel(0, n_tasks, *args)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    n_chunks = min(n_tasks, 4 * n_threads)  # a few chunks per thread: balance on a shared machine
+    edges = np.linspace(0, n_tasks, n_chunks + 1).astype(np.int64)
+    with ThreadPoolExecutor(n_threads) as pool:
+        for f in [pool.submit(kernel, int(edges[k]), int(edges[k + 1]), *args) for k in range(n_chunks)]:
+            f.result()
 
 
 def _dense_trajectories(act, sw, sb, x, depth):
@@ -1057,8 +998,11 @@ def _dense_closed_rows(act, sw, sb, depth, x1, x2, sym, self_offset, traj1, bloc
     nngp = np.empty((n_rec, x1.shape[0], x2.shape[0]))  # every entry is written (the lower triangle by _mirror)
     ntk = np.empty_like(nngp) if want_ntk else np.zeros((1, 1, 1))
     x2t = np.ascontiguousarray(x2.T)
-    par = _parallel(x1.shape[0] * x2.shape[0] * (depth + 1 + x1.shape[1] // 8))
-    (_dense_kernel if par else _dense_kernel_serial)(
+    work = x1.shape[0] * x2.shape[0] * (depth + 1 + x1.shape[1] // 8)
+    _run_tasks(
+        _dense_kernel,
+        _n_tasks(x1.shape[0], block, sym),
+        work,
         act.code,
         act.param,
         sw,
@@ -1079,10 +1023,10 @@ def _dense_closed_rows(act, sw, sb, depth, x1, x2, sym, self_offset, traj1, bloc
         ntk,
     )
     if sym:
-        mirror = _mirror if par else _mirror_serial
-        mirror(nngp)
+        tiles = (x1.shape[0] + 63) // 64
+        _run_tasks(_mirror, tiles, nngp.size, nngp)
         if want_ntk:
-            mirror(ntk)
+            _run_tasks(_mirror, tiles, ntk.size, ntk)
     return nngp, (ntk if want_ntk else None)
 
 
@@ -1359,9 +1303,13 @@ def _conv_closed_rows(act, sw, sb, depth, x1, x2, sym, self_offset, traj1, plan,
     shape_out = (n_rec, d1, p, d2, p) if readout == "full" else (n_rec, d1, 1, d2, 1)
     nngp = np.zeros(shape_out)
     ntk = np.zeros(shape_out) if want_ntk else np.zeros((1, 1, 1, 1, 1))
-    par = _parallel(d1 * d2 * p * p * (depth + 1))
-    (_conv_kernel if par else _conv_kernel_serial)(
-        act.code, act.param, sw, sb, depth, x1, x2, u1, u2, q1, t1, np.ascontiguousarray(index),
+    work = d1 * d2 * p * p * (depth + 1)
+    _run_tasks(
+        _conv_kernel,
+        _n_tasks(d1, block, sym),
+        work,
+        act.code,
+        act.param, sw, sb, depth, x1, x2, u1, u2, q1, t1, np.ascontiguousarray(index),
         np.ascontiguousarray(weight), sym, self_offset, block, record, _READOUT_CODES[readout], want_ntk, nngp, ntk,
     )  # fmt: skip
     if sym:
@@ -1369,7 +1317,8 @@ def _conv_closed_rows(act, sw, sb, depth, x1, x2, sym, self_offset, traj1, plan,
             if readout == "full":
                 _mirror_blocks(out)
             else:
-                (_mirror if par else _mirror_serial)(out.reshape(n_rec, d1, d2))
+                flat = out.reshape(n_rec, d1, d2)
+                _run_tasks(_mirror, (d1 + 63) // 64, flat.size, flat)
     return nngp, (ntk if want_ntk else None)
 
 

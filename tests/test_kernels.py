@@ -147,13 +147,12 @@ def test_block_size_and_permutation_invariance_bit_for_bit():
     assert np.array_equal(cross.nngp[off], ref.nngp[-1][:10][off])
 
 
-@pytest.mark.slow  # compiles the multi-core kernels (tens of seconds once; cached afterwards)
-def test_multi_core_kernels_are_the_serial_bits(monkeypatch):
+def test_multi_threaded_kernels_are_the_single_thread_bits(monkeypatch):
     x = _x(37, n0=6, seed=4)
     ref = kernels.dense_kernels(x, None, "erf", SW, SB, 6, layers=(0, 3, 6))
     xc = np.random.default_rng(9).standard_normal((9, 4, 2))
     ref_c = kernels.conv_kernels(xc, None, "relu", 2.0, 0.1, [0.25, 0.5, 0.25], 3, readout="gap")
-    monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 0)  # the multi-core kernels on the same problems
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 0)  # every problem on all threads, in chunks of tasks
     par = kernels.dense_kernels(x, None, "erf", SW, SB, 6, layers=(0, 3, 6), block_rows=4)
     assert np.array_equal(par.nngp, ref.nngp) and np.array_equal(par.ntk, ref.ntk)
     par_c = kernels.conv_kernels(xc, None, "relu", 2.0, 0.1, [0.25, 0.5, 0.25], 3, readout="gap", block_rows=2)
