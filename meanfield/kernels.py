@@ -291,30 +291,18 @@ def _gram_diag(x, sw, sb, out):
 
 
 @numba.njit(inline="always")
-def _erf_layer(a, sw, sb, ui, u, s, th, want_ntk):
+def _closed_layer(code, a, sw, sb, ui, u, s, th, want_ntk):
+    """One layer of a row: s <- sw kappa + sb, th <- s + sw kappa_dot th (``code`` a constant at each
+    call site, so each loop compiles branch-free and vectorises; kappa_dot is dead code without the NTK)."""
     if want_ntk:
         for j in range(s.size):
-            kap, kd = _pair(ERF, a, s[j], ui, u[j])
+            kap, kd = _pair(code, a, s[j], ui, u[j])
             sn = sw * kap + sb
             th[j] = sn + (sw * kd) * th[j]
             s[j] = sn
     else:
         for j in range(s.size):
-            r = min(1.0, max(-1.0, 2.0 * s[j] * (ui * u[j])))
-            s[j] = sw * (_TWO_PI * _asin(r)) + sb
-
-
-@numba.njit(inline="always")
-def _arccos_layer(a, sw, sb, ui, u, s, th, want_ntk):
-    if want_ntk:
-        for j in range(s.size):
-            kap, kd = _pair(LEAKY_RELU, a, s[j], ui, u[j])
-            sn = sw * kap + sb
-            th[j] = sn + (sw * kd) * th[j]
-            s[j] = sn
-    else:
-        for j in range(s.size):
-            kap, kd = _pair(LEAKY_RELU, a, s[j], ui, u[j])
+            kap, kd = _pair(code, a, s[j], ui, u[j])
             s[j] = sw * kap + sb
 
 
@@ -371,11 +359,11 @@ def _dense_row(
         u = u2[layer, j0:d2]
         # one loop per activation family and NTK flag: branch-free bodies that vectorise
         if code == ERF:
-            _erf_layer(a, sw, sb, ui, u, s, th, want_ntk)
+            _closed_layer(ERF, a, sw, sb, ui, u, s, th, want_ntk)
         elif code == LINEAR:
             _linear_layer(sw, sb, s, th)
         else:
-            _arccos_layer(a, sw, sb, ui, u, s, th, want_ntk)
+            _closed_layer(LEAKY_RELU, a, sw, sb, ui, u, s, th, want_ntk)
 
 
 @numba.njit(inline="always")
@@ -499,34 +487,9 @@ def _conv_diag_trajectories(code, a, sw, sb, x, depth, index, weight, q, t, u):
 
 @numba.njit(inline="always")
 def _conv_pair(
-    code,
-    a,
-    sw,
-    sb,
-    depth,
-    x1,
-    i,
-    gi,
-    x2,
-    j,
-    selfpair,
-    u1,
-    u2,
-    q1,
-    t1,
-    index,
-    weight,
-    record,
-    readout,
-    want_ntk,
-    g,
-    s,
-    th,
-    m1,
-    m2,
-    nngp,
-    ntk,
-):
+    code, a, sw, sb, depth, x1, i, gi, x2, j, selfpair, u1, u2, q1, t1, index, weight, record, readout,
+    want_ntk, g, s, th, m1, m2, nngp, ntk,
+):  # fmt: skip
     """The P x P blocks of input pair (i, j) through depth; records the read-out of each chosen layer."""
     p = x1.shape[1]
     c0 = x1.shape[2]
@@ -597,29 +560,9 @@ def _conv_pair(
 
 @numba.njit(inline="always")
 def _conv_block_task(
-    task,
-    code,
-    a,
-    sw,
-    sb,
-    depth,
-    x1,
-    x2,
-    u1,
-    u2,
-    q1,
-    t1,
-    index,
-    weight,
-    sym,
-    self_offset,
-    block,
-    record,
-    readout,
-    want_ntk,
-    nngp,
-    ntk,
-):
+    task, code, a, sw, sb, depth, x1, x2, u1, u2, q1, t1, index, weight, sym, self_offset, block, record,
+    readout, want_ntk, nngp, ntk,
+):  # fmt: skip
     d1 = x1.shape[0]
     d2 = x2.shape[0]
     p = x1.shape[1]
@@ -639,88 +582,22 @@ def _conv_block_task(
             for j in range(j0, d2):
                 selfpair = self_offset >= 0 and j == gi
                 _conv_pair(
-                    code,
-                    a,
-                    sw,
-                    sb,
-                    depth,
-                    x1,
-                    i,
-                    gi,
-                    x2,
-                    j,
-                    selfpair,
-                    u1,
-                    u2,
-                    q1,
-                    t1,
-                    index,
-                    weight,
-                    record,
-                    readout,
-                    want_ntk,
-                    g,
-                    s,
-                    th,
-                    m1,
-                    m2,
-                    nngp,
-                    ntk,
-                )
+                    code, a, sw, sb, depth, x1, i, gi, x2, j, selfpair, u1, u2, q1, t1, index, weight, record,
+                    readout, want_ntk, g, s, th, m1, m2, nngp, ntk,
+                )  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _conv_kernel(
-    task0,
-    task1,
-    code,
-    a,
-    sw,
-    sb,
-    depth,
-    x1,
-    x2,
-    u1,
-    u2,
-    q1,
-    t1,
-    index,
-    weight,
-    sym,
-    self_offset,
-    block,
-    record,
-    readout,
-    want_ntk,
-    nngp,
-    ntk,
-):
+    task0, task1, code, a, sw, sb, depth, x1, x2, u1, u2, q1, t1, index, weight, sym, self_offset, block,
+    record, readout, want_ntk, nngp, ntk,
+):  # fmt: skip
     """Tasks task0..task1-1 of the CNN kernels (``sym``, ``self_offset`` as :func:`_dense_kernel`)."""
     for task in range(task0, task1):
         _conv_block_task(
-            task,
-            code,
-            a,
-            sw,
-            sb,
-            depth,
-            x1,
-            x2,
-            u1,
-            u2,
-            q1,
-            t1,
-            index,
-            weight,
-            sym,
-            self_offset,
-            block,
-            record,
-            readout,
-            want_ntk,
-            nngp,
-            ntk,
-        )
+            task, code, a, sw, sb, depth, x1, x2, u1, u2, q1, t1, index, weight, sym, self_offset, block,
+            record, readout, want_ntk, nngp, ntk,
+        )  # fmt: skip
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -1000,28 +877,9 @@ def _dense_closed_rows(act, sw, sb, depth, x1, x2, sym, self_offset, traj1, bloc
     x2t = np.ascontiguousarray(x2.T)
     work = x1.shape[0] * x2.shape[0] * (depth + 1 + x1.shape[1] // 8)
     _run_tasks(
-        _dense_kernel,
-        _n_tasks(x1.shape[0], block, sym),
-        work,
-        act.code,
-        act.param,
-        sw,
-        sb,
-        depth,
-        x1,
-        x2t,
-        u1,
-        u2,
-        t1,
-        q1,
-        sym,
-        self_offset,
-        block,
-        record,
-        want_ntk,
-        nngp,
-        ntk,
-    )
+        _dense_kernel, _n_tasks(x1.shape[0], block, sym), work, act.code, act.param, sw, sb, depth, x1, x2t,
+        u1, u2, t1, q1, sym, self_offset, block, record, want_ntk, nngp, ntk,
+    )  # fmt: skip
     if sym:
         tiles = (x1.shape[0] + 63) // 64
         _run_tasks(_mirror, tiles, nngp.size, nngp)
