@@ -182,13 +182,18 @@ def _rat(t):
 
 
 @numba.njit(inline="always")
-def _asin(x):
-    """arcsin on [-1, 1] (branch-free fdlibm)."""
+def _reduced(x):
+    """(|x|, |x| < 0.5, R(t), sqrt(t)) with t = x^2 below 0.5, (1 - |x|)/2 above (fdlibm's reduction)."""
     ax = abs(x)
     small = ax < 0.5
     t = x * x if small else (1.0 - ax) * 0.5
-    r = _rat(t)
-    s = math.sqrt(t)
+    return ax, small, _rat(t), math.sqrt(t)
+
+
+@numba.njit(inline="always")
+def _asin(x):
+    """arcsin on [-1, 1] (branch-free fdlibm)."""
+    ax, small, r, s = _reduced(x)
     big = _PIO2_HI - (2.0 * (s + s * r) - _PIO2_LO)
     out = ax + ax * r if small else big
     return out if x >= 0.0 else -out
@@ -197,11 +202,7 @@ def _asin(x):
 @numba.njit(inline="always")
 def _acos(x):
     """arccos on [-1, 1] (branch-free fdlibm)."""
-    ax = abs(x)
-    small = ax < 0.5
-    t = x * x if small else (1.0 - ax) * 0.5
-    r = _rat(t)
-    s = math.sqrt(t)
+    _, small, r, s = _reduced(x)
     mid = _PIO2_HI - (x - (_PIO2_LO - x * r))
     w = r * s
     neg = math.pi - 2.0 * (s + (w - _PIO2_LO))
