@@ -62,7 +62,9 @@ def _erf_direct(q1, q2, c, d, degree=120):
     z, w = gaussian.hermite_rule(degree)
     z1, z2 = z[:, None], z[None, :]
     ww = w[:, None] * w[None, :]
-    g = np.vectorize(math.erf) if d == 0 else (lambda u: 2 / math.sqrt(math.pi) * np.exp(-u * u))
+    from scipy.special import erf
+
+    g = erf if d == 0 else (lambda u: 2 / math.sqrt(math.pi) * np.exp(-u * u))
     u = math.sqrt(q1) * z1 + 0 * z2
     v = math.sqrt(q2) * (c * z1 + math.sqrt(1 - c * c) * z2)
     return float(np.sum(ww * g(u) * g(v)))
@@ -71,19 +73,25 @@ def _erf_direct(q1, q2, c, d, degree=120):
 def _relu_direct(q1, q2, c, d):
     """E relu^(d)(u) relu^(d)(v) by adaptive quadrature over z1 of the closed inner expectation over z2:
     v | z1 ~ N(m, s^2), E relu(v) = m Phi(m/s) + s phi(m/s), E step(v) = Phi(m/s)."""
-    from scipy import integrate, stats
+    from scipy import integrate
 
     s = math.sqrt(q2 * (1 - c * c))
+
+    def cdf(z):
+        return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+    def pdf(z):
+        return math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
 
     def inner(z1):
         m = math.sqrt(q2) * c * z1
         if d == 0:
-            return m * stats.norm.cdf(m / s) + s * stats.norm.pdf(m / s)
-        return stats.norm.cdf(m / s)
+            return m * cdf(m / s) + s * pdf(m / s)
+        return cdf(m / s)
 
     def f(z1):
         u = math.sqrt(q1) * z1
-        return (u if d == 0 else 1.0) * inner(z1) * stats.norm.pdf(z1)
+        return (u if d == 0 else 1.0) * inner(z1) * pdf(z1)
 
     val, _ = integrate.quad(f, 0.0, 40.0, epsabs=1e-14, epsrel=1e-13, limit=200)
     return val
