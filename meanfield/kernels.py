@@ -326,18 +326,11 @@ def _dense_row(
     vectorise, Numba's negative-index wraparound would prevent it)."""
     d2 = x2t.shape[1]
     n0 = x2t.shape[0]
-    s = s_all[j0:d2]
+    s = s_all[j0:d2]  # s_all holds the row's Gram sums x_i . x_j (see _dense_block_task)
     th = th_all[j0:d2]
     sj = self_j - j0
     if code == RELU:
         a = 0.0
-    for j in range(s.size):
-        s[j] = 0.0
-    for k in range(n0):  # the Gram row: column-wise accumulation in k order (the same bits in any block)
-        xik = x1[i, k]
-        xk = x2t[k, j0:d2]
-        for j in range(s.size):
-            s[j] += xik * xk[j]
     for j in range(s.size):
         s[j] = sw * (s[j] / n0) + sb
         th[j] = s[j]
@@ -374,20 +367,38 @@ def _dense_block_task(
     """Task ``task`` of :func:`_dense_kernel`: row block ``task`` (and, when ``sym``, block nb - 1 - task)."""
     d1 = x1.shape[0]
     d2 = x2t.shape[1]
+    n0 = x2t.shape[0]
     nb = (d1 + block - 1) // block
-    s = np.empty(d2)
+    gram = np.empty((block, d2))  # O(block x D2) scratch: the block's Gram rows, then each row's state
     th = np.empty(d2)
     for which in range(2):
         b = task if which == 0 else nb - 1 - task
         if which == 1 and (not sym or b == task):
             break
-        for i in range(b * block, min((b + 1) * block, d1)):
+        i0 = b * block
+        i1 = min(i0 + block, d1)
+        jb = i0 if sym else 0
+        for r in range(i1 - i0):
+            g = gram[r, jb:d2]
+            for j in range(g.size):
+                g[j] = 0.0
+        # the block's Gram rows, column-wise in k order: each x2 row is read once per block (not once
+        # per row), and every entry is the same sequential sum over k whatever the block
+        for k in range(n0):
+            xk = x2t[k, jb:d2]
+            for r in range(i1 - i0):
+                xik = x1[i0 + r, k]
+                g = gram[r, jb:d2]
+                for j in range(g.size):
+                    g[j] += xik * xk[j]
+        for i in range(i0, i1):
             gi = i + max(self_offset, 0)
             self_j = gi if self_offset >= 0 else -1
             j0 = i if sym else 0
             _dense_row(
-                code, a, sw, sb, depth, x1, i, x2t, j0, self_j, u1, gi, u2, t1, q1, record, want_ntk, s, th, nngp, ntk
-            )
+                code, a, sw, sb, depth, x1, i, x2t, j0, self_j, u1, gi, u2, t1, q1, record, want_ntk, gram[i - i0],
+                th, nngp, ntk,
+            )  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
