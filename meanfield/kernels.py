@@ -498,6 +498,63 @@ def _conv_diag_trajectories(code, a, sw, sb, x, depth, index, weight, q, t, u):
 
 
 @numba.njit(inline="always")
+def _conv_pair_diagonal(
+    code, a, sw, sb, depth, x1, i, gi, x2, j, selfpair, u1, u2, q1, t1, index, weight, record, want_ntk,
+    g, s, th, m1, m2, nngp, ntk,
+):  # fmt: skip
+    """:func:`_conv_pair` for the flatten read-out: the diagonal (alpha, alpha) of a block depends on
+    the diagonal of the layer below only (the averaging shifts both positions alike; Novak et al.
+    2019), so P entries per layer are carried instead of P^2 (the same bits as the full blocks)."""
+    p = x1.shape[1]
+    c0 = x1.shape[2]
+    n_off = weight.size
+    for al in range(p):
+        acc = 0.0
+        for k in range(c0):
+            acc += x1[i, al, k] * x2[j, al, k]
+        g[al] = acc / c0
+    for o in range(n_off):  # diagonal plan: entry alpha reads entry dpos[o, alpha], kept in g[p:]
+        for al in range(p):
+            g[p + o * p + al] = index[o, al * p + al] // p
+    for al in range(p):
+        acc = 0.0
+        for o in range(n_off):
+            acc += weight[o] * g[int(g[p + o * p + al])]
+        s[al] = sw * acc + sb
+        th[al] = s[al]
+    for layer in range(depth + 1):
+        if selfpair:
+            for al in range(p):
+                s[al] = q1[layer, gi, al]
+                th[al] = t1[layer, gi, al]
+        slot = record[layer]
+        if slot >= 0:
+            acc = 0.0
+            acc2 = 0.0
+            for al in range(p):
+                acc += s[al]
+                acc2 += th[al]
+            nngp[slot, i, 0, j, 0] = acc / p
+            if want_ntk:
+                ntk[slot, i, 0, j, 0] = acc2 / p
+        if layer == depth:
+            break
+        for al in range(p):
+            kap, kd = _pair(code, a, s[al], u1[layer, gi, al], u2[layer, j, al])
+            m1[al] = sw * kap + sb
+            m2[al] = (sw * kd) * th[al]
+        for al in range(p):
+            acc = 0.0
+            acc2 = 0.0
+            for o in range(n_off):
+                src = int(g[p + o * p + al])
+                acc += weight[o] * m1[src]
+                acc2 += weight[o] * m2[src]
+            s[al] = acc
+            th[al] = acc + acc2
+
+
+@numba.njit(inline="always")
 def _conv_pair(
     code, a, sw, sb, depth, x1, i, gi, x2, j, selfpair, u1, u2, q1, t1, index, weight, record, readout,
     want_ntk, g, s, th, m1, m2, nngp, ntk,
@@ -505,6 +562,12 @@ def _conv_pair(
     """The P x P blocks of input pair (i, j) through depth; records the read-out of each chosen layer."""
     p = x1.shape[1]
     c0 = x1.shape[2]
+    if readout == 0:
+        _conv_pair_diagonal(
+            code, a, sw, sb, depth, x1, i, gi, x2, j, selfpair, u1, u2, q1, t1, index, weight, record, want_ntk,
+            g, s, th, m1, m2, nngp, ntk,
+        )  # fmt: skip
+        return
     for al in range(p):
         for be in range(p):
             acc = 0.0
@@ -579,7 +642,7 @@ def _conv_block_task(
     d2 = x2.shape[0]
     p = x1.shape[1]
     nb = (d1 + block - 1) // block
-    g = np.empty(p * p)
+    g = np.empty(p * p + p * (weight.size + 1))  # the Gram block (or the diagonal and its plan)
     s = np.empty(p * p)
     th = np.empty(p * p)
     m1 = np.empty(p * p)
