@@ -80,3 +80,7 @@ show(xiao2018.fig_4a)
 # %%
 # ``xiao2018.fig_spectra`` (Sec. 2.2.1): Jacobian spectra of critical tanh networks, orthogonal vs Gaussian weights at depths 2^k.
 show(xiao2018.fig_spectra)
+
+# %%
+# ``xiao2018.fig_kernel_regression`` (not in the paper (Fig. 2 style, Lee et al. 2019 kernels)): test accuracy of NNGP / NTK regression of erf networks on the digits over (sigma_w2, depth), with 6 xi_c.
+show(xiao2018.fig_kernel_regression)

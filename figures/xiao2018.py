@@ -977,3 +977,53 @@ def _fig_s2_point(cov0, sw, sb, v, depth, channels, n_net, backend, rng):
     )
     wg = sim.weight_grad_sq[:, :, 0]
     return th, wg.mean(0) / wg[:, -1].mean()
+
+
+# --- infinite-width kernel regression (Lee et al. 2019) beside 6 xi_c: figures/_kernel_regression.py ---
+
+from . import _kernel_regression  # noqa: E402
+
+
+@figure(paper=PAPER, figure="not in the paper (Fig. 2 style, Lee et al. 2019 kernels)", honours_backend=False)
+def fig_kernel_regression(out_dir, *, size, backend, seed):
+    """Test accuracy of NNGP / NTK regression of erf networks on the digits over (sigma_w2, depth), with 6 xi_c.
+
+    Notes
+    -----
+    Exact infinite-width predictors (:mod:`meanfield.kernel_regression`: the NNGP posterior mean and
+    the converged NTK prediction, Lee et al. 2019, eq. 16) on the kernels of
+    :func:`meanfield.kernels.dense_kernels`, in place of the trained networks of Fig. 2: the accuracy
+    drops to chance beyond a few xi_c away from criticality and persists at the critical sigma_w2.
+    ``seed`` draws the train/test split.
+    """
+    res = _kernel_regression.accuracies(size, seed)
+    fig = _kernel_regression.draw(res, PAPER, fig_kernel_regression.figure)
+    K = _kernel_regression
+    params = {
+        "activation": K.ACTIVATION,
+        "sigma_b2": K.SIGMA_B2,
+        "diag_reg": K.DIAG_REG,
+        "input_scale": K.INPUT_SCALE,
+        "n_train": res["n_train"],
+        "n_test": res["n_test"],
+        "critical_sigma_w2": res["critical_sigma_w2"],
+        "data": "sklearn digits 8x8, standardised",
+    }
+    data = {k: res[k] for k in ("sigma_w2", "depth", "accuracy_nngp", "accuracy_ntk", "six_xi_c")}
+    return _save(
+        fig_kernel_regression,
+        fig,
+        out_dir,
+        "xiao2018_fig_kernel_regression",
+        data,
+        size=size,
+        backend=backend,
+        seed=seed,
+        params=params,
+        axes={"accuracy_nngp": ["sigma_w2", "depth"], "accuracy_ntk": ["sigma_w2", "depth"]},
+        units={"depth": "layers", "six_xi_c": "layers", "accuracy_nngp": "fraction", "accuracy_ntk": "fraction"},
+    )
+
+
+FIGURES["fig_kernel_regression"] = fig_kernel_regression
+__all__ += ["fig_kernel_regression"]

@@ -631,6 +631,10 @@ def propagate(
     accept/reject decisions and messages as the general checks, which decide whatever it cannot
     certify) and the call costs ~6 us more than its kernel (docs/performance.md, issue 18).
 
+    For many inputs (data sets of hundreds to thousands), :func:`meanfield.kernels.dense_kernels`
+    computes the last layer's (or chosen layers') covariances between two sets of inputs on all
+    cores in bounded memory, much faster; it agrees with this function to float64 rounding.
+
     Examples
     --------
     >>> import numpy as np
