@@ -39,7 +39,7 @@ from meanfield import conv, dense, parallel
 from meanfield.data import gaussian_inputs
 from meanfield.init import conv_singular_values
 
-from . import _training
+from . import _kernel_regression, _training
 from ._common import (
     by_size,
     colors,
@@ -66,6 +66,7 @@ __all__ = [
     "fig_4b",
     "fig_5",
     "fig_depth_scales",
+    "fig_kernel_regression",
     "fig_qc_maps",
     "fig_s1",
     "fig_s2",
@@ -981,8 +982,6 @@ def _fig_s2_point(cov0, sw, sb, v, depth, channels, n_net, backend, rng):
 
 # --- infinite-width kernel regression (Lee et al. 2019) beside 6 xi_c: figures/_kernel_regression.py ---
 
-from . import _kernel_regression  # noqa: E402
-
 
 @figure(paper=PAPER, figure="not in the paper (Fig. 2 style, Lee et al. 2019 kernels)", honours_backend=False)
 def fig_kernel_regression(out_dir, *, size, backend, seed):
@@ -1010,20 +1009,16 @@ def fig_kernel_regression(out_dir, *, size, backend, seed):
         "data": "sklearn digits 8x8, standardised",
     }
     data = {k: res[k] for k in ("sigma_w2", "depth", "accuracy_nngp", "accuracy_ntk", "six_xi_c")}
-    return _save(
-        fig_kernel_regression,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_kernel_regression",
         data,
+        figure=fig_kernel_regression,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=params,
         axes={"accuracy_nngp": ["sigma_w2", "depth"], "accuracy_ntk": ["sigma_w2", "depth"]},
         units={"depth": "layers", "six_xi_c": "layers", "accuracy_nngp": "fraction", "accuracy_ntk": "fraction"},
     )
-
-
-FIGURES["fig_kernel_regression"] = fig_kernel_regression
-__all__ += ["fig_kernel_regression"]
