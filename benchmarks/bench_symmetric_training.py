@@ -55,7 +55,7 @@ def figures(size: str) -> None:
     total_wall = total_cpu = 0.0
     for name, func in b.FIGURES.items():
         t0, c0 = time.perf_counter(), time.process_time()
-        func(out, size=size, backend="numpy", seed=0)
+        func(out, size=size, backend="numpy", rng=0)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         total_wall += wall
         total_cpu += cpu

@@ -27,8 +27,8 @@ def best_of(f, repeat=3):
 def audit_versus_passes():
     print("== audit of a width-512 depth-30 tanh MLP, 10 initialisations, 4 digits ==")
     net = mlp(512, 30, "tanh", init="critical", sigma_b2=0.05, generator=torch.Generator().manual_seed(0))
-    audit(net, "digits", n_inits=2, rng=0)  # compile / warm up
-    t_audit = best_of(lambda: audit(net, "digits", n_inits=10, rng=0), repeat=2)
+    audit(net, "digits", n_networks=2, rng=0)  # compile / warm up
+    t_audit = best_of(lambda: audit(net, "digits", n_networks=10, rng=0), repeat=2)
     x = torch.randn(4, 64)
 
     def passes():
@@ -47,8 +47,8 @@ def audit_versus_passes():
 def cnn_audit():
     print("== audit of a circular tanh CNN, 32 channels x 6, 8 x 8 digits, 2 inputs (theory on 128 x 128) ==")
     net = periodic_cnn(32, 6, "tanh", n_in=1, ndim=2, init="delta_orthogonal", sigma_b2=0.05)
-    audit(net, "digits", n_inits=2, rng=0, n_inputs=2)
-    t = best_of(lambda: audit(net, "digits", n_inits=6, rng=0, n_inputs=2), repeat=2)
+    audit(net, "digits", n_networks=2, rng=0, n_inputs=2)
+    t = best_of(lambda: audit(net, "digits", n_networks=6, rng=0, n_inputs=2), repeat=2)
     print(f"audit {t:.3f} s")
 
 

@@ -117,7 +117,7 @@ def main() -> None:
     d = load_digits(standardized=True)
     t = time.perf_counter()
     T.train_skip_ensemble(
-        "residual", d.x[:1297], d.y[:1297], n_members=4, width=32, depth=10, steps=150, record_every=15, rng=0
+        "residual", d.x[:1297], d.y[:1297], n_networks=4, width=32, depth=10, steps=150, record_every=15, rng=0
     )
     print(
         "one default-size Orhan training run (4 networks, width 32, 10 layers, 150 steps): "
@@ -126,7 +126,16 @@ def main() -> None:
     # the validation row's unit (width 8, 4 layers, 300 steps, 8 networks): training alone vs with the
     # exact Hessians at steps 0, 100, 200, 300 -- what a larger ensemble for the power of the
     # degenerate-Hessian row would cost (docs/papers/orhan2017.md)
-    kw = {"n_members": 8, "width": 8, "depth": 4, "steps": 300, "lr": 5e-3, "batch": 256, "record_every": 100, "rng": 0}
+    kw = {
+        "n_networks": 8,
+        "width": 8,
+        "depth": 4,
+        "steps": 300,
+        "lr": 5e-3,
+        "batch_size": 256,
+        "record_every": 100,
+        "rng": 0,
+    }
     t = time.perf_counter()
     T.train_skip_ensemble("plain", d.x[:1297], d.y[:1297], **kw)
     t_train = time.perf_counter() - t
@@ -149,7 +158,17 @@ def batched_hessians(members: int, rounds: int) -> None:
     for arch in ("plain", "hyper_residual"):
         # the validation row's networks (width 8, 4 hidden layers: 288 hidden parameters), part-trained
         res[arch] = T.train_skip_ensemble(
-            arch, x, y, n_members=members, width=8, depth=4, steps=100, lr=5e-3, batch=256, record_every=100, rng=0
+            arch,
+            x,
+            y,
+            n_networks=members,
+            width=8,
+            depth=4,
+            steps=100,
+            lr=5e-3,
+            batch_size=256,
+            record_every=100,
+            rng=0,
         )
     xh, yh = x[:128], y[:128]
     for arch, r in res.items():

@@ -16,7 +16,7 @@ A paper whose figures are split over helper modules imports them at the top of `
 ``module="PAPER"`` so that it is registered under its paper. ``PAPER.FIGURES`` is the read-only
 view of the paper's registered figures (:func:`registered`).
 
-Callers see ``fig_s4(out_dir, *, size="default", full=None, backend="numpy", seed=0, **extra)``:
+Callers see ``fig_s4(out_dir, *, size="default", full=None, backend="numpy", rng=0, **extra)``:
 
 ``size``
     ``"smoke"`` (a few seconds at most: for tests that render every figure), ``"default"`` (minutes
@@ -29,9 +29,10 @@ Callers see ``fig_s4(out_dir, *, size="default", full=None, backend="numpy", see
     its simulations run on the CPU only) accepts ``"numpy"`` alone and raises ``ValueError`` for
     the others; ``meanfield figures PAPER`` / ``--all`` / ``meanfield reproduce`` run such figures on
     the CPU and say so.
-``seed``
-    A non-negative int, recorded in the JSON; the figure derives its independent random streams from
-    it with ``numpy.random.SeedSequence(seed).spawn`` (:func:`streams`).
+``rng``
+    A non-negative int seed, recorded in the JSON (as ``seed``); the figure derives its independent
+    random streams from it with ``numpy.random.SeedSequence(rng).spawn`` (:func:`streams`). ``seed=``
+    is its deprecated spelling (a ``DeprecationWarning``, the same numbers).
 
 Every argument is checked before any work (``out_dir`` is created and a file test-written in it);
 bad values raise ``TypeError``/``ValueError`` naming the argument. The decorated function carries the
@@ -54,6 +55,9 @@ import matplotlib.colors
 import matplotlib.pyplot as plt
 import numpy as np
 from meanfield.validation.runner import check_backend_available, check_out_dir, progress
+
+from meanfield._deprecate import renamed_kwargs
+from meanfield.backend import spawn_sequences
 
 from ._io import figure_metadata, to_jsonable, write_json
 
@@ -132,18 +136,21 @@ def check_backend(backend, honours_backend: bool = True, what: str = "this figur
     return backend
 
 
-def check_seed(seed) -> int:
-    """A non-negative int seed (``bool`` and non-integers raise ``TypeError``, negatives ``ValueError``)."""
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (numbers.Integral, np.integer)):
-        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
-    if int(seed) < 0:
-        raise ValueError(f"seed must be a non-negative int, got {int(seed)}")
-    return int(seed)
+@renamed_kwargs(seed="rng")
+def check_seed(rng) -> int:
+    """A non-negative int seed ``rng`` (``bool`` and non-integers raise ``TypeError``, negatives ``ValueError``)."""
+    if isinstance(rng, (bool, np.bool_)) or not isinstance(rng, (numbers.Integral, np.integer)):
+        raise TypeError(f"rng must be a non-negative int seed, got {rng!r}")
+    if int(rng) < 0:
+        raise ValueError(f"rng must be a non-negative int seed, got {int(rng)}")
+    return int(rng)
 
 
-def streams(seed: int, n: int) -> list[np.random.Generator]:
-    """``n`` independent Generators spawned from ``numpy.random.SeedSequence(seed)`` (no seed arithmetic)."""
-    return [np.random.default_rng(s) for s in np.random.SeedSequence(check_seed(seed)).spawn(n)]
+@renamed_kwargs(seed="rng")
+def streams(rng: int, n: int) -> list[np.random.Generator]:
+    """``n`` independent Generators spawned from ``numpy.random.SeedSequence(rng)`` (no seed arithmetic):
+    the children :func:`meanfield.backend.spawn_sequences` gives ``numpy.random.default_rng(rng)``."""
+    return [np.random.default_rng(s) for s in spawn_sequences(np.random.default_rng(check_seed(rng)), n)]
 
 
 _BACKEND_NOTE = {
@@ -180,9 +187,9 @@ full : bool, optional
     Alias: ``True`` is ``size='full'``, ``False`` the default size.
 backend : {{'numpy', 'cupy', 'torch', 'array_api_strict'}}, optional
     Array backend of the simulations{"" if honours_backend else "; only ``'numpy'`` is accepted"}.
-seed : int, optional
+rng : int, optional
     Non-negative seed of every random stream (spawned with ``numpy.random.SeedSequence``); recorded in
-    the JSON. Default 0.
+    the JSON. Default 0. ``seed=`` is its deprecated spelling.
 """.strip("\n").splitlines()
     while head and not head[-1].strip():
         head.pop()
@@ -198,9 +205,9 @@ list of pathlib.Path
 Raises
 ------
 TypeError
-    An argument of the wrong type (``full`` not a bool, ``seed`` not an int, ...).
+    An argument of the wrong type (``full`` not a bool, ``rng`` not an int, ...).
 ValueError
-    An unknown ``size`` or ``backend``, a negative ``seed``, an ``out_dir`` that cannot be written,
+    An unknown ``size`` or ``backend``, a negative ``rng``, an ``out_dir`` that cannot be written,
     or a backend whose package is missing (CuPy, PyTorch) or that a CPU-only figure cannot use.
 """.splitlines()
     return "\n".join(head + [""] + common + ([""] + tail if tail else []))
@@ -260,22 +267,23 @@ def figure(*, paper: str, figure: str, honours_backend: bool, module: str | None
             if name not in {"out_dir", "size", "backend", "seed", "full"}
         ]
 
-        @functools.wraps(func)
-        def wrapper(out_dir, *, size=None, full=None, backend="numpy", seed=0, **extra):
+        def checked(out_dir, *, size=None, full=None, backend="numpy", rng=0, **extra):
             size = check_size(size, full)
             backend = check_backend(backend, honours_backend, f"{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}")
-            seed = check_seed(seed)
+            seed = check_seed(rng)
             out_dir = check_out_dir(out_dir)
             return func(out_dir, size=size, backend=backend, seed=seed, **extra)
 
-        wrapper.__signature__ = inspect.Signature(
+        checked.__signature__ = inspect.Signature(
             [inspect.Parameter("out_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
             + [
                 inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d)
-                for n, d in (("size", None), ("full", None), ("backend", "numpy"), ("seed", 0))
+                for n, d in (("size", None), ("full", None), ("backend", "numpy"), ("rng", 0))
             ]
             + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in extra_params]
         )
+        wrapper = functools.update_wrapper(renamed_kwargs(seed="rng")(checked), func)
+        wrapper.__signature__ = checked.__signature__
         wrapper.paper = paper
         wrapper.figure = figure
         wrapper.honours_backend = honours_backend
@@ -363,6 +371,7 @@ def _has_text(fig, needle: str) -> bool:
     return any(needle in t for t in texts)
 
 
+@renamed_kwargs(seed="rng")
 def save_figure(
     fig,
     out_dir,
@@ -371,7 +380,7 @@ def save_figure(
     *,
     paper: str | None = None,
     figure=None,
-    seed=None,
+    rng=None,
     full: bool = False,
     backend: str = "numpy",
     params: dict | None = None,
@@ -414,7 +423,7 @@ def save_figure(
         paper=paper,
         figure=figure or "",
         name=name,
-        seed=seed,
+        seed=rng,
         full=full,
         backend=backend,
         params=params,

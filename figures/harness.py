@@ -4,7 +4,7 @@ The public face of the machinery every figure module shares (its implementation 
 modules of this package); a new figure is written with it:
 
 - declaring and saving: :func:`figure` (the decorator that gives every figure function the
-  signature ``(out_dir, *, size="default", full=None, backend="numpy", seed=0)``, checks its
+  signature ``(out_dir, *, size="default", full=None, backend="numpy", rng=0)``, checks its
   arguments and registers it under its figure module), :func:`registered` (a figure module's
   registered figures), :func:`save_figure` (PNG + self-describing JSON: the one way a figure is
   saved), :data:`SIZES`, :func:`by_size`, :func:`check_size`, :func:`check_seed`,

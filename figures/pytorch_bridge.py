@@ -68,7 +68,7 @@ def fig_audit(out_dir, *, size, backend, seed):
             {"skipped": missing},
             paper=PAPER,
             figure=fig_audit.figure,
-            seed=seed,
+            rng=seed,
             size=size,
             backend=backend,
             params=params,
@@ -81,7 +81,7 @@ def fig_audit(out_dir, *, size, backend, seed):
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
     generator = torch.Generator().manual_seed(int(rng.integers(2**63)))
     net = mlp(width, depth, "tanh", n_in=64, n_out=10, init="critical", sigma_b2=0.05, generator=generator)
-    result = audit(net, "digits", n_inits=n_inits, rng=rng)
+    result = audit(net, "digits", n_networks=n_inits, rng=rng)
     fig = result.plot()
     counts = {v: sum(r.verdict == v for r in result.rows) for v in ("ok", "FAIL")}
     title(
@@ -106,7 +106,7 @@ def fig_audit(out_dir, *, size, backend, seed):
         data,
         paper=PAPER,
         figure=fig_audit.figure,
-        seed=seed,
+        rng=seed,
         size=size,
         backend=backend,
         params=params,

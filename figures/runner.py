@@ -25,6 +25,8 @@ from meanfield.validation.runner import (
     size_from_args,
 )
 
+from meanfield._deprecate import renamed_kwargs
+
 from ._common import SIZES, check_backend, check_out_dir, check_seed, check_size, registered
 
 __all__ = ["add_arguments", "all_figures", "main", "run_figures", "select_figures"]
@@ -90,8 +92,9 @@ def _plan(names, registry, backend):
     return [(k, "numpy" if _cpu_only(registry[k]) else backend) for k in keys]
 
 
+@renamed_kwargs(seed="rng")
 def run_figures(
-    names, out="results/figures", size=None, backend="numpy", seed=0, *, full=None, keep_going=False
+    names, out="results/figures", size=None, backend="numpy", rng=0, *, full=None, keep_going=False
 ) -> list[Path]:
     """Run the named figures and return the files written.
 
@@ -106,8 +109,8 @@ def run_figures(
     backend : {'numpy', 'cupy', 'torch', 'array_api_strict'}
         Backend of the simulations; figures that run on the CPU only get ``'numpy'`` (and say so on
         stderr), except when named explicitly, which raises ``ValueError``.
-    seed : int
-        Non-negative seed passed to every figure.
+    rng : int
+        Non-negative seed passed to every figure (``seed=`` is its deprecated spelling).
     keep_going : bool
         When True a figure that raises is reported on one line and the others still run; the
         failures are listed in the ``RuntimeError`` raised at the end. A figure that needs an
@@ -129,7 +132,7 @@ def run_figures(
     size = check_size(size, full)
     if not isinstance(keep_going, bool):
         raise TypeError(f"keep_going must be True or False, got {keep_going!r}")
-    seed = check_seed(seed)
+    rng = check_seed(rng)
     backend = check_backend(backend)
     registry = all_figures()
     plan = _plan(names, registry, backend)
@@ -141,7 +144,7 @@ def run_figures(
     for key, fig_backend in progress(plan, desc="figures"):
         t0 = time.perf_counter()
         try:
-            paths = registry[key](out, size=size, backend=fig_backend, seed=seed)
+            paths = registry[key](out, size=size, backend=fig_backend, rng=rng)
         except ImportError as exc:
             if "meanfield-theory[" not in str(exc):
                 raise
@@ -229,7 +232,7 @@ def main(argv=None, prog: str = "meanfield figures") -> int:
     print(backend_description(args.backend))
     try:
         with stack:
-            run_figures(names, out=args.out, size=size, backend=args.backend, seed=args.seed, keep_going=True)
+            run_figures(names, out=args.out, size=size, backend=args.backend, rng=args.seed, keep_going=True)
     except RuntimeError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1

@@ -39,7 +39,7 @@ from meanfield import conv, dense, parallel
 from meanfield.data import gaussian_inputs
 from meanfield.init import conv_singular_values
 
-from . import _training
+from . import _kernel_regression, _training
 from ._common import (
     by_size,
     colors,
@@ -66,6 +66,7 @@ __all__ = [
     "fig_4b",
     "fig_5",
     "fig_depth_scales",
+    "fig_kernel_regression",
     "fig_qc_maps",
     "fig_s1",
     "fig_s2",
@@ -140,7 +141,7 @@ def fig_s1(out_dir, *, size, backend, seed):
         figure=fig_s1,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=params,
         axes=axes,
         units=units,
@@ -233,7 +234,7 @@ def fig_qc_maps(out_dir, *, size, backend, seed):
         figure=fig_qc_maps,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=params,
         units=units,
         notes="per phase: arrays indexed by layer 0..depth",
@@ -277,7 +278,7 @@ def fig_depth_scales(out_dir, *, size, backend, seed):
         figure=fig_depth_scales,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=params,
         axes={"xi_c": ["sigma_w2", "sigma_b2"]},
         units={"xi_c": "layers"},
@@ -328,7 +329,7 @@ def fig_2_theory(out_dir, *, size, backend, seed):
         figure=fig_2_theory,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=params,
         units={"xi_c": "layers", "six_xi_c": "layers"},
     )
@@ -393,7 +394,7 @@ def fig_4b(out_dir, *, size, backend, seed):
         figure=fig_4b,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=params,
         axes=axes,
         units={"v": "fraction of sigma_w2 per kernel offset (sums to 1)"},
@@ -480,7 +481,7 @@ def fig_s2(out_dir, *, size, backend, seed):
         figure=fig_s2,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=params,
         axes=axes,
         units=units,
@@ -567,7 +568,7 @@ def fig_s3(out_dir, *, size, backend, seed):
         figure=fig_s3,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=params,
         axes=axes,
         units=units,
@@ -655,7 +656,7 @@ def fig_s4(out_dir, *, size, backend, seed):
         figure=fig_s4,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=params,
         axes=axes,
         units=units,
@@ -726,7 +727,7 @@ def fig_2(out_dir, *, size, backend, seed):
         figure=fig_2,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=p,
         axes=axes,
         units={"train_accuracy": "fraction correct", "seconds": "s"},
@@ -952,7 +953,7 @@ def fig_spectra(out_dir, *, size, backend, seed):
         figure=fig_spectra,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=params,
         axes=axes,
         units=units,
@@ -981,8 +982,6 @@ def _fig_s2_point(cov0, sw, sb, v, depth, channels, n_net, backend, rng):
 
 # --- infinite-width kernel regression (Lee et al. 2019) beside 6 xi_c: figures/_kernel_regression.py ---
 
-from . import _kernel_regression  # noqa: E402
-
 
 @figure(paper=PAPER, figure="not in the paper (Fig. 2 style, Lee et al. 2019 kernels)", honours_backend=False)
 def fig_kernel_regression(out_dir, *, size, backend, seed):
@@ -1010,20 +1009,16 @@ def fig_kernel_regression(out_dir, *, size, backend, seed):
         "data": "sklearn digits 8x8, standardised",
     }
     data = {k: res[k] for k in ("sigma_w2", "depth", "accuracy_nngp", "accuracy_ntk", "six_xi_c")}
-    return _save(
-        fig_kernel_regression,
+    return save_figure(
         fig,
         out_dir,
         "xiao2018_fig_kernel_regression",
         data,
+        figure=fig_kernel_regression,
         size=size,
         backend=backend,
-        seed=seed,
+        rng=seed,
         params=params,
         axes={"accuracy_nngp": ["sigma_w2", "depth"], "accuracy_ntk": ["sigma_w2", "depth"]},
         units={"depth": "layers", "six_xi_c": "layers", "accuracy_nngp": "fraction", "accuracy_ntk": "fraction"},
     )
-
-
-FIGURES["fig_kernel_regression"] = fig_kernel_regression
-__all__ += ["fig_kernel_regression"]

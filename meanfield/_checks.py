@@ -139,18 +139,14 @@ def check_probability_vector(v, name: str = "v", atol: float = 1e-10) -> np.ndar
     return arr
 
 
-def check_rng(rng=None, seed=None) -> np.random.Generator:
+def check_rng(rng=None) -> np.random.Generator:
     """The library's one randomness rule: a ``numpy.random.Generator`` from ``rng``.
 
     ``None`` draws fresh OS entropy; a non-negative ``int`` ``n`` gives exactly the stream of
     ``numpy.random.default_rng(n)``; a ``numpy.random.SeedSequence`` seeds a new Generator; a
-    ``Generator`` is used as it is (and advanced). ``seed`` is the older keyword for the same thing.
+    ``Generator`` is used as it is (and advanced).
     Anything else (bool, float, str, negative int) raises ``TypeError``/``ValueError``.
     """
-    if rng is not None and seed is not None:
-        raise ValueError("pass either rng or seed, not both")
-    if rng is None:
-        rng = seed
     if rng is None:
         return np.random.default_rng()
     if isinstance(rng, np.random.Generator):

@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from meanfield._deprecate import renamed_kwargs
+
 from ._checks import as_float_array, check_int, check_rng
 
 __all__ = [
@@ -222,21 +224,23 @@ def spawn_sequences(generator: np.random.Generator, n: int) -> list[np.random.Se
         return np.random.SeedSequence(entropy).spawn(n)
 
 
-def substream(seed: int, *key: int) -> np.random.SeedSequence:
-    """The child ``SeedSequence(seed).spawn(...)[key[0]].spawn(...)[key[1]]...`` of an integer seed.
+@renamed_kwargs(seed="rng")
+def substream(rng: int, *key: int) -> np.random.SeedSequence:
+    """The child ``SeedSequence(rng).spawn(...)[key[0]].spawn(...)[key[1]]...`` of an integer seed ``rng``.
 
     Comparison modules keep an integer ``seed`` (what the command line records) and hand every
     simulator call its own stream ``substream(seed, part, case, ...)``: spawned children (equal to
-    ``SeedSequence(seed, spawn_key=key)``), independent of each other and of the call order.
+    ``SeedSequence(rng, spawn_key=key)``), independent of each other and of the call order. ``seed=``
+    is the deprecated spelling of ``rng``.
     """
-    if isinstance(seed, (complex, np.complexfloating)):
-        raise TypeError(f"seed must be a non-negative int, got the complex {seed!r}")
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or int(seed) < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    if isinstance(rng, (complex, np.complexfloating)):
+        raise TypeError(f"rng must be a non-negative int seed, got the complex {rng!r}")
+    if isinstance(rng, (bool, np.bool_)) or not isinstance(rng, (int, np.integer)) or int(rng) < 0:
+        raise ValueError(f"rng must be a non-negative int seed, got {rng!r}")
     for k in key:
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or int(k) < 0:
             raise ValueError(f"substream keys must be non-negative ints, got {k!r}")
-    return np.random.SeedSequence(int(seed), spawn_key=tuple(int(k) for k in key))
+    return np.random.SeedSequence(int(rng), spawn_key=tuple(int(k) for k in key))
 
 
 @dataclass(frozen=True)

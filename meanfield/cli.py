@@ -128,7 +128,15 @@ def _parser() -> CliParser:
     a.add_argument("model", metavar="PATH.py:FUNCTION", help="a file and a function returning an nn.Module")
     a.add_argument("--inputs", default="digits", help="'digits' (embedded) or a .npy / .pt batch (default: digits)")
     a.add_argument("--out", default="results/audit", metavar="DIR", help="output folder (default: %(default)s)")
-    a.add_argument("--n-inits", type=int, default=20, metavar="N", help="re-initialisations (default: 20)")
+    a.add_argument(
+        "--n-networks",
+        "--n-inits",
+        dest="n_inits",
+        type=int,
+        default=20,
+        metavar="N",
+        help="re-initialisations (default: 20; --n-inits is the older spelling)",
+    )
     a.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the re-initialisations (default: 0)")
     a.add_argument("--no-backward", action="store_true", help="skip the gradient second moments")
     return p, {"reproduce": r, "figures": f, "validate": v, "audit": a}
@@ -140,7 +148,7 @@ def _audit(args, parser) -> int:
     except ImportError as exc:
         return parser.fail(str(exc))
     if args.n_inits < 2 or args.seed < 0:
-        return parser.fail("--n-inits must be >= 2 and --seed >= 0")
+        return parser.fail("--n-networks must be >= 2 and --seed >= 0")
     try:
         return run(args.model, args.inputs, args.out, args.n_inits, args.seed, not args.no_backward)
     except ModelLoadError as exc:
@@ -176,13 +184,13 @@ def _reproduce(args, parser) -> int:
         stack.__enter__()
         try:
             run_figures(
-                sorted(all_figures()), out=fig_dir, size=size, backend=args.backend, seed=args.seed, keep_going=True
+                sorted(all_figures()), out=fig_dir, size=size, backend=args.backend, rng=args.seed, keep_going=True
             )
             figures_ok = True
         except RuntimeError as exc:
             print(f"meanfield reproduce: {exc}", file=sys.stderr)
             figures_ok = False
-        ok = run_modules(comparison_modules(), backend=args.backend, full=size == "full", seed=args.seed, out=val_dir)
+        ok = run_modules(comparison_modules(), backend=args.backend, full=size == "full", rng=args.seed, out=val_dir)
     except KeyboardInterrupt:
         print("meanfield reproduce: interrupted", file=sys.stderr)
         return 130

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import importlib.util
 
+from meanfield._deprecate import renamed_kwargs
+
 from .report import Comparison
 from .runner import check_run_arguments, main_for, progress
 
@@ -70,6 +72,7 @@ def _rows_of(result, label, layers):
     return rows
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """Audit rows of a tanh MLP and CNN at three phases, and the mis-scaled control (see the module docstring).
 
@@ -93,10 +96,10 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     for k, (phase, (sw, sb)) in enumerate(progress(POINTS.items(), desc="validation.audit", total=len(POINTS))):
         g = torch.Generator().manual_seed(int(streams[k].generate_state(1)[0]))
         net = mlp(width, depth, "tanh", n_in=64, n_out=10, generator=g, **_kwargs(sw, sb))
-        res = audit(net, "digits", n_inits=n_inits, rng=np.random.default_rng(streams[k]))
+        res = audit(net, "digits", n_networks=n_inits, rng=np.random.default_rng(streams[k]))
         rows += _rows_of(res, f"tanh MLP {width}x{depth} {phase}", {1, depth // 2, depth})
         cnn = periodic_cnn(channels, conv_depth, "tanh", n_in=1, n_out=10, ndim=2, generator=g, **_kwargs(sw, sb))
-        res = audit(cnn, "digits", n_inits=n_inits, rng=np.random.default_rng(streams[3 + k]), n_inputs=2)
+        res = audit(cnn, "digits", n_networks=n_inits, rng=np.random.default_rng(streams[3 + k]), n_inputs=2)
         rows += _rows_of(res, f"tanh CNN {channels}ch x{conv_depth} circular {phase}", {1, conv_depth // 2, conv_depth})
     net = mlp(width, depth, "tanh", n_in=64, n_out=10, init="critical", sigma_b2=0.05)
     bad = 2 * (depth // 3)  # index of a hidden Linear in the Sequential
@@ -105,7 +108,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         critical_init_(model, sigma_b2=0.05, kernel="gaussian", generator=generator)
         model[bad].weight.mul_(2.0)
 
-    res = audit(net, "digits", n_inits=n_inits, rng=np.random.default_rng(streams[6]), init=init)
+    res = audit(net, "digits", n_networks=n_inits, rng=np.random.default_rng(streams[6]), init=init)
     detected = res.flagged_layers[:1] == (str(bad),)
     rows.append(
         Comparison(

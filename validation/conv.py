@@ -36,6 +36,7 @@ import functools
 import numpy as np
 
 from meanfield import conv, dense
+from meanfield._deprecate import renamed_kwargs
 from meanfield.conv import fig_s4_setup, fig_s4_theory  # noqa: F401 - importable here under their old names
 from meanfield.init import (
     conv_matrix,
@@ -226,6 +227,7 @@ def _fig_s4_rows(backend, full, seed):
     return rows
 
 
+@renamed_kwargs(seed="rng")
 def fig_s2_setup(seed: int = 0) -> dict:
     """Fig. S2 set-up: tanh, n = 10, kernel 3 (uniform v), sigma_b2 = 0.05, a random spatial input covariance."""
     return {
@@ -294,12 +296,13 @@ def _fig_s2_rows(backend, full, seed):
     return rows
 
 
+@renamed_kwargs(seed="rng")
 def isometry_rows(seed: int = 0) -> list[Comparison]:
     """Rows (d) of the module notes: exact isometry of orthogonal kernels and Algorithm 1's variance vector.
 
     Parameters
     ----------
-    seed : int
+    rng : int
         Non-negative seed; the kernels and inputs come from ``substream(seed, 5)``.
 
     Returns
@@ -362,6 +365,7 @@ def isometry_rows(seed: int = 0) -> list[Comparison]:
     return rows
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons (a)-(d) of the module docstring."""
     rows = _covariance_rows(backend, full, seed)

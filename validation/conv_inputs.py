@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from meanfield import conv
+from meanfield._deprecate import renamed_kwargs
 from meanfield.activations import get_activation
 from meanfield.backend import Backend, get_backend, matrix_transpose, spawn_sequences, to_numpy
 from meanfield.checks import as_float_array, check_int, check_probability_vector, check_rng, check_variance
@@ -153,6 +154,7 @@ def simulate_multi_input(
     return out
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """Compare multi-input CNN covariances with the theory (see the module docstring); the
     networks are simulated on ``backend`` (:data:`BACKENDS`)."""

@@ -20,6 +20,7 @@ import functools
 import numpy as np
 
 from meanfield import dense
+from meanfield._deprecate import renamed_kwargs
 from meanfield.data import gaussian_inputs
 from meanfield.numerics import richardson
 
@@ -78,6 +79,7 @@ def _statistics(sim, layers, grad_layers):
     return np.concatenate([q, c, g], axis=1)
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """Compare q^l, c^l and gradient variances with mean-field theory (see module docstring)."""
     width = 512 if full else 128

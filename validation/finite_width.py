@@ -46,6 +46,7 @@ import math
 import numpy as np
 
 from meanfield import finite_width as fw
+from meanfield._deprecate import renamed_kwargs
 from meanfield.backend import get_backend, matrix_transpose, to_numpy
 from meanfield.checks import check_scalar
 from meanfield.data import load_digits
@@ -387,6 +388,7 @@ def _eigen_rows(rows):
         )
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons (see the module docstring)."""
     rows: list[Comparison] = []

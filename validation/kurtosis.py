@@ -45,6 +45,7 @@ from meanfield.validation.simulators import (
 from scipy import stats
 
 from meanfield import kurtosis, parallel
+from meanfield._deprecate import renamed_kwargs
 from meanfield.checks import check_bool, check_int
 from meanfield.data import load_digits
 
@@ -297,6 +298,7 @@ def _fraction_below_threshold(v):
     return f, math.sqrt(max(f * (1 - f), 1.0 / n) / n)
 
 
+@renamed_kwargs(seed="rng")
 def fig1_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """Rows (c) of the module notes: the claims of seed 002's Fig. 1 on :func:`fig1_variances`.
 
@@ -306,7 +308,7 @@ def fig1_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list
         One of :data:`meanfield.backend.BACKENDS` (the array backend of the simulated networks).
     full : bool
         The paper's sizes (10,000 networks, 200 MetaInit networks) instead of the quick default.
-    seed : int
+    rng : int
         Base seed (``>= 0``); the networks come from ``substream(seed, FIG1_STREAM)``.
 
     Returns
@@ -376,6 +378,7 @@ def fig1_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list
     return rows
 
 
+@renamed_kwargs(seed="rng")
 def variance_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """Rows (d) of the module notes: ``Var S_n^2`` of :func:`meanfield.kurtosis.empirical_variance_distribution`
     against i.i.d. samples of known kurtosis.
@@ -386,7 +389,7 @@ def variance_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> 
         One of :data:`meanfield.backend.BACKENDS`; validated but unused (the samples are drawn with NumPy).
     full : bool
         200,000 samples per row instead of 40,000.
-    seed : int
+    rng : int
         Base seed (``>= 0``); the samples come from ``substream(seed, 5)``.
 
     Returns
@@ -425,6 +428,7 @@ def variance_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> 
     return rows
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons of seed 002 (see the module docstring)."""
     rows = []

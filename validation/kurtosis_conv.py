@@ -40,6 +40,7 @@ import math
 import numpy as np
 
 from meanfield import kurtosis
+from meanfield._deprecate import renamed_kwargs
 from meanfield.backend import Backend, get_backend, matrix_transpose, spawn_sequences, to_numpy
 from meanfield.checks import check_rng
 
@@ -152,6 +153,7 @@ def _ratio(num, den, square=False):
     return float(r), float(infl.std(ddof=1) / math.sqrt(num.size))
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """The rows of the module notes; the simulation runs on ``backend`` (:data:`BACKENDS`)."""
     n = 1_000_000 if full else 200_000

@@ -34,6 +34,7 @@ import math
 import numpy as np
 
 from meanfield import landscape as L
+from meanfield._deprecate import renamed_kwargs
 
 from .report import Comparison, mean_and_stderr
 from .runner import check_run_arguments, main_for, progress
@@ -220,6 +221,7 @@ def _mode_rows(stream):
     return rows
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons; ``full`` uses 10 targets on a 10x10 grid (default 3 targets, 5x5).
 
@@ -229,7 +231,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         One of :data:`meanfield.backend.BACKENDS`; validated but unused (the landscapes and flows are CPU theory).
     full : bool
         The paper's sizes (10 targets on a 10x10 grid, 100 rescaled nets) instead of the quick default.
-    seed : int
+    rng : int
         Base seed of the random streams.
 
     Returns
@@ -251,6 +253,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     return rows
 
 
+@renamed_kwargs(n_nets="n_networks", seed="rng")
 def untrained_rows(n_targets: int = 3, grid: int = 5, n_nets: int = 20, seed: int = 0) -> list[Comparison]:
     """The rows of :func:`run` that need no training (and no ``torch``), at a size of one's choice.
 
@@ -265,9 +268,9 @@ def untrained_rows(n_targets: int = 3, grid: int = 5, n_nets: int = 20, seed: in
         Random regression targets (tasks) per landscape comparison, ``1 <= n_targets <= 1000``.
     grid : int
         Side of the input grid of each task (``grid**2`` inputs), ``2 <= grid <= 32``.
-    n_nets : int
+    n_networks : int
         Random networks of the rescaling check, ``1 <= n_nets <= 10_000``.
-    seed : int
+    rng : int
         Base seed of the random streams (``>= 0``).
 
     Returns
@@ -289,8 +292,8 @@ def untrained_rows(n_targets: int = 3, grid: int = 5, n_nets: int = 20, seed: in
     """
     n_targets = _count(n_targets, "n_targets", 1, 1000)
     grid = _count(grid, "grid", 2, 32)
-    n_nets = _count(n_nets, "n_nets", 1, 10_000)
-    seed = _count(seed, "seed", 0, None)
+    n_nets = _count(n_nets, "n_networks", 1, 10_000)
+    seed = _count(seed, "rng", 0, None)
     targets, exact, rescaling, modes = _untrained_streams(seed, n_targets)
     rows = _landscape_rows(n_targets, grid, targets)
     rows += _bias_rows(n_targets, grid, targets)
@@ -437,12 +440,12 @@ def _trained_rows(full, seed):
             arch,
             x,
             y,
-            n_members=n_hess,
+            n_networks=n_hess,
             width=8,
             depth=4,
             steps=300,
             lr=5e-3,
-            batch=256,
+            batch_size=256,
             record_every=100,
             hessian_every=100,
             hessian_inputs=128,
@@ -478,7 +481,7 @@ def _trained_rows(full, seed):
     for key in progress(list(variants), desc="trained skip networks"):
         arch, kw = variants[key]
         runs[key] = train_skip_ensemble(
-            arch, x, y, n_members=members, width=width, depth=depth, steps=steps, record_every=steps, rng=run_ss, **kw
+            arch, x, y, n_networks=members, width=width, depth=depth, steps=steps, record_every=steps, rng=run_ss, **kw
         )
     pair_rng = np.random.default_rng(pair_ss)
     ratio = {a: rescaled_accuracy_ratio(runs[a], x, y, rng=pair_rng) for a in ("plain", "residual")}

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from meanfield import conv, dense, ntk
+from meanfield._deprecate import renamed_kwargs
 from meanfield.data import gaussian_inputs
 from meanfield.numerics import richardson
 
@@ -134,6 +135,7 @@ def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
     return abs(scale) / width**2
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """Compare NTKs with the infinite-width recursion (see the module docstring)."""
     width = 512 if full else 128
@@ -194,6 +196,7 @@ CONV2D_V = ((0.05, 0.1, 0.0), (0.1, 0.4, 0.15), (0.05, 0.1, 0.05))
 FIXED_POINT_CNN = ("tanh", 0.8, 0.05, 16)
 
 
+@renamed_kwargs(seed="rng")
 def conv_mode_rows(seed: int = 0, full: bool = False, backend: str = "numpy") -> list[Comparison]:
     """Rows for 2-D periodic CNNs and for the CNN NTK's fixed point (issue 17, item 2).
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from meanfield._deprecate import renamed_kwargs
 from meanfield.backend import BACKENDS
 from meanfield.compare import Z_DEFAULT, Comparison
 
@@ -223,6 +224,7 @@ def table_records(rows) -> list[dict]:
     return [{f: getattr(r, f) for f in ROW_FIELDS} for r in rows]
 
 
+@renamed_kwargs(seed="rng")
 def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, seconds: float | None = None) -> Path:
     """Write a validation table as JSON with the metadata block of every output of the library.
 
@@ -231,7 +233,7 @@ def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, 
     (:data:`ROW_FIELDS`).
 
     Raises ``TypeError`` / ``ValueError`` naming the argument for a ``title`` that is not a str, a
-    ``seed`` that is not an int >= 0, a non-bool ``full``, a ``backend`` not in
+    ``rng`` that is not an int >= 0, a non-bool ``full``, a ``backend`` not in
     :data:`meanfield.backend.BACKENDS`, ``seconds`` not None or a finite number >= 0, or rows that are not :class:`Comparison`.
     ``data["passed"]`` / ``data["failed"]`` count the checks, ``data["claims_reproduced"]`` /
     ``data["claims_not_reproduced"]`` the claims.
@@ -239,9 +241,9 @@ def write_table_json(path, title: str, rows, *, seed, full: bool, backend: str, 
     if not isinstance(title, str):
         raise TypeError(f"title must be a str, got {title!r}")
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be a non-negative int (what the run recorded), got {seed!r}")
+        raise TypeError(f"rng must be a non-negative int seed (what the run recorded), got {seed!r}")
     if seed < 0:
-        raise ValueError(f"seed must be a non-negative int (what the run recorded), got {seed!r}")
+        raise ValueError(f"rng must be a non-negative int seed (what the run recorded), got {seed!r}")
     if not isinstance(full, (bool, np.bool_)):
         raise TypeError(f"full must be True or False, got {full!r}")
     if not isinstance(backend, str) or backend not in BACKENDS:

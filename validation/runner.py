@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from meanfield._deprecate import renamed_kwargs
 from meanfield.backend import BACKENDS, get_backend
 
 from .report import format_table, not_reproduced, write_table_json
@@ -343,32 +344,34 @@ def check_out_dir(out_dir) -> Path:
     return path
 
 
+@renamed_kwargs(seed="rng")
 def check_run_arguments(backend: object, full: object, seed: object) -> tuple[str, bool, int]:
-    """Check the arguments every comparison module's ``run(backend, full, seed)`` takes, before any work.
+    """Check the arguments every comparison module's ``run(backend, full, rng)`` takes, before any work.
 
     Returns
     -------
     tuple of (str, bool, int)
-        ``backend``, ``full`` and ``seed`` as plain Python values.
+        ``backend``, ``full`` and ``rng`` as plain Python values.
 
     Raises
     ------
     ValueError
-        If ``backend`` is not one of :data:`meanfield.backend.BACKENDS`, or ``seed`` is negative.
+        If ``backend`` is not one of :data:`meanfield.backend.BACKENDS`, or ``rng`` is negative.
     TypeError
-        If ``full`` is not a bool or ``seed`` not an int.
+        If ``full`` is not a bool or ``rng`` not an int.
     """
     if not isinstance(full, (bool, np.bool_)):
         raise TypeError(f"full must be True or False, got {full!r}")
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+        raise TypeError(f"rng must be a non-negative int seed, got {seed!r}")
     if seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed}")
+        raise ValueError(f"rng must be a non-negative int seed, got {seed}")
     return backend, bool(full), int(seed)
 
 
+@renamed_kwargs(seed="rng")
 def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
     """Run the named comparison modules and print their tables; True when every check passed.
 
@@ -406,7 +409,7 @@ def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
         if note:
             tqdm.write(note)
         t0 = time.perf_counter()
-        rows = module.run(backend=used, full=full, seed=seed)
+        rows = module.run(backend=used, full=full, rng=seed)
         elapsed = time.perf_counter() - t0
         tqdm.write(format_table(f"validation.{name}", rows) + f"  ({elapsed:.1f} s)\n")
         if out is not None:
@@ -414,7 +417,7 @@ def run_modules(names, backend="numpy", full=False, seed=0, out=None) -> bool:
                 Path(out) / f"validation_{name}.json",
                 f"validation.{name}",
                 rows,
-                seed=seed,
+                rng=seed,
                 full=full,
                 backend=used,
                 seconds=elapsed,
@@ -476,14 +479,14 @@ def main_for(run, module_name: str, argv=None) -> int:
     print(backend_description(args.backend) if note is None else note)
     t0 = time.perf_counter()
     with stack:
-        rows = run(backend=used, full=args.full, seed=args.seed)
+        rows = run(backend=used, full=args.full, rng=args.seed)
     print(format_table(f"validation.{name}", rows))
     if out is not None:
         write_table_json(
             out / f"validation_{name}.json",
             f"validation.{name}",
             rows,
-            seed=args.seed,
+            rng=args.seed,
             full=args.full,
             backend=used,
             seconds=time.perf_counter() - t0,
@@ -539,7 +542,7 @@ def main(argv=None, prog: str = "meanfield validate") -> int:
     try:
         print(backend_description(args.backend))
         with stack:
-            ok = run_modules(names, backend=args.backend, full=args.full, seed=args.seed, out=out)
+            ok = run_modules(names, backend=args.backend, full=args.full, rng=args.seed, out=out)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

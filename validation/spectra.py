@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from meanfield import dense, spectra
+from meanfield._deprecate import renamed_kwargs
 from meanfield.numerics import richardson
 
 from .backend import substream
@@ -112,6 +113,7 @@ def _rows(label, spec, spec_fine, samples, width):
     return rows
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """Compare Jacobian spectra with free probability (see the module docstring)."""
     width = 256 if full else 96
@@ -150,6 +152,7 @@ CONV2D_CASES = (("delta_orthogonal", 4), ("gaussian", 4))
 CONV2D_SHAPE = (3, 3)
 
 
+@renamed_kwargs(seed="rng")
 def conv2d_rows(seed: int = 0, full: bool = False, backend: str = "numpy") -> list[Comparison]:
     """The CNN rows of :func:`run` for 2-D periodic CNNs (``CONV2D_SHAPE``, 3 x 3 kernels).
 

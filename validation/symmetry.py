@@ -39,6 +39,7 @@ import numpy as np
 
 from meanfield import init as mf_init
 from meanfield import symmetry
+from meanfield._deprecate import renamed_kwargs
 from meanfield.activations import get_activation
 
 from .backend import get_backend, substream, to_numpy
@@ -400,6 +401,7 @@ def _breaking_rows(backend, full, seed):
     return rows
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons of the module docstring.
 
@@ -410,7 +412,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         networks run on it; the closed forms (d) and the training runs (e) run on the CPU.
     full : bool
         The paper's sizes (more input pairs, depths and draws) instead of the quick default.
-    seed : int
+    rng : int
         Base seed of the random streams.
 
     Returns

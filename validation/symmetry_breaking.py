@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from meanfield import Result
+from meanfield._deprecate import renamed_kwargs
 from meanfield.checks import check_rng
 
 from .report import Comparison
@@ -509,6 +510,7 @@ def exact_symmetry_rows(label: str, max_one_minus_cf: float, probe: dict) -> lis
     return [exact, platform]
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """The comparisons of the module docstring.
 
@@ -518,7 +520,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         Only ``"numpy"`` (the runs use PyTorch on the CPU).
     full : bool
         :data:`SIZES` ``"full"`` instead of ``"default"``.
-    seed : int
+    rng : int
 
     Returns
     -------

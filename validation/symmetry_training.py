@@ -44,6 +44,7 @@ from numpy.typing import ArrayLike
 
 from meanfield import Result
 from meanfield import landscape as L
+from meanfield._deprecate import renamed_kwargs
 from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
 
 from ._skip_hessians import hessian_one, hessians_exact
@@ -200,6 +201,7 @@ class _Monitor:
             self.hess.append(_hessian_eigs(self.torch, model, theta, self.xh, self.yh))
 
 
+@renamed_kwargs(n_members="n_networks", batch="batch_size")
 def train_skip_ensemble(
     architecture: str,
     x_train: ArrayLike,
@@ -236,7 +238,7 @@ def train_skip_ensemble(
     y_train : array_like of int, shape (n,)
     x_test, y_test : array_like, optional
         A held-out set (test accuracy is recorded when given).
-    n_members : int
+    n_networks : int
         Independent networks (1 to 256).
     width, depth : int
         Hidden units per layer (>= 2) and hidden skip layers (>= 1); the paper: 128 and 30.
@@ -244,7 +246,7 @@ def train_skip_ensemble(
         Adam steps (>= 0).
     lr : float
         Adam's learning rate, in (0, :data:`MAX_LR`] (the paper: 5e-4).
-    batch : int
+    batch_size : int
         Minibatch size (>= 1; the paper: 500; capped at ``n``).
     sigma_w2 : float
         Initial weights ``N(0, sigma_w2 / fan_in)`` (> 0); 1.0 is the variance of Glorot's
@@ -293,11 +295,11 @@ def train_skip_ensemble(
     """
     if not isinstance(architecture, str) or architecture not in ARCHITECTURES:
         raise ValueError(f"architecture must be one of {list(ARCHITECTURES)}, got {architecture!r}")
-    n_members = check_int(n_members, "n_members", 1, 256)
+    n_members = check_int(n_members, "n_networks", 1, 256)
     width = check_int(width, "width", 2, 4096)
     depth = check_int(depth, "depth", 1, 1000)
     steps = check_int(steps, "steps", 0, 10**7)
-    batch = check_int(batch, "batch", 1)
+    batch = check_int(batch, "batch_size", 1)
     record_every = check_int(record_every, "record_every", 1)
     hessian_inputs = check_int(hessian_inputs, "hessian_inputs", 1)
     n_classes = check_int(n_classes, "n_classes", 2, 10**5)

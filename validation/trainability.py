@@ -79,6 +79,7 @@ from pathlib import Path
 import numpy as np
 
 from meanfield import Result, conv, dense
+from meanfield._deprecate import renamed_kwargs
 from meanfield.checks import as_float_array
 
 from .audit import unavailable  # the torch extra: `meanfield validate` skips this module without it
@@ -567,6 +568,7 @@ EXPERIMENTS = {
 }
 
 
+@renamed_kwargs(seed="rng")
 def experiment(name: str, size: str = "default", seed: int = 0) -> dict:
     """Run (or fetch from this process's cache) one trainability experiment.
 
@@ -574,7 +576,7 @@ def experiment(name: str, size: str = "default", seed: int = 0) -> dict:
     ----------
     name : {"depth_scale", "deep_cnn", "looks_linear", "zero", "nonuniform_v", "kurtosis_accuracy"}
     size : {"smoke", "default", "full"}
-    seed : int
+    rng : int
         Non-negative; every ensemble gets its own spawned stream ``substream(seed, ...)``.
 
     Returns
@@ -665,22 +667,24 @@ def depth_scale_agreement(res: dict) -> tuple[float, int]:
     return (float((predicted == observed)[scored].mean()) if n else float("nan")), n
 
 
+@renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """The trainability rows (module notes) at the default (or, with ``full``, the full) size.
 
     The networks train on the CPU with PyTorch whatever ``backend`` says (the trainer's ``device``
     argument selects a GPU; this table keeps the CPU so that its numbers are those of the docs).
     """
-    return rows(size="full" if full else "default", seed=seed)
+    return rows(size="full" if full else "default", rng=seed)
 
 
+@renamed_kwargs(seed="rng")
 def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
     """The trainability rows at any size (``"smoke"`` for tests): see the module notes.
 
     Parameters
     ----------
     size : {"smoke", "default", "full"}
-    seed : int
+    rng : int
 
     Returns
     -------

@@ -57,6 +57,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from meanfield._deprecate import renamed_kwargs
+
 from .._checks import as_float_array, check_bool, check_int, check_probability_vector, check_rng
 from ..backend import Backend, get_backend, matrix_transpose
 from ._args import batch_shape, check_batch_size, check_size, int_arg, nonneg, real_array
@@ -660,6 +662,7 @@ def symmetric_projection(n: int, rng: Any = None) -> np.ndarray:
     return (u * mask) @ u.T
 
 
+@renamed_kwargs(batch="batch_shape")
 def gaussian_conv_kernel(
     kernel_shape: int | Sequence[int],
     c_in: int,
@@ -687,7 +690,7 @@ def gaussian_conv_kernel(
     rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
         a CuPy Generator.
-    batch : int or tuple of int
+    batch_shape : int or tuple of int
         Leading axes of independent kernels (default none).
     backend : str or Backend
         ``"numpy"`` (default) or ``"cupy"``.

@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from meanfield._deprecate import renamed_kwargs
+
 from ..backend import Backend, astype, diagonal, get_backend, matrix_transpose
 from ._args import batch_shape, check_batch_size, check_law, check_size, int_arg, nonneg, real
 
@@ -124,6 +126,7 @@ def _sizes(n_out, n_in, batch) -> tuple[int, int, tuple[int, ...]]:
     return n_out, n_in, batch
 
 
+@renamed_kwargs(batch="batch_shape")
 def haar_orthogonal(
     n_out: int, n_in: int, rng: Any = None, *, batch: int | tuple[int, ...] = (), backend: str | Backend = "numpy"
 ) -> Any:
@@ -139,7 +142,7 @@ def haar_orthogonal(
     rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
         a CuPy Generator (:meth:`meanfield.backend.Backend.rng`).
-    batch : int or tuple of int
+    batch_shape : int or tuple of int
         Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
     backend : str or Backend
         ``"numpy"`` (default) or ``"cupy"``: where the matrices are drawn and returned.
@@ -172,6 +175,7 @@ def haar_orthogonal(
     return q if n_out >= n_in else matrix_transpose(b.xp, q)
 
 
+@renamed_kwargs(batch="batch_shape")
 def dense_weights(
     n_out: int,
     n_in: int,
@@ -199,7 +203,7 @@ def dense_weights(
     rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
         a CuPy Generator (:meth:`meanfield.backend.Backend.rng`).
-    batch : int or tuple of int
+    batch_shape : int or tuple of int
         Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
     backend : str or Backend
         ``"numpy"`` (default) or ``"cupy"``.

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from meanfield._deprecate import renamed_kwargs
+
 from ..backend import Backend, concat, get_backend
 from ._args import batch_shape, check_batch_size, check_size, int_arg, nonneg, real_array
 from ._dense import haar_orthogonal
@@ -107,6 +109,7 @@ def _half(n: int, name: str) -> int:
     return n // 2
 
 
+@renamed_kwargs(batch="batch_shape")
 def gsm(
     n_out: int,
     n_in: int,
@@ -128,7 +131,7 @@ def gsm(
     rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
         a CuPy Generator.
-    batch : int or tuple of int
+    batch_shape : int or tuple of int
         Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
     backend : str or Backend
         ``"numpy"`` (default) or ``"cupy"``.
@@ -161,6 +164,7 @@ def gsm(
     return _block(b.xp, math.sqrt(sigma_w2 / n_in) * gen.standard_normal(batch + (m, n)))
 
 
+@renamed_kwargs(batch="batch_shape")
 def orthogonal_looks_linear(
     n_out: int,
     n_in: int,
@@ -185,7 +189,7 @@ def orthogonal_looks_linear(
     rng : None, int, SeedSequence or numpy.random.Generator
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
         a CuPy Generator.
-    batch : int or tuple of int
+    batch_shape : int or tuple of int
         Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
     backend : str or Backend
         ``"numpy"`` (default) or ``"cupy"``.
@@ -215,4 +219,4 @@ def orthogonal_looks_linear(
     batch = batch_shape(batch)
     check_batch_size(math.prod(batch) * 4 * m * n, "prod(batch) * n_out * n_in")
     b = get_backend(backend)
-    return _block(b.xp, math.sqrt(sigma_w2) * haar_orthogonal(m, n, rng, batch=batch, backend=b))
+    return _block(b.xp, math.sqrt(sigma_w2) * haar_orthogonal(m, n, rng, batch_shape=batch, backend=b))

@@ -136,7 +136,7 @@ class Dense(Layer):
 
     def init(self, seq, in_shape, n, b):
         gen = _gen(b, seq)
-        w = init.dense_weights(self.width, in_shape[-1], self.sigma_w2, self.law, gen, batch=n, backend=b)
+        w = init.dense_weights(self.width, in_shape[-1], self.sigma_w2, self.law, gen, batch_shape=n, backend=b)
         return {"weight": w, "bias": _bias(gen, n, self.width, self.sigma_b2, b)}
 
     def apply(self, params, x, b):
@@ -236,7 +236,7 @@ class Conv(Layer):
         gen = _gen(b, seq)
         if len(ks) <= 2:
             k = init.gaussian_conv_kernel(
-                ks, c_in, self.channels, sigma_w2=self.sigma_w2, v=self.v, rng=gen, batch=n, backend=b
+                ks, c_in, self.channels, sigma_w2=self.sigma_w2, v=self.v, rng=gen, batch_shape=n, backend=b
             )
         else:
             std = b.asarray(np.sqrt(self.sigma_w2 * self.v / c_in)[(...,) + (None, None)])

@@ -270,7 +270,7 @@ class HyperResidual(Layer):
         width = in_shape[-1]
         out = {
             "weight": [
-                init.dense_weights(width, width, self.sigma_w2, "gaussian", gen, batch=n, backend=b)
+                init.dense_weights(width, width, self.sigma_w2, "gaussian", gen, batch_shape=n, backend=b)
                 for _ in range(self.depth)
             ],
             "bias": [_bias(gen, n, width, self.sigma_b2, b) for _ in range(self.depth)],
@@ -345,7 +345,7 @@ class LooksLinear(Layer):
     def init(self, seq, in_shape, n, b):
         gen = _gen(b, seq)
         f = init.orthogonal_looks_linear if self.law == "orthogonal" else init.gsm
-        w = f(self.width, in_shape[-1], self.sigma_w2, gen, batch=n, backend=b)
+        w = f(self.width, in_shape[-1], self.sigma_w2, gen, batch_shape=n, backend=b)
         return {"weight": w, "bias": b.full((n, self.width), 0.0)}
 
     def module(self, params, k):

@@ -85,6 +85,8 @@ from typing import Any
 
 import numpy as np
 
+from meanfield._deprecate import renamed_kwargs
+
 from .. import conv as mf_conv
 from .. import dense
 from .._checks import check_bool, check_int, check_rng
@@ -184,11 +186,12 @@ class AuditRow(Result):
         return self.z * self.stderr + self.systematic
 
 
+@renamed_kwargs(n_inits="n_networks")
 def z_for(n_inits: int) -> float:
     """Standard errors allowed with ``n_inits`` re-initialisations: the Student-t quantile of the two-sided
     level of :data:`Z` (``P = 2 Phi(-4.5) = 6.8e-6``) with ``n_inits - 1`` degrees of freedom (the
     standard error is itself estimated from ``n_inits`` samples); :data:`Z` from 200 on."""
-    n_inits = check_int(n_inits, "n_inits", 2)
+    n_inits = check_int(n_inits, "n_networks", 2)
     if n_inits >= 200:
         return Z
     from scipy import special  # scipy.stats.t.isf(norm.sf(Z), n - 1), without importing scipy.stats
@@ -845,6 +848,7 @@ def _jackknife_ratio(m4: np.ndarray, m2: np.ndarray) -> tuple[float, float]:
     return float(full), float(se)
 
 
+@renamed_kwargs(n_inits="n_networks")
 def audit(
     model: Any,
     inputs: Any = "digits",
@@ -866,7 +870,7 @@ def audit(
         batches are small), restoring the setting afterwards.
     inputs : "digits", torch.Tensor, numpy array or DataLoader batch
         See :func:`prepare_inputs`; the first ``n_inputs`` are used.
-    n_inits : int or None
+    n_networks : int or None
         Re-initialisations (2 to 10^4); the standard errors are over them. ``None`` (default): the
         power rule of the module docstring (10 to 200).
     rng : None, int, SeedSequence or numpy.random.Generator
@@ -914,14 +918,14 @@ def audit(
     >>> import torch
     >>> from meanfield.pytorch import mlp, audit
     >>> net = mlp(128, 6, "tanh", init="critical", sigma_b2=0.05)
-    >>> result = audit(net, "digits", n_inits=4, rng=0)
+    >>> result = audit(net, "digits", n_networks=4, rng=0)
     >>> result.phase
     'critical'
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if n_inits is not None:
-        n_inits = check_int(n_inits, "n_inits", 2, 10**4)
+        n_inits = check_int(n_inits, "n_networks", 2, 10**4)
     backward = check_bool(backward, "backward")
     inplace = check_bool(inplace, "inplace")
     rng = check_rng(rng)

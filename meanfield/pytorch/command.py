@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from meanfield._deprecate import renamed_kwargs
+
 from ._torch import require_torch
 
 __all__ = [
@@ -239,6 +241,7 @@ def check_out(out: Any) -> Path:
     return path
 
 
+@renamed_kwargs(n_inits="n_networks", seed="rng")
 def run(
     model_spec: str,
     inputs: str = "digits",
@@ -268,7 +271,7 @@ def run(
         if target.exists() and not target.is_file():
             raise ModelLoadError(f"--out: {str(target)!r} exists and is not a file (it would be overwritten)")
     try:
-        result = audit(model, x, n_inits=n_inits, rng=seed, backward=backward)
+        result = audit(model, x, n_networks=n_inits, rng=seed, backward=backward)
     except SystemExit as exc:  # the user's forward() called sys.exit()
         raise ModelLoadError(f"the audit of {model_spec} failed: the model called sys.exit({exc.code!r})") from None
     except (TypeError, ValueError) as exc:

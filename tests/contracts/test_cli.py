@@ -47,7 +47,7 @@ def fake(monkeypatch):
                 {"x": [0, 1]},
                 paper="Doe et al. 2020",
                 figure=f"Fig. {name}",
-                seed=seed,
+                rng=seed,
                 size=size,
                 backend=backend,
                 params={"n": 1},
@@ -63,8 +63,8 @@ def fake(monkeypatch):
     monkeypatch.setattr(fig_runner, "all_figures", lambda: dict(registry))
     module = types.ModuleType("meanfield.validation.fakecmp")
 
-    def run(backend="numpy", full=False, seed=0):
-        calls.append(("validation", full, backend, seed))
+    def run(backend="numpy", full=False, rng=0):
+        calls.append(("validation", full, backend, rng))
         return [Comparison("q", 1.0, 1.0, 0.1), Comparison("c", 0.5, 0.5, 0.1)]
 
     module.run = run

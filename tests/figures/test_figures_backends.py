@@ -49,7 +49,7 @@ def test_figure_claiming_the_backend_simulates_on_it(key, tmp_path, monkeypatch)
     module = importlib.import_module(f"meanfield.figures.{key.split('.')[0]}")
     monkeypatch.setattr(module, "save_figure", lambda *a, **k: [])
     monkeypatch.setenv("MEANFIELD_NO_PROGRESS", "1")
-    all_figures()[key](tmp_path, size="smoke", backend="array_api_strict", seed=0)
+    all_figures()[key](tmp_path, size="smoke", backend="array_api_strict", rng=0)
     assert len(created) >= MIN_ARRAYS, f"{key} created {len(created)} array_api_strict arrays"
 
 
@@ -57,4 +57,4 @@ def test_cpu_only_figures_refuse_other_backends(tmp_path):
     cpu_only = sorted(k for k, f in all_figures().items() if not f.honours_backend)
     assert cpu_only
     with pytest.raises(ValueError, match="CPU only"):
-        all_figures()[cpu_only[0]](tmp_path, size="smoke", backend="array_api_strict", seed=0)
+        all_figures()[cpu_only[0]](tmp_path, size="smoke", backend="array_api_strict", rng=0)

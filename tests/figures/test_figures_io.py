@@ -35,7 +35,7 @@ def test_save_and_load_round_trip(tmp_path):
         data,
         paper="Doe et al. 2020",
         figure="Fig. 7",
-        seed=5,
+        rng=5,
         size="smoke",
         backend="numpy",
         params={"sigma_w2": 1.5, "activation": "tanh"},
@@ -86,7 +86,7 @@ def test_load_rejects_what_is_not_a_figure_json(tmp_path):
 def test_validation_table_json_round_trip(tmp_path):
     rows = [Comparison("q^5", 1.0, 1.01, 0.01), Comparison("c^5", 0.5, 0.9, 0.01, note="why")]
     path = write_table_json(
-        tmp_path / "validation_demo.json", "validation.demo", rows, seed=3, full=False, backend="numpy", seconds=1.5
+        tmp_path / "validation_demo.json", "validation.demo", rows, rng=3, full=False, backend="numpy", seconds=1.5
     )
     back = load(path)
     assert back.metadata["kind"] == "validation" and back.metadata["seed"] == 3
@@ -169,7 +169,7 @@ def test_declared_figure_checks_every_argument_before_work(tmp_path):
     assert fig_demo.paper == "Doe et al. 2020" and fig_demo.honours_backend is False
     assert "CPU only" in fig_demo.__doc__ and "Parameters" in fig_demo.__doc__
     fig_demo(tmp_path, full=True)
-    fig_demo(str(tmp_path), size="smoke", seed=np.int64(3))
+    fig_demo(str(tmp_path), size="smoke", rng=np.int64(3))
     assert calls == [(tmp_path, "full", "numpy", 0), (tmp_path, "smoke", "numpy", 3)]
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -177,8 +177,8 @@ def test_declared_figure_checks_every_argument_before_work(tmp_path):
         (dict(backend="cupy"), ValueError, "CPU only"),
         (dict(backend="jax"), ValueError, "backend"),
         (dict(backend=None), TypeError, "backend"),
-        (dict(seed=-1), ValueError, "seed"),
-        (dict(seed=True), TypeError, "seed"),
+        (dict(rng=-1), ValueError, "rng"),
+        (dict(rng=True), TypeError, "rng"),
         (dict(size="tiny"), ValueError, "size"),
         (dict(full=1), TypeError, "full"),
     ]
@@ -208,7 +208,7 @@ def test_fig_s4_json_is_self_describing(tmp_path):
     from meanfield.figures import xiao2018
     from meanfield.validation.conv import fig_s4_setup
 
-    back = load(xiao2018.fig_s4(tmp_path, size="smoke", seed=2)[1])
+    back = load(xiao2018.fig_s4(tmp_path, size="smoke", rng=2)[1])
     setup = fig_s4_setup()
     params = back.metadata["params"]
     assert params["activation"] == "erf" and params["n"] == 10
@@ -235,7 +235,7 @@ def test_fig_s1_names_the_axes_of_its_grids(tmp_path):
 def test_same_seed_same_figure_numbers(tmp_path):
     from meanfield.figures import xiao2018
 
-    a, b, c = (load(xiao2018.fig_s3(tmp_path / str(k), size="smoke", seed=s)[1]) for k, s in enumerate((1, 1, 2)))
+    a, b, c = (load(xiao2018.fig_s3(tmp_path / str(k), size="smoke", rng=s)[1]) for k, s in enumerate((1, 1, 2)))
     assert np.array_equal(a["conv_density"], b["conv_density"])
     assert not np.array_equal(a["conv_density"], c["conv_density"])
 

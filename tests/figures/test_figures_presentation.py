@@ -57,7 +57,7 @@ def rendered(tmp_path_factory):
             # every figure is written by Figure.savefig inside save_figure (the one save path):
             # capture it there
             mp.setattr(matplotlib.figure.Figure, "savefig", capture)
-            paths = module.FIGURES[name](out, size="smoke", seed=0)
+            paths = module.FIGURES[name](out, size="smoke", rng=0)
             mp.undo()
             FigureCanvasAgg(captured[0])  # save_figure closed it: a fresh canvas to draw on again
             result[(module.PAPER, name)] = (captured[0], load(paths[1]))
@@ -232,7 +232,7 @@ def test_cpu_only_figures_say_so_and_refuse_cupy(tmp_path, func):
 @pytest.mark.slow
 def test_fig_s1_biases_are_not_the_next_seeds_task_stream(tmp_path):
     """Fig. S1 drew its biases from seed + 1: the N(0, 1) numbers behind the task of seed 1."""
-    fd = load(O.fig_s1(tmp_path, size="smoke", seed=0)[1])
+    fd = load(O.fig_s1(tmp_path, size="smoke", rng=0)[1])
     shape = fd["biases"].shape
     assert not np.allclose(fd["biases"], np.random.default_rng(1).standard_normal(shape))
     assert fd.axes["biases"] == ["layer", "unit"]

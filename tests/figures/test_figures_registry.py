@@ -110,11 +110,11 @@ def test_declaration_registers_under_the_named_module(tmp_path):
     def fig_9(out_dir, *, size, backend, seed):
         fig, ax = _common.plt.subplots()
         ax.plot([0, 1], [seed, 1])
-        return _common.save_figure(fig, out_dir, "doe_fig_9", {"x": [0, 1]}, figure=fig_9, size=size, seed=seed)
+        return _common.save_figure(fig, out_dir, "doe_fig_9", {"x": [0, 1]}, figure=fig_9, size=size, rng=seed)
 
     view = _common.registered(f"meanfield.figures.{owner}")
     assert dict(view) == {"fig_9": fig_9} and _common.registered(owner)["fig_9"] is fig_9
-    _png, js = fig_9(tmp_path, size="smoke", seed=3)
+    _png, js = fig_9(tmp_path, size="smoke", rng=3)
     meta = load(js).metadata
     assert (meta["paper"], meta["figure"], meta["seed"]) == ("Doe et al. 2020", "Fig. 9", 3)
     assert owner not in {k.split(".")[0] for k in all_figures()}  # not a figure module: not run by `--all`

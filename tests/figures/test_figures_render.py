@@ -69,7 +69,7 @@ def _texts(fig) -> list[str]:
 def test_figure_renders_for_a_reader(key, tmp_path, captured):
     func = REGISTRY[key]
     assert hasattr(func, "sizes"), f"{key} is not declared with @figure (no smoke size, paper or backend declaration)"
-    paths = func(tmp_path, size="smoke", seed=0)
+    paths = func(tmp_path, size="smoke", rng=0)
     assert [p.suffix for p in paths] == [".png", ".json"] and all(p.stat().st_size > 0 for p in paths)
     assert len(captured) == 1, f"{key} saved {len(captured)} figures"
     fig = captured[0]

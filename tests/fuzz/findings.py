@@ -47,7 +47,10 @@ FUNCTION_RENAMES = {
 PARAM_RENAMES = {
     ("validation.simulators.conv_kernels", "channels"): "width",
     ("landscape.permutation_counts", "n"): "widths",
-    ("init.dense_weights", "shape"): "batch",  # random_weights(shape) became dense_weights(n_out, n_in, batch=)
+    (
+        "init.dense_weights",
+        "shape",
+    ): "batch_shape",  # random_weights(shape) became dense_weights(n_out, n_in, batch_shape=)
 }
 
 _LINE = re.compile(

@@ -58,7 +58,7 @@ def _init_kwargs(sw, sb):
 def test_audit_of_a_width_512_depth_30_tanh_mlp_agrees_with_theory(phase):
     sw, sb = PHASES[phase]
     net = mlp(512, 30, "tanh", n_in=64, n_out=10, generator=_gen(0), **_init_kwargs(sw, sb))
-    result = audit(net, "digits", n_inits=10, rng=1)
+    result = audit(net, "digits", n_networks=10, rng=1)
     assert result.depth == 31 and len(result.rows) == 31 * 5
     _assert_agrees(result, phase)
     # the table covers q, c and gradients at every layer; kurtosis has no theory for tanh
@@ -73,7 +73,7 @@ def test_audit_of_a_circular_padding_tanh_cnn_agrees_with_theory(phase):
     sw, sb = PHASES[phase]
     net = periodic_cnn(64, 8, "tanh", n_in=2, n_out=4, ndim=1, generator=_gen(2), **_init_kwargs(sw, sb))
     x = torch.randn(3, 2, 12, generator=_gen(3))
-    result = audit(net, x, n_inits=6, rng=4)
+    result = audit(net, x, n_networks=6, rng=4)
     _assert_agrees(result, phase)
     assert all(r.verdict != "approximate" for r in result.rows)
 
@@ -86,14 +86,14 @@ def test_a_mis_scaled_layer_is_flagged():
         critical_init_(model, sigma_b2=0.05, kernel="gaussian", generator=generator)
         model[20].weight.mul_(2.0)  # layer 11 of 31: four times the declared variance
 
-    result = audit(net, "digits", n_inits=6, rng=5, init=init)
+    result = audit(net, "digits", n_networks=6, rng=5, init=init)
     assert "20" in result.flagged_layers
     assert any(r.layer == "20" and r.quantity == "q" and r.verdict == "FAIL" for r in result.rows)
     # the same model without the mis-scaling passes
     clean = audit(
         net,
         "digits",
-        n_inits=6,
+        n_networks=6,
         rng=5,
         init=lambda m, g: critical_init_(m, sigma_b2=0.05, kernel="gaussian", generator=g),
     )
@@ -105,7 +105,7 @@ def test_zero_padding_is_marked_approximate():
     for m in net:
         if isinstance(m, torch.nn.Conv1d):
             m.padding_mode = "zeros"
-    result = audit(net, torch.randn(2, 1, 10, generator=_gen(1)), n_inits=3, rng=0)
+    result = audit(net, torch.randn(2, 1, 10, generator=_gen(1)), n_networks=3, rng=0)
     assert any(r.verdict == "approximate" for r in result.rows)
     assert all(r.verdict != "FAIL" for r in result.rows)
 
@@ -116,7 +116,7 @@ def test_kurtosis_recursion_of_grzejdziak2023_in_a_narrow_relu_mlp():
     # makes kappa grow visibly with depth (3 -> 6.8 at layer 4). Deeper, kappa > 10 and the sample
     # kurtosis of 400 networks is too heavy-tailed for its jackknife standard error (not tested).
     net = mlp(16, 3, "relu", n_in=64, n_out=16, init="gaussian", sigma_w2=2.0, sigma_b2=0.0, generator=_gen(0))
-    result = audit(net, "digits", n_inits=400, rng=3, backward=False)
+    result = audit(net, "digits", n_networks=400, rng=3, backward=False)
     kurt = [r for r in result.rows if r.quantity == "kurtosis"]
     assert all(r.theory is not None for r in kurt)
     assert kurt[-1].theory > 6.0
@@ -127,7 +127,7 @@ def test_kurtosis_recursion_of_grzejdziak2023_in_a_narrow_relu_mlp():
 def test_residual_and_hyper_residual_recursions():
     for build in (residual_mlp, hyper_residual_mlp):
         net = build(256, 6, "tanh", n_in=64, n_out=8, sigma_w2=1.0, sigma_b2=0.05, generator=_gen(0))
-        result = audit(net, "digits", n_inits=6, rng=2)
+        result = audit(net, "digits", n_networks=6, rng=2)
         q_rows = [r for r in result.rows if r.quantity == "q"]
         assert all(r.theory is not None for r in q_rows)
         assert not result.failed, "\n" + result.table()
@@ -146,14 +146,14 @@ def test_layers_outside_the_theory_are_measured_and_marked_no_theory():
         def forward(self, x):
             return self.b(torch.tanh(self.norm(self.a(x))))
 
-    result = audit(Net(), "digits", n_inits=3, rng=0)  # PyTorch's own reset_parameters
+    result = audit(Net(), "digits", n_networks=3, rng=0)  # PyTorch's own reset_parameters
     assert {r.verdict for r in result.rows if r.quantity != "q_layer"} == {"no theory"}
     # the layer-local check needs only each layer's measured input
     assert [r.verdict for r in result.rows if r.quantity == "q_layer"] == ["ok", "ok"]
     assert all(math.isfinite(r.measured) for r in result.rows)
     assert result.phase == "unknown"
     seq = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.Tanh(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4))
-    res = audit(seq, "digits", n_inits=3, rng=0)
+    res = audit(seq, "digits", n_networks=3, rng=0)
     verdicts = [r.verdict for r in res.rows if r.quantity == "q"]
     assert verdicts[0] == "ok" and verdicts[1] == "no theory"  # PyTorch's default law is a theory too
 
@@ -164,22 +164,22 @@ def test_inputs_and_arguments():
     a = prepare_inputs(net, (torch.from_numpy(x), torch.zeros(5)))  # a DataLoader batch
     assert a.shape == (4, 64) and a.dtype == torch.float32
     assert prepare_inputs(net, x, n_inputs=5).shape == (5, 64)
-    result = audit(net, x, n_inits=2, rng=0, backward=False)
+    result = audit(net, x, n_networks=2, rng=0, backward=False)
     assert {r.quantity for r in result.rows} == {"q", "q_layer", "c", "kurtosis"}
     assert "phase" in result.table() and result.to_dict()["rows"]
     with pytest.raises(TypeError, match="model"):
         audit("net", x)
-    with pytest.raises(ValueError, match="n_inits"):
-        audit(net, x, n_inits=1)
-    with pytest.raises(ValueError, match="n_inits"):
-        audit(net, x, n_inits=2.5)
+    with pytest.raises(ValueError, match="n_networks"):
+        audit(net, x, n_networks=1)
+    with pytest.raises(ValueError, match="n_networks"):
+        audit(net, x, n_networks=2.5)
     with pytest.raises(ValueError, match="finite"):
         audit(net, np.full((3, 64), np.nan))
     with pytest.raises(TypeError, match="real"):
         audit(net, np.ones((3, 64), dtype=complex))
     with pytest.raises(ValueError, match="overflow"):
         audit(net, np.full((3, 64), 1e300))  # finite in float64, infinite in the model's float32
-    silent = audit(net, np.zeros((3, 64)), n_inits=3, rng=0)  # zero signal: c and kurtosis undefined
+    silent = audit(net, np.zeros((3, 64)), n_networks=3, rng=0)  # zero signal: c and kurtosis undefined
     assert all(math.isfinite(r.measured) for r in silent.rows)
     assert all(r.verdict == "no theory" for r in silent.rows if r.quantity in ("c", "kurtosis"))
     with pytest.raises(ValueError, match="at least 2"):
@@ -197,7 +197,7 @@ def test_plot_draws_theory_and_measurement(tmp_path):
 
     matplotlib.use("Agg")
     net = mlp(64, 3, "tanh", n_in=64, n_out=4, init="critical", generator=_gen(0))
-    result = audit(net, "digits", n_inits=3, rng=0)
+    result = audit(net, "digits", n_networks=3, rng=0)
     fig = result.plot(tmp_path / "audit.png")
     assert (tmp_path / "audit.png").stat().st_size > 0
     assert len(fig.axes) == 5 and all(ax.get_lines() for ax in fig.axes[:4])
@@ -219,7 +219,7 @@ def test_verdicts_are_those_of_the_validation_report():
 def test_layers_without_a_record_follow_pytorchs_default_law():
     net = mlp(256, 4, "tanh", n_in=64, n_out=4, init="critical", sigma_b2=0.05, generator=_gen(0))
     net[4] = torch.nn.Linear(256, 256)  # PyTorch's own initialisation: sigma_w2 = 1/3, sigma_b2 = 1/(3 fan_in)
-    result = audit(net, "digits", n_inits=10, rng=1)
+    result = audit(net, "digits", n_networks=10, rng=1)
     q = [r for r in result.rows if r.quantity == "q"]
     assert all(r.theory is not None for r in q) and not result.failed, "\n" + result.table()
     assert q[2].theory < 0.5 * q[1].theory  # the default law shrinks the signal (sigma_w2 = 1/3)

@@ -59,7 +59,7 @@ def test_resnet18_every_layer_checked_passes_after_critical_init_and_flags_a_lay
     result = audit(model, x, rng=0, backward=False)
     assert result.n_weight_layers == 21 and result.n_checked == 21
     _assert_all_checked_pass(result)
-    bad = audit(model, x, n_inits=4, rng=0, backward=False, init=_recorded_then("layer2.0.conv1", 3.0))
+    bad = audit(model, x, n_networks=4, rng=0, backward=False, init=_recorded_then("layer2.0.conv1", 3.0))
     # the check is layer-local: the scaled layer fails, the layers after it (fed its output) do not
     assert bad.flagged_layers == ("layer2.0.conv1",), "\n" + bad.table()
 
@@ -143,7 +143,7 @@ def test_default_n_inits_follows_the_power_rule():
     assert audit(narrow, "digits", rng=0, backward=False).n_inits == 200
     wide = torch.nn.Sequential(torch.nn.Linear(64, 512))
     assert audit(wide, "digits", rng=0, backward=False).n_inits == N_INITS_MIN
-    assert np.isfinite([r.measured for r in audit(wide, "digits", n_inits=3, rng=0).rows]).all()
+    assert np.isfinite([r.measured for r in audit(wide, "digits", n_networks=3, rng=0).rows]).all()
 
 
 def test_embedding_rows_are_checked_with_their_padding_tokens():

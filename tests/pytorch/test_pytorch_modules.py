@@ -80,7 +80,7 @@ def test_the_initialisation_record_survives_deepcopy():
     net = mlp(64, 3, "tanh", n_in=64, n_out=4, init="critical", sigma_b2=0.05, generator=_gen(0))
     clone = copy.deepcopy(net)  # drops tensor attributes; the modules keep the record
     assert all(recorded_spec(m) == recorded_spec(n) for m, n in zip(net, clone))
-    assert "PyTorch default" not in audit(clone, "digits", n_inits=2, rng=0).source
+    assert "PyTorch default" not in audit(clone, "digits", n_networks=2, rng=0).source
 
 
 def test_builders_are_the_paper_constructions():
@@ -120,7 +120,7 @@ def test_builders_are_the_paper_constructions():
 @pytest.mark.slow
 def test_path_residual_audit_follows_the_recursion():
     net = path_residual_mlp(256, 5, "relu", n_in=64, n_out=4, sigma_w2=1.0, sigma_b2=0.05, generator=_gen(1))
-    result = audit(net, "digits", n_inits=10, rng=0)
+    result = audit(net, "digits", n_networks=10, rng=0)
     assert all(r.theory is not None for r in result.rows if r.quantity == "q")
     assert not result.failed, "\n" + result.table()
 

@@ -258,12 +258,12 @@ def test_audit_leaves_the_users_model_unchanged_and_counts_checked_layers():
     net = nn.Sequential(nn.Linear(64, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4))
     critical_init_(net, sigma_b2=0.05, generator=_gen(7))
     state = {k: v.clone() for k, v in net.state_dict().items()}
-    result = audit(net, "digits", n_inits=3, rng=0)
+    result = audit(net, "digits", n_networks=3, rng=0)
     assert all(torch.equal(state[k], v) for k, v in net.state_dict().items())
     assert result.n_checked == result.n_weight_layers == 3
     plain = nn.Sequential(nn.Linear(64, 16), nn.BatchNorm1d(16), nn.Tanh(), nn.Linear(16, 4))
     state = {k: v.clone() for k, v in plain.state_dict().items()}
-    result = audit(plain, "digits", n_inits=2, rng=0)
+    result = audit(plain, "digits", n_networks=2, rng=0)
     assert all(torch.equal(state[k], v) for k, v in plain.state_dict().items())
     # the BatchNorm stops the end-to-end theory; the layer-local rows check both layers
     assert [r.verdict for r in result.rows if r.quantity == "q"] == ["ok", "no theory"]
@@ -274,17 +274,17 @@ def test_audit_leaves_the_users_model_unchanged_and_counts_checked_layers():
 def test_audit_bad_inputs_raise_value_errors():
     net = nn.Sequential(nn.Linear(64, 8), nn.Tanh(), nn.Linear(8, 2))
     with pytest.raises(ValueError, match="inputs"):
-        audit(net, torch.randn(4, 63), n_inits=2)
+        audit(net, torch.randn(4, 63), n_networks=2)
     with torch.device("meta"):
         meta = nn.Sequential(nn.Linear(64, 8), nn.Tanh(), nn.Linear(8, 2))
     with pytest.raises(ValueError, match="meta"):
-        audit(meta, n_inits=2)
+        audit(meta, n_networks=2)
     unflat = nn.Sequential(nn.Unflatten(1, (1, 8, 8)), nn.Conv2d(1, 4, 3, padding=1), nn.Tanh(), nn.Flatten(),
                            nn.Linear(256, 2))  # fmt: skip
-    result = audit(unflat, "digits", n_inits=2, rng=0)
+    result = audit(unflat, "digits", n_networks=2, rng=0)
     assert result.n_weight_layers == 2
     with pytest.raises(ValueError, match="inputs"):
-        audit(unflat, torch.randn(4, 1, 8, 8), n_inits=2)
+        audit(unflat, torch.randn(4, 1, 8, 8), n_networks=2)
 
 
 def test_audit_of_a_model_without_theory_does_not_pass():
@@ -292,7 +292,7 @@ def test_audit_of_a_model_without_theory_does_not_pass():
     net = nn.Sequential(nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.Tanh(), nn.Flatten(), nn.Linear(64, 2))
     report = critical_init_(net, generator=_gen(8))
     assert report.layers[0].construction == "orthogonal"  # dense orthogonal over the flattened fan-in
-    result = audit(net, "digits", n_inits=2, rng=0)
+    result = audit(net, "digits", n_networks=2, rng=0)
     assert {r.verdict for r in result.rows if r.quantity == "q"} == {"no theory"}
     assert result.n_checked == 2 and result.n_weight_layers == 2 and result.passed
     # deterministic weights (ConstNet): no mean-field theory at all, nothing compared, so no pass
@@ -301,6 +301,6 @@ def test_audit_of_a_model_without_theory_does_not_pass():
     const = nn.Sequential(nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 64))
     for m in (const[0], const[2]):
         constnet_(m.weight)
-    result = audit(tag_layers_(const), "digits", n_inits=2, rng=0)
+    result = audit(tag_layers_(const), "digits", n_networks=2, rng=0)
     assert result.n_checked == 0 and result.n_weight_layers == 2
     assert not result.failed and not result.passed

@@ -96,12 +96,12 @@ def test_torch_backend_is_reproducible_and_float64():
     r2 = simulate_dense(X, "relu", 2.0, 0.0, 2, 16, 3, gradients=True, backend="torch", rng=4)
     np.testing.assert_array_equal(r1.cov_normalized, r2.cov_normalized)
     np.testing.assert_array_equal(r1.grad_sq_normalized, r2.grad_sq_normalized)
-    w = dense_weights(50, 40, 2.0, "gaussian", rng=1, batch=(20,), backend=b)
+    w = dense_weights(50, 40, 2.0, "gaussian", rng=1, batch_shape=(20,), backend=b)
     assert isinstance(w, torch.Tensor) and w.dtype == torch.float64 and tuple(w.shape) == (20, 50, 40)
-    q = to_numpy(haar_orthogonal(6, 4, rng=1, batch=2, backend=b))
+    q = to_numpy(haar_orthogonal(6, 4, rng=1, batch_shape=2, backend=b))
     np.testing.assert_allclose(np.swapaxes(q, 1, 2) @ q, np.broadcast_to(np.eye(4), (2, 4, 4)), atol=1e-12)
     for law in ("uniform", "rademacher", "orthogonal"):
-        w = to_numpy(dense_weights(30, 20, 2.0, law, rng=2, batch=(10,), backend=b))
+        w = to_numpy(dense_weights(30, 20, 2.0, law, rng=2, batch_shape=(10,), backend=b))
         assert np.isfinite(w).all() and abs(np.mean(w**2) * 20 / 2.0 - 1.0) < 0.1
 
 

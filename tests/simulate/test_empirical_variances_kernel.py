@@ -73,7 +73,7 @@ def test_metainit_per_network_streams_equal_runs_one_by_one():
 
     rng = np.random.default_rng(8)
     shapes = [(6, 5), (6, 6), (6, 6), (4, 6)]
-    ws = [dense_weights(o, i, 2.0, "gaussian", rng, batch=3) for o, i in shapes]
+    ws = [dense_weights(o, i, 2.0, "gaussian", rng, batch_shape=3) for o, i in shapes]
     seeds = np.random.SeedSequence(21).spawn(3)
     both = metainit(ws, 0.1, steps=25, biases=True, eval_batches=2, rng=list(seeds))
     for k, seed in enumerate(seeds):

@@ -41,7 +41,7 @@ def test_batched_weight_laws_have_the_mean_field_variance(law, backend):
     from meanfield.backend import get_backend, to_numpy
 
     b = get_backend(backend)
-    w = to_numpy(dense_weights(64, 32, 2.0, law, rng=1, batch=20, backend=b))
+    w = to_numpy(dense_weights(64, 32, 2.0, law, rng=1, batch_shape=20, backend=b))
     # E W^2 = sigma_w2 / n_in; over 40,960 entries the standard error of the mean square is < 1 %
     assert np.mean(w**2) * 32 == pytest.approx(2.0, rel=0.05)
     if law == "orthogonal":
@@ -144,7 +144,7 @@ def test_simulators_draw_their_weights_through_meanfield_init():
     for law in ("gaussian", "orthogonal"):
         sim = simulate_dense(x, "tanh", 1.7, 0.0, 0, 6, 3, law=law, rng=4)
         seq = spawn_sequences(np.random.default_rng(4), 2)[0]
-        w = np.sqrt(1.7) * dense_weights(6, 5, 1.0, law, np.random.default_rng(seq), batch=3)
+        w = np.sqrt(1.7) * dense_weights(6, 5, 1.0, law, np.random.default_rng(seq), batch_shape=3)
         h = w @ x.T
         np.testing.assert_allclose(sim.cov[:, 0], np.swapaxes(h, 1, 2) @ h / 6, rtol=1e-12)
 
@@ -162,7 +162,7 @@ def test_the_kurtosis_networks_use_the_activation_table_and_the_samplers():
     m = layer_moments([3, 5], a, "gaussian", n, rng=2)
     g = np.random.default_rng(2)
     x = g.standard_normal((n, 3))
-    w = dense_weights(5, 3, he_sigma_w2(a), "gaussian", g, batch=n)
+    w = dense_weights(5, 3, he_sigma_w2(a), "gaussian", g, batch_shape=n)
     y = (w @ np.where(x > 0, x, a * x)[..., None])[..., 0]
     np.testing.assert_allclose(m.m4[:, 1], np.mean(y**4, axis=1), rtol=1e-12)
     np.testing.assert_allclose(m.m4[:, 0], np.mean(x**4, axis=1), rtol=1e-15)

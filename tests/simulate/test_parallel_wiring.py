@@ -266,7 +266,7 @@ class _NotSerial(parallel.Executor):
 def _figure_data(func, out_dir):
     import json
 
-    paths = func(out_dir, size="smoke", backend="numpy", seed=3)
+    paths = func(out_dir, size="smoke", backend="numpy", rng=3)
     js = [p for p in paths if str(p).endswith(".json")]
     assert js, paths
     return json.loads(js[0].read_text())["data"]

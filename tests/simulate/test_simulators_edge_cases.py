@@ -41,8 +41,8 @@ def _simulators():
     xs = np.random.default_rng(5).standard_normal((3, 4, 1))
 
     return [
-        ("dense_weights batched", lambda r: dense_weights(3, 4, 1.5, "gaussian", rng=r, batch=2)),
-        ("dense_weights batched orthogonal", lambda r: dense_weights(3, 4, 1.5, "orthogonal", rng=r, batch=2)),
+        ("dense_weights batched", lambda r: dense_weights(3, 4, 1.5, "gaussian", rng=r, batch_shape=2)),
+        ("dense_weights batched orthogonal", lambda r: dense_weights(3, 4, 1.5, "orthogonal", rng=r, batch_shape=2)),
         ("conv_kernels", lambda r: N.conv_kernels(2, (3,), 4, 1.5, V3, "gaussian", rng=r)),
         ("conv_kernels orthogonal", lambda r: N.conv_kernels(2, (3,), 4, 1.5, V3, "orthogonal", rng=r)),
         (
@@ -119,7 +119,7 @@ def test_int_rng_equals_the_generator_of_that_int_and_none_is_fresh(name, f):
 )
 def test_bad_rng_raises_a_type_or_value_error(bad, exc):
     with pytest.raises(exc, match="rng"):
-        dense_weights(3, 4, 1.0, "gaussian", rng=bad, batch=2)
+        dense_weights(3, 4, 1.0, "gaussian", rng=bad, batch_shape=2)
     with pytest.raises(exc, match="rng"):
         N.conv_kernels(2, (3,), 4, 1.0, V3, "orthogonal", rng=bad)
     with pytest.raises(exc, match="rng"):
@@ -132,10 +132,10 @@ def test_batched_weights_with_an_int_seed_draw_default_rng_of_that_int():
     """Regression (of the former ``random_weights``, now ``dense_weights(..., batch=)``): an int seed raised
     AttributeError ('int' object has no attribute 'standard_normal'). An int n must give the numbers of
     numpy.random.default_rng(n)."""
-    w = dense_weights(3, 4, 2.0, "gaussian", 0, batch=5)
+    w = dense_weights(3, 4, 2.0, "gaussian", 0, batch_shape=5)
     z = np.random.default_rng(0).standard_normal((5, 3, 4))
     np.testing.assert_allclose(w, z * math.sqrt(2.0 / 4), rtol=1e-15)
-    u = dense_weights(3, 4, 2.0, "uniform", 3, batch=5)
+    u = dense_weights(3, 4, 2.0, "uniform", 3, batch_shape=5)
     np.testing.assert_allclose(
         u, math.sqrt(3 * 2.0 / 4) * (2 * np.random.default_rng(3).random((5, 3, 4)) - 1), rtol=1e-14
     )
@@ -214,7 +214,7 @@ def test_conv_kernels_channels_and_kernel_shape_are_validated(bad):
     ],
 )
 def test_variances_are_validated(bad, exc):
-    _raises(exc, dense_weights, 3, 4, bad, "gaussian", 0, batch=2)
+    _raises(exc, dense_weights, 3, 4, bad, "gaussian", 0, batch_shape=2)
     _raises(exc, N.conv_kernels, 2, (3,), 4, bad, V3, "gaussian", rng=0)
     _raises(exc, N.conv_kernels, 2, (3,), 4, bad, V3, "orthogonal", rng=0)
     _raises(exc, N.simulate_dense, X2, "tanh", bad, 0.1, 1, 4, 2, rng=0)
@@ -291,7 +291,7 @@ def test_periodic_conv_spatial_dims_shapes_and_overflow():
 @pytest.mark.parametrize("sizes", [(0, 3), (3, -1), (2.5, 3), ("a", 3), (None, 3), (2**40, 2**40)])
 def test_dense_weights_sizes_are_validated(sizes):
     with pytest.raises((ValueError, TypeError), match="n_out|n_in"):
-        dense_weights(*sizes, 1.0, "gaussian", 0, batch=2)
+        dense_weights(*sizes, 1.0, "gaussian", 0, batch_shape=2)
 
 
 @pytest.mark.parametrize("flag", ["yes", None, np.nan, [True], 1])

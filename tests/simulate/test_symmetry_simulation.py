@@ -144,8 +144,8 @@ def test_fig_9_and_10_claims(tmp_path):
     [
         ({"backend": "gpu"}, ValueError),
         ({"full": "yes"}, TypeError),
-        ({"seed": -1}, ValueError),
-        ({"seed": True}, TypeError),
+        ({"rng": -1}, ValueError),
+        ({"rng": True}, TypeError),
     ],
 )
 def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):

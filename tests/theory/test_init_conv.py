@@ -280,7 +280,7 @@ Z = 4.5
 def test_gaussian_kernels_follow_eq_2_2():
     """omega_ji(beta) ~ N(0, sigma_w2 v_beta / c_in): per-offset mean square and zero taps where v = 0."""
     v = np.array([0.1, 0.0, 0.6, 0.3, 0.0])
-    k = gaussian_conv_kernel(5, 6, 4, sigma_w2=2.0, v=v, rng=0, batch=300)
+    k = gaussian_conv_kernel(5, 6, 4, sigma_w2=2.0, v=v, rng=0, batch_shape=300)
     assert k.shape == (300, 5, 4, 6)
     assert np.all(k[:, [1, 4]] == 0)
     ms = (k[:, [0, 2, 3]] ** 2).mean(axis=(0, 2, 3)) * 6  # sigma_w2 v_beta

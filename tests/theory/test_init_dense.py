@@ -71,7 +71,7 @@ def test_bad_input_names_the_argument(call, match):
 def test_a_batch_is_successive_draws_from_one_generator(law):
     """batch=(k,) gives the numbers of k unbatched draws from the same Generator, so a simulator that
     draws one matrix per network through the sampler has the laws of dense_weights exactly."""
-    batched = dense_weights(3, 4, 1.5, law, rng=9, batch=(2, 5))
+    batched = dense_weights(3, 4, 1.5, law, rng=9, batch_shape=(2, 5))
     g = np.random.default_rng(9)
     one_by_one = np.stack([dense_weights(3, 4, 1.5, law, rng=g) for _ in range(10)]).reshape(2, 5, 3, 4)
     np.testing.assert_array_equal(batched, one_by_one)
@@ -81,12 +81,12 @@ def test_batched_orthogonal_matrices_are_orthogonal_and_scaled(backend):
     from meanfield.backend import to_numpy
     from meanfield.init import haar_orthogonal
 
-    w = to_numpy(dense_weights(6, 4, 2.0, "orthogonal", rng=1, batch=7, backend=backend))
+    w = to_numpy(dense_weights(6, 4, 2.0, "orthogonal", rng=1, batch_shape=7, backend=backend))
     assert w.shape == (7, 6, 4)
     np.testing.assert_allclose(
         np.swapaxes(w, 1, 2) @ w, np.broadcast_to(2.0 * 6 / 4 * np.eye(4), (7, 4, 4)), atol=1e-12
     )
-    q = to_numpy(haar_orthogonal(3, 5, rng=1, batch=(2, 2), backend=backend))
+    q = to_numpy(haar_orthogonal(3, 5, rng=1, batch_shape=(2, 2), backend=backend))
     np.testing.assert_allclose(q @ np.swapaxes(q, -1, -2), np.broadcast_to(np.eye(3), (2, 2, 3, 3)), atol=1e-12)
 
 
@@ -103,7 +103,7 @@ def test_batched_orthogonal_matrices_are_orthogonal_and_scaled(backend):
 )
 def test_bad_batches_raise_naming_the_argument(batch, exc):
     with pytest.raises(exc, match="batch"):
-        dense_weights(3, 4, batch=batch, rng=0)
+        dense_weights(3, 4, batch_shape=batch, rng=0)
 
 
 def test_unknown_backend_and_device_generators():
@@ -129,4 +129,4 @@ def test_looks_linear_block_batched_and_scaled_by_sigma_w2():
     with pytest.raises(TypeError):
         orthogonal_looks_linear(6, 6, gain=1.0, rng=3)  # the former name of sigma_w2 (sigma_w2 = gain^2)
     g = np.random.default_rng(5)
-    np.testing.assert_array_equal(gsm(4, 6, rng=5, batch=3), np.stack([gsm(4, 6, rng=g) for _ in range(3)]))
+    np.testing.assert_array_equal(gsm(4, 6, rng=5, batch_shape=3), np.stack([gsm(4, 6, rng=g) for _ in range(3)]))

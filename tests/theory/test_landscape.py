@@ -509,7 +509,7 @@ def test_validation_landscape_rows_pass():
     from meanfield.validation import landscape as V
 
     # the default run at reduced size: 2 targets instead of 3, 5 rescaled nets instead of 20
-    rows = V.untrained_rows(n_targets=2, grid=5, n_nets=5, seed=0)
+    rows = V.untrained_rows(n_targets=2, grid=5, n_networks=5, rng=0)
     assert len(rows) >= 20
     failed = [r.name for r in rows if not r.passed]
     assert not failed, failed
@@ -522,10 +522,10 @@ def test_validation_landscape_rows_pass():
         ({"n_targets": 2.0}, TypeError),
         ({"grid": 1}, ValueError),
         ({"grid": 10**6}, ValueError),
-        ({"n_nets": True}, TypeError),
-        ({"n_nets": 1j}, TypeError),
-        ({"seed": -1}, ValueError),
-        ({"seed": "0"}, TypeError),
+        ({"n_networks": True}, TypeError),
+        ({"n_networks": 1j}, TypeError),
+        ({"rng": -1}, ValueError),
+        ({"rng": "0"}, TypeError),
     ],
 )
 def test_validation_untrained_rows_checks_its_arguments(kwargs, error):
@@ -1151,9 +1151,9 @@ def test_docstring_examples_pass():
         ({"backend": None}, ValueError),
         ({"full": "yes"}, TypeError),
         ({"full": 1}, TypeError),
-        ({"seed": -1}, ValueError),
-        ({"seed": True}, TypeError),
-        ({"seed": 1.5}, TypeError),
+        ({"rng": -1}, ValueError),
+        ({"rng": True}, TypeError),
+        ({"rng": 1.5}, TypeError),
     ],
 )
 def test_validation_run_checks_its_arguments_before_any_work(kwargs, error, deadline):

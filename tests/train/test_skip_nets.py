@@ -86,7 +86,7 @@ def test_common_random_numbers_across_architectures():
 def test_same_seed_same_curves_and_hessians():
     x = _data().x_train
     y = _data().y_train
-    kw = {"n_members": 2, "width": 3, "depth": 2, "steps": 6, "record_every": 3, "hessian_every": 3, "n_classes": 3}
+    kw = {"n_networks": 2, "width": 3, "depth": 2, "steps": 6, "record_every": 3, "hessian_every": 3, "n_classes": 3}
     a = T.train_skip_ensemble("hyper_residual", x, y, rng=11, **kw)
     b = T.train_skip_ensemble("hyper_residual", x, y, rng=11, **kw)
     for name in ("train_accuracy", "loss", "overlap_min", "hessian_eigenvalues", "grad_norms"):
@@ -103,7 +103,7 @@ def test_hessian_matches_finite_differences():
         "residual",
         x,
         y,
-        n_members=1,
+        n_networks=1,
         width=3,
         depth=1,
         steps=0,

@@ -55,12 +55,12 @@ def test_trained_network_is_skip_network(arch, kw):
         arch,
         x,
         y,
-        n_members=2,
+        n_networks=2,
         width=4,
         depth=3,
         steps=20,
         lr=1e-2,
-        batch=40,
+        batch_size=40,
         record_every=10,
         n_classes=3,
         rng=1,
@@ -78,8 +78,8 @@ def test_trained_network_is_skip_network(arch, kw):
 
 def test_reproducible_and_members_independent():
     x, y = _data()
-    a = T.train_skip_ensemble("residual", x, y, n_members=2, width=4, depth=2, steps=5, n_classes=3, rng=3)
-    b = T.train_skip_ensemble("residual", x, y, n_members=2, width=4, depth=2, steps=5, n_classes=3, rng=3)
+    a = T.train_skip_ensemble("residual", x, y, n_networks=2, width=4, depth=2, steps=5, n_classes=3, rng=3)
+    b = T.train_skip_ensemble("residual", x, y, n_networks=2, width=4, depth=2, steps=5, n_classes=3, rng=3)
     np.testing.assert_array_equal(a.params["W"], b.params["W"])
     assert not np.allclose(a.params["W"][0], a.params["W"][1])
 
@@ -87,7 +87,7 @@ def test_reproducible_and_members_independent():
 def test_plain_rescaling_symmetry_and_skips_break_it():
     """Fig. 2c: rescaling leaves a plain ReLU net's accuracy unchanged (positive homogeneity)."""
     x, y = _data(n=200)
-    plain = T.train_skip_ensemble("plain", x, y, n_members=3, width=6, depth=3, steps=30, lr=1e-2, n_classes=3, rng=0)
+    plain = T.train_skip_ensemble("plain", x, y, n_networks=3, width=6, depth=3, steps=30, lr=1e-2, n_classes=3, rng=0)
     ratio = T.rescaled_accuracy_ratio(plain, x, y, rng=1)
     np.testing.assert_allclose(ratio, 1.0, atol=2.0 / len(x))  # an argmax flip at a rounding tie at most
 
@@ -98,7 +98,7 @@ def test_bias_variants_and_hessian():
         "plain",
         x,
         y,
-        n_members=2,
+        n_networks=2,
         width=4,
         depth=2,
         steps=10,
@@ -112,7 +112,7 @@ def test_bias_variants_and_hessian():
     assert np.all((res.degenerate_fraction >= 0) & (res.degenerate_fraction <= 1))
     assert res.grad_norms.shape == (2, 3) and np.all(np.isfinite(res.grad_norms))
     bn = T.train_skip_ensemble(
-        "plain", x, y, n_members=1, width=4, depth=2, steps=3, batchnorm_layer=1, n_classes=3, rng=0
+        "plain", x, y, n_networks=1, width=4, depth=2, steps=3, batchnorm_layer=1, n_classes=3, rng=0
     )
     assert np.all(np.isfinite(bn.loss))
 
@@ -165,12 +165,12 @@ def test_batched_hessian_equals_per_network_autodiff(arch, kw):
         arch,
         x,
         y,
-        n_members=3,
+        n_networks=3,
         width=4,
         depth=3,
         steps=15,
         lr=3e-2,
-        batch=40,
+        batch_size=40,
         record_every=15,
         n_classes=3,
         rng=2,
@@ -195,12 +195,12 @@ def test_recorded_spectrum_is_the_hessian_of_the_trained_net():
         "hyper_residual",
         x,
         y,
-        n_members=2,
+        n_networks=2,
         width=4,
         depth=2,
         steps=10,
         lr=3e-2,
-        batch=40,
+        batch_size=40,
         record_every=10,
         hessian_every=10,
         hessian_inputs=40,
@@ -215,7 +215,7 @@ def test_recorded_spectrum_is_the_hessian_of_the_trained_net():
 
 def test_skip_ensemble_hessians_arguments():
     x, y = _data(n=20)
-    res = T.train_skip_ensemble("plain", x, y, n_members=1, width=3, depth=1, steps=1, n_classes=3, rng=0)
+    res = T.train_skip_ensemble("plain", x, y, n_networks=1, width=3, depth=1, steps=1, n_classes=3, rng=0)
     with pytest.raises(TypeError, match="result"):
         T.skip_ensemble_hessians("res", x, y)
     with pytest.raises(ValueError, match="method"):

@@ -46,9 +46,9 @@ def test_experiments_are_cached_and_shaped():
     with pytest.raises(ValueError):
         T.experiment("zero", size="huge")
     with pytest.raises(TypeError):
-        T.experiment("zero", seed=1.5)
+        T.experiment("zero", rng=1.5)
     with pytest.raises(ValueError):
-        T.experiment("zero", seed=-1)
+        T.experiment("zero", rng=-1)
 
 
 def test_rows_are_comparisons_with_fixed_tolerances():

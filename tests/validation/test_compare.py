@@ -52,7 +52,7 @@ def test_claims_are_reported_and_never_fail():
 
 def _fake_module(monkeypatch, rows):
     mod = types.ModuleType("meanfield.validation.fake_claims")
-    mod.run = lambda backend="numpy", full=False, seed=0: list(rows)
+    mod.run = lambda backend="numpy", full=False, rng=0: list(rows)
     monkeypatch.setitem(sys.modules, "meanfield.validation.fake_claims", mod)
     monkeypatch.setattr(runner, "comparison_modules", lambda: ["fake_claims"])
     return mod

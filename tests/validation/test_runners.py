@@ -91,8 +91,8 @@ def test_run_modules_checks_arguments_before_running(monkeypatch):
         (dict(names=["nope"]), ValueError, "unknown"),
         (dict(names=["dense"], full=1), TypeError, "full"),
         (dict(names=["dense"], backend="jax"), ValueError, "backend"),
-        (dict(names=["dense"], seed=-1), ValueError, "seed"),
-        (dict(names=["dense"], seed=1.0), TypeError, "seed"),
+        (dict(names=["dense"], rng=-1), ValueError, "rng"),
+        (dict(names=["dense"], rng=1.0), TypeError, "rng"),
     ]
     for kwargs, err, match in cases:
         with pytest.raises(err, match=match):
@@ -122,8 +122,8 @@ def test_report_and_runner_check_their_arguments(tmp_path):
         with pytest.raises((TypeError, ValueError), match="backend"):
             check_backend_available(backend)  # returned the value unchecked
     rows = [Comparison("a", 1.0, 1.01, 0.01)]
-    kw = {"seed": 0, "full": False, "backend": "numpy", "seconds": 1.0}
-    for name, bad in [("seed", 1.5), ("seed", None), ("full", 1), ("backend", "no_such"), ("seconds", math.nan)]:
+    kw = {"rng": 0, "full": False, "backend": "numpy", "seconds": 1.0}
+    for name, bad in [("rng", 1.5), ("rng", None), ("full", 1), ("backend", "no_such"), ("seconds", math.nan)]:
         with pytest.raises((TypeError, ValueError), match=name):
             write_table_json(tmp_path / "t.json", "t", rows, **(kw | {name: bad}))
     with pytest.raises(TypeError, match="title"):

@@ -89,7 +89,7 @@ def _check_conv_v(v, kernel_shape):
 def _unit_conv_kernels(n_networks, kernel_shape, c, v, init, gen, b: Backend):
     """Kernels at ``sigma_w2 = 1`` (``gen``: a Generator of backend ``b``), on ``b``."""
     if init == "gaussian":
-        return gaussian_conv_kernel(kernel_shape, c, c, v=v, rng=gen, batch=n_networks, backend=b)
+        return gaussian_conv_kernel(kernel_shape, c, c, v=v, rng=gen, batch_shape=n_networks, backend=b)
     return _orthogonal_kernels(n_networks, kernel_shape, c, init, gen, b)
 
 
@@ -97,7 +97,7 @@ def _symmetric_projections(n_networks, c, gen, b: Backend):
     """``n_networks`` projections ``U diag(m) U^T`` (U Haar, m fair bits) on ``b``: the batched
     :func:`meanfield.init.symmetric_projection`."""
     xp = b.xp
-    u = haar_orthogonal(c, c, gen, batch=(n_networks,), backend=b)
+    u = haar_orthogonal(c, c, gen, batch_shape=(n_networks,), backend=b)
     bits = astype(xp, gen.integers(0, 2, (n_networks, 1, c)), xp.float64)
     return (u * bits) @ matrix_transpose(xp, u)
 
@@ -112,7 +112,7 @@ def _orthogonal_kernels(n_networks, kernel_shape, c, init, gen, b: Backend):
     xp = b.xp
     sd, k = len(kernel_shape), kernel_shape[0]
     if init == "delta_orthogonal":
-        h = haar_orthogonal(c, c, gen, batch=(n_networks,), backend=b)
+        h = haar_orthogonal(c, c, gen, batch_shape=(n_networks,), backend=b)
         kernel = b.full((n_networks, *kernel_shape, c, c), 0.0)
         kernel[(slice(None),) + (k // 2,) * sd + (Ellipsis,)] = h
         return kernel
@@ -134,7 +134,7 @@ def _orthogonal_kernels(n_networks, kernel_shape, c, init, gen, b: Backend):
                     part = kernel @ blocks[i][j][:, None, None, ...]
                     out[:, i : i + a1, j : j + a2, ...] = out[:, i : i + a1, j : j + a2, ...] + part
         kernel = out
-    h = matrix_transpose(xp, haar_orthogonal(c, c, gen, batch=(n_networks,), backend=b))  # Step 3
+    h = matrix_transpose(xp, haar_orthogonal(c, c, gen, batch_shape=(n_networks,), backend=b))  # Step 3
     h = xp.reshape(h, (n_networks,) + (1,) * sd + (c, c))
     return matrix_transpose(xp, h @ kernel)
 

@@ -78,7 +78,7 @@ def _exact_product(a, width, fan_in, law, gen, b, n_networks):
         g = gen.standard_normal((n_networks, width, k)) * (1.0 / math.sqrt(fan_in))
     else:
         big = max(width, fan_in)
-        frame = haar_orthogonal(big, k, gen, batch=(n_networks,), backend=b)
+        frame = haar_orthogonal(big, k, gen, batch_shape=(n_networks,), backend=b)
         g = math.sqrt(big / fan_in) * frame[:, :width, :]
     return g @ r
 
@@ -249,7 +249,7 @@ def simulate_dense(
         if exact:
             wa = _exact_product(a, width, fan_in, law, gen, b, n_networks)
         else:
-            w = dense_weights(width, fan_in, 1.0, law, gen, batch=n_networks, backend=b)
+            w = dense_weights(width, fan_in, 1.0, law, gen, batch_shape=n_networks, backend=b)
             wa = w @ a
         bias = gen.standard_normal((n_networks, width, 1)) if sigma_b2 > 0 else None
         u, log_u = combine(xp, wa, log_a + log_w, bias, log_b)
@@ -274,7 +274,9 @@ def simulate_dense(
             if store:
                 w = weights[layer]
             else:  # regenerate W^{layer+2}: the first draw of its layer's stream
-                w = dense_weights(width, width, 1.0, law, b.generator(seqs[layer + 1]), batch=n_networks, backend=b)
+                w = dense_weights(
+                    width, width, 1.0, law, b.generator(seqs[layer + 1]), batch_shape=n_networks, backend=b
+                )
             u, log_u = pre[layer]
             step = act.backward(u, log_u, layer + 1, matrix_transpose(xp, w) @ delta)
             delta, log_d = combine(xp, step, log_d + log_w, None, None)

@@ -148,7 +148,9 @@ def simulate_squared_norms(
         norms, live = [xp.sum(x * x, axis=-1)], [xp.any(x != 0, axis=-1)]
         for width, sw, sb in lays:
             # W^T as a (fan_in, width) matrix of i.i.d. N(0, 1) entries (dense_weights at unit variance), times sqrt(sw)
-            w = dense_weights(x.shape[-1], width, float(width), "gaussian", rng_w, batch=b, backend=be) * math.sqrt(sw)
+            w = dense_weights(
+                x.shape[-1], width, float(width), "gaussian", rng_w, batch_shape=b, backend=be
+            ) * math.sqrt(sw)
             h = xp.matmul(x, w)
             if sb > 0:
                 h = h + rng_w.standard_normal((b, 1, width)) * math.sqrt(sb)
@@ -266,7 +268,7 @@ def simulate_pair(
     for i, start in enumerate(starts):
         rng_w = be.generator(seqs[i])
         b = min(batch, n_networks - start)
-        w = dense_weights(d, width, float(width), "gaussian", rng_w, batch=b, backend=be) * math.sqrt(
+        w = dense_weights(d, width, float(width), "gaussian", rng_w, batch_shape=b, backend=be) * math.sqrt(
             sigma_w2
         )  # W^T, unit entries
         h = xp.matmul(x[None, ...], w)  # (b, 2, width)

@@ -206,7 +206,7 @@ def layer_moments(
             m4[start : start + bsz, l] = to_numpy(s4 / w)
             m22[start : start + bsz, l] = to_numpy((s2 * s2 - s4) / (w * (w - 1))) if w > 1 else np.nan
             if l < depth:
-                wts = dense_weights(widths[l + 1], w, sw2, law, rng, batch=bsz, backend=b)
+                wts = dense_weights(widths[l + 1], w, sw2, law, rng, batch_shape=bsz, backend=b)
                 y = xp.matmul(wts, phi(y)[..., None])[..., 0]
                 _check_signal(y, l + 1, xp, "layer_moments")
     return LayerMoments(m4, m22)
@@ -284,9 +284,9 @@ def nonzero_fraction(
             if l < depth:
                 n_out, n_in = widths[l + 1], widths[l]
                 if law == "gsm":  # Var W0 = 2 / n_in
-                    wts = gsm(n_out, n_in, 2.0, rng, batch=bsz, backend=b)
+                    wts = gsm(n_out, n_in, 2.0, rng, batch_shape=bsz, backend=b)
                 else:
-                    wts = dense_weights(n_out, n_in, 2.0, law, rng, batch=bsz, backend=b)
+                    wts = dense_weights(n_out, n_in, 2.0, law, rng, batch_shape=bsz, backend=b)
                 y = xp.matmul(wts, xp.maximum(y, 0.0)[..., None])[..., 0]
                 m = xp.max(xp.abs(y), axis=1, keepdims=True)
                 y = y / xp.where(m > 0, m, 1.0)  # exact rescaling: relu(s y) = s relu(y)
@@ -301,23 +301,25 @@ def _fig1_weights(init, l, n_out, n_in, bsz, rng, b):
     xp = b.xp
     first = l == 1
     if init == "he":
-        return dense_weights(n_out, n_in, 1.0 if first else he_sigma_w2(0.0), "gaussian", rng, batch=bsz, backend=b)
+        return dense_weights(
+            n_out, n_in, 1.0 if first else he_sigma_w2(0.0), "gaussian", rng, batch_shape=bsz, backend=b
+        )
     if init == "glorot":
-        return dense_weights(n_out, n_in, 2.0 * n_in / (n_in + n_out), "gaussian", rng, batch=bsz, backend=b)
+        return dense_weights(n_out, n_in, 2.0 * n_in / (n_in + n_out), "gaussian", rng, batch_shape=bsz, backend=b)
     if init == "orthogonal":
-        return dense_weights(n_out, n_in, 1.0 if first else 2.0, "orthogonal", rng, batch=bsz, backend=b)
+        return dense_weights(n_out, n_in, 1.0 if first else 2.0, "orthogonal", rng, batch_shape=bsz, backend=b)
     if init == "gsm":
         if first:  # [W0; -W0] x = [h, -h]: the looks-linear form from the raw input (rows only, not the 2 x 2 block)
-            w0 = dense_weights(n_out // 2, n_in, 1.0, "gaussian", rng, batch=bsz, backend=b)
+            w0 = dense_weights(n_out // 2, n_in, 1.0, "gaussian", rng, batch_shape=bsz, backend=b)
             return concat(xp, [w0, -w0], axis=1)
-        return gsm(n_out, n_in, 2.0, rng, batch=bsz, backend=b)  # Var W0 = 2 / n_in
+        return gsm(n_out, n_in, 2.0, rng, batch_shape=bsz, backend=b)  # Var W0 = 2 / n_in
     if init == "zero":
         if n_out == n_in:
             return None
         return b.asarray(zero_weights(n_out, n_in))[None, ...]
     if init == "zero_star":
         if first:
-            return dense_weights(n_out, n_in, 1.0, "gaussian", rng, batch=bsz, backend=b)
+            return dense_weights(n_out, n_in, 1.0, "gaussian", rng, batch_shape=bsz, backend=b)
         return None if n_out == n_in else b.asarray(zero_weights(n_out, n_in))[None, ...]
     raise ValueError(f"init must be one of {FIG1_INITS}, got {init!r}")
 
@@ -361,10 +363,10 @@ def metainit_weights(
     )
     shapes = [(width, w0)] + [(width, width)] * (depth - 1) + [(FIG1_CLASSES, width)]
     if streams:  # network k's start from its own stream, in the order of a run on its own
-        per = [[dense_weights(s[0], s[1], 2.0, "gaussian", g, batch=1) for s in shapes] for g in rng]
+        per = [[dense_weights(s[0], s[1], 2.0, "gaussian", g, batch_shape=1) for s in shapes] for g in rng]
         ws = [np.concatenate([p[k] for p in per]) for k in range(len(shapes))]
     else:
-        ws = [dense_weights(s[0], s[1], 2.0, "gaussian", rng, batch=n_networks) for s in shapes]
+        ws = [dense_weights(s[0], s[1], 2.0, "gaussian", rng, batch_shape=n_networks) for s in shapes]
     return metainit(ws, 0.0, steps=steps, biases=True, eval_batches=0, rng=rng).weights[:-1]
 
 
