@@ -31,11 +31,12 @@ Every pair's arithmetic is a fixed, symmetric function of the pair's inputs, so 
 depend on the block size, on the number of threads, on the split into Dask tasks
 (``rows_per_task``, through :mod:`meanfield.parallel`) or on the order of the inputs, bit for bit.
 
-Activations without a closed form (tanh, ...) go through :func:`quadrature_layer_maps`, the
-library's per-pair quadrature (:func:`meanfield.gaussian.pair_expectation`), one layer at a time
-per row block: correct, and slow (hundreds of times slower per pair). A pair map for them with the
-signature of :func:`closed_layer_maps` is used instead when the library provides one
-(``meanfield._mehler.mehler_layer_maps``).
+Activations without a closed form (tanh, sigmoid, softplus, swish, gelu, user activations) go
+through Mehler's formula (``meanfield._mehler.mehler_layer_maps``, as in
+:func:`meanfield.mehler.propagate_mehler`): Hermite coefficients once per input, a short series per
+pair, each layer certified to ``rtol`` of ``sqrt(K_ii K_jj)``; pairs it cannot certify (correlations
+near 1 that the series reaches too slowly) fall back to the per-pair quadrature
+(:func:`quadrature_layer_maps`), so the speed depends on how many pairs are nearly parallel.
 
 Relation to :func:`meanfield.dense.propagate` and :func:`meanfield.ntk.propagate_ntk`: those carry the
 whole (depth + 1, D, D) trajectory on a log scale (a normalised matrix times a scale, to reach any
@@ -831,11 +832,9 @@ def quadrature_layer_maps(
 
 
 def _external_layer_maps():
-    """The pair map for activations without a closed form: ``meanfield._mehler`` where installed."""
-    try:
-        from ._mehler import mehler_layer_maps
-    except ImportError:
-        return None, None
+    """The pair map for activations without a closed form: Mehler's formula (``meanfield._mehler``)."""
+    from ._mehler import mehler_layer_maps
+
     return mehler_layer_maps, "mehler"
 
 
@@ -1134,7 +1133,16 @@ def _general_task(act, sw, sb, depth, x1, x2, self_offset, plan, readout, maps, 
     else:
 
         def pair_maps(q1, q2, c):
-            return maps(act, q1, q2, c, derivative=want_ntk)
+            # (B, D2, P, P) broadcast blocks -> the (rows, columns) form of the pair map: a row per
+            # (input, position) of the block, a column per (input, position) of x2.
+            nb, nd2, npos = c.shape[0], c.shape[1], c.shape[2]
+            cc = np.ascontiguousarray(c.transpose(0, 2, 1, 3).reshape(nb * npos, nd2 * npos))
+            res = maps(act, q1[:, 0, :, 0].reshape(-1), q2[0, :, 0, :].reshape(-1), cc, derivative=want_ntk)
+
+            def back(a):
+                return None if a is None else a.reshape(nb, npos, nd2, npos).transpose(0, 2, 1, 3)
+
+            return LayerMaps(kappa=back(res.kappa), kappa_dot=back(res.kappa_dot), error=res.error_bound)
 
     q2, t2 = _general_diag(act, sw, sb, x2, depth, plan, degree)
     if self_offset >= 0:
