@@ -94,6 +94,15 @@ CONV_CASES = [
 ]
 
 
+def test_fig_s4_strict_namespace_reproduces_numpy():
+    """Xiao et al. 2018's Fig. S4 ensemble (simulate_conv from Sigma* and Sigma* - eps^0) on the strict namespace."""
+    from meanfield.validation.simulators import simulate_fig_s4
+
+    ref = simulate_fig_s4(2, 4, 2, rng=3)
+    strict = simulate_fig_s4(2, 4, 2, backend="array_api_strict", rng=3)
+    np.testing.assert_allclose(strict, ref, rtol=0, atol=EXACT_ATOL)
+
+
 @pytest.mark.parametrize("init,v,gradients", CONV_CASES)
 def test_conv_strict_namespace_reproduces_numpy(init, v, gradients):
     p = 6 if v.ndim == 1 else 16
