@@ -70,7 +70,7 @@ CASES = {
     "empirical_variances": lambda b: S.empirical_variances(
         DATA, "he", 50, 32, 64, backend=b, rng=0, dtype="float64", engine="blas"
     ),
-    # ported in issue 18 item 3 (branch backend-port)
+    # ported to the backend namespace
     "residual_moments": lambda b: S.simulate_residual_moments(64, 10, 1500, 0.0, backend=b, rng=0),
     "conv_moments": lambda b: S.simulate_conv_moments(8, 3, 32, 6, 4000, backend=b, rng=0),
     "conv_pair_moments": lambda b: _conv_pair_moments(20_000, rng=0, backend=b),

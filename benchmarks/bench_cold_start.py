@@ -15,7 +15,7 @@ For each entry point three fresh Python processes run the same call:
 * the time of a *second* call inside the warm process is printed too (the steady-state cost of
   the call itself, so ``warm - steady`` is the cache-loading overhead).
 
-Targets (issue 18): cold <= 5 s, warm <= 0.5 s. Compilation is single-threaded, so the process's
+Targets: cold <= 5 s, warm <= 0.5 s. Compilation is single-threaded, so the process's
 CPU time of the first call (``time.process_time``) is what the call costs on an idle core; the wall
 time is printed beside it, with the machine's 1-minute load average (the benchmarks share 2 cores
 with other jobs; wall times scale with the load).

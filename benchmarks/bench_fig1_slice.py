@@ -1,4 +1,4 @@
-"""Paper-size Grzejdziak Fig. 1 (seed 002) from a 1/20 slice, with a profile (issue 18 item 2).
+"""Paper-size Grzejdziak Fig. 1 from a 1/20 slice, with a profile.
 
 Run ``python benchmarks/bench_fig1_slice.py [--networks 500] [--metainit 32] [--metainit-steps 50]``.
 
@@ -21,7 +21,7 @@ old and new interleaved in one run, and prints:
   against the float64 matmul's GFLOP per CPU second measured in the same run (a 2048 x 2048 ``@``)
   and the nominal core peak (16 flop per cycle x the listed clock); and against a stacked
   ``np.matmul`` of the same 10 x 10 layers with the ReLU and the sums done by NumPy separately;
-* the first layer as a stacked ``np.matmul`` against one 2-D GEMM (the fix of issue 18 item 2a);
+* the first layer as a stacked ``np.matmul`` against one 2-D GEMM;
 * MetaInit: ``--metainit`` networks, one stream each (as ``fig1_variances`` draws them), run one
   at a time (4 of them: the former one-task-per-network layout) and batched (all at once,
   ``metainit_weights(..., rng=[streams])``), interleaved, best of 2: CPU per network-step, the

@@ -1,4 +1,4 @@
-"""Monte-Carlo throughput on a GPU as a fraction of the card's matrix-product peak (issue 18, item 4).
+"""Monte-Carlo throughput on a GPU as a fraction of the card's matrix-product peak.
 
 Run ``python benchmarks/bench_gpu.py [--backend cupy|torch] [--dtype float64]`` on a machine with a
 CUDA GPU and CuPy (``pip install "meanfield-theory[gpu]"``) or PyTorch with CUDA plus

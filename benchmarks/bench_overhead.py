@@ -1,4 +1,4 @@
-"""Steady-state time and per-call overhead of ``dense.propagate`` / ``conv.propagate`` against ``main`` (issue 18, item 2).
+"""Steady-state time and per-call overhead of ``dense.propagate`` / ``conv.propagate`` against ``main``.
 
 Run ``python benchmarks/bench_overhead.py [--repeat N] [--ref main] [--quick]``.
 

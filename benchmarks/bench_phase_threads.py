@@ -1,6 +1,6 @@
 """Steady-state speed of ``dense.phase_diagram`` (100 x 100 tanh): this tree against another, interleaved.
 
-Issue 18: the phase kernel's rows ran as a ``parallel=True`` parfor (~2 s of compile on a cold
+The phase kernel's rows ran as a ``parallel=True`` parfor (~2 s of compile on a cold
 call); they now run as blocks of a GIL-free serial kernel on Python threads. This script checks
 that the steady state did not get slower. Run from outside both trees:
 

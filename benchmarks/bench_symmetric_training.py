@@ -1,5 +1,5 @@
-"""Cost of seed 000's training on the one engine (train_ensemble): per-step throughput of ConstNet /
-LeakyNet in float64, float32 and bfloat16 passes, and the wall / CPU time of every seed-000 figure
+"""Cost of Blumenfeld et al.'s training on the one engine (train_ensemble): per-step throughput of ConstNet /
+LeakyNet in float64, float32 and bfloat16 passes, and the wall / CPU time of every Blumenfeld et al. 2020 figure
 at a given size (the budget of ``meanfield reproduce``: at most 4 CPU-minutes for the whole set).
 
 Run::
@@ -61,7 +61,7 @@ def figures(size: str) -> None:
         total_cpu += cpu
         print(f"{name:20s} wall {wall:7.1f} s  CPU {cpu:7.1f} s")
     print(
-        f"{'all seed-000 figures':20s} wall {total_wall:7.1f} s  CPU {total_cpu:7.1f} s (budget: 240 CPU-s at default)"
+        f"{'all Blumenfeld et al. 2020 figures':20s} wall {total_wall:7.1f} s  CPU {total_cpu:7.1f} s (budget: 240 CPU-s at default)"
     )
     print(f"(machine load changes wall time; CPU time is this process's; {np.__name__} {np.__version__})")
 

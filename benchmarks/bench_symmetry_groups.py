@@ -1,4 +1,4 @@
-"""Cost of seed 000's Fig. 4 and of the group-behaviour validation row (issue 15).
+"""Cost of Blumenfeld et al.'s Fig. 4 and of the group-behaviour validation row.
 
 ``figures.blumenfeld2020.fig_4`` reads the cached ConstNet runs of Figs. 3 and 6 (``_constnet_runs``,
 an ``functools.lru_cache``); ``meanfield reproduce`` runs every figure in one process

@@ -2,7 +2,7 @@
 
 Run ``python benchmarks/bench_test_suite.py [--modes serial,xdist] [--repeat 1] [--warm] [PYTEST ARGS ...]``
 from the repository root (default pytest arguments: the whole suite, ``tests``; pass test files or
-``-m "not slow"`` to time a part). Issue 18 item 2: the default suite in <= 3 minutes on 2 cores
+``-m "not slow"`` to time a part). Target: the default suite in <= 3 minutes on 2 cores
 with a cold cache.
 
 Modes, run one after the other in each repetition (interleaved, so that a change of the machine's

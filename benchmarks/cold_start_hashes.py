@@ -1,4 +1,4 @@
-"""SHA-256 of the outputs of every analytic entry point x every built-in activation (issue 18).
+"""SHA-256 of the outputs of every analytic entry point x every built-in activation.
 
 The cold-start work changes only what Numba compiles (which branches a kernel contains), never the
 operations: this script checks that claim bit for bit. Run

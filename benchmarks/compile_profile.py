@@ -1,4 +1,4 @@
-"""Compile-event profile of a cold first call (issue 18: which kernels cost compile time).
+"""Compile-event profile of a cold first call (which kernels cost compile time).
 
 Run with an empty Numba cache, e.g. ``NUMBA_CACHE_DIR=$(mktemp -d) python
 benchmarks/compile_profile.py tanh`` (a cold ``dense.fixed_point`` of that activation), or with an

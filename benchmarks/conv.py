@@ -1,4 +1,4 @@
-"""Speed of the CNN mean field (seed 003): per-layer covariance map on 16 x 16 images, orthogonal
+"""Speed of the CNN mean field (Xiao et al. 2018): per-layer covariance map on 16 x 16 images, orthogonal
 kernel generation against its O((k c)^3) cost, and Monte-Carlo CNN throughput against NumPy GEMM.
 
 Run: ``PYTHONPATH=. python benchmarks/conv.py`` (prints measured ratios; not a test).

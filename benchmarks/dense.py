@@ -1,4 +1,4 @@
-"""Speed of the dense mean-field engine and the Monte-Carlo simulator (issue 2's targets).
+"""Speed of the dense mean-field engine and the Monte-Carlo simulator.
 
 Run ``python benchmarks/dense.py``. Every number below is measured in this run and printed with
 the ratio it is judged by; nothing is timed inside the test suite.

@@ -3,7 +3,7 @@
     PYTHONPATH=. python benchmarks/finite_width.py
 
 The library's ``sigma_w2`` is the weight variance times fan-in (He = 2); the naive baselines are
-written in seed 001's per-weight variance ``sw = sigma_w2 / N``.
+written in Burkholz & Dubatovka's per-weight variance ``sw = sigma_w2 / N``.
 
 1. ``relu_eigenvalue`` (log space, Stirling-difference Gamma ratios) against the naive float sum
    ``0.5^(N+m+1) sum C(N,k) Gamma(k/2-m-1)/Gamma(k/2)`` (overflows beyond N ~ 1000) and against

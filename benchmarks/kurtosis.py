@@ -1,4 +1,4 @@
-"""Speed of the seed-002 simulations and recursions (a script, not a test).
+"""Speed of the Grzejdziak 2023 simulations and recursions (a script, not a test).
 
     PYTHONPATH=. python benchmarks/kurtosis.py
 

@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python benchmarks/metainit.py
 
-Setting of seed 002's Fig. 1: width 10, depth 100 plus a 10-class read-out (101 matrices, the first
+Setting of Grzejdziak's Fig. 1: width 10, depth 100 plus a 10-class read-out (101 matrices, the first
 64 -> 10), ReLU, batch 32, cross-entropy on random labels, zero biases counted in the GQ.
 Prints, measured in one run (interleaved, best of :data:`REPEATS`; CPU time, because the shared
 2-core machine's load changes the wall time by a factor 2-3):

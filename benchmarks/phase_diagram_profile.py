@@ -1,4 +1,4 @@
-"""Profile of ``dense.phase_diagram`` on the 100 x 100 tanh grid (issue 16: target <= 1 s after compilation).
+"""Profile of ``dense.phase_diagram`` on the 100 x 100 tanh grid (target: <= 1 s after compilation).
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""Speed of the feature-symmetry measures and simulators (seed 000), measured in one run.
+"""Speed of the feature-symmetry measures and simulators (Blumenfeld et al. 2020), measured in one run.
 
     PYTHONPATH=. python benchmarks/symmetry.py
 
@@ -26,7 +26,7 @@ from meanfield.init import periodic_conv
 def _gd_steps(net, x, y, steps, lr=0.1):
     """``steps`` full-batch gradient-descent steps of a NumPy ``ConstNet`` (forward, softmax
     cross-entropy, hand-written backward, update): the work of the removed ``simulators.train``'s
-    step, without its symmetry measures (the library trains on ``train_ensemble``; issue 15)."""
+    step, without its symmetry measures (the library trains on ``train_ensemble``)."""
     for _ in range(steps):
         _, dlog = softmax_xent(net.forward(x), y)
         for k, g in net.backward(dlog).items():

@@ -1,4 +1,4 @@
-"""Speed of the seed-004 trainer and its Hessians (meanfield.validation.symmetry_training).
+"""Speed of the Orhan 2017 trainer and its Hessians (meanfield.validation.symmetry_training).
 
 Prints, in one run, the ratios behind three choices of the trainer:
 
@@ -11,7 +11,7 @@ Prints, in one run, the ratios behind three choices of the trainer:
 3. ``torch.linalg.eigvalsh`` on one thread against ``numpy.linalg.eigvalsh`` for that Hessian;
 
 4. the Hessians of a whole trained ensemble at once (``skip_ensemble_hessians(method="exact")``,
-   the closed structure the trainer uses since issue 15) against per-network forward-over-reverse
+   the closed structure the trainer uses) against per-network forward-over-reverse
    autodiff (``method="autodiff"``, the previous path), per Hessian, CPU and wall time, interleaved
    (A B A B ...) in one run, with the largest difference of the two (float64 rounding) and of the
    degenerate fractions they give;

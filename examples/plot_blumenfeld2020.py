@@ -1,5 +1,5 @@
 """
-Blumenfeld, Gilboa & Soudry 2020: feature symmetry, ConstNet, LeakyNet (seed 000)
+Blumenfeld, Gilboa & Soudry 2020: feature symmetry, ConstNet, LeakyNet (Blumenfeld et al. 2020)
 =================================================================================
 
 Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size

@@ -1,5 +1,5 @@
 """
-Burkholz & Dubatovka 2019: exact finite-width signal propagation (seed 001)
+Burkholz & Dubatovka 2019: exact finite-width signal propagation
 ===========================================================================
 
 Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size

@@ -1,5 +1,5 @@
 """
-Grzejdziak 2023: kurtosis recursion and vanishing empirical variance (seed 002)
+Grzejdziak 2023: kurtosis recursion and vanishing empirical variance
 ===============================================================================
 
 Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size

@@ -1,5 +1,5 @@
 """
-Orhan 2017: skip connections as symmetry breaking (seed 004)
+Orhan 2017: skip connections as symmetry breaking
 ============================================================
 
 Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size

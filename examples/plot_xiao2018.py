@@ -1,5 +1,5 @@
 """
-Xiao et al. 2018: dense and CNN mean field, orthogonal kernels (seed 003)
+Xiao et al. 2018: dense and CNN mean field, orthogonal kernels
 =========================================================================
 
 Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size

@@ -8,7 +8,7 @@ the edge of chaos, and a check against finite random networks.
 
 # %%
 # The fixed point and depth scales at one point of the (sigma_w2, sigma_b2) plane
-# (seed 003 eq. 2.7; Schoenholz et al. 2017 eqs. 6-9).
+# (Xiao et al. 2018 eq. 2.7; Schoenholz et al. 2017 eqs. 6-9).
 import numpy as np
 
 from meanfield import dense

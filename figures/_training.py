@@ -1,4 +1,4 @@
-"""Shared drawing of the trained-network figures (issue 14): the runs come from
+"""Shared drawing of the trained-network figures: the runs come from
 :func:`meanfield.validation.trainability.experiment` (cached per process, so ``meanfield reproduce``
 trains each ensemble once for the figures and the validation rows)."""
 

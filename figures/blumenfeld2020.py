@@ -1,4 +1,4 @@
-"""Figures of Blumenfeld, Gilboa & Soudry (2020), seed 000, on the CPU at small sizes.
+"""Figures of Blumenfeld, Gilboa & Soudry (2020), Blumenfeld et al. 2020, on the CPU at small sizes.
 
 The paper trains Wide-ResNet-sized networks on CIFAR-10 and MNIST for hundreds of epochs on GPUs;
 here every experiment runs on scikit-learn's embedded 8 x 8 digits (the library's real default
@@ -158,7 +158,7 @@ def fig_1(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, Sec. 2.1, App. E, eqs. 10-11, Fig. 1 (which trains on MNIST / CIFAR-10).
+    Blumenfeld et al. 2020, Sec. 2.1, App. E, eqs. 10-11, Fig. 1 (which trains on MNIST / CIFAR-10).
     """
     width = 64
     ks = by_size(size, smoke=[1, 4], default=[1, 2, 4, 8, 16, 64], full=[1, 2, 4, 8, 16, 32, 64])
@@ -243,7 +243,7 @@ def fig_5(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, App. E, Fig. 5.
+    Blumenfeld et al. 2020, App. E, Fig. 5.
     """
     width = 64
     ks = by_size(size, smoke=[1, 4], default=[1, 2, 4, 8, 16, 32, 64], full=[1, 2, 4, 8, 16, 32, 64])
@@ -465,7 +465,7 @@ def fig_3(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, Sec. 4, eqs. 5-6 (C_f, C_b), Fig. 3.
+    Blumenfeld et al. 2020, Sec. 4, eqs. 5-6 (C_f, C_b), Fig. 3.
     """
     runs, sz = _constnet_runs(size, seed)
     steps = np.arange(sz["steps"] + 1)
@@ -543,7 +543,7 @@ def fig_6(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, eqs. 5-6 and Fig. 6 (``C_t``: the correlation between all filters).
+    Blumenfeld et al. 2020, eqs. 5-6 and Fig. 6 (``C_t``: the correlation between all filters).
     """
     runs, sz = _constnet_runs(size, seed)
     rec = runs["'0' init, 1% dropout"]
@@ -803,7 +803,7 @@ def fig_9(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, App. G, Fig. 9.
+    Blumenfeld et al. 2020, App. G, Fig. 9.
     """
     return _ratio_figure(out_dir, size, backend, seed, "forward", fig_9)
 
@@ -817,7 +817,7 @@ def fig_10(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, App. G, Fig. 10.
+    Blumenfeld et al. 2020, App. G, Fig. 10.
     """
     return _ratio_figure(out_dir, size, backend, seed, "backward", fig_10)
 
@@ -831,7 +831,7 @@ def fig_12(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, App. J, Fig. 12.
+    Blumenfeld et al. 2020, App. J, Fig. 12.
     """
     data_ss, train_ss = np.random.SeedSequence(seed).spawn(2)
     n = by_size(size, smoke=16, default=128, full=256)
@@ -979,7 +979,7 @@ def table_correlations(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, eqs. 5-6 and the closed forms listed after eq. 6; App. B eq. 8 (looks-linear).
+    Blumenfeld et al. 2020, eqs. 5-6 and the closed forms listed after eq. 6; App. B eq. 8 (looks-linear).
     """
     rng_random, rng_replicated, rng_orth, rng_ll = (
         np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4)
@@ -1121,7 +1121,7 @@ def table_correlations(out_dir, *, size, backend, seed):
 #: about as much as a training step on 128 images: evaluating every step doubled Fig. 3's time).
 CONSTNET_EVAL_EVERY = 10
 
-#: Table 1 of seed 000 (CIFAR-10, 300 epochs, test accuracy in %): the paper's numbers beside ours.
+#: Table 1 of Blumenfeld et al. 2020 (CIFAR-10, 300 epochs, test accuracy in %): the paper's numbers beside ours.
 TABLE_1_PAPER = {
     "He init": 95.40,
     "'0' init, 1% dropout": 95.46,
@@ -1142,7 +1142,7 @@ def table_1(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, Sec. 4.2, Table 1 (and App. I, Table 3). Reduced precision (FP16) is not modelled.
+    Blumenfeld et al. 2020, Sec. 4.2, Table 1 (and App. I, Table 3). Reduced precision (FP16) is not modelled.
     """
     runs, sz = _constnet_runs(size, seed)
     names = list(runs)
@@ -1204,10 +1204,10 @@ def table_1(out_dir, *, size, backend, seed):
 
 
 # --------------------------------------------------------------------------------------------------
-# Tables 2-4 and Figs. 7, 8, 11 on the one training engine (train_ensemble; issue 15)
+# Tables 2-4 and Figs. 7, 8, 11 on the one training engine (train_ensemble)
 # --------------------------------------------------------------------------------------------------
 
-#: Table 3 of seed 000 (CIFAR-10, 200 epochs, test accuracy in %), the cells our variants model
+#: Table 3 of Blumenfeld et al. 2020 (CIFAR-10, 200 epochs, test accuracy in %), the cells our variants model
 #: (GTX-1080 rows for FP32; RTX-2080 FP16 rows for bfloat16; "computation noise" = non-deterministic cuDNN).
 TABLE_3_PAPER = {
     "He init": 95.40,  # Table 1 (300 epochs): ConstNet, He
@@ -1219,7 +1219,7 @@ TABLE_3_PAPER = {
     "'0' init, bfloat16 + computation noise": 38.61,
     "'0' init, 1% dropout + computation noise": 94.80,
 }
-#: Table 2 of seed 000 (CIFAR-10): test accuracy [%], max_l C_f, mean_l sqrt(1 - C_f^2).
+#: Table 2 of Blumenfeld et al. 2020 (CIFAR-10): test accuracy [%], max_l C_f, mean_l sqrt(1 - C_f^2).
 TABLE_2_PAPER = {
     "13 He": (95.57, 0.21, 0.97),
     "13 I, 0 '1'": (94.05, 0.27, 0.97),
@@ -1229,7 +1229,7 @@ TABLE_2_PAPER = {
     "6 I, 7 '1'": (44.89, 1.00, 0.52),
     "0 I, 13 '1'": (29.77, 1.00, 0.21),
 }
-#: Table 4 of seed 000 (CIFAR-10 vanilla, test accuracy in %): '0' against i.i.d. initialisation.
+#: Table 4 of Blumenfeld et al. 2020 (CIFAR-10 vanilla, test accuracy in %): '0' against i.i.d. initialisation.
 TABLE_4_PAPER = {"He init": 94.90, "'0' init, 1% dropout + computation noise": 94.82}
 
 
@@ -1283,7 +1283,7 @@ def table_3(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, Sec. 4, Table 1, App. I, Table 3.
+    Blumenfeld et al. 2020, Sec. 4, Table 1, App. I, Table 3.
     """
     from meanfield.validation.symmetry_breaking import constnet_noise_table
 
@@ -1352,7 +1352,7 @@ def table_4(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, App. I, Table 4.
+    Blumenfeld et al. 2020, App. I, Table 4.
     """
     from meanfield.validation.symmetry_breaking import constnet_noise_table
 
@@ -1404,7 +1404,7 @@ def table_2(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, Sec. 5.1, Table 2. With the digits' single input channel, the first convolution of
+    Blumenfeld et al. 2020, Sec. 5.1, Table 2. With the digits' single input channel, the first convolution of
     every LeakyNet gives identical features, so all LeakyNets here start symmetric (on CIFAR-10 the
     'I' networks do not).
     """
@@ -1478,7 +1478,7 @@ def fig_7(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, Sec. 4.1, Fig. 7.
+    Blumenfeld et al. 2020, Sec. 4.1, Fig. 7.
     """
     from meanfield.validation.symmetry_breaking import constnet_noise_table
 
@@ -1537,7 +1537,7 @@ def fig_8(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, Sec. 5.1, Fig. 8.
+    Blumenfeld et al. 2020, Sec. 5.1, Fig. 8.
     """
     from meanfield.validation.symmetry_breaking import leakynet_averaging_table
 
@@ -1585,7 +1585,7 @@ def fig_11(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, App. I.1, Fig. 11.
+    Blumenfeld et al. 2020, App. I.1, Fig. 11.
     """
     from meanfield.validation.symmetry_breaking import constnet_noise_table
 
@@ -1653,7 +1653,7 @@ def fig_4(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 000, Sec. 4.2, Fig. 4 (and Fig. 6's caption for the groups). The paper: CIFAR-10, the first
+    Blumenfeld et al. 2020, Sec. 4.2, Fig. 4 (and Fig. 6's caption for the groups). The paper: CIFAR-10, the first
     3 epochs of 391 SGD steps; here 8 x 8 digits, full-batch gradient descent (one step = one epoch).
     """
     from meanfield.validation.symmetric_nets import ConstNetSpec, constnet_groups

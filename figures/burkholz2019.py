@@ -1,4 +1,4 @@
-"""Figures of Burkholz & Dubatovka (2019), seed 001: exact finite-width signal propagation.
+"""Figures of Burkholz & Dubatovka (2019), Burkholz & Dubatovka 2019: exact finite-width signal propagation.
 
 - ``fig_1a``: law of the squared signal norm ``|x^(l)|^2`` at depths 0..9 of ReLU networks of width
   N = 200 with He parameters (``sigma_w2 = 2``, ``fan_in = N``, ``sigma_b = 0``), inputs from the embedded digits
@@ -18,7 +18,7 @@
 Every figure takes ``size="smoke" | "default" | "full"`` (see :mod:`meanfield.figures._common`).
 Parametrisation: the library's ``sigma_w2`` (``W_ij ~ N(0, sigma_w2 / fan_in)``, He = 2) with
 ``fan_in`` = the layer's width, which is the paper's per-weight variance ``sigma_w^2 = 2 / N``
-(seed 001 uses ``2 / N_l`` also for the first layer, whose input has 64 pixels here). The random
+(Burkholz & Dubatovka 2019 uses ``2 / N_l`` also for the first layer, whose input has 64 pixels here). The random
 networks of ``fig_1a`` come from a simulator that takes the same layers (it draws the weights with
 the per-weight ``Layer.unscaled_sigma_w2``). Both values are recorded in the JSON ``params``
 (``sigma_w2`` and ``sigma_w2_unscaled``).
@@ -53,7 +53,7 @@ def fig_1a(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
 
     Notes
     -----
-    Seed 001 Prop. 1 and Fig. 1a: the law of ``|x^(l)|^2`` propagated by the operator T_l on a grid
+    Burkholz & Dubatovka 2019 Prop. 1 and Fig. 1a: the law of ``|x^(l)|^2`` propagated by the operator T_l on a grid
     (:func:`meanfield.finite_width.propagate_distribution`) against histograms of random ReLU
     networks (He, no bias); inputs are the embedded 8 x 8 digits scaled to [0, 1] (pixels / 16;
     the paper uses MNIST), so the input law is the empirical law of that pool.
@@ -163,7 +163,7 @@ def fig_1b(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
 
     Notes
     -----
-    Seed 001 Prop. 4, eq. 8 and Fig. 1b: the eigenvalue lambda_m of the eigenfunction y^m of T_l
+    Burkholz & Dubatovka 2019 Prop. 4, eq. 8 and Fig. 1b: the eigenvalue lambda_m of the eigenfunction y^m of T_l
     for ReLU layers with He parameters, as derived by the library
     (:func:`meanfield.finite_width.relu_eigenvalue`), as printed in the paper
     (:func:`meanfield.finite_width.relu_eigenvalue_printed`), and measured by applying the
@@ -266,7 +266,7 @@ def fig_2(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
 
     Notes
     -----
-    Seed 001 Thm. 5 and Fig. 2: the law of the cosine similarity of two inputs after one ReLU layer
+    Burkholz & Dubatovka 2019 Thm. 5 and Fig. 2: the law of the cosine similarity of two inputs after one ReLU layer
     given the previous layer (``|x1| = |x2| = 1``, no bias), sampled exactly by
     :func:`meanfield.finite_width.cosine_similarity_samples` on the CPU.
     """
@@ -347,7 +347,7 @@ def fig_thm5(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]
 
     Notes
     -----
-    Seed 001 Thm. 5 (the correlation of relu(h1), relu(h2) for standard bivariate normal h with
+    Burkholz & Dubatovka 2019 Thm. 5 (the correlation of relu(h1), relu(h2) for standard bivariate normal h with
     correlation rho), eq. 9 (the exact mean inner product) and eq. 10 (its linear interpolation);
     points: simulation of pairs on the CPU, mean +- one standard error (delta method for the
     correlation: (1 - r^2) / sqrt(n)).
@@ -433,7 +433,7 @@ def fig_3(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 001 Sec. 4, Fig. 3 (MNIST, widths 100-500, depths 1-10, 10^4 SGD steps): GSM and orthogonal
+    Burkholz & Dubatovka 2019 Sec. 4, Fig. 3 (MNIST, widths 100-500, depths 1-10, 10^4 SGD steps): GSM and orthogonal
     looks-linear initialisation (Sec. 3) train deeper ReLU networks than He. Here the embedded
     digits; bars are 95 % confidence intervals of the mean over networks.
     """

@@ -1,8 +1,8 @@
-"""Figures of Grzejdziak, Loog & Tax (2023), seed 002: vanishing empirical variance.
+"""Figures of Grzejdziak, Loog & Tax (2023), Grzejdziak 2023: vanishing empirical variance.
 
 - ``fig_1``: 0.9 / 0.99 / 0.999 quantiles of the output empirical variance over random networks of
   width 10 and depth 100 versus depth (log scale), for He, Glorot, orthogonal, GSM, ZerO, ZerO* and
-  MetaInit (seed 002 Fig. 1; inputs: the embedded digits data standardised per feature instead of
+  MetaInit (Grzejdziak 2023 Fig. 1; inputs: the embedded digits data standardised per feature instead of
   CIFAR-10; 1,000 networks on 256 images by default, 10,000 networks on all 1,797 images with
   ``size="full"``; MetaInit 4 / 200 networks, ~3 s of CPU each), and an eighth panel with the
   fraction of networks below the paper's threshold at layer 80.
@@ -95,7 +95,7 @@ def _count(value, name: str, maximum: int) -> int:
 def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_metainit=None, metainit_steps=None):
     """Quantiles of the output empirical variance versus depth for seven initialisers.
 
-    Width-10, depth-100 ReLU networks (seed 002's Fig. 1 setting) on the embedded 8 x 8 digits,
+    Width-10, depth-100 ReLU networks (Grzejdziak's Fig. 1 setting) on the embedded 8 x 8 digits,
     standardised per feature (the paper uses CIFAR-10). For every initialiser the 0.9, 0.99 and
     0.999 quantiles over networks of the empirical variance ``S^2_l`` of layer ``l``'s outputs on the
     data set are drawn against ``l`` on a log scale, exact zeros (dead networks) in a grey band
@@ -111,11 +111,11 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
 
     Notes
     -----
-    Seed 002, Sec. 6.1 and Fig. 1; the simulations are those of
+    Grzejdziak 2023, Sec. 6.1 and Fig. 1; the simulations are those of
     :func:`meanfield.validation.kurtosis.fig1_variances` (the validation table checks the same
     claims). ``S^2_l`` is the pooled empirical variance (``ddof = 1``) of the ``10 x n`` entries of
     ``y^(l)`` over the ``n`` images, in units of the input features' variance (``S^2_0 = 1``).
-    Two protocols are reported (issue 17): the library pools all units (the panels); the authors'
+    Two protocols are reported: the library pools all units (the panels); the authors'
     published code takes the variance of a single output unit, computed here for He on the same
     sizes (``he_unit_protocol_*`` in the JSON, the blue square of the last panel, the title).
     """
@@ -132,7 +132,7 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
             sizes[key] = _count(value, key, limits[key])
     # the validation table's stream for Fig. 1: at the default size its Fig. 1 rows use the same numbers
     var = fig1_variances(backend=backend, depth=FIG1_NET_DEPTH, **sizes, rng=substream(seed, FIG1_STREAM))
-    # the authors' protocol (issue 17): the variance of ONE output unit over the data set, for He,
+    # the authors' protocol: the variance of ONE output unit over the data set, for He,
     # beside the library's protocol (all units pooled)
     x_unit = load_digits(standardized=True).x[: sizes["n_inputs"]]
     var_unit = empirical_variances(
@@ -284,7 +284,7 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
 
     Notes
     -----
-    Seed 002, Prop. 4.3 (the matrix ``A^(l)``), Lemma 4.4.
+    Grzejdziak 2023, Prop. 4.3 (the matrix ``A^(l)``), Lemma 4.4.
     """
     if scale is not None:
         scale = check_scalar(scale, "scale")
@@ -421,7 +421,7 @@ def fig_spectral_radius(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 002, Lemma 4.5 (:func:`meanfield.kurtosis.trace_determinant`).
+    Grzejdziak 2023, Lemma 4.5 (:func:`meanfield.kurtosis.trace_determinant`).
     """
     n_widths = by_size(size, smoke=30, default=120, full=400)
     widths = np.unique(np.logspace(np.log10(2), 5, n_widths).astype(int))
@@ -486,7 +486,7 @@ def fig_2(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 002 Sec. 6, Fig. 2 (CIFAR-10, width 10, depths 0-100, Adam 1e-4, 500 steps): random
+    Grzejdziak 2023 Sec. 6, Fig. 2 (CIFAR-10, width 10, depths 0-100, Adam 1e-4, 500 steps): random
     initialisations, whose empirical output variance vanishes with depth, fail in deep networks;
     ZerO does not. Bars: min and max over networks (as in the paper).
     """
@@ -511,7 +511,7 @@ def fig_zero_star(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 002, supplement Figs. 2-3: ZerO* (random first layer, ZerO elsewhere) is at least as good as
+    Grzejdziak 2023, supplement Figs. 2-3: ZerO* (random first layer, ZerO elsewhere) is at least as good as
     ZerO, and keeps the input information that ZerO's truncated identities drop.
     """
     res = _training.experiment("zero", size, seed)
@@ -536,7 +536,7 @@ def fig_kurtosis_accuracy(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 002, supplement Fig. 1 (MNIST, CIFAR-10; widths and depths 5-50, Bernoulli / uniform /
+    Grzejdziak 2023, supplement Fig. 1 (MNIST, CIFAR-10; widths and depths 5-50, Bernoulli / uniform /
     normal weights, Adam 1e-4, 500 steps): networks with a large output kurtosis at initialisation
     train badly. The kurtosis is the theory's (:func:`meanfield.kurtosis.propagate` from the
     training inputs' statistics), the accuracy the trained networks' (digits).

@@ -1,4 +1,4 @@
-"""Figures of Orhan (2017), seed 004: binary-weight landscapes and linear learning dynamics.
+"""Figures of Orhan (2017), Orhan 2017: binary-weight landscapes and linear learning dynamics.
 
 - ``fig_4``: the four toy landscapes (Sec. 2.2): distribution of better neighbours, adaptive-walk
   lengths and basin sizes (three panels).
@@ -215,7 +215,7 @@ def fig_4(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Sec. 2.2, eqs. 1-4, Fig. 4 (:func:`meanfield.landscape.binary_landscape`).
+    Orhan 2017, Sec. 2.2, eqs. 1-4, Fig. 4 (:func:`meanfield.landscape.binary_landscape`).
     """
     return _landscape_figure(out_dir, "fig_4", size, backend, seed, False, fig_4)
 
@@ -226,7 +226,7 @@ def fig_s1(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Supp. Fig. S1.
+    Orhan 2017, Supp. Fig. S1.
     """
     return _landscape_figure(out_dir, "fig_s1", size, backend, seed, True, fig_s1)
 
@@ -244,7 +244,7 @@ def fig_5(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Sec. 2.3.1, eqs. 11-18, Fig. 5 (:func:`meanfield.landscape.three_layer_flow`).
+    Orhan 2017, Sec. 2.3.1, eqs. 11-18, Fig. 5 (:func:`meanfield.landscape.three_layer_flow`).
     """
     s = np.array([3.0, 1.5])
     uv = np.array([[1.0, 1.0], [1.0, -1.0]]) / math.sqrt(2)
@@ -375,7 +375,7 @@ def fig_6(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Sec. 2.3.2, eqs. 21-23, Fig. 6 (:func:`meanfield.landscape.mode_flow`). The paper labels
+    Orhan 2017, Sec. 2.3.2, eqs. 21-23, Fig. 6 (:func:`meanfield.landscape.mode_flow`). The paper labels
     eq. 22 ``E_hyperres`` and eq. 23 ``E_res``; offsets 1 (residual) and ``l`` (hyper-residual) follow
     the text.
     """
@@ -715,7 +715,7 @@ def fig_2c(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Sec. 2.1, Fig. 2c (20-layer nets on CIFAR-100, 40 runs).
+    Orhan 2017, Sec. 2.1, Fig. 2c (20-layer nets on CIFAR-100, 40 runs).
     """
     from meanfield.validation.symmetry_training import rescaled_accuracy_ratio
 
@@ -764,7 +764,7 @@ def fig_7(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Sec. 2.4.1, Fig. 7.
+    Orhan 2017, Sec. 2.4.1, Fig. 7.
     """
     sz = _train_sizes(size)
     keys = ["plain", "residual", "bias_symm_break", "bias_l2", "bias_init"]
@@ -789,7 +789,7 @@ def fig_8(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Sec. 2.4.1, Fig. 8.
+    Orhan 2017, Sec. 2.4.1, Fig. 8.
     """
     sz = _train_sizes(size)
     keys = ["plain", "residual", "bias_symm_break", "bias_symm_break_bn"]
@@ -837,7 +837,7 @@ def fig_9(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Sec. 2.4.2, Fig. 9 (:func:`meanfield.landscape.folded_orthogonal`).
+    Orhan 2017, Sec. 2.4.2, Fig. 9 (:func:`meanfield.landscape.folded_orthogonal`).
     """
     sz = _train_sizes(size)
     n = sz["width"]
@@ -863,7 +863,7 @@ def fig_10(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Sec. 2.4.2, Fig. 10.
+    Orhan 2017, Sec. 2.4.2, Fig. 10.
     """
     sz = _train_sizes(size)
     n = sz["width"]
@@ -891,7 +891,7 @@ def fig_11(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Sec. 2.4.3, Fig. 11 (eq. 26).
+    Orhan 2017, Sec. 2.4.3, Fig. 11 (eq. 26).
     """
     sz = _train_sizes(size)
     keys = ["residual", "hyper_residual", "hyper_folded"]
@@ -917,7 +917,7 @@ def fig_12(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Sec. 2.4.3, Fig. 12.
+    Orhan 2017, Sec. 2.4.3, Fig. 12.
     """
     from meanfield.validation.symmetry_training import rescaled_accuracy_ratio
 
@@ -1027,7 +1027,7 @@ def fig_singularities(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 004, Supp. Note 1 (the singularities) and Sec. 2.1 (skips break the permutation symmetry);
+    Orhan 2017, Supp. Note 1 (the singularities) and Sec. 2.1 (skips break the permutation symmetry);
     the measurement during training follows the paper's hypothesis, not one of its figures.
     """
     hz = _hessian_sizes(size)

@@ -4,7 +4,7 @@
 chaos (:func:`meanfield.pytorch.critical_init_`, Gaussian weights, ``sigma_b2 = 0.05``), audited
 over re-initialisations on the embedded digits (:func:`meanfield.pytorch.audit`): per layer the
 measured pre-activation second moment q^l, the mean input correlation c^l and the gradient second
-moment (points, +-z standard errors) against the dense mean-field prediction (line) of seed 003
+moment (points, +-z standard errors) against the dense mean-field prediction (line) of Xiao et al. 2018
 (Xiao et al. 2018, Sec. 2.1; Poole et al. 2016; Schoenholz et al. 2017).
 
 Without PyTorch the figure says that it needs the torch extra (a PNG with that sentence and a JSON

@@ -1,15 +1,15 @@
-"""Figures of Xiao et al. (2018), seed 003: the dense mean-field background and the CNN figures.
+"""Figures of Xiao et al. (2018), Xiao et al. 2018: the dense mean-field background and the CNN figures.
 
 Dense background (App. B):
 
 - ``fig_s1``: order-to-chaos phase diagram of tanh networks: q* in colour over the
-  (sigma_w2, sigma_b2) plane, the critical line chi_1 = 1 (seed 003 Fig. S1; Poole et al. 2016 Fig. 2).
-- ``fig_qc_maps`` (not a figure of seed 003): iterated q-map and c-map of tanh networks with
+  (sigma_w2, sigma_b2) plane, the critical line chi_1 = 1 (Xiao et al. 2018 Fig. S1; Poole et al. 2016 Fig. 2).
+- ``fig_qc_maps`` (not a figure of Xiao et al. 2018): iterated q-map and c-map of tanh networks with
   Monte-Carlo points (mean +- standard error over random networks) in the style of Poole et al. 2016.
-- ``fig_depth_scales`` (not a figure of seed 003): depth scale xi_c against sigma_w2 for several
+- ``fig_depth_scales`` (not a figure of Xiao et al. 2018): depth scale xi_c against sigma_w2 for several
   sigma_b2, diverging at the edge of chaos (Schoenholz et al. 2017 Fig. 1 style).
 
-CNN figures (seed 003, :mod:`meanfield.conv`):
+CNN figures (Xiao et al. 2018, :mod:`meanfield.conv`):
 
 - ``fig_2_theory``: the trainability boundary 6 xi_c over the (sigma_w2, depth) plane for tanh at
   sigma_b2 = 2e-5 (the curve Fig. 2 overlays on its MNIST heat maps; the training runs are not
@@ -87,7 +87,7 @@ def fig_s1(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003 Fig. S1 (reproduced there from Pennington et al. 2017): the fixed point q* of the
+    Xiao et al. 2018 Fig. S1 (reproduced there from Pennington et al. 2017): the fixed point q* of the
     q-map (eq. 2.6) and chi_1 (eq. 2.7) on a grid, and the critical line found by a root finder.
     Theory only (no simulation, no randomness).
     """
@@ -154,7 +154,7 @@ def fig_qc_maps(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    The dense background of seed 003 (eqs. 2.2-2.6 for a fully-connected network): the q-map and the
+    The dense background of Xiao et al. 2018 (eqs. 2.2-2.6 for a fully-connected network): the q-map and the
     c-map iterated from the inputs' empirical covariance, against the per-layer covariances of
     random finite networks (:func:`meanfield.validation.simulators.simulate_dense`); error bars are
     one standard error over networks.
@@ -247,7 +247,7 @@ def fig_depth_scales(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    The depth scale xi_c = -1 / log chi_c* of the correlation (seed 003 eq. 2.11 in its dense form,
+    The depth scale xi_c = -1 / log chi_c* of the correlation (Xiao et al. 2018 eq. 2.11 in its dense form,
     Schoenholz et al. 2017). Theory only.
     """
     n_w = by_size(size, smoke=24, default=120, full=400)
@@ -294,7 +294,7 @@ def fig_2_theory(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003 Fig. 2 overlays 6 xi_c (white dashed) on MNIST training accuracy; this figure draws
+    Xiao et al. 2018 Fig. 2 overlays 6 xi_c (white dashed) on MNIST training accuracy; this figure draws
     the curve and the critical point only (the training runs are not reproduced). Theory only.
     """
     sb = 2e-5
@@ -336,7 +336,7 @@ def fig_2_theory(out_dir, *, size, backend, seed):
 
 
 def _red_to_black(n):
-    """``n`` colours from red (GS0, delta) to black (GS4, uniform), as in seed 003 Fig. 4; none near white."""
+    """``n`` colours from red (GS0, delta) to black (GS4, uniform), as in Xiao et al. 2018 Fig. 4; none near white."""
     t = np.linspace(0.0, 1.0, n)[:, None]
     return [tuple(c) for c in (1 - t) * np.array([0.85, 0.05, 0.05]) + t * np.array([0.0, 0.0, 0.0])]
 
@@ -347,7 +347,7 @@ def fig_4b(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003 eq. 2.13 and Sec. 3.3: the GS_i interpolate between the delta (GS0) and the uniform
+    Xiao et al. 2018 eq. 2.13 and Sec. 3.3: the GS_i interpolate between the delta (GS0) and the uniform
     (GS4) variance vector of a 3 x 3 kernel; the singular values are those of the averaging operator
     on 8 x 8 images. Exact linear algebra, the same at every size.
     """
@@ -407,7 +407,7 @@ def fig_s2(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003 Fig. S2 and eqs. 2.15-2.16 (backward covariance map); the Monte-Carlo curves average
+    Xiao et al. 2018 Fig. S2 and eqs. 2.15-2.16 (backward covariance map); the Monte-Carlo curves average
     the per-layer squared weight gradients over random CNNs
     (:func:`meanfield.validation.simulators.simulate_conv`). The input covariance is a random
     spatial covariance normalised to unit mean variance.
@@ -494,7 +494,7 @@ def fig_s3(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003 Fig. S3 (App. D): one draw per channel count c of a block-circulant nc x nc matrix
+    Xiao et al. 2018 Fig. S3 (App. D): one draw per channel count c of a block-circulant nc x nc matrix
     with entries N(0, 1 / (c (2k+1))) and of a dense nc x nc matrix with entries N(0, 1 / (nc)); the
     square Marchenko-Pastur law of the singular values is the quarter circle sqrt(4 - s^2) / pi.
     The block-circulant spectrum comes from :func:`meanfield.init.conv_singular_values`.
@@ -585,7 +585,7 @@ def fig_s4(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003 Fig. S4 and App. F: erf, sigma_w2 = 1.5^2, sigma_b2 = 0.5^2, n = 10,
+    Xiao et al. 2018 Fig. S4 and App. F: erf, sigma_w2 = 1.5^2, sigma_b2 = 0.5^2, n = 10,
     v = [0.025, 0.95, 0.025]; eps^0 is zero except its first cyclic diagonal, whose DFT is
     -1/6 [1, r, r^3, r^5, r^4, r^2, r^4, r^5, r^3, r], r = 2/3. Points: absolute mean over networks of each
     mode with one standard error; dashed green: the linearised decay (eq. 2.12); dotted: the exact
@@ -674,7 +674,7 @@ def fig_2(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003 Fig. 2 and Sec. 3.1: networks train only while ``L < 6 xi_c``. Fully-connected tanh
+    Xiao et al. 2018 Fig. 2 and Sec. 3.1: networks train only while ``L < 6 xi_c``. Fully-connected tanh
     networks on the embedded digits (the CNN mean field's zero mode has the dense depth scale);
     the curve is the theory layer of :func:`fig_2_theory` (``dense.phase_diagram``). Sizes: see
     :mod:`meanfield.validation.trainability` (``depth_scale``).
@@ -750,7 +750,7 @@ def fig_1(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003 Fig. 1 / Sec. 3.2: delta-orthogonal (Algorithm 2) CNNs of 10,000 layers train; here the
+    Xiao et al. 2018 Fig. 1 / Sec. 3.2: delta-orthogonal (Algorithm 2) CNNs of 10,000 layers train; here the
     depth the CPU budget allows (``deep_cnn`` of :mod:`meanfield.validation.trainability`; 10,000
     layers at ``size="full"``).
     """
@@ -775,7 +775,7 @@ def fig_3(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003 Fig. 3 shows CIFAR-10 learning curves for depths 32 to 8,192; here one depth (the
+    Xiao et al. 2018 Fig. 3 shows CIFAR-10 learning curves for depths 32 to 8,192; here one depth (the
     ``deep_cnn`` run shared with :func:`fig_1` and :func:`fig_5`) on the 4 x 4 digits.
     """
     res = _training.experiment("deep_cnn", size, seed)
@@ -799,7 +799,7 @@ def fig_5(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003 Fig. 5: a 4,000-layer CNN with Gaussian kernels learns slowly, the orthogonal one fast.
+    Xiao et al. 2018 Fig. 5: a 4,000-layer CNN with Gaussian kernels learns slowly, the orthogonal one fast.
     """
     res = _training.experiment("deep_cnn", size, seed)
     return _training.curves_figure(
@@ -822,7 +822,7 @@ def fig_4a(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003 Fig. 4a / Sec. 3.3: the more poorly conditioned the singular values of A_v (right
+    Xiao et al. 2018 Fig. 4a / Sec. 3.3: the more poorly conditioned the singular values of A_v (right
     panel, on the image size trained here: 8 x 8 digits at the default size), the faster test
     accuracy falls with depth. The title states validation row 9's one-sided Spearman test
     (:func:`meanfield.validation.trainability.nonuniform_v_rank_test`) at the deepest depth.
@@ -877,7 +877,7 @@ def fig_spectra(out_dir, *, size, backend, seed):
 
     Notes
     -----
-    Seed 003, Sec. 2.2.1 (after Pennington et al. 2017, Fig. 1): the density of the squared singular
+    Xiao et al. 2018, Sec. 2.2.1 (after Pennington et al. 2017, Fig. 1): the density of the squared singular
     values lambda of the input-output Jacobian, per decade of lambda, from
     :func:`meanfield.spectra.jacobian_spectrum` (free probability), over histograms of the
     eigenvalues of J J^T of finite networks started at the fixed point

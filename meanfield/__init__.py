@@ -19,7 +19,7 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``parallel``      One execution layer: chunks in-process, on local processes or on a Dask cluster.
 ``ntk``           The neural tangent kernel recursion, fixed points, depth scales.
 ``mehler``        NNGP / NTK of many inputs for any activation by Mehler's formula (certified).
-``spectra``       Jacobian singular-value spectra by free probability (Pennington et al.; seed 003).
+``spectra``       Jacobian singular-value spectra by free probability (Pennington et al.; Xiao et al. 2018).
 
 :class:`Result` is the base class of every result dataclass (frozen, with ``.replace()``).
 """

@@ -117,7 +117,7 @@ def check_covariance(cov, name: str = "cov", strict: bool = False) -> np.ndarray
     scale = max(float(np.max(np.abs(arr))), 1e-300) if arr.size else 1.0
     swapped = np.swapaxes(arr, -1, -2)
     # exactly symmetric (the common case) is close; np.allclose alone was half of a small
-    # propagate's per-call time (issue 18)
+    # propagate's per-call time
     if not (arr == swapped).all() and not np.allclose(arr, swapped, rtol=1e-12, atol=1e-12 * scale):
         raise ValueError(f"{name} must be symmetric")
     if arr.size:

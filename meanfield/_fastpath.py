@@ -1,4 +1,4 @@
-"""The fast path of the small analytic calls (``dense.propagate``, ``conv.propagate``; issue 18) (private).
+"""The fast path of the small analytic calls (``dense.propagate``, ``conv.propagate``) (private).
 
 A call such as ``dense.propagate(cov3, "erf", 1.5, 0.05, 50)`` computes ~10 us in its compiled
 kernel but spent ~50 us in its Python wrapper: ``check_covariance`` (type checks, ``np.isfinite``,

@@ -1,7 +1,7 @@
 r"""The log-scale C-map machinery shared by :mod:`meanfield.dense` and :mod:`meanfield.conv` (private).
 
 A covariance through depth is carried as ``Sigma^l = exp(L^l) k^l`` (``k^l`` normalised so that its
-largest diagonal entry is 1): :func:`scaled_step` is one C-map step on that representation (seed 003,
+largest diagonal entry is 1): :func:`scaled_step` is one C-map step on that representation (Xiao et al. 2018,
 eq. 2.5; Poole et al. 2016, eqs. 3-5), :func:`propagate_kernel` the loop of a dense network,
 :func:`map_stack` the C-map (or its derivative form) on a stack of covariances, :func:`unscale`
 the way back to float64 covariances. ``meanfield.dense`` re-exports the public constants
@@ -96,7 +96,7 @@ def correlation(cov_ab, sa, sb):
 def cov_map_one(code, a, d, sw, sb, cov, z, w, cf, out):
     """out = sw * E phi^(d)(h) phi^(d)(h)^T (+ sb if d == 0) for one covariance (h ~ N(0, cov)).
 
-    Family-split by the types of ``z`` and ``cf`` as :func:`c_map_one` (issue 18; see
+    Family-split by the types of ``z`` and ``cf`` as :func:`c_map_one` (see
     :func:`kernel_rule_for`): with ``(None, None, 0)`` an entry without a closed form is NaN
     and the caller redoes the matrix with :func:`full_rule`.
     """
@@ -140,7 +140,7 @@ def relu_pair(q1, q2, c):
 @numba.njit(cache=True)
 def relu_c_map_one(cov, out):
     """out = E relu(h) relu(h)^T for one covariance (the asymptote of softplus, swish and gelu at
-    large scale), without the other closed forms or the quadrature (issue 18: the quadrature-only
+    large scale), without the other closed forms or the quadrature (the quadrature-only
     kernels of softplus and swish then compile no closed-form tree)."""
     dim = cov.shape[0]
     for i in range(dim):
@@ -159,7 +159,7 @@ def c_map_one(code, a, cov, z, w, cf, out):
     """out = E phi(h) phi(h)^T for one covariance: :func:`cov_map_one` with the derivative orders 0.
 
     What is compiled is chosen by the argument types (Numba prunes an ``x is not None`` branch
-    when ``x`` is typed None; issue 18): ``cf`` None -> no closed forms, ``z`` None -> no
+    when ``x`` is typed None): ``cf`` None -> no closed forms, ``z`` None -> no
     quadrature; with both given, the closed form and quadrature where it is NaN, as
     :func:`meanfield.gaussian.pair_value`. See :func:`kernel_rule_for`.
     """
@@ -201,7 +201,7 @@ def map_stack(cov, act, d, sigma_w2, sigma_b2, degree):
     z, w = kernel_rule(degree)
     if act.is_builtin:
         out = np.empty_like(stack)
-        z, w, cf = kernel_rule_for(act, degree)  # one family compiled (issue 18)
+        z, w, cf = kernel_rule_for(act, degree)  # one family compiled
         cov_map_kernel(act.code, act.param, d, sigma_w2, sigma_b2, stack, z, w, cf, out)
         if z is None:  # a closed form is NaN (none at this order): closed forms with the quadrature fallback
             redo = np.flatnonzero(np.isnan(out).any(axis=(1, 2)))
@@ -288,7 +288,7 @@ def sign_kernel_map(code, k, out):
 
 # Inlined into its two loops (dense's propagate_kernel, conv's): a separate compiled function
 # costs one more LLVM optimisation and code generation of the whole C-map call tree below it,
-# ~15 % of a cold dense.propagate (issue 18, benchmarks/bench_cold_start.py).
+# ~15 % of a cold dense.propagate (benchmarks/bench_cold_start.py).
 @numba.njit(inline="always")
 def scaled_step(code, a, sw, sb, k, logs, z, w, cf, tmp, kout, work):
     """One C-map step on Sigma = exp(logs) k (k normalised); writes kout, returns its log scale
@@ -380,7 +380,7 @@ def kernel_rule_for(act, degree):
     closed-form activations get ``(None, None, cf)`` (the quadrature is not compiled, and ``cf``'s
     type selects the closed forms of the activation's family only), the
     quadrature-only ones ``(z, w, None)`` (the closed forms are not compiled). The same numbers
-    either way; the first call of ``dense.propagate`` compiles about half as much (issue 18,
+    either way; the first call of ``dense.propagate`` compiles about half as much (
     benchmarks/bench_cold_start.py). A closed-form result that is not finite (where
     ``pair_value`` would have tried quadrature) is recomputed by the caller with :func:`full_rule`.
     """
@@ -455,7 +455,7 @@ def normalised_start(cov0):
 def unscale(res, what):
     """exp(log_scale) * normalized, or a ValueError naming the layer where float64 over/underflows."""
     diag = np.diagonal(res.normalized, axis1=1, axis2=2)
-    with np.errstate(over="ignore", under="ignore"):  # one errstate: each costs microseconds (issue 18)
+    with np.errstate(over="ignore", under="ignore"):  # one errstate: each costs microseconds
         scale = np.exp(res.log_scale)
         var = scale[:, None] * diag
         over = ~np.isfinite(var).all(axis=1)

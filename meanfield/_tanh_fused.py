@@ -9,9 +9,9 @@ needs, at every Newton step on the c-map, the two bivariate expectations at equa
     m_0 = \mathbb{E}\,\tanh(u_1)\tanh(u_2), \qquad m_1 = \mathbb{E}\,\tanh'(u_1)\tanh'(u_2),
     \qquad u_1 = s z_1,\; u_2 = s (c z_1 + \sqrt{1 - c^2}\, z_2),
 
-(the residual of the c-map and its slope; seed 003, eqs. 2.5-2.7; Poole et al. 2016, eq. 5).
+(the residual of the c-map and its slope; Xiao et al. 2018, eqs. 2.5-2.7; Poole et al. 2016, eq. 5).
 :func:`meanfield.gaussian.pair_quadrature` integrates each with its own pass and one
-``math.tanh`` per node: ~10^4 tanh evaluations per expectation at q ~ 2 (issue 18's profile of
+``math.tanh`` per node: ~10^4 tanh evaluations per expectation at q ~ 2 (a profile of
 the 100 x 100 phase diagram). :func:`tanh_pair_moments` gives both from **one** pass **on the
 same nodes and weights** (the trapezoid rule of step ``TRAPEZOID_STEP / max(scale, 1)`` on
 :math:`|z| \le` ``TRAPEZOID_ZMAX`` + one step, the half-plane of the even integrands, as

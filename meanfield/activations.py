@@ -67,7 +67,7 @@ __all__ = ["ACTIVATIONS", "Activation", "get_activation"]
 
 # Integer codes of the built-in activations (private to the kernels; names are the public API).
 LINEAR, TANH, ERF, RELU, LEAKY_RELU, HARD_TANH, SIGMOID, SOFTPLUS, SWISH, GELU = range(10)
-# Issue 17 item 6: closed-form families (sin ... relu_power) and elu / selu (quadrature).
+# Closed-form families (sin ... relu_power) and elu / selu (quadrature).
 SIN, COS, ABS, SIGN, EXP, RBF, RELU_POWER, ELU, SELU = range(10, 19)
 CUSTOM = -1
 
@@ -128,7 +128,7 @@ def _sigmoid(x):
     return e / (1.0 + e)
 
 
-# Not inlined (issue 18): inlining this ten-way switch into every kernel multiplied the first-call
+# Not inlined: inlining this ten-way switch into every kernel multiplied the first-call
 # compile time (dense.propagate 27 s -> 12 s without it, same results and steady-state speed,
 # benchmarks/bench_cold_start.py); LLVM still inlines it where that pays.
 @numba.njit(cache=True)

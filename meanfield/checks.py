@@ -19,7 +19,7 @@ function                          accepts (else ``ValueError`` / ``TypeError``)
 :func:`check_correlation`         correlations in ``[-1, 1]``
 :func:`check_covariance`          a finite, symmetric, positive semi-definite (stack of) matrix
 :func:`check_probability_vector`  non-negative entries summing to 1
-:func:`check_variance_vector`     seed 003's ``v``: a probability vector of odd sizes, 1-D or 2-D
+:func:`check_variance_vector`     Xiao et al.'s ``v``: a probability vector of odd sizes, 1-D or 2-D
 :func:`resolve_spatial_shape`     the spatial shape of a CNN signal (default from its size)
 :func:`check_rng`                 the randomness rule (None, int, SeedSequence, Generator)
 :func:`open_regular_file`         a path naming a regular file (no FIFO, device, directory), opened to read
@@ -239,7 +239,7 @@ def check_variance(x: object, name: str) -> float:
 
 
 def check_variance_vector(v: ArrayLike, name: str = "v", ndim: int | None = None) -> np.ndarray:
-    """Seed 003's variance vector ``v``: non-negative, summing to 1, odd sizes ``2k + 1``, 1-D or 2-D.
+    """Xiao et al.'s variance vector ``v``: non-negative, summing to 1, odd sizes ``2k + 1``, 1-D or 2-D.
 
     Index ``j`` along an axis of size ``2k + 1`` is the kernel offset ``beta = j - k`` (uniform ``v``
     is the standard Gaussian kernel, one-hot ``v`` the delta kernel).
@@ -267,7 +267,7 @@ def check_variance_vector(v: ArrayLike, name: str = "v", ndim: int | None = None
 
     Notes
     -----
-    Seed 003, eq. 2.2: ``omega_ij(beta) ~ N(0, sigma_w2 v_beta / c)``.
+    Xiao et al. 2018, eq. 2.2: ``omega_ij(beta) ~ N(0, sigma_w2 v_beta / c)``.
     """
     if ndim is not None:
         ndim = check_int(ndim, "ndim", 1, 2)

@@ -1,4 +1,4 @@
-r"""Closed-form Gaussian moments of the activations added in issue 17 (item 6).
+r"""Closed-form Gaussian moments of the activations of the elu family and gelu.
 
 :math:`E_2^{(d_1, d_2)} = \mathbb{E}\,\phi^{(d_1)}(u_1)\,\phi^{(d_2)}(u_2)` for a centred bivariate
 normal with variances ``q1, q2`` and correlation ``c`` (write :math:`s_i = \sqrt{q_i}`,
@@ -144,7 +144,7 @@ def erf_pair_expectation(q1, q2, c, scale=1.0, shift=0.0, derivatives=(0, 0)):
     :math:`E_{01}`: the factor :math:`e^{-(a u_2 + b)^2}` tilts :math:`u_2` to
     :math:`N(-2abq_2/(1 + 2a^2q_2),\ q_2/(1 + 2a^2q_2))`, then
     :math:`\mathbb{E}\,\mathrm{erf}(a u_1 + b) = \mathrm{erf}((a\mu_1 + b)/\sqrt{1 + 2a^2 v_1})` under
-    the tilted law of :math:`u_1`. Issue 17, item 6.
+    the tilted law of :math:`u_1`.
 
     Examples
     --------

@@ -1,6 +1,6 @@
-r"""Mean-field theory of deep periodic convolutional networks (Xiao et al. 2018, seed 003).
+r"""Mean-field theory of deep periodic convolutional networks (Xiao et al. 2018).
 
-Network convention (seed 003, eq. 2.1 and Sec. 2.1.6): periodic boundaries, c channels,
+Network convention (Xiao et al. 2018, eq. 2.1 and Sec. 2.1.6): periodic boundaries, c channels,
 
 .. math:: h^{l+1}_j(\alpha) = \sum_{i}\sum_{\beta\in ker} \phi(h^l_i(\alpha+\beta))\,\omega^{l+1}_{ij}(\beta) + b^{l+1}_j,
     \qquad \omega_{ij}(\beta) \sim N(0, \sigma_w^2 v_\beta / c),\ b_j \sim N(0, \sigma_b^2),
@@ -142,7 +142,7 @@ MAX_MULTI_INPUT_DEPTH = 2_000
 def spatial_shape(shape: int | tuple[int, ...] | None) -> tuple:
     """Normalise a ``shape`` argument: an int ``n`` (1-D) or a pair ``(n1, n2)`` (2-D), each >= 1.
 
-    Seed 003 treats 1-D signals (Sec. 2.1) and 2-D images (Sec. 3, Fig. 4) on periodic lattices.
+    Xiao et al. 2018 treats 1-D signals (Sec. 2.1) and 2-D images (Sec. 3, Fig. 4) on periodic lattices.
 
     Parameters
     ----------
@@ -230,7 +230,7 @@ def _average_plan(v, shape, sign):
     """``[(flat gather index, weight)]`` with ``_average(cov, v, shape, sign).ravel() ==
     sum weight * cov.ravel()[index]`` for one (P, P) matrix (the same rolls, built once per
     propagation: a gather per offset costs ~1 us where ``np.roll`` costs ~30 us, the per-layer
-    overhead of :func:`propagate_log`; issue 18)."""
+    overhead of :func:`propagate_log`)."""
     p = int(np.prod(shape))
     idx = np.arange(p * p).reshape(shape + shape)
     d = len(shape)
@@ -256,7 +256,7 @@ def _cached_plan_arrays(v_bytes, v_shape, shape, sign):
 def _plan_arrays(v, shape, sign):
     """:func:`_average_plan` as read-only arrays ``index`` (offsets, P^2) and ``weight`` (offsets,),
     cached by (v, shape, sign): building the plan (one ``np.roll`` per offset) was half the fixed
-    cost of a small :func:`propagate` (issue 18)."""
+    cost of a small :func:`propagate`."""
     v = np.ascontiguousarray(v, dtype=np.float64)
     return _cached_plan_arrays(v.tobytes(), v.shape, tuple(int(n) for n in shape), int(sign))
 
@@ -297,7 +297,7 @@ def average(cov: ArrayLike, v: ArrayLike, shape: int | tuple[int, ...] | None = 
 
 
 def average_transpose(cov: ArrayLike, v: ArrayLike, shape: int | tuple[int, ...] | None = None) -> np.ndarray:
-    r"""The adjoint :math:`[\mathcal{A}_v^T\star\Sigma]_{\alpha,\alpha'} = \sum_\beta v_\beta \Sigma_{\alpha-\beta,\alpha'-\beta}` (backward pass, seed 003 eq. 2.15).
+    r"""The adjoint :math:`[\mathcal{A}_v^T\star\Sigma]_{\alpha,\alpha'} = \sum_\beta v_\beta \Sigma_{\alpha-\beta,\alpha'-\beta}` (backward pass, Xiao et al. 2018 eq. 2.15).
 
     Parameters
     ----------
@@ -389,7 +389,7 @@ def propagate_log(
     For positively homogeneous activations (linear, relu, leaky_relu) the covariance is carried as
     ``exp(log_scale) * normalized`` (the bias enters relative to the current scale, as in
     :func:`meanfield.dense.propagate_log`), so depth 10^4 at any sigma_w2 is representable
-    (seed 003, eq. 2.13).
+    (Xiao et al. 2018, eq. 2.13).
 
     Parameters
     ----------
@@ -459,7 +459,7 @@ def _propagate_kernel(code, a, sw, sb, depth, z, w, cf, index, weight, out, logs
 def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree):
     """``(LogPropagation, validated cov0)`` on the fast path (``meanfield._fastpath``: a 1-D float64
     ``v`` certified as a probability vector, ``shape`` None, the dense arguments certified), or None
-    where :func:`_general_propagate_log` must decide; the same kernel, so the same numbers (issue 18)."""
+    where :func:`_general_propagate_log` must decide; the same kernel, so the same numbers."""
     if shape is not None or not plain_vector(v) or not probability_vector_fast(v, PROBABILITY_ATOL):
         return None
     if not plain_matrix(cov0) or type(depth) is not int or not 0 <= depth <= MAX_DEPTH:
@@ -484,7 +484,7 @@ def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, d
 
 
 def _propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree):
-    """:func:`propagate_log` and the validated ``cov0`` (validated once per call: issue 18)."""
+    """:func:`propagate_log` and the validated ``cov0`` (validated once per call)."""
     refuse_unbounded(cov0, activation, depth, degree)
     fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
     if fast is not None:
@@ -509,7 +509,7 @@ def _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape
     out = np.empty((depth + 1,) + cov0.shape)
     logs = np.zeros(depth + 1)
     out[0], logs[0] = normalised_start(cov0)
-    if act.is_builtin:  # the dense step on the log scale (exact at every scale), then A_v, compiled (issue 18)
+    if act.is_builtin:  # the dense step on the log scale (exact at every scale), then A_v, compiled
         index, weight = _plan_arrays(v, shape, +1)
         z, w, cf = kernel_rule_for(act, degree)
         bad = _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, depth, z, w, cf, index, weight, out, logs)
@@ -592,7 +592,7 @@ def propagate(
     With a writeable C-contiguous float64 ``cov0``, a 1-D float64 ``v``, ``shape=None``, float or
     int variances and a built-in activation, the argument checks run in compiled code with the
     same decisions and messages as the general checks (see :func:`meanfield.dense.propagate`;
-    docs/performance.md, issue 18).
+    docs/performance.md).
     """
     fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
     if fast is None:
@@ -648,7 +648,7 @@ def fourier_eigenvalues(v: ArrayLike, shape: int | tuple[int, ...] | None) -> np
 
 
 def averaging_singular_values(v: ArrayLike, shape: int | tuple[int, ...] | None) -> np.ndarray:
-    r"""Singular values of :math:`\mathcal{A}_v\star` in descending order (seed 003, Fig. 4b).
+    r"""Singular values of :math:`\mathcal{A}_v\star` in descending order (Xiao et al. 2018, Fig. 4b).
 
     :math:`\mathcal{A}_v\star` is a normal operator (a convex combination of commuting cyclic
     shifts), so its singular values are :math:`|\lambda_m|`; on P x P matrices each of the P values
@@ -672,7 +672,7 @@ def averaging_singular_values(v: ArrayLike, shape: int | tuple[int, ...] | None)
 def gs_family(kernel_shape: tuple[int, ...] = (3, 3), count: int = 5) -> list[np.ndarray]:
     """The variance vectors GS0 ... GS{count-1} between the delta (GS0) and the uniform vector (last).
 
-    ``GS_i = (1 - t_i) * delta + t_i * uniform`` with ``t_i = i / (count - 1)``. Seed 003 (Sec. 3.3,
+    ``GS_i = (1 - t_i) * delta + t_i * uniform`` with ``t_i = i / (count - 1)``. Xiao et al. 2018 (Sec. 3.3,
     Fig. 4) says only that GS1-GS3 "interpolate" between GS0 and GS4; linear interpolation is this
     library's choice.
 
@@ -745,7 +745,7 @@ def _xi(x):
 
 @dataclass(frozen=True)
 class ConvDepthScales:
-    """Per-Fourier-mode depth scales of a deep CNN (seed 003, eqs. 2.11-2.12).
+    """Per-Fourier-mode depth scales of a deep CNN (Xiao et al. 2018, eqs. 2.11-2.12).
 
     Attributes
     ----------
@@ -873,7 +873,7 @@ class LinearizedDecay:
 
 
 def fixed_point_covariance(q_star: float, c_star: float, size: int) -> np.ndarray:
-    """The spatially uniform fixed point :math:`\\Sigma^* = q^*(\\delta_{\\alpha\\alpha'} + (1 - \\delta_{\\alpha\\alpha'}) c^*)` (seed 003, eq. 2.6).
+    """The spatially uniform fixed point :math:`\\Sigma^* = q^*(\\delta_{\\alpha\\alpha'} + (1 - \\delta_{\\alpha\\alpha'}) c^*)` (Xiao et al. 2018, eq. 2.6).
 
     Parameters
     ----------
@@ -1002,7 +1002,7 @@ def backward_covariance_map(
     shape: int | tuple[int, ...] | None = None,
     degree: int = DEFAULT_DEGREE,
 ) -> np.ndarray:
-    r"""Back-propagate the gradient covariance one layer (seed 003, eq. 2.15 and supplement A.1).
+    r"""Back-propagate the gradient covariance one layer (Xiao et al. 2018, eq. 2.15 and supplement A.1).
 
     .. math:: \tilde\Sigma^l_{\alpha\alpha'} = \Big[\sum_\beta v_\beta\,\tilde\Sigma^{l+1}_{\alpha-\beta,\alpha'-\beta}\Big]
         \cdot \sigma_w^2\,\mathbb{E}_{h\sim N(0,\Sigma^l)}\,\phi'(h_\alpha)\phi'(h_{\alpha'})
@@ -1133,8 +1133,8 @@ def gradient_variance_decay(
 
 
 # ----------------------------------------------------------------------------------------------
-# Several inputs at once (seed 003, footnote 3) and the eigenbases of the C-map's Jacobian
-# (eq. 2.8, supplement Lemma B.2 / Theorem B.1). Issue 17.
+# Several inputs at once (Xiao et al. 2018, footnote 3) and the eigenbases of the C-map's Jacobian
+# (eq. 2.8, supplement Lemma B.2 / Theorem B.1).
 
 
 def _multi_shape(cov, name):
@@ -1152,7 +1152,7 @@ def multi_input_covariance_map(
     shape: int | tuple[int, ...] | None = None,
     degree: int = DEFAULT_DEGREE,
 ) -> np.ndarray:
-    r"""One CNN layer for D inputs at once: the covariance over inputs x positions (seed 003, footnote 3).
+    r"""One CNN layer for D inputs at once: the covariance over inputs x positions (Xiao et al. 2018, footnote 3).
 
     .. math:: \Sigma^{l+1}_{(a,\alpha),(b,\alpha')} = \sum_\beta v_\beta\,
         \mathcal{C}(\Sigma^l)_{(a,\alpha+\beta),(b,\alpha'+\beta)},
@@ -1188,7 +1188,7 @@ def multi_input_covariance_map(
 
     Notes
     -----
-    Seed 003, eqs. 2.3-2.5 with footnote 3. D = 1 reduces to :func:`covariance_map`.
+    Xiao et al. 2018, eqs. 2.3-2.5 with footnote 3. D = 1 reduces to :func:`covariance_map`.
     """
     v = _check_v(v)
     cov = as_real_array(cov, "cov")
@@ -1349,7 +1349,7 @@ def cmap_jacobian(
 
     Notes
     -----
-    Seed 003, supplement B, eqs. S11-S13 (kappa by :func:`depth_scales`' rule).
+    Xiao et al. 2018, supplement B, eqs. S11-S13 (kappa by :func:`depth_scales`' rule).
     """
     u = as_real_array(u, "u")
     if u.ndim < 2 or u.shape[-1] != u.shape[-2]:
@@ -1407,7 +1407,7 @@ def cmap_jacobian_eigenbasis(
 
     Notes
     -----
-    Seed 003, eq. 2.8 and supplement B (proof of Thm. B.1). The printed eq. 2.8 writes the diagonal
+    Xiao et al. 2018, eq. 2.8 and supplement B (proof of Thm. B.1). The printed eq. 2.8 writes the diagonal
     basis as :math:`\gamma\delta_{\alpha\bar\alpha}\delta_{\alpha\bar\alpha'} + \delta_{\bar\alpha\alpha} + \delta_{\bar\alpha'\alpha}`
     with an unspecified gamma; the supplement's :math:`\tilde V_\alpha` is the same space up to
     normalisation: :math:`\tilde V_\alpha` divided by its off-diagonal coefficient

@@ -95,7 +95,7 @@ def gaussian_inputs(
     Each input is ``sqrt(q) * (sqrt(c) * z_0 + sqrt(1 - c) * z_a)`` with ``z`` i.i.d. standard
     normal vectors of length ``dim`` (``c >= 0``), so ``|x_a|^2 / dim -> q`` and
     ``<x_a, x_b> / dim -> c q`` as ``dim`` grows: the inputs of the q- and c-maps (eqs. 2.2-2.5
-    of seed 003, Sec. 3.1 of seed 000).
+    of Xiao et al. 2018, Sec. 3.1 of Blumenfeld et al. 2020).
 
     Parameters
     ----------

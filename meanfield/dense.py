@@ -3,7 +3,7 @@ r"""Mean-field theory of deep fully-connected networks.
 Network convention: :math:`h^{l+1} = W^{l+1}\phi(h^l) + b^{l+1}`, :math:`W_{ij} \sim N(0, \sigma_w^2/N_l)`,
 :math:`b_i \sim N(0, \sigma_b^2)`; ``sigma_w2`` and ``sigma_b2`` are the *squared* scales. For
 D inputs the pre-activation covariance :math:`\Sigma^l \in \mathbb{R}^{D\times D}` evolves, in the
-infinite-width limit, by the C-map (Poole et al. 2016, eqs. 3-5; seed 003, eqs. 2.5-2.6)
+infinite-width limit, by the C-map (Poole et al. 2016, eqs. 3-5; Xiao et al. 2018, eqs. 2.5-2.6)
 
 .. math:: \Sigma^{l+1}_{ab} = \sigma_w^2\, \mathbb{E}_{h \sim N(0, \Sigma^l)}\,\phi(h_a)\phi(h_b) + \sigma_b^2 .
 
@@ -12,7 +12,7 @@ Code name ↔ symbol: ``q`` = :math:`q^l = \Sigma^l_{aa}` (pre-activation varian
 ``chi_1`` = :math:`\chi_1 = \sigma_w^2 \mathbb{E}\,\phi'(\sqrt{q^*}z)^2`, ``chi_c`` =
 :math:`\chi_{c^*} = \sigma_w^2 \mathbb{E}\,\phi'(u_1)\phi'(u_2)` at :math:`(q^*, c^*)` (the slope of
 the c-map at c*), ``chi_q`` = :math:`\chi_{q^*} = \sigma_w^2\,\partial_q \mathbb{E}\phi(\sqrt q z)^2|_{q^*}`
-(seed 003, eq. 2.7), ``xi_q``/``xi_c`` = :math:`\xi = -1/\log\chi` (Schoenholz et al. 2017, eqs. 6-9).
+(Xiao et al. 2018, eq. 2.7), ``xi_q``/``xi_c`` = :math:`\xi = -1/\log\chi` (Schoenholz et al. 2017, eqs. 6-9).
 
 q*. The stable fixed point reached from small input variances: the smallest root of
 :math:`g(q) = \mathrm{qmap}(q) - q` at which g changes sign from + to - (q = 0 itself when
@@ -47,7 +47,7 @@ References
 ----------
 Poole, Lahiri, Raghu, Sohl-Dickstein, Ganguli (2016), "Exponential expressivity in deep neural
 networks through transient chaos". Schoenholz, Gilmer, Ganguli, Sohl-Dickstein (2017), "Deep
-information propagation". Xiao et al. (2018), seed 003, Sec. 2.1 and App. B.
+information propagation". Xiao et al. (2018), Xiao et al. 2018, Sec. 2.1 and App. B.
 """
 
 from __future__ import annotations
@@ -384,7 +384,7 @@ def cmap(
 def covariance_map(
     cov: ArrayLike, activation: str | Activation, sigma_w2: float, sigma_b2: float, degree: int = DEFAULT_DEGREE
 ) -> np.ndarray:
-    r"""The C-map :math:`\Sigma \mapsto \sigma_w^2\,\mathbb{E}_{h\sim N(0,\Sigma)}\phi(h)\phi(h)^T + \sigma_b^2` (seed 003, eq. 2.5).
+    r"""The C-map :math:`\Sigma \mapsto \sigma_w^2\,\mathbb{E}_{h\sim N(0,\Sigma)}\phi(h)\phi(h)^T + \sigma_b^2` (Xiao et al. 2018, eq. 2.5).
 
     Parameters
     ----------
@@ -420,7 +420,7 @@ def derivative_covariance_map(
 ) -> np.ndarray:
     r""":math:`\sigma_w^2\,\mathbb{E}_{h\sim N(0,\Sigma)}\phi'(h_a)\phi'(h_b)`: the factor of the backward (gradient) covariance map.
 
-    Under the gradient-independence assumption (seed 003, supplement A.1), back-propagated
+    Under the gradient-independence assumption (Xiao et al. 2018, supplement A.1), back-propagated
     signals obey :math:`\tilde\Sigma^l_{ab} = [\sigma_w^2 \mathbb{E}\phi'(h_a)\phi'(h_b)]\,\tilde\Sigma^{l+1}_{ab}` elementwise.
 
     Parameters
@@ -488,7 +488,7 @@ class LogPropagation:
 def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     """``(LogPropagation, validated cov0)`` on the fast path (``meanfield._fastpath``), or None where
     the general path :func:`_propagate_log` must decide: it certifies the arguments in one compiled
-    call and runs the same kernel, so the result is the same where it answers (issue 18)."""
+    call and runs the same kernel, so the result is the same where it answers."""
     refuse_unbounded(cov0, activation, depth, degree)
     start = fast_start(cov0, activation, sigma_w2, sigma_b2, depth, degree)
     if start is None:
@@ -625,11 +625,11 @@ def propagate(
 
     Notes
     -----
-    Seed 003, eq. 2.5 iterated (the C-map of Poole et al. 2016, eqs. 3-5). With a writeable
+    Xiao et al. 2018, eq. 2.5 iterated (the C-map of Poole et al. 2016, eqs. 3-5). With a writeable
     C-contiguous float64 ``cov0``, float or int variances and a built-in activation, the argument
     checks run in one compiled call (a Cholesky certificate of positive semi-definiteness; the same
     accept/reject decisions and messages as the general checks, which decide whatever it cannot
-    certify) and the call costs ~6 us more than its kernel (docs/performance.md, issue 18).
+    certify) and the call costs ~6 us more than its kernel (docs/performance.md).
 
     For many inputs (data sets of hundreds to thousands), :func:`meanfield.kernels.dense_kernels`
     computes the last layer's (or chosen layers') covariances between two sets of inputs on all
@@ -674,7 +674,7 @@ def _fp_rule(act, degree):
     (not compiled). The numbers are the
     same as with both branches (the closed forms of the first family are never NaN where the
     solvers evaluate them, and those of the second always are); the first call of
-    :func:`fixed_point` compiles about half as much (issue 18, benchmarks/bench_cold_start.py).
+    :func:`fixed_point` compiles about half as much (benchmarks/bench_cold_start.py).
     """
     z, w = kernel_rule(degree)
     ex = 0 if act.code in (SOFTPLUS, SWISH, GELU) else None
@@ -770,7 +770,7 @@ def _newton_q(code, a, sw, sb, lo, hi, z, w, cf, ex):
     return x
 
 
-@numba.njit(inline="always")  # one call site: one compiled tree less (issue 18)
+@numba.njit(inline="always")  # one call site: one compiled tree less
 def _solve_q(code, a, sw, sb, z, w, cf, ex):
     """The stable fixed point q* reached from small variances; inf when q grows without bound;
     NaN when q* exceeds the float64 range. See the module notes."""
@@ -836,7 +836,7 @@ def _solve_q(code, a, sw, sb, z, w, cf, ex):
     return math.nan
 
 
-@numba.njit(inline="always")  # one call site: one compiled tree less (issue 18)
+@numba.njit(inline="always")  # one call site: one compiled tree less
 def _solve_c(code, a, sw, sb, q, chi1, z, w, cf, c0=0.0):
     """The stable fixed point c* of the c-map at q (1 in the ordered phase).
 
@@ -861,7 +861,7 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, cf, c0=0.0):
     for _ in range(200):
         m0 = math.nan
         m1 = math.nan
-        if code == TANH:  # both integrals of the step in one pass, no tanh per node (issue 18)
+        if code == TANH:  # both integrals of the step in one pass, no tanh per node
             m0, m1 = tanh_pair_moments(q, c, z, w)
         if math.isnan(m0):  # other activations, or a rule tanh_pair_moments leaves to pair_quadrature
             m0 = _e2(code, a, o0, o0, q, q, c, z, w, cf)
@@ -962,12 +962,12 @@ PHASE_BLOCKS_PER_THREAD = 4
 
 def _phase_kernel(code, a, homogeneous, sw_grid, sb_grid, z, w, cf, ex, out):
     """Rows of the phase diagram in parallel: blocks of rows of the serial, GIL-free kernel
-    :func:`_phase_rows` on ``numba.get_num_threads()`` Python threads.
+     :func:`_phase_rows` on ``numba.get_num_threads()`` Python threads.
 
-    Not a ``parallel=True`` parfor: compiling the parfor cost ~2 s of a cold ``phase_diagram``
-    (issue 18), while the block kernel compiles as a plain loop around :func:`_fixed_point_values`
-    (which ``fixed_point`` has compiled already in most processes). Each row is computed as before
-    (c* warm-started along sigma_b2 only), so the result is the same bit for bit.
+     Not a ``parallel=True`` parfor: compiling the parfor cost ~2 s of a cold ``phase_diagram``
+    , while the block kernel compiles as a plain loop around :func:`_fixed_point_values`
+     (which ``fixed_point`` has compiled already in most processes). Each row is computed as before
+     (c* warm-started along sigma_b2 only), so the result is the same bit for bit.
     """
     threads = min(numba.get_num_threads(), sw_grid.size)
     if threads <= 1:
@@ -1001,7 +1001,7 @@ def _phase(chi_1):
 
 @dataclass(frozen=True)
 class FixedPoint:
-    """The stable fixed point of the dense mean-field maps and its stability (seed 003, eq. 2.7).
+    """The stable fixed point of the dense mean-field maps and its stability (Xiao et al. 2018, eq. 2.7).
 
     Attributes
     ----------
@@ -1091,7 +1091,7 @@ def fixed_point(
 
     Notes
     -----
-    Seed 003, eq. 2.7; the q* = 0 and q* = inf edges as in the module notes. Time is bounded:
+    Xiao et al. 2018, eq. 2.7; the q* = 0 and q* = inf edges as in the module notes. Time is bounded:
     every loop has an iteration cap (a few ms per point; ~10 ms at variances ~1e300).
 
     Examples
@@ -1201,7 +1201,7 @@ def _phase_diagram_rows(sw, sb, activation, degree):
 def phase_diagram(
     activation: str | Activation, sigma_w2: float, sigma_b2: float, degree: int = DEFAULT_DEGREE
 ) -> PhaseDiagram:
-    """The order-to-chaos phase diagram (Poole et al. 2016 Fig. 2; seed 003 Fig. S1), vectorised.
+    """The order-to-chaos phase diagram (Poole et al. 2016 Fig. 2; Xiao et al. 2018 Fig. S1), vectorised.
 
     Parameters
     ----------
@@ -1389,7 +1389,7 @@ def backward_variance(
 
     With :math:`\delta^l = \partial E / \partial h^l` and the gradient-independence assumption,
     :math:`\mathbb{E}(\delta^l)^2 = \sigma_w^2\,\mathbb{E}\,\phi'(h^l)^2\;\mathbb{E}(\delta^{l+1})^2`
-    (Schoenholz et al. 2017, eq. 14; seed 003 eq. 2.16), so
+    (Schoenholz et al. 2017, eq. 14; Xiao et al. 2018 eq. 2.16), so
 
     .. math:: \frac{\tilde q^l}{\tilde q^L} = \prod_{k=l}^{L-1} \sigma_w^2\,\mathbb{E}\,\phi'(\sqrt{q^k}z)^2
         \;\to\; \chi_1^{L-l} \text{ at the fixed point.}

@@ -172,7 +172,7 @@ def run_time_orders(code):
 
     Numba specialises a compiled function on every distinct literal argument: calls with the
     constants 0 and 1 compiled ``pair_value`` and everything below it twice, ``evaluate`` three
-    times (issue 18, ``benchmarks/bench_cold_start.py``). Kernels pass these instead of literals.
+    times (``benchmarks/bench_cold_start.py``). Kernels pass these instead of literals.
     """
     zero = code - code
     return zero, zero + 1, zero + 2
@@ -671,7 +671,7 @@ def pair_value(code, a, d1, d2, q1, q2, c, z, w):
 
 
 #: The closed forms alone, NaN where there is none (for kernels that select them by activation
-#: family, so that the quadrature path is not compiled where it is never used: issue 18).
+#: family, so that the quadrature path is not compiled where it is never used).
 closed_pair_value = _closed_pair
 closed_single_value = _closed_single
 closed_variance_derivative_value = _closed_variance_derivative
@@ -679,7 +679,7 @@ closed_variance_derivative_value = _closed_variance_derivative
 acos_terms = _acos_terms
 
 #: Values of the closed-form flag ``cf`` of the family-split kernels (:func:`family_rule`). Only the
-#: *type* matters: it selects, at compile time, which closed forms a kernel compiles (issue 18).
+#: *type* matters: it selects, at compile time, which closed forms a kernel compiles.
 #: An int: every built-in's (the code-dispatched tree of :func:`_closed_pair`).
 CLOSED_ALL = 0
 #: A float: those of linear, relu, leaky_relu, erf, hard_tanh only (``_core_closed_*``).
@@ -708,7 +708,7 @@ def closed_variance_derivative_by(cf, code, a, q):
 
 # The family is chosen by the type of cf while the caller is typed: the other families' closed
 # forms are never typed or compiled (the tree of every built-in's closed forms is ~30 % of the
-# compile time of a closed-form kernel; issue 18). Same functions, so the same bits.
+# compile time of a closed-form kernel). Same functions, so the same bits.
 @overload(closed_pair_by)
 def _closed_pair_by(cf, code, a, d1, d2, q1, q2, c):
     if isinstance(cf, types.Boolean):
@@ -739,7 +739,7 @@ def _closed_variance_derivative_by(cf, code, a, q):
 @numba.njit(inline="always")
 def pair_quadrature(code, a, d1, d2, q1, q2, c, z, w):
     """:func:`pair_value` without the closed forms (inlined: one compiled copy per caller, and a
-    kernel that needs only quadrature does not compile the closed forms; issue 18)."""
+    kernel that needs only quadrature does not compile the closed forms)."""
     s1 = math.sqrt(q1)
     s2 = math.sqrt(q2)
     c = min(1.0, max(-1.0, c))
@@ -948,7 +948,7 @@ QUADRATURE_ONLY = (TANH, SIGMOID, SOFTPLUS, SWISH)
 
 
 def family_rule(act: Activation, degree: int) -> tuple:
-    """``(z, w, cf)`` of the first pass of a family-split kernel (issue 18: cold start).
+    """``(z, w, cf)`` of the first pass of a family-split kernel (for the cold start).
 
     A family-split kernel takes the quadrature rule ``z, w`` and a flag ``cf``, each either an
     array / int or ``None``, and evaluates ``v = closed form if cf is not None`` then ``quadrature
@@ -1000,7 +1000,7 @@ def run_by_family(kernel, act: Activation, degree: int, args: tuple, out: np.nda
 
 
 # The kernels of the public wrappers, family-split (see family_rule): a kernel that compiles the
-# closed forms and the quadrature costs ~2x the compile time of either (issue 18).
+# closed forms and the quadrature costs ~2x the compile time of either.
 
 
 @numba.njit(cache=True)
@@ -1151,8 +1151,8 @@ def pair_expectation(
     r"""Bivariate Gaussian expectation :math:`\mathbb{E}\,\phi^{(d_1)}(u_1)\phi^{(d_2)}(u_2)`.
 
     :math:`(u_1, u_2) \sim N(0, [[q_1, c\sqrt{q_1 q_2}], [c\sqrt{q_1 q_2}, q_2]])`. With
-    ``derivatives=(0, 0)`` this is the integrand of the C-map (Poole et al. 2016, eq. 5; seed 003,
-    eq. 2.5); with ``(1, 1)`` it gives chi_c (seed 003, eq. 2.7).
+    ``derivatives=(0, 0)`` this is the integrand of the C-map (Poole et al. 2016, eq. 5; Xiao et al. 2018,
+    eq. 2.5); with ``(1, 1)`` it gives chi_c (Xiao et al. 2018, eq. 2.7).
 
     Parameters
     ----------
@@ -1370,7 +1370,7 @@ def variance_derivative(
 
     Computed as :math:`\mathbb{E}[z \phi(\sqrt q z)\phi'(\sqrt q z)] / \sqrt q`, which equals
     :math:`\mathbb{E}[\phi'(u)^2 + \phi(u)\phi''(u)]` (Stein's lemma; the printed form of chi_q
-    in seed 003, eq. 2.7) but needs no second derivative, so it is also right for kinked
+    in Xiao et al. 2018, eq. 2.7) but needs no second derivative, so it is also right for kinked
     activations. ``sigma_w2 * variance_derivative(act, q*)`` is chi_q*.
 
     Parameters

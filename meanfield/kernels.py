@@ -1331,7 +1331,7 @@ def conv_kernels(
 
     Notes
     -----
-    Seed 003, eqs. 2.3-2.5 and the NTK recursion of :func:`meanfield.ntk.conv_ntk_map`; equal to
+    Xiao et al. 2018, eqs. 2.3-2.5 and the NTK recursion of :func:`meanfield.ntk.conv_ntk_map`; equal to
     :func:`meanfield.ntk.propagate_conv_ntk` to float64 rounding. Work per input pair and layer is
     P^2 pair maps and 2 P^2 |v| multiply-adds.
     """

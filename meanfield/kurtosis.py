@@ -1,4 +1,4 @@
-"""Kurtosis recursion and vanishing empirical variance of deep random networks (seed 002).
+"""Kurtosis recursion and vanishing empirical variance of deep random networks (Grzejdziak 2023).
 
 Grzejdziak, Loog & Tax (2023), *Vanishing Empirical Variance in Randomly Initialized Networks*.
 Networks are ``y^(0) = x``, ``y^(l) = W^(l) phi_a(y^(l-1))`` with leaky ReLU ``phi_a`` of negative
@@ -49,7 +49,7 @@ the empirical-variance law are available as ``log_prob_below`` / ``log_quantile`
 References
 ----------
 M. Grzejdziak, M. Loog, D. M. J. Tax, "Vanishing Empirical Variance in Randomly Initialized
-Networks", MSc thesis / NeurIPS 2023 submission (seed 002).
+Networks", MSc thesis / NeurIPS 2023 submission (Grzejdziak 2023).
 
 B. O'Neill, "Some useful moment results in sampling problems", Am. Stat. 68 (2014).
 """
@@ -208,7 +208,7 @@ def _coefficients(width: int, r: float, kw: float):
 def transition_matrix(
     width: int, slope: float = 0.0, weight_kurtosis: float = 3.0, sigma_x2: float = 1.0
 ) -> np.ndarray:
-    r"""The 3 x 3 matrix ``A^(l)`` of Prop. 4.3 (seed 002), ``k^(l+1) = A^(l) k^(l)``.
+    r"""The 3 x 3 matrix ``A^(l)`` of Prop. 4.3 (Grzejdziak 2023), ``k^(l+1) = A^(l) k^(l)``.
 
     .. math::
 
@@ -243,7 +243,7 @@ def transition_matrix(
 
     Notes
     -----
-    Prop. 4.3 of seed 002, re-derived from Lemmas 4.1-4.2: identical to the printed matrix (see the
+    Prop. 4.3 of Grzejdziak 2023, re-derived from Lemmas 4.1-4.2: identical to the printed matrix (see the
     module notes for the assumptions the derivation needs).
 
     Examples
@@ -375,7 +375,7 @@ def propagate(
     weight_kurtosis: float = 3.0,
     sigma_x2: float = 1.0,
 ) -> KurtosisPropagation:
-    """Iterate ``k^(l+1) = A^(l) k^(l)`` (Prop. 4.3 of seed 002) from ``k^(0) = [kappa0, c0, 1]``.
+    """Iterate ``k^(l+1) = A^(l) k^(l)`` (Prop. 4.3 of Grzejdziak 2023) from ``k^(0) = [kappa0, c0, 1]``.
 
     Parameters
     ----------
@@ -409,7 +409,7 @@ def propagate(
 
     Notes
     -----
-    Prop. 4.3 of seed 002. ``A^(l)`` acts on ``c / sigma_x^4`` without ``sigma_x2``; only the unit of
+    Prop. 4.3 of Grzejdziak 2023. ``A^(l)`` acts on ``c / sigma_x^4`` without ``sigma_x2``; only the unit of
     ``c`` depends on it.
 
     Examples
@@ -582,7 +582,7 @@ def product(
 
     Notes
     -----
-    Lemma 4.4 of seed 002 (stated for ``w > 1``); a width of 1 gives ``delta = 0`` there, which
+    Lemma 4.4 of Grzejdziak 2023 (stated for ``w > 1``); a width of 1 gives ``delta = 0`` there, which
     the lemma excludes (``log_delta = -inf``).
 
     Examples
@@ -629,7 +629,7 @@ class TraceDeterminant(Result):
 
 
 def trace_determinant(width: int, slope: float = 0.0, weight_kurtosis: float = 3.0) -> TraceDeterminant:
-    r"""Trace, determinant and eigenvalues of the 2 x 2 block ``A_-^(l)`` (Lemma 4.5 of seed 002).
+    r"""Trace, determinant and eigenvalues of the 2 x 2 block ``A_-^(l)`` (Lemma 4.5 of Grzejdziak 2023).
 
     .. math::
 
@@ -692,7 +692,7 @@ def trace_determinant(width: int, slope: float = 0.0, weight_kurtosis: float = 3
 
 
 def spectral_radius(width: int | ArrayLike, slope: float = 0.0, weight_kurtosis: float = 3.0) -> float | np.ndarray:
-    """Spectral radius of ``A^(l)``: ``max(lambda_max(A_-), 1)``; ``> 1`` for every ``w > 1`` (Lemma 4.5 of seed 002).
+    """Spectral radius of ``A^(l)``: ``max(lambda_max(A_-), 1)``; ``> 1`` for every ``w > 1`` (Lemma 4.5 of Grzejdziak 2023).
 
     The eigenvalues of ``A^(l)`` are those of ``A_-^(l)`` and the 1 of its last row.
 
@@ -864,7 +864,7 @@ def weight_kurtosis(distribution: str | Any) -> float:
     Returns
     -------
     float
-        ``kappa_w >= 1``, the constant of Prop. 4.3's ``A^(l)`` (seed 002).
+        ``kappa_w >= 1``, the constant of Prop. 4.3's ``A^(l)`` (Grzejdziak 2023).
 
     Raises
     ------
@@ -1160,7 +1160,7 @@ class EmpiricalVarianceDistribution(Result):
 
 
 def empirical_variance_distribution(kappa: float, n: int, sigma2: float = 1.0) -> EmpiricalVarianceDistribution:
-    """Variance of ``S_n^2`` and its Gamma approximation, Sec. 5 of seed 002.
+    """Variance of ``S_n^2`` and its Gamma approximation, Sec. 5 of Grzejdziak 2023.
 
     Parameters
     ----------
@@ -1276,7 +1276,7 @@ def nonzero_probability(widths: Sequence[int] | ArrayLike, log: bool = False) ->
 
     References
     ----------
-    Seed 002, supplement B: Prop. B.1 (width 1) and Prop. B.2 (any widths).
+    Grzejdziak 2023, supplement B: Prop. B.1 (width 1) and Prop. B.2 (any widths).
 
     Examples
     --------

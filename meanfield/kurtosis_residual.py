@@ -1,6 +1,6 @@
-r"""Kurtosis recursion for residual networks (seed 002, Sec. 6 conjecture; issue 17 item 5).
+r"""Kurtosis recursion for residual networks (Grzejdziak 2023, Sec. 6 conjecture.
 
-Seed 002 (Discussion) conjectures that "addition of skip connections cannot stop the growth of
+Grzejdziak 2023 (Discussion) conjectures that "addition of skip connections cannot stop the growth of
 kurtosis, because kurtosis explodes even for the networks with no activation function". This
 module gives the moment recursion of the residual layer
 
@@ -21,7 +21,7 @@ Derivation. With ``u_i = sum_k W_ik phi_k``, rows of ``W`` independent and symme
 
 Closing the recursion needs ``E phi_a(y)^4 = (1 + a^4) / 2 m4``,
 ``E phi_a(y_k)^2 phi_a(y_l)^2 = ((1 + a^2) / 2)^2 m22`` and ``E y_i^2 phi_a(y_k)^2 = (1 + a^2) / 2 E y_i^2 y_k^2``:
-the invariance of the law under flipping the sign of one coordinate (seed 002's Lemma 4.2). It holds
+the invariance of the law under flipping the sign of one coordinate (Grzejdziak's Lemma 4.2). It holds
 for plain layers (each row of ``W`` is symmetric) but **not** for residual ones once ``a != 1``:
 ``y_i + u_i`` does not change sign with row ``i`` of ``W``. The residual recursion is therefore
 exact for ``a = 1`` (linear, the case the conjecture invokes; every ``phi`` moment is a ``y``
@@ -102,7 +102,7 @@ def residual_moments(
 
     Notes
     -----
-    Seed 002, Sec. 6 (residual conjecture) and Prop. 4.3 (plain case); the derivation and the
+    Grzejdziak 2023, Sec. 6 (residual conjecture) and Prop. 4.3 (plain case); the derivation and the
     closure it needs are in the module docstring.
 
     Examples

@@ -1,7 +1,7 @@
 r"""NNGP and NTK kernels of many inputs through deep dense networks, for any activation.
 
 The infinite-width covariance (NNGP kernel) and tangent kernel (NTK) of D inputs obey, layer by
-layer (Poole et al. 2016, eqs. 3-5; seed 003, eq. 2.5; Jacot et al. 2018, Thm. 1; Arora et al.
+layer (Poole et al. 2016, eqs. 3-5; Xiao et al. 2018, eq. 2.5; Jacot et al. 2018, Thm. 1; Arora et al.
 2019, eq. 9; the conventions of :mod:`meanfield.dense` and :mod:`meanfield.ntk`),
 
 .. math::
@@ -156,7 +156,7 @@ def propagate_mehler(
 
     Notes
     -----
-    Seed 003, eq. 2.5 iterated, and the NTK recursion of Arora et al. (2019), eq. 9; the layer maps
+    Xiao et al. 2018, eq. 2.5 iterated, and the NTK recursion of Arora et al. (2019), eq. 9; the layer maps
     are :func:`mehler_layer_maps` (certified to ``rtol`` per layer; pairs it
     cannot certify are done by :func:`meanfield.gaussian.pair_expectation` and counted in
     ``n_fallback``). The diagonal is the 1-D second moment :func:`meanfield.gaussian.expectation`.

@@ -24,7 +24,7 @@ criticality and like :math:`\chi_1^l` in the chaotic phase. Off the diagonal
 :math:`\Theta_{l+1} = q^*c^* + \chi_{c^*}\Theta_l`, with fixed point :math:`q^*c^*/(1-\chi_{c^*})` and
 depth scale :math:`\xi_{c^*} = -1/\log\chi_{c^*}` (Xiao, Pennington, Schoenholz 2020, Sec. 3).
 
-Periodic CNNs (seed 003). With NTK-parametrised kernels,
+Periodic CNNs (Xiao et al. 2018). With NTK-parametrised kernels,
 :math:`h^{l+1}_j(\alpha) = \frac{\sigma_w}{\sqrt{c}}\sum_{\beta}\sqrt{v_\beta}\sum_i\omega_{ji}(\beta)\phi(h^l_i(\alpha+\beta)) + \sigma_b\beta_j`,
 the kernel over (input, position) pairs obeys (Arora et al. 2019, Sec. 5 for the uniform case)
 
@@ -173,7 +173,7 @@ def ntk_map(
     Notes
     -----
     Jacot et al. (2018), Thm. 1; the derivative kernel is the factor of the backward covariance
-    map of seed 003 (supplement A.1).
+    map of Xiao et al. 2018 (supplement A.1).
     """
     cov = check_covariance(cov, "cov", strict=True)
     ntk = check_covariance(ntk, "ntk", strict=True)
@@ -277,7 +277,7 @@ def conv_ntk_map(
     shape: int | tuple[int, ...] | None = None,
     degree: int = DEFAULT_DEGREE,
 ) -> NTKStep:
-    r"""One periodic-CNN layer of the NTK recursion over (input, position) pairs (seed 003 networks).
+    r"""One periodic-CNN layer of the NTK recursion over (input, position) pairs (Xiao et al. 2018 networks).
 
     Parameters
     ----------
@@ -306,7 +306,7 @@ def conv_ntk_map(
     Notes
     -----
     The recursion of the module notes; the derivative kernel is the factor of the backward map of
-    seed 003, eq. 2.15.
+    Xiao et al. 2018, eq. 2.15.
     """
     from . import conv
 
@@ -473,13 +473,13 @@ def ntk_fixed_point(
 
 
 # ----------------------------------------------------------------------------------------------
-# ConstNet (seed 000, App. D).
+# ConstNet (Blumenfeld et al. 2020, App. D).
 
 
 def constnet_ntk(
     x: ArrayLike, widths: tuple[int, ...] = (4, 8, 16), n_input: int = 3, n_classes: int = 10, stride: int = 2
 ) -> np.ndarray:
-    r"""The NTK of a ConstNet at initialisation: the kernel of a linear model (seed 000, App. D).
+    r"""The NTK of a ConstNet at initialisation: the kernel of a linear model (Blumenfeld et al. 2020, App. D).
 
     With the head initialised to zero every back-propagated signal :math:`\beta^{(\ell)}` vanishes,
     so only the head and its bias contribute:
@@ -521,7 +521,7 @@ def constnet_ntk(
 
     Notes
     -----
-    Seed 000, App. C (the features through narrowing layers) and App. D (the NTK); checked against
+    Blumenfeld et al. 2020, App. C (the features through narrowing layers) and App. D (the NTK); checked against
     the empirical NTK of :class:`meanfield.validation.simulators.ConstNet` (all parameters, by
     back-propagation) in :mod:`meanfield.validation.ntk`.
     """
@@ -550,7 +550,7 @@ def constnet_ntk(
 
 
 # ----------------------------------------------------------------------------------------------
-# Periodic CNNs at the forward fixed point: the NTK per Fourier mode (seed 003, eqs. 2.9-2.12).
+# Periodic CNNs at the forward fixed point: the NTK per Fourier mode (Xiao et al. 2018, eqs. 2.9-2.12).
 
 
 @dataclass(frozen=True)
@@ -593,7 +593,7 @@ def conv_ntk_fixed_point(
     shape: int | tuple[int, ...] | None,
     degree: int = DEFAULT_DEGREE,
 ) -> ConvNTKFixedPoint:
-    r"""Fixed point and per-Fourier-mode depth scales of the NTK of deep periodic CNNs (seed 003 networks).
+    r"""Fixed point and per-Fourier-mode depth scales of the NTK of deep periodic CNNs (Xiao et al. 2018 networks).
 
     Parameters
     ----------
@@ -620,12 +620,12 @@ def conv_ntk_fixed_point(
 
     Notes
     -----
-    At the forward fixed point :math:`\Sigma^* = q^*[(1 - c^*)I + c^*\mathbf 1\mathbf 1^\top]` (seed 003,
+    At the forward fixed point :math:`\Sigma^* = q^*[(1 - c^*)I + c^*\mathbf 1\mathbf 1^\top]` (Xiao et al. 2018,
     Sec. 2.1.4) the derivative kernel is :math:`\dot\Sigma^*_{\alpha\alpha} = \chi_1`,
     :math:`\dot\Sigma^*_{\alpha\alpha'} = \chi_{c^*}`, and the recursion of :func:`conv_ntk_map`,
     :math:`\Theta^{l+1} = \Sigma^* + \mathcal{A}_v\star(\dot\Sigma^*\odot\Theta^l)`, is affine. On a
     cyclic diagonal :math:`e_d(\alpha) = \Theta_{\alpha,\alpha+d}` the operator
-    :math:`\mathcal{A}_v\star` is the convolution with ``v`` (seed 003, eqs. 2.9-2.11), so the Fourier
+    :math:`\mathcal{A}_v\star` is the convolution with ``v`` (Xiao et al. 2018, eqs. 2.9-2.11), so the Fourier
     amplitude m of :math:`e_d` obeys :math:`\hat e^{l+1}_d(m) = P\,\Sigma^*_d\,\delta_{m0} +
     \chi_d\lambda_m\hat e^l_d(m)` with :math:`\chi_0 = \chi_1`, :math:`\chi_{d \ne 0} = \chi_{c^*}`:
     the source feeds mode 0 only (:math:`\lambda_0 = 1`), giving the fixed point of the dense NTK

@@ -1,6 +1,6 @@
 r"""Singular-value spectra of the input-output Jacobian of deep random networks (free probability).
 
-Dynamical isometry as a spectrum rather than a mean (seed 003, Sec. 2.2.1, after Pennington,
+Dynamical isometry as a spectrum rather than a mean (Xiao et al. 2018, Sec. 2.2.1, after Pennington,
 Schoenholz & Ganguli 2017, 2018). A depth-``L`` network :math:`h^l = W^l x^{l-1} + b^l`,
 :math:`x^l = \phi(h^l)` has the input-output Jacobian
 
@@ -38,18 +38,18 @@ stays below the broadening; when :math:`\phi'^2` takes exactly two values (relu,
 leaky_relu, hard_tanh) the law is the exact two-point law, its weights fixed by the closed-form
 :math:`\mathbb{E}\phi'^2`.
 
-Checks. The mean squared singular value is :math:`\int\lambda\rho = \chi_1^L` (seed 003,
+Checks. The mean squared singular value is :math:`\int\lambda\rho = \chi_1^L` (Xiao et al. 2018,
 Sec. 2.2.1: :math:`\chi_1` is the mean squared singular value of one layer); the relative variance
 is :math:`L(\mu_2/\mu_1^2 - 1 + g)` with :math:`\mu_k = \mathbb{E}\phi'^{2k}` (from the first two
 terms of the S-transforms; Pennington et al. 2017, eq. 15); a linear network with Gaussian weights
 has the Fuss-Catalan moments :math:`\binom{(L+1)k}{k}/(Lk+1)` and for ``L = 1`` the
 Marchenko-Pastur density.
 
-Convolutions (seed 003, Sec. 2.2.1). The Jacobian of a periodic CNN layer is :math:`D^l W^l` with
+Convolutions (Xiao et al. 2018, Sec. 2.2.1). The Jacobian of a periodic CNN layer is :math:`D^l W^l` with
 :math:`W^l` the ``(n c) x (n c)`` block-circulant matrix of the kernel. For an orthogonal kernel
 (Algorithm 1) or a delta-orthogonal kernel (Algorithm 2) :math:`W^l/\sigma_w` is an orthogonal
 matrix, for i.i.d. Gaussian kernels its singular values tend to Marchenko-Pastur as c grows
-(seed 003, Fig. S3), so :func:`conv_jacobian_spectrum` is the dense law with the matching weight
+(Xiao et al. 2018, Fig. S3), so :func:`conv_jacobian_spectrum` is the dense law with the matching weight
 law, at the CNN's fixed point (which has the same :math:`q^*` as the dense network).
 
 Code name <-> symbol: ``squared_singular_values`` = :math:`\lambda`, ``density`` =
@@ -60,7 +60,7 @@ References
 ----------
 Pennington, Schoenholz, Ganguli (2017), "Resurrecting the sigmoid in deep learning through dynamical
 isometry: theory and practice", NeurIPS. Pennington, Schoenholz, Ganguli (2018), "The emergence of
-spectral universality in deep networks", AISTATS. Xiao et al. (2018), seed 003, Sec. 2.2.1 and
+spectral universality in deep networks", AISTATS. Xiao et al. (2018), Xiao et al. 2018, Sec. 2.2.1 and
 supplement E.
 """
 
@@ -261,7 +261,7 @@ class JacobianSpectrum(Result):
         The support's upper edge as located on the grid: the last point where the density exceeds
         :data:`EDGE_FACTOR` times the Cauchy tail the broadening leaves above the support.
     expected_mean : float
-        :math:`\chi_1^L` (seed 003, Sec. 2.2.1), what ``mean`` converges to as eta -> 0.
+        :math:`\chi_1^L` (Xiao et al. 2018, Sec. 2.2.1), what ``mean`` converges to as eta -> 0.
     expected_variance : float
         :math:`\chi_1^{2L} L(\mu_2/\mu_1^2 - 1 + g)`, the variance of :math:`\lambda` (g = 1 Gaussian, 0 orthogonal).
     q : float
@@ -652,7 +652,7 @@ def jacobian_spectrum(
 
     Notes
     -----
-    Pennington et al. (2017), eqs. 5-8 and 15; seed 003, Sec. 2.2.1. See the module notes for the
+    Pennington et al. (2017), eqs. 5-8 and 15; Xiao et al. 2018, Sec. 2.2.1. See the module notes for the
     equation solved and the checks.
 
     Examples
@@ -837,7 +837,7 @@ def conv_jacobian_spectrum(
     kernel: str = "delta_orthogonal",
     **options,
 ) -> JacobianSpectrum:
-    r"""Singular-value density of the Jacobian of a deep periodic CNN (seed 003, Sec. 2.2.1).
+    r"""Singular-value density of the Jacobian of a deep periodic CNN (Xiao et al. 2018, Sec. 2.2.1).
 
     Parameters
     ----------
@@ -853,7 +853,7 @@ def conv_jacobian_spectrum(
     JacobianSpectrum
         The dense law with orthogonal weights (orthogonal and delta-orthogonal kernels: the
         block-circulant matrix over/ ``sqrt(sigma_w2)`` is orthogonal) or Gaussian weights (i.i.d.
-        kernels: Marchenko-Pastur in the many-channel limit, seed 003, supplement E). ``weights`` of
+        kernels: Marchenko-Pastur in the many-channel limit, Xiao et al. 2018, supplement E). ``weights`` of
         the result names the dense law used.
 
     Raises
@@ -863,7 +863,7 @@ def conv_jacobian_spectrum(
 
     Notes
     -----
-    The CNN's fixed-point variance is the dense q* (seed 003, eq. 2.7: the diagonal of the CNN map is
+    The CNN's fixed-point variance is the dense q* (Xiao et al. 2018, eq. 2.7: the diagonal of the CNN map is
     the dense q-map). The free-probability argument treats :math:`D^l` as free from the
     convolution matrices, which is exact for delta-orthogonal kernels (the Jacobian splits into n
     independent dense orthogonal blocks of width c) and a many-channel approximation otherwise;

@@ -42,7 +42,7 @@ Results. :class:`ClosedFormCorrelations` and :class:`SubnetworkCounts` are froze
 References
 ----------
 Y. Blumenfeld, D. Gilboa, D. Soudry, "Beyond Signal Propagation: Is Feature Diversity Necessary in
-Deep Neural Network Initialization?", ICML 2020 (seed 000).
+Deep Neural Network Initialization?", ICML 2020 (Blumenfeld et al. 2020).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def pairwise_mean_cosine(vectors: ArrayLike, complement: bool = False) -> float:
     rows (``complement=True`` returns it). Rows are rescaled by the largest entry first, so entries
     anywhere in the float64 range neither overflow nor underflow. Zero rows follow the module's
     convention (zero-zero pairs count 1, zero-nonzero pairs 0). The common kernel of eqs. 5-6
-    of seed 000.
+    of Blumenfeld et al. 2020.
 
     Parameters
     ----------
@@ -159,7 +159,7 @@ def pairwise_mean_cosine(vectors: ArrayLike, complement: bool = False) -> float:
 
 
 def forward_correlation(w: ArrayLike, complement: bool = False) -> float:
-    """Forward correlation :math:`C_f` of a weight tensor (eq. 5 of seed 000).
+    """Forward correlation :math:`C_f` of a weight tensor (eq. 5 of Blumenfeld et al. 2020).
 
     .. math::
         C_f = \\frac{1}{n_{out}(n_{out}-1)} \\sum_i \\sum_{j \\ne i}
@@ -201,7 +201,7 @@ def forward_correlation(w: ArrayLike, complement: bool = False) -> float:
 
 
 def backward_correlation(w: ArrayLike, complement: bool = False) -> float:
-    """Backward correlation :math:`C_b` (eq. 6 of seed 000): eq. 5 over the input slices ``W[..., :, i]``.
+    """Backward correlation :math:`C_b` (eq. 6 of Blumenfeld et al. 2020): eq. 5 over the input slices ``W[..., :, i]``.
 
     Parameters, return and errors as :func:`forward_correlation`, with ``n_in >= 2``.
     """
@@ -214,7 +214,7 @@ def backward_correlation(w: ArrayLike, complement: bool = False) -> float:
 
 
 def total_correlation(w: ArrayLike, complement: bool = False) -> float:
-    """Total correlation :math:`C_t` (Fig. 6 of seed 000): mean pairwise cosine of all spatial filters.
+    """Total correlation :math:`C_t` (Fig. 6 of Blumenfeld et al. 2020): mean pairwise cosine of all spatial filters.
 
     The paper defines :math:`C_t` only in words ("correlation between all filters"); a *filter* is
     the spatial kernel ``W[..., i, j]`` of one (output, input) channel pair (App. A's
@@ -279,7 +279,7 @@ def effective_width(c_f: ArrayLike, n: int) -> float | np.ndarray:
 
 @dataclass(frozen=True)
 class ClosedFormCorrelations(Result):
-    """Closed-form :math:`C_f`, :math:`C_b` of one initialisation (the list after eq. 6 of seed 000).
+    """Closed-form :math:`C_f`, :math:`C_b` of one initialisation (the list after eq. 6 of Blumenfeld et al. 2020).
 
     Attributes
     ----------
@@ -304,7 +304,7 @@ _KINDS = ("random", "orthogonal", "replicated_identity", "constant", "zero", "re
 def closed_form_correlations(
     kind: str, n_out: int | None = None, n_in: int | None = None, replicas: int = 1, gamma: float | None = None
 ) -> ClosedFormCorrelations:
-    """The closed-form correlations listed after eq. 6 of seed 000.
+    """The closed-form correlations listed after eq. 6 of Blumenfeld et al. 2020.
 
     Parameters
     ----------
@@ -387,7 +387,7 @@ def closed_form_correlations(
 
 
 def perturbation_ratio(a: ArrayLike, axis: int = -1) -> float:
-    """Relative size of the symmetry-breaking part of features (App. G, Figs. 9-10 of seed 000).
+    """Relative size of the symmetry-breaking part of features (App. G, Figs. 9-10 of Blumenfeld et al. 2020).
 
     .. math:: \\frac{\\|(I - \\tfrac1n \\mathbf 1 \\mathbf 1^T) a\\|_F}{\\|a\\|_F},
 
@@ -439,7 +439,7 @@ def propagate_perturbation(
     slope: float = 0.01,
     gamma: ArrayLike | None = None,
 ) -> np.ndarray:
-    """Propagate symmetric features plus a perturbation through a LeakyNet stack (App. G, H of seed 000).
+    """Propagate symmetric features plus a perturbation through a LeakyNet stack (App. G, H of Blumenfeld et al. 2020).
 
     Layer ``l`` (1-based) computes ``h^l = s_l M_l phi(h^{l-1})`` at every spatial location
     (delta kernel, eq. 7), with ``phi`` the leaky ReLU of negative slope ``slope`` (the paper's
@@ -543,7 +543,7 @@ def propagate_perturbation(
 
 @dataclass(frozen=True)
 class SubnetworkCounts(Result):
-    """Numbers of distinct neuron-masked sub-networks of ``L`` layers of width ``d`` (App. F of seed 000).
+    """Numbers of distinct neuron-masked sub-networks of ``L`` layers of width ``d`` (App. F of Blumenfeld et al. 2020).
 
     Attributes
     ----------
@@ -580,7 +580,7 @@ class SubnetworkCounts(Result):
 
 
 def subnetwork_counts(d: int, n_layers: int, include_empty: bool = True) -> SubnetworkCounts:
-    """Distinct sub-networks obtained by masking neurons (App. F of seed 000); exact integers.
+    """Distinct sub-networks obtained by masking neurons (App. F of Blumenfeld et al. 2020); exact integers.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Exact Hessians of a whole ensemble of skip networks in a few large products (seed 004, Figs. 7-12).
+"""Exact Hessians of a whole ensemble of skip networks in a few large products (Orhan 2017, Figs. 7-12).
 
 The degenerate-eigenvalue measurements of Orhan (2017) need the Hessian of each trained network's
 mean cross-entropy in its hidden parameters ``theta = (W_l, b_l), l = 1 .. depth``. Automatic

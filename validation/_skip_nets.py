@@ -1,9 +1,9 @@
-"""Orhan's skip networks (seed 004, eqs. 24-26) as a network family of the ensemble trainer.
+"""Orhan's skip networks (Orhan 2017, eqs. 24-26) as a network family of the ensemble trainer.
 
 :func:`meanfield.validation.training.train_ensemble` trains :class:`DenseNet` and :class:`ConvNet`
 ensembles; this module registers one more family with it (``training._register_family``), so that
 the same engine (per-network child streams, batched forward, one optimiser, divergence freezing,
-the recorded curves) trains the skip networks of seed 004 Sec. 2.4:
+the recorded curves) trains the skip networks of Orhan 2017 Sec. 2.4:
 
 ``x_1 = relu(W_0 x + b_0)`` (input layer), then ``depth`` hidden layers
 
@@ -58,7 +58,7 @@ ARCHITECTURES = ("plain", "residual", "hyper_residual", "path_residual")
 
 @dataclass(frozen=True)
 class SkipNet(Result):
-    """The skip network of seed 004 eqs. 24-26, as a net of :func:`meanfield.validation.training.train_ensemble`.
+    """The skip network of Orhan 2017 eqs. 24-26, as a net of :func:`meanfield.validation.training.train_ensemble`.
 
     Attributes
     ----------
@@ -92,7 +92,7 @@ class SkipNet(Result):
 
     Notes
     -----
-    Seed 004 Sec. 2.4 (eqs. 24-26), 2.4.1 (bias symmetry breaking), 2.4.2 (skip matrices), 2.4.3
+    Orhan 2017 Sec. 2.4 (eqs. 24-26), 2.4.1 (bias symmetry breaking), 2.4.2 (skip matrices), 2.4.3
     (constant bias profiles). :func:`meanfield.landscape.skip_network` is the NumPy reference of
     the hidden stack (tests compare them).
     """

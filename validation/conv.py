@@ -1,4 +1,4 @@
-"""CNN mean-field theory (seed 003) against Monte-Carlo simulation of finite periodic CNNs.
+"""CNN mean-field theory (Xiao et al. 2018) against Monte-Carlo simulation of finite periodic CNNs.
 
 (a) Spatial covariances: empirical channel-averaged covariances of 1-D and 2-D periodic CNNs
     (tanh, erf, relu; uniform, delta and non-uniform variance vectors ``v``; Gaussian,

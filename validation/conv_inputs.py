@@ -1,4 +1,4 @@
-"""Multi-input CNN covariances (seed 003, footnote 3) against simulated periodic CNNs.
+"""Multi-input CNN covariances (Xiao et al. 2018, footnote 3) against simulated periodic CNNs.
 
 :func:`meanfield.conv.multi_input_propagate` predicts the joint covariance of a channel's
 pre-activations over D = 2 inputs and P positions. Finite CNNs with ``width`` channels are
@@ -103,7 +103,7 @@ def simulate_multi_input(
 
     Notes
     -----
-    Seed 003, footnote 3 (the covariance over several inputs), eq. 2.1 networks with periodic boundary.
+    Xiao et al. 2018, footnote 3 (the covariance over several inputs), eq. 2.1 networks with periodic boundary.
     """
     act = get_activation(activation)
     be = get_backend(backend)

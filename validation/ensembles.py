@@ -104,7 +104,7 @@ def ensemble_moments(
     Notes
     -----
     The result depends on ``rng``, ``n_networks`` and ``chunk_size`` only, not on the executor
-    (issue 16: the same numbers wherever the chunks run); it differs from one unchunked
+    (the same numbers wherever the chunks run); it differs from one unchunked
     simulator call, which draws every network from one stream.
     """
     _check_statistic(statistic)

@@ -1,4 +1,4 @@
-"""Exact finite-width theory (seed 001) against simulations of finite random ReLU networks.
+"""Exact finite-width theory (Burkholz & Dubatovka 2019) against simulations of finite random ReLU networks.
 
 Rows:
 
@@ -16,7 +16,7 @@ Rows:
 3. **Two inputs** (Thm. 5, Fig. 2): mean inner product (eq. 9), the law of ``<x1, x2>`` (the K0 /
    FFT law) and the cosine-similarity law from :func:`cosine_similarity_samples` (iid components)
    against actual random one-layer networks.
-4. **Laws across layers** (issue 17 item 2, :mod:`meanfield.finite_width` ``_laws``): the mean
+4. **Laws across layers** (:mod:`meanfield.finite_width` ``_laws``): the mean
    cosine similarity at layers 1, 3, 6 from :func:`gram_chain_samples` (Prop. 2 iterated, no
    weight matrices) against networks with Gaussian weight matrices (two-sample standard error);
    ``E |x^(6)|^2`` of those networks against Cor. 3; the component CDF of eq. 2 (right-continuous
@@ -33,7 +33,7 @@ Rows:
 
 Parametrisation. The theory and the simulators (``simulate_squared_norms``, ``simulate_pair``)
 take the library's ``sigma_w2`` (``W_ij ~ N(0, sigma_w2 / fan_in)``, He = 2): the same ``layers``
-go to both. Seed 001 writes He as the per-weight variance ``2 / N`` with ``N`` the layer's width;
+go to both. Burkholz & Dubatovka 2019 writes He as the per-weight variance ``2 / N`` with ``N`` the layer's width;
 the pair rows reproduce that with ``sigma_w2 = 2`` at ``fan_in = N`` (the conversion is
 :func:`meanfield.finite_width.unscaled_sigma_w2`). Every row has the same numbers as with the
 paper's parametrisation: it is a reparametrisation.
@@ -200,7 +200,7 @@ def _pair_rows(backend, full, seed, rows):
         b -= (b @ a) * a
         b /= np.linalg.norm(b)
         x1, x2 = a, c * a + math.sqrt(1 - c * c) * b
-        # He as seed 001 writes it, per-weight 2 / N with N the layer's width: sigma_w2 = 2 at fan_in = width
+        # He as Burkholz & Dubatovka 2019 writes it, per-weight 2 / N with N the layer's width: sigma_w2 = 2 at fan_in = width
         inner, cosine = ensemble_samples(
             simulate_pair,
             x1,
@@ -258,8 +258,8 @@ LOG_GRID_TOP = 1e6
 def domain_truncation(m: float, width: int, sigma_w2: float, top: float, *, fan_in: int | None = None) -> float:
     """Bound on the part of ``T[y^m](1)`` from sources ``y > top`` that a grid ending at ``top`` leaves out.
 
-    For ``z = 1`` and large ``s = sw * y`` (``sw = sigma_w2 / fan_in``, seed 001's per-weight
-    variance) the ReLU kernel (seed 001, Prop. 4 eq. 7) is dominated by its ``k = 1`` term,
+    For ``z = 1`` and large ``s = sw * y`` (``sw = sigma_w2 / fan_in``, Burkholz & Dubatovka's per-weight
+    variance) the ReLU kernel (Burkholz & Dubatovka 2019, Prop. 4 eq. 7) is dominated by its ``k = 1`` term,
     ``N 0.5^N s^{-1/2} / sqrt(2 pi)``; integrating ``y^m`` times it over ``(top, inf)`` gives
     ``N 0.5^N top^{m + 1/2} / (|m + 1/2| sqrt(2 pi sw))``; doubled for the ``k >= 2`` terms.
     Sources below ``1 / top`` contribute ``exp(-top / (2 sw))``: nothing.
@@ -326,7 +326,7 @@ def eigen_rows() -> list[Comparison]:
 
 
 def _eigen_rows(rows):
-    n, sigma_w2 = 20, 2.0  # He (seed 001's per-weight variance 2 / N = 0.1)
+    n, sigma_w2 = 20, 2.0  # He (Burkholz & Dubatovka's per-weight variance 2 / N = 0.1)
     est = {}
     for pts in (121, 241):
         edges = np.concatenate([[0.0], np.logspace(-math.log10(LOG_GRID_TOP), math.log10(LOG_GRID_TOP), pts)])
@@ -437,7 +437,7 @@ def _network_grams(x1, x2, width, depth, sigma_w2, n_net, rng, backend="numpy"):
 
 
 def _laws_rows(backend, full, seed, rows):
-    """Rows of item 5 of the module docstring (issue 17 item 2)."""
+    """Rows of item 5 of the module docstring."""
     d, width, depth = 20, 64, 6
     n_net, n_chain = (20_000, 80_000) if full else (3_000, 12_000)
     rng = np.random.default_rng(substream(seed, 30))

@@ -1,4 +1,4 @@
-"""Seed 002 (Grzejdziak et al. 2023): kurtosis recursion, P(output != 0), Fig. 1, S_n^2 variance.
+"""Grzejdziak 2023 (Grzejdziak et al. 2023): kurtosis recursion, P(output != 0), Fig. 1, S_n^2 variance.
 
 ``python -m meanfield.validation.kurtosis [--full] [--backend cupy]`` compares:
 
@@ -264,7 +264,7 @@ FIG1_METAINIT_CHUNK = 1
 
 #: MetaInit networks per task, optimised together in one vectorised run, each from its own stream
 #: (:func:`meanfield.validation.simulators.empirical_variances` with a sequence ``rng``): the same
-#: numbers as one task per network, bit for bit, at ~1/4 of the CPU time (issue 18; the
+#: numbers as one task per network, bit for bit, at ~1/4 of the CPU time (the
 #: per-network cost of a stacked MetaInit step is flat from ~32 networks on).
 FIG1_METAINIT_BATCH = 32
 
@@ -300,7 +300,7 @@ def _fraction_below_threshold(v):
 
 @renamed_kwargs(seed="rng")
 def fig1_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
-    """Rows (c) of the module notes: the claims of seed 002's Fig. 1 on :func:`fig1_variances`.
+    """Rows (c) of the module notes: the claims of Grzejdziak's Fig. 1 on :func:`fig1_variances`.
 
     Parameters
     ----------
@@ -330,7 +330,7 @@ def fig1_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list
 
     Notes
     -----
-    Seed 002 (Grzejdziak et al. 2023), Fig. 1 and its Sec. 3 discussion.
+    Grzejdziak 2023 (Grzejdziak et al. 2023), Fig. 1 and its Sec. 3 discussion.
     """
     backend, full, seed = check_run_arguments(backend, full, seed)
     rows = []
@@ -407,7 +407,7 @@ def variance_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> 
 
     Notes
     -----
-    Seed 002 (Grzejdziak et al. 2023), the empirical variance of ``n`` outputs: its variance
+    Grzejdziak 2023 (Grzejdziak et al. 2023), the empirical variance of ``n`` outputs: its variance
     ``Var S_n^2 = (kappa - (n - 3) / (n - 1)) sigma^4 / n`` (exact for i.i.d. samples, O'Neill 2014),
     which fixes the paper's moment-matched Gamma law.
     """
@@ -430,7 +430,7 @@ def variance_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> 
 
 @renamed_kwargs(seed="rng")
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
-    """All comparisons of seed 002 (see the module docstring)."""
+    """All comparisons of Grzejdziak 2023 (see the module docstring)."""
     rows = []
     rows += _kurtosis_rows(backend, full, seed)
     rows += _nonzero_rows(backend, full, seed)
@@ -442,7 +442,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
 
 
 def _conv_rows(backend, full, seed):
-    """Seed 002, Sec. 6: convolutions make the kurtosis grow "at even faster pace" (issue 17 item 5).
+    """Grzejdziak 2023, Sec. 6: convolutions make the kurtosis grow "at even faster pace".
 
     1-D periodic ReLU convolutions (16 positions, He kernels), Gaussian inputs, kurtosis at layer 4:
     (1) kernel size 1 with 12 channels is 16 weight-sharing dense networks of width 12, whose
@@ -485,7 +485,7 @@ def _kappa_and_stderr(sim, layer):
 
 
 def _residual_rows(backend, full, seed):
-    """Seed 002, Sec. 6: "skip connections cannot stop the growth of kurtosis" (issue 17 item 5).
+    """Grzejdziak 2023, Sec. 6: "skip connections cannot stop the growth of kurtosis".
 
     Residual layers ``y + W phi_a(y)`` (He Gaussian weights, width 8, Gaussian inputs):
     (1) the linear case (a = 1, the case the conjecture invokes) against the exact moment

@@ -1,4 +1,4 @@
-r"""Seed 002's kurtosis recursion and convolutions: which moment does not close (issue 17, item 3).
+r"""Grzejdziak's kurtosis recursion and convolutions: which moment does not close.
 
 Prop. 4.3's recursion for dense layers tracks :math:`(\mathbb{E}y^4, \mathbb{E}y_i^2y_j^2)` and closes
 because of Lemma 4.2: flipping the sign of one unit's incoming weights is a symmetry, so
@@ -90,7 +90,7 @@ def conv_pair_moments(
 
     Notes
     -----
-    Seed 002, Lemma 4.2 and Prop. 4.3 applied to convolutions (the module notes).
+    Grzejdziak 2023, Lemma 4.2 and Prop. 4.3 applied to convolutions (the module notes).
     """
     if isinstance(n_networks, bool) or not isinstance(n_networks, (int, np.integer)):
         raise TypeError(f"n_networks must be an int, got {n_networks!r}")

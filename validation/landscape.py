@@ -1,4 +1,4 @@
-"""Binary-weight landscapes and skip connections (Orhan 2017, seed 004): the paper's claims checked.
+"""Binary-weight landscapes and skip connections (Orhan 2017): the paper's claims checked.
 
 Rows:
 
@@ -287,7 +287,7 @@ def untrained_rows(n_targets: int = 3, grid: int = 5, n_nets: int = 20, seed: in
 
     Notes
     -----
-    Seed 004 (Orhan 2017), Sec. 2.2 (Fig. 4), Supp. Fig. S1, eq. 1-4 (the binary networks),
+    Orhan 2017 (Orhan 2017), Sec. 2.2 (Fig. 4), Supp. Fig. S1, eq. 1-4 (the binary networks),
     Sec. 3 (rescaling symmetry) and eqs. 21-23 (Fig. 6b).
     """
     n_targets = _count(n_targets, "n_targets", 1, 1000)
@@ -424,7 +424,7 @@ def _trained_rows(full, seed):
     perm = np.random.default_rng(data_ss).permutation(len(d.y))
     x, y = d.x[perm][:1297], d.y[perm][:1297]
     members = 16 if full else 8
-    # Sample size of the degenerate-Hessian rows, fixed before the run (issue 15). History: 4 networks
+    # Sample size of the degenerate-Hessian rows, fixed before the run. History: 4 networks
     # (first run) gave plain - residual = -0.010 +- 0.048; 8 networks (previous engine) 0.008 +- 0.044,
     # i.e. a standard deviation of 0.124 per network. The paper prints no effect size; the library's
     # figure saw 0.178 - 0.154 = 0.024. One-sided alpha 0.05 with 80 % power for a 0.024 effect at

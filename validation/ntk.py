@@ -9,7 +9,7 @@ PyTorch autograd in the tests). Rows: Theta(x1, x1), Theta(x2, x2), Theta(x1, x2
 channels, one-channel read-out at position 1): :func:`meanfield.ntk.propagate_conv_ntk` against
 :func:`meanfield.validation.simulators.empirical_conv_ntk`, extrapolated in the channel count.
 
-ConstNet (seed 000, App. D): :func:`meanfield.ntk.constnet_ntk` (a linear model's kernel) against
+ConstNet (Blumenfeld et al. 2020, App. D): :func:`meanfield.ntk.constnet_ntk` (a linear model's kernel) against
 the empirical NTK over every parameter of :class:`meanfield.validation.simulators.ConstNet` at its
 deterministic initialisation (per-example back-propagation); no sampling, so the standard error is
 0 and the tolerance the rounding bound :data:`CONSTNET_RTOL` times the kernel's scale.
@@ -177,7 +177,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     ):
         rows.append(
             Comparison(
-                f"ConstNet {widths} (seed 000 App. D, linear-model kernel): {what}",
+                f"ConstNet {widths} (Blumenfeld et al. 2020 App. D, linear-model kernel): {what}",
                 float(th[a, b, i, j]),
                 float(emp[a, b, i, j]),
                 0.0,
@@ -198,7 +198,7 @@ FIXED_POINT_CNN = ("tanh", 0.8, 0.05, 16)
 
 @renamed_kwargs(seed="rng")
 def conv_mode_rows(seed: int = 0, full: bool = False, backend: str = "numpy") -> list[Comparison]:
-    """Rows for 2-D periodic CNNs and for the CNN NTK's fixed point (issue 17, item 2).
+    """Rows for 2-D periodic CNNs and for the CNN NTK's fixed point.
 
     2-D: :func:`meanfield.ntk.propagate_conv_ntk` with ``shape = CONV2D_SHAPE`` against
     :func:`meanfield.validation.simulators.empirical_periodic_cnn_ntk`, extrapolated in the channel

@@ -1,7 +1,7 @@
 """Jacobian singular-value spectra (free probability) against SVDs of finite random networks.
 
 :func:`meanfield.spectra.jacobian_spectrum` predicts the law of the squared singular values
-lambda of the input-output Jacobian of a deep network at its fixed point (seed 003, Sec. 2.2.1;
+lambda of the input-output Jacobian of a deep network at its fixed point (Xiao et al. 2018, Sec. 2.2.1;
 Pennington et al. 2017). For tanh networks on the critical line (sigma_b2 = 1e-4, q* = 0.046) with
 orthogonal and Gaussian weights, and for 1-D periodic CNNs with delta-orthogonal, orthogonal and
 Gaussian kernels, each row compares, at the theory's quantiles ``lambda_p`` (p = 0.1, 0.5, 0.9),
@@ -147,7 +147,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     return rows
 
 
-#: (kernel, depth) of the 2-D CNN rows (issue 17, item 2) and their spatial shape.
+#: (kernel, depth) of the 2-D CNN rows and their spatial shape.
 CONV2D_CASES = (("delta_orthogonal", 4), ("gaussian", 4))
 CONV2D_SHAPE = (3, 3)
 

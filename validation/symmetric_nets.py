@@ -1,8 +1,8 @@
-r"""Seed 000's networks on the ensemble trainer: ConstNet, LeakyNet, the replicated-feature net, and the
+r"""Blumenfeld et al.'s networks on the ensemble trainer: ConstNet, LeakyNet, the replicated-feature net, and the
 symmetry-breaking noise sources (PyTorch, ``torch`` extra).
 
 :func:`meanfield.validation.training.train_ensemble` is the project's one training engine. This
-module registers three more architectures with it and defines the noise sources that seed 000
+module registers three more architectures with it and defines the noise sources that Blumenfeld et al. 2020
 (Blumenfeld, Gilboa & Soudry 2020) uses to break the symmetry of a symmetric initialisation:
 
 - :class:`ConstNetSpec`: ConstNet (Sec. 3.1, eq. 4, App. A): an averaging first convolution,
@@ -35,7 +35,7 @@ platform's kernels: a matrix product may compute some units in an edge tile with
 instruction sequence (measured: oneDNN's AVX2 sgemm in a convolution's weight gradient).
 :func:`platform_symmetry` measures it; ``SymmetryBreaking(kernels="unit_exact")`` computes the
 convolutions, pooling and head with elementwise products and trees of elementwise additions, exact
-by construction on any CPU. This is the "Deterministic" row of seed 000's Tables 1 and 3.
+by construction on any CPU. This is the "Deterministic" row of Blumenfeld et al.'s Tables 1 and 3.
 
 Randomness
 ----------
@@ -113,7 +113,7 @@ def _fraction(x, name: str, closed: bool = False) -> float:
 
 @dataclass(frozen=True)
 class ConstNetSpec(Result):
-    """ConstNet for :func:`~meanfield.validation.training.train_ensemble` (seed 000, Sec. 3.1, App. A).
+    """ConstNet for :func:`~meanfield.validation.training.train_ensemble` (Blumenfeld et al. 2020, Sec. 3.1, App. A).
 
     Attributes
     ----------
@@ -138,7 +138,7 @@ class ConstNetSpec(Result):
 
     Notes
     -----
-    Seed 000, eq. 4 and App. A (Fig. 13), without batch normalisation (the reduced-size networks
+    Blumenfeld et al. 2020, eq. 4 and App. A (Fig. 13), without batch normalisation (the reduced-size networks
     here train without it). Every kernel is applied as a periodic cross-correlation (circular
     padding), as :func:`meanfield.init.periodic_conv`.
     """
@@ -170,7 +170,7 @@ class ConstNetSpec(Result):
 
 @dataclass(frozen=True)
 class LeakyNetSpec(Result):
-    """LeakyNet for :func:`~meanfield.validation.training.train_ensemble` (seed 000, Sec. 5.1, App. H, J).
+    """LeakyNet for :func:`~meanfield.validation.training.train_ensemble` (Blumenfeld et al. 2020, Sec. 5.1, App. H, J).
 
     Attributes
     ----------
@@ -198,7 +198,7 @@ class LeakyNetSpec(Result):
 
     Notes
     -----
-    Seed 000, Sec. 5.1 (``W_l = s_l Delta (x) M_l``, ``s_l = -1 / slope`` on odd layers), App. H.
+    Blumenfeld et al. 2020, Sec. 5.1 (``W_l = s_l Delta (x) M_l``, ``s_l = -1 / slope`` on odd layers), App. H.
     """
 
     kinds: tuple = ("I",) * 12
@@ -241,7 +241,7 @@ class LeakyNetSpec(Result):
 
 @dataclass(frozen=True)
 class ReplicatedNetSpec(Result):
-    """The two-layer ReLU network of seed 000, eqs. 10-11 (App. E), for the trainer.
+    """The two-layer ReLU network of Blumenfeld et al. 2020, eqs. 10-11 (App. E), for the trainer.
 
     Attributes
     ----------
@@ -282,7 +282,7 @@ class ReplicatedNetSpec(Result):
 
 @dataclass(frozen=True)
 class SymmetryBreaking(Result):
-    """The symmetry-breaking noise sources of seed 000 (Sec. 4, Tables 1 and 3) as trainer options.
+    """The symmetry-breaking noise sources of Blumenfeld et al. 2020 (Sec. 4, Tables 1 and 3) as trainer options.
 
     Attributes
     ----------
@@ -320,7 +320,7 @@ class SymmetryBreaking(Result):
 
     Notes
     -----
-    Seed 000, Sec. 4 ("One additional source of stochasticity ... is the computation process
+    Blumenfeld et al. 2020, Sec. 4 ("One additional source of stochasticity ... is the computation process
     itself"), App. I and Table 3 (FP32 / FP16 training with and without computation noise and
     dropout). The hardware's non-determinism is not reproducible on a CPU, which is why it is modelled
     explicitly; a reduced-precision pass without it is deterministic and keeps exact symmetry (the
@@ -674,7 +674,7 @@ _MEASURES = {
 def correlation_probe(
     which: str = "forward", complement: bool = True
 ) -> Callable[[Any, Sequence[np.ndarray]], np.ndarray]:
-    """A trainer probe recording a weight correlation of every convolution (seed 000, eqs. 5-6).
+    """A trainer probe recording a weight correlation of every convolution (Blumenfeld et al. 2020, eqs. 5-6).
 
     Parameters
     ----------
@@ -724,7 +724,7 @@ def correlation_probe(
 
 @dataclass(frozen=True)
 class ConstNetGroups(Result):
-    """The groups of seed 000's Sec. 4.2 for every convolution of a ConstNet.
+    """The groups of Blumenfeld et al.'s Sec. 4.2 for every convolution of a ConstNet.
 
     Attributes
     ----------
@@ -763,7 +763,7 @@ class ConstNetGroups(Result):
 
 
 def constnet_groups(spec: ConstNetSpec) -> ConstNetGroups:
-    """Forward and backward group of every convolution of a ConstNet (seed 000, Sec. 4.2, Figs. 4, 6).
+    """Forward and backward group of every convolution of a ConstNet (Blumenfeld et al. 2020, Sec. 4.2, Figs. 4, 6).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Feature symmetry (Blumenfeld, Gilboa & Soudry 2020, seed 000) against simulation.
+"""Feature symmetry (Blumenfeld, Gilboa & Soudry 2020) against simulation.
 
 (a) The Claim of Sec. 3.1 / App. C on 2-D ConstNets (widths 4-8-16, two stride-2 widening blocks)
     of depth 30 (statistics over 300 input pairs) and 10 and 1,000 (exact identities on 4 pairs),
@@ -28,7 +28,7 @@
 (e) Symmetry breaking (on the training engine, :func:`meanfield.validation.training.train_ensemble`):
     deterministic full-batch training of a zero-initialised ConstNet keeps
     ``C_f = C_b = 1`` exactly in every hidden convolution; 1 % dropout breaks it, and so does
-    Gaussian gradient noise of :data:`GRAD_NOISE` (seed 000, Sec. 4.2 / Table 1).
+    Gaussian gradient noise of :data:`GRAD_NOISE` (Blumenfeld et al. 2020, Sec. 4.2 / Table 1).
 
 Exact identities are compared with ``stderr = 0`` and a documented rounding ``systematic``.
 """

@@ -1,4 +1,4 @@
-r"""Seed 000's training tables on the one training engine: ConstNet with and without each
+r"""Blumenfeld et al.'s training tables on the one training engine: ConstNet with and without each
 symmetry-breaking noise source (Tables 1, 3, 4) and LeakyNets with a growing number of averaging
 layers (Table 2), at reduced size on the embedded digits (PyTorch, ``torch`` extra).
 
@@ -144,7 +144,7 @@ LEAKY_WIDTH = 8
 
 @dataclass(frozen=True)
 class TrainingTable(Result):
-    """Test accuracies and forward correlations of ensembles trained per variant (seed 000, Tables 1-4).
+    """Test accuracies and forward correlations of ensembles trained per variant (Blumenfeld et al. 2020, Tables 1-4).
 
     Attributes
     ----------
@@ -352,7 +352,7 @@ def constnet_noise_table(size: str = "default", *, rng: Any = 0) -> TrainingTabl
 
     Notes
     -----
-    Seed 000, Sec. 4, Table 1 (what breaks the symmetry), Table 3 (FP32 / FP16, computation noise,
+    Blumenfeld et al. 2020, Sec. 4, Table 1 (what breaks the symmetry), Table 3 (FP32 / FP16, computation noise,
     dropout; App. I), Table 4 ('0' against i.i.d. initialisation with noise and dropout). The
     paper's ConstNet has 12 skip-able layers, batch normalisation and trains 200-300 epochs on
     CIFAR-10; here widths (8, 16), two blocks per stage, no batch normalisation, the 4 x 4
@@ -431,7 +431,7 @@ def leakynet_averaging_table(size: str = "default", *, rng: Any = 0) -> Training
 
     Notes
     -----
-    Seed 000, Sec. 5.1, Table 2 (test accuracy, ``max_l C_f(l)`` and
+    Blumenfeld et al. 2020, Sec. 5.1, Table 2 (test accuracy, ``max_l C_f(l)`` and
     ``(1 / L) sum_l sqrt(1 - C_f(l)^2)``) and Fig. 8 (final ``C_f`` per layer). With one input
     channel (the digits) every first convolution of the LeakyNet family gives identical features:
     unlike CIFAR-10's three channels, the 'I' networks start symmetric too.

@@ -1,7 +1,7 @@
-r"""Group behaviour of symmetry breaking in a ConstNet (seed 000, Sec. 4.2, Figs. 4 and 6), with an exact
+r"""Group behaviour of symmetry breaking in a ConstNet (Blumenfeld et al. 2020, Sec. 4.2, Figs. 4 and 6), with an exact
 permutation test (PyTorch for the training run, ``torch`` extra).
 
-Seed 000 (Blumenfeld, Gilboa & Soudry 2020), Sec. 4.2: in a '0'-initialised ConstNet trained with
+Blumenfeld et al. 2020 (Blumenfeld, Gilboa & Soudry 2020), Sec. 4.2: in a '0'-initialised ConstNet trained with
 a symmetry-breaking mechanism, "the forward and backward correlations of the members of each group
 behave in a similar manner"; the groups correspond to the hidden widths, separated by the averaging
 widening operations (Fig. 4; Fig. 6's caption defines them: tensors whose outputs are summed
@@ -208,7 +208,7 @@ def group_separation(series, groups, strata=None) -> GroupSeparation:
     ``D_ij = sqrt(mean_t (x_i(t) - x_j(t))^2)`` (mean over networks when given). Every distinct
     relabelling (group sizes kept within each stratum) is enumerated, the observed one included,
     so ``p = #{R' <= R} / #relabellings`` is exact under the null hypothesis that the labels are
-    exchangeable, and never below ``1 / n_assignments``. Used for seed 000's Sec. 4.2 (group
+    exchangeable, and never below ``1 / n_assignments``. Used for Blumenfeld et al.'s Sec. 4.2 (group
     behaviour of the forward and backward correlations, Figs. 4 and 6).
     """
     x = _array(series, "series")
@@ -358,7 +358,7 @@ def constnet_group_series(groups: ConstNetGroups, one_minus_cf, one_minus_cb) ->
 
     Notes
     -----
-    Seed 000, Sec. 4.2 and Fig. 6's caption; the selection rules (1 x 1 skips excluded, exact zeros
+    Blumenfeld et al. 2020, Sec. 4.2 and Fig. 6's caption; the selection rules (1 x 1 skips excluded, exact zeros
     dropped) are those of the module docstring, fixed before any run.
     """
     if not isinstance(groups, ConstNetGroups):
@@ -497,7 +497,7 @@ def group_behaviour(size: str = "default", *, rng: Any = 0) -> GroupBehaviour:
 
     Notes
     -----
-    Seed 000, Sec. 4.2 ("group behaviour"), Fig. 4 and Fig. 6's caption. The paper: ConstNet on
+    Blumenfeld et al. 2020, Sec. 4.2 ("group behaviour"), Fig. 4 and Fig. 6's caption. The paper: ConstNet on
     CIFAR-10, the first 3 epochs of 391 SGD steps; here the ConstNet of the module docstring on
     8 x 8 digits, full-batch gradient descent.
     """

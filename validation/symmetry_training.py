@@ -1,4 +1,4 @@
-"""Training ensembles of fully-connected skip networks (seed 004, Sec. 2.4): a thin layer over the ensemble trainer.
+"""Training ensembles of fully-connected skip networks (Orhan 2017, Sec. 2.4): a thin layer over the ensemble trainer.
 
 The networks of Orhan (2017), eqs. 24-26 (:func:`meanfield.landscape.skip_network` is the NumPy
 reference of the hidden stack, and a test checks the two agree):
@@ -228,7 +228,7 @@ def train_skip_ensemble(
     n_classes: int = 10,
     rng: Any = None,
 ) -> SkipTrainingResult:
-    """Train ``n_members`` independent skip networks (eqs. 24-26 of seed 004) with Adam on a classification task.
+    """Train ``n_members`` independent skip networks (eqs. 24-26 of Orhan 2017) with Adam on a classification task.
 
     Parameters
     ----------
@@ -289,7 +289,7 @@ def train_skip_ensemble(
 
     Notes
     -----
-    Seed 004, Sec. 2.4 (eqs. 24-26), 2.4.1 (bias symmetry breaking), 2.4.2 (skip matrices),
+    Orhan 2017, Sec. 2.4 (eqs. 24-26), 2.4.1 (bias symmetry breaking), 2.4.2 (skip matrices),
     2.4.3 (constant bias profiles); Supp. Note 1 (singularities). Trained in float32; the Hessian
     is formed in float64 by automatic differentiation.
     """
@@ -511,7 +511,7 @@ def rescaled_accuracy_ratio(
     batchnorm_layer: int | None = None,
     rng: Any = None,
 ) -> np.ndarray:
-    """Accuracy of each trained member after ``W_k -> g W_k``, ``W_l -> W_l / g`` over its accuracy before (Fig. 2c of seed 004).
+    """Accuracy of each trained member after ``W_k -> g W_k``, ``W_l -> W_l / g`` over its accuracy before (Fig. 2c of Orhan 2017).
 
     For each member two different weight matrices ``k < l`` are drawn uniformly among the
     ``depth + 2`` layers (input, hidden, read-out); the trained biases of layers ``k .. l - 1``
@@ -610,7 +610,7 @@ def skip_ensemble_hessians(
 
     Notes
     -----
-    Seed 004 (Orhan 2017), Sec. 2.4 and Figs. 7-12 (degenerate Hessian eigenvalues during
+    Orhan 2017 (Orhan 2017), Sec. 2.4 and Figs. 7-12 (degenerate Hessian eigenvalues during
     training); Supp. Note 1 (why plain networks have degenerate directions). The ``"exact"``
     method is ``H = (1/B) sum_b J_b^T (diag s_b - s_b s_b^T) J_b + sum_l (e_{W_l[i,j]} g_{l,i}^T
     d x_{l,j} + transpose)``: ReLUs and skips are piecewise linear, so only the softmax

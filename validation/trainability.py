@@ -14,27 +14,27 @@ experiments its rows need (about two minutes on an idle 2-core machine).
 Experiments (name -> paper claim)
 ---------------------------------
 ``depth_scale``
-    Seed 003 Fig. 2: tanh networks train only while ``L < 6 xi_c`` (:func:`meanfield.dense.fixed_point`
+    Xiao et al. 2018 Fig. 2: tanh networks train only while ``L < 6 xi_c`` (:func:`meanfield.dense.fixed_point`
     at ``sigma_b2 = 2e-5``). Fully-connected tanh networks on a (sigma_w2, depth) grid: the
     mean-field depth scale of the zero Fourier mode of a CNN is the dense one, and dense networks
     are what a CPU affords at these depths.
 ``deep_cnn``
-    Seed 003 Figs. 1, 3 and 5: critical (chi_1 = 1) tanh CNNs with delta-orthogonal (Algorithm 2),
+    Xiao et al. 2018 Figs. 1, 3 and 5: critical (chi_1 = 1) tanh CNNs with delta-orthogonal (Algorithm 2),
     orthogonal (Algorithm 1) and Gaussian kernels, all of the same (largest affordable) depth.
 ``looks_linear``
-    Seed 001 Figs. 3-4: deep ReLU networks with He (Gaussian, sigma_w2 = 2), GSM (sigma_w2 = 2) and
+    Burkholz & Dubatovka 2019 Figs. 3-4: deep ReLU networks with He (Gaussian, sigma_w2 = 2), GSM (sigma_w2 = 2) and
     orthogonal looks-linear (sigma_w2 = 1) weights, depths 1 to 10, SGD with the paper's
     learning-rate schedule ``(1e-4 + 3e-3 exp(-step / 1e4)) / L`` scaled up (see ``LL_LR_SCALE``).
 ``zero``
-    Seed 002 Fig. 2 and supplement Figs. 1-3: constant-width ReLU networks over depth, He
+    Grzejdziak 2023 Fig. 2 and supplement Figs. 1-3: constant-width ReLU networks over depth, He
     initialisation with Gaussian, uniform and Rademacher weights against ZerO and ZerO*, Adam.
 ``kurtosis_accuracy``
-    Seed 002 supplement Fig. 1: He-initialised ReLU networks (Rademacher, uniform and Gaussian
+    Grzejdziak 2023 supplement Fig. 1: He-initialised ReLU networks (Rademacher, uniform and Gaussian
     weights) over widths and depths, test accuracy after 500 Adam steps against the output kurtosis
     at initialisation from Prop. 4.3 (:func:`meanfield.kurtosis.propagate`, started from
     :func:`meanfield.kurtosis.input_statistics` of the training inputs, "projected" reading).
 ``nonuniform_v``
-    Seed 003 Fig. 4a: critical Gaussian tanh CNNs with the variance vectors GS0 (delta) ... GS4
+    Xiao et al. 2018 Fig. 4a: critical Gaussian tanh CNNs with the variance vectors GS0 (delta) ... GS4
     (uniform) of Fig. 4b, test accuracy over depth.
 
 Validation rows (statistic and tolerance fixed here, before any run)
@@ -58,7 +58,7 @@ Validation rows (statistic and tolerance fixed here, before any run)
    Spearman's rho between log10 output kurtosis (Prop. 4.3) and mean test accuracy over the
    (width, depth, weight law) cells, one-sided test of ``rho < 0`` (:func:`rank_correlation`,
    normal approximation ``z = rho sqrt(n - 1)``); the p-value must be below :data:`RANK_LEVEL`.
-7. ``nonuniform_v``: seed 003 Fig. 4a, test accuracy follows the conditioning of A_v's singular
+7. ``nonuniform_v``: Xiao et al. 2018 Fig. 4a, test accuracy follows the conditioning of A_v's singular
    values: at the deepest trained depth ``L``, Spearman's rho between the theory's score of each
    variance vector, :func:`mode_energy_fraction` (the mean of ``sigma^(2L)`` over A_v's singular
    values on the trained image size: the fraction of a white signal's Fourier modes that survive
@@ -125,7 +125,7 @@ MIN_AGREEMENT = 0.8
 DELTA_ORTHOGONAL_TARGET = 0.5
 #: One-sided 5 % critical value of the standard normal: a "beats" claim needs z above it.
 Z_ONE_SIDED = 1.645
-#: Seed 001's schedule ``(1e-4 + 3e-3 exp(-step / 1e4)) / L`` is for 10^4 steps; at the reduced
+#: Burkholz & Dubatovka's schedule ``(1e-4 + 3e-3 exp(-step / 1e4)) / L`` is for 10^4 steps; at the reduced
 #: step counts it is multiplied by this factor (recorded in the JSON).
 LL_LR_SCALE = {"smoke": 10.0, "default": 10.0, "full": 1.0}
 
@@ -201,7 +201,7 @@ def _data(size: str, downsample: int = 1):
         if any((root / f"train-images{sep}idx3-ubyte{gz}").is_file() for sep in "-." for gz in ("", ".gz")):
             return tr.load_training_data("mnist", data_dir=root, downsample=4 * downsample)
         if (root / "data_batch_1").is_file() and (root / "test_batch").is_file():
-            # CIFAR-10 32 x 32 -> 8 x 8 (4 x 4 with downsample=2), the size of seed 003's 8 x 8 stage
+            # CIFAR-10 32 x 32 -> 8 x 8 (4 x 4 with downsample=2), the size of Xiao et al.'s 8 x 8 stage
             return tr.load_training_data("cifar10", data_dir=root, downsample=4 * downsample)
     n_train = 400 if size == "smoke" else None
     return tr.load_training_data(n_train=n_train, downsample=downsample)
@@ -701,7 +701,7 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
     frac, n = depth_scale_agreement(res)
     out.append(
         Comparison(
-            f"seed 003 Fig. 2: fraction of {n} (sigma_w2, L) cells where L < 6 xi_c <=> train acc >= {TRAINABLE_ACCURACY}",
+            f"Xiao et al. 2018 Fig. 2: fraction of {n} (sigma_w2, L) cells where L < 6 xi_c <=> train acc >= {TRAINABLE_ACCURACY}",
             MIN_AGREEMENT,
             frac,
             0.0,
@@ -717,7 +717,7 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
     se = float(final.std(ddof=1) / math.sqrt(final.size)) if final.size > 1 else 0.0
     out.append(
         Comparison(
-            f"seed 003 Figs. 1/3: delta-orthogonal tanh CNN, L={depth}: final test accuracy >= target",
+            f"Xiao et al. 2018 Figs. 1/3: delta-orthogonal tanh CNN, L={depth}: final test accuracy >= target",
             DELTA_ORTHOGONAL_TARGET,
             float(final.mean()),
             se,
@@ -727,7 +727,7 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
     )
     out.append(
         Comparison(
-            f"seed 003 Fig. 5 / Sec. 3.2: L={depth}: z(delta-orthogonal - Gaussian mean train accuracy over steps)",
+            f"Xiao et al. 2018 Fig. 5 / Sec. 3.2: L={depth}: z(delta-orthogonal - Gaussian mean train accuracy over steps)",
             Z_ONE_SIDED,
             z_score(do["train_accuracy"].mean(axis=1), ga["train_accuracy"].mean(axis=1)),
             0.0,
@@ -741,7 +741,7 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
     for j, label in ((2, "looks-linear orthogonal"), (1, "GSM")):
         out.append(
             Comparison(
-                f"seed 001 Figs. 3-4: L={deep} ReLU: z({label} - He final test accuracy)",
+                f"Burkholz & Dubatovka 2019 Figs. 3-4: L={deep} ReLU: z({label} - He final test accuracy)",
                 Z_ONE_SIDED,
                 z_score(ll["test_accuracy"][-1, j], he),
                 0.0,
@@ -754,7 +754,7 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
     acc = zr["test_accuracy"][-1]
     out.append(
         Comparison(
-            f"seed 002 Fig. 2: L={deep} width {zr['params']['width']} ReLU: z(ZerO - He Gaussian final test accuracy)",
+            f"Grzejdziak 2023 Fig. 2: L={deep} width {zr['params']['width']} ReLU: z(ZerO - He Gaussian final test accuracy)",
             Z_ONE_SIDED,
             z_score(acc[3], acc[0]),
             0.0,
@@ -763,7 +763,7 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
     )
     out.append(
         Comparison(
-            f"seed 002 supp. Figs. 2-3: L={deep}: z(ZerO* - ZerO) not significantly negative",
+            f"Grzejdziak 2023 supp. Figs. 2-3: L={deep}: z(ZerO* - ZerO) not significantly negative",
             -Z_ONE_SIDED,
             z_score(acc[4], acc[3]),
             0.0,
@@ -776,10 +776,10 @@ def rows(size: str = "default", seed: int = 0) -> list[Comparison]:
 
 
 def _kurtosis_row(size: str, seed: int) -> Comparison:
-    """Row 8: seed 002 supp. Fig. 1, one-sided Spearman test of kurtosis against accuracy."""
+    """Row 8: Grzejdziak 2023 supp. Fig. 1, one-sided Spearman test of kurtosis against accuracy."""
     test = kurtosis_rank_test(experiment("kurtosis_accuracy", size, seed))
     return Comparison(
-        f"seed 002 supp. Fig. 1: p-value of Spearman rho(log kurtosis, test accuracy) < 0 over {test.n} cells",
+        f"Grzejdziak 2023 supp. Fig. 1: p-value of Spearman rho(log kurtosis, test accuracy) < 0 over {test.n} cells",
         RANK_LEVEL,
         test.p_value,
         0.0,
@@ -789,7 +789,7 @@ def _kurtosis_row(size: str, seed: int) -> Comparison:
 
 
 # --------------------------------------------------------------------------------------------------
-# Rank-correlation rows (issue 14, items 1-2): seed 002 supp. Fig. 1, seed 003 Fig. 4a
+# Rank-correlation rows: Grzejdziak 2023 supp. Fig. 1, Xiao et al. 2018 Fig. 4a
 # --------------------------------------------------------------------------------------------------
 
 #: One-sided level of the rank-correlation rows (fixed before the runs).
@@ -867,8 +867,8 @@ def rank_correlation(x, y, alternative: str = "less") -> RankTest:
 
     Notes
     -----
-    The statistic of the rank rows of :mod:`meanfield.validation.trainability` (seed 002,
-    supplement Fig. 1: kurtosis against accuracy; seed 003 Fig. 4a: the ordering of the variance
+    The statistic of the rank rows of :mod:`meanfield.validation.trainability` (Grzejdziak 2023,
+    supplement Fig. 1: kurtosis against accuracy; Xiao et al. 2018 Fig. 4a: the ordering of the variance
     vectors). Under the null hypothesis every pairing of the ranks is equally likely; the exact
     p-value counts the pairings at least as extreme (ties included).
     """
@@ -902,7 +902,7 @@ def rank_correlation(x, y, alternative: str = "less") -> RankTest:
 
 
 def kurtosis_rank_test(res: dict) -> RankTest:
-    """Seed 002 supp. Fig. 1: rank correlation of output kurtosis and test accuracy, one-sided (< 0).
+    """Grzejdziak 2023 supp. Fig. 1: rank correlation of output kurtosis and test accuracy, one-sided (< 0).
 
     Parameters
     ----------
@@ -953,7 +953,7 @@ def mode_energy_fraction(v, shape, depth: int) -> float:
 
     Notes
     -----
-    Seed 003 eq. 2.12 (Sec. 2.1.6): near the critical point (``chi_c* = 1``) the deviation of the
+    Xiao et al. 2018 eq. 2.12 (Sec. 2.1.6): near the critical point (``chi_c* = 1``) the deviation of the
     covariance along Fourier mode ``alpha`` decays like ``lambda_alpha^l``, so mode ``alpha`` has the
     depth scale ``-1 / log |lambda_alpha|``; Sec. 3.3 reads Fig. 4a as "the more poorly conditioned
     the singular values, the worse the model generalises" with depth. This score is the prediction
@@ -968,7 +968,7 @@ def mode_energy_fraction(v, shape, depth: int) -> float:
 
 
 def nonuniform_v_rank_test(res: dict) -> RankTest:
-    """Seed 003 Fig. 4a: rank correlation of the mode-energy score and test accuracy at the deepest depth.
+    """Xiao et al. 2018 Fig. 4a: rank correlation of the mode-energy score and test accuracy at the deepest depth.
 
     Parameters
     ----------
@@ -992,11 +992,11 @@ def nonuniform_v_rank_test(res: dict) -> RankTest:
 
 
 def _nonuniform_v_row(size: str, seed: int) -> Comparison:
-    """Row 9: seed 003 Fig. 4a, one-sided Spearman test of the A_v score against accuracy."""
+    """Row 9: Xiao et al. 2018 Fig. 4a, one-sided Spearman test of the A_v score against accuracy."""
     res = experiment("nonuniform_v", size, seed)
     test = nonuniform_v_rank_test(res)
     return Comparison(
-        f"seed 003 Fig. 4a: p-value of Spearman rho(A_v mode energy, test accuracy) > 0 at L={int(res['depths'][-1])}",
+        f"Xiao et al. 2018 Fig. 4a: p-value of Spearman rho(A_v mode energy, test accuracy) > 0 at L={int(res['depths'][-1])}",
         RANK_LEVEL,
         test.p_value,
         0.0,
@@ -1036,7 +1036,7 @@ def _depth_scale_cells(sw, depths, width, steps, n_net, data, seed):
 
 
 def _adam_train(nets, n_net, data, steps, lr, rng):
-    """Train the seed-002 ReLU networks (ZerO and kurtosis experiments) with their shared Adam settings."""
+    """Train the Grzejdziak 2023 ReLU networks (ZerO and kurtosis experiments) with their shared Adam settings."""
     return _torch_modules().train_ensemble(
         nets,
         n_net,

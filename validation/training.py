@@ -1,6 +1,6 @@
 r"""The ensemble trainer: many small networks trained at once on stacked weights (PyTorch, ``torch`` extra).
 
-The papers' trained-network claims (seed 003 Figs. 1-5, seed 001 Figs. 3-4, seed 002 Fig. 2 and its
+The papers' trained-network claims (Xiao et al. 2018 Figs. 1-5, Burkholz & Dubatovka 2019 Figs. 3-4, Grzejdziak 2023 Fig. 2 and its
 supplement) compare *ensembles* of small networks that differ in their initialisation. This module
 trains ``n_networks`` of them in one computation: the parameters of network ``k`` are row ``k`` of
 one flat tensor ``theta`` of shape ``(n_networks, n_params)``; dense layers are batched matrix
@@ -14,17 +14,17 @@ Code names and the papers' symbols
 ----------------------------------
 - :class:`DenseNet`: ``h^{l+1} = W^{l+1} phi(h^l) + b^{l+1}`` with ``depth`` hidden layers of
   ``width`` units, then a linear read-out to the classes; ``W_ij ~ N(0, sigma_w2 / fan_in)``
-  (``sigma_w2`` = :math:`\sigma_w^2`, ``sigma_b2`` = :math:`\sigma_b^2` of seed 003 eq. 2.2 and the
+  (``sigma_w2`` = :math:`\sigma_w^2`, ``sigma_b2`` = :math:`\sigma_b^2` of Xiao et al. 2018 eq. 2.2 and the
   design notes).
 - :class:`ConvNet`: ``depth`` periodic (circular-padding) convolutions of ``channels`` channels
-  (seed 003 eq. 2.1, :func:`meanfield.init.periodic_conv`), global average pooling and a linear
-  read-out (the architecture of seed 003 Sec. 3 without its two strided down-sampling layers).
+  (Xiao et al. 2018 eq. 2.1, :func:`meanfield.init.periodic_conv`), global average pooling and a linear
+  read-out (the architecture of Xiao et al. 2018 Sec. 3 without its two strided down-sampling layers).
 - Initial weights come from :mod:`meanfield.init`, the library's one source of every
   construction, and convolution kernels are converted with :func:`meanfield.init.to_torch_layout`:
   ``"gaussian"`` / ``"uniform"`` / ``"rademacher"`` / ``"orthogonal"``
-  (:func:`meanfield.init.dense_weights`), ``"gsm"`` and ``"looks_linear"`` (seed 001 Sec. 3,
+  (:func:`meanfield.init.dense_weights`), ``"gsm"`` and ``"looks_linear"`` (Burkholz & Dubatovka 2019 Sec. 3,
   :func:`meanfield.init.gsm`, :func:`meanfield.init.orthogonal_looks_linear`), ``"zero"`` and
-  ``"zero_star"`` (seed 002, :func:`meanfield.init.zero_network`,
+  ``"zero_star"`` (Grzejdziak 2023, :func:`meanfield.init.zero_network`,
   :func:`meanfield.init.zero_star_network`); for convolutions ``"gaussian"`` (eq. 2.2 with a
   variance vector ``v``, :func:`meanfield.init.gaussian_conv_kernel`), ``"orthogonal"``
   (Algorithm 1) and ``"delta_orthogonal"`` (Algorithm 2).
@@ -132,7 +132,7 @@ _EVAL_ROWS = 2**14
 GATHER_MAX_SAVED = 2**28
 
 #: Network families registered by other modules of this package (net class -> hooks); see
-#: :func:`_register_family`. Seed 004's skip networks register here (``validation/_skip_nets.py``).
+#: :func:`_register_family`. Orhan's skip networks register here (``validation/_skip_nets.py``).
 _FAMILIES: dict[type, dict[str, Any]] = {}
 
 
@@ -156,7 +156,7 @@ def _is_net(net) -> bool:
 
 #: Architectures defined in other modules, registered at the end of this module: type -> adapter
 #: with ``init_parameters``, ``param_count``, ``check_input``, ``forward`` and ``compatible_keys``
-#: (seed 000's ConstNet / LeakyNet / replicated-feature net: :mod:`meanfield.validation.symmetric_nets`).
+#: (Blumenfeld et al.'s ConstNet / LeakyNet / replicated-feature net: :mod:`meanfield.validation.symmetric_nets`).
 _NETWORK_TYPES: dict[type, Any] = {}
 
 
@@ -229,8 +229,8 @@ class DenseNet(Result):
 
     Notes
     -----
-    The layer convention of the design notes and seed 003 eq. 2.2. For ``"gsm"`` /
-    ``"looks_linear"`` (seed 001 Sec. 3) the first layer is ``[W0; -W0]`` (``W0`` of fan-in the
+    The layer convention of the design notes and Xiao et al. 2018 eq. 2.2. For ``"gsm"`` /
+    ``"looks_linear"`` (Burkholz & Dubatovka 2019 Sec. 3) the first layer is ``[W0; -W0]`` (``W0`` of fan-in the
     input dimension), hidden layers ``[[W0, -W0], [-W0, W0]]`` and the read-out ``[W0, -W0]``, so a
     ReLU network so initialised computes the linear network ``prod_l W0^(l)`` at initialisation.
     """
@@ -273,7 +273,7 @@ class ConvNet(Result):
         Odd kernel size ``2k + 1`` (``1 <= kernel_size <= 31``).
     activation : {"tanh", "relu", "linear", "erf", "leaky_relu"}
     init : {"gaussian", "orthogonal", "delta_orthogonal"}
-        Seed 003 eq. 2.2 (with variance vector ``v``), Algorithm 1, Algorithm 2.
+        Xiao et al. 2018 eq. 2.2 (with variance vector ``v``), Algorithm 1, Algorithm 2.
     sigma_w2, sigma_b2 : float
         Weight and bias variances (``omega_ij(beta) ~ N(0, sigma_w2 v_beta / c_in)``), in ``[0, 1e6]``.
     v : tuple of float, optional
@@ -282,7 +282,7 @@ class ConvNet(Result):
     slope : float
         Negative slope of ``"leaky_relu"``.
     readout : {"pool", "flatten"}
-        ``"pool"``: global average pooling then a dense layer (seed 003 Sec. 3); ``"flatten"``: a
+        ``"pool"``: global average pooling then a dense layer (Xiao et al. 2018 Sec. 3); ``"flatten"``: a
         dense layer on all ``channels x positions`` features. On tiny single-channel images
         pooling discards the spatial layout that a delta-orthogonal network (no spatial mixing at
         initialisation) has not learnt to use yet: its 8 channels then see little more than the
@@ -290,7 +290,7 @@ class ConvNet(Result):
 
     Notes
     -----
-    Seed 003 Sec. 3 trains ``3x3xc`` tanh CNNs after two strided convolutions; here the images are
+    Xiao et al. 2018 Sec. 3 trains ``3x3xc`` tanh CNNs after two strided convolutions; here the images are
     small enough (4 x 4 or 8 x 8 digits) to skip the down-sampling. The read-out is Gaussian,
     ``N(0, 1 / fan_in)``, with zero bias for every ``init``.
     """
@@ -857,7 +857,7 @@ def ensemble_forward(
 
     Notes
     -----
-    Dense layers ``h^{l+1} = W^{l+1} phi(h^l) + b^{l+1}``; convolutions are seed 003's periodic
+    Dense layers ``h^{l+1} = W^{l+1} phi(h^l) + b^{l+1}``; convolutions are Xiao et al.'s periodic
     cross-correlation (eq. 2.1), computed by circularly padded grouped PyTorch convolutions on the
     kernels :func:`meanfield.init.to_torch_layout` produced (the tests compare it with
     :func:`meanfield.init.periodic_conv`).
@@ -979,7 +979,7 @@ def train_ensemble(
         in its random stream). A list trains ``n_networks`` networks of each in one ensemble (one
         set of batched kernels: cheaper than one call per net); its nets must share the
         architecture (depth, width / channels, activation, ...) and may differ in ``init``,
-        ``sigma_w2``, ``sigma_b2`` and ``v``. Registered families are accepted too: seed 004's
+        ``sigma_w2``, ``sigma_b2`` and ``v``. Registered families are accepted too: Orhan's
         :class:`meanfield.validation.symmetry_training.SkipNet` (Adam's or SGD's update of its
         fixed skip matrices is zero; a per-network bias penalty is added to the loss).
     n_networks : int
@@ -993,11 +993,11 @@ def train_ensemble(
         Mini-batch size, ``1 <= batch_size <= n_train``; each network draws its own batches
         (one fresh permutation of the training set per epoch).
     lr : float or callable
-        Learning rate in ``[0, 1e6]``, or ``lr(step) -> float`` (a schedule, e.g. seed 001's
+        Learning rate in ``[0, 1e6]``, or ``lr(step) -> float`` (a schedule, e.g. Burkholz & Dubatovka's
         ``(1e-4 + 3e-3 exp(-step / 1e4)) / L``).
     optimizer : {"sgd", "momentum", "adam"}
         Plain SGD, heavy-ball momentum (``v <- momentum v + g``, ``theta <- theta - lr v``, PyTorch's
-        convention) or Adam (Kingma & Ba 2015, bias-corrected, eps = 1e-8; seed 002's choice).
+        convention) or Adam (Kingma & Ba 2015, bias-corrected, eps = 1e-8; Grzejdziak's choice).
     momentum : float
         In ``[0, 1)``.
     betas : tuple of two floats
@@ -1022,7 +1022,7 @@ def train_ensemble(
         machine, 1.2 ms with 1).
     noise : SymmetryBreaking, optional
         Symmetry-breaking noise sources (:class:`meanfield.validation.symmetric_nets.SymmetryBreaking`):
-        dropout (only for the registered seed-000 specs), gradient noise, a model of
+        dropout (only for the registered Blumenfeld et al. 2020 specs), gradient noise, a model of
         non-deterministic reductions, a reduced-precision forward/backward pass, and the choice of
         the platform's kernels or unit-exact arithmetic (``kernels``). ``None``: none, and the
         training is deterministic (on the platform's kernels).
@@ -1050,7 +1050,7 @@ def train_ensemble(
 
     Notes
     -----
-    Seed 003 Sec. 3 (trainability of deep CNNs, Figs. 1-5), seed 001 Sec. 4 (Figs. 3-4), seed 002
+    Xiao et al. 2018 Sec. 3 (trainability of deep CNNs, Figs. 1-5), Burkholz & Dubatovka 2019 Sec. 4 (Figs. 3-4), Grzejdziak 2023
     Sec. 6 (Fig. 2): each trains many networks of one architecture and compares accuracies across
     initialisers; this is that experiment, vectorised over networks. Cost per step: one forward and
     one backward pass of all networks (``benchmarks/bench_trainer.py`` measures the throughput).
@@ -1392,7 +1392,9 @@ def _check_noise_probes(noise, probes, nets):
         if not isinstance(noise, SymmetryBreaking):
             raise TypeError(f"noise must be a SymmetryBreaking or None, got {type(noise).__name__}")
         if noise.dropout > 0 and not all(type(n) in _NETWORK_TYPES for n in nets):
-            raise ValueError("noise.dropout is implemented for the seed-000 specs (ConstNetSpec, LeakyNetSpec, ...)")
+            raise ValueError(
+                "noise.dropout is implemented for the Blumenfeld et al. 2020 specs (ConstNetSpec, LeakyNetSpec, ...)"
+            )
         if noise.kernels != "platform" and not all(isinstance(n, (ConstNetSpec, LeakyNetSpec)) for n in nets):
             raise ValueError("noise.kernels='unit_exact' is implemented for ConstNetSpec and LeakyNetSpec only")
     if probes is None:
@@ -1435,7 +1437,7 @@ def _noisy_gradient(torch, grad, noise, generators):
     return grad
 
 
-# seed 000's architectures and noise sources (registered here so that importing the trainer is enough)
+# Blumenfeld et al.'s architectures and noise sources (registered here so that importing the trainer is enough)
 from .symmetric_nets import _ADAPTER, _SPECS, ConstNetSpec, LeakyNetSpec, SymmetryBreaking  # noqa: E402
 
 for _spec in _SPECS:

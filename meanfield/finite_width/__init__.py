@@ -1,16 +1,16 @@
-r"""Exact finite-width signal propagation in Gaussian ReLU ensembles (Burkholz & Dubatovka 2019, seed 001).
+r"""Exact finite-width signal propagation in Gaussian ReLU ensembles (Burkholz & Dubatovka 2019).
 
 Given the previous layer's signal ``x`` with ``|x|^2 = y``, every pre-activation of a layer with
 Gaussian weights and biases is exactly ``h_i ~ N(0, sigma_y^2)``,
 ``sigma_y^2 = sigma_w2 / fan_in * y + sigma_b2``, independently over the ``N`` neurons. The squared
 norm of the next signal, ``z = |phi(h)|^2``, is therefore the ``N``-fold convolution of the law of
 ``phi(h_i)^2``; its density ``k(y, z)`` is the kernel of the linear operator ``T_l`` that maps the
-law of ``|x^(l-1)|^2`` to that of ``|x^(l)|^2`` (seed 001, Prop. 1, eq. 1).
+law of ``|x^(l-1)|^2`` to that of ``|x^(l)|^2`` (Burkholz & Dubatovka 2019, Prop. 1, eq. 1).
 
 Parametrisation (the library's, as everywhere): ``W_ij ~ N(0, sigma_w2 / fan_in)``, He is
 ``sigma_w2 = 2``. Every function taking ``sigma_w2`` also takes ``fan_in`` (keyword), defaulting
-to the layer's ``width``: square layers, the setting of seed 001, whose He ``sigma_w,l^2 = 2 / N_l``
-is then ``sigma_w2 = 2``. Seed 001 writes the per-weight variance ``sigma_w^2 = sigma_w2 / fan_in``
+to the layer's ``width``: square layers, the setting of Burkholz & Dubatovka 2019, whose He ``sigma_w,l^2 = 2 / N_l``
+is then ``sigma_w2 = 2``. Burkholz & Dubatovka 2019 writes the per-weight variance ``sigma_w^2 = sigma_w2 / fan_in``
 ("unscaled"); :func:`unscaled_sigma_w2`, :func:`sigma_w2_from_unscaled` and
 ``Layer.unscaled_sigma_w2`` convert at the boundary (figures, simulators written in the paper's
 parametrisation). ``rho`` is a correlation throughout.
@@ -20,14 +20,14 @@ Submodules (private; everything is re-exported here):
 ==================  ===============================================================================
 ``_kernel``         the operator ``T_l``'s ReLU kernel (Prop. 1, Prop. 4 eq. 7)
 ``_eigen``          eigenfunctions ``y^m`` and eigenvalues (Prop. 4 eq. 8), critical exponents (Sec. 2.3)
-``_layer``          :class:`Layer` and the conversion to seed 001's unscaled variance
+``_layer``          :class:`Layer` and the conversion to Burkholz & Dubatovka's unscaled variance
 ``_operator``       ``T_l`` on a grid and propagated laws (Prop. 1, Sec. 2.2, Fig. 1a)
 ``_norms``          expected squared norms with biases (Cor. 3, eqs. 5-6)
 ``_correlation``    the ReLU correlation map and the mean inner product (Thm. 5, eqs. 9-10)
 ``_joint``          two inputs: joint pre-activations (Prop. 2), the law of ``<x1, x2>`` and of the
                     cosine (Thm. 5, Fig. 2)
 ``_laws``           several layers: the Gram-matrix chain, the cosine law over depth, the component
-                    CDFs (eqs. 2-3), the GSM product spectrum (Sec. 3) -- issue 17 item 2
+                    CDFs (eqs. 2-3), the GSM product spectrum (Sec. 3)
 ==================  ===============================================================================
 
 Code name                         paper symbol / statement

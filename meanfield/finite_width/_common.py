@@ -69,7 +69,7 @@ def positive(x: object, name: str) -> float:
 
 
 def unscaled(sigma_w2: float, fan_in: int, name: str = "sigma_w2") -> float:
-    """Seed 001's per-weight variance ``sigma_w2 / fan_in`` of validated arguments.
+    """Burkholz & Dubatovka's per-weight variance ``sigma_w2 / fan_in`` of validated arguments.
 
     ``ValueError`` when a positive ``sigma_w2`` underflows to 0 (below ``fan_in * 5e-324``).
     """

@@ -1,4 +1,4 @@
-"""The ReLU correlation map and the mean inner product (seed 001, Thm. 5, eqs. 9-10)."""
+"""The ReLU correlation map and the mean inner product (Burkholz & Dubatovka 2019, Thm. 5, eqs. 9-10)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ __all__ = ["mean_inner_product", "orthant_probability", "relu_correlation"]
 
 
 def orthant_probability(rho: ArrayLike) -> float | np.ndarray:
-    r"""``g(rho) = P(h1 > 0, h2 > 0) = 1/2 - arccos(rho) / (2 pi)`` (seed 001, Thm. 5).
+    r"""``g(rho) = P(h1 > 0, h2 > 0) = 1/2 - arccos(rho) / (2 pi)`` (Burkholz & Dubatovka 2019, Thm. 5).
 
     The paper defines ``g(rho) = (2 pi)^{-1/2} int_0^inf Phi(u rho / sqrt(1 - rho^2)) e^{-u^2/2} du``,
     which is the orthant probability of a standard bivariate normal with correlation ``rho``;
@@ -79,7 +79,7 @@ def relu_correlation(rho: ArrayLike) -> float | np.ndarray:
 
 
 def mean_inner_product(width: int, v11: float, v22: float, v12: ArrayLike) -> float | np.ndarray:
-    r"""``E(<x1, x2> | previous layer)`` for a ReLU layer (seed 001, Thm. 5, eq. 9).
+    r"""``E(<x1, x2> | previous layer)`` for a ReLU layer (Burkholz & Dubatovka 2019, Thm. 5, eq. 9).
 
     .. math:: N\sqrt{v_{11}v_{22}}\,\Big(g(\rho)\rho + \frac{\sqrt{1-\rho^2}}{2\pi}\Big)
 

@@ -1,4 +1,4 @@
-"""Eigenfunctions ``y^m`` of the ReLU operator ``T_l`` and their eigenvalues (seed 001, Prop. 4 eq. 8, Sec. 2.3)."""
+"""Eigenfunctions ``y^m`` of the ReLU operator ``T_l`` and their eigenvalues (Burkholz & Dubatovka 2019, Prop. 4 eq. 8, Sec. 2.3)."""
 
 from __future__ import annotations
 
@@ -121,12 +121,12 @@ def _check_m(m):
 
 
 def _unscaled_positive(sigma_w2, n, fan_in) -> float:
-    """Seed 001's ``sigma_w^2 = sigma_w2 / fan_in`` for the eigenvalue functions (``sigma_w2 > 0``)."""
+    """Burkholz & Dubatovka's ``sigma_w^2 = sigma_w2 / fan_in`` for the eigenvalue functions (``sigma_w2 > 0``)."""
     return unscaled(positive(sigma_w2, "sigma_w2"), fan_in_arg(fan_in, n))
 
 
 def _log_eigenvalue(m: np.ndarray, n: int, sw: float):
-    """``log lambda_m`` for validated ``m``, width ``n`` and seed 001's (unscaled) ``sw > 0``."""
+    """``log lambda_m`` for validated ``m``, width ``n`` and Burkholz & Dubatovka's (unscaled) ``sw > 0``."""
     mm = np.asarray(m, float)
     out = -(mm + 1) * (LOG2 + math.log(sw)) + _log_gamma_sum(mm, n).reshape(mm.shape)
     return float(out) if out.ndim == 0 else out
@@ -135,7 +135,7 @@ def _log_eigenvalue(m: np.ndarray, n: int, sw: float):
 def relu_log_eigenvalue(
     m: ArrayLike, width: int, sigma_w2: float = 2.0, *, fan_in: int | None = None
 ) -> float | np.ndarray:
-    """Natural log of :func:`relu_eigenvalue` (seed 001, Prop. 4, eq. 8 as derived), finite for every width.
+    """Natural log of :func:`relu_eigenvalue` (Burkholz & Dubatovka 2019, Prop. 4, eq. 8 as derived), finite for every width.
 
     Evaluated as ``-(m+1) log(2 s) + logsumexp_k [log(C(N,k) 0.5^N) + log Gamma(k/2-m-1) -
     log Gamma(k/2)]``, ``s = sigma_w2 / fan_in``, with Stirling differences for large Gamma
@@ -180,7 +180,7 @@ def relu_eigenvalue(
 ) -> float | np.ndarray:
     r"""Eigenvalue of the eigenfunction ``y^m`` of the ReLU operator ``T_l`` with ``sigma_b = 0``.
 
-    Derived from the kernel of Prop. 4 (seed 001, eq. 8 corrected), with seed 001's per-weight
+    Derived from the kernel of Prop. 4 (Burkholz & Dubatovka 2019, eq. 8 corrected), with Burkholz & Dubatovka's per-weight
     variance ``sigma_w^2 = sigma_w2 / fan_in``:
 
     .. math::
@@ -226,7 +226,7 @@ def relu_eigenvalue(
 def relu_eigenvalue_printed(
     m: ArrayLike, width: int, sigma_w2: float = 2.0, *, fan_in: int | None = None
 ) -> float | np.ndarray:
-    """Eq. 8 of seed 001 exactly as printed (prefactor ``0.5^(N-m-1)``), kept for Fig. 1b.
+    """Eq. 8 of Burkholz & Dubatovka 2019 exactly as printed (prefactor ``0.5^(N-m-1)``), kept for Fig. 1b.
 
     Equals ``relu_eigenvalue(m, width, sigma_w2) * 4^(m+1)``. It does **not** equal the
     eigenvalue obtained by quadrature of the defining integral (tests pin this); the paper's
@@ -261,7 +261,7 @@ def relu_eigenvalue_printed(
 
 @dataclass(frozen=True)
 class CriticalExponents(Result):
-    """Exponents ``m`` with eigenvalue 1 (seed 001, Sec. 2.3).
+    """Exponents ``m`` with eigenvalue 1 (Burkholz & Dubatovka 2019, Sec. 2.3).
 
     Attributes
     ----------
@@ -284,7 +284,7 @@ class CriticalExponents(Result):
 
 #: Bracket expansion steps of :func:`_convex_bracket` (2^60: far beyond any root in float range).
 _MAX_EXPANSIONS = 60
-#: Range of ``sigma_w2 * width / fan_in`` (seed 001's ``sigma_w^2 N``; ``sigma_w2`` itself for
+#: Range of ``sigma_w2 * width / fan_in`` (Burkholz & Dubatovka's ``sigma_w^2 N``; ``sigma_w2`` itself for
 #: square layers) in which :func:`critical_exponents` and :func:`quasi_stationary_exponent`
 #: resolve their roots for every width (measured for N = 1 .. 10^5). Below it the lower root lies
 #: beyond ``-3 * 2^60``; above it (N >~ 60) the upper root lies within ``~N 0.5^N`` of -1/2.
@@ -349,7 +349,7 @@ def _unresolvable(n, sigma_w2, fan_in, exc) -> str:
 
 
 def critical_exponents(width: int, sigma_w2: float = 2.0, *, fan_in: int | None = None) -> CriticalExponents:
-    """The exponents ``m`` at which the eigenvalue of ``y^m`` equals 1 (seed 001, Sec. 2.3, eq. 8).
+    """The exponents ``m`` at which the eigenvalue of ``y^m`` equals 1 (Burkholz & Dubatovka 2019, Sec. 2.3, eq. 8).
 
     Parameters
     ----------
@@ -414,7 +414,7 @@ def quasi_stationary_exponent(width: int, sigma_w2: float = 2.0, *, fan_in: int 
     ``1 - 0.5^N`` of the discretised operator; its eigenvector has density ``~ y^m`` with ``m``
     the root of ``lambda_m = 1 - 0.5^N`` other than ``m = -1`` (which holds for every
     ``sigma_w2``). This makes precise the paper's remark that discretised eigenvectors
-    "attain shapes ~ y^m" (seed 001, after Prop. 4, eq. 8). He (``sigma_w2 = 2``): ``m`` just above -2.
+    "attain shapes ~ y^m" (Burkholz & Dubatovka 2019, after Prop. 4, eq. 8). He (``sigma_w2 = 2``): ``m`` just above -2.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Two inputs: joint pre-activation law (seed 001, Prop. 2) and the law of ``<x1, x2>`` and the cosine (Thm. 5, Fig. 2)."""
+"""Two inputs: joint pre-activation law (Burkholz & Dubatovka 2019, Prop. 2) and the law of ``<x1, x2>`` and the cosine (Thm. 5, Fig. 2)."""
 
 from __future__ import annotations
 
@@ -34,13 +34,13 @@ __all__ = ["cosine_similarity_samples", "inner_product_law", "preactivation_cova
 
 
 def preactivation_covariance(gram: ArrayLike, sigma_w2: float, sigma_b2: float = 0.0, *, fan_in: int) -> np.ndarray:
-    r"""``V_ij = sigma_w2 / fan_in <x_i, x_j> + sigma_b2`` given the previous layer (seed 001, Prop. 2, eq. 4).
+    r"""``V_ij = sigma_w2 / fan_in <x_i, x_j> + sigma_b2`` given the previous layer (Burkholz & Dubatovka 2019, Prop. 2, eq. 4).
 
     Conditionally on the previous signals, one neuron's pre-activations for D inputs are jointly
     ``N(0, V)``, independently over neurons: :math:`h_i = \sum_k W_{k} x_{i,k} + b` with
     ``W_k ~ N(0, sigma_w2 / fan_in)`` and ``b ~ N(0, sigma_b2)`` gives
     :math:`\mathrm{Cov}(h_i, h_j) = \sigma_w^2 \langle x_i, x_j\rangle / \mathrm{fan\_in} + \sigma_b^2`
-    (seed 001 writes ``sigma_w^2`` for ``sigma_w2 / fan_in``).
+    (Burkholz & Dubatovka 2019 writes ``sigma_w^2`` for ``sigma_w2 / fan_in``).
 
     Parameters
     ----------
@@ -150,7 +150,7 @@ def relu_product_density(t: ArrayLike, v11: float, v22: float, v12: float, log: 
 
 
 def inner_product_law(grid: ArrayLike, width: int, v11: float, v22: float, v12: float) -> np.ndarray:
-    """Law of ``<x1, x2> = sum_i relu(h1_i) relu(h2_i)`` given the previous layer: ``f_prod^{*N}`` (seed 001, Thm. 5).
+    """Law of ``<x1, x2> = sum_i relu(h1_i) relu(h2_i)`` given the previous layer: ``f_prod^{*N}`` (Burkholz & Dubatovka 2019, Thm. 5).
 
     Parameters
     ----------
@@ -242,7 +242,7 @@ def cosine_similarity_samples(
     chunk: int | None = None,
     dtype: DTypeLike = np.float64,
 ) -> np.ndarray:
-    """Samples of the cosine similarity of two ReLU layers given the previous layer (seed 001, Fig. 2).
+    """Samples of the cosine similarity of two ReLU layers given the previous layer (Burkholz & Dubatovka 2019, Fig. 2).
 
     ``width`` components are drawn iid from the bivariate normal of Prop. 2 with correlation
     ``rho`` (``|x1| = |x2| = 1``, ``sigma_b = 0``: the scale drops out of the cosine), passed
@@ -254,7 +254,7 @@ def cosine_similarity_samples(
     Why a sampler lives in the theory layer: it simulates no network (no weight matrix is drawn).
     Prop. 2 says that, given the previous layer, the ``N`` pairs of pre-activations are iid
     bivariate normal, so these draws are exact samples of the theory's conditional law of the
-    cosine, for which Thm. 5 gives no closed form; seed 001 computes its Fig. 2 the same way.
+    cosine, for which Thm. 5 gives no closed form; Burkholz & Dubatovka 2019 computes its Fig. 2 the same way.
     Random networks (:mod:`meanfield.validation`) are what it is checked against.
 
     Parameters

@@ -1,4 +1,4 @@
-"""The transition kernel ``k(y, z)`` of the operator ``T_l`` for ReLU layers (seed 001, Prop. 1, Prop. 4 eq. 7)."""
+"""The transition kernel ``k(y, z)`` of the operator ``T_l`` for ReLU layers (Burkholz & Dubatovka 2019, Prop. 1, Prop. 4 eq. 7)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["TransitionKernel", "relu_kernel"]
 
 @dataclass(frozen=True)
 class TransitionKernel(Result):
-    """``k(y, z) = atom * delta_0(z) + density(z)`` for ``z >= 0`` (seed 001, Prop. 4, eq. 7).
+    """``k(y, z) = atom * delta_0(z) + density(z)`` for ``z >= 0`` (Burkholz & Dubatovka 2019, Prop. 4, eq. 7).
 
     Attributes
     ----------
@@ -42,7 +42,7 @@ class TransitionKernel(Result):
 def relu_kernel(
     y: ArrayLike, z: ArrayLike, width: int, sigma_w2: float, sigma_b2: float = 0.0, *, fan_in: int | None = None
 ) -> TransitionKernel:
-    r"""ReLU transition kernel ``k(y, z)`` of the squared signal norm (seed 001, Prop. 4, eq. 7).
+    r"""ReLU transition kernel ``k(y, z)`` of the squared signal norm (Burkholz & Dubatovka 2019, Prop. 4, eq. 7).
 
     .. math::
         k(y, z) = 0.5^N\Big(\delta_0(z) + \sum_{k=1}^N \binom{N}{k}\frac{1}{\sigma_y^2}
@@ -66,7 +66,7 @@ def relu_kernel(
         Bias variance (>= 0).
     fan_in : int, optional
         ``1 <= fan_in <= MAX_WIDTH``, the dimension of the previous signal; default ``width``
-        (square layers: seed 001's He ``sigma_w^2 = 2 / N`` is ``sigma_w2 = 2``).
+        (square layers: Burkholz & Dubatovka's He ``sigma_w^2 = 2 / N`` is ``sigma_w2 = 2``).
 
     Returns
     -------

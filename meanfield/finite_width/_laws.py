@@ -1,4 +1,4 @@
-r"""Finite-width laws across several layers (seed 001, issue 17 item 2).
+r"""Finite-width laws across several layers (Burkholz & Dubatovka 2019.
 
 * :func:`gram_chain_samples`: the joint law of ``(|x1|^2, |x2|^2, <x1, x2>)`` through ``L``
   layers. Prop. 2 applied layer by layer: given the Gram matrix ``G`` of the previous layer, the
@@ -20,12 +20,12 @@ Derivations and corrections (checked numerically in ``tests/theory/test_finite_w
   ``F(0) = 0`` instead of 1/2). The library uses the right-continuous inverse
   ``phi^+(x) = sup{y : phi(y) <= x}``: ``F(x) = int p_{l-1}(z) Phi(phi^+(x) / sigma_z) dz``.
 * Without biases the cosine's law does not depend on ``sigma_w2`` (ReLU layers are positively
-  homogeneous: the cosine chain is a Markov chain on its own, ``sigma_w2`` drops out). Seed 001's
+  homogeneous: the cosine chain is a Markov chain on its own, ``sigma_w2`` drops out). Burkholz & Dubatovka's
   remark that "a slightly smaller choice of sigma_w than the He initialization reduces the average
   cosine distance" (Sec. 2.4) cannot hold for bias-free networks; it is reported as not reproduced.
 * The GSM product (``W0`` of size ``n = N / 2`` with entries ``N(0, sigma_w2 / n)``) has, as
   ``n -> inf``, squared singular values with the Fuss-Catalan law of order ``L``: moments
-  ``FC_L(k) = C((L + 1) k, k) / (L k + 1)`` (``sigma_w2 = 1``, i.e. seed 001's He ``2 / N``).
+  ``FC_L(k) = C((L + 1) k, k) / (L k + 1)`` (``sigma_w2 = 1``, i.e. Burkholz & Dubatovka's He ``2 / N``).
   The paper cites the spectrum ("product Wishart distribution with known spectrum [13, 14]")
   without giving it.
 """
@@ -105,7 +105,7 @@ def gram_chain_samples(
     n_samples: int = 10000,
     rng: int | np.random.SeedSequence | np.random.Generator | None = None,
 ) -> GramChain:
-    r"""Exact samples of ``(|x1|^2, |x2|^2, <x1, x2>)`` through ``depth`` layers (seed 001, Prop. 2 iterated).
+    r"""Exact samples of ``(|x1|^2, |x2|^2, <x1, x2>)`` through ``depth`` layers (Burkholz & Dubatovka 2019, Prop. 2 iterated).
 
     Parameters
     ----------
@@ -121,7 +121,7 @@ def gram_chain_samples(
         Keyword, required: the input dimension (fan-in of the first layer); later layers have
         fan-in ``width``.
     activation : str or Activation
-        Any activation (ReLU in seed 001).
+        Any activation (ReLU in Burkholz & Dubatovka 2019).
     n_samples : int
         Independent chains, ``1 <= n_samples``, with ``n_samples * width * depth <= 2^31``.
     rng : None, int, SeedSequence or numpy.random.Generator
@@ -140,7 +140,7 @@ def gram_chain_samples(
 
     Notes
     -----
-    Seed 001, Prop. 2 (eq. 4): given the previous layer, the pre-activations ``(h_{1i}, h_{2i})``
+    Burkholz & Dubatovka 2019, Prop. 2 (eq. 4): given the previous layer, the pre-activations ``(h_{1i}, h_{2i})``
     of neuron ``i`` are iid over ``i`` with covariance ``V = sigma_w2 / fan_in G + sigma_b2``, since
     the rows of ``W`` and the biases are independent. The next Gram matrix is therefore
     ``G' = sum_i phi(h_i) phi(h_i)^T``: iterating this exact transition samples the joint law of
@@ -238,7 +238,7 @@ def cosine_law_over_depth(
     bins: int = 100,
     rng: int | np.random.SeedSequence | np.random.Generator | None = None,
 ) -> CosineLaw:
-    r"""The cosine similarity's law over depth (seed 001, Sec. 2.4: "signals become parallel").
+    r"""The cosine similarity's law over depth (Burkholz & Dubatovka 2019, Sec. 2.4: "signals become parallel").
 
     Parameters
     ----------
@@ -371,7 +371,7 @@ def component_cdf(
     fan_in: int,
     activation: str | Activation = "relu",
 ) -> float | np.ndarray:
-    r"""CDF of one signal component ``x_i^(l)`` (seed 001, eq. 2, with the right-continuous inverse).
+    r"""CDF of one signal component ``x_i^(l)`` (Burkholz & Dubatovka 2019, eq. 2, with the right-continuous inverse).
 
     Parameters
     ----------
@@ -439,7 +439,7 @@ def joint_component_cdf(
     fan_in: int,
     activation: str | Activation = "relu",
 ) -> float:
-    r"""Joint CDF ``P(x_1 <= x[0], ..., x_N <= x[N-1])`` of a layer's components (seed 001, eq. 3).
+    r"""Joint CDF ``P(x_1 <= x[0], ..., x_N <= x[N-1])`` of a layer's components (Burkholz & Dubatovka 2019, eq. 3).
 
     Parameters
     ----------
@@ -509,8 +509,8 @@ def gsm_product_moments(depth: int, k: ArrayLike) -> float | np.ndarray:
 
     Notes
     -----
-    Seed 001, Sec. 3: with GSM, ``h^(L) = prod_l W0^(l) h^(0)``; for ``W0`` of size ``n x n`` with
-    entries ``N(0, 1 / n)`` (seed 001's He ``2 / N`` with ``n = N / 2``) the empirical law of the
+    Burkholz & Dubatovka 2019, Sec. 3: with GSM, ``h^(L) = prod_l W0^(l) h^(0)``; for ``W0`` of size ``n x n`` with
+    entries ``N(0, 1 / n)`` (Burkholz & Dubatovka's He ``2 / N`` with ``n = N / 2``) the empirical law of the
     squared singular values of the product converges to the Fuss-Catalan law (Alexeev, Götze &
     Tikhomirov 2010; Neuschel 2014). For entries ``N(0, s / n)`` scale ``x`` by ``s^L``.
 

@@ -1,4 +1,4 @@
-"""One layer's parameters, and the conversion to and from seed 001's unscaled weight variance."""
+"""One layer's parameters, and the conversion to and from Burkholz & Dubatovka's unscaled weight variance."""
 
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ class Layer(Result):
         Bias variance (>= 0).
     fan_in : int or None
         The dimension of the layer's input; ``None`` (default) means ``width`` (square weight
-        matrices). Seed 001 writes He as ``sigma_w,l^2 = 2 / N_l`` with ``N_l`` the layer's own
+        matrices). Burkholz & Dubatovka 2019 writes He as ``sigma_w,l^2 = 2 / N_l`` with ``N_l`` the layer's own
         width, which is ``sigma_w2 = 2`` with the default ``fan_in``; for layers whose input has
         another dimension pass ``fan_in`` explicitly (it is not inferred from the previous layer).
     unscaled_sigma_w2 : float
-        Property: seed 001's per-weight variance ``sigma_w2 / fan_in`` (what a simulator written
+        Property: Burkholz & Dubatovka's per-weight variance ``sigma_w2 / fan_in`` (what a simulator written
         in the paper's parametrisation takes).
 
     Raises
@@ -49,7 +49,7 @@ class Layer(Result):
 
     Examples
     --------
-    >>> Layer(200, 2.0).unscaled_sigma_w2      # He at width 200: seed 001's 2 / N
+    >>> Layer(200, 2.0).unscaled_sigma_w2      # He at width 200: Burkholz & Dubatovka's 2 / N
     0.01
     >>> Layer(50, 2.0, fan_in=100).unscaled_sigma_w2
     0.02
@@ -70,13 +70,13 @@ class Layer(Result):
 
     @property
     def unscaled_sigma_w2(self) -> float:
-        """``sigma_w2 / fan_in`` (``fan_in`` defaulting to ``width``), seed 001's ``sigma_w,l^2``."""
+        """``sigma_w2 / fan_in`` (``fan_in`` defaulting to ``width``), Burkholz & Dubatovka's ``sigma_w,l^2``."""
         n = width_arg(self.width, "width")
         return unscaled(nonneg(self.sigma_w2, "sigma_w2"), fan_in_arg(self.fan_in, n))
 
 
 def unscaled_sigma_w2(sigma_w2: float, fan_in: int) -> float:
-    """Seed 001's per-weight variance ``sigma_w^2 = sigma_w2 / fan_in`` (``W_ij ~ N(0, sigma_w^2)``).
+    """Burkholz & Dubatovka's per-weight variance ``sigma_w^2 = sigma_w2 / fan_in`` (``W_ij ~ N(0, sigma_w^2)``).
 
     Parameters
     ----------
@@ -108,15 +108,15 @@ def unscaled_sigma_w2(sigma_w2: float, fan_in: int) -> float:
 
 
 def sigma_w2_from_unscaled(variance: float, fan_in: int) -> float:
-    """The library's ``sigma_w2 = variance * fan_in`` from seed 001's per-weight ``variance``.
+    """The library's ``sigma_w2 = variance * fan_in`` from Burkholz & Dubatovka's per-weight ``variance``.
 
-    Seed 001 (Burkholz & Dubatovka) writes ``W_ij ~ N(0, sigma_w^2)`` with He ``sigma_w^2 = 2 / N``;
+    Burkholz & Dubatovka 2019 (Burkholz & Dubatovka) writes ``W_ij ~ N(0, sigma_w^2)`` with He ``sigma_w^2 = 2 / N``;
     the library writes ``W_ij ~ N(0, sigma_w2 / fan_in)`` with He ``sigma_w2 = 2``.
 
     Parameters
     ----------
     variance : float
-        Seed 001's ``sigma_w^2``, ``>= 0``.
+        Burkholz & Dubatovka's ``sigma_w^2``, ``>= 0``.
     fan_in : int
         ``1 <= fan_in <= MAX_WIDTH``.
 

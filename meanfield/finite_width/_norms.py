@@ -1,4 +1,4 @@
-"""Expected squared signal norms of ReLU networks with biases (seed 001, Cor. 3, eqs. 5-6)."""
+"""Expected squared signal norms of ReLU networks with biases (Burkholz & Dubatovka 2019, Cor. 3, eqs. 5-6)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ __all__ = ["expected_squared_norm", "log_expected_squared_norm"]
 
 
 def log_expected_squared_norm(y0: ArrayLike, layers: Sequence[Layer | tuple]) -> np.ndarray:
-    r"""``log E |x^(l)|^2`` for ReLU layers given ``|x^(0)|^2 = y0`` (seed 001, Cor. 3, eqs. 5-6), at any depth.
+    r"""``log E |x^(l)|^2`` for ReLU layers given ``|x^(0)|^2 = y0`` (Burkholz & Dubatovka 2019, Cor. 3, eqs. 5-6), at any depth.
 
     The recursion of eq. 5, ``E_l = (sigma_w2_l / fan_in_l * E_{l-1} + sigma_b2_l) N_l / 2``, run on
     the log scale: ``log E_l = log(N_l / 2) + logaddexp(log(sigma_w2_l / fan_in_l) + log E_{l-1},
@@ -67,7 +67,7 @@ def log_expected_squared_norm(y0: ArrayLike, layers: Sequence[Layer | tuple]) ->
 
 
 def expected_squared_norm(y0: ArrayLike, layers: Sequence[Layer | tuple]) -> np.ndarray:
-    r"""``E |x^(l)|^2`` for ReLU layers given ``|x^(0)|^2 = y0`` (seed 001, Cor. 3, eqs. 5-6).
+    r"""``E |x^(l)|^2`` for ReLU layers given ``|x^(0)|^2 = y0`` (Burkholz & Dubatovka 2019, Cor. 3, eqs. 5-6).
 
     Eq. 5: ``E(|x^(l)|^2 | |x^(l-1)|^2 = y) = (sigma_w2_l / fan_in_l * y + sigma_b2_l) N_l / 2``,
     iterated (eq. 6 is the unrolled form), per-layer widths and variances, biases included. He

@@ -1,4 +1,4 @@
-"""``T_l`` on a grid and propagated squared-norm laws (seed 001, Prop. 1, Sec. 2.2, Fig. 1a)."""
+"""``T_l`` on a grid and propagated squared-norm laws (Burkholz & Dubatovka 2019, Prop. 1, Sec. 2.2, Fig. 1a)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ __all__ = ["DiscreteOperator", "discretize_operator", "grid_masses", "kernel_mas
 
 @dataclass(frozen=True)
 class DiscreteOperator(Result):
-    """``T_l`` as a column-stochastic matrix on the states {atom at 0} + cells (seed 001, Sec. 2.2).
+    """``T_l`` as a column-stochastic matrix on the states {atom at 0} + cells (Burkholz & Dubatovka 2019, Sec. 2.2).
 
     State 0 is the atom ``z = 0``; state ``j >= 1`` the cell ``(grid[j-1], grid[j]]``. A law is a
     vector of masses ``p`` (sum 1); the next layer's is ``matrix @ p``.
@@ -192,7 +192,7 @@ def _fft_cell_masses(y, grid, n, sw, sb, act, n_quantiles):
 
 
 def _check_variance_range(y, sw, sb):
-    """``sw * y + sb`` (seed 001's variances) must be finite for every source."""
+    """``sw * y + sb`` (Burkholz & Dubatovka's variances) must be finite for every source."""
     with np.errstate(over="ignore"):
         top = sw * (float(np.max(y)) if np.size(y) else 0.0) + sb
     if not math.isfinite(top):
@@ -213,7 +213,7 @@ def kernel_masses(
     *,
     fan_in: int | None = None,
 ) -> np.ndarray:
-    """Law of the next squared norm given ``|x|^2 = y``, as masses on the states of ``grid`` (seed 001, Prop. 1, Prop. 4).
+    """Law of the next squared norm given ``|x|^2 = y``, as masses on the states of ``grid`` (Burkholz & Dubatovka 2019, Prop. 1, Prop. 4).
 
     ReLU: closed form (Prop. 4; exact cell masses from chi-square CDFs). Any other built-in
     activation, or ``method="fft"``: the ``N``-fold convolution of the law of ``phi(h)^2``,
@@ -297,7 +297,7 @@ def discretize_operator(
     *,
     fan_in: int | None = None,
 ) -> DiscreteOperator:
-    """A mass-conserving matrix for ``T_l`` on a grid, the atom at 0 included (seed 001, Prop. 1).
+    """A mass-conserving matrix for ``T_l`` on a grid, the atom at 0 included (Burkholz & Dubatovka 2019, Prop. 1).
 
     Column ``j`` is the law of the next squared norm given that the current one is distributed
     uniformly on cell ``j`` (Gauss-Legendre average over ``nodes_per_cell`` source points), or is
@@ -388,7 +388,7 @@ def discretize_operator(
 def grid_masses(samples: ArrayLike, grid: ArrayLike) -> np.ndarray:
     """Masses of the empirical law of ``samples`` (squared norms) on the states of ``grid``.
 
-    The state layout of :class:`DiscreteOperator` (seed 001, Sec. 2.2: the law of ``|x^(0)|^2``
+    The state layout of :class:`DiscreteOperator` (Burkholz & Dubatovka 2019, Sec. 2.2: the law of ``|x^(0)|^2``
     that :func:`propagate_distribution` takes as ``p0``). Exact zeros go to the atom (state 0);
     values beyond the last edge go to the last cell.
 
@@ -436,7 +436,7 @@ def propagate_distribution(
     activation: str | Activation = "relu",
     **kwargs: Any,
 ) -> np.ndarray:
-    """Propagate a squared-norm law through layers: ``p_l = T_l p_{l-1}`` (seed 001, Prop. 1, Fig. 1a).
+    """Propagate a squared-norm law through layers: ``p_l = T_l p_{l-1}`` (Burkholz & Dubatovka 2019, Prop. 1, Fig. 1a).
 
     Parameters
     ----------

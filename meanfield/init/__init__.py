@@ -6,18 +6,18 @@ Each family lives in a private submodule and is re-exported here:
   library's one weight sampler (``batch`` and ``backend`` arguments: the simulators of
   :mod:`meanfield.validation.simulators` draw through it), :func:`haar_orthogonal`,
   :func:`he_sigma_w2`, :func:`glorot_sigma_w2`;
-- looks-linear (``_looks_linear``, seed 001 Sec. 3): :func:`looks_linear` (the one looks-linear
+- looks-linear (``_looks_linear``, Burkholz & Dubatovka 2019 Sec. 3): :func:`looks_linear` (the one looks-linear
   block construction), :func:`gsm`, :func:`orthogonal_looks_linear`, :func:`looks_linear_input`;
-- convolution kernels (``_conv``, seed 003 Sec. 2.4 and Algorithms 1-2): the one kernel layout
+- convolution kernels (``_conv``, Xiao et al. 2018 Sec. 2.4 and Algorithms 1-2): the one kernel layout
   ``(*kernel_spatial, c_out, c_in)`` and the periodic convolution it defines
   (:func:`periodic_conv`, :func:`periodic_conv_transpose`, :func:`periodic_conv_weight_grad`,
   :func:`conv_matrix`, :func:`conv_singular_values`), PyTorch's layout (:func:`to_torch_layout`,
   :func:`from_torch_layout`), Gaussian (eq. 2.2), orthogonal and delta-orthogonal kernels;
-- ZerO (``_zero``, seed 002 part 3 Sec. A): deterministic Hadamard-based initialisation and ZerO*;
+- ZerO (``_zero``, Grzejdziak 2023 part 3 Sec. A): deterministic Hadamard-based initialisation and ZerO*;
 - MetaInit (``_metainit``, Dauphin & Schoenholz 2019): norms tuned to minimise the gradient quotient
   (:func:`metainit`; :func:`gradient_quotient` and its exact log-norm derivative
   :func:`gradient_quotient_gradient`);
-- symmetric initialisations (``_symmetry``, seed 000): ConstNet / LeakyNet weights.
+- symmetric initialisations (``_symmetry``, Blumenfeld et al. 2020): ConstNet / LeakyNet weights.
 
 Conventions: weights scale by ``sigma_w2`` everywhere (``W_ij ~ N(0, sigma_w2 / fan_in)``; an
 orthogonal construction is multiplied by ``sqrt(sigma_w2)``, i.e. ``sigma_w2 = gain^2``). Dense

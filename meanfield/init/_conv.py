@@ -1,9 +1,9 @@
-r"""Convolution kernels: one layout, the periodic convolution they define, and seed 003's initialisers.
+r"""Convolution kernels: one layout, the periodic convolution they define, and Xiao et al.'s initialisers.
 
 Layout
 ------
 Every convolution kernel of the library -- the initialisers here and in :mod:`meanfield.init`'s
-seed-000 constructions (:func:`constnet`, :func:`leakynet`, :func:`looks_linear_delta_orthogonal`),
+Blumenfeld et al. 2020 constructions (:func:`constnet`, :func:`leakynet`, :func:`looks_linear_delta_orthogonal`),
 the correlation measures of :mod:`meanfield.symmetry` and the simulators of
 :mod:`meanfield.validation.simulators` -- has the shape
 
@@ -12,7 +12,7 @@ the correlation measures of :mod:`meanfield.symmetry` and the simulators of
 optionally with leading batch axes: one ``(c_out, c_in)`` matrix per kernel tap, acting on
 channels-last signals ``x`` of shape ``(..., *spatial, c_in)`` as a dense weight matrix acts on a
 column, ``h = W x`` (``W`` of shape ``(n_out, n_in)``). The operator is the periodic
-cross-correlation of seed 003, eq. 2.1,
+cross-correlation of Xiao et al. 2018, eq. 2.1,
 
 .. math:: y_j(a) = \sum_\beta \sum_i K_{ji}(\beta)\, x_i(a + \beta),
 
@@ -93,7 +93,7 @@ MAX_KERNEL_WORK = 2**40
 
 
 def kernel_offsets(kernel_shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """The taps of a kernel: ``(index, beta)`` with ``beta = index - k // 2`` per axis (seed 003, eq. 2.1).
+    """The taps of a kernel: ``(index, beta)`` with ``beta = index - k // 2`` per axis (Xiao et al. 2018, eq. 2.1).
 
     Parameters
     ----------
@@ -271,10 +271,10 @@ def _finite_result(xp: Any, out: Any, what: str, hint: str, check_finite: bool =
 def periodic_conv(
     x: ArrayLike, kernel: ArrayLike, spatial_dims: int, backend: str | Backend = "numpy", *, check_finite: bool = True
 ) -> Any:
-    """Periodic cross-correlation ``y_j(a) = sum_beta sum_i K_ji(beta) x_i(a + beta)`` (seed 003, eq. 2.1).
+    """Periodic cross-correlation ``y_j(a) = sum_beta sum_i K_ji(beta) x_i(a + beta)`` (Xiao et al. 2018, eq. 2.1).
 
     The library's one periodic convolution: the CNN simulators of
-    :mod:`meanfield.validation.simulators` (seed 003's random CNNs, seed 000's ConstNet / LeakyNet)
+    :mod:`meanfield.validation.simulators` (Xiao et al.'s random CNNs, Blumenfeld et al.'s ConstNet / LeakyNet)
     run on it. Zero taps are skipped (delta kernels cost one product).
 
     Parameters
@@ -312,7 +312,7 @@ def periodic_conv(
 
     Notes
     -----
-    Eq. 2.1 of Xiao et al. (2018), seed 003, with periodic boundaries.
+    Eq. 2.1 of Xiao et al. (2018), Xiao et al. 2018, with periodic boundaries.
 
     Examples
     --------
@@ -355,7 +355,7 @@ def periodic_conv_transpose(
 
     Notes
     -----
-    The backward pass of eq. 2.1 (seed 003, eq. 2.15): ``<g, K * x> = <K^T * g, x>``.
+    The backward pass of eq. 2.1 (Xiao et al. 2018, eq. 2.15): ``<g, K * x> = <K^T * g, x>``.
     """
     b, sd, g, kernel, lead, c_in, check = _conv_arguments(g, "g", kernel, spatial_dims, backend, -2, check_finite)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -404,7 +404,7 @@ def periodic_conv_weight_grad(
 
     Notes
     -----
-    Seed 003, Fig. S2 (the weight-gradient norms ``|dE / d omega^l|^2``).
+    Xiao et al. 2018, Fig. S2 (the weight-gradient norms ``|dE / d omega^l|^2``).
     """
     b = get_backend(backend)
     xp = b.xp
@@ -514,7 +514,7 @@ def from_torch_layout(weight: ArrayLike) -> np.ndarray:
 
 
 def conv_matrix(kernel: ArrayLike, spatial_shape: int | Sequence[int]) -> np.ndarray:
-    """The dense block-circulant matrix of the periodic cross-correlation by ``kernel`` (seed 003, eq. 2.1).
+    """The dense block-circulant matrix of the periodic cross-correlation by ``kernel`` (Xiao et al. 2018, eq. 2.1).
 
     Parameters
     ----------
@@ -597,7 +597,7 @@ def conv_singular_values(kernel: ArrayLike, spatial_shape: int | Sequence[int]) 
 
     Notes
     -----
-    Seed 003, App. D and Fig. S3 (spectra of block-circulant weight matrices).
+    Xiao et al. 2018, App. D and Fig. S3 (spectra of block-circulant weight matrices).
 
     Examples
     --------
@@ -633,7 +633,7 @@ def conv_singular_values(kernel: ArrayLike, spatial_shape: int | Sequence[int]) 
 def symmetric_projection(n: int, rng: Any = None) -> np.ndarray:
     """A random symmetric orthogonal projection ``P = U diag(m) U^T`` (``U`` Haar, ``m`` i.i.d. fair bits).
 
-    The projections ``P_t, Q_t`` of Algorithm 1 (seed 003, eq. 2.17), drawn as in TensorFlow's
+    The projections ``P_t, Q_t`` of Algorithm 1 (Xiao et al. 2018, eq. 2.17), drawn as in TensorFlow's
     ``ConvolutionOrthogonal`` initializer. ``P = P^T = P @ P``; its rank is Binomial(n, 1/2).
 
     Parameters
@@ -674,7 +674,7 @@ def gaussian_conv_kernel(
     batch: int | tuple[int, ...] = (),
     backend: str | Backend = "numpy",
 ) -> Any:
-    """I.i.d. Gaussian kernels of seed 003, eq. 2.2: ``omega_ji(beta) ~ N(0, sigma_w2 v_beta / c_in)``.
+    """I.i.d. Gaussian kernels of Xiao et al. 2018, eq. 2.2: ``omega_ji(beta) ~ N(0, sigma_w2 v_beta / c_in)``.
 
     Parameters
     ----------
@@ -712,7 +712,7 @@ def gaussian_conv_kernel(
 
     Notes
     -----
-    Seed 003, eq. 2.2 (the weight law of the CNN mean field, :func:`meanfield.conv.propagate`).
+    Xiao et al. 2018, eq. 2.2 (the weight law of the CNN mean field, :func:`meanfield.conv.propagate`).
 
     Examples
     --------
@@ -811,7 +811,7 @@ def _kernel_arguments(
 def orthogonal_conv_kernel(
     kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None
 ) -> np.ndarray:
-    """A random 2-D orthogonal convolution kernel, Algorithm 1 of seed 003.
+    """A random 2-D orthogonal convolution kernel, Algorithm 1 of Xiao et al. 2018.
 
     Parameters
     ----------
@@ -843,7 +843,7 @@ def orthogonal_conv_kernel(
 
     Notes
     -----
-    Seed 003, Algorithm 1 and eq. 2.17.
+    Xiao et al. 2018, Algorithm 1 and eq. 2.17.
     """
     k, c_in, c_out, sigma_w2, rng = _kernel_arguments(kernel_size, c_in, c_out, sigma_w2, rng, 2, True)
     kernel = np.eye(c_out)[None, None]  # Step 1
@@ -856,7 +856,7 @@ def orthogonal_conv_kernel(
 def orthogonal_conv_kernel_1d(
     kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None
 ) -> np.ndarray:
-    """The 1-D analogue of Algorithm 1 (seed 003): ``K(z) = H prod_t (P_t + (1 - P_t) z)``.
+    """The 1-D analogue of Algorithm 1 (Xiao et al. 2018): ``K(z) = H prod_t (P_t + (1 - P_t) z)``.
 
     Parameters
     ----------
@@ -896,7 +896,7 @@ def orthogonal_conv_kernel_1d(
 def delta_orthogonal_kernel(
     kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None
 ) -> np.ndarray:
-    """Delta-orthogonal kernel, Algorithm 2 of seed 003: ``H`` at the centre ``[k//2, k//2]``, zero elsewhere.
+    """Delta-orthogonal kernel, Algorithm 2 of Xiao et al. 2018: ``H`` at the centre ``[k//2, k//2]``, zero elsewhere.
 
     Parameters
     ----------
@@ -931,7 +931,7 @@ def delta_orthogonal_kernel(
 def delta_orthogonal_kernel_1d(
     kernel_size: int, c_in: int, c_out: int, *, sigma_w2: float = 1.0, rng: Any = None
 ) -> np.ndarray:
-    """1-D delta-orthogonal kernel (Algorithm 2 of seed 003 in one spatial dimension).
+    """1-D delta-orthogonal kernel (Algorithm 2 of Xiao et al. 2018 in one spatial dimension).
 
     Parameters
     ----------
@@ -963,7 +963,7 @@ def orthogonal_kernel_variance(kernel_size: int, ndim: int = 2) -> np.ndarray:
     :math:`P(1-P) = 0`. Hence :math:`\mathbb{E}\|K(\beta)\|_F^2 / c_{in} = \binom{k-1}{\beta}2^{-(k-1)}`
     per axis (an outer product in 2-D), and for ``c_in = c_out`` the cross-offset terms
     :math:`\mathrm{tr}\,K(\beta)^T K(\beta')/c` vanish in expectation, so a wide CNN with these kernels
-    (times ``sqrt(sigma_w2)``) follows :func:`meanfield.conv.propagate` with this ``v``. Seed 003 calls
+    (times ``sqrt(sigma_w2)``) follows :func:`meanfield.conv.propagate` with this ``v``. Xiao et al. 2018 calls
     these kernels spatially uniform (Sec. 3.4); their variance is in fact concentrated at the centre.
 
     Parameters

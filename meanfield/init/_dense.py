@@ -34,7 +34,7 @@ MAX_SLOPE = 1e150
 
 
 def _leaky_gain(slope: float) -> float:
-    """``2 / (1 + slope^2)`` = ``E[y^2] / E[phi_a(y)^2]`` for zero-mean symmetric ``y`` (seed 002, supplement)."""
+    """``2 / (1 + slope^2)`` = ``E[y^2] / E[phi_a(y)^2]`` for zero-mean symmetric ``y`` (Grzejdziak 2023, supplement)."""
     slope = real(slope, "slope")
     if abs(slope) > MAX_SLOPE:
         raise ValueError(
@@ -47,7 +47,7 @@ def he_sigma_w2(slope: float = 0.0) -> float:
     """He et al. (2015) weight variance for leaky ReLU of negative ``slope``: ``2 / (1 + slope^2)``.
 
     With ``Var W = sigma_w2 / fan_in`` this keeps the second moment constant through depth:
-    ``E[phi_a(y)^2] = (1 + a^2) / 2 E[y^2]`` for any zero-mean symmetric ``y`` (seed 002,
+    ``E[phi_a(y)^2] = (1 + a^2) / 2 E[y^2]`` for any zero-mean symmetric ``y`` (Grzejdziak 2023,
     the supplement's lemma proving Prop. 3.2), so ``sigma_w2 = 2 / (1 + a^2)`` is Prop. 3.2's
     ``Var W = 2 / (w (a^2 + 1))`` with ``w`` the fan-in.
 
@@ -70,7 +70,7 @@ def he_sigma_w2(slope: float = 0.0) -> float:
 
     Notes
     -----
-    Seed 002, Prop. 3.2.
+    Grzejdziak 2023, Prop. 3.2.
     """
     return _leaky_gain(slope)
 
@@ -223,8 +223,8 @@ def dense_weights(
 
     Notes
     -----
-    The dense convention of the design notes, ``W_ij ~ N(0, sigma_w2 / fan_in)`` (seed 003 eq. 2.2
-    for one-tap kernels; seed 002 uses ``sigma_w2 = 2 / (1 + a^2)``, :func:`he_sigma_w2`).
+    The dense convention of the design notes, ``W_ij ~ N(0, sigma_w2 / fan_in)`` (Xiao et al. 2018 eq. 2.2
+    for one-tap kernels; Grzejdziak 2023 uses ``sigma_w2 = 2 / (1 + a^2)``, :func:`he_sigma_w2`).
 
     Examples
     --------

@@ -3,7 +3,7 @@
 A layer of even widths is initialised as ``W = [[W0, -W0], [-W0, W0]]``. For an input of the form
 ``x = [relu(a), relu(-a)]`` the pre-activation is ``W x = [W0 a, -W0 a]``, so a ReLU network so
 initialised propagates its pre-activation half exactly as the linear network ``prod_l W0^(l)``
-(seed 001, Sec. 3: "effectively h^(l) = prod_l W0^(l) h0"). With Gaussian ``W0`` this is the
+(Burkholz & Dubatovka 2019, Sec. 3: "effectively h^(l) = prod_l W0^(l) h0"). With Gaussian ``W0`` this is the
 paper's Gaussian submatrix (GSM) initialisation; with orthogonal ``W0`` it achieves perfect
 dynamical isometry of the pre-activation half.
 
@@ -11,9 +11,9 @@ Parametrisation: library convention, ``Var (W0)_ij = sigma_w2 / n_in`` with ``n_
 of the full layer ``W``; the paper's ``sigma_w,l^2 = 2 / N_l`` is ``sigma_w2 = 2`` here. The
 orthogonal construction is scaled by ``sqrt(sigma_w2)`` too (``sigma_w2 = gain^2``).
 
-This module holds the library's one looks-linear construction: the seed-000 delta-orthogonal
+This module holds the library's one looks-linear construction: the Blumenfeld et al. 2020 delta-orthogonal
 kernels (:func:`meanfield.init.looks_linear_delta_orthogonal`) and the GSM networks of the
-seed-002 simulators (:mod:`meanfield.validation.simulators`) are built with it; :func:`gsm` and
+Grzejdziak 2023 simulators (:mod:`meanfield.validation.simulators`) are built with it; :func:`gsm` and
 :func:`orthogonal_looks_linear` take ``batch`` and ``backend`` as :func:`dense_weights` does.
 """
 
@@ -78,7 +78,7 @@ def looks_linear(w0: ArrayLike) -> np.ndarray:
 def looks_linear_input(x: ArrayLike) -> np.ndarray:
     """Map inputs ``x`` (..., n) to ``[relu(x), relu(-x)]`` (..., 2 n), the form a looks-linear layer expects.
 
-    ``looks_linear(W0) @ looks_linear_input(x) == [W0 x, -W0 x]`` (seed 001, Sec. 3).
+    ``looks_linear(W0) @ looks_linear_input(x) == [W0 x, -W0 x]`` (Burkholz & Dubatovka 2019, Sec. 3).
 
     Parameters
     ----------
@@ -139,7 +139,7 @@ def gsm(
     Returns
     -------
     array, shape ``batch + (n_out, n_in)``
-        ``[[W0, -W0], [-W0, W0]]`` (seed 001, Sec. 3), on ``backend``.
+        ``[[W0, -W0], [-W0, W0]]`` (Burkholz & Dubatovka 2019, Sec. 3), on ``backend``.
 
     Raises
     ------
@@ -177,7 +177,7 @@ def orthogonal_looks_linear(
     """Orthogonal looks-linear initialisation: ``looks_linear(sqrt(sigma_w2) W0)``, ``W0`` Haar orthogonal.
 
     With ``n_out = n_in`` and ``sigma_w2 = 1`` the pre-activation half is propagated by an
-    orthogonal matrix: every singular value of its input-output map equals 1 (seed 001, Sec. 3).
+    orthogonal matrix: every singular value of its input-output map equals 1 (Burkholz & Dubatovka 2019, Sec. 3).
 
     Parameters
     ----------

@@ -15,9 +15,9 @@ as in the authors' code (Fig. 2 of [1]_). ``GQ`` is the mean relative change of 
 after a unit step ``theta - g``: ``g(theta - g) ~= g - H g``. The norms follow signSGD with
 momentum on ``dGQ / d|W_l|``, one fresh batch of standard-normal inputs and uniformly random
 class labels per step (cross-entropy loss), ``lr = 0.1``, ``momentum = 0.9``, 500 steps,
-``eps = 1e-5``, batch 32: the defaults of [1]_'s code, also used by seed 002 for its Fig. 1.
+``eps = 1e-5``, batch 32: the defaults of [1]_'s code, also used by Grzejdziak 2023 for its Fig. 1.
 
-Networks (seed 002 convention, the first layer acting on the raw input as in Prop. 3.3 and the
+Networks (Grzejdziak 2023 convention, the first layer acting on the raw input as in Prop. 3.3 and the
 Fig. 1 networks): ``y^(1) = W^(1) x``, ``y^(l) = W^(l) phi_a(y^(l-1))`` for ``l = 2 .. L``, with
 leaky ReLU ``phi_a`` of negative slope ``a`` (``a = 0``: ReLU), no biases, and logits
 ``z = y^(L)``: the **last matrix is the read-out** of the MetaInit objective.
@@ -45,7 +45,7 @@ Choices the paper leaves open, and what this module does (each follows the autho
 
 * ``N`` counts every parameter in the GQ; only matrices (``ndim >= 2``) are rescaled. With
   ``biases=True`` zero biases take part in ``g``, ``H g`` and ``N`` but stay at zero, as in
-  seed 002's PyTorch networks (``nn.Linear(bias=True)`` with zero biases).
+  Grzejdziak's PyTorch networks (``nn.Linear(bias=True)`` with zero biases).
 * A norm update that would make a norm negative flips the matrix's sign (the code multiplies the
   matrix by ``new_norm / norm``); such events are counted in ``MetaInitResult.sign_flips``.
 * ``GQ`` is recorded before each step's update, on that step's batch.
@@ -624,12 +624,12 @@ def metainit(
     eps : float
         ``epsilon`` of the gradient quotient, in ``EPS_RANGE = [1e-100, 1e100]`` (1e-5).
     batch_size : int
-        Inputs per step (>= 1; 32, as for CIFAR-10 in the paper and in seed 002).
+        Inputs per step (>= 1; 32, as for CIFAR-10 in the paper and in Grzejdziak 2023).
     loss : {"cross_entropy", "mse"}
         ``cross_entropy`` with labels uniform over the ``n_L`` classes (the paper), or ``mse`` with
         standard-normal targets.
     biases : bool
-        Count zero biases as GQ parameters (seed 002's networks); they are not updated. A real bool.
+        Count zero biases as GQ parameters (Grzejdziak's networks); they are not updated. A real bool.
     eval_batches : int
         Fresh batches for ``gq_before`` / ``gq_after``, ``0 <= eval_batches <= 10^4``.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, or a sequence of them

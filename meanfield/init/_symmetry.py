@@ -1,4 +1,4 @@
-"""Deterministic, symmetric-feature initialisations of Blumenfeld, Gilboa & Soudry (2020), seed 000.
+"""Deterministic, symmetric-feature initialisations of Blumenfeld, Gilboa & Soudry (2020), Blumenfeld et al. 2020.
 
 - :func:`delta_kernel`: the delta kernel ``Delta`` of eq. 7;
 - :func:`averaging_conv`: ``Delta (x) (1 / n_in) 1 1^T``, ConstNet's first layer and, with a 1 x 1
@@ -123,7 +123,7 @@ def averaging_conv(n_out: int, n_in: int, kernel_shape: int | Sequence[int] = (3
 
 @dataclass(frozen=True)
 class ConstNetInit(Result):
-    """Every tensor of a ConstNet at initialisation (seed 000, Sec. 3.1 eq. 4, App. A, Fig. 13).
+    """Every tensor of a ConstNet at initialisation (Blumenfeld et al. 2020, Sec. 3.1 eq. 4, App. A, Fig. 13).
 
     The network is ``first -> [blocks of stage 0] -> widen -> [blocks of stage 1] -> ... -> pool -> head``:
 
@@ -156,7 +156,7 @@ def constnet(
     stride: int = 2,
 ) -> ConstNetInit:
     """ConstNet at initialisation: averaging first layer, zero single-operation residual blocks,
-    widening blocks with stride and a constant ``1 / n`` 1 x 1 conv, zero head (seed 000, App. A).
+    widening blocks with stride and a constant ``1 / n`` 1 x 1 conv, zero head (Blumenfeld et al. 2020, App. A).
 
     Parameters
     ----------
@@ -270,7 +270,7 @@ def leakynet(
     With the leaky ReLU ``phi`` of negative slope ``slope`` (the paper's ``sigma_rho``,
     ``rho = slope``; :func:`meanfield.activations.get_activation` ``("leaky_relu", slope=slope)``)
     and ``h^l = W_l * phi(h^{l-1})``, two consecutive layers compose to ``-x`` on symmetric
-    features (``phi(-phi(x) / slope) = -x``, Sec. 5.1 of seed 000), so the pre-activations repeat
+    features (``phi(-phi(x) / slope) = -x``, Sec. 5.1 of Blumenfeld et al. 2020), so the pre-activations repeat
     with period 4 (App. H): ``h^0, -phi(h^0)/slope, -h^0, -phi(-h^0)/slope``.
 
     Parameters
@@ -340,7 +340,7 @@ def looks_linear_delta_orthogonal(
     *,
     backend: str | Backend = "numpy",
 ) -> Any:
-    """``Delta (x) [[U, -U], [-U, U]]`` with ``U = sqrt(sigma_w2) Q``, ``Q`` Haar orthogonal of size ``n / 2`` (eq. 8 of seed 000).
+    """``Delta (x) [[U, -U], [-U, U]]`` with ``U = sqrt(sigma_w2) Q``, ``Q`` Haar orthogonal of size ``n / 2`` (eq. 8 of Blumenfeld et al. 2020).
 
     For an input ``[x, 0]`` (or any pre-activation of the form ``[a, -a]`` after a ReLU), the
     pre-activations of consecutive layers are related by ``diag(U, U)`` (eq. 9) surely, at any

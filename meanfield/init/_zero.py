@@ -1,4 +1,4 @@
-"""ZerO and ZerO* initialisation (Zhao, Schaefer & Anandkumar 2022; seed 002, part 3 Sec. A).
+"""ZerO and ZerO* initialisation (Zhao, Schaefer & Anandkumar 2022; Grzejdziak 2023, part 3 Sec. A).
 
 ZerO (Algorithm 1 of Zhao et al.) sets a weight matrix ``W`` of shape ``(P, Q)`` (fan-out ``P``,
 fan-in ``Q``) deterministically from zeros and ones:
@@ -110,7 +110,7 @@ def zero_weights(n_out: int, n_in: int) -> np.ndarray:
 
 
 def zero_network(widths: Sequence[int]) -> list[np.ndarray]:
-    """ZerO matrices of a dense network with widths ``widths[0] -> widths[1] -> ...`` (seed 002, Fig. 1's ZerO).
+    """ZerO matrices of a dense network with widths ``widths[0] -> widths[1] -> ...`` (Grzejdziak 2023, Fig. 1's ZerO).
 
     Parameters
     ----------
@@ -152,7 +152,7 @@ def _check_widths(widths) -> list:
 def zero_star_network(
     widths: Sequence[int], law: str = "gaussian", rng: int | np.random.Generator | None = None
 ) -> list[np.ndarray]:
-    """ZerO* (seed 002, part 3 Sec. A): random first layer with ``Var W = 1 / widths[0]``, ZerO elsewhere.
+    """ZerO* (Grzejdziak 2023, part 3 Sec. A): random first layer with ``Var W = 1 / widths[0]``, ZerO elsewhere.
 
     Parameters
     ----------

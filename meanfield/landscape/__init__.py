@@ -1,6 +1,6 @@
 """Skip connections as symmetry breaking: binary-weight landscapes and linear dynamics (Orhan 2017).
 
-Seed 004 (Orhan, *Skip Connections as Effective Symmetry-Breaking*, 2017). Map from code to paper:
+Orhan 2017 (Orhan, *Skip Connections as Effective Symmetry-Breaking*, 2017). Map from code to paper:
 
 =================================  ===============================================================
 code                               paper

@@ -1,4 +1,4 @@
-"""Binary toy networks and their exhaustive loss landscapes (seed 004, Sec. 2.2, eqs. 1-4, Fig. 4 / S1).
+"""Binary toy networks and their exhaustive loss landscapes (Orhan 2017, Sec. 2.2, eqs. 1-4, Fig. 4 / S1).
 
 Private submodule of :mod:`meanfield.landscape` (import the names from there):
 :func:`regression_task`, :func:`n_binary_parameters`, :func:`decode_configuration`,
@@ -79,7 +79,7 @@ class RegressionTask(Result):
 def regression_task(
     grid_size: int = 5, extent: float = 1.0, n_components: int = 8, rng: int | np.random.Generator | None = None
 ) -> RegressionTask:
-    """Grid inputs in ``[-extent, extent]^2`` and a random target function (seed 004, Sec. 2.2).
+    """Grid inputs in ``[-extent, extent]^2`` and a random target function (Orhan 2017, Sec. 2.2).
 
     The paper gives no details beyond "a two-dimensional regression problem with a random target
     function"; we use ``grid_size^2`` points of the square grid and the random Fourier series
@@ -141,7 +141,7 @@ def regression_task(
 def n_binary_parameters(n_layers: int = 7, width: int = 2, output_bias_bit: bool = False) -> int:
     """Number of binary parameters of the toy net: ``(n_layers - 2) width^2 + width (+ 1)``.
 
-    ``n_binary_parameters(7, 2) == 22`` (eqs. 1-4 of seed 004); ``23`` with
+    ``n_binary_parameters(7, 2) == 22`` (eqs. 1-4 of Orhan 2017); ``23`` with
     ``output_bias_bit=True`` (the paper's count). An exact integer for any size.
 
     Parameters
@@ -181,7 +181,7 @@ def decode_configuration(
 
     Parameter ``j`` is ``+1`` iff bit ``n-1-j`` of ``c`` is set (order: ``W_1`` row-major, ...,
     ``W_{n_layers-2}``, ``w_out``, output bias), the encoding of :func:`binary_landscape` for the
-    toy nets of eqs. 1-4 of seed 004.
+    toy nets of eqs. 1-4 of Orhan 2017.
 
     Parameters
     ----------
@@ -265,7 +265,7 @@ def forward_binary(
     output_bias: float = 0.0,
     biases: ArrayLike | None = None,
 ) -> np.ndarray:
-    """Outputs of one toy network (eqs. 1-4 of seed 004) on ``inputs``; plain NumPy reference of the kernel.
+    """Outputs of one toy network (eqs. 1-4 of Orhan 2017) on ``inputs``; plain NumPy reference of the kernel.
 
     Parameters
     ----------
@@ -579,7 +579,7 @@ def binary_landscape(
     Parameters
     ----------
     architecture : {"plain", "residual", "hyper_residual", "path_residual"}
-        Eq. 1, 2, 3 or 4 of seed 004.
+        Eq. 1, 2, 3 or 4 of Orhan 2017.
     inputs : array_like, shape (P, width)
         Inputs; ``width`` (2 in the paper) is the width of every hidden layer.
     targets : array_like, shape (P,)

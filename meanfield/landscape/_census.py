@@ -1,4 +1,4 @@
-"""Exhaustive binary landscapes in chunks of leading bits, with bounded memory (seed 004, Sec. 2.2, Fig. 4).
+"""Exhaustive binary landscapes in chunks of leading bits, with bounded memory (Orhan 2017, Sec. 2.2, Fig. 4).
 
 Private submodule of :mod:`meanfield.landscape` (import the names from there):
 :func:`landscape_census` and its result :class:`LandscapeCensus`.
@@ -268,7 +268,7 @@ def landscape_census(
 ) -> LandscapeCensus:
     """Count the local minima of a toy net's exhaustive landscape, chunk by chunk (Fig. 4, any depth).
 
-    Same networks, encoding and tie rule as :func:`binary_landscape` (seed 004, eqs. 1-4), but the
+    Same networks, encoding and tie rule as :func:`binary_landscape` (Orhan 2017, eqs. 1-4), but the
     loss table is never held whole: the ``2^n`` configurations are split by their ``chunk_bits``
     leading bits into tasks of :mod:`meanfield.parallel` (run them on a cluster with
     ``with meanfield.parallel.using(...)``), and losses of neighbours in other chunks are
@@ -315,7 +315,7 @@ def landscape_census(
 
     Notes
     -----
-    Seed 004, Sec. 2.2 and Fig. 4 ("local minima ... fewer with skip connections"), at depths the
+    Orhan 2017, Sec. 2.2 and Fig. 4 ("local minima ... fewer with skip connections"), at depths the
     paper did not enumerate. The cost is one incremental forward pass per configuration (mostly
     the output layer) plus ``chunk_bits`` full passes per in-chunk candidate.
     """

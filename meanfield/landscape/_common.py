@@ -1,6 +1,6 @@
 """Shared private helpers of :mod:`meanfield.landscape`: architecture names and the flow integrator.
 
-The gradient flows of :func:`~meanfield.landscape.three_layer_flow` (seed 004, eqs. 11-18) and
+The gradient flows of :func:`~meanfield.landscape.three_layer_flow` (Orhan 2017, eqs. 11-18) and
 :func:`~meanfield.landscape.mode_flow` (eqs. 21-23) are integrated by :func:`_integrate` (LSODA
 through ``scipy.integrate.solve_ivp``) under one evaluation budget, :data:`MAX_FLOW_EVALUATIONS`,
 defined here and read at each call from the public package (``meanfield.landscape.MAX_FLOW_EVALUATIONS``,

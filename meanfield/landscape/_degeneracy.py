@@ -1,4 +1,4 @@
-"""Degeneracy of trained networks: singularities of the weights and of the Hessian (seed 004).
+"""Degeneracy of trained networks: singularities of the weights and of the Hessian (Orhan 2017).
 
 Private submodule of :mod:`meanfield.landscape`:
 
@@ -117,7 +117,7 @@ def _row_norms(w: np.ndarray) -> np.ndarray:
 
 
 def singularity_measures(weights: Sequence[ArrayLike] | np.ndarray, tol: float = 1e-3) -> SingularityMeasures:
-    """Elimination and overlap singularities of a feed-forward stack ``W_1, ..., W_m`` (Supp. Note 1 of seed 004).
+    """Elimination and overlap singularities of a feed-forward stack ``W_1, ..., W_m`` (Supp. Note 1 of Orhan 2017).
 
     Units are the rows of each ``W_l`` (shape ``(n_out, n_in)``; its outputs feed ``W_{l+1}``).
     Norms and distances are relative to the root-mean-square row norm of the same matrix, so the
@@ -143,7 +143,7 @@ def singularity_measures(weights: Sequence[ArrayLike] | np.ndarray, tol: float =
 
     Notes
     -----
-    Seed 004, Supp. Note 1: when units ``j`` and ``j'`` have the same incoming weights, the Hessian
+    Orhan 2017, Supp. Note 1: when units ``j`` and ``j'`` have the same incoming weights, the Hessian
     columns of ``W_{l,ij}`` and ``W_{l,ij'}`` coincide (overlap singularity); a unit with zero
     incoming (outgoing) weights leaves its outgoing (incoming) weights without any effect on the
     cost (elimination singularity). Exact: pairwise distances of all rows, no sampling.
@@ -210,7 +210,7 @@ def degenerate_fraction(eigenvalues: ArrayLike, rtol: float = DEGENERATE_RTOL) -
 
     Notes
     -----
-    Seed 004, Supp. Notes 1-3: the singularities make the Hessian degenerate; the fraction of
+    Orhan 2017, Supp. Notes 1-3: the singularities make the Hessian degenerate; the fraction of
     zero eigenvalues counts the non-identifiable directions.
     """
     ev = as_float_array(eigenvalues, "eigenvalues")
@@ -293,7 +293,7 @@ def skip_network_hessian(
     long_skips: Sequence[ArrayLike] | np.ndarray | None = None,
     constant_bias: tuple[float, float] | None = None,
 ) -> HessianSpectrum:
-    """Exact Hessian of ``E = sum_p ||y_p - x_L(x_p)||^2 / (2 P)`` for :func:`skip_network` (Supp. Note 1 of seed 004).
+    """Exact Hessian of ``E = sum_p ||y_p - x_L(x_p)||^2 / (2 P)`` for :func:`skip_network` (Supp. Note 1 of Orhan 2017).
 
     The weights ``W_l`` and biases ``b_l`` are the parameters (skips and constant biases are
     fixed); the Hessian is formed by PyTorch automatic differentiation in float64 and symmetrised
@@ -324,7 +324,7 @@ def skip_network_hessian(
 
     Notes
     -----
-    Seed 004, Supp. Note 1 (eq. 27): if units ``j`` and ``j'`` of layer ``l`` have the same
+    Orhan 2017, Supp. Note 1 (eq. 27): if units ``j`` and ``j'`` of layer ``l`` have the same
     incoming weights in a plain net, the Hessian columns of ``W_{l,ij}`` and ``W_{l,ij'}`` are
     identical and ``H`` is singular; an identity skip into layer ``l`` makes the two units'
     activities differ and removes this degeneracy.
@@ -372,7 +372,7 @@ def skip_network_hessian(
 
 
 def bias_targets(widths: Sequence[int], sigma: float, rng: Any = None) -> list[np.ndarray]:
-    """Random bias targets ``b*_l ~ N(0, sigma^2)``, one vector per layer (Sec. 2.4.1 of seed 004).
+    """Random bias targets ``b*_l ~ N(0, sigma^2)``, one vector per layer (Sec. 2.4.1 of Orhan 2017).
 
     Parameters
     ----------
@@ -396,7 +396,7 @@ def bias_targets(widths: Sequence[int], sigma: float, rng: Any = None) -> list[n
 
     Notes
     -----
-    Seed 004, Sec. 2.4.1: the targets give every unit of a layer its own preferred bias, which
+    Orhan 2017, Sec. 2.4.1: the targets give every unit of a layer its own preferred bias, which
     orders the units and breaks their permutation symmetry (``BiasSymmBreak``; the same targets as
     initial values without the penalty are ``BiasInit``).
     """
@@ -415,7 +415,7 @@ def bias_targets(widths: Sequence[int], sigma: float, rng: Any = None) -> list[n
 def bias_penalty(
     biases: Sequence[ArrayLike], targets: Sequence[ArrayLike], strength: float
 ) -> tuple[float, list[np.ndarray]]:
-    """``lambda sum_l ||b_l - b*_l||^2`` and its gradient (the bias regulariser of Sec. 2.4.1 of seed 004).
+    """``lambda sum_l ||b_l - b*_l||^2`` and its gradient (the bias regulariser of Sec. 2.4.1 of Orhan 2017).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Decoupled mode strengths of deep linear networks: energy, gradient, Hessian, flow (seed 004).
+"""Decoupled mode strengths of deep linear networks: energy, gradient, Hessian, flow (Orhan 2017).
 
 Private submodule of :mod:`meanfield.landscape`: Sec. 2.3.2, eqs. 19-23 and Supplementary Note 3
 (eqs. 34-37) of Orhan (2017). One mode of a deep linear network with ``N_l - 1`` weight layers
@@ -94,7 +94,7 @@ def _mode_overflow(what):
 
 
 def mode_energy(a: ArrayLike, s: float, architecture: str = "plain") -> float:
-    """``E = (s - prod_l (a_l + c_l))^2 / 2`` (eqs. 21-23 of seed 004 with ``tau = 1``; ``c_l`` from :func:`mode_offsets`).
+    """``E = (s - prod_l (a_l + c_l))^2 / 2`` (eqs. 21-23 of Orhan 2017 with ``tau = 1``; ``c_l`` from :func:`mode_offsets`).
 
     Parameters
     ----------
@@ -135,7 +135,7 @@ def _prod_except(x):
 
 
 def mode_gradient(a: ArrayLike, s: float, architecture: str = "plain") -> np.ndarray:
-    """``dE/da_i = -(s - u) prod_{l != i}(a_l + c_l)`` (Supp. eq. 35 of seed 004).
+    """``dE/da_i = -(s - u) prod_{l != i}(a_l + c_l)`` (Supp. eq. 35 of Orhan 2017).
 
     Parameters and errors as :func:`mode_energy`; returns a finite array of shape (N_l - 1,).
     """
@@ -148,7 +148,7 @@ def mode_gradient(a: ArrayLike, s: float, architecture: str = "plain") -> np.nda
 
 
 def mode_hessian(a: ArrayLike, s: float, architecture: str = "plain") -> np.ndarray:
-    """Hessian of eqs. 21-23 (Supp. eqs. 36-37 of seed 004).
+    """Hessian of eqs. 21-23 (Supp. eqs. 36-37 of Orhan 2017).
 
     ``H_ii = (prod_{l != i} x_l)^2`` and ``H_ik = (2 u - s) prod_{l != i,k} x_l`` with
     ``x_l = a_l + c_l`` and ``u = prod_l x_l``; equivalently ``H = g g^T - (s - u) K`` with
@@ -213,7 +213,7 @@ class ModeTrajectory(Result):
 def mode_flow(
     a0: ArrayLike, s: float, t: ArrayLike, architecture: str = "plain", rtol: float = 1e-9, atol: float = 1e-12
 ) -> ModeTrajectory:
-    """Integrate the gradient flow ``da/dt = -dE/da`` of eqs. 21-23 (seed 004) with ``scipy.integrate.solve_ivp`` (LSODA).
+    """Integrate the gradient flow ``da/dt = -dE/da`` of eqs. 21-23 (Orhan 2017) with ``scipy.integrate.solve_ivp`` (LSODA).
 
     Parameters
     ----------

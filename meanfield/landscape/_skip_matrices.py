@@ -1,4 +1,4 @@
-"""Skip matrices of controlled orthogonality (seed 004, Sec. 2.4.2, Figs. 9-10, Supp. Note 4).
+"""Skip matrices of controlled orthogonality (Orhan 2017, Sec. 2.4.2, Figs. 9-10, Supp. Note 4).
 
 Private submodule of :mod:`meanfield.landscape`: :func:`folded_orthogonal` (Fig. 9: a Haar
 orthogonal matrix whose columns are folded onto ``n / 2^f`` orthonormal ones),
@@ -38,7 +38,7 @@ def _haar(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def folded_orthogonal(n: int, n_orthonormal: int, rng: int | np.random.Generator | None = None) -> np.ndarray:
-    """A Haar orthogonal matrix folded until ``n_orthonormal`` distinct orthonormal columns remain (Fig. 9 of seed 004).
+    """A Haar orthogonal matrix folded until ``n_orthonormal`` distinct orthonormal columns remain (Fig. 9 of Orhan 2017).
 
     Folding copies the first half of the columns onto the second half; after ``f`` folds column
     ``j`` equals column ``j mod (n / 2^f)`` of the orthogonal matrix.
@@ -94,7 +94,7 @@ _LOG_TINY = -math.log(np.finfo(np.float64).tiny)
 
 
 def column_covariance_spectrum(n: int, tau: float, log: bool = False) -> np.ndarray:
-    """Target spectrum ``lambda_i = exp(-tau (i - 1))``, ``i = 1..n`` (Sec. 2.4.2, Fig. 10a of seed 004).
+    """Target spectrum ``lambda_i = exp(-tau (i - 1))``, ``i = 1..n`` (Sec. 2.4.2, Fig. 10a of Orhan 2017).
 
     Parameters
     ----------
@@ -136,7 +136,7 @@ def column_covariance_spectrum(n: int, tau: float, log: bool = False) -> np.ndar
 def controlled_skip_matrix(n: int, tau: float, rng: int | np.random.Generator | None = None) -> np.ndarray:
     """A skip matrix whose eigenvalues are those of a Haar rotation and whose column Gram matrix
     ``Sigma^T Sigma`` has eigenvalues proportional to ``exp(-tau (i - 1))`` (our construction for
-    Sec. 2.4.2 / Fig. 10 of seed 004).
+    Sec. 2.4.2 / Fig. 10 of Orhan 2017).
 
     Supplementary Note 4 is cut off in the seed, and its printed recipe ``Sigma = T O T^{-1}``
     fixes the eigenvector correlations rather than the column covariance. This construction
@@ -207,7 +207,7 @@ def controlled_skip_matrix(n: int, tau: float, rng: int | np.random.Generator | 
 
 
 def supp4_skip_matrix(n: int, tau: float, rng: int | np.random.Generator | None = None) -> np.ndarray:
-    """The printed recipe of Supp. Note 4 of seed 004: ``Sigma = T O T^{-1}``, ``R = T T^T`` the correlation of ``S = Q Lambda Q^T``.
+    """The printed recipe of Supp. Note 4 of Orhan 2017: ``Sigma = T O T^{-1}``, ``R = T T^T`` the correlation of ``S = Q Lambda Q^T``.
 
     ``Sigma`` has the eigenvalues of the Haar orthogonal ``O`` (on the unit circle); its
     eigenvectors ``T u_k`` are correlated through ``R``. Kept for comparison with

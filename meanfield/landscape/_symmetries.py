@@ -1,4 +1,4 @@
-"""Symmetries of the loss landscape: rescaling of weight matrices and permutation counts (seed 004).
+"""Symmetries of the loss landscape: rescaling of weight matrices and permutation counts (Orhan 2017).
 
 Private submodule of :mod:`meanfield.landscape`:
 
@@ -142,7 +142,7 @@ def skip_network(
     long_skips: Sequence[ArrayLike] | np.ndarray | None = None,
     constant_bias: tuple[float, float] | None = None,
 ) -> np.ndarray:
-    """Real-valued ReLU net with skip matrices: eq. 24 (plain), 25 (residual), 26 (hyper-residual) of seed 004.
+    """Real-valued ReLU net with skip matrices: eq. 24 (plain), 25 (residual), 26 (hyper-residual) of Orhan 2017.
 
     Plain (eq. 24): ``x_{l+1} = f(W_l x_l + b_l + c_l)``; residual (eq. 25):
     ``x_{l+1} = f(W_l x_l + b_l + c_l) + Q_l x_l``; hyper-residual (eq. 26):
@@ -189,7 +189,7 @@ def skip_network(
 
     Notes
     -----
-    Seed 004, Sec. 2.4, eqs. 24-26; Secs. 2.4.2-2.4.3 for the skip matrices and constant biases.
+    Orhan 2017, Sec. 2.4, eqs. 24-26; Secs. 2.4.2-2.4.3 for the skip matrices and constant biases.
     With ``skips=None`` and ``long_skips=None`` the result is the identity-skip network of earlier
     versions exactly.
     """
@@ -224,7 +224,7 @@ def rescaling_deviation(
     constant_bias: tuple[float, float] | None = None,
 ) -> float:
     """Relative change ``||F' - F|| / ||F||`` of the output when ``W_k -> g W_k``, ``W_l -> W_l / g``
-    and the biases of layers ``k`` to ``l - 1`` are multiplied by ``g`` (Sec. 2.1, Fig. 2c of seed 004).
+    and the biases of layers ``k`` to ``l - 1`` are multiplied by ``g`` (Sec. 2.1, Fig. 2c of Orhan 2017).
 
     Zero (to rounding) for the plain ReLU net (positive homogeneity); non-zero with skips.
 
@@ -311,10 +311,10 @@ class PermutationCounts(Result):
         Classes ``K_l`` of each layer (``d_l = n_l / K_l`` units per class).
     undifferentiated : int
         ``prod_l n_l!``: permutations of the units within each layer, which leave a plain
-        network's function unchanged (Sec. 2.1, Fig. 1a of seed 004).
+        network's function unchanged (Sec. 2.1, Fig. 1a of Orhan 2017).
     class_respecting : int
         ``prod_l K_l! (d_l!)^{K_l}``: the permutations that respect class membership (the
-        Discussion of seed 004); equal to ``undifferentiated`` for ``K_l = 1`` or ``K_l = n_l``.
+        Discussion of Orhan 2017); equal to ``undifferentiated`` for ``K_l = 1`` or ``K_l = n_l``.
     """
 
     widths: tuple[int, ...]
@@ -362,7 +362,7 @@ def _count_list(values: object, name: str) -> tuple[list[object], bool]:
 
 
 def permutation_counts(widths: int | Sequence[int], n_classes: int | Sequence[int] = 1) -> PermutationCounts:
-    """Permutation counts of seed 004: ``prod_l n_l!`` versus ``prod_l K_l! (d_l!)^{K_l}``, exact integers.
+    """Permutation counts of Orhan 2017: ``prod_l n_l!`` versus ``prod_l K_l! (d_l!)^{K_l}``, exact integers.
 
     Units within a hidden layer can be permuted without changing the function of a plain network
     (Sec. 2.1, Fig. 1a): ``n_l!`` permutations per layer, ``prod_l n_l!`` in all; skip

@@ -1,4 +1,4 @@
-"""Linear three-layer networks in the mode basis: energy, gradient flow and Hessian (seed 004).
+"""Linear three-layer networks in the mode basis: energy, gradient flow and Hessian (Orhan 2017).
 
 Private submodule of :mod:`meanfield.landscape`: Sec. 2.3.1, eqs. 8-18 (plain eqs. 8-14, residual
 eqs. 15-18) and Supplementary Note 2 (eqs. 29-33) of Orhan (2017), in the notation of Saxe et
@@ -145,7 +145,7 @@ def three_layer_gradient_field(
     v: ArrayLike | None = None,
     printed: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Right-hand sides ``(da/dt, db/dt)`` of eqs. 8-9 / 11-18 of seed 004 (gradient flow of the energy).
+    """Right-hand sides ``(da/dt, db/dt)`` of eqs. 8-9 / 11-18 of Orhan 2017 (gradient flow of the energy).
 
     ``da/dt = (b + u) R^T`` and ``db/dt = (a + v) R`` with ``R = diag(s) - (a + v)^T (b + u)``.
     The paper's printed eqs. 13-14 and 17-18 use ``(a^1 . b^2) a^2`` where the gradient of eq. 10
@@ -203,7 +203,7 @@ def three_layer_flow(
     rtol: float = 1e-9,
     atol: float = 1e-12,
 ) -> ThreeLayerTrajectory:
-    """Integrate eqs. 11-14 (plain, ``u = v = None``) or 15-18 (residual) of seed 004 with LSODA.
+    """Integrate eqs. 11-14 (plain, ``u = v = None``) or 15-18 (residual) of Orhan 2017 with LSODA.
 
     Parameters
     ----------
@@ -294,7 +294,7 @@ class ThreeLayerHessian(Result):
 def three_layer_hessian(
     a: ArrayLike, b: ArrayLike, s: ArrayLike, u: ArrayLike | None = None, v: ArrayLike | None = None
 ) -> ThreeLayerHessian:
-    """Analytic Hessian of the three-layer energy (Supp. Note 2 of seed 004).
+    """Analytic Hessian of the three-layer energy (Supp. Note 2 of Orhan 2017).
 
     With ``A = a + v``, ``B = b + u``, ``R = diag(s) - A^T B``:
 

@@ -10,7 +10,7 @@ From the description follow :meth:`Network.theory`, :meth:`Network.simulate`,
 ==========================  ===============================================================
 Layer kind                  What it is
 ==========================  ===============================================================
-:class:`Dense`              ``W z + b``, ``W_ij ~ N(0, sigma_w2 / n_in)`` (seed 003, eq. 2.5)
+:class:`Dense`              ``W z + b``, ``W_ij ~ N(0, sigma_w2 / n_in)`` (Xiao et al. 2018, eq. 2.5)
 :class:`Conv`               periodic convolution, any number of spatial axes (Xiao et al. 2018)
 :class:`Act`                elementwise activation of :mod:`meanfield.activations`
 :class:`Residual`           ``Q z + s f(z)``: skip matrix ``Q``, branch ``f``, branch scale ``s``

@@ -112,7 +112,7 @@ def _bias_add(y, bias, xp):
 class Dense(Layer):
     r"""Dense layer on the channel axis, :math:`h' = W z + b`, :math:`W_{ij} \sim N(0, \sigma_w^2/n_{in})`, :math:`b_i \sim N(0, \sigma_b^2)`.
 
-    Rule: the C-map :func:`meanfield.dense.covariance_map` (seed 003, eq. 2.5) when its input is a
+    Rule: the C-map :func:`meanfield.dense.covariance_map` (Xiao et al. 2018, eq. 2.5) when its input is a
     pending activation, :func:`meanfield.dense.input_covariance` on the raw input, and
     :math:`\sigma_w^2 S + \sigma_b^2` otherwise; NTK term :func:`meanfield.ntk.ntk_map`. Weights
     :func:`meanfield.init.dense_weights` (``law``); applied at every position of a spatial signal.
@@ -292,7 +292,7 @@ def periodic_conv(x, kernel, v, b: Backend):
     """Periodic cross-correlation ``y_j(a) = sum_beta sum_i K_ji(beta) x_i(a + beta)`` in any dimension.
 
     ``x`` (n, B, *spatial, c_in), ``kernel`` (n, *k, c_out, c_in) or (*k, c_out, c_in); taps with
-    ``v_beta = 0`` are skipped (the delta kernels of seed 000 cost one product).
+    ``v_beta = 0`` are skipped (the delta kernels of Blumenfeld et al. 2020 cost one product).
     """
     xp = b.xp
     sd = len(v.shape)
@@ -510,7 +510,7 @@ class Replicate(Layer):
 
 @dataclass(frozen=True)
 class Pool(Layer):
-    """Global mean pooling over the spatial positions (the read-out of seed 000's and seed 003's CNNs)."""
+    """Global mean pooling over the spatial positions (the read-out of Blumenfeld et al.'s and Xiao et al.'s CNNs)."""
 
     def out_shape(self, in_shape):
         return (in_shape[-1],)

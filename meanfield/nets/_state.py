@@ -192,7 +192,7 @@ def scale(a: np.ndarray | None, s: float) -> np.ndarray | None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Periodic averaging over positions in any number of spatial dimensions (seed 003, eq. 2.4).
+# Periodic averaging over positions in any number of spatial dimensions (Xiao et al. 2018, eq. 2.4).
 
 
 def offsets(v: np.ndarray):

@@ -37,7 +37,7 @@ inputs through the model, layer by layer:
 * ``Linear`` (``W_ij ~ sigma_w2 / fan_in``): :math:`\Sigma_{out} = \sigma_w^2 K_{in} + \sigma_b^2`
   with :math:`K` the second-moment matrix of the layer's input (exact for the data at layer 1);
 * ``Conv1d``/``Conv2d`` with ``padding=k // 2, padding_mode="circular"``, stride 1: the CNN
-  covariance map :math:`\Sigma_{out} = \sigma_w^2 \mathcal{A}_v\star K + \sigma_b^2` of seed 003
+  covariance map :math:`\Sigma_{out} = \sigma_w^2 \mathcal{A}_v\star K + \sigma_b^2` of Xiao et al. 2018
   (eqs. 2.3-2.5, :func:`meanfield.conv.average`), with the variance vector ``v`` that the kernel's
   initialiser realises; zero padding is computed as if circular and marked *approximate* (the
   borders differ);
@@ -47,9 +47,9 @@ inputs through the model, layer by layer:
   hyper-residual / path-residual nets: the residual mean-field recursion, in which the stream is a
   sum of unit-wise independent components (cross moments :math:`m_i m_j^T` from their means);
 * ``Flatten``, ``Identity``, ``Dropout`` (the audit runs in ``eval()`` mode), ``AdaptiveAvgPool(1)``;
-* gradients: the backward map under gradient independence (seed 003, eq. 2.16; Schoenholz et al.
+* gradients: the backward map under gradient independence (Xiao et al. 2018, eq. 2.16; Schoenholz et al.
   2017, eq. 14) through plain stacks of the layers above;
-* kurtosis: the exact finite-width recursion of seed 002 (Prop. 4.3, :func:`meanfield.kurtosis.propagate`)
+* kurtosis: the exact finite-width recursion of Grzejdziak 2023 (Prop. 4.3, :func:`meanfield.kurtosis.propagate`)
   where it applies: a ``Linear`` stack of i.i.d. Gaussian weights without biases and ReLU / leaky ReLU
   / identity activations. The sample kurtosis is heavy-tailed: once the predicted kurtosis is large
   (measured: above ~10 with 400 re-initialisations of a width-16 ReLU MLP) its jackknife standard
@@ -906,8 +906,8 @@ def audit(
 
     Notes
     -----
-    The theory is that of the module docstring: seed 003 eqs. 2.2-2.7 and 2.16, seed 002 Prop. 4.3,
-    and the residual recursion for identity skips (seed 004's architectures, eqs. 25-26).
+    The theory is that of the module docstring: Xiao et al. 2018 eqs. 2.2-2.7 and 2.16, Grzejdziak 2023 Prop. 4.3,
+    and the residual recursion for identity skips (Orhan's architectures, eqs. 25-26).
     The theory's weight and bias variances are those the initialisers declared: a layer whose
     weights were changed after initialisation (mis-scaled) is flagged. With a custom ``init`` whose
     layers carry no declaration, the theory uses the measured ``fan_in * E W^2`` and ``E b^2``
@@ -1066,7 +1066,7 @@ def audit(
         stopped_reason = f"theory not computable: {(str(exc).splitlines() or [''])[0]}"
     grads = theory.backward() if (backward and theory.plain and not stopped_reason) else {}
 
-    # kurtosis theory (seed 002 Prop. 4.3): Linear stack, Gaussian weights, no bias, relu-family
+    # kurtosis theory (Grzejdziak 2023 Prop. 4.3): Linear stack, Gaussian weights, no bias, relu-family
     kurt_theory = _kurtosis_theory(model, layers, params, theory, stopped_reason)
 
     name_of = {m: n for n, m in layers}
@@ -1137,7 +1137,7 @@ def audit(
                 th_k,
                 0.0,
                 verdict(kval, kerr, th_k, 0.0, approx, z),
-                "seed 002 Prop. 4.3 (exact at finite width); jackknife s.e., optimistic for large kurtosis"
+                "Grzejdziak 2023 Prop. 4.3 (exact at finite width); jackknife s.e., optimistic for large kurtosis"
                 if th_k is not None
                 else "undefined for a zero signal (reported as 0)"
                 if silent
@@ -1301,7 +1301,7 @@ def _power_n_inits(records, order, measured_w) -> int:
 
 
 def _kurtosis_theory(model, layers, params, theory, stopped) -> dict:
-    """kappa of every layer's pre-activations by seed 002's recursion where it applies, else {}."""
+    """kappa of every layer's pre-activations by Grzejdziak's recursion where it applies, else {}."""
     if stopped or not theory.plain or not theory.kurtosis_ok:
         return {}
     mods = [m for _, m in layers]

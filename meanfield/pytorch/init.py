@@ -33,7 +33,7 @@ the model was initialised for.
 Conventions: ``sigma_w2`` means ``W_ij ~ N(0, sigma_w2 / fan_in)`` (``fan_in = c_in * prod(k)`` for
 a convolution); orthogonal constructions are multiplied by ``sqrt(sigma_w2)`` (``sigma_w2 =
 gain^2``). Convolutions must be used with ``padding=k // 2, padding_mode="circular"`` for the
-periodic theory of seed 003 to hold exactly.
+periodic theory of Xiao et al. 2018 to hold exactly.
 """
 
 from __future__ import annotations
@@ -99,11 +99,11 @@ class InitSpec(Result):
         Bias variance drawn into the layer's bias, ``None`` when the bias was not touched.
     v : tuple or None
         Convolution variance vector (shape of the kernel, summing to 1) that the kernel realises
-        on average (seed 003, eq. 2.2): uniform for Gaussian kernels, one-hot for delta-orthogonal,
+        on average (Xiao et al. 2018, eq. 2.2): uniform for Gaussian kernels, one-hot for delta-orthogonal,
         binomial for Algorithm 1 (:func:`meanfield.init.orthogonal_kernel_variance`); ``None`` for
         dense weights.
     gaussian : bool
-        Whether the entries are i.i.d. Gaussian (the kurtosis recursion of seed 002 assumes it).
+        Whether the entries are i.i.d. Gaussian (the kurtosis recursion of Grzejdziak 2023 assumes it).
     deterministic : bool
         True for constructions without randomness (ZerO, ConstNet, LeakyNet): mean-field theory,
         a statement about random weights, does not apply to them.
@@ -464,7 +464,7 @@ def critical_sigma_w2(activation: Any, sigma_b2: float = 0.0) -> float:
 
     Notes
     -----
-    Seed 003, eq. 2.7 (chi_1); Schoenholz et al. (2017), eq. 5.
+    Xiao et al. 2018, eq. 2.7 (chi_1); Schoenholz et al. (2017), eq. 5.
     """
     return edge_of_chaos(activation, sigma_b2).sigma_w2
 
@@ -527,7 +527,7 @@ def critical_normal_(
 
     Notes
     -----
-    The Gaussian weights of seed 003, eq. 2.2 (uniform variance vector ``v`` for a kernel, drawn
+    The Gaussian weights of Xiao et al. 2018, eq. 2.2 (uniform variance vector ``v`` for a kernel, drawn
     by :func:`meanfield.init.gaussian_conv_kernel`; dense weights by
     :func:`meanfield.init.dense_weights`) with ``sigma_w2`` from :func:`critical_sigma_w2`
     (chi_1 = 1, eq. 2.7).
@@ -593,7 +593,7 @@ def mean_field_normal_(
 
     Notes
     -----
-    Seed 003, eq. 2.2 (:func:`meanfield.init.gaussian_conv_kernel`, uniform ``v``) and the dense
+    Xiao et al. 2018, eq. 2.2 (:func:`meanfield.init.gaussian_conv_kernel`, uniform ``v``) and the dense
     convention of :func:`meanfield.init.dense_weights`.
     """
     _check_tensor(tensor)
@@ -654,11 +654,11 @@ def _orthogonal_kernel_(tensor, method: str, sigma_w2: float, generator, make_1d
 
 
 def orthogonal_conv_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) -> Any:
-    """Orthogonal convolution kernel, Algorithm 1 of seed 003 (:func:`meanfield.init.orthogonal_conv_kernel`).
+    """Orthogonal convolution kernel, Algorithm 1 of Xiao et al. 2018 (:func:`meanfield.init.orthogonal_conv_kernel`).
 
     With ``padding=k // 2, padding_mode="circular"`` the convolution by the kernel is an isometry
     (``c_in <= c_out``) or co-isometry (orthonormal rows, ``c_in > c_out``) for every spatial size
-    (Definition 2.1 of seed 003), scaled so that ``fan_in * E W^2 = sigma_w2``: the factor is
+    (Definition 2.1 of Xiao et al. 2018), scaled so that ``fan_in * E W^2 = sigma_w2``: the factor is
     ``sqrt(sigma_w2 * c_out / c_in)`` for ``c_in <= c_out`` (``sqrt(sigma_w2)``, the paper's
     ``gain``, for square kernels) and ``sqrt(sigma_w2)`` for ``c_in > c_out``.
 
@@ -684,7 +684,7 @@ def orthogonal_conv_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = Non
 
     Notes
     -----
-    Seed 003, Algorithm 1 and eq. 2.17.
+    Xiao et al. 2018, Algorithm 1 and eq. 2.17.
     """
     return _orthogonal_kernel_(
         tensor,
@@ -698,7 +698,7 @@ def orthogonal_conv_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = Non
 
 
 def delta_orthogonal_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) -> Any:
-    """Delta-orthogonal kernel, Algorithm 2 of seed 003 (:func:`meanfield.init.delta_orthogonal_kernel`).
+    """Delta-orthogonal kernel, Algorithm 2 of Xiao et al. 2018 (:func:`meanfield.init.delta_orthogonal_kernel`).
 
     Parameters
     ----------
@@ -720,7 +720,7 @@ def delta_orthogonal_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = No
 
     Notes
     -----
-    Seed 003, Algorithm 2.
+    Xiao et al. 2018, Algorithm 2.
     """
     return _orthogonal_kernel_(
         tensor,
@@ -742,7 +742,7 @@ def _orthogonal_dense_(tensor, sigma_w2: float, generator) -> Any:
 
 
 def looks_linear_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) -> Any:
-    """Orthogonal looks-linear weights ``[[U, -U], [-U, U]]`` (seed 001 Sec. 3; seed 000 eq. 8 for kernels).
+    """Orthogonal looks-linear weights ``[[U, -U], [-U, U]]`` (Burkholz & Dubatovka 2019 Sec. 3; Blumenfeld et al. 2020 eq. 8 for kernels).
 
     Parameters
     ----------
@@ -766,7 +766,7 @@ def looks_linear_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) 
     Notes
     -----
     A ReLU network so initialised propagates its pre-activation half as the linear network
-    ``prod_l U_l`` (seed 001, Sec. 3): dynamical isometry at any depth.
+    ``prod_l U_l`` (Burkholz & Dubatovka 2019, Sec. 3): dynamical isometry at any depth.
     """
     _check_tensor(tensor, ndims=(2, 3, 4))
     rng = numpy_rng(generator)
@@ -781,7 +781,7 @@ def looks_linear_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) 
 
 
 def gsm_(tensor: Any, sigma_w2: float = 2.0, *, generator: Any = None) -> Any:
-    """Gaussian submatrix (GSM) weights ``[[W0, -W0], [-W0, W0]]``, ``W0 ~ N(0, sigma_w2 / n_in)`` (seed 001, Sec. 3).
+    """Gaussian submatrix (GSM) weights ``[[W0, -W0], [-W0, W0]]``, ``W0 ~ N(0, sigma_w2 / n_in)`` (Burkholz & Dubatovka 2019, Sec. 3).
 
     Parameters
     ----------
@@ -802,7 +802,7 @@ def gsm_(tensor: Any, sigma_w2: float = 2.0, *, generator: Any = None) -> Any:
 
     Notes
     -----
-    :func:`meanfield.init.gsm`; seed 001, Sec. 3.
+    :func:`meanfield.init.gsm`; Burkholz & Dubatovka 2019, Sec. 3.
     """
     _check_tensor(tensor, ndims=(2,))
     rng = numpy_rng(generator)
@@ -811,7 +811,7 @@ def gsm_(tensor: Any, sigma_w2: float = 2.0, *, generator: Any = None) -> Any:
 
 
 def zero_(tensor: Any) -> Any:
-    """ZerO weights (deterministic, Hadamard-based; :func:`meanfield.init.zero_weights`; seed 002 part 3).
+    """ZerO weights (deterministic, Hadamard-based; :func:`meanfield.init.zero_weights`; Grzejdziak 2023 part 3).
 
     Parameters
     ----------
@@ -834,7 +834,7 @@ def zero_(tensor: Any) -> Any:
 
 
 def zero_star_(tensors: Any, law: str = "gaussian", *, generator: Any = None) -> list:
-    """ZerO* (seed 002, part 3 Sec. A): a random first layer (``Var W = 1 / n_in``), ZerO elsewhere.
+    """ZerO* (Grzejdziak 2023, part 3 Sec. A): a random first layer (``Var W = 1 / n_in``), ZerO elsewhere.
 
     Parameters
     ----------
@@ -877,7 +877,7 @@ def zero_star_(tensors: Any, law: str = "gaussian", *, generator: Any = None) ->
 
 
 def constnet_(tensor: Any, kind: str = "average") -> Any:
-    """A ConstNet tensor (seed 000, Sec. 3.1, App. A): the averaging layer ``Delta (x) 11^T / n_in`` or zeros.
+    """A ConstNet tensor (Blumenfeld et al. 2020, Sec. 3.1, App. A): the averaging layer ``Delta (x) 11^T / n_in`` or zeros.
 
     Parameters
     ----------
@@ -910,7 +910,7 @@ def constnet_(tensor: Any, kind: str = "average") -> Any:
 
 
 def leakynet_(tensor: Any, layer: int, slope: float = 0.01, kind: str = "I") -> Any:
-    """LeakyNet tensor of layer ``layer`` (1-based): ``s_l Delta (x) M_l``, ``s_l = -1 / slope`` on odd layers (seed 000, Sec. 5.1).
+    """LeakyNet tensor of layer ``layer`` (1-based): ``s_l Delta (x) M_l``, ``s_l = -1 / slope`` on odd layers (Blumenfeld et al. 2020, Sec. 5.1).
 
     Parameters
     ----------
@@ -1123,7 +1123,7 @@ def critical_init_(
         (0 for tanh, ReLU, linear).
     kernel : {"delta_orthogonal", "orthogonal", "gaussian"}
         ``"delta_orthogonal"``: delta-orthogonal kernels (Algorithm 2) for odd-sized stride-1
-        convolutions, orthogonal matrices for ``Linear`` layers (dynamical isometry, seed 003
+        convolutions, orthogonal matrices for ``Linear`` layers (dynamical isometry, Xiao et al. 2018
         Sec. 2.4); ``"orthogonal"``: Algorithm-1 kernels for those convolutions; ``"gaussian"``:
         i.i.d. Gaussian weights everywhere. Orthogonal weights are scaled so that ``fan_in * E W^2
         = sigma_w2`` for any channel counts (orthonormal columns for ``c_in <= c_out``, rows for
@@ -1161,9 +1161,9 @@ def critical_init_(
     attention modules (``nn.MultiheadAttention``: softmax attention is outside the theory; PyTorch's
     own init kept), embeddings. Norm layers' affine parameters are set to weight 1, bias 0 (the
     identity after normalisation, the unit-variance signal the next layer's rule assumes), except a
-    branch-end norm under ``residual="depth"``. chi_1 = 1 is the edge of chaos of seed 003,
+    branch-end norm under ``residual="depth"``. chi_1 = 1 is the edge of chaos of Xiao et al. 2018,
     eq. 2.7 (Schoenholz et al. 2017). Orthogonal weights have the same q-map and chi_1 as Gaussian
-    ones in mean field, with a better-conditioned input-output Jacobian (seed 003, Sec. 2.4).
+    ones in mean field, with a better-conditioned input-output Jacobian (Xiao et al. 2018, Sec. 2.4).
 
     Examples
     --------

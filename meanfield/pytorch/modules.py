@@ -5,17 +5,17 @@ Every builder has the signature ``(width, depth, activation, n_in, n_out, init=.
 :class:`~meanfield.pytorch.init.InitSpec`, so that :func:`meanfield.pytorch.audit` can re-initialise
 it and state the theory it was built for.
 
-- :func:`mlp`: ``Linear -> phi`` x depth ``-> Linear``, the mean-field MLP (seed 003);
-- :func:`periodic_cnn`: circular-padding ``Conv -> phi`` x depth, mean pool, ``Linear`` (seed 003);
+- :func:`mlp`: ``Linear -> phi`` x depth ``-> Linear``, the mean-field MLP (Xiao et al. 2018);
+- :func:`periodic_cnn`: circular-padding ``Conv -> phi`` x depth, mean pool, ``Linear`` (Xiao et al. 2018);
 - :func:`looks_linear_mlp`, :func:`gsm_mlp`: ReLU MLPs with orthogonal looks-linear or
-  Gaussian-submatrix weights (seed 001);
-- :func:`residual_mlp`: ``x_{l+1} = phi(W_l x_l + b_l) + x_l`` (seed 004, eq. 25, ``Q_l = I``);
+  Gaussian-submatrix weights (Burkholz & Dubatovka 2019);
+- :func:`residual_mlp`: ``x_{l+1} = phi(W_l x_l + b_l) + x_l`` (Orhan 2017, eq. 25, ``Q_l = I``);
 - :func:`hyper_residual_mlp`: plus ``(x_{l-1} + ... + x_1) / (l - 1)`` (eq. 26);
 - :func:`path_residual_mlp`: a skip matrix of ones, ``x_{l+1} = phi(W x_l + b) + 11^T x_l / n``;
-- :func:`constnet`: ConstNet, averaging first conv, zero residual blocks, zero head (seed 000);
-- :func:`leakynet`: LeakyNet, ``W_l = s_l Delta (x) M_l`` convolutions (seed 000).
+- :func:`constnet`: ConstNet, averaging first conv, zero residual blocks, zero head (Blumenfeld et al. 2020);
+- :func:`leakynet`: LeakyNet, ``W_l = s_l Delta (x) M_l`` convolutions (Blumenfeld et al. 2020).
 
-The path-residual skip matrix is the matrix of ones of seed 004 (Sec. 2.2, eq. 4) divided by the
+The path-residual skip matrix is the matrix of ones of Orhan 2017 (Sec. 2.2, eq. 4) divided by the
 width, so that the skip carries the mean of the units instead of ``n`` times it (the paper's toy
 network, of width 2, divides by 4 = 2 x 2 for the same reason).
 """
@@ -157,7 +157,7 @@ def mlp(
 
     Notes
     -----
-    Seed 003, Sec. 2.1 (the dense network of Poole et al. 2016).
+    Xiao et al. 2018, Sec. 2.1 (the dense network of Poole et al. 2016).
     """
     width, depth, n_in, n_out = _sizes(width, depth, n_in, n_out)
     layers = [nn.Linear(n_in, width), activation_module(activation)]
@@ -216,7 +216,7 @@ def periodic_cnn(
 
     Notes
     -----
-    Seed 003, eq. 2.1 (periodic boundary) and Sec. 2.4 (initialisations).
+    Xiao et al. 2018, eq. 2.1 (periodic boundary) and Sec. 2.4 (initialisations).
     """
     width, depth, n_in, n_out = _sizes(width, depth, n_in, n_out)
     k = check_int(kernel_size, "kernel_size", 1, 99)
@@ -250,7 +250,7 @@ def looks_linear_mlp(
     sigma_w2: float | None = None,
     generator: Any = None,
 ) -> Any:
-    """A ReLU MLP with looks-linear weights ``[[U, -U], [-U, U]]`` in every layer (seed 001, Sec. 3).
+    """A ReLU MLP with looks-linear weights ``[[U, -U], [-U, U]]`` in every layer (Burkholz & Dubatovka 2019, Sec. 3).
 
     Parameters
     ----------
@@ -304,7 +304,7 @@ def gsm_mlp(
     sigma_w2: float = 2.0,
     generator: Any = None,
 ) -> Any:
-    """:func:`looks_linear_mlp` with Gaussian-submatrix weights (``init="gsm"``, seed 001 Sec. 3)."""
+    """:func:`looks_linear_mlp` with Gaussian-submatrix weights (``init="gsm"``, Burkholz & Dubatovka 2019 Sec. 3)."""
     return looks_linear_mlp(width, depth, activation, n_in, n_out, "gsm", sigma_w2=sigma_w2, generator=generator)
 
 
@@ -324,7 +324,7 @@ ARCHITECTURES = ("plain", "residual", "hyper_residual", "path_residual")
 
 
 class OrhanNet(nn.Module):
-    """Orhan's fully-connected nets (seed 004, eqs. 24-26): ``embed -> depth skip layers -> head``.
+    """Orhan's fully-connected nets (Orhan 2017, eqs. 24-26): ``embed -> depth skip layers -> head``.
 
     ``x_1 = embed(x)``; for ``l = 1..depth``: ``x_{l+1} = phi(W_l x_l + b_l) + skip_l``, with
     ``skip_l`` = 0 (plain), ``x_l`` (residual), ``x_l + (x_{l-1} + ... + x_1) / (l - 1)``
@@ -379,7 +379,7 @@ def residual_mlp(
     sigma_b2: float = 0.0,
     generator: Any = None,
 ) -> Any:
-    """Orhan's residual MLP (seed 004, eq. 25 with ``Q_l = I``); Gaussian weights, ``sigma_w2`` default the edge of chaos.
+    """Orhan's residual MLP (Orhan 2017, eq. 25 with ``Q_l = I``); Gaussian weights, ``sigma_w2`` default the edge of chaos.
 
     Returns an :class:`OrhanNet`; raises ``ValueError``/``TypeError`` for bad sizes or variances.
     """
@@ -397,7 +397,7 @@ def hyper_residual_mlp(
     sigma_b2: float = 0.0,
     generator: Any = None,
 ) -> Any:
-    """Orhan's hyper-residual MLP (seed 004, eq. 26, identity skips); see :func:`residual_mlp`."""
+    """Orhan's hyper-residual MLP (Orhan 2017, eq. 26, identity skips); see :func:`residual_mlp`."""
     return _orhan(width, depth, activation, n_in, n_out, "hyper_residual", sigma_w2, sigma_b2, generator)
 
 
@@ -412,17 +412,17 @@ def path_residual_mlp(
     sigma_b2: float = 0.0,
     generator: Any = None,
 ) -> Any:
-    """Orhan's path-residual MLP (seed 004, Sec. 2.2: skip matrix of ones, here divided by the width)."""
+    """Orhan's path-residual MLP (Orhan 2017, Sec. 2.2: skip matrix of ones, here divided by the width)."""
     return _orhan(width, depth, activation, n_in, n_out, "path_residual", sigma_w2, sigma_b2, generator)
 
 
 class ConstNet(nn.Sequential):
-    """ConstNet (seed 000, App. A) in one stage: averaging conv, ``depth`` zero-branch residual blocks
+    """ConstNet (Blumenfeld et al. 2020, App. A) in one stage: averaging conv, ``depth`` zero-branch residual blocks
     ``a + W * phi(a)``, mean pool, zero head. Every tensor is deterministic (:func:`constnet_`)."""
 
 
 class LeakyNet(nn.Sequential):
-    """LeakyNet (seed 000, Sec. 5.1): averaging conv, then ``depth`` x [leaky ReLU -> conv ``s_l Delta (x) M_l``], pool, zero head."""
+    """LeakyNet (Blumenfeld et al. 2020, Sec. 5.1): averaging conv, then ``depth`` x [leaky ReLU -> conv ``s_l Delta (x) M_l``], pool, zero head."""
 
 
 def constnet(
@@ -435,7 +435,7 @@ def constnet(
     kernel_size: int = 3,
     ndim: int = 2,
 ) -> ConstNet:
-    """ConstNet at initialisation (seed 000, Sec. 3.1, App. A), one stage of ``depth`` blocks; see :class:`ConstNet`.
+    """ConstNet at initialisation (Blumenfeld et al. 2020, Sec. 3.1, App. A), one stage of ``depth`` blocks; see :class:`ConstNet`.
 
     Raises ``ValueError``/``TypeError`` for bad sizes.
     """
@@ -466,7 +466,7 @@ def leakynet(
     kernel_size: int = 3,
     ndim: int = 2,
 ) -> LeakyNet:
-    """LeakyNet at initialisation (seed 000, Sec. 5.1, App. H); ``activation`` defaults to ``LeakyReLU(slope)``.
+    """LeakyNet at initialisation (Blumenfeld et al. 2020, Sec. 5.1, App. H); ``activation`` defaults to ``LeakyReLU(slope)``.
 
     Raises ``ValueError``/``TypeError`` for bad sizes, ``slope`` outside (0, 1] or an unknown ``kind``.
     """

@@ -41,7 +41,7 @@ PACKAGES = ("meanfield.validation", "meanfield.figures", "meanfield")
 #: conv shares with dense lives in the private shared module meanfield/_logscale.py).
 KNOWN_LEAD_TODO: set[str] = set()
 
-#: Offences in files of other engineers, to be fixed by their owners. Empty since issue 12 closed
+#: Offences in files of other engineers, to be fixed by their owners. Empty
 #: (pkg-finish: the tests and benchmarks below went public -- validation.kurtosis.fig1_rows /
 #: variance_rows, validation.landscape.untrained_rows, init.gradient_quotient_gradient, the
 #: public landscape.MAX_FLOW_EVALUATIONS patch point -- or were rewritten against the public API).

@@ -214,7 +214,7 @@ def _binary_config():
     return decode_configuration(5, 4, 2)  # (mats, w_out, bias) of a 4-layer width-2 net
 
 
-#: optional skip-network extras (seed 004 training experiments) left at their None defaults
+#: optional skip-network extras (Orhan 2017 training experiments) left at their None defaults
 _SKIP_OPTS = {
     "skips": "optional skip-connection matrices (None: the architecture's identity skips); checked in tests/theory/test_landscape.py",
     "long_skips": "optional long skip matrices (None: none); checked in tests/theory/test_landscape.py",
@@ -1127,7 +1127,7 @@ ALLOW_NONFINITE: list[Allow] = [
         "figures.load", "data", lambda r, kw: True, "FigureData.data: non-finite values written by a figure", nan=True
     ),
 ]
-# sweeps: chunked Monte-Carlo ensembles of the comparison tables (issue 16 item 3)
+# sweeps: chunked Monte-Carlo ensembles of the comparison tables
 for _name in ("ensemble_moments", "ensemble_samples"):
     NOT_FUZZED[f"validation.ensembles.{_name}"] = (
         "takes a simulator callable and a statistic callable (like parallel.ensemble, whose argument checks it "
@@ -1140,14 +1140,14 @@ for _name in ("ensemble_moments", "ensemble_samples"):
 #: the package and that the number of such audit lines is the one stated there.
 REMOVED: dict[str, str] = {
     "validation.simulators.train": (
-        "removed (issue 15, one training engine): meanfield.validation.training.train_ensemble with "
+        "removed (one training engine): meanfield.validation.training.train_ensemble with "
         "meanfield.validation.symmetric_nets.ConstNetSpec / LeakyNetSpec, SymmetryBreaking and correlation_probe"
     ),
     "validation.simulators.TrainingRecord": (
         "removed with simulators.train: train_ensemble returns TrainingCurves (correlations via its probes)"
     ),
     "validation.simulators.replicated_feature_experiment": (
-        "removed (issue 15, one training engine): meanfield.validation.training.train_ensemble with "
+        "removed (one training engine): meanfield.validation.training.train_ensemble with "
         "meanfield.validation.symmetric_nets.ReplicatedNetSpec"
     ),
     "validation.simulators.ReplicatedFeatureResult": (

@@ -98,7 +98,7 @@ def test_builders_are_the_paper_constructions():
     assert torch.allclose(first, first[:, :1].expand_as(first))  # averaging layer: identical channels
     ln = leakynet(4, 4, n_in=1, n_out=2, slope=0.5)
     assert isinstance(ln, LeakyNet)
-    # LeakyNet (seed 000, App. H): on symmetric features the pre-activations repeat with period 4
+    # LeakyNet (Blumenfeld et al. 2020, App. H): on symmetric features the pre-activations repeat with period 4
     h = torch.randn(2, 1, 5, 5).expand(2, 4, 5, 5)
     seq = [h]
     with torch.no_grad():

@@ -210,7 +210,7 @@ def test_ntk_torch_agrees_in_distribution():
         empirical_ntk(X, "tanh", 1.5, 0.1, 1, 4, 1, method="torch", backend="torch")
 
 
-# --- finite_width (seed 001) -------------------------------------------------------------------
+# --- finite_width (Burkholz & Dubatovka 2019) -------------------------------------------------------------------
 
 POOL = np.random.default_rng(7).standard_normal((10, 5))
 LAYERS = [(8, 2 / 8, 0.01), (6, 2 / 6, 0.0)]
@@ -239,7 +239,7 @@ def test_finite_width_torch_agrees_in_distribution():
     assert np.all(np.abs(z) < Z_TOL), z
 
 
-# --- jacobian (seed 003, Sec. 2.2.1) -----------------------------------------------------------
+# --- jacobian (Xiao et al. 2018, Sec. 2.2.1) -----------------------------------------------------------
 
 
 def test_jacobian_strict_namespace_reproduces_numpy():
@@ -259,7 +259,7 @@ def test_jacobian_strict_namespace_reproduces_numpy():
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_linear_orthogonal_cnn_jacobian_is_an_isometry(backend):
-    # dynamical isometry exactly (seed 003, Sec. 2.2.1): linear network, orthogonal kernels, sigma_w2 = 1
+    # dynamical isometry exactly (Xiao et al. 2018, Sec. 2.2.1): linear network, orthogonal kernels, sigma_w2 = 1
     if backend == "torch":
         _torch()
     for kernel in ("orthogonal", "delta_orthogonal"):
@@ -313,7 +313,7 @@ def test_jacobian_torch_agrees_in_distribution():
     assert np.all(np.abs(z) < Z_TOL), z
 
 
-# --- kurtosis (seed 002) -----------------------------------------------------------------------
+# --- kurtosis (Grzejdziak 2023) -----------------------------------------------------------------------
 
 X_DATA = np.random.default_rng(12).standard_normal((16, 6))
 
@@ -348,7 +348,7 @@ def test_kurtosis_torch_agrees_in_distribution():
     assert np.all(np.abs(z) < Z_TOL), z
 
 
-# --- ConstNet / LeakyNet forward and backward passes (seed 000) ---------------------------------
+# --- ConstNet / LeakyNet forward and backward passes (Blumenfeld et al. 2020) ---------------------------------
 
 X_IMG = np.random.default_rng(14).standard_normal((2, 8, 8, 3))
 HEAD = np.random.default_rng(15).standard_normal((4, 8)) * 0.3
@@ -397,7 +397,7 @@ def _has_torch():
     return True
 
 
-# --- moment simulators of seed 002, Sec. 6 (residual, convolutional) and validation.kurtosis_conv ---
+# --- moment simulators of Grzejdziak 2023, Sec. 6 (residual, convolutional) and validation.kurtosis_conv ---
 
 MOMENT_FIELDS = ("s2", "m4", "m22")
 
@@ -444,7 +444,7 @@ def test_moment_simulators_torch_agree_in_distribution_and_repeat():
     assert np.all(np.abs(z) < Z_TOL), dict(zip(keys, z))
 
 
-# --- looks-linear delta-orthogonal networks (seed 000, App. B) and the cross-entropy --------------
+# --- looks-linear delta-orthogonal networks (Blumenfeld et al. 2020, App. B) and the cross-entropy --------------
 
 X_LL = np.random.default_rng(20).standard_normal((2, 5, 5, 2))
 
@@ -463,7 +463,7 @@ def test_looks_linear_forward_strict_namespace_reproduces_numpy():
 
 
 def test_looks_linear_forward_on_torch_is_a_rotation_and_repeats():
-    # eq. 9 of seed 000 holds surely, so it holds for PyTorch's own draws: a^(l+1) = diag(U, U) a^l
+    # eq. 9 of Blumenfeld et al. 2020 holds surely, so it holds for PyTorch's own draws: a^(l+1) = diag(U, U) a^l
     _torch()
     out = looks_linear_delta_orthogonal_forward(X_LL, 4, 4, (3, 3), rng=5, backend="torch")
     v = X_LL
@@ -488,7 +488,7 @@ def test_softmax_xent_on_the_backends_equals_numpy(backend):
     np.testing.assert_allclose(to_numpy(got_grad), grad, rtol=0, atol=EXACT_ATOL)
 
 
-# --- validation.conv_inputs (seed 003, footnote 3) -------------------------------------------------
+# --- validation.conv_inputs (Xiao et al. 2018, footnote 3) -------------------------------------------------
 
 X_MI = np.random.default_rng(22).standard_normal((2, 6, 3))
 

@@ -1,5 +1,5 @@
 """meanfield.validation.kurtosis_conv: the conv moment simulator behind the "does not close" rows
-(issue 17, item 3)."""
+(Grzejdziak 2023)."""
 
 from __future__ import annotations
 

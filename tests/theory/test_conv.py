@@ -81,7 +81,7 @@ def test_fourier_eigenvalues_is_dft_of_v_on_ring(seed, n, k):
 
 @pytest.mark.parametrize("shape, v", [((6,), [0.2, 0.5, 0.3]), ((3, 4), np.outer([0.3, 0.4, 0.3], [0.1, 0.6, 0.3]))])
 def test_fourier_eigenvalues_are_the_spectrum_of_the_operator(shape, v):
-    """Eigenvalues of A_v on P x P matrices are P copies of lambda (seed 003, Sec. 2.1.4)."""
+    """Eigenvalues of A_v on P x P matrices are P copies of lambda (Xiao et al. 2018, Sec. 2.1.4)."""
     v = np.asarray(v)
     p = int(np.prod(shape))
     eig = np.linalg.eigvals(_operator_matrix(v, shape))

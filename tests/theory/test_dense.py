@@ -168,7 +168,7 @@ def test_backward_variance_at_fixed_point_is_chi1_power(act, sw, sb):
 
 
 def test_backward_variance_takes_the_state_first_like_the_maps():
-    """Issue 12: the state (q0) is the first parameter, then the map's parameters, as in qmap / propagate."""
+    """The state (q0) is the first parameter, then the map's parameters, as in qmap / propagate."""
     import inspect
 
     params = list(inspect.signature(dense.backward_variance).parameters)

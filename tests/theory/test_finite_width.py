@@ -55,7 +55,7 @@ def test_kernel_matches_chi_square_mixture(n, sw, sb, y, z):
 @given(st.integers(1, 40), st.integers(1, 500), st.floats(0.05, 5.0), st.floats(0.05, 5.0), st.floats(0.01, 8.0))
 @settings(max_examples=15)
 def test_kernel_fan_in_scales_the_weight_variance(n, fan_in, sigma_w2, y, z):
-    """W_ij ~ N(0, sigma_w2 / fan_in): the kernel is seed 001's with sw = sigma_w2 / fan_in."""
+    """W_ij ~ N(0, sigma_w2 / fan_in): the kernel is Burkholz & Dubatovka's with sw = sigma_w2 / fan_in."""
     k = fw.relu_kernel(y, z, n, sigma_w2, 0.1, fan_in=fan_in)
     assert k.density == pytest.approx(_kernel_scipy(y, z, n, sigma_w2 / fan_in, 0.1), rel=1e-9, abs=1e-300)
 
@@ -63,7 +63,7 @@ def test_kernel_fan_in_scales_the_weight_variance(n, fan_in, sigma_w2, y, z):
 @pytest.mark.slow
 def test_kernel_is_a_probability_law_and_matches_simulation():
     n, sigma_w2, sb, y = 7, 2.8, 0.2, 1.3
-    sw = sigma_w2 / n  # seed 001's per-weight variance, for the simulation
+    sw = sigma_w2 / n  # Burkholz & Dubatovka's per-weight variance, for the simulation
     mass = integrate.quad(lambda z: fw.relu_kernel(y, z, n, sigma_w2, sb).density, 0, np.inf, limit=400)[0]
     assert mass + 0.5**n == pytest.approx(1.0, abs=1e-8)
     rng = np.random.default_rng(1)

@@ -120,7 +120,7 @@ def test_conv_matrix_matches_periodic_conv(spatial, kshape):
 
 
 def test_gaussian_conv_matrix_is_not_isometric():
-    """Seed 003 Sec. 2.2.1: i.i.d. weights give a Marchenko-Pastur-like spread, not isometry."""
+    """Xiao et al. 2018 Sec. 2.2.1: i.i.d. weights give a Marchenko-Pastur-like spread, not isometry."""
     rng = np.random.default_rng(0)
     c, n = 16, 8
     kernel = rng.standard_normal((3, c, c)) / np.sqrt(3 * c)

@@ -16,7 +16,7 @@ Z = 4.5
 
 @pytest.mark.parametrize("a", [0.0, 0.1, 0.5, 1.0, -0.3, 2.0])
 def test_he_keeps_the_second_moment_by_quadrature(a):
-    """sigma_w2 * E[phi_a(y)^2] = 1 for y ~ N(0, 1): E phi_a^2 = (1 + a^2) / 2 (seed 002, supplement)."""
+    """sigma_w2 * E[phi_a(y)^2] = 1 for y ~ N(0, 1): E phi_a^2 = (1 + a^2) / 2 (Grzejdziak 2023, supplement)."""
     f = lambda x: (x if x > 0 else a * x) ** 2 * stats.norm.pdf(x)  # noqa: E731
     m2 = integrate.quad(f, -np.inf, 0.0, epsabs=1e-13)[0] + integrate.quad(f, 0.0, np.inf, epsabs=1e-13)[0]
     assert he_sigma_w2(a) * m2 == pytest.approx(1.0, abs=QUAD_TOL)

@@ -486,7 +486,7 @@ def test_permutation_counts_by_enumeration(n, k):
 
 
 def test_permutation_counts_of_several_layers():
-    """One function for seed 004: prod_l n_l! of a plain net (formerly symmetry.permutation_count) and
+    """One function for Orhan 2017: prod_l n_l! of a plain net (formerly symmetry.permutation_count) and
     the class-respecting count per layer."""
     p = L.permutation_counts([3, 4])
     assert (p.undifferentiated, p.class_respecting, p.widths, p.n_classes, p.n) == (144, 144, (3, 4), (1, 1), 7)
@@ -1219,7 +1219,7 @@ def test_three_layer_flow_overflow_names_the_argument(which):
 
 
 def test_degenerate_hessian_rows_are_powered_as_preregistered():
-    """Issue 15: the degenerate-Hessian rows use at least the sample size fixed before the run, 80 %
+    """The degenerate-Hessian rows use at least the sample size fixed before the run, 80 %
     power at one-sided 5 % for the 0.024 effect at the per-network SD 0.124 of the 8-network run."""
     from meanfield.validation import landscape as V
     from scipy.stats import norm

@@ -1,6 +1,6 @@
 """The log-scale C-map machinery shared by dense and conv (meanfield/_logscale.py), through the public API.
 
-The compiled loop of :func:`meanfield.conv.propagate_log` (issue 18: the whole loop over layers in one
+The compiled loop of :func:`meanfield.conv.propagate_log` (the whole loop over layers in one
 kernel, the averaging plan cached per ``(v, shape)``) is checked against the composition of the
 public one-layer maps, and the per-call validation shortcuts (one ``check_covariance`` per call, the
 exact-symmetry shortcut before ``np.allclose``) against the behaviour they replace.
@@ -100,7 +100,7 @@ def test_nearly_symmetric_covariance_accepted_and_symmetrised():
 @pytest.mark.parametrize("act", [a for a in ACTIVATIONS])
 def test_dense_propagate_equals_iterated_covariance_map_every_activation(act):
     """The propagation kernels compile only the closed forms, only the quadrature, or both, by
-    activation family (issue 18); ``covariance_map`` always evaluates closed form then quadrature.
+    activation family; ``covariance_map`` always evaluates closed form then quadrature.
     A mis-filed activation would show the quadrature error of a kinked activation (~1e-4 relative
     at the default degree, DESIGN.md) or NaN, far above REL."""
     cov = np.array([[1.0, 0.3, 0.1], [0.3, 0.8, 0.2], [0.1, 0.2, 1.2]])

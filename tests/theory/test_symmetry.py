@@ -459,7 +459,7 @@ import doctest  # noqa: E402
 import inspect  # noqa: E402
 import types  # noqa: E402
 
-#: The symmetric initialisations of :mod:`meanfield.init` (seed 000: ConstNet / LeakyNet weights), by
+#: The symmetric initialisations of :mod:`meanfield.init` (Blumenfeld et al. 2020: ConstNet / LeakyNet weights), by
 #: their public names: the module they live in is private to the ``meanfield.init`` package.
 INIT_SYMMETRY_NAMES = (
     "ConstNetInit",
@@ -540,7 +540,7 @@ def test_looks_linear_delta_orthogonal_rejects_gain_and_bad_sigma_w2():
 
 
 def test_permutation_count_lives_in_landscape_only():
-    """Issue: symmetry.permutation_count (seed 004) sat apart from landscape.permutation_counts."""
+    """Issue: symmetry.permutation_count (Orhan 2017) sat apart from landscape.permutation_counts."""
     from meanfield import landscape
 
     assert not hasattr(symmetry, "permutation_count") and "permutation_count" not in symmetry.__all__

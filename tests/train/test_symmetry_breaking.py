@@ -1,4 +1,4 @@
-"""Seed 000's training tables on the engine (validation/symmetry_breaking.py), at the smoke size."""
+"""Blumenfeld et al.'s training tables on the engine (validation/symmetry_breaking.py), at the smoke size."""
 
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def test_z_statistic_of_a_one_sided_claim():
 
 
 def test_kurtosis_experiment_grows_with_depth_and_falls_with_width():
-    """Seed 002 Lemma 4.4 / Thm. 4.7: the output kurtosis grows with depth and shrinks with width."""
+    """Grzejdziak 2023 Lemma 4.4 / Thm. 4.7: the output kurtosis grows with depth and shrinks with width."""
     res = T.experiment("kurtosis_accuracy", "smoke", 0)
     logk = res["log10_output_kurtosis"]  # (width, depth, law)
     assert np.all(np.diff(logk, axis=1) > 0)
@@ -94,7 +94,7 @@ def test_z_score_rejects_bad_samples_naming_them(bad):
         T.z_score([1.0, 2.0], bad)
 
 
-# --- rank-correlation rows (seed 002 supp. Fig. 1, seed 003 Fig. 4a) --------------------------
+# --- rank-correlation rows (Grzejdziak 2023 supp. Fig. 1, Xiao et al. 2018 Fig. 4a) --------------------------
 
 
 def test_rank_correlation_exact_p_values_by_counting():

@@ -33,20 +33,20 @@ everywhere -- ``depth`` (number of layers), ``width`` (hidden width; the channel
 ``rng``. Every simulator honours ``backend`` (its arrays go through the backend's namespace only;
 ``tests/simulate/test_backends_simulators.py`` runs each on ``array_api_strict``, where a NumPy-only call
 fails). Training is not a simulator: the one
-training engine is :func:`meanfield.validation.training.train_ensemble` (seed 000's networks through
+training engine is :func:`meanfield.validation.training.train_ensemble` (Blumenfeld et al.'s networks through
 :mod:`meanfield.validation.symmetric_nets`). Results with several fields are
 frozen dataclasses inheriting :class:`meanfield.Result` (``.replace()``); several-field results
 that used to be tuples still unpack (``inner, cosine = simulate_pair(...)``).
 
 Shared building blocks, one of each in the library: weights are drawn by
-:func:`meanfield.init.dense_weights` / :func:`meanfield.init.gaussian_conv_kernel` and seed 003's
+:func:`meanfield.init.dense_weights` / :func:`meanfield.init.gaussian_conv_kernel` and Xiao et al.'s
 orthogonal kernels (``batch`` and ``backend`` arguments), convolutions are
 :func:`meanfield.init.periodic_conv` (kernel layout ``(*k, c_out, c_in)``), looks-linear blocks
 :func:`meanfield.init.looks_linear` / :func:`meanfield.init.gsm`, and activations
 :func:`meanfield.activations.get_activation`, evaluated on the backend by :func:`activation_fn`.
 
 Parametrisation: ``sigma_w2`` means ``W_ij ~ N(0, sigma_w2 / fan_in)`` in every simulator, the
-seed-001 ones (:func:`simulate_squared_norms`, :func:`simulate_pair`) included; seed 001's
+Burkholz & Dubatovka 2019 ones (:func:`simulate_squared_norms`, :func:`simulate_pair`) included; Burkholz & Dubatovka's
 per-weight variance is converted at the call (see :mod:`~meanfield.validation.simulators.finite_width`).
 
 Randomness: ``rng`` is ``None`` (fresh OS entropy), a non-negative ``int`` ``n`` (exactly the stream of

@@ -40,7 +40,7 @@ __all__ = [
 #: need more raises ``ValueError`` (split it into calls with spawned ``rng`` streams instead).
 MAX_ELEMENTS = 2**31
 #: Largest amount of arithmetic (multiply-adds: 1.8e13, hours on one CPU core; the full-size
-#: seed-002 Fig. 1 needs 1.8e12) a simulator whose run time is not bounded by :data:`MAX_ELEMENTS`
+#: Grzejdziak 2023 Fig. 1 needs 1.8e12) a simulator whose run time is not bounded by :data:`MAX_ELEMENTS`
 #: accepts; more raises ``ValueError`` at once.
 MAX_WORK = 2**44
 #: Natural log of the smallest pre-activation scale (max |h| of a network) that a

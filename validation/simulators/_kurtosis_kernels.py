@@ -1,4 +1,4 @@
-"""Numba kernel of the Fig. 1 forward pass (seed 002): fused ReLU layers + running variance sums.
+"""Numba kernel of the Fig. 1 forward pass (Grzejdziak 2023): fused ReLU layers + running variance sums.
 
 The hidden layers of the Fig. 1 networks are 10 x 10: as BLAS calls they are memory-bound (each
 ``W @ relu(y)`` reads and writes the whole ``(width, n)`` signal for 100 multiply-adds per column).
@@ -7,7 +7,7 @@ and accumulates the per-layer sums ``sum y`` and ``sum y^2`` in float64, so the 
 back to main memory. Networks run in parallel (``prange``); randomness stays outside (weights are
 drawn by the caller). Compiled on first use and cached (``cache=True``).
 
-Two kernels (issue 18 item 2):
+Two kernels:
 
 * :func:`_fused_w10`, the Fig. 1 width (:data:`FAST_WIDTH` = 10, hidden layers only): the width is
   a compile-time constant, so the loop over the 10 inputs of a unit is unrolled, the row of 10
@@ -40,7 +40,7 @@ __all__ = ["BLOCK", "FAST_BLOCK", "FAST_WIDTH", "fused_relu_sums"]
 
 #: Inputs processed together (the vectorised inner loop).
 BLOCK = 32
-#: The width with a specialised kernel (the Fig. 1 networks of seed 002).
+#: The width with a specialised kernel (the Fig. 1 networks of Grzejdziak 2023).
 FAST_WIDTH = 10
 #: Inputs processed together by the width-10 kernel (two (10, 128) float64 buffers: 20 KB, in L1).
 FAST_BLOCK = 128

@@ -1,4 +1,4 @@
-"""Monte-Carlo simulation of random periodic CNNs (seed 003, Xiao et al. 2018).
+"""Monte-Carlo simulation of random periodic CNNs (Xiao et al. 2018).
 
 :func:`simulate_conv` runs random periodic CNNs in 1-D or 2-D (Gaussian, orthogonal or
 delta-orthogonal kernels, :func:`conv_kernels`), recording spatial covariances, back-propagated
@@ -103,7 +103,7 @@ def _symmetric_projections(n_networks, c, gen, b: Backend):
 
 
 def _orthogonal_kernels(n_networks, kernel_shape, c, init, gen, b: Backend):
-    """Seed 003's Algorithms 1 (``"orthogonal"``) and 2 (``"delta_orthogonal"``) for ``n_networks``
+    """Xiao et al.'s Algorithms 1 (``"orthogonal"``) and 2 (``"delta_orthogonal"``) for ``n_networks``
     networks at once, with square ``c x c`` taps, drawn and built on backend ``b`` (batched QR and
     products: no host round trip). The same laws as :func:`meanfield.init.orthogonal_conv_kernel`,
     :func:`~meanfield.init.orthogonal_conv_kernel_1d`, :func:`~meanfield.init.delta_orthogonal_kernel`
@@ -153,7 +153,7 @@ def conv_kernels(
     """One layer's kernels for ``n_networks`` networks, shape ``(n_networks, *kernel_shape, c, c)``.
 
     In the library's kernel layout ``(..., c_out, c_in)`` (:mod:`meanfield.init`), drawn by
-    :func:`meanfield.init.gaussian_conv_kernel` or seed 003's orthogonal initialisers.
+    :func:`meanfield.init.gaussian_conv_kernel` or Xiao et al.'s orthogonal initialisers.
 
     Parameters
     ----------
@@ -170,7 +170,7 @@ def conv_kernels(
         Validated for every ``init``; used by ``"gaussian"`` only.
     init : {"gaussian", "orthogonal", "delta_orthogonal"}
         ``"gaussian"``: i.i.d. ``omega_ji(beta) ~ N(0, sigma_w2 v_beta / c)``. ``"orthogonal"`` /
-        ``"delta_orthogonal"``: Algorithms 1 / 2 of seed 003 (the laws of
+        ``"delta_orthogonal"``: Algorithms 1 / 2 of Xiao et al. 2018 (the laws of
         :func:`meanfield.init.orthogonal_conv_kernel` and its 1-D variant) times ``sqrt(sigma_w2)``,
         built for all networks at once on ``backend`` (batched Haar matrices and products).
     rng : None, int, SeedSequence or numpy.random.Generator
@@ -193,7 +193,7 @@ def conv_kernels(
 
     Notes
     -----
-    Seed 003, Sec. 2.1 (eq. 2.2's weight law) and Algorithms 1-2.
+    Xiao et al. 2018, Sec. 2.1 (eq. 2.2's weight law) and Algorithms 1-2.
     """
     n_networks = check_int(n_networks, "n_networks", 1)
     ks = _check_kernel_shape(kernel_shape)
@@ -227,7 +227,7 @@ class ConvSimulation(LogScaledMoments, Result):
         standard-normal ``g``), divided by ``exp(grad_log_scale)``.
     grad_log_scale : ndarray, shape (n_networks, depth + 1) or None
     weight_grad_sq_normalized : ndarray, shape (n_networks, depth, D) or None
-        ``|dE/d omega^l|^2 / c^2`` for layers l = 1 .. depth (entry l - 1, ``c`` = ``width``), the quantity of seed 003
+        ``|dE/d omega^l|^2 / c^2`` for layers l = 1 .. depth (entry l - 1, ``c`` = ``width``), the quantity of Xiao et al. 2018
         Fig. S2 per channel pair, divided by ``exp(weight_grad_log_scale)``.
     weight_grad_log_scale : ndarray, shape (n_networks, depth) or None
 
@@ -322,7 +322,7 @@ def simulate_conv(
 
     Notes
     -----
-    Seed 003, eqs. 2.1-2.5 (forward covariance map), 2.15-2.16 (backward) and Fig. S2 (weight
+    Xiao et al. 2018, eqs. 2.1-2.5 (forward covariance map), 2.15-2.16 (backward) and Fig. S2 (weight
     gradients).
 
     Examples

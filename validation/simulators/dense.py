@@ -1,4 +1,4 @@
-"""Monte-Carlo simulation of random dense networks (seed 003's dense background, seed 002's laws).
+"""Monte-Carlo simulation of random dense networks (Xiao et al.'s dense background, Grzejdziak's laws).
 
 :func:`simulate_dense` runs many independent fully-connected networks at once (batched matrix
 products on NumPy or CuPy), recording the empirical pre-activation covariance of a set of inputs at
@@ -68,7 +68,7 @@ def _exact_product(a, width, fan_in, law, gen, b, n_networks):
     Gaussian W: ``W Q`` has i.i.d. N(0, 1 / fan_in) entries (rotation invariance). Haar W (scaled as
     :func:`meanfield.init.dense_weights`): ``W Q`` is ``sqrt(max(width, fan_in) / fan_in)`` times the
     first ``width`` rows of a Haar-uniform k-frame in R^max(width, fan_in). Either way the law of
-    ``W a`` given ``a`` is exactly that of the weight path (seed 003's dense layer; the Gaussian case
+    ``W a`` given ``a`` is exactly that of the weight path (Xiao et al.'s dense layer; the Gaussian case
     is the conditional law h | Phi ~ N(0, Phi Phi^T / fan_in) of the mean-field derivation).
     """
     xp = b.xp
@@ -184,12 +184,12 @@ def simulate_dense(
 
     Notes
     -----
-    The finite-width networks behind the mean-field recursion of seed 003, eqs. 2.2-2.4 in the
+    The finite-width networks behind the mean-field recursion of Xiao et al. 2018, eqs. 2.2-2.4 in the
     one-tap (dense) case, and the backward variance of its eq. 2.16.
 
-    The exact sampler (issue 18): with the post-activations ``a`` (fan_in x D) of a network fixed,
+    The exact sampler: with the post-activations ``a`` (fan_in x D) of a network fixed,
     Gaussian weights make the next pre-activations' rows i.i.d. ``N(0, sigma_w2 a^T a / fan_in +
-    sigma_b2)`` -- the conditional law behind the mean-field recursion (seed 003, eq. 2.2) -- drawn
+    sigma_b2)`` -- the conditional law behind the mean-field recursion (Xiao et al. 2018, eq. 2.2) -- drawn
     here as ``Z R / sqrt(fan_in)`` with ``a = Q R``; Haar-orthogonal weights map the orthonormal
     frame Q to a uniformly random D-frame with the same Gram matrix ``R^T R = a^T a``.
 

@@ -1,4 +1,4 @@
-"""Random finite ReLU networks in the parametrisation of seed 001 (Burkholz & Dubatovka 2019).
+"""Random finite ReLU networks in the parametrisation of Burkholz & Dubatovka 2019 (Burkholz & Dubatovka 2019).
 
 ``h^(l) = W^(l) x^(l-1) + b^(l)``, ``W_ij ~ N(0, sigma_w2 / fan_in)``, ``b_i ~ N(0, sigma_b2)``,
 ``x^(l) = relu(h^(l))``. Many independent networks are simulated at once as stacked weight tensors
@@ -9,7 +9,7 @@ processes a batch of inputs.
 Parametrisation: like every simulator and :mod:`meanfield.finite_width` itself, these take the
 library's fan-in-scaled ``sigma_w2`` (He = 2); a layer's ``fan_in`` defaults to its width, as in
 :func:`meanfield.finite_width.expected_squared_norm`, so the same ``layers`` list goes to the
-theory and to the simulation. Seed 001 writes the per-weight variance ``Var W_ij`` (He = ``2 / N``);
+theory and to the simulation. Burkholz & Dubatovka 2019 writes the per-weight variance ``Var W_ij`` (He = ``2 / N``);
 :func:`meanfield.finite_width.sigma_w2_from_unscaled` converts it at the call. The weights are
 drawn with the per-weight variance :func:`meanfield.finite_width.unscaled_sigma_w2` ``(sigma_w2,
 fan_in)``.
@@ -118,7 +118,7 @@ def simulate_squared_norms(
 
     Notes
     -----
-    Seed 001, Prop. 1 (the law of ``|x^(l)|^2`` whose transition operator T_l the theory computes).
+    Burkholz & Dubatovka 2019, Prop. 1 (the law of ``|x^(l)|^2`` whose transition operator T_l the theory computes).
     """
     be = get_backend(backend)
     xp = be.xp
@@ -230,7 +230,7 @@ def simulate_pair(
 
     Notes
     -----
-    Seed 001, Prop. 2 and Thm. 5 (the joint law of two outputs of one layer).
+    Burkholz & Dubatovka 2019, Prop. 2 and Thm. 5 (the joint law of two outputs of one layer).
 
     Examples
     --------

@@ -1,4 +1,4 @@
-r"""Input-output Jacobians of finite random dense and periodic convolutional networks (seed 003, Sec. 2.2.1).
+r"""Input-output Jacobians of finite random dense and periodic convolutional networks (Xiao et al. 2018, Sec. 2.2.1).
 
 The network is :math:`h^l = W^l x^{l-1} + b^l`, :math:`x^l = \phi(h^l)`, ``l = 1..depth``, started
 at the fixed point: the entries of :math:`h^0` are drawn i.i.d. :math:`N(0, q)` and
@@ -10,7 +10,7 @@ singular values of J (the eigenvalues of :math:`JJ^T`), the quantity
 
 Convolutions: ``width`` channels on a ring of ``size`` positions; :math:`W^l` is the
 ``(size * width)``-square block-circulant operator (:func:`meanfield.init.conv_matrix`) of a kernel
-drawn by seed 003's Algorithm 2 (delta-orthogonal), Algorithm 1 in 1-D (the laws of
+drawn by Xiao et al.'s Algorithm 2 (delta-orthogonal), Algorithm 1 in 1-D (the laws of
 :func:`meanfield.init.delta_orthogonal_kernel_1d` and :func:`meanfield.init.orthogonal_conv_kernel_1d`,
 built on the backend) or :func:`meanfield.init.gaussian_conv_kernel` (uniform ``v``); it is applied
 to the Jacobian's columns with :func:`meanfield.init.periodic_conv`. Biases are per channel.
@@ -210,7 +210,7 @@ def conv_jacobian_singular_values(
     rng=None,
     backend: str | Backend = "numpy",
 ) -> np.ndarray:
-    r"""Squared singular values of the Jacobian of random 1-D periodic CNNs (seed 003, Sec. 2.2.1).
+    r"""Squared singular values of the Jacobian of random 1-D periodic CNNs (Xiao et al. 2018, Sec. 2.2.1).
 
     Parameters
     ----------
@@ -292,7 +292,7 @@ def conv2d_jacobian_singular_values(
     rng=None,
     backend: str | Backend = "numpy",
 ) -> np.ndarray:
-    r"""Squared singular values of the Jacobian of random 2-D periodic CNNs (seed 003, Sec. 2.2.1).
+    r"""Squared singular values of the Jacobian of random 2-D periodic CNNs (Xiao et al. 2018, Sec. 2.2.1).
 
     :func:`conv_jacobian_singular_values` on a periodic ``shape = (h, w)`` signal with
     ``kernel_size x kernel_size`` kernels: Algorithm 2 (:func:`meanfield.init.delta_orthogonal_kernel`),

@@ -1,4 +1,4 @@
-"""Batched simulators for seed 002 (Grzejdziak et al. 2023): per-layer moments, non-zero outputs,
+"""Batched simulators for Grzejdziak 2023 (Grzejdziak et al. 2023): per-layer moments, non-zero outputs,
 and the empirical output variance of many random networks on a data set (Fig. 1).
 
 Every simulator runs a chunk of networks at once as stacked matrix products
@@ -19,11 +19,11 @@ Randomness: every simulator takes ``rng`` (None, an int, a SeedSequence or a Num
 rule of :mod:`meanfield.backend`); an int ``n`` draws the numbers of ``numpy.random.default_rng(n)``.
 On CuPy the device Generator is seeded from a child spawned off the NumPy one.
 
-Conventions (seed 002): ``y^(0) = x``, ``y^(l) = W^(l) phi_a(y^(l-1))``, i.i.d. weights with
+Conventions (Grzejdziak 2023): ``y^(0) = x``, ``y^(l) = W^(l) phi_a(y^(l-1))``, i.i.d. weights with
 ``Var W = 2 / (fan_in (a^2 + 1))``. The Fig. 1 networks (:func:`empirical_variances`) apply their
 first layer to the standardised data directly (``y^(1) = W^(1) x``, the extra input matrix of
 Prop. 3.3) and ReLU layers after it. MetaInit networks (:func:`metainit_weights`) are built as
-seed 002's code builds them: He-normal start, a read-out layer, :func:`meanfield.init.metainit`.
+Grzejdziak's code builds them: He-normal start, a read-out layer, :func:`meanfield.init.metainit`.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ __all__ = [
 
 #: Initialisers of the Fig. 1 experiment.
 FIG1_INITS = ("he", "glorot", "orthogonal", "gsm", "zero", "zero_star", "metainit")
-#: Classes of the MetaInit read-out (CIFAR-10 in seed 002, the digits here: 10 each).
+#: Classes of the MetaInit read-out (CIFAR-10 in Grzejdziak 2023, the digits here: 10 each).
 FIG1_CLASSES = 10
 #: Networks meta-initialised in one vectorised :func:`meanfield.init.metainit` call (memory ~5 MB
 #: per network at depth 100; the per-network cost is flat beyond ~30).
@@ -163,7 +163,7 @@ def layer_moments(
 
     Notes
     -----
-    Seed 002, Prop. 4.3 (the moments whose recursion the kurtosis matrices A^(l) describe).
+    Grzejdziak 2023, Prop. 4.3 (the moments whose recursion the kurtosis matrices A^(l) describe).
 
     Examples
     --------
@@ -248,7 +248,7 @@ def nonzero_fraction(
 
     Notes
     -----
-    Seed 002, Props. B.1-B.2.
+    Grzejdziak 2023, Props. B.1-B.2.
     """
     b = get_backend(backend)
     xp = b.xp
@@ -329,7 +329,7 @@ def metainit_weights(
 ) -> list[np.ndarray]:
     """MetaInit weights of ``n_networks`` Fig. 1 networks, shape (n_networks, n_out, n_in) per layer.
 
-    As in seed 002's code (its ``metainit_cifar10_from_he_normal``): He-normal start
+    As in Grzejdziak's code (its ``metainit_cifar10_from_he_normal``): He-normal start
     (``Var W = 2 / fan_in`` in every layer, the first included), a ``width -> FIG1_CLASSES``
     read-out, zero biases counted in the gradient quotient, and the MetaInit defaults of
     Dauphin & Schoenholz (500 steps, lr 0.1, momentum 0.9, batch 32, cross-entropy on random
@@ -339,7 +339,7 @@ def metainit_weights(
     or a sequence of ``n_networks`` of them (distinct Generators): network ``k`` then draws its
     start and its MetaInit batches from ``rng[k]`` alone, so it gets exactly the weights of
     ``metainit_weights(1, ..., rng[k])`` while all networks are optimised in one vectorised run
-    (:func:`meanfield.init.metainit` with one stream per network; issue 18: ~4x less CPU per
+    (:func:`meanfield.init.metainit` with one stream per network: ~4x less CPU per
     network than one at a time, ``benchmarks/bench_fig1_slice.py``).
     """
     n_networks = check_int(n_networks, "n_networks", 1)
@@ -444,7 +444,7 @@ def empirical_variances(
     engine : {"numba", "numba_generic", "blas"}, optional
         ``"numba"`` (default on the NumPy backend): a fused Numba kernel in float64 (``dtype`` ignored; fine to depth ~1000,
         beyond which Glorot's 2^-depth decay would underflow), with a width-specialised inner
-        block at width 10 (the Fig. 1 width, 2.3-2.7x faster; issue 18); ``"numba_generic"``:
+        block at width 10 (the Fig. 1 width, 2.3-2.7x faster); ``"numba_generic"``:
         the same fused kernel with the width a runtime value at every width (the pre-issue-18
         kernel, kept as a reference; same sums to float64 rounding); ``"blas"`` (default on CuPy):
         stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. All draw the same
@@ -466,7 +466,7 @@ def empirical_variances(
     protocol : {"pooled", "unit"}
         ``"pooled"`` (default): the variance of all ``width * n`` entries of ``y^(l)``;
         ``"unit"``: the variance over the data set of the single unit ``y^(l)_0``, the statistic of
-        the authors' published code for seed 002's Fig. 1 (issue 17). ``"unit"`` runs on the
+        the authors' published code for Grzejdziak's Fig. 1. ``"unit"`` runs on the
         ``"blas"`` engine.
 
     Returns
@@ -605,7 +605,7 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, de
         bsz = min(chunk, n_sim - start)
         mats = _chunk_weights(init, depth, width, w0, bsz, rng, _streams(rng, start, bsz), b, metainit_steps)
         # the first layer as one 2-D GEMM: a stacked (networks, width, w0) @ (w0, n) np.matmul runs
-        # NumPy's own loop, not BLAS (27x slower, 61 % of the paper-size Fig. 1; issue 18,
+        # NumPy's own loop, not BLAS (27x slower, 61 % of the paper-size Fig. 1,
         # benchmarks/bench_fig1_slice.py); same products up to rounding (~1e-16 relative)
         w1 = mats[0]
         y1 = (w1.reshape(-1, w0) @ xt).reshape(w1.shape[0], width, n)
@@ -705,7 +705,7 @@ def simulate_residual_moments(
 
     Notes
     -----
-    The Monte-Carlo side of :func:`meanfield.kurtosis_residual.residual_moments` (seed 002, Sec. 6).
+    The Monte-Carlo side of :func:`meanfield.kurtosis_residual.residual_moments` (Grzejdziak 2023, Sec. 6).
     """
     w = check_int(width, "width", 2, 4096)
     depth = check_int(depth, "depth", 0, 1000)
@@ -788,7 +788,7 @@ def simulate_conv_moments(
 
     Notes
     -----
-    Seed 002, Sec. 6: "convolutional layers induce even more dependence of layer outputs due to
+    Grzejdziak 2023, Sec. 6: "convolutional layers induce even more dependence of layer outputs due to
     parameter sharing, so we expect the output kurtosis to grow at even faster pace".
     ``kernel_size = 1`` is ``positions`` dense networks of width ``channels`` sharing weights, whose
     per-coordinate kurtosis follows Prop. 4.3 exactly (``validation.kurtosis`` checks it).

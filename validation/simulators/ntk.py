@@ -211,7 +211,7 @@ def empirical_conv_ntk(
     rng=None,
     backend: str | Backend = "numpy",
 ) -> np.ndarray:
-    r"""Empirical NTKs of random 1-D periodic CNNs in the NTK parametrisation (seed 003 networks).
+    r"""Empirical NTKs of random 1-D periodic CNNs in the NTK parametrisation (Xiao et al. 2018 networks).
 
     The kernel of layer l + 1 is :math:`\sigma_w\sqrt{v_\beta}\,\omega(\beta)/\sqrt{c_l}`, standard
     normal :math:`\omega`; ``depth`` hidden convolutional layers of ``width`` channels and a
@@ -274,7 +274,7 @@ def empirical_periodic_cnn_ntk(
     rng=None,
     backend: str | Backend = "numpy",
 ) -> np.ndarray:
-    r"""Empirical NTKs of random 1-D or 2-D periodic CNNs (seed 003 networks, NTK parametrisation).
+    r"""Empirical NTKs of random 1-D or 2-D periodic CNNs (Xiao et al. 2018 networks, NTK parametrisation).
 
     Kernels :math:`\sigma_w\sqrt{v_\beta}\,\omega(\beta)/\sqrt{c_l}` with standard normal
     :math:`\omega`, ``depth`` hidden layers of ``width`` channels, a one-channel read-out at
@@ -319,7 +319,7 @@ def empirical_periodic_cnn_ntk(
 
     Notes
     -----
-    Seed 003's networks (eq. 2.1, periodic boundary) in the NTK parametrisation of
+    Xiao et al.'s networks (eq. 2.1, periodic boundary) in the NTK parametrisation of
     :mod:`meanfield.ntk`.
     """
     x = as_float_array(x, "x")

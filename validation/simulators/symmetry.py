@@ -1,11 +1,11 @@
-"""Simulators for seed 000 (Blumenfeld et al. 2020): ConstNet, LeakyNet and looks-linear
+"""Simulators for Blumenfeld et al. 2020 (Blumenfeld et al. 2020): ConstNet, LeakyNet and looks-linear
 delta-orthogonal convolutional networks with explicit forward and backward passes.
 
 Training is not here: the project has one training engine,
-:func:`meanfield.validation.training.train_ensemble`, and seed 000's networks train on it through the
+:func:`meanfield.validation.training.train_ensemble`, and Blumenfeld et al.'s networks train on it through the
 specs and noise sources of :mod:`meanfield.validation.symmetric_nets` (``ConstNetSpec``,
 ``LeakyNetSpec``, ``ReplicatedNetSpec``, ``SymmetryBreaking``, ``correlation_probe``). The former NumPy
-loops ``train`` and ``replicated_feature_experiment`` were removed (issue 15; see the changelog).
+loops ``train`` and ``replicated_feature_experiment`` were removed (see the changelog).
 
 Layout: inputs and features are channels-last ``(batch, *spatial, channels)`` with periodic
 boundaries; kernels have the library's one layout ``(*k, c_out, c_in)`` -- the paper's
@@ -212,7 +212,7 @@ def _readout_backward(xp, dlogits, pooled, p, sd, shape):
 
 @dataclass
 class ConstNet:
-    """A ConstNet (seed 000, Sec. 3.1 eq. 4, App. A) with trainable tensors, forward and backward passes.
+    """A ConstNet (Blumenfeld et al. 2020, Sec. 3.1 eq. 4, App. A) with trainable tensors, forward and backward passes.
 
     ``a^0 = first * x`` (optionally batch-normalised), then per stage ConstNet blocks
     ``a <- a + W * g(a)`` and, between stages, widening blocks
@@ -388,7 +388,7 @@ class ConstNet:
 
 @dataclass
 class LeakyNet:
-    """A LeakyNet (seed 000, Sec. 5.1, App. H): averaging first conv, then ``h^l = W_l * sigma_a(h^{l-1})``
+    """A LeakyNet (Blumenfeld et al. 2020, Sec. 5.1, App. H): averaging first conv, then ``h^l = W_l * sigma_a(h^{l-1})``
     with ``W_l = s_l Delta (x) M_l`` (``M_l`` = ``I`` or ``11^T/n``, ``s_l = -1/a`` on odd layers, ``a``
     the leaky ReLU's negative ``slope``, the paper's ``rho``), global average pooling and a
     (zero-initialised) dense head."""
@@ -579,7 +579,7 @@ def looks_linear_delta_orthogonal_forward(
 
     Notes
     -----
-    Seed 000, App. B, eqs. 7-9: the network is linear on the augmented input,
+    Blumenfeld et al. 2020, App. B, eqs. 7-9: the network is linear on the augmented input,
     ``h^l = [v^l, -v^l]`` with ``v^l = U_l ... U_1 x`` (``relu(v) - relu(-v) = v``).
 
     Examples
