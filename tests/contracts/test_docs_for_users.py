@@ -64,6 +64,10 @@ def test_no_commit_hashes_or_dates_in_the_documentation():
 
 def test_the_patterns_find_what_they_are_for():
     assert WORK_ITEMS.search("fixed in issue 17 item 2") and WORK_ITEMS.search("(seed 003, eq. 2.7)")
-    assert BRANCH.search("measured on branch `fig1-fast`") and not BRANCH.search("a residual branch `f`") and COMMIT.search("a run at 9eff7a8")
+    assert (
+        BRANCH.search("measured on branch `fig1-fast`")
+        and not BRANCH.search("a residual branch `f`")
+        and COMMIT.search("a run at 9eff7a8")
+    )
     assert DATE.search("(2026-11-24)") and not COMMIT.search("an array of 1024 entries")
     assert not WORK_ITEMS.search("issues a warning") and not WORK_ITEMS.search("seed 0, 1, 2")
