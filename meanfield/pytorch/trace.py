@@ -52,7 +52,10 @@ A residual addition is an ``add`` of two signals whose operands have different w
 largest number of weight layers, attention modules included, on a path from the input); the deeper
 operand is the branch, and
 its last weight layer (walking upstream through the transparent nodes and norms) is recorded in
-:attr:`WeightLayer.branch_end` (with the norm in between, if any).
+:attr:`WeightLayer.branch_end` (with the norm in between, if any). The branch is *pre-norm*
+(:attr:`WeightLayer.branch_prenorm`) when the skip operand also feeds a normalisation (through
+transparent nodes), the branch reading the stream only through it (pre-LayerNorm transformer and
+mixer blocks).
 """
 
 from __future__ import annotations
@@ -293,6 +296,9 @@ class WeightLayer(Result):
         The norm module between the layer and the residual addition, if any.
     fed_by_data : bool
         The layer consumes the model's input (through transparent nodes only).
+    branch_prenorm : bool
+        Last weight layer of a pre-norm residual branch: the skip operand of the addition also
+        feeds a normalisation, through which the branch reads the stream.
     """
 
     name: str
@@ -305,6 +311,7 @@ class WeightLayer(Result):
     branch_end: bool = False
     branch_norm: str | None = None
     fed_by_data: bool = False
+    branch_prenorm: bool = False
 
 
 @dataclass(frozen=True)
@@ -656,7 +663,22 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
                 continue
             return None, None
 
+    def feeds_norm(skip: str, add: str) -> bool:
+        """Whether ``skip`` feeds a norm node other than through ``add`` (transparent nodes only)."""
+        seen, frontier = {add}, [c for c in consumers.get(skip, []) if c != add]
+        while frontier:
+            c = frontier.pop(0)
+            if c in seen:
+                continue
+            seen.add(c)
+            if by[c].kind == "norm":
+                return True
+            if by[c].kind in TRANSPARENT:
+                frontier.extend(consumers.get(c, []))
+        return False
+
     ends: dict = {}
+    prenorm: set = set()
     residual = 0
     for n in nodes:
         if n.kind == "add" and len(n.inputs) >= 2:
@@ -667,6 +689,9 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
                 end, norm = branch_end(n.inputs[depths.index(top)])
                 if end is not None:
                     ends[end] = norm
+                    skip = n.inputs[depths.index(min(depths))]
+                    if feeds_norm(skip, n.name):
+                        prenorm.add(end)
 
     calls: dict = {}
     for n in nodes:
@@ -696,6 +721,7 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
                     n.name in ends,
                     ends.get(n.name),
                     fed,
+                    n.name in prenorm,
                 )
             )
             if calls[n.module] > 1:

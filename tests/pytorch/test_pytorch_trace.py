@@ -237,8 +237,12 @@ def test_critical_init_on_the_zoo_initialises_every_traced_layer_and_lists_the_r
     mixer = Mixer()
     report = critical_init_(mixer, sigma_b2=0.3, generator=_gen(5))
     fc2 = next(r for r in report.layers if r.name == "fc2.0")
-    assert fc2.activation == "gelu" and fc2.branch_factor == pytest.approx(1 / 3)
-    assert fc2.sigma_w2 == pytest.approx(edge_of_chaos("gelu", 0.3).sigma_w2 / 3)
+    # pre-norm branches (the stream enters through a LayerNorm): variance factor 1 / sqrt(L), L = 3,
+    # on the weights and the bias alike
+    assert trace(mixer).layer("fc2.0").branch_prenorm
+    assert fc2.activation == "gelu" and fc2.branch_factor == pytest.approx(1 / math.sqrt(3))
+    assert fc2.sigma_w2 == pytest.approx(edge_of_chaos("gelu", 0.3).sigma_w2 / math.sqrt(3))
+    assert fc2.sigma_b2 == pytest.approx(0.3 / math.sqrt(3))
 
 
 def test_resnet_branch_end_norms_are_scaled_and_frozen_layers_left_alone():
