@@ -308,3 +308,16 @@ def test_audit_of_a_model_without_theory_does_not_pass():
     result = audit(tag_layers_(const), "digits", n_inits=2, rng=0)
     assert result.n_checked == 0 and result.n_weight_layers == 2
     assert not result.failed and not result.passed
+
+
+def test_pre_norm_branches_are_told_from_post_norm_and_plain_ones():
+    mixer = trace(Mixer())
+    assert all(w.branch_prenorm == w.name.startswith("fc2") for w in mixer.weight_layers)
+    x = torch.randn(2, 5, 16, generator=_gen(7))
+    post = trace(_encoder(), x)  # post-LN: the norm follows the addition
+    assert any(w.branch_end for w in post.weight_layers)
+    assert not any(w.branch_prenorm for w in post.weight_layers)
+    torchvision = pytest.importorskip("torchvision")
+    resnet = trace(torchvision.models.resnet18())
+    assert any(w.branch_end for w in resnet.weight_layers)
+    assert not any(w.branch_prenorm for w in resnet.weight_layers)
