@@ -1157,6 +1157,11 @@ def critical_init_(
         the norm already keeps its input at unit variance, the stream grows only linearly, and
         ``a = 1 / sqrt(L)`` is the branch variance that makes the gradient at the first branch's
         weights equal the gradient at the output (``1 / L`` leaves it ``~sqrt(2 / L)``).
+        A post-norm branch (the addition's output is seen only through a normalisation:
+        post-LayerNorm transformer blocks) gets no factor: the norm after the addition keeps the
+        stream at unit variance, and the block's c-map ``(c + a f(c)) / (1 + a)`` has slope 1 at
+        ``c = 1`` for a critical branch ``f`` whatever its variance ``a``; ``1 / L`` would only
+        shrink the gradient at the branch's weights to ``~sqrt(a)`` of the stream's.
         ``None``: no factor (the papers' residual networks, :mod:`meanfield.pytorch.modules`).
 
     Returns
@@ -1237,7 +1242,7 @@ def critical_init_(
         point = cache[act.name]
         factor = 1.0
         if w.branch_end and n_res and w.branch_norm is None:
-            factor = _branch_factor(n_res, w.branch_prenorm)
+            factor = 1.0 if w.branch_postnorm else _branch_factor(n_res, w.branch_prenorm)
         sw = point.sigma_w2 * factor
         # the branch's output variance is sigma_w2 E phi^2 + sigma_b2: both are scaled, else the biases
         # of L branch ends add up to an input-independent component of variance L sigma_b2 in the stream
@@ -1281,6 +1286,8 @@ def critical_init_(
                     sigma_b2=layer_b2 if bias is not None else None,
                     kwargs=spec.kwargs + (("critical", act.name),),
                 )
+        if w.branch_end and n_res and w.branch_postnorm and w.branch_norm is None:
+            note = (note + "; " if note else "") + "post-norm residual branch end: no depth factor"
         if factor != 1.0:
             rule = "sigma_w2, sigma_b2 / sqrt(L) (pre-norm)" if w.branch_prenorm else "sigma_w2, sigma_b2 / L"
             note = (note + "; " if note else "") + f"residual branch end: {rule}, L = {n_res}"

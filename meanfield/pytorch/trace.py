@@ -55,7 +55,8 @@ its last weight layer (walking upstream through the transparent nodes and norms)
 :attr:`WeightLayer.branch_end` (with the norm in between, if any). The branch is *pre-norm*
 (:attr:`WeightLayer.branch_prenorm`) when the skip operand also feeds a normalisation (through
 transparent nodes), the branch reading the stream only through it (pre-LayerNorm transformer and
-mixer blocks).
+mixer blocks), and *post-norm* (:attr:`WeightLayer.branch_postnorm`) when it is not and the
+addition's output is seen only through normalisations (post-LayerNorm transformer blocks).
 """
 
 from __future__ import annotations
@@ -299,6 +300,9 @@ class WeightLayer(Result):
     branch_prenorm : bool
         Last weight layer of a pre-norm residual branch: the skip operand of the addition also
         feeds a normalisation, through which the branch reads the stream.
+    branch_postnorm : bool
+        Last weight layer of a post-norm residual branch (not pre-norm): the addition's output
+        is seen only through normalisations (post-LayerNorm transformer blocks).
     """
 
     name: str
@@ -312,6 +316,7 @@ class WeightLayer(Result):
     branch_norm: str | None = None
     fed_by_data: bool = False
     branch_prenorm: bool = False
+    branch_postnorm: bool = False
 
 
 @dataclass(frozen=True)
@@ -677,8 +682,25 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
                 frontier.extend(consumers.get(c, []))
         return False
 
+    def only_norms(add: str) -> bool:
+        """Whether every consumer of ``add`` (through transparent nodes) is a norm node."""
+        seen, frontier, found = set(), list(consumers.get(add, [])), False
+        while frontier:
+            c = frontier.pop(0)
+            if c in seen:
+                continue
+            seen.add(c)
+            if by[c].kind == "norm":
+                found = True
+            elif by[c].kind in TRANSPARENT:
+                frontier.extend(consumers.get(c, []))
+            else:
+                return False
+        return found
+
     ends: dict = {}
     prenorm: set = set()
+    postnorm: set = set()
     residual = 0
     for n in nodes:
         if n.kind == "add" and len(n.inputs) >= 2:
@@ -692,6 +714,8 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
                     skip = n.inputs[depths.index(min(depths))]
                     if feeds_norm(skip, n.name):
                         prenorm.add(end)
+                    elif only_norms(n.name):
+                        postnorm.add(end)
 
     calls: dict = {}
     for n in nodes:
@@ -722,6 +746,7 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
                     ends.get(n.name),
                     fed,
                     n.name in prenorm,
+                    n.name in postnorm,
                 )
             )
             if calls[n.module] > 1:

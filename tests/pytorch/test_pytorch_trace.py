@@ -317,7 +317,9 @@ def test_pre_norm_branches_are_told_from_post_norm_and_plain_ones():
     post = trace(_encoder(), x)  # post-LN: the norm follows the addition
     assert any(w.branch_end for w in post.weight_layers)
     assert not any(w.branch_prenorm for w in post.weight_layers)
+    assert all(w.branch_postnorm for w in post.weight_layers if w.branch_end)
+    assert not any(w.branch_postnorm for w in mixer.weight_layers)
     torchvision = pytest.importorskip("torchvision")
     resnet = trace(torchvision.models.resnet18())
     assert any(w.branch_end for w in resnet.weight_layers)
-    assert not any(w.branch_prenorm for w in resnet.weight_layers)
+    assert not any(w.branch_prenorm or w.branch_postnorm for w in resnet.weight_layers)

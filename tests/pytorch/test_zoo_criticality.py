@@ -40,9 +40,15 @@ def _benchmark():
     return module
 
 
+def _encoder():
+    layer = nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+    return nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+
+
 ZOO = [
     ("resnet18", lambda mz: torchvision.models.resnet18(), (3, 32, 32)),
     ("vit_tiny", lambda mz: timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=64), (3, 64, 64)),
+    ("post_ln_encoder", lambda mz: _encoder(), (16, 64)),
     ("mixer", lambda mz: mz.Mixer(), (64,)),
     ("mlp_gelu", lambda mz: mz._mlp(nn.GELU, width=128), (64,)),
     ("mlp_silu", lambda mz: mz._mlp(nn.SiLU, width=128), (64,)),
