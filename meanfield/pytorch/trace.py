@@ -668,35 +668,28 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
                 continue
             return None, None
 
-    def feeds_norm(skip: str, add: str) -> bool:
-        """Whether ``skip`` feeds a norm node other than through ``add`` (transparent nodes only)."""
-        seen, frontier = {add}, [c for c in consumers.get(skip, []) if c != add]
+    def reached(name: str, skip: str = "") -> list:
+        """Kinds of the first non-transparent consumers of ``name`` (walking through transparent nodes), ``skip`` excluded."""
+        seen, frontier, kinds = {skip}, list(consumers.get(name, [])), []
         while frontier:
             c = frontier.pop(0)
             if c in seen:
                 continue
             seen.add(c)
-            if by[c].kind == "norm":
-                return True
             if by[c].kind in TRANSPARENT:
                 frontier.extend(consumers.get(c, []))
-        return False
+            else:
+                kinds.append(by[c].kind)
+        return kinds
+
+    def feeds_norm(skip: str, add: str) -> bool:
+        """Whether ``skip`` feeds a norm node other than through ``add`` (transparent nodes only)."""
+        return "norm" in reached(skip, add)
 
     def only_norms(add: str) -> bool:
         """Whether every consumer of ``add`` (through transparent nodes) is a norm node."""
-        seen, frontier, found = set(), list(consumers.get(add, [])), False
-        while frontier:
-            c = frontier.pop(0)
-            if c in seen:
-                continue
-            seen.add(c)
-            if by[c].kind == "norm":
-                found = True
-            elif by[c].kind in TRANSPARENT:
-                frontier.extend(consumers.get(c, []))
-            else:
-                return False
-        return found
+        kinds = reached(add)
+        return bool(kinds) and all(k == "norm" for k in kinds)
 
     ends: dict = {}
     prenorm: set = set()
