@@ -1089,6 +1089,20 @@ def _flat_orthogonal_(tensor, sigma_w2: float, generator) -> None:
     _copy(tensor, w.reshape(tuple(tensor.shape)), spec)
 
 
+def _branch_factor(n_res: int, prenorm: bool) -> float:
+    """Variance factor of a residual branch's output under ``residual="depth"``.
+
+    ``1 / L`` for a branch that reads the stream directly (the stream's variance grows at most by
+    ``(1 + 1/L)^L < e``); ``1 / sqrt(L)`` for a pre-norm branch, which reads the stream through a
+    normalisation: its input has unit variance whatever the stream's, so the stream grows only
+    linearly, ``q_l = q_0 + l a`` with ``a`` the branch variance, and the gradient at the first
+    branch's weights over the gradient at the last layer is ``sqrt(a (1 + L a) / (1 + a))``
+    (each norm divides the backward signal by ``sqrt(q_l)``), exactly 1 at ``a = 1 / sqrt(L)``
+    (``1 / sqrt(L)`` small at ``a = 1 / L``, ``sqrt(L / 2)`` large at ``a = 1``).
+    """
+    return 1.0 / math.sqrt(n_res) if prenorm else 1.0 / n_res
+
+
 def critical_init_(
     model: Any,
     activation: Any = None,
@@ -1135,10 +1149,20 @@ def critical_init_(
         A batch for tracing on a real forward pass where ``torch.fx`` fails.
     residual : {"depth", None}
         ``"depth"``: with ``L`` residual additions in the graph, the last weight layer of every
-        residual branch gets ``sigma_w2 / L`` (or, when a norm sits between it and the addition,
-        the norm's weight is set to ``1 / sqrt(L)``), so that the stream's variance grows at most by
-        ``(1 + 1/L)^L < e`` over the whole depth and the depth scales stay finite; ``None``: no
-        factor (the papers' residual networks, :mod:`meanfield.pytorch.modules`).
+        residual branch gets ``sigma_w2 / L`` and ``sigma_b2 / L`` (or, when a norm sits between
+        it and the addition, the norm's weight is set to ``1 / sqrt(L)``), so that the stream's
+        variance grows at most by ``(1 + 1/L)^L < e`` over the whole depth and the depth scales
+        stay finite. A pre-norm branch (the stream enters it through a normalisation: pre-LN
+        transformer and mixer blocks) gets ``1 / sqrt(L)`` instead (norm weight ``L^(-1/4)``):
+        the norm already keeps its input at unit variance, the stream grows only linearly, and
+        ``a = 1 / sqrt(L)`` is the branch variance that makes the gradient at the first branch's
+        weights equal the gradient at the output (``1 / L`` leaves it ``~sqrt(2 / L)``).
+        A post-norm branch (the addition's output is seen only through a normalisation:
+        post-LayerNorm transformer blocks) gets no factor: the norm after the addition keeps the
+        stream at unit variance, and the block's c-map ``(c + a f(c)) / (1 + a)`` has slope 1 at
+        ``c = 1`` for a critical branch ``f`` whatever its variance ``a``; ``1 / L`` would only
+        shrink the gradient at the branch's weights to ``~sqrt(a)`` of the stream's.
+        ``None``: no factor (the papers' residual networks, :mod:`meanfield.pytorch.modules`).
 
     Returns
     -------
@@ -1197,7 +1221,9 @@ def critical_init_(
         if math.isfinite(measured) and measured > 0:
             q_in = measured
     n_res = tr.residual_adds if residual == "depth" else 0
-    branch_norms = {w.branch_norm for w in tr.weight_layers if w.branch_end and w.branch_norm and n_res}
+    branch_norms = {
+        w.branch_norm: w.branch_prenorm for w in tr.weight_layers if w.branch_end and w.branch_norm and n_res
+    }
     rows: list = []
     frozen: list = []
     cache: dict = {}
@@ -1214,15 +1240,17 @@ def critical_init_(
             except ValueError as exc:
                 raise ValueError(f"layer {w.name!r} consumes {act.name}: {exc}") from exc
         point = cache[act.name]
-        layer_b2 = point.sigma_b2
         factor = 1.0
         if w.branch_end and n_res and w.branch_norm is None:
-            factor = 1.0 / n_res
+            factor = 1.0 if w.branch_postnorm else _branch_factor(n_res, w.branch_prenorm)
         sw = point.sigma_w2 * factor
+        # the branch's output variance is sigma_w2 E phi^2 + sigma_b2: both are scaled, else the biases
+        # of L branch ends add up to an input-independent component of variance L sigma_b2 in the stream
+        layer_b2 = point.sigma_b2 * factor
         start = ""
-        if w.fed_by_data and point.method == "nontrivial fixed point" and point.q_star > layer_b2:
+        if w.fed_by_data and point.method == "nontrivial fixed point" and point.q_star > point.sigma_b2:
             # the data enter at q_in: start the signal at q* instead of ~50 layers away from it
-            sw = (point.q_star - layer_b2) / q_in
+            sw = (point.q_star - point.sigma_b2) / q_in
             start = f"first layer: sigma_w2 = (q* - sigma_b2) / q_in, q_in = {q_in:.3g}"
         bias = m.bias
         conv = m.weight.dim() > 2
@@ -1258,8 +1286,11 @@ def critical_init_(
                     sigma_b2=layer_b2 if bias is not None else None,
                     kwargs=spec.kwargs + (("critical", act.name),),
                 )
+        if w.branch_end and n_res and w.branch_postnorm and w.branch_norm is None:
+            note = (note + "; " if note else "") + "post-norm residual branch end: no depth factor"
         if factor != 1.0:
-            note = (note + "; " if note else "") + f"residual branch end: sigma_w2 / L, L = {n_res}"
+            rule = "sigma_w2, sigma_b2 / sqrt(L) (pre-norm)" if w.branch_prenorm else "sigma_w2, sigma_b2 / L"
+            note = (note + "; " if note else "") + f"residual branch end: {rule}, L = {n_res}"
         if start:
             note = (note + "; " if note else "") + start
         rows.append(
@@ -1294,13 +1325,14 @@ def critical_init_(
         if not isinstance(weight, torch.Tensor):
             rows.append(LayerInit(node.module, "norm", "left alone", reason="no affine parameters"))
             continue
-        gain = 1.0 / math.sqrt(n_res) if node.module in branch_norms else 1.0
+        gain = math.sqrt(_branch_factor(n_res, branch_norms[node.module])) if node.module in branch_norms else 1.0
         with torch.no_grad():
             weight.fill_(gain)
             if isinstance(nbias, torch.Tensor):
                 nbias.zero_()
         reason = (
-            f"residual branch end: weight 1 / sqrt(L), L = {n_res}"
+            f"residual branch end: weight {'L^(-1/4) (pre-norm)' if branch_norms[node.module] else '1 / sqrt(L)'}"
+            f", L = {n_res}"
             if gain != 1.0
             else "weight 1, bias 0: the unit-variance signal the next layer assumes"
         )

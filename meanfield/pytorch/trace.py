@@ -52,7 +52,11 @@ A residual addition is an ``add`` of two signals whose operands have different w
 largest number of weight layers, attention modules included, on a path from the input); the deeper
 operand is the branch, and
 its last weight layer (walking upstream through the transparent nodes and norms) is recorded in
-:attr:`WeightLayer.branch_end` (with the norm in between, if any).
+:attr:`WeightLayer.branch_end` (with the norm in between, if any). The branch is *pre-norm*
+(:attr:`WeightLayer.branch_prenorm`) when the skip operand also feeds a normalisation (through
+transparent nodes), the branch reading the stream only through it (pre-LayerNorm transformer and
+mixer blocks), and *post-norm* (:attr:`WeightLayer.branch_postnorm`) when it is not and the
+addition's output is seen only through normalisations (post-LayerNorm transformer blocks).
 """
 
 from __future__ import annotations
@@ -293,6 +297,12 @@ class WeightLayer(Result):
         The norm module between the layer and the residual addition, if any.
     fed_by_data : bool
         The layer consumes the model's input (through transparent nodes only).
+    branch_prenorm : bool
+        Last weight layer of a pre-norm residual branch: the skip operand of the addition also
+        feeds a normalisation, through which the branch reads the stream.
+    branch_postnorm : bool
+        Last weight layer of a post-norm residual branch (not pre-norm): the addition's output
+        is seen only through normalisations (post-LayerNorm transformer blocks).
     """
 
     name: str
@@ -305,6 +315,8 @@ class WeightLayer(Result):
     branch_end: bool = False
     branch_norm: str | None = None
     fed_by_data: bool = False
+    branch_prenorm: bool = False
+    branch_postnorm: bool = False
 
 
 @dataclass(frozen=True)
@@ -656,7 +668,32 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
                 continue
             return None, None
 
+    def reached(name: str, skip: str = "") -> list:
+        """Kinds of the first non-transparent consumers of ``name`` (walking through transparent nodes), ``skip`` excluded."""
+        seen, frontier, kinds = {skip}, list(consumers.get(name, [])), []
+        while frontier:
+            c = frontier.pop(0)
+            if c in seen:
+                continue
+            seen.add(c)
+            if by[c].kind in TRANSPARENT:
+                frontier.extend(consumers.get(c, []))
+            else:
+                kinds.append(by[c].kind)
+        return kinds
+
+    def feeds_norm(skip: str, add: str) -> bool:
+        """Whether ``skip`` feeds a norm node other than through ``add`` (transparent nodes only)."""
+        return "norm" in reached(skip, add)
+
+    def only_norms(add: str) -> bool:
+        """Whether every consumer of ``add`` (through transparent nodes) is a norm node."""
+        kinds = reached(add)
+        return bool(kinds) and all(k == "norm" for k in kinds)
+
     ends: dict = {}
+    prenorm: set = set()
+    postnorm: set = set()
     residual = 0
     for n in nodes:
         if n.kind == "add" and len(n.inputs) >= 2:
@@ -667,6 +704,11 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
                 end, norm = branch_end(n.inputs[depths.index(top)])
                 if end is not None:
                     ends[end] = norm
+                    skip = n.inputs[depths.index(min(depths))]
+                    if feeds_norm(skip, n.name):
+                        prenorm.add(end)
+                    elif only_norms(n.name):
+                        postnorm.add(end)
 
     calls: dict = {}
     for n in nodes:
@@ -696,6 +738,8 @@ def _analyse(builder: _Builder, method: str, fx_error: str) -> Trace:
                     n.name in ends,
                     ends.get(n.name),
                     fed,
+                    n.name in prenorm,
+                    n.name in postnorm,
                 )
             )
             if calls[n.module] > 1:

@@ -237,8 +237,12 @@ def test_critical_init_on_the_zoo_initialises_every_traced_layer_and_lists_the_r
     mixer = Mixer()
     report = critical_init_(mixer, sigma_b2=0.3, generator=_gen(5))
     fc2 = next(r for r in report.layers if r.name == "fc2.0")
-    assert fc2.activation == "gelu" and fc2.branch_factor == pytest.approx(1 / 3)
-    assert fc2.sigma_w2 == pytest.approx(edge_of_chaos("gelu", 0.3).sigma_w2 / 3)
+    # pre-norm branches (the stream enters through a LayerNorm): variance factor 1 / sqrt(L), L = 3,
+    # on the weights and the bias alike
+    assert trace(mixer).layer("fc2.0").branch_prenorm
+    assert fc2.activation == "gelu" and fc2.branch_factor == pytest.approx(1 / math.sqrt(3))
+    assert fc2.sigma_w2 == pytest.approx(edge_of_chaos("gelu", 0.3).sigma_w2 / math.sqrt(3))
+    assert fc2.sigma_b2 == pytest.approx(0.3 / math.sqrt(3))
 
 
 def test_resnet_branch_end_norms_are_scaled_and_frozen_layers_left_alone():
@@ -304,3 +308,18 @@ def test_audit_of_a_model_without_theory_does_not_pass():
     result = audit(tag_layers_(const), "digits", n_networks=2, rng=0)
     assert result.n_checked == 0 and result.n_weight_layers == 2
     assert not result.failed and not result.passed
+
+
+def test_pre_norm_branches_are_told_from_post_norm_and_plain_ones():
+    mixer = trace(Mixer())
+    assert all(w.branch_prenorm == w.name.startswith("fc2") for w in mixer.weight_layers)
+    x = torch.randn(2, 5, 16, generator=_gen(7))
+    post = trace(_encoder(), x)  # post-LN: the norm follows the addition
+    assert any(w.branch_end for w in post.weight_layers)
+    assert not any(w.branch_prenorm for w in post.weight_layers)
+    assert all(w.branch_postnorm for w in post.weight_layers if w.branch_end)
+    assert not any(w.branch_postnorm for w in mixer.weight_layers)
+    torchvision = pytest.importorskip("torchvision")
+    resnet = trace(torchvision.models.resnet18())
+    assert any(w.branch_end for w in resnet.weight_layers)
+    assert not any(w.branch_prenorm or w.branch_postnorm for w in resnet.weight_layers)
