@@ -56,8 +56,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from meanfield.validation.runner import check_backend_available, check_out_dir, progress
 
-from meanfield._deprecate import renamed_kwargs
 from meanfield.backend import spawn_sequences
+from meanfield.checks import renamed_kwargs
 
 from ._io import figure_metadata, to_jsonable, write_json
 

@@ -25,7 +25,7 @@ from meanfield.validation.runner import (
     size_from_args,
 )
 
-from meanfield._deprecate import renamed_kwargs
+from meanfield.checks import renamed_kwargs
 
 from ._common import SIZES, check_backend, check_out_dir, check_seed, check_size, registered
 

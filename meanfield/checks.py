@@ -56,6 +56,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _checks, _files
+from ._deprecate import renamed_kwargs
 
 __all__ = [
     "as_float_array",
@@ -72,6 +73,7 @@ __all__ = [
     "check_variance",
     "check_variance_vector",
     "open_regular_file",
+    "renamed_kwargs",
     "resolve_spatial_shape",
 ]
 

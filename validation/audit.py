@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from meanfield._deprecate import renamed_kwargs
+from meanfield.checks import renamed_kwargs
 
 from .report import Comparison
 from .runner import check_run_arguments, main_for, progress

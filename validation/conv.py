@@ -36,7 +36,7 @@ import functools
 import numpy as np
 
 from meanfield import conv, dense
-from meanfield._deprecate import renamed_kwargs
+from meanfield.checks import renamed_kwargs
 from meanfield.conv import fig_s4_setup, fig_s4_theory  # noqa: F401 - importable here under their old names
 from meanfield.init import (
     conv_matrix,

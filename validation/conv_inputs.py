@@ -22,10 +22,16 @@ import math
 import numpy as np
 
 from meanfield import conv
-from meanfield._deprecate import renamed_kwargs
 from meanfield.activations import get_activation
 from meanfield.backend import Backend, get_backend, matrix_transpose, spawn_sequences, to_numpy
-from meanfield.checks import as_float_array, check_int, check_probability_vector, check_rng, check_variance
+from meanfield.checks import (
+    as_float_array,
+    check_int,
+    check_probability_vector,
+    check_rng,
+    check_variance,
+    renamed_kwargs,
+)
 from meanfield.init import gaussian_conv_kernel, periodic_conv
 from meanfield.numerics import richardson
 

@@ -20,7 +20,7 @@ import functools
 import numpy as np
 
 from meanfield import dense
-from meanfield._deprecate import renamed_kwargs
+from meanfield.checks import renamed_kwargs
 from meanfield.data import gaussian_inputs
 from meanfield.numerics import richardson
 

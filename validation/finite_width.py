@@ -46,9 +46,8 @@ import math
 import numpy as np
 
 from meanfield import finite_width as fw
-from meanfield._deprecate import renamed_kwargs
 from meanfield.backend import get_backend, matrix_transpose, to_numpy
-from meanfield.checks import check_scalar
+from meanfield.checks import check_scalar, renamed_kwargs
 from meanfield.data import load_digits
 from meanfield.numerics import richardson
 

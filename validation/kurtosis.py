@@ -45,8 +45,7 @@ from meanfield.validation.simulators import (
 from scipy import stats
 
 from meanfield import kurtosis, parallel
-from meanfield._deprecate import renamed_kwargs
-from meanfield.checks import check_bool, check_int
+from meanfield.checks import check_bool, check_int, renamed_kwargs
 from meanfield.data import load_digits
 
 __all__ = [

@@ -40,9 +40,8 @@ import math
 import numpy as np
 
 from meanfield import kurtosis
-from meanfield._deprecate import renamed_kwargs
 from meanfield.backend import Backend, get_backend, matrix_transpose, spawn_sequences, to_numpy
-from meanfield.checks import check_rng
+from meanfield.checks import check_rng, renamed_kwargs
 
 from .backend import substream
 from .report import Comparison

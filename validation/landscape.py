@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from meanfield import landscape as L
-from meanfield._deprecate import renamed_kwargs
+from meanfield.checks import renamed_kwargs
 
 from .report import Comparison, mean_and_stderr
 from .runner import check_run_arguments, main_for, progress

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from meanfield import conv, dense, ntk
-from meanfield._deprecate import renamed_kwargs
+from meanfield.checks import renamed_kwargs
 from meanfield.data import gaussian_inputs
 from meanfield.numerics import richardson
 

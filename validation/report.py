@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield._deprecate import renamed_kwargs
 from meanfield.backend import BACKENDS
+from meanfield.checks import renamed_kwargs
 from meanfield.compare import Z_DEFAULT, Comparison
 
 __all__ = [

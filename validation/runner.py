@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from meanfield._deprecate import renamed_kwargs
 from meanfield.backend import BACKENDS, get_backend
+from meanfield.checks import renamed_kwargs
 
 from .report import format_table, not_reproduced, write_table_json
 

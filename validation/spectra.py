@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from meanfield import dense, spectra
-from meanfield._deprecate import renamed_kwargs
+from meanfield.checks import renamed_kwargs
 from meanfield.numerics import richardson
 
 from .backend import substream

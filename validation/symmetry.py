@@ -39,8 +39,8 @@ import numpy as np
 
 from meanfield import init as mf_init
 from meanfield import symmetry
-from meanfield._deprecate import renamed_kwargs
 from meanfield.activations import get_activation
+from meanfield.checks import renamed_kwargs
 
 from .backend import get_backend, substream, to_numpy
 from .report import Comparison, mean_and_stderr

@@ -58,8 +58,7 @@ from typing import Any
 import numpy as np
 
 from meanfield import Result
-from meanfield._deprecate import renamed_kwargs
-from meanfield.checks import check_rng
+from meanfield.checks import check_rng, renamed_kwargs
 
 from .report import Comparison
 from .runner import DATA_DIR_ENV, check_run_arguments, main_for, progress

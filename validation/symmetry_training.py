@@ -44,8 +44,7 @@ from numpy.typing import ArrayLike
 
 from meanfield import Result
 from meanfield import landscape as L
-from meanfield._deprecate import renamed_kwargs
-from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
+from meanfield.checks import as_float_array, check_int, check_rng, check_scalar, renamed_kwargs
 
 from ._skip_hessians import hessian_one, hessians_exact
 from ._skip_nets import SkipModel, SkipNet, pack

@@ -79,8 +79,7 @@ from pathlib import Path
 import numpy as np
 
 from meanfield import Result, conv, dense
-from meanfield._deprecate import renamed_kwargs
-from meanfield.checks import as_float_array
+from meanfield.checks import as_float_array, renamed_kwargs
 
 from .audit import unavailable  # the torch extra: `meanfield validate` skips this module without it
 from .backend import substream

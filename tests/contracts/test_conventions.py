@@ -3,7 +3,7 @@
 Randomness is ``rng`` (``None``, an int or a ``numpy.random.Generator``), ensemble sizes are
 ``n_networks``, batch sizes ``batch_size`` (leading axes of independent draws ``batch_shape``). The
 older spellings (``seed``, ``n_inits``, ``n_members``, ``n_nets``, ``batch``) keep working for one
-release as deprecated aliases (:func:`meanfield._deprecate.renamed_kwargs`): they warn and give the
+release as deprecated aliases (:func:`meanfield.checks.renamed_kwargs`): they warn and give the
 identical numbers.
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import meanfield
-from meanfield._deprecate import renamed_kwargs
-from meanfield._results import Result
+from meanfield import Result
+from meanfield.checks import renamed_kwargs
 
 #: Parameter names the library no longer spells this way (the deprecated aliases).
 OLD_NAMES = {"seed", "n_members", "n_nets", "n_inits", "batch"}

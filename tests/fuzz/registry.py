@@ -834,6 +834,9 @@ NOT_FUZZED["validation.symmetry_breaking.exact_symmetry_rows"] = (
     "reads platform_probe's dict (a training step); tested in tests/train/test_symmetry_breaking.py"
 )
 NOT_FUZZED["validation.symmetric_nets.PlatformSymmetry"] = _RESULT
+NOT_FUZZED["checks.renamed_kwargs"] = (
+    "a decorator for the library's own functions; tested in tests/contracts/test_conventions.py"
+)
 NOT_FUZZED["validation.symmetric_nets.unit_exact_conv"] = (
     "takes the torch module and tensors; checked against conv2d in tests/train/test_symmetry_breaking.py"
 )
