@@ -1,6 +1,6 @@
 """
-Blumenfeld, Gilboa & Soudry 2020: feature symmetry, ConstNet, LeakyNet (Blumenfeld et al. 2020)
-=================================================================================
+Blumenfeld, Gilboa & Soudry 2020: feature symmetry, ConstNet, LeakyNet
+======================================================================
 
 Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size
 (seconds each) so that the documentation builds quickly; ``meanfield figures blumenfeld2020 --full`` gives the

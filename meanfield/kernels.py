@@ -1333,7 +1333,7 @@ def conv_kernels(
     -----
     Xiao et al. 2018, eqs. 2.3-2.5 and the NTK recursion of :func:`meanfield.ntk.conv_ntk_map`; equal to
     :func:`meanfield.ntk.propagate_conv_ntk` to float64 rounding. Work per input pair and layer is
-    P^2 pair maps and 2 P^2 |v| multiply-adds.
+    P^2 pair maps and 2 P^2 ``len(v)`` multiply-adds.
     """
     if not isinstance(readout, str) or readout not in READOUTS:
         raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
