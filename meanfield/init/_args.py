@@ -75,7 +75,7 @@ def check_batch_size(n_elements: int, what: str) -> None:
         )
 
 
-def batch_shape(batch, name: str = "batch") -> tuple[int, ...]:
+def batch_shape(batch, name: str = "batch_shape") -> tuple[int, ...]:
     """A batch shape: an int or a tuple of ints, each ``>= 1`` (``()``: no batch axes)."""
     if isinstance(batch, (int, np.integer)) and not isinstance(batch, (bool, np.bool_)):
         batch = (batch,)

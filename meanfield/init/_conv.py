@@ -728,7 +728,9 @@ def gaussian_conv_kernel(
     sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     batch = batch_shape(batch)
     check_size(_elements(ks) * c_in * c_out, "prod(kernel_shape) * c_in * c_out")
-    check_batch_size(_elements(batch) * _elements(ks) * c_in * c_out, "prod(batch) * prod(kernel_shape) * c_in * c_out")
+    check_batch_size(
+        _elements(batch) * _elements(ks) * c_in * c_out, "prod(batch_shape) * prod(kernel_shape) * c_in * c_out"
+    )
     if v is None:
         v = np.full(ks, 1.0 / _elements(ks))
     else:

@@ -122,7 +122,7 @@ def _sizes(n_out, n_in, batch) -> tuple[int, int, tuple[int, ...]]:
     n_in = int_arg(n_in, "n_in", 1)
     check_size(n_out * n_in, "n_out * n_in")
     batch = batch_shape(batch)
-    check_batch_size(math.prod(batch) * n_out * n_in, "prod(batch) * n_out * n_in")
+    check_batch_size(math.prod(batch) * n_out * n_in, "prod(batch_shape) * n_out * n_in")
     return n_out, n_in, batch
 
 
@@ -143,7 +143,7 @@ def haar_orthogonal(
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
         a CuPy Generator (:meth:`meanfield.backend.Backend.rng`).
     batch_shape : int or tuple of int
-        Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
+        Leading axes of independent matrices (default none), ``prod(batch_shape) * n_out * n_in <= 2**31``.
     backend : str or Backend
         ``"numpy"`` (default) or ``"cupy"``: where the matrices are drawn and returned.
 
@@ -204,7 +204,7 @@ def dense_weights(
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
         a CuPy Generator (:meth:`meanfield.backend.Backend.rng`).
     batch_shape : int or tuple of int
-        Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
+        Leading axes of independent matrices (default none), ``prod(batch_shape) * n_out * n_in <= 2**31``.
     backend : str or Backend
         ``"numpy"`` (default) or ``"cupy"``.
 

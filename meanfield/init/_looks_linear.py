@@ -132,7 +132,7 @@ def gsm(
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
         a CuPy Generator.
     batch_shape : int or tuple of int
-        Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
+        Leading axes of independent matrices (default none), ``prod(batch_shape) * n_out * n_in <= 2**31``.
     backend : str or Backend
         ``"numpy"`` (default) or ``"cupy"``.
 
@@ -158,7 +158,7 @@ def gsm(
     sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     check_size(4 * m * n, "n_out * n_in")
     batch = batch_shape(batch)
-    check_batch_size(math.prod(batch) * 4 * m * n, "prod(batch) * n_out * n_in")
+    check_batch_size(math.prod(batch) * 4 * m * n, "prod(batch_shape) * n_out * n_in")
     b = get_backend(backend)
     gen = b.rng(rng)
     return _block(b.xp, math.sqrt(sigma_w2 / n_in) * gen.standard_normal(batch + (m, n)))
@@ -190,7 +190,7 @@ def orthogonal_looks_linear(
         Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
         a CuPy Generator.
     batch_shape : int or tuple of int
-        Leading axes of independent matrices (default none), ``prod(batch) * n_out * n_in <= 2**31``.
+        Leading axes of independent matrices (default none), ``prod(batch_shape) * n_out * n_in <= 2**31``.
     backend : str or Backend
         ``"numpy"`` (default) or ``"cupy"``.
 
@@ -217,6 +217,6 @@ def orthogonal_looks_linear(
     sigma_w2 = nonneg(sigma_w2, "sigma_w2")
     check_size(4 * m * n, "n_out * n_in")
     batch = batch_shape(batch)
-    check_batch_size(math.prod(batch) * 4 * m * n, "prod(batch) * n_out * n_in")
+    check_batch_size(math.prod(batch) * 4 * m * n, "prod(batch_shape) * n_out * n_in")
     b = get_backend(backend)
     return _block(b.xp, math.sqrt(sigma_w2) * haar_orthogonal(m, n, rng, batch_shape=batch, backend=b))
