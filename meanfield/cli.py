@@ -28,8 +28,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from meanfield.validation.runner import ENVIRONMENT_HELP, CliParser
-
 #: What ``meanfield figures --help`` says about --backend (kept in one place with figures/runner.py).
 FIGURE_BACKEND_HELP = (
     "--backend cupy/torch runs the simulations of the figures that honour it on that backend; the "
@@ -77,10 +75,10 @@ def _version() -> str:
     return f"meanfield {__version__}" + (f" (commit {commit[:12]})" if commit else "")
 
 
-def _parser() -> CliParser:
+def _parser():
     from meanfield.figures.runner import add_arguments as figure_arguments
+    from meanfield.validation.runner import ENVIRONMENT_HELP, CliParser, add_common_arguments
     from meanfield.validation.runner import add_arguments as validation_arguments
-    from meanfield.validation.runner import add_common_arguments
 
     p = CliParser(prog="meanfield", description=_DESCRIPTION, epilog=_EXAMPLES + "\n" + ENVIRONMENT_HELP)
     p.add_argument("--version", action="version", version=_version())

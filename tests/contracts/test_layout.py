@@ -73,3 +73,13 @@ def test_version_has_one_source():
     written = re.findall(r'__version__ = "([^"]+)"', (ROOT / "meanfield" / "_version.py").read_text())
     assert written == [meanfield.__version__]
     assert "version =" not in (ROOT / "pyproject.toml").read_text().split("[project]")[1].split("[")[0]
+
+
+def test_the_cli_module_imports_no_comparison_module():
+    """The core's command line (``meanfield.cli``) reaches ``meanfield.validation`` only when a command runs."""
+    import subprocess
+    import sys
+
+    code = "import sys, meanfield.cli; print(any(m.startswith('meanfield.validation') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"
