@@ -488,7 +488,7 @@ def _residual_rows(backend, full, seed):
 
     Residual layers ``y + W phi_a(y)`` (He Gaussian weights, width 8, Gaussian inputs):
     (1) the linear case (a = 1, the case the conjecture invokes) against the exact moment
-    recursion of :mod:`meanfield.kurtosis_residual`; (2) the conjecture for ReLU: the kurtosis of
+    recursion of :func:`meanfield.kurtosis.residual_moments`; (2) the conjecture for ReLU: the kurtosis of
     ReLU residual networks at depth 6 is at least the linear residual network's exact value
     (side "above": a FAIL would mean the ReLU nonlinearity slows the growth below the linear case);
     (3) the sign-symmetric closure of the recursion for ReLU, which is not exact for residual
@@ -496,7 +496,7 @@ def _residual_rows(backend, full, seed):
     """
     from meanfield.validation.simulators import simulate_residual_moments
 
-    from meanfield.kurtosis_residual import residual_moments
+    from meanfield.kurtosis import residual_moments
 
     width, depth = 8, 6
     n = 200_000 if full else 40_000

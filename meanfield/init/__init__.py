@@ -8,8 +8,9 @@ Each family lives in a private submodule and is re-exported here:
   :func:`he_sigma_w2`, :func:`glorot_sigma_w2`;
 - looks-linear (``_looks_linear``, Burkholz & Dubatovka 2019 Sec. 3): :func:`looks_linear` (the one looks-linear
   block construction), :func:`gsm`, :func:`orthogonal_looks_linear`, :func:`looks_linear_input`;
-- convolution kernels (``_conv``, Xiao et al. 2018 Sec. 2.4 and Algorithms 1-2): the one kernel layout
-  ``(*kernel_spatial, c_out, c_in)`` and the periodic convolution it defines
+- convolution kernels (``_conv``, the layout and the operator; ``_conv_kernels``, the initialisers; Xiao et al.
+  2018 Sec. 2.4 and Algorithms 1-2): the one kernel layout ``(*kernel_spatial, c_out, c_in)`` and the periodic
+  convolution it defines
   (:func:`periodic_conv`, :func:`periodic_conv_transpose`, :func:`periodic_conv_weight_grad`,
   :func:`conv_matrix`, :func:`conv_singular_values`), PyTorch's layout (:func:`to_torch_layout`,
   :func:`from_torch_layout`), Gaussian (eq. 2.2), orthogonal and delta-orthogonal kernels;
@@ -35,6 +36,8 @@ from __future__ import annotations
 
 from ._conv import *  # noqa: F403
 from ._conv import __all__ as _conv_all
+from ._conv_kernels import *  # noqa: F403
+from ._conv_kernels import __all__ as _conv_kernels_all
 from ._dense import *  # noqa: F403
 from ._dense import __all__ as _dense_all
 from ._looks_linear import *  # noqa: F403
@@ -50,6 +53,7 @@ __all__ = (
     list(_dense_all)
     + list(_looks_linear_all)
     + list(_conv_all)
+    + list(_conv_kernels_all)
     + list(_zero_all)
     + list(_symmetry_all)
     + list(_metainit_all)

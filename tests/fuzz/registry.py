@@ -443,6 +443,8 @@ REGISTRY: list[Entry] = [
     E("kurtosis.input_statistics", x=A(X64), method=CH("pairs"), weight_kurtosis=F(3.0)),
     E("kurtosis.nonzero_probability", widths=IS([3, 3]), log=B(False)),
     E("kurtosis.weight_kurtosis", distribution=DIST("uniform")),
+    E("kurtosis.residual_moments", width=I(4), depth=I(3), slope=F(0.1), weight_kurtosis=F(3.0), s2=F(1.0), m4=F(3.0),
+      m22=F(1.0), residual=B(True)),
     # --- symmetry ---------------------------------------------------------------------------
     E("symmetry.forward_correlation", w=A(W43), complement=B(False)),
     E("symmetry.backward_correlation", w=A(W43), complement=B(False)),
@@ -681,6 +683,7 @@ NOT_FUZZED: dict[str, str] = {
         "kurtosis.InputStatistics",
         "kurtosis.KurtosisPropagation",
         "kurtosis.LemmaProduct",
+        "kurtosis.ResidualMoments",
         "kurtosis.TraceDeterminant",
         "landscape.LandscapeResult",
         "landscape.ModeTrajectory",

@@ -11,7 +11,7 @@ from hypothesis import strategies as hs
 from meanfield.validation.simulators import simulate_residual_moments
 
 from meanfield import kurtosis as K
-from meanfield.kurtosis_residual import residual_moments
+from meanfield.kurtosis import residual_moments
 
 #: Standard errors allowed: P(|Z| > 5) = 6e-7 per check.
 Z = 5.0
@@ -121,3 +121,28 @@ def test_moment_simulators_bound_n_networks(n):
         simulate_residual_moments(3, 2, n, 0.1, rng=0)
     with pytest.raises(ValueError, match="n_networks"):
         simulate_conv_moments(2, 3, 4, 2, n, 0.1, rng=0)
+
+
+def test_the_old_module_path_warns_and_gives_the_same_function():
+    import importlib
+    import sys
+
+    sys.modules.pop("meanfield.kurtosis_residual", None)
+    with pytest.warns(DeprecationWarning, match="meanfield.kurtosis"):
+        old = importlib.import_module("meanfield.kurtosis_residual")
+    assert old.residual_moments is residual_moments
+    assert old.ResidualMoments is K.ResidualMoments
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"slope": 1e300}, "slope"),
+        ({"slope": -1e51}, "slope"),
+        ({"s2": 1e-300, "m4": 3e-300, "m22": 1e-300}, "s2"),
+        ({"s2": 1e-150, "m4": 1e300, "m22": 0.0}, "m4"),
+    ],
+)
+def test_arguments_outside_the_float64_range_are_refused_by_name(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        residual_moments(4, 3, **kwargs)

@@ -705,7 +705,7 @@ def simulate_residual_moments(
 
     Notes
     -----
-    The Monte-Carlo side of :func:`meanfield.kurtosis_residual.residual_moments` (Grzejdziak 2023, Sec. 6).
+    The Monte-Carlo side of :func:`meanfield.kurtosis.residual_moments` (Grzejdziak 2023, Sec. 6).
     """
     w = check_int(width, "width", 2, 4096)
     depth = check_int(depth, "depth", 0, 1000)
