@@ -158,6 +158,16 @@ def pairwise_mean_cosine(vectors: ArrayLike, complement: bool = False) -> float:
     return float(deficit) if complement else float(1.0 - deficit)
 
 
+def _channel_correlation(w, complement, axis, need):
+    """Eq. 5 over the slices of ``W`` along ``axis`` (-2: output channels, -1: input channels)."""
+    complement = check_bool(complement, "complement")
+    w = _weight(w)
+    n = w.shape[axis]
+    if n < 2:
+        raise ValueError(f"W must have {need}, got {n}")
+    return pairwise_mean_cosine(np.moveaxis(w, axis, 0).reshape(n, -1), complement)
+
+
 def forward_correlation(w: ArrayLike, complement: bool = False) -> float:
     """Forward correlation :math:`C_f` of a weight tensor (eq. 5 of Blumenfeld et al. 2020).
 
@@ -192,12 +202,7 @@ def forward_correlation(w: ArrayLike, complement: bool = False) -> float:
     >>> forward_correlation(np.ones((3, 3, 8, 4)))
     1.0
     """
-    complement = check_bool(complement, "complement")
-    w = _weight(w)
-    n_out = w.shape[-2]
-    if n_out < 2:
-        raise ValueError(f"W must have n_out >= 2 output channels for C_f, got {n_out}")
-    return pairwise_mean_cosine(np.moveaxis(w, -2, 0).reshape(n_out, -1), complement)
+    return _channel_correlation(w, complement, -2, "n_out >= 2 output channels for C_f")
 
 
 def backward_correlation(w: ArrayLike, complement: bool = False) -> float:
@@ -205,12 +210,7 @@ def backward_correlation(w: ArrayLike, complement: bool = False) -> float:
 
     Parameters, return and errors as :func:`forward_correlation`, with ``n_in >= 2``.
     """
-    complement = check_bool(complement, "complement")
-    w = _weight(w)
-    n_in = w.shape[-1]
-    if n_in < 2:
-        raise ValueError(f"W must have n_in >= 2 input channels for C_b, got {n_in}")
-    return pairwise_mean_cosine(np.moveaxis(w, -1, 0).reshape(n_in, -1), complement)
+    return _channel_correlation(w, complement, -1, "n_in >= 2 input channels for C_b")
 
 
 def total_correlation(w: ArrayLike, complement: bool = False) -> float:

@@ -109,6 +109,16 @@ def _half(n: int, name: str) -> int:
     return n // 2
 
 
+def _block_arguments(n_out, n_in, sigma_w2, batch, backend):
+    """Checked ``(m, n, sigma_w2, batch, backend)`` of a looks-linear matrix of ``m x n`` blocks ``W0``."""
+    m, n = _half(n_out, "n_out"), _half(n_in, "n_in")
+    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
+    check_size(4 * m * n, "n_out * n_in")
+    batch = batch_shape(batch)
+    check_batch_size(math.prod(batch) * 4 * m * n, "prod(batch_shape) * n_out * n_in")
+    return m, n, sigma_w2, batch, get_backend(backend)
+
+
 @renamed_kwargs(batch="batch_shape")
 def gsm(
     n_out: int,
@@ -154,12 +164,7 @@ def gsm(
     >>> bool(np.array_equal(w[:2, :3], -w[2:, :3]) and np.array_equal(w[:2, :3], w[2:, 3:]))
     True
     """
-    m, n = _half(n_out, "n_out"), _half(n_in, "n_in")
-    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
-    check_size(4 * m * n, "n_out * n_in")
-    batch = batch_shape(batch)
-    check_batch_size(math.prod(batch) * 4 * m * n, "prod(batch_shape) * n_out * n_in")
-    b = get_backend(backend)
+    m, n, sigma_w2, batch, b = _block_arguments(n_out, n_in, sigma_w2, batch, backend)
     gen = b.rng(rng)
     return _block(b.xp, math.sqrt(sigma_w2 / n_in) * gen.standard_normal(batch + (m, n)))
 
@@ -213,10 +218,5 @@ def orthogonal_looks_linear(
     >>> bool(np.allclose(w0 @ w0.T, 4.0 * np.eye(2)))
     True
     """
-    m, n = _half(n_out, "n_out"), _half(n_in, "n_in")
-    sigma_w2 = nonneg(sigma_w2, "sigma_w2")
-    check_size(4 * m * n, "n_out * n_in")
-    batch = batch_shape(batch)
-    check_batch_size(math.prod(batch) * 4 * m * n, "prod(batch_shape) * n_out * n_in")
-    b = get_backend(backend)
+    m, n, sigma_w2, batch, b = _block_arguments(n_out, n_in, sigma_w2, batch, backend)
     return _block(b.xp, math.sqrt(sigma_w2) * haar_orthogonal(m, n, rng, batch_shape=batch, backend=b))

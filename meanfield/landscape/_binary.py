@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 
 from .._checks import as_float_array, check_bool, check_rng, check_scalar
 from .._results import Result
-from ._common import _check_architecture, _int
+from ._common import _check_architecture, _int, _square_matrices
 
 __all__ = [
     "ARCHITECTURES",
@@ -238,12 +238,7 @@ def _check_binary_net(inputs, mats, w_out, output_bias, biases):
         mats = list(mats)
     if not isinstance(mats, (list, tuple)):
         raise TypeError(f"mats must be a list of (width, width) arrays, got {type(mats).__name__}")
-    ws = []
-    for g, w in enumerate(mats):
-        w = as_float_array(w, f"mats[{g}]")
-        if w.shape != (width, width):
-            raise ValueError(f"mats[{g}] must have shape (width, width) = {(width, width)}, got {w.shape}")
-        ws.append(w)
+    ws = _square_matrices(mats, "mats", width, "width")
     w_out = as_float_array(w_out, "w_out")
     if w_out.shape != (width,):
         raise ValueError(f"w_out must have shape (width,) = ({width},), got {w_out.shape}")

@@ -48,6 +48,18 @@ class _FlowBudgetExceeded(Exception):
     """Raised inside a right-hand side when :data:`MAX_FLOW_EVALUATIONS` is exhausted."""
 
 
+def _square_matrices(mats: Iterable[object], name: str, n: int, symbol: str, suffix: str = "") -> list[np.ndarray]:
+    """Each entry of ``mats`` as a finite float64 ``(n, n)`` array; errors name ``name[i]`` and the shape
+    ``(symbol, symbol)``, followed by ``suffix``."""
+    out = []
+    for i, w in enumerate(mats):
+        w = as_float_array(w, f"{name}[{i}]")
+        if w.shape != (n, n):
+            raise ValueError(f"{name}[{i}] must have shape ({symbol}, {symbol}) = {(n, n)}{suffix}, got {w.shape}")
+        out.append(w)
+    return out
+
+
 def _check_tolerances(rtol: object, atol: object) -> tuple[float, float]:
     rtol = check_scalar(rtol, "rtol")
     if not 0.0 < rtol < 1.0:

@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 
 from .._checks import as_float_array, check_scalar
 from .._results import Result
-from ._common import _check_architecture, _int
+from ._common import _check_architecture, _int, _square_matrices
 
 __all__ = ["PermutationCounts", "permutation_counts", "rescaling_deviation", "skip_network"]
 
@@ -42,12 +42,7 @@ def _check_skip_net(x, weights, biases):
         weights = list(weights)
     if not isinstance(weights, (list, tuple)) or len(weights) < 1:
         raise TypeError(f"weights must be a non-empty list of (n, n) arrays, got {type(weights).__name__}")
-    ws = []
-    for i, w in enumerate(weights):
-        w = as_float_array(w, f"weights[{i}]")
-        if w.shape != (n, n):
-            raise ValueError(f"weights[{i}] must have shape (n, n) = {(n, n)} to match x, got {w.shape}")
-        ws.append(w)
+    ws = _square_matrices(weights, "weights", n, "n", " to match x")
     if biases is None:
         bs = [np.zeros(n) for _ in ws]
     else:
@@ -78,13 +73,7 @@ def _check_matrices(mats, n, count, name):
         raise TypeError(f"{name} must be a list of (n, n) arrays (one per weight matrix), got {type(mats).__name__}")
     if len(mats) != count:
         raise ValueError(f"{name} must hold one (n, n) matrix per weight matrix ({count}), got {len(mats)}")
-    out = []
-    for i, q in enumerate(mats):
-        q = as_float_array(q, f"{name}[{i}]")
-        if q.shape != (n, n):
-            raise ValueError(f"{name}[{i}] must have shape (n, n) = {(n, n)}, got {q.shape}")
-        out.append(q)
-    return out
+    return _square_matrices(mats, name, n, "n")
 
 
 def _check_constant_bias(constant_bias):

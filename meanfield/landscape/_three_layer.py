@@ -123,18 +123,23 @@ def three_layer_energy(
     return e
 
 
+def _field_of_residual(A, B, r, printed):
+    """``(da/dt, db/dt)`` from the residual ``r = diag(s) - A^T B``: the gradient of eq. 10, or the printed eqs. 13-14 / 17-18."""
+    da = B @ r.T
+    if not printed:
+        db = A @ r
+    else:
+        m = A.T @ B
+        db = np.empty_like(B)
+        db[:, 0] = r[0, 0] * A[:, 0] - m[0, 1] * A[:, 1]
+        db[:, 1] = r[1, 1] * A[:, 1] - m[1, 0] * A[:, 0]
+    return da, db
+
+
 def _three_layer_field(A, B, s, printed):
     r = _residual(A, B, s)
     with np.errstate(over="ignore", invalid="ignore"):
-        da = B @ r.T
-        if not printed:
-            db = A @ r
-        else:
-            m = A.T @ B
-            db = np.empty_like(B)
-            db[:, 0] = r[0, 0] * A[:, 0] - m[0, 1] * A[:, 1]
-            db[:, 1] = r[1, 1] * A[:, 1] - m[1, 0] * A[:, 0]
-    return da, db
+        return _field_of_residual(A, B, r, printed)
 
 
 def three_layer_gradient_field(
@@ -259,15 +264,7 @@ def three_layer_flow(
     def rhs(y):
         A = y[:size].reshape(shape) + v
         B = y[size:].reshape(shape) + u
-        r = np.diag(s) - A.T @ B
-        da = B @ r.T
-        if not printed:
-            db = A @ r
-        else:
-            m = A.T @ B
-            db = np.empty_like(B)
-            db[:, 0] = r[0, 0] * A[:, 0] - m[0, 1] * A[:, 1]
-            db[:, 1] = r[1, 1] * A[:, 1] - m[1, 0] * A[:, 0]
+        da, db = _field_of_residual(A, B, np.diag(s) - A.T @ B, printed)
         return np.concatenate([da.ravel(), db.ravel()])
 
     scales = f"max |s| = {float(np.max(np.abs(s))):.3g}, max |a0|, |b0| = {float(max(np.max(np.abs(a0)), np.max(np.abs(b0)))):.3g}"
