@@ -1070,6 +1070,13 @@ def dense_kernels(
     if maps is None:
         maps, name = quadrature_layer_maps, "quadrature"
     d1, d2 = x1.shape[0], x2.shape[0]
+    if name == "mehler":  # whole layers at once: the coefficients of every input once per layer
+        after = (maps, degree, record, want_ntk)
+        if per_task is None:
+            nngp, ntk_ = _mehler_dense_task(act, sw, sb, depth, x1, x2, 0 if sym else -1, *after)
+        else:
+            nngp, ntk_ = _map_rows(_mehler_dense_task, x1, x2, sym, per_task, (act, sw, sb, depth), after)
+        return _finish(nngp, ntk_, layers, name, squeeze)
     after = (_DENSE_PLAN, "full", maps, degree, record, want_ntk, block)
     if per_task is None:
         nngp, ntk_ = _general_task(act, sw, sb, depth, x1[:, None, :], x2[:, None, :], 0 if sym else -1, *after)
@@ -1114,6 +1121,56 @@ def _general_diag(act, sw, sb, x, depth, plan, degree):
         q[layer + 1] = sum(weight[o] * m1[:, dpos[o]] for o in range(weight.size))
         t[layer + 1] = q[layer + 1] + sum(weight[o] * m2[:, dpos[o]] for o in range(weight.size))
     return q, t
+
+
+def _mehler_dense_task(act, sw, sb, depth, x1, x2, self_offset, maps, degree, record, want_ntk):
+    """Rows of x1 (D1, n0) against x2 through dense layers with Mehler's pair map, a layer at a time.
+
+    Every layer maps all D1 x D2 pairs in one call of ``maps``, so the Hermite coefficients of each
+    input are computed once per layer (not once per block of rows), and a data set against itself
+    (``x1 is x2``, ``self_offset = 0``) uses the symmetric form (pairs i <= j only). Scratch: a few
+    D1 x D2 arrays. The per-pair arithmetic is that of :func:`_general_task` with the dense plan.
+    """
+    d1, d2 = x1.shape[0], x2.shape[0]
+    full = self_offset == 0 and d1 == d2 and x1 is x2
+    n_rec = int((record >= 0).sum())
+    nngp = np.zeros((n_rec, d1, d2))
+    ntk = np.zeros((n_rec, d1, d2)) if want_ntk else None
+    q2, t2 = (a[:, :, 0] for a in _general_diag(act, sw, sb, x2[:, None, :], depth, _DENSE_PLAN, degree))
+    if self_offset >= 0:
+        rows = np.arange(d1) + self_offset
+        q1, t1 = q2[:, rows], t2[:, rows]
+        own = np.flatnonzero(rows < d2)
+        cols = rows[own]
+    else:
+        q1, t1 = (a[:, :, 0] for a in _general_diag(act, sw, sb, x1[:, None, :], depth, _DENSE_PLAN, degree))
+        own = cols = np.zeros(0, dtype=np.int64)
+    g = (x1 @ x2.T) / x1.shape[1]
+    if full:  # exactly symmetric: the symmetric form of the pair map applies
+        g = np.triu(g) + np.triu(g, 1).T
+    s = sw * g + sb
+    th = s.copy()
+    for layer in range(depth + 1):
+        s[own, cols] = q1[layer, own]
+        th[own, cols] = t1[layer, own]
+        slot = record[layer]
+        if slot >= 0:
+            nngp[slot] = s
+            if want_ntk:
+                ntk[slot] = th
+        if layer == depth:
+            break
+        sa, sbq = np.sqrt(q1[layer]), np.sqrt(q2[layer])
+        den = sa[:, None] * sbq[None, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            c = np.where(den > 0, s / np.where(den > 0, den, 1.0), 0.0).clip(-1.0, 1.0)
+        c[own, cols] = np.where(q1[layer, own] > 0, 1.0, 0.0)
+        res = maps(act, q1[layer], q2[layer], c, derivative=want_ntk)
+        s_new = sw * res.kappa + sb
+        if want_ntk:
+            th = s_new + (sw * res.kappa_dot) * th
+        s = s_new
+    return nngp, ntk
 
 
 def _general_task(act, sw, sb, depth, x1, x2, self_offset, plan, readout, maps, degree, record, want_ntk, block):
