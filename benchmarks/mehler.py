@@ -17,7 +17,8 @@ measured in this run:
 4. ``--cases``: the table of D inputs through 10 tanh layers for three kinds of inputs -- (a) the
    correlation-0.3 Gaussian inputs above, (b) independent 32-dimensional Gaussian inputs
    (``gaussian_inputs(D, 32)``), (c) the first D embedded digits (``meanfield.data.load_digits``,
-   raw pixels 0..16: variances near 100 at the first layer, pair correlations up to 0.99) -- each
+   raw pixels 0..16: variances near 100 at the first layer, pair correlations up to 0.99), (d) the
+   same digits standardised per feature (``standardized=True``) -- each
    through ``propagate_mehler`` and ``kernels.dense_kernels``, NNGP alone and NNGP + NTK: process
    CPU time and wall time of one warm call, the certified per-layer bound, the fallback count, and
    the largest error of ``dense_kernels`` against direct quadrature on 200 random pairs (all
@@ -122,7 +123,7 @@ def _inputs(case, d):
         return gaussian_inputs(d, 32, q=1.0, c=0.3, rng=0)
     if case == "b":
         return gaussian_inputs(d, 32, rng=0)
-    return load_digits(d).x
+    return load_digits(d, standardized=case == "d").x
 
 
 def _pair_errors(x, k, pairs):
@@ -149,9 +150,14 @@ def cases(d=1000):
     print(
         f"{'inputs':<34s} {'call':<24s} {'CPU-s':>7s} {'wall-s':>7s} {'bound':>8s} {'fallback':>8s} {'err NNGP':>9s} {'err NTK':>9s}"
     )
-    names = {"a": "(a) Gaussian, c = 0.3", "b": "(b) Gaussian, independent", "c": "(c) digits (raw)"}
+    names = {
+        "a": "(a) Gaussian, c = 0.3",
+        "b": "(b) Gaussian, independent",
+        "c": "(c) digits (raw)",
+        "d": "(d) digits (standardised)",
+    }
     rng = np.random.default_rng(1)
-    for case in ("a", "b", "c"):
+    for case in ("a", "b", "c", "d"):
         x = _inputs(case, d)
         cov0 = dense.input_covariance(x, SW, SB)
         pairs = []
