@@ -53,7 +53,8 @@ about 1 for every k, computed by the stable three-term recurrence
 :math:`a_k(q) = \int \phi(\sqrt q z)\, e^{-z^2/4}(2\pi)^{-1/4}\, \psi_k(z)\, dz`: a smooth integrand
 decaying like :math:`e^{-z^2/4}` whatever k, integrated by the trapezoid rule on
 :math:`|z| \le 16` with step h resolving both the activation's features in u (h <= 0.125 / sqrt(q))
-and the oscillation of :math:`\psi_k` (h <= 1.6 / sqrt(K + 1)); the rule converges geometrically
+and the oscillation of :math:`\psi_k` (h <= 1 / sqrt(K + 1), which also keeps the step-2h rule
+below accurate where :math:`\psi_k` grows off the real axis); the rule converges geometrically
 for analytic integrands. The error of every coefficient is estimated by the same sums on every
 other node (step 2h, free), ``|a(h) - a(2h)|``, an over-estimate of the error of the step-h rule
 wherever the rule converges geometrically; the mass of :math:`\phi^2\varphi` beyond :math:`|z| = 12` bounds
@@ -115,7 +116,7 @@ Z_MAX = 16.0
 Z_OUTER = 12.0
 #: Trapezoid step in u (features of unit width in u) and the Hermite-function resolution constant.
 H_U = 0.125
-H_K = 1.6
+H_K = 1.0
 #: Second moments below this are treated as unusable (their coefficients would underflow).
 E_MIN = 1e-280
 #: Relative slack on the coefficient-error term (covers the norm of the computed coefficients).
@@ -323,9 +324,10 @@ def _input_series(act: Activation, d: int, q: np.ndarray, c_max: np.ndarray, rto
     """Per input: coefficient rows (zero-padded), relative tails, relative errors and K available.
 
     An input is done at the first K (K_START, 2 K_START, ..., K_MAX) where
-    ``t(K) c_max^(2K + 2) <= (rtol / 2 - 2 eps)^2 / (rtol / 2)``, ``c_max`` the largest |c| of its
-    pairs and ``eps`` its coefficient error: then every pair of two done inputs meets
-    ``sqrt(t_i t_j) |c|^(K+1) + eps_i + eps_j + eps_i eps_j <= rtol`` (the bound a pair needs).
+    ``t(K) c_max^(2K + 2) <= max(rtol / 2 - 2 eps, rtol / 200)^2 / (rtol / 2)``, ``c_max`` the
+    largest |c| of its pairs and ``eps`` its coefficient error: then every pair of two done inputs
+    with ``eps <= rtol / 4`` meets ``sqrt(t_i t_j) |c|^(K+1) + eps_i + eps_j + eps_i eps_j <= rtol``
+    (the bound a pair needs); an input with ``eps >= rtol`` stops (its pairs fall back).
 
     ``eps = inf`` marks an input whose pairs must fall back (variance above Q_MAX, a second moment
     that is not finite or below E_MIN, a coefficient rule that did not converge).
@@ -354,9 +356,9 @@ def _input_series(act: Activation, d: int, q: np.ndarray, c_max: np.ndarray, rto
             good = np.isfinite(ep) & np.isfinite(a).all(axis=1) & np.isfinite(tails[:, -1])
             with np.errstate(under="ignore", invalid="ignore"):
                 reach = tails[:, -1] * c_max[idx] ** (2 * k + 2)
-                room = np.maximum(half - 2.0 * _SAFETY * ep, 0.0) ** 2 / half
-            # room = 0: the coefficient error alone uses the budget; more terms cannot help
-            fin = (good & ((reach <= room) | (room == 0.0))) | (k >= K_MAX)
+                room = np.maximum(half - 2.0 * _SAFETY * ep, 0.01 * half) ** 2 / half
+            # ep >= rtol: the coefficient error alone exceeds the budget, more terms cannot help
+            fin = (good & ((reach <= room) | (ep >= rtol))) | (k >= K_MAX)
             done[sel[fin]] = True
             keep = fin & good
             if keep.any():
