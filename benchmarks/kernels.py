@@ -42,7 +42,7 @@ P, C0 = 10, 8
 V = [1.0 / 3.0] * 3
 
 #: Floating-point operations per pair and layer of the compiled closed forms (counted in
-#: meanfield/kernels.py: _pair, _asin / _acos, _rat; sqrt and divide count 1), NNGP-only / NNGP + NTK.
+#: meanfield/kernels/_closed.py: _pair, _asin / _acos, _rat; sqrt and divide count 1), NNGP-only / NNGP + NTK.
 FLOPS = {("erf", False): 30, ("erf", True): 40, ("relu", False): 45, ("relu", True): 52}
 
 # The neural-tangents side: a small driver run in the other interpreter (our code, not theirs).

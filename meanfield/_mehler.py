@@ -52,11 +52,12 @@ about 1 for every k, computed by the stable three-term recurrence
 :math:`\psi_{k+1} = (z\psi_k - \sqrt{k}\,\psi_{k-1})/\sqrt{k+1}`),
 :math:`a_k(q) = \int \phi(\sqrt q z)\, e^{-z^2/4}(2\pi)^{-1/4}\, \psi_k(z)\, dz`: a smooth integrand
 decaying like :math:`e^{-z^2/4}` whatever k, integrated by the trapezoid rule on
-:math:`|z| \le 16` with step h resolving both the activation's features in u (h <= 0.125 / sqrt(q))
-and the oscillation of :math:`\psi_k` (h <= 1.6 / sqrt(K + 1)); the rule converges geometrically
+:math:`|z| \le 13` with step h resolving both the activation's features in u (h <= 0.125 / sqrt(q))
+and the oscillation of :math:`\psi_k` (h <= 1 / sqrt(K + 1), which also keeps the step-2h rule
+below accurate where :math:`\psi_k` grows off the real axis); the rule converges geometrically
 for analytic integrands. The error of every coefficient is estimated by the same sums on every
 other node (step 2h, free), ``|a(h) - a(2h)|``, an over-estimate of the error of the step-h rule
-wherever the rule converges geometrically; the mass of :math:`\phi^2\varphi` beyond :math:`|z| = 12` bounds
+wherever the rule converges geometrically; the mass of :math:`\phi^2\varphi` beyond :math:`|z| = 11` bounds
 the truncation of the domain. With :math:`\varepsilon_i` the l2 norm of the coefficient errors
 relative to :math:`\sqrt{\mathbb{E}\phi(u_i)^2}`, a computed partial sum is off by at most
 :math:`(\varepsilon_i + \varepsilon_j + \varepsilon_i\varepsilon_j) s_{ij}` (Cauchy-Schwarz on the
@@ -86,7 +87,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numba
 import numpy as np
@@ -94,7 +94,7 @@ from numpy.typing import ArrayLike
 
 from ._checks import as_real_array, check_bool, check_scalar
 from ._results import Result
-from .activations import SIGN, Activation, call_user, get_activation
+from .activations import ERF, HARD_TANH, LINEAR, SIGN, TANH, Activation, call_user, get_activation
 from .gaussian import expectation, pair_expectation
 
 __all__ = ["K_MAX", "K_START", "Q_MAX", "RTOL_RANGE", "MehlerMaps", "mehler_layer_maps"]
@@ -104,19 +104,19 @@ K_MAX = 1024
 #: Terms of the first pass; inputs whose tail is not yet small get 2x, 4x, ... up to K_MAX.
 K_START = 32
 #: Inputs with a larger variance have all their pairs done by direct quadrature (the coefficient
-#: rule needs ~0.125 / sqrt(q) steps: at Q_MAX, 8193 nodes; its Hermite table at K_MAX is 67 MB).
+#: rule needs ~0.125 / sqrt(q) steps: at Q_MAX, 6657 nodes; its Hermite table at K_MAX is 55 MB).
 Q_MAX = 1e3
 #: Most function values evaluated at once (memory: 16 MB).
 _CHUNK = 1 << 21
 #: Allowed range of ``rtol``.
 RTOL_RANGE = (1e-12, 1e-2)
 #: Half-width of the z-domain of the coefficient rule (the integrand decays like e^{-z^2/4}).
-Z_MAX = 16.0
+Z_MAX = 13.0
 #: The mass of phi^2 times the normal density beyond this |z| bounds the domain truncation.
-Z_OUTER = 12.0
+Z_OUTER = 11.0
 #: Trapezoid step in u (features of unit width in u) and the Hermite-function resolution constant.
 H_U = 0.125
-H_K = 1.6
+H_K = 1.0
 #: Second moments below this are treated as unusable (their coefficients would underflow).
 E_MIN = 1e-280
 #: Relative slack on the coefficient-error term (covers the norm of the computed coefficients).
@@ -153,21 +153,51 @@ class MehlerMaps(Result):
     terms: int
 
 
-@lru_cache(maxsize=2)
+#: Hermite tables per step, grown in place as passes ask for more terms (a few steps at once).
+_TABLES: dict = {}
+_TABLES_KEEP = 2
+
+
 def _hermite_functions(h: float, k_max: int):
-    """Nodes ``z = h m`` (|m| <= N, N even), Gaussian factor and psi_k(z) as an (n, k_max + 1) array."""
-    n_half = math.ceil(Z_MAX / h)
-    n_half += n_half % 2  # even: the step-2h sub-rule is the even m, and contains z = 0
-    z = h * np.arange(-n_half, n_half + 1, dtype=np.float64)
-    g = np.exp(-0.25 * z * z) / (2.0 * math.pi) ** 0.25
-    psi = np.empty((z.size, k_max + 1))
-    psi[:, 0] = g
-    if k_max >= 1:
+    """Nodes ``z = h m`` (|m| <= N, N even), Gaussian factor, psi_k(z) as an (n, >= k_max + 1) array
+    and the cache of its half tables (:func:`_half_table`).
+
+    The table of a step is kept and extended by the same recurrence when more terms are asked for,
+    so its first columns never change.
+    """
+    hit = _TABLES.pop(h, None)
+    if hit is None:
+        n_half = math.ceil(Z_MAX / h)
+        n_half += n_half % 2  # even: the step-2h sub-rule is the even m, and contains z = 0
+        z = h * np.arange(-n_half, n_half + 1, dtype=np.float64)
+        g = np.exp(-0.25 * z * z) / (2.0 * math.pi) ** 0.25
+        psi = np.empty((z.size, 2))
+        psi[:, 0] = g
         psi[:, 1] = z * g
-    for k in range(1, k_max):
-        psi[:, k + 1] = (z * psi[:, k] - math.sqrt(k) * psi[:, k - 1]) / math.sqrt(k + 1.0)
-    psi.setflags(write=False)
-    return z, g, psi
+        hit = (z, g, psi, {})
+    z, g, psi, halves = hit
+    if psi.shape[1] < k_max + 1:
+        old = psi.shape[1]
+        psi = np.concatenate([psi, np.empty((z.size, k_max + 1 - old))], axis=1)
+        for k in range(old - 1, k_max):
+            psi[:, k + 1] = (z * psi[:, k] - math.sqrt(k) * psi[:, k - 1]) / math.sqrt(k + 1.0)
+        psi.setflags(write=False)
+        halves = {}
+        hit = (z, g, psi, halves)
+    _TABLES[h] = hit
+    while len(_TABLES) > _TABLES_KEEP:
+        _TABLES.pop(next(iter(_TABLES)))
+    return z, g, psi, halves
+
+
+def _half_table(z, psi, halves, par):
+    """Contiguous psi_k(z) on z >= 0 for the k of parity ``par`` (column j is k = 2 j + par)."""
+    tab = halves.get(par)
+    if tab is None:
+        mid = (z.size - 1) // 2
+        tab = np.ascontiguousarray(psi[mid:, par::2])
+        halves[par] = tab
+    return tab
 
 
 def _steps(q: np.ndarray, k: int) -> np.ndarray:
@@ -178,40 +208,128 @@ def _steps(q: np.ndarray, k: int) -> np.ndarray:
     return np.exp2(np.floor(np.log2(h)))
 
 
-def _coefficients_on(fn, label, act, q, k, h, e_ref):
-    """Coefficients a_k (rows), certified relative tails, relative coefficient errors, on step h."""
-    z, g, psi = _hermite_functions(h, k)
+#: Built-ins whose phi is odd (phi' even): their coefficients are summed on z >= 0 only.
+_KNOWN_PARITY = {LINEAR: 1, TANH: 1, ERF: 1, HARD_TANH: 1}
+_ORDER = {"phi": 0, "dphi": 1}
+
+
+def _parity(f: np.ndarray) -> int:
+    """1 if every row of ``f`` (values on a grid symmetric about 0) is odd, 0 if every row is even, else -1."""
+    r = f[:, ::-1]
+    if np.array_equal(r, -f):
+        return 1
+    if np.array_equal(r, f):
+        return 0
+    return -1
+
+
+def _columns_on(fn, label, act, q, k0, k1, h):
+    """Coefficients a_k (k0 <= k <= k1) on step h and on step 2h, and the sums of phi^2 (see the notes).
+
+    Returns ``(a, a2, e_h, e_2h, e_out)``: the coefficients on the step-h and step-2h rules, the
+    second moment on both rules and the mass beyond ``Z_OUTER``. Rows of one parity (tanh and its
+    derivative: odd and even) are summed on z >= 0 with weights 1 (z = 0) and 2: the same
+    trapezoid sums, whose coefficients of the other parity vanish, at a quarter of the work.
+    """
+    z, g, psi, halves = _hermite_functions(h, k1)
     rows = max(1, _CHUNK // z.size)
     if q.size > rows:  # bounded memory: blocks of inputs
-        parts = [
-            _coefficients_on(fn, label, act, q[i : i + rows], k, h, e_ref[i : i + rows]) for i in range(0, q.size, rows)
-        ]
+        parts = [_columns_on(fn, label, act, q[i : i + rows], k0, k1, h) for i in range(0, q.size, rows)]
         return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
-    u = np.sqrt(q)[:, None] * z[None, :]
-    f = call_user(fn, u, label, act.name).reshape(u.shape)
-    fg = f * g[None, :]
-    a = h * (fg @ psi)
-    a2 = (2.0 * h) * (fg[:, ::2] @ psi[::2])
+    mid = (z.size - 1) // 2  # z[mid] = 0; the step-2h nodes are the even offsets from it
     dens = g * g  # the standard normal density
+    outer = np.abs(z) > Z_OUTER
+    par = _KNOWN_PARITY.get(act.code, -1) if act.is_builtin else -1
+    if par >= 0:  # phi odd: phi' even, and the reverse
+        par = (par + _ORDER[label]) % 2
+        fh = call_user(fn, np.sqrt(q)[:, None] * z[None, mid:], label, act.name).reshape(q.size, -1)
+    else:
+        f = call_user(fn, np.sqrt(q)[:, None] * z[None, :], label, act.name).reshape(q.size, -1)
+        par = _parity(f)
+        fh = f[:, mid:]
+    if par >= 0:
+        w = np.full(z.size - mid, 2.0)
+        w[0] = 1.0
+        fgw = fh * (g[mid:] * w)[None, :]
+        a = np.zeros((q.size, k1 - k0 + 1))
+        a2 = np.zeros_like(a)
+        j0, j1 = (k0 - par + 1) // 2, (k1 - par) // 2  # columns 2 j + par in [k0, k1]
+        if j1 >= j0:
+            tab = _half_table(z, psi, halves, par)[:, j0 : j1 + 1]
+            first = 2 * j0 + par - k0
+            even = fgw[:, ::2] @ tab[::2]  # the step-2h nodes; the step-h rule adds the others
+            a[:, first::2] = h * (even + fgw[:, 1::2] @ tab[1::2])
+            a2[:, first::2] = (2.0 * h) * even
+        f2w = (fh * fh) * w[None, :]
+        e_h = h * (f2w @ dens[mid:])
+        e_2h = 2.0 * h * (f2w[:, ::2] @ dens[mid::2])
+        far = outer[mid:]
+        e_out = h * (f2w[:, far] @ dens[mid:][far])
+        return a, a2, e_h, e_2h, e_out
+    fg = f * g[None, :]
+    cols = psi[:, k0 : k1 + 1]
+    even = fg[:, ::2] @ cols[::2]  # the step-2h nodes; the step-h rule adds the others
+    a = h * (even + fg[:, 1::2] @ cols[1::2])
+    a2 = (2.0 * h) * even
     e_h = h * ((f * f) @ dens)
     e_2h = 2.0 * h * ((f[:, ::2] * f[:, ::2]) @ dens[::2])
-    outer = np.abs(z) > Z_OUTER
     e_out = h * ((f[:, outer] ** 2) @ dens[outer])
+    return a, a2, e_h, e_2h, e_out
+
+
+def _certify(a, a2, e_h, e_2h, e_out, e_ref, k):
+    """Certified relative tails and relative coefficient errors of coefficient rows a (see the notes)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         coef_err = np.sqrt(np.sum((a - a2) ** 2, axis=1)) + np.sqrt(e_out)
         eps = coef_err / np.sqrt(e_h)
         delta = (np.abs(e_h - e_2h) + np.abs(e_h - e_ref) + e_out) / e_h + 2.0 * eps + eps * eps
         delta += 2.0 * (k + 2) * _EPS
         tails = np.maximum(0.0, 1.0 - np.cumsum(a * a, axis=1) / e_h[:, None]) + delta[:, None]
-    return a, tails, eps
+    return tails, eps
+
+
+class _Store:
+    """Coefficient columns computed so far per input, with their step: a pass at a larger K on the
+    same step computes only the new columns (the Hermite table's first columns do not change)."""
+
+    def __init__(self, fn, label, act, q, e_ref):
+        self.fn, self.label, self.act, self.q, self.e_ref = fn, label, act, q, e_ref
+        n = q.size
+        self.a = np.zeros((n, 0))
+        self.a2 = np.zeros((n, 0))
+        self.h = np.zeros(n)
+        self.k = np.full(n, -1, dtype=np.int64)
+        self.e = np.zeros((3, n))
+
+    def series(self, idx, k, h):
+        """(a, tails, eps) of inputs ``idx`` with K = k on step h."""
+        if self.a.shape[1] < k + 1:
+            grow = k + 1 - self.a.shape[1]
+            self.a = np.pad(self.a, ((0, 0), (0, grow)))
+            self.a2 = np.pad(self.a2, ((0, 0), (0, grow)))
+        start = np.where(self.h[idx] == h, self.k[idx] + 1, 0)
+        for k0 in np.unique(start):
+            sub = idx[start == k0]
+            if k0 <= k:
+                a, a2, *e = _columns_on(self.fn, self.label, self.act, self.q[sub], int(k0), k, h)
+                self.a[sub, k0 : k + 1] = a
+                self.a2[sub, k0 : k + 1] = a2
+                self.e[:, sub] = e
+                self.h[sub] = h
+                self.k[sub] = k
+        a = self.a[idx, : k + 1]
+        tails, eps = _certify(a, self.a2[idx, : k + 1], *self.e[:, idx], self.e_ref[idx], k)
+        return a, tails, eps
 
 
 def _input_series(act: Activation, d: int, q: np.ndarray, c_max: np.ndarray, rtol: float, k_min: int = 0):
     """Per input: coefficient rows (zero-padded), relative tails, relative errors and K available.
 
     An input is done at the first K (K_START, 2 K_START, ..., K_MAX) where
-    ``t(K) c_max^(2K + 2) <= rtol / 2``, ``c_max`` the largest |c| of its pairs: then every pair of
-    two done inputs meets ``sqrt(t_i t_j) |c|^(K+1) <= rtol / 2``.
+    ``t(K) c_max^(2K + 2) <= max(rtol / 2 - 2 eps, rtol / 200)^2 / (rtol / 2)``, ``c_max`` the
+    largest |c| of its pairs and ``eps`` its coefficient error: then every pair of two done inputs
+    with ``eps <= rtol / 4`` meets ``sqrt(t_i t_j) |c|^(K+1) + eps_i + eps_j + eps_i eps_j <= rtol``
+    (the bound a pair needs); an input with ``eps >= rtol`` stops (its pairs fall back).
 
     ``eps = inf`` marks an input whose pairs must fall back (variance above Q_MAX, a second moment
     that is not finite or below E_MIN, a coefficient rule that did not converge).
@@ -221,6 +339,7 @@ def _input_series(act: Activation, d: int, q: np.ndarray, c_max: np.ndarray, rto
     with np.errstate(over="ignore", invalid="ignore"):
         e_ref = np.atleast_1d(np.asarray(expectation(act, q, (d, d)), dtype=np.float64)) if q.size else q.copy()
     n = q.size
+    store = _Store(fn, label, act, q, e_ref)
     k_of = np.zeros(n, dtype=np.int64)
     eps = np.full(n, np.inf)
     zero = (e_ref == 0.0) & (q == 0.0)  # phi^(d)(0) = 0 at q = 0: every coefficient is 0 exactly
@@ -228,17 +347,20 @@ def _input_series(act: Activation, d: int, q: np.ndarray, c_max: np.ndarray, rto
     pending = np.flatnonzero(~zero & (q <= Q_MAX) & np.isfinite(e_ref) & (e_ref > E_MIN))
     blocks = []  # (inputs, coefficient rows, tails) of the inputs finished in one pass
     k = K_START
+    half = 0.5 * rtol
     while pending.size:
         steps = _steps(q[pending], k)
         done = np.zeros(pending.size, dtype=bool)
         for h in np.unique(steps):
             sel = np.flatnonzero(steps == h)
             idx = pending[sel]
-            a, tails, ep = _coefficients_on(fn, label, act, q[idx], k, float(h), e_ref[idx])
+            a, tails, ep = store.series(idx, k, float(h))
             good = np.isfinite(ep) & np.isfinite(a).all(axis=1) & np.isfinite(tails[:, -1])
-            with np.errstate(under="ignore"):
+            with np.errstate(under="ignore", invalid="ignore"):
                 reach = tails[:, -1] * c_max[idx] ** (2 * k + 2)
-            fin = (good & (reach <= 0.5 * rtol)) | (k >= K_MAX)
+                room = np.maximum(half - 2.0 * _SAFETY * ep, 0.01 * half) ** 2 / half
+            # ep >= rtol: the coefficient error alone exceeds the budget, more terms cannot help
+            fin = (good & ((reach <= room) | (ep >= rtol))) | (k >= K_MAX)
             done[sel[fin]] = True
             keep = fin & good
             if keep.any():
@@ -255,10 +377,11 @@ def _input_series(act: Activation, d: int, q: np.ndarray, c_max: np.ndarray, rto
         steps = _steps(q[short], k_final)
         for h in np.unique(steps):
             idx = short[steps == h]
-            a, tails, ep = _coefficients_on(fn, label, act, q[idx], k_final, float(h), e_ref[idx])
+            a, tails, ep = store.series(idx, k_final, float(h))
             good = np.isfinite(ep) & np.isfinite(a).all(axis=1) & np.isfinite(tails[:, -1])
             blocks.append((idx[good], a[good], tails[good]))
             k_of[idx[good]] = k_final
+            eps[idx[good]] = ep[good]
             eps[idx[~good]] = np.inf
     width = k_final + 1
     a_out = np.zeros((n, width))

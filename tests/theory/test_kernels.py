@@ -51,6 +51,24 @@ def test_dense_matches_propagate_ntk(act):
     assert only.ntk is None and np.array_equal(only.nngp, k.nngp[-1])
 
 
+def test_tanh_on_strongly_correlated_inputs():
+    """Nearly parallel inputs with large first-layer variances (pair correlations above 0.9 at every
+    layer, the ordered phase): the Mehler path against ntk.propagate_ntk, train/train and cross."""
+    rng = np.random.default_rng(13)
+    x = 5.0 * (rng.standard_normal(8) + 0.1 * rng.standard_normal((6, 8)))
+    ref = ntk.propagate_ntk(dense.input_covariance(x, 1.5, 0.05), "tanh", 1.5, 0.05, DEPTH)
+    corr = ref.cov / np.sqrt(np.einsum("lii,ljj->lij", ref.cov, ref.cov))
+    assert corr.min() > 0.9
+    k = kernels.dense_kernels(x, None, "tanh", 1.5, 0.05, DEPTH, layers=range(DEPTH + 1))
+    cross = kernels.dense_kernels(x[:3], x[2:], "tanh", 1.5, 0.05, DEPTH, layers=range(DEPTH + 1))
+    for got, want, name in ((k.nngp, ref.cov, "nngp"), (k.ntk, ref.ntk, "ntk")):
+        scale = np.abs(want).max(axis=(1, 2), keepdims=True)
+        assert np.max(np.abs(got - want) / scale) < MEHLER_RTOL, name
+        part = (cross.nngp if name == "nngp" else cross.ntk) - want[:, :3, 2:]
+        assert np.max(np.abs(part) / scale) < MEHLER_RTOL, name
+    assert np.array_equal(k.nngp, np.swapaxes(k.nngp, 1, 2))  # the symmetric form: exactly symmetric
+
+
 def test_leaky_relu_and_cross_kernel_match_joint_propagation():
     x1, x2 = _x(3, seed=1), _x(5, seed=2)
     both = np.vstack([x1, x2])

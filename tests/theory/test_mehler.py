@@ -17,7 +17,7 @@ from scipy.integrate import dblquad, quad
 from meanfield import dense, ntk
 from meanfield.activations import Activation
 from meanfield.gaussian import expectation, pair_expectation
-from meanfield.mehler import RTOL_RANGE, mehler_layer_maps, propagate_mehler
+from meanfield.mehler import Q_MAX, RTOL_RANGE, mehler_layer_maps, propagate_mehler
 
 #: Error of the direct-quadrature reference relative to the pair scale: meanfield.gaussian's
 #: accuracy table gives at most 2e-11 absolute on moments of size ~q = 100 (2e-13 relative) and
@@ -120,6 +120,58 @@ def _relu_pair(q1, q2, c):
     """Cho & Saul's arc-cosine kernel of degree 1, written out here independently."""
     theta = np.arccos(np.clip(c, -1.0, 1.0))
     return np.sqrt(q1 * q2) * (np.sin(theta) + (math.pi - theta) * np.cos(theta)) / (2.0 * math.pi)
+
+
+#: Correlations approaching 1 from both sides, where the series needs the most terms.
+NEAR_ONE = (0.99, 0.999, 0.99999, 1.0 - 1e-9, -0.9995)
+
+
+@pytest.mark.parametrize("name", ["tanh", "user"])
+def test_strongly_correlated_pairs_meet_the_bound(name):
+    """Pairs with |c| near 1 and distinct variances: summed (not integrated) and within the bound."""
+    act = _user() if name == "user" else name
+    q1 = np.array([0.4, 1.5, 3.0, 9.0])
+    q2 = np.array([0.45, 1.4, 3.3, 8.0, 0.4])
+    c = np.resize(np.array(NEAR_ONE), q1.size * q2.size).reshape(q1.size, q2.size)
+    m = mehler_layer_maps(act, q1, q2, c)
+    assert m.n_fallback == 0 and m.error_bound <= 1e-10
+    for d, got in ((0, m.kappa), (1, m.kappa_dot)):
+        ref = pair_expectation(act, q1[:, None], q2[None, :], c, (d, d))
+        err = np.abs(got - ref) / _scale(act, d, q1, q2)
+        assert err.max() <= m.error_bound + REFERENCE_RTOL, (name, d, err.max())
+
+
+def test_strongly_correlated_data_set_through_depth():
+    """A data set whose pairs approach c = 1 (the ordered phase, large first-layer variances) against
+    the layer-by-layer direct quadrature of ``dense.covariance_map``."""
+    rng = np.random.default_rng(12)
+    common = rng.standard_normal(16)
+    x = 6.0 * (common + 0.08 * rng.standard_normal((6, 16)))  # q near 50, pair correlations near 0.99
+    cov0 = dense.input_covariance(x, 1.0, 0.05)
+    r = propagate_mehler(cov0, "tanh", SW, SB, DEPTH)
+    assert r.error_bound.max() <= 1e-10
+    cov = cov0
+    off = ~np.eye(6, dtype=bool)
+    for layer in range(1, DEPTH + 1):
+        cov = dense.covariance_map(cov, "tanh", SW, SB)
+        corr = cov / np.sqrt(np.outer(np.diag(cov), np.diag(cov)))
+        assert corr[off].min() > 0.9
+        scale = np.sqrt(np.outer(np.diag(cov), np.diag(cov)))
+        assert np.max(np.abs(r.cov[layer] - cov) / scale) <= PROPAGATION_RTOL
+
+
+def test_fallback_where_no_bound_is_met():
+    """At a variance near Q_MAX the coefficients of tanh decay too slowly for a pair at c ~ 1 within
+    K_MAX terms: that pair is integrated directly (and counted), the others are summed."""
+    q = np.array([600.0, 0.5])
+    c = np.array([[0.999999, 0.3], [0.3, 0.2]])
+    m = mehler_layer_maps("tanh", q, q, c, derivative=False)
+    assert m.n_fallback == 1  # the pair of the two large variances
+    ref = pair_expectation("tanh", q[:, None], q[None, :], c)
+    err = np.abs(m.kappa - ref) / _scale("tanh", 0, q, q)
+    assert err.max() <= m.error_bound + REFERENCE_RTOL
+    above = mehler_layer_maps("tanh", [2.0 * Q_MAX], [1.0], [[0.5]], derivative=False)
+    assert above.n_fallback == 1 and above.error_bound == 0.0
 
 
 @pytest.mark.parametrize("name", ["relu", "user_relu"])
