@@ -347,7 +347,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         NumPy (:data:`BACKENDS`).
     full : bool
         Wider networks and more of them instead of the quick default.
-    seed : int
+    rng : int
         Base seed of the random streams (each row spawns its own children).
 
     Returns
@@ -357,9 +357,9 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     Raises
     ------
     ValueError
-        ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``seed``.
+        ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``rng``.
     TypeError
-        ``full`` not a bool; ``seed`` not an int.
+        ``full`` not a bool; ``rng`` not an int.
     """
     backend, full, seed = check_run_arguments(backend, full, seed)
     width, n_nets = (256, 128) if full else (96, 40)
