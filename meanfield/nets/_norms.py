@@ -34,6 +34,9 @@ of ``1/r^2``, ``x x^T / r^4`` and ``x x^T (x^T g x) / r^6``: the exact
 :math:`\mathbb{E}[J^T g J]` under the gradient-independence assumption. For a linear BN network at
 its fixed point this gives Yang et al.'s gradient explosion by :math:`(B - 2)/(B - 3)` per layer.
 
+On the raw input (before any random layer) a deterministic layer here is applied to the data
+itself (exact, :mod:`meanfield.nets._data`); dropout in training mode is random and is not.
+
 References
 ----------
 Ba, Kiros & Hinton 2016, "Layer normalization"; Zhang & Sennrich 2019, "Root mean square layer
@@ -50,6 +53,7 @@ import numpy as np
 from scipy.integrate import quad_vec
 
 from .._checks import check_bool, check_nonnegative_scalar, check_scalar
+from ._data import on_data
 from ._layers import Layer, _not_described
 from ._state import scale
 
@@ -141,6 +145,8 @@ class _FeatureNorm(Layer):
 
     def theory(self, state, degree):
         _no_ntk(self, state)
+        if state.x is not None:
+            return on_data(self, state)
         st = self.materialise(state, degree)
         s, r = self._centred(st)
         g2, b2 = self.gain**2, self.bias**2
@@ -363,6 +369,8 @@ class BatchNorm(Layer):
         return fwd, (val[n] / top, val[n + 1 : 2 * n + 1] / top, val[2 * n + 1 :].reshape(n, n) / top)
 
     def theory(self, state, degree):
+        if state.x is not None and state.ntk is None:
+            return on_data(self, state)
         if not self.train:
             return self._eval_theory(state, degree)
         bsz, _, lam, u = self._gaussian_batch(state)
@@ -382,6 +390,10 @@ class BatchNorm(Layer):
         if not self.train:
             a, _ = self._affine()
             return a * a * g, scale(gc, a * a)
+        if state.x is not None:
+            raise _not_described(
+                self, "its derivative map on the raw input is not derived (put it after a dense layer)"
+            )
         bsz, cen, lam, u = self._gaussian_batch(state)
         if np.sum(lam > 1e-12 * lam.max()) < 3 and self.eps == 0.0:
             raise _not_described(self, "its gradient moments diverge: fewer than 3 directions in the centred batch")

@@ -13,6 +13,8 @@ Gaussian variables, :math:`\max(X_1, X_2) = (s + |d|)/2` with :math:`s = X_1 + X
     \mathbb{E}\max(X)\max(Y) = \tfrac14\Big[\mathbb{E}\, s_X s_Y + \tfrac{2}{\pi}\sigma_{d_X}\sigma_{d_Y}
     \big(\sqrt{1-\rho^2} + \rho\arcsin\rho\big)\Big], \qquad \rho = \mathrm{corr}(d_X, d_Y).
 
+On the raw input (before any random layer) these layers are applied to the data itself (exact).
+
 Larger windows are reported by name (their maximum needs a Gaussian integral in as many dimensions
 as the window has positions).
 """
@@ -25,6 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._checks import check_int
+from ._data import on_data
 from ._layers import Layer, _name, _not_described
 from ._state import State
 
@@ -158,6 +161,8 @@ class AvgPool(_Window):
     op = "avg"
 
     def theory(self, state, degree):
+        if state.x is not None and state.ntk is None:
+            return on_data(self, state)
         st = self.materialise(state, degree)
         m = self._matrix(st.spatial, st.n_inputs)
 
@@ -223,6 +228,8 @@ class MaxPool(_Window):
         return e1, e2, css, den, np.clip(rho, -1.0, 1.0), sd
 
     def theory(self, state, degree):
+        if state.x is not None and state.ntk is None:
+            return on_data(self, state)
         _, _, css, den, rho, sd = self._parts(state)
         s = 0.25 * (css + (2.0 / math.pi) * den * (np.sqrt(1.0 - rho * rho) + rho * np.arcsin(rho)))
         mu = sd / math.sqrt(2.0 * math.pi)
@@ -238,6 +245,8 @@ class MaxPool(_Window):
         )
 
     def backward(self, state, g, gc, degree):
+        if state.x is not None:
+            raise _not_described(self, "its derivative map on the raw input is not derived (put it after a conv layer)")
         e1, e2, _, _, rho, _ = self._parts(state)
         same = 0.25 + np.arcsin(rho) / (2.0 * math.pi)  # P(d_X > 0, d_Y > 0) = P(d_X < 0, d_Y < 0)
         other = 0.5 - same
@@ -272,6 +281,8 @@ class Flatten(Layer):
         return _module("flatten")
 
     def theory(self, state, degree):
+        if state.x is not None and state.ntk is None:
+            return on_data(self, state)
         st = self.materialise(state, degree)
         d, p = st.n_inputs, math.prod(st.spatial)
         if p == 1:

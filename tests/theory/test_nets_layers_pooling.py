@@ -13,7 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from meanfield.nets import Act, AvgPool, Conv, Dense, Flatten, MaxPool, Network
+from meanfield.backend import get_backend
+from meanfield.nets import Act, AvgPool, BatchNorm, Conv, Dense, Flatten, LayerNorm, MaxPool, Network
 
 #: Float64 rounding of a few matrix products.
 ROUNDING = 1e-12
@@ -121,3 +122,15 @@ def test_bad_windows_raise_value_error(make):
 def test_window_larger_than_the_signal_raises():
     with pytest.raises(ValueError, match="window"):
         AvgPool(5).out_shape((4, 2))
+
+
+def test_deterministic_layers_on_the_raw_input_are_applied_to_the_data():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 6, 4))
+    numpy_backend = get_backend("numpy")
+    for layer in (LayerNorm(eps=0.0), BatchNorm(eps=0.0), MaxPool(2), AvgPool(3), Flatten()):
+        z = layer.apply({}, x[None], numpy_backend)[0]  # the layer on the data, by hand
+        flat = z.reshape(-1, z.shape[-1])  # (inputs x positions, channels)
+        want = 1.5 * flat @ flat.T / z.shape[-1] + 0.1  # a dense layer at every position
+        got = Network([layer, Dense(7, 1.5, 0.1)]).theory(x).second[-1]
+        np.testing.assert_allclose(got, want, rtol=ROUNDING, atol=ROUNDING)
