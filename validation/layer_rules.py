@@ -2,7 +2,7 @@
 
 One small network per rule (layer normalisation, RMS normalisation, batch normalisation in training
 and evaluation mode, dropout in training mode, average and max pooling, flattening, concatenation,
-token and positional embeddings, self-attention): the theory of :meth:`meanfield.nets.Network.theory`
+token and positional embeddings, self-attention with ``1/d`` and ``1/sqrt(d)`` logits): the theory of :meth:`meanfield.nets.Network.theory`
 against the mean over independent finite networks of :meth:`meanfield.nets.Network.simulate`, entry
 by entry of the per-unit second moments after the layer (or after the dense layer that follows it,
 which sees exactly the moments the rule gives).
@@ -196,6 +196,13 @@ def _rule_cases(rng):
             [(0, 0), (0, 1), (1, 3), (0, 4)],
         ),
         (
+            "SelfAttention 1/sqrt(d), 8 heads, sigma_qk2 2 (Gaussian logits)",
+            lambda n: Network([Dense(n, 1.0), SelfAttention(n, heads=8, sigma_qk2=2.0, scaling="1/sqrt(d)")]),
+            xt,
+            2,
+            [(0, 0), (0, 1), (0, 7)],
+        ),
+        (
             "SelfAttention 1/d, 2 heads",
             lambda n: Network([Dense(n, 1.0), SelfAttention(n, heads=2), Dense(n)]),
             xt,
@@ -362,17 +369,16 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         ``full`` not a bool; ``rng`` not an int.
     """
     backend, full, seed = check_run_arguments(backend, full, seed)
-    width, n_nets = (256, 128) if full else (96, 40)
-    root = np.random.SeedSequence(seed)
-    data_seq, *row_seqs = root.spawn(16)
+    width, n_nets = (256, 200) if full else (96, 80)
+    bn_data, bn_seq, att_data, att_seq, data_seq, *row_seqs = np.random.SeedSequence(seed).spawn(32)
     cases = _rule_cases(np.random.default_rng(data_seq))
     rows = []
     for (label, make, x, layer, entries), seq in progress(list(zip(cases, row_seqs)), desc="validation.layer_rules"):
         rows += _moment_rows(label, make, x, layer, entries, width, n_nets, seq.spawn(2))
-    xb = _inputs(np.random.default_rng(row_seqs[-3]), BN_BATCH, (12,))
-    rows += _bn_rows(width, BN_NETWORKS * n_nets, row_seqs[-2].spawn(2), xb)
-    xt = _inputs(np.random.default_rng(row_seqs[-3].spawn(1)[0]), 2, (5, 6))
-    rows += _collapse_rows(width, n_nets, row_seqs[-1].spawn(4), xt, 4 if not full else 8)
+    xb = _inputs(np.random.default_rng(bn_data), BN_BATCH, (12,))
+    rows += _bn_rows(width, BN_NETWORKS * n_nets, bn_seq.spawn(2), xb)
+    xt = _inputs(np.random.default_rng(att_data), 2, (5, 6))
+    rows += _collapse_rows(width, n_nets, att_seq.spawn(4), xt, 4 if not full else 8)
     return rows
 
 

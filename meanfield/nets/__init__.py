@@ -29,7 +29,7 @@ Layer kind                  What it is
 :class:`Flatten`            positions x channels into one feature axis
 :class:`Concat`             channel concatenation of branches (DenseNet, Inception blocks)
 :class:`Embedding`          token and positional embeddings (Gaussian rows)
-:class:`SelfAttention`      multi-head self-attention; ``1/d`` logits: uniform limit (Hron et al. 2020)
+:class:`SelfAttention`      multi-head self-attention, ``1/d`` or ``1/sqrt(d)`` logits (Hron et al. 2020)
 ==========================  ===============================================================
 
 The papers' architectures are instances (:mod:`meanfield.nets.papers`). Conventions of the theory

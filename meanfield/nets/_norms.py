@@ -35,7 +35,7 @@ of ``1/r^2``, ``x x^T / r^4`` and ``x x^T (x^T g x) / r^6``: the exact
 its fixed point this gives Yang et al.'s gradient explosion by :math:`(B - 2)/(B - 3)` per layer.
 
 On the raw input (before any random layer) a deterministic layer here is applied to the data
-itself (exact, :mod:`meanfield.nets._data`); dropout in training mode is random and is not.
+itself (exact); dropout in training mode is random and is not.
 
 References
 ----------

@@ -48,6 +48,36 @@ def test_residual_attention_keeps_token_correlation_below_one():
         np.testing.assert_allclose(_corr(th.second[layer], tokens), b / (tokens + b), rtol=ROUNDING)
 
 
+def test_gaussian_logits_without_query_key_variance_are_the_uniform_limit():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((6, 6))
+    s = a @ a.T / 6 + np.eye(6)  # 2 inputs x 3 tokens
+    kw = dict(cov0=s, in_shape=(3, 8), gaussian=True)
+    flat = Network([SelfAttention(8, sigma_qk2=0.0, scaling="1/sqrt(d)")]).theory(**kw).second[1]
+    uniform = Network([SelfAttention(8)]).theory(**kw).second[1]
+    np.testing.assert_allclose(flat, uniform, rtol=ROUNDING)
+
+
+def test_gaussian_logits_match_direct_sampling_of_the_logits():
+    """The 1/sqrt(d) rule against logits sampled here from their covariance (pseudo-random draws)."""
+    rng = np.random.default_rng(3)
+    tokens = 3
+    a = rng.standard_normal((tokens, tokens))
+    s = a @ a.T / tokens + 0.5 * np.eye(tokens)  # one input
+    th = Network([SelfAttention(8, sigma_qk2=1.5, scaling="1/sqrt(d)")]).theory(
+        cov0=s, in_shape=(tokens, 8), gaussian=True
+    )
+    # logits l_{alpha beta}: Cov(l_{ab}, l_{a'b'}) = sigma_qk^4 S_{aa'} S_{bb'} = 2.25 (S kron S)
+    chol = np.linalg.cholesky(2.25 * np.kron(s, s))
+    logits = (rng.standard_normal((200_000, tokens * tokens)) @ chol.T).reshape(-1, tokens, tokens)
+    att = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    att /= att.sum(axis=-1, keepdims=True)
+    samples = np.einsum("nab,bc,ndc->nad", att, s, att)
+    mean = samples.mean(axis=0)
+    se = samples.std(axis=0) / np.sqrt(samples.shape[0])
+    assert np.max(np.abs(th.second[1] - mean) / se) < 5.0  # Bonferroni over 9 entries, plus the QMC error
+
+
 def test_attention_backward_spreads_the_gradient_over_tokens():
     net = Network([SelfAttention(8)])
     th = net.theory(cov0=np.eye(3), in_shape=(3, 4), gaussian=True, backward=True)
@@ -56,7 +86,9 @@ def test_attention_backward_spreads_the_gradient_over_tokens():
 
 def test_attention_outside_its_rule_is_named():
     with pytest.raises(ValueError, match="sqrt"):
-        Network([SelfAttention(8, scaling="1/sqrt(d)")]).theory(cov0=np.eye(3), in_shape=(3, 4), gaussian=True)
+        Network([SelfAttention(8, scaling="1/sqrt(d)")]).theory(
+            cov0=np.eye(3), in_shape=(3, 4), gaussian=True, backward=True
+        )
     with pytest.raises(ValueError):
         SelfAttention(8, heads=3)
     with pytest.raises(ValueError):
