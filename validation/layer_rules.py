@@ -112,6 +112,7 @@ def _rule_cases(rng):
     x = _inputs(rng, 3, (12,))
     xb = _inputs(rng, BN_BATCH, (12,))
     xs = _inputs(rng, 2, (8, 3))
+    x2 = _inputs(rng, 2, (4, 4, 2))
     xt = _inputs(rng, 2, (5, 6))
     ids = np.array([[0, 1, 2, 1], [3, 1, 0, 0]], dtype=float)[..., None]
     e3 = [(0, 0), (0, 1), (1, 2)]
@@ -171,6 +172,13 @@ def _rule_cases(rng):
             "MaxPool window 2 after conv",
             lambda n: Network([Conv(n, (3,), 2.0, 0.1), MaxPool(2)]),
             xs,
+            2,
+            [(0, 0), (0, 1), (0, 5)],
+        ),
+        (
+            "MaxPool 2x2 after 2-D conv (Gaussian integration)",
+            lambda n: Network([Conv(n, (3, 3), 2.0, 0.1), MaxPool((2, 2))]),
+            x2,
             2,
             [(0, 0), (0, 1), (0, 5)],
         ),

@@ -25,7 +25,7 @@ Layer kind                  What it is
 :class:`BatchNorm`          batch normalisation, training mode (Yang et al. 2019) or evaluation mode
 :class:`Dropout`            dropout: the identity (evaluation) or Bernoulli masks (training)
 :class:`AvgPool`            average pooling over windows of positions
-:class:`MaxPool`            max pooling (exact rule for windows of two positions)
+:class:`MaxPool`            max pooling (closed form for two positions, else Gaussian integration)
 :class:`Flatten`            positions x channels into one feature axis
 :class:`Concat`             channel concatenation of branches (DenseNet, Inception blocks)
 :class:`Embedding`          token and positional embeddings (Gaussian rows)

@@ -15,8 +15,9 @@ Gaussian variables, :math:`\max(X_1, X_2) = (s + |d|)/2` with :math:`s = X_1 + X
 
 On the raw input (before any random layer) these layers are applied to the data itself (exact).
 
-Larger windows are reported by name (their maximum needs a Gaussian integral in as many dimensions
-as the window has positions).
+Larger windows have no closed form: their moments are Gaussian integrals over the ``2 k`` pre-pool
+values of each pair of outputs, computed by randomised quasi-Monte-Carlo with a stated error
+(:class:`MaxPool`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 
 from .._checks import check_int
 from ._data import on_data
+from ._gauss import expectation
 from ._layers import Layer, _name, _not_described
 from ._state import State
 
@@ -196,21 +198,63 @@ class MaxPool(_Window):
 
     Notes
     -----
-    The sampler and the module take any window. The rule is exact for windows of two positions
-    (e.g. ``window=2`` in 1-D, ``(2, 1)`` in 2-D) on a zero-mean Gaussian input of independent
-    units (after a dense or convolutional layer): the bivariate maximum formula of the module
-    notes; the units' mean :math:`\mathbb{E}\max = \sigma_d / \sqrt{2\pi}` and, between different
-    units, its square. Backward: the gradient goes to the winning position, with
-    :math:`P(d_X > 0, d_Y > 0) = \tfrac14 + \arcsin(\rho)/(2\pi)` (orthant probability). Other
-    windows, pending activations (pool before the activation: max pooling commutes with any
-    non-decreasing activation) and the NTK are reported by name.
+    The rule needs a zero-mean Gaussian input of independent units (after a dense or convolutional
+    layer). For windows of two positions (e.g. ``window=2`` in 1-D, ``(2, 1)`` in 2-D) it is exact:
+    the bivariate maximum formula of the module notes; the units' mean
+    :math:`\mathbb{E}\max = \sigma_d / \sqrt{2\pi}` and, between different units, its square.
+    Backward: the gradient goes to the winning position, with
+    :math:`P(d_X > 0, d_Y > 0) = \tfrac14 + \arcsin(\rho)/(2\pi)` (orthant probability). Larger
+    windows (``k`` positions): the same moments and routing probabilities by Gaussian integration
+    over the ``2 k`` pre-pool values of each pair of outputs (randomised quasi-Monte-Carlo, 8
+    scrambled Sobol sets of 4,096 points: error about 1e-4 relative for the moments, about 1e-3 for
+    the discontinuous routing probabilities; cost grows with the square of the outputs). Pending
+    activations (pool before the activation: max pooling commutes with any non-decreasing
+    activation) and the NTK are reported by name.
     """
 
     op = "max"
 
+    def _check_state(self, state):
+        if state.act is not None or state.x is not None or not state.gaussian or state.cross is not None:
+            raise _not_described(
+                self, "its rule needs a zero-mean Gaussian input of independent units (pool before the activation)"
+            )
+        if state.ntk is not None:
+            raise _not_described(self, "its NTK term is not derived")
+
+    def _integrated(self, state, g=None):
+        """Windows of more than two positions: the moments, or with ``g`` the routed gradient, by Gaussian integration."""
+        self._check_state(state)
+        idx = self._windows(state.spatial)
+        p_in, k = math.prod(state.spatial), idx.shape[1]
+        pos = np.concatenate([a * p_in + idx for a in range(state.n_inputs)])  # (units, k)
+        n = pos.shape[0]
+        s = state.second
+        backward = g is not None
+        out = np.zeros((s.shape[0],) * 2) if backward else np.zeros((n, n))
+        mu = np.array([expectation(s[np.ix_(w, w)], lambda x: np.max(x, axis=1, keepdims=True))[0][0] for w in pos])
+        for u in range(n):
+            for v in range(u, n):
+                both = np.concatenate([pos[u], pos[v]])
+                cov = s[np.ix_(both, both)]
+                if not backward:
+                    m, _ = expectation(cov, lambda x: (np.max(x[:, :k], axis=1) * np.max(x[:, k:], axis=1))[:, None])
+                    out[u, v] = out[v, u] = m[0]
+                    continue
+
+                def route(x):
+                    a = np.eye(k)[np.argmax(x[:, :k], axis=1)]
+                    b = np.eye(k)[np.argmax(x[:, k:], axis=1)]
+                    return a[:, :, None] * b[:, None, :]
+
+                r, _ = expectation(cov, route)
+                block = g[u, v] * r
+                out[np.ix_(pos[u], pos[v])] += block
+                if v != u:
+                    out[np.ix_(pos[v], pos[u])] += block.T
+        return out, mu
+
     def _parts(self, state):
-        if math.prod(self.window) != 2:
-            raise _not_described(self, "its rule covers windows of two positions (no closed form for larger ones)")
         if state.act is not None or state.x is not None or not state.gaussian or state.cross is not None:
             raise _not_described(
                 self, "its rule needs a zero-mean Gaussian input of independent units (pool before the activation)"
@@ -230,10 +274,15 @@ class MaxPool(_Window):
     def theory(self, state, degree):
         if state.x is not None and state.ntk is None:
             return on_data(self, state)
+        sp = self.out_shape(tuple(state.spatial) + (state.width,))[:-1]
+        if math.prod(self.window) > 2:
+            s, mu = self._integrated(state)
+            return State(s, np.outer(mu, mu), state.width, sp, state.n_inputs, False, mean=mu)
+        if math.prod(self.window) == 1:
+            return state
         _, _, css, den, rho, sd = self._parts(state)
         s = 0.25 * (css + (2.0 / math.pi) * den * (np.sqrt(1.0 - rho * rho) + rho * np.arcsin(rho)))
         mu = sd / math.sqrt(2.0 * math.pi)
-        sp = self.out_shape(tuple(state.spatial) + (state.width,))[:-1]
         return State(
             s,
             np.outer(mu, mu) if np.any(mu) else None,
@@ -247,6 +296,10 @@ class MaxPool(_Window):
     def backward(self, state, g, gc, degree):
         if state.x is not None:
             raise _not_described(self, "its derivative map on the raw input is not derived (put it after a conv layer)")
+        if math.prod(self.window) > 2:
+            return self._integrated(state, g)[0], None
+        if math.prod(self.window) == 1:
+            return g, gc
         e1, e2, _, _, rho, _ = self._parts(state)
         same = 0.25 + np.arcsin(rho) / (2.0 * math.pi)  # P(d_X > 0, d_Y > 0) = P(d_X < 0, d_Y < 0)
         other = 0.5 - same
