@@ -13,8 +13,8 @@ Two depth checks:
   batch-normalisation layers at its fixed point the gradient's squared norm grows by
   ``(B - 2)/(B - 3)`` per layer (``B`` the batch size); the theory's derivative map (quadrature)
   against that closed form, and the theory's growth over ``BN_DEPTH`` layers from the data's
-  covariance against back-propagation through finite networks (NumPy, the gradient of a
-  read-out with identity moments);
+  covariance, for the linear and the BN-ReLU network, against back-propagation through finite
+  networks (NumPy, the gradient of a read-out with identity moments);
 - rank collapse (Dong et al. 2021; Noci et al. 2022): the token correlation of self-attention
   layers without skips is 1 at infinite width from the first layer on (uniform attention of the
   ``1/d`` scaling, Hron et al. 2020); with residual branches it stays below 1 at every depth, by the
@@ -54,7 +54,7 @@ from meanfield.numerics import richardson
 from .report import Comparison, mean_and_stderr
 from .runner import check_run_arguments, main_for, progress
 
-__all__ = ["BN_BATCH", "BN_DEPTH", "BN_NETWORKS", "QUADRATURE_TOL", "run"]
+__all__ = ["BN_BATCH", "BN_DEPTH", "BN_NETWORKS", "BN_RELU_QMC", "QUADRATURE_TOL", "run"]
 
 #: Backends the simulators of this module honour (:func:`meanfield.validation.runner.module_backend`).
 BACKENDS = ("numpy",)
@@ -65,6 +65,10 @@ BN_DEPTH = 6
 #: The gradient-explosion row draws this many times the other rows' networks (a ratio of two
 #: gradient norms per network is noisier than one moment).
 BN_NETWORKS = 4
+#: Relative error per layer of the fused BN-ReLU derivative map (quasi-Monte-Carlo over the batch,
+#: measured about 1e-2 against the exact linear map's quadrature; the growth over ``BN_DEPTH``
+#: layers is allowed ``BN_DEPTH`` times it).
+BN_RELU_QMC = 1.5e-2
 #: Allowed error of the theory's batch-normalisation derivative map against Yang et al.'s closed
 #: form: the quadrature's requested relative error (``meanfield.nets`` ``BN_RTOL`` = 1e-10) times the
 #: ~10 integrals it combines, with a margin of 100.
@@ -224,18 +228,18 @@ def _rule_cases(rng):
 # Batch normalisation's gradient explosion (Yang et al. 2019).
 
 
-def _bn_net(width, depth):
+def _bn_net(width, depth, act=None):
     layers = []
     for _ in range(depth):
-        layers += [Dense(width, 1.0), BatchNorm(eps=0.0)]
+        layers += [Dense(width, 1.0 if act is None else 2.0), BatchNorm(eps=0.0, act=act)]
     return Network(layers)
 
 
 def _bn_gradient_traces(net, x, n_nets, seq):
     """Per network: the squared gradient norm per unit at the first BN layer's input over that at the output.
 
-    NumPy back-propagation through ``Dense`` and training-mode ``BatchNorm`` (eps = 0, gain 1) of
-    an output gradient with identity moments.
+    NumPy back-propagation through ``Dense`` and training-mode ``BatchNorm`` (eps = 0, gain 1,
+    optionally a fused ReLU) of an output gradient with identity moments.
     """
     w = net.weights(x.shape[1:], seq, n_networks=n_nets)
     _, feats = net.forward(w, x, keep=True)
@@ -248,6 +252,8 @@ def _bn_gradient_traces(net, x, n_nets, seq):
             mu = h.mean(axis=1, keepdims=True)
             sd = np.sqrt(((h - mu) ** 2).mean(axis=1, keepdims=True))
             y = (h - mu) / sd
+            if layer.act is not None:  # relu after the normalisation: its mask
+                delta = delta * (y > 0)
             delta = (delta - delta.mean(axis=1, keepdims=True) - y * (delta * y).mean(axis=1, keepdims=True)) / sd
             first = np.mean(delta * delta, axis=-1).sum(axis=1)  # at the input of this BN layer
         else:
@@ -255,7 +261,7 @@ def _bn_gradient_traces(net, x, n_nets, seq):
     return first / out_norm
 
 
-def _bn_rows(width, n_nets, seqs, x):
+def _bn_rows(width, n_nets, seqs, x, relu_seqs):
     b = BN_BATCH
     closed = (b - 2) / (b - 3)
     # the fixed point of the linear BN network: E y y^T = B / (B - 1) G
@@ -297,6 +303,21 @@ def _bn_rows(width, n_nets, seqs, x):
             systematic=EXTRAPOLATION_BIAS(growth, width),
             side="differs",
             note="gradient explosion is unavoidable with batch normalisation (Yang et al. 2019)",
+        )
+    )
+    make = lambda n: _bn_net(n, BN_DEPTH, "relu")  # noqa: E731
+    th = make(width).theory(x, backward=True)
+    growth = float(np.trace(th.grad[1]) / np.trace(th.grad[-1]))
+    stats = [_bn_gradient_traces(make(w), x, n_nets, s) for w, s in zip((width, 2 * width), relu_seqs)]
+    est, se = _extrapolated(*stats)
+    rows.append(
+        Comparison(
+            f"BatchNorm-ReLU gradient growth over {BN_DEPTH} layers (batch {b})",
+            growth,
+            float(est),
+            float(se),
+            systematic=EXTRAPOLATION_BIAS(growth, width) + BN_RELU_QMC * BN_DEPTH * growth,
+            note="Yang et al. 2019's BN-ReLU network; theory by quasi-Monte-Carlo over the batch",
         )
     )
     return rows
@@ -378,13 +399,13 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     """
     backend, full, seed = check_run_arguments(backend, full, seed)
     width, n_nets = (256, 200) if full else (96, 80)
-    bn_data, bn_seq, att_data, att_seq, data_seq, *row_seqs = np.random.SeedSequence(seed).spawn(32)
+    bn_data, bn_seq, att_data, att_seq, data_seq, bn_relu_seq, *row_seqs = np.random.SeedSequence(seed).spawn(32)
     cases = _rule_cases(np.random.default_rng(data_seq))
     rows = []
     for (label, make, x, layer, entries), seq in progress(list(zip(cases, row_seqs)), desc="validation.layer_rules"):
         rows += _moment_rows(label, make, x, layer, entries, width, n_nets, seq.spawn(2))
     xb = _inputs(np.random.default_rng(bn_data), BN_BATCH, (12,))
-    rows += _bn_rows(width, BN_NETWORKS * n_nets, bn_seq.spawn(2), xb)
+    rows += _bn_rows(width, BN_NETWORKS * n_nets, bn_seq.spawn(2), xb, bn_relu_seq.spawn(2))
     xt = _inputs(np.random.default_rng(att_data), 2, (5, 6))
     rows += _collapse_rows(width, n_nets, att_seq.spawn(4), xt, 4 if not full else 8)
     return rows

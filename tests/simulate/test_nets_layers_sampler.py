@@ -50,6 +50,7 @@ CASES = {
     "layernorm": (Network([Dense(WIDTH, 2.0, 0.1), Act("relu"), LayerNorm(gain=1.3, bias=0.2), Dense(WIDTH)]), X),
     "rmsnorm": (Network([Dense(WIDTH, 2.0, 0.1), Act("relu"), RMSNorm(gain=0.7), Dense(WIDTH)]), X),
     "batchnorm_train": (Network([Dense(WIDTH, 1.0), BatchNorm(), Dense(WIDTH)]), XB),
+    "batchnorm_relu": (Network([Dense(WIDTH, 2.0), BatchNorm(act="relu"), Dense(WIDTH)]), XB),
     "batchnorm_eval": (Network([Dense(WIDTH), BatchNorm(train=False, running_var=2.0), Act("tanh"), Dense(WIDTH)]), XB),
     "dropout": (Network([Dense(WIDTH, 1.5), Act("tanh"), Dropout(0.3, train=True)]), X),
     "avgpool": (Network([Conv(WIDTH, (3,), 2.0), Act("relu"), AvgPool(2)]), XS),
