@@ -20,6 +20,16 @@ Layer kind                  What it is
 :class:`LooksLinear`        looks-linear pairs ``[[U, -U], [-U, U]]`` (sampler, weights, module)
 :class:`Pool`               global mean pooling (the read-out's first half)
 :class:`Subsample`          strided positions (ConstNet's widening blocks)
+:class:`LayerNorm`          layer normalisation over the channels (Ba et al. 2016)
+:class:`RMSNorm`            RMS normalisation over the channels (Zhang & Sennrich 2019)
+:class:`BatchNorm`          batch normalisation, training mode (Yang et al. 2019) or evaluation mode
+:class:`Dropout`            dropout: the identity (evaluation) or Bernoulli masks (training)
+:class:`AvgPool`            average pooling over windows of positions
+:class:`MaxPool`            max pooling (closed form for two positions, else Gaussian integration)
+:class:`Flatten`            positions x channels into one feature axis
+:class:`Concat`             channel concatenation of branches (DenseNet, Inception blocks)
+:class:`Embedding`          token and positional embeddings (Gaussian rows)
+:class:`SelfAttention`      multi-head self-attention, ``1/d`` or ``1/sqrt(d)`` logits (Hron et al. 2020)
 ==========================  ===============================================================
 
 The papers' architectures are instances (:mod:`meanfield.nets.papers`). Conventions of the theory
@@ -28,27 +38,42 @@ state (``second``, ``cross``): see :class:`NetTheory`.
 
 from __future__ import annotations
 
+from ._attention import SelfAttention
+from ._concat import Concat
+from ._embedding import Embedding
 from ._layers import Act, ChannelMix, Conv, Dense, Layer, Pool, Replicate, Subsample
 from ._network import NetSimulation, NetTheory, NetWeights, Network
+from ._norms import BatchNorm, Dropout, LayerNorm, RMSNorm
+from ._pooling import AvgPool, Flatten, MaxPool
 from ._skips import HyperResidual, LooksLinear, Residual
 from ._train import NetTraining, train
 
 __all__ = [
     "Act",
+    "AvgPool",
+    "BatchNorm",
     "ChannelMix",
+    "Concat",
     "Conv",
     "Dense",
+    "Dropout",
+    "Embedding",
+    "Flatten",
     "HyperResidual",
     "Layer",
+    "LayerNorm",
     "LooksLinear",
+    "MaxPool",
     "NetSimulation",
     "NetTheory",
     "NetTraining",
     "NetWeights",
     "Network",
     "Pool",
+    "RMSNorm",
     "Replicate",
     "Residual",
+    "SelfAttention",
     "Subsample",
     "train",
 ]

@@ -785,6 +785,7 @@ for _name in [
     NOT_FUZZED[_name] = _RESULT
 for _mod in ("audit", "conv_inputs", "ntk", "spectra", "trainability"):
     NOT_FUZZED[f"validation.{_mod}.run"] = NOT_FUZZED["validation.dense.run"]
+NOT_FUZZED["validation.layer_rules.run"] = NOT_FUZZED["validation.dense.run"]
 for _name in ("astype", "concat", "diagonal", "matrix_transpose"):
     NOT_FUZZED[f"backend.{_name}"] = (
         "array-API shim over an array module `xp` (NumPy / CuPy / array-API namespaces) in the simulators' hot "
