@@ -66,6 +66,8 @@ API_MODULES = [
     "meanfield.backend",
     "meanfield.checks",
     "meanfield.numerics",
+    "meanfield.compare",
+    "meanfield.io",
     "meanfield.validation.simulators",
     "meanfield.validation.simulators.dense",
     "meanfield.validation.simulators.conv",

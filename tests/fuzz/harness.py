@@ -81,6 +81,8 @@ PRELOAD = [
     "meanfield.backend",
     "meanfield.checks",
     "meanfield.numerics",
+    "meanfield.compare",
+    "meanfield.io",
     "meanfield.validation.simulators",
     "meanfield.validation.report",
     "meanfield.validation.runner",
