@@ -13,6 +13,7 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``landscape``     Binary-weight landscapes and skip connections (Orhan 2017).
 ``data``          Input sets: synthetic Gaussian inputs, embedded digits, MNIST / CIFAR-10 readers.
 ``checks``        The argument checks every layer validates its inputs with.
+``cli``           The ``meanfield`` command and the command-line plumbing every command shares.
 ``compare``       Comparison rows (checks and claims), the one verdict rule, the printed table.
 ``io``            Results as JSON with a metadata block: written, and read back with bounded readers.
 ``backend``       Array backends (NumPy, CuPy) of the weight samplers and the simulators.
@@ -36,6 +37,7 @@ _SUBMODULES = {
     "activations",
     "backend",
     "checks",
+    "cli",
     "compare",
     "conv",
     "data",

@@ -66,6 +66,7 @@ API_MODULES = [
     "meanfield.backend",
     "meanfield.checks",
     "meanfield.numerics",
+    "meanfield.cli",
     "meanfield.compare",
     "meanfield.io",
     "meanfield.validation.simulators",

@@ -81,6 +81,7 @@ PRELOAD = [
     "meanfield.backend",
     "meanfield.checks",
     "meanfield.numerics",
+    "meanfield.cli",
     "meanfield.compare",
     "meanfield.io",
     "meanfield.validation.simulators",

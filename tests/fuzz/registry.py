@@ -532,9 +532,10 @@ REGISTRY: list[Entry] = [
     E("io.git_commit"),
     E("validation.report.write_table_json", path=X(Lazy(_tmp_json)), title=TXT("fuzz"), rows=X(Lazy(_comparisons)), rng=I(0), full=B(False),
       backend=BK(), seconds=F(1.0)),
-    E("validation.runner.check_backend_available", backend=BK()),
-    E("validation.runner.backend_description", backend=BK()),
-    E("validation.runner.check_out_dir", out_dir=X(Lazy(_tmp_dir))),
+    E("cli.check_backend_available", backend=BK()),
+    E("cli.backend_description", backend=BK()),
+    E("cli.check_out_dir", out_dir=X(Lazy(_tmp_dir))),
+    E("cli.check_run_arguments", backend=BK(), full=B(False), rng=I(0)),
     E("validation.runner.comparison_modules"),
     # --- figures ----------------------------------------------------------------------------
     E("io.load", path=P("figure_json")),
@@ -748,15 +749,17 @@ NOT_FUZZED["validation.finite_width.eigen_rows"] = (
 )
 for _name in (
     "CliParser",
-    "add_arguments",
     "add_common_arguments",
+    "check_argv",
     "main",
-    "main_for",
     "progress",
     "run_modules",
     "size_from_args",
+    "validate_arguments",
+    "validate_main",
+    "validate_module_main",
 ):
-    NOT_FUZZED[f"validation.runner.{_name}"] = (
+    NOT_FUZZED[f"cli.{_name}"] = (
         "command-line plumbing (argparse parsers, entry points, progress bar): tested through the CLI in "
         "tests/contracts/test_cli.py and tests/validation/test_runners.py"
     )
@@ -809,7 +812,8 @@ for _name in (
 ):
     NOT_FUZZED[f"parallel.{_name}"] = _EXECUTOR
 for _name in ("add_parallel_arguments", "open_executor"):
-    NOT_FUZZED[f"validation.runner.{_name}"] = NOT_FUZZED["validation.runner.main"]
+    NOT_FUZZED[f"cli.{_name}"] = NOT_FUZZED["cli.main"]
+NOT_FUZZED["validation.runner.main_for"] = NOT_FUZZED["cli.main"]
 _TRAINING = (
     "trains an ensemble of networks with PyTorch (seconds even at the smallest size); tested in its own test module"
 )
@@ -873,6 +877,10 @@ NOT_FUZZED["validation.training.load_training_data"] = (
 NOT_FUZZED["validation.runner.module_backend"] = (
     "CLI plumbing: reads a comparison module's BACKENDS tuple (a module object, not user data); tested in "
     "tests/contracts/test_backends_cli.py"
+)
+NOT_FUZZED["validation.runner.unavailable"] = (
+    "CLI plumbing: calls a comparison module's unavailable() (a module object, not user data); tested in "
+    "tests/validation/test_runners.py"
 )
 NOT_FUZZED["validation.trainability.training_data"] = NOT_FUZZED["validation.training.load_training_data"]
 NOT_FUZZED["validation.symmetry_training.skip_ensemble_hessians"] = (

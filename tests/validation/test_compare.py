@@ -7,6 +7,7 @@ import types
 import pytest
 from meanfield.validation import report, runner
 
+import meanfield.cli as cli
 from meanfield.compare import Z_DEFAULT, Comparison, passes
 
 
@@ -102,7 +103,7 @@ def test_exit_status_counts_checks_and_the_summary_lists_claims(monkeypatch, tmp
     if failing_check:
         rows.append(Comparison("a broken check", 1.0, 9.0, 0.1))
     mod = _fake_module(monkeypatch, rows)
-    ok = runner.run_modules(["fake_claims"], out=tmp_path)
+    ok = cli.run_modules(["fake_claims"], out=tmp_path)
     out = capsys.readouterr().out
     assert ok is (not failing_check)
     assert "claims not reproduced at this size" in out and "a claim of the paper" in out and "no LeakyNet" in out
