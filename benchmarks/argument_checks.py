@@ -8,9 +8,11 @@ Run: ``PYTHONPATH=. python benchmarks/argument_checks.py`` (prints measured rati
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
+import timing
 from meanfield.validation.simulators import ConstNet, softmax_xent
 
 
@@ -24,14 +26,7 @@ def _gd_steps(net, x, y, steps, lr=0.1):
             net.params[k] = net.params[k] - lr * g
 
 
-def best_of(f, repeat=5, number=200):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            f()
-        times.append((time.perf_counter() - t0) / number)
-    return min(times)
+best_of = functools.partial(timing.best_of, repeat=5, number=200)
 
 
 def _softmax_xent_unchecked(logits, labels):

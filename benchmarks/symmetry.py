@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 from meanfield.validation.simulators import ConstNet, softmax_xent
+from timing import best_of
 
 from meanfield import symmetry
 from meanfield.init import periodic_conv
@@ -31,15 +32,6 @@ def _gd_steps(net, x, y, steps, lr=0.1):
         _, dlog = softmax_xent(net.forward(x), y)
         for k, g in net.backward(dlog).items():
             net.params[k] = net.params[k] - lr * g
-
-
-def best_of(f, repeat=3):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def gram_cf(w):
