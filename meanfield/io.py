@@ -90,11 +90,11 @@ def to_jsonable(obj):
     return obj
 
 
-def git_commit() -> str | None:
-    """The git commit of the source tree the library runs from, when it is a git checkout."""
+def _git(*args: str) -> str | None:
+    """The output of ``git ARGS`` run in the library's source tree; None when git fails or is missing."""
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
+            ["git", *args],
             cwd=Path(__file__).resolve().parent,
             capture_output=True,
             text=True,
@@ -103,23 +103,19 @@ def git_commit() -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return out.stdout if out.returncode == 0 else None
+
+
+def git_commit() -> str | None:
+    """The git commit of the source tree the library runs from, when it is a git checkout."""
+    out = _git("rev-parse", "HEAD")
+    return (out.strip() or None) if out is not None else None
 
 
 def _modified() -> bool | None:
     """Whether the git checkout the library runs from has uncommitted changes (None: not a checkout)."""
-    try:
-        out = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return bool(out.stdout.strip()) if out.returncode == 0 else None
+    out = _git("status", "--porcelain", "--untracked-files=no")
+    return bool(out.strip()) if out is not None else None
 
 
 def run_metadata(**fields) -> dict:

@@ -12,9 +12,9 @@ import pytest
 from meanfield.figures import FigureData, load
 from meanfield.figures.harness import by_size, check_seed, check_size, figure, plt, save_figure, streams
 from meanfield.validation.report import Comparison, write_table_json
-from meanfield.validation.runner import check_out_dir
 
 import meanfield
+from meanfield.cli import check_out_dir
 
 
 def _figure():
