@@ -8,30 +8,15 @@ Run: ``PYTHONPATH=. python benchmarks/argument_checks.py`` (prints measured rati
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
+import timing
 from meanfield.validation.simulators import ConstNet, softmax_xent
+from workloads import gd_steps
 
-
-def _gd_steps(net, x, y, steps, lr=0.1):
-    """``steps`` full-batch gradient-descent steps of a NumPy ``ConstNet`` (forward, softmax
-    cross-entropy, hand-written backward, update): the work of the removed ``simulators.train``'s
-    step, without its symmetry measures (the library trains on ``train_ensemble``)."""
-    for _ in range(steps):
-        _, dlog = softmax_xent(net.forward(x), y)
-        for k, g in net.backward(dlog).items():
-            net.params[k] = net.params[k] - lr * g
-
-
-def best_of(f, repeat=5, number=200):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            f()
-        times.append((time.perf_counter() - t0) / number)
-    return min(times)
+best_of = functools.partial(timing.best_of, repeat=5, number=200)
 
 
 def _softmax_xent_unchecked(logits, labels):
@@ -66,7 +51,7 @@ def main():
     y = rng.integers(0, 10, 32)
     steps = 20
     t0 = time.perf_counter()
-    _gd_steps(ConstNet.initial((4, 8), 1, 3, 10, kernel_shape=(3,), stride=1), x, y, steps)
+    gd_steps(ConstNet.initial((4, 8), 1, 3, 10, kernel_shape=(3,), stride=1), x, y, steps)
     t_train = (time.perf_counter() - t0) / steps
     t_check = added[32]  # measured above at the same batch and number of classes
     print(

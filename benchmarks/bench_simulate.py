@@ -16,22 +16,16 @@ ratios are taken between runs interleaved in time).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
 
 import numpy as np
+import timing
 from meanfield.validation.simulators import simulate_dense
 
-
-def best_of(fn, repeat=3):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+best_of = functools.partial(timing.best_of, warm_up=True)
 
 
 def cpu_of(fn, repeat=3):

@@ -10,18 +10,10 @@ import time
 
 import numpy as np
 from meanfield.validation.simulators import simulate_conv
+from timing import best_of
 
 from meanfield import conv, gaussian
 from meanfield.init import orthogonal_conv_kernel
-
-
-def best_of(f, repeat=3):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def covariance_map_2d():

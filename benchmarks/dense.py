@@ -16,6 +16,7 @@ the ratio it is judged by; nothing is timed inside the test suite.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -23,25 +24,18 @@ import tempfile
 import time
 
 import numpy as np
+import timing
 from scipy import integrate
 
 from meanfield import dense
 from meanfield.activations import get_activation
 
-
-def best_of(fn, repeat=5):
-    """Smallest wall time of ``repeat`` calls (after one warm-up call)."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+#: Smallest wall time of ``repeat`` calls (after one warm-up call).
+best_of = functools.partial(timing.best_of, repeat=5, warm_up=True)
 
 
 def row(name, value, unit, target=""):
-    print(f"{name:<58s} {value:>12.4g} {unit:<10s} {target}")
+    timing.row(name, value, unit, target, width=58)
 
 
 def bench_covariance_map():

@@ -30,10 +30,12 @@ measured in this run:
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 
 import numpy as np
+import timing
 
 from meanfield import dense, kernels, ntk
 from meanfield.data import gaussian_inputs, load_digits
@@ -60,8 +62,7 @@ def best_of(fn, repeat=2):
     return best
 
 
-def row(name, value, unit=""):
-    print(f"{name:<66s} {value:>12.4g} {unit}")
+row = functools.partial(timing.row, width=66)
 
 
 def main(d=1000, d_sub=100):

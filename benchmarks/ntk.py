@@ -12,28 +12,18 @@ it is judged by; nothing is timed inside the test suite.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
-import time
 
 import numpy as np
+import timing
 from meanfield.validation.simulators import empirical_ntk
+from timing import row
 
 from meanfield import conv, dense, ntk
 from meanfield.data import gaussian_inputs
 
-
-def best_of(fn, repeat=3):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def row(name, value, unit):
-    print(f"{name:<64s} {value:>12.4g} {unit}")
+best_of = functools.partial(timing.best_of, warm_up=True)
 
 
 def main():

@@ -8,20 +8,10 @@ run; not a test).
 
 from __future__ import annotations
 
-import time
-
 import torch
+from timing import best_of
 
 from meanfield.pytorch import audit, critical_normal_, mlp, periodic_cnn
-
-
-def best_of(f, repeat=3):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def audit_versus_passes():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from meanfield.validation.simulators import jacobian_singular_values
+from timing import row
 
 from meanfield import dense, spectra
 
@@ -22,10 +23,6 @@ def timed(fn):
     t0 = time.perf_counter()
     out = fn()
     return time.perf_counter() - t0, out
-
-
-def row(name, value, unit):
-    print(f"{name:<64s} {value:>12.4g} {unit}")
 
 
 def main():

@@ -17,29 +17,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from meanfield.validation.simulators import ConstNet, softmax_xent
+from meanfield.validation.simulators import ConstNet
+from timing import best_of
+from workloads import gd_steps
 
 from meanfield import symmetry
 from meanfield.init import periodic_conv
-
-
-def _gd_steps(net, x, y, steps, lr=0.1):
-    """``steps`` full-batch gradient-descent steps of a NumPy ``ConstNet`` (forward, softmax
-    cross-entropy, hand-written backward, update): the work of the removed ``simulators.train``'s
-    step, without its symmetry measures (the library trains on ``train_ensemble``)."""
-    for _ in range(steps):
-        _, dlog = softmax_xent(net.forward(x), y)
-        for k, g in net.backward(dlog).items():
-            net.params[k] = net.params[k] - lr * g
-
-
-def best_of(f, repeat=3):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def gram_cf(w):
@@ -109,7 +92,7 @@ def main():
     for blocks in (4, 40):
         net = ConstNet.initial((8, 16, 32), blocks, 1, 10)
         t = time.perf_counter()
-        _gd_steps(net, x, y, 3)
+        gd_steps(net, x, y, 3)
         times[blocks] = (time.perf_counter() - t) / 3
         print(f"  {3 * blocks + 2} convolutions: {times[blocks] * 1e3:.0f} ms per step")
     print(f"  step time ratio (10x depth): {times[40] / times[4]:.1f}x")

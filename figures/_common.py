@@ -54,10 +54,10 @@ matplotlib.use("Agg")
 import matplotlib.colors
 import matplotlib.pyplot as plt
 import numpy as np
-from meanfield.validation.runner import check_backend_available, check_out_dir, progress
 
 from meanfield.backend import spawn_sequences
 from meanfield.checks import renamed_kwargs
+from meanfield.cli import check_backend_available, check_out_dir, progress
 
 from ._io import figure_metadata, to_jsonable, write_json
 

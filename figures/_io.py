@@ -12,24 +12,24 @@ Every figure writes ``NAME.json`` with three blocks::
      "data": {"array name": [...], ...}}
 
 Arrays of two or more dimensions must name their axes (``save_figure`` refuses otherwise).
-Non-finite floats are written as the strings ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no such
-numbers) and read back as floats by :func:`load`. Validation tables (``meanfield validate --out``)
-use the same three blocks with ``"kind": "validation"`` (see
-:func:`meanfield.validation.report.write_table_json`); :func:`load` reads both.
+Writing, reading and the metadata head are the library's (:mod:`meanfield.io`: :func:`write_json`,
+:func:`load`, :func:`meanfield.io.run_metadata`); this module adds the figure's fields
+(:func:`figure_metadata`). Validation tables (``meanfield validate --out``) use the same three
+blocks with ``"kind": "validation"``; :func:`load` reads both.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-
-import numpy as np
-from meanfield.validation.report import run_metadata, to_jsonable
-
-from meanfield.checks import open_regular_file
+from meanfield.io import (
+    JSON_CONTAINER_BYTES,
+    MAX_JSON_BYTES,
+    MAX_JSON_DEPTH,
+    FigureData,
+    load,
+    run_metadata,
+    to_jsonable,
+    write_json,
+)
 
 __all__ = [
     "JSON_CONTAINER_BYTES",
@@ -41,25 +41,6 @@ __all__ = [
     "to_jsonable",
     "write_json",
 ]
-
-#: Deepest nesting of arrays and objects :func:`load` accepts (a figure's JSON nests a few levels:
-#: blocks, parameter dicts, arrays of up to four axes); deeper files are refused before parsing.
-MAX_JSON_DEPTH = 64
-
-#: Largest file :func:`load` reads (64 MiB; the figures' JSON files are kilobytes to a few
-#: megabytes).
-MAX_JSON_BYTES = 1 << 26
-
-#: :func:`load` refuses a file with more than one array or object per this many bytes (plus
-#: 65536; a figure's arrays hold numbers, at least two per row): an array costs ~80 bytes of
-#: memory however short its text (``[],``), so this keeps the parsed file within about 30 times
-#: its size.
-JSON_CONTAINER_BYTES = 8
-
-#: JSON strings (with their escapes): removed before the brackets are counted.
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-
-_NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
 
 
 def figure_metadata(
@@ -92,170 +73,3 @@ def figure_metadata(
         units=dict(units or {}),
         notes=notes,
     )
-
-
-def _check_axes(data: dict, axes: dict) -> None:
-    for key, value in data.items():
-        if isinstance(value, dict):
-            continue
-        try:
-            arr = np.asarray(value)
-        except ValueError:  # ragged lists
-            arr = None
-        if arr is None or arr.dtype == object:
-            if isinstance(value, (list, tuple)) and key not in axes:
-                raise ValueError(f"data[{key!r}] is a ragged list: name its axes in axes[{key!r}]")
-            continue
-        if arr.ndim >= 2:
-            names = axes.get(key)
-            if names is None or len(names) != arr.ndim:
-                raise ValueError(f"data[{key!r}] has shape {arr.shape}: axes[{key!r}] must name its {arr.ndim} axes")
-    unknown = sorted(set(axes) - set(data))
-    if unknown:
-        raise ValueError(f"axes names arrays that are not in data: {unknown}")
-
-
-def write_json(path, metadata: dict, data: dict, axes: dict | None = None, check_axes: bool = True) -> Path:
-    """Write the three-block JSON of a figure (or any result) to ``path``."""
-    axes = {k: list(v) for k, v in (axes or {}).items()}
-    if check_axes:
-        _check_axes(data, axes)
-    path = Path(path)
-    path.write_text(json.dumps(to_jsonable({"metadata": metadata, "axes": axes, "data": data}), indent=1))
-    return path
-
-
-@dataclass(frozen=True)
-class FigureData:
-    """A figure's numbers read back by :func:`load`.
-
-    Attributes
-    ----------
-    metadata : dict
-        Library version, commit, creation time, paper and figure, seed, ``full``, backend,
-        ``params`` (every parameter used), ``units`` and ``notes``.
-    axes : dict
-        ``{array name: [axis names]}`` for every array of two or more dimensions (and any other the
-        figure names).
-    data : dict
-        The arrays (NumPy, float where numeric) and scalars behind the figure.
-    """
-
-    metadata: dict = field(default_factory=dict)
-    axes: dict = field(default_factory=dict)
-    data: dict = field(default_factory=dict)
-
-    def replace(self, **changes) -> FigureData:
-        """A copy with some fields replaced (``dataclasses.replace``)."""
-        return replace(self, **changes)
-
-    def __getitem__(self, key):
-        return self.data[key]
-
-
-def _restore(value):
-    if isinstance(value, str):
-        return _NONFINITE.get(value, value)
-    if isinstance(value, dict):
-        return {k: _restore(v) for k, v in value.items()}
-    if isinstance(value, list):
-        items = [_restore(v) for v in value]
-        try:
-            arr = np.asarray(items)
-        except ValueError:  # ragged
-            return items
-        if arr.dtype.kind in "biuf" and arr.ndim >= 1:
-            return arr
-        return items
-    return value
-
-
-def _json_nesting(raw: bytes) -> tuple[int, int]:
-    """``(deepest nesting, number of arrays and objects)`` of a JSON text, brackets inside strings
-    not counted (linear time, no recursion; the running depth is taken 1 MiB at a time)."""
-    brackets = _JSON_STRING.sub(b"", raw).translate(None, b" \t\r\n,:0123456789.eE+-truefalsnul")
-    steps = np.frombuffer(brackets, dtype=np.uint8)
-    depth = deepest = opened = 0
-    for start in range(0, steps.size, 1 << 20):
-        seg = steps[start : start + (1 << 20)]
-        opens = (seg == ord("[")) | (seg == ord("{"))
-        delta = opens.astype(np.int64) - ((seg == ord("]")) | (seg == ord("}")))
-        run = depth + np.cumsum(delta)
-        deepest = max(deepest, int(run.max()))
-        depth = int(run[-1])
-        opened += int(np.count_nonzero(opens))
-    return deepest, opened
-
-
-def load(path) -> FigureData:
-    """Read a figure's JSON, or a validation table's (``meanfield reproduce``, ``meanfield figures``,
-    ``meanfield validate --out``).
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        ``NAME.json`` or ``NAME.png`` (the JSON beside it is read).
-
-    Returns
-    -------
-    FigureData
-        ``metadata``, ``axes`` and ``data`` with numeric lists as NumPy arrays and the strings
-        ``"inf"``, ``"-inf"``, ``"nan"`` restored to floats. ``metadata["kind"]`` is ``"figure"``
-        or ``"validation"``.
-
-    Raises
-    ------
-    TypeError
-        ``path`` is not a str or path.
-    ValueError
-        The file cannot be read, is not a regular file (a FIFO or a device such as ``/dev/zero``
-        is refused before it is read), is larger than :data:`MAX_JSON_BYTES`, nests arrays or
-        objects deeper than :data:`MAX_JSON_DEPTH` or holds more than one per
-        :data:`JSON_CONTAINER_BYTES` bytes (so parsing stays within about 30 times the file's size,
-        and never raises ``RecursionError``), is not JSON, or is not an output of this
-        library (no ``metadata``/``data`` blocks). The message names the path.
-
-    Examples
-    --------
-    >>> from meanfield.figures import load  # doctest: +SKIP
-    >>> d = load("results/figures/xiao2018_fig_s4.json")  # doctest: +SKIP
-    >>> d.metadata["params"]["sigma_w2"], d.axes["monte_carlo"]  # doctest: +SKIP
-    (2.25, ['layer', 'Fourier mode m'])
-    """
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or pathlib.Path, got {path!r}")
-    path = Path(path)
-    if path.suffix == ".png":
-        path = path.with_suffix(".json")
-    try:
-        with open_regular_file(path) as f:
-            if f.size > MAX_JSON_BYTES:
-                raise ValueError(
-                    f"path {str(path)!r} holds {f.size} bytes, more than MAX_JSON_BYTES = {MAX_JSON_BYTES} "
-                    "(not a figure's JSON)"
-                )
-            text = f.read_at_most(MAX_JSON_BYTES + 1)
-    except OSError as exc:
-        raise ValueError(f"path {str(path)!r} cannot be read ({exc.strerror or type(exc).__name__})") from None
-    if len(text) > MAX_JSON_BYTES:
-        raise ValueError(f"path {str(path)!r} grew past MAX_JSON_BYTES = {MAX_JSON_BYTES} while being read")
-    depth, containers = _json_nesting(text)
-    if depth > MAX_JSON_DEPTH:
-        raise ValueError(
-            f"path {str(path)!r} nests arrays or objects {depth} deep, more than MAX_JSON_DEPTH = {MAX_JSON_DEPTH} "
-            "(not a figure's JSON)"
-        )
-    most = len(text) // JSON_CONTAINER_BYTES + 65536
-    if containers > most:
-        raise ValueError(
-            f"path {str(path)!r} holds {containers} arrays and objects, more than one per JSON_CONTAINER_BYTES = "
-            f"{JSON_CONTAINER_BYTES} bytes (+ 65536): not a figure's JSON (refused: parsing it would take many times "
-            "its size in memory)"
-        )
-    try:
-        raw = json.loads(text.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise ValueError(f"path {str(path)!r} is not a JSON file: {exc}") from None
-    if not isinstance(raw, dict) or "metadata" not in raw or "data" not in raw:
-        raise ValueError(f"path {str(path)!r} is not a meanfield figure JSON (needs 'metadata' and 'data' blocks)")
-    return FigureData(metadata=raw["metadata"], axes=raw.get("axes", {}), data=_restore(raw["data"]))

@@ -16,16 +16,17 @@ import sys
 import time
 from pathlib import Path
 
-from meanfield.validation.runner import (
+from meanfield.checks import renamed_kwargs
+from meanfield.cli import (
+    FIGURE_BACKEND_HELP,
     CliParser,
     add_common_arguments,
     backend_description,
+    check_argv,
     open_executor,
     progress,
     size_from_args,
 )
-
-from meanfield.checks import renamed_kwargs
 
 from ._common import SIZES, check_backend, check_out_dir, check_seed, check_size, registered
 
@@ -184,12 +185,6 @@ def add_arguments(p: argparse.ArgumentParser, *, names: bool = True) -> None:
     add_common_arguments(p, sizes=SIZES)
 
 
-def _backend_help() -> str:
-    from meanfield.cli import FIGURE_BACKEND_HELP
-
-    return FIGURE_BACKEND_HELP
-
-
 def _listing(registry) -> str:
     lines = []
     for key in sorted(registry):
@@ -202,12 +197,11 @@ def _listing(registry) -> str:
 
 def main(argv=None, prog: str = "meanfield figures") -> int:
     """Entry point of ``meanfield figures`` and ``python -m meanfield.figures``; the exit status."""
-    if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
-        raise TypeError(f"argv must be a list of strings, got {argv!r}")
+    check_argv(argv)
     p = CliParser(
         prog=prog,
         description="Regenerate the papers' figures: a PNG and a self-describing JSON "
-        "(read back with meanfield.figures.load) per figure. " + _backend_help(),
+        "(read back with meanfield.figures.load) per figure. " + FIGURE_BACKEND_HELP,
     )
     add_arguments(p)
     try:

@@ -13,7 +13,9 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``landscape``     Binary-weight landscapes and skip connections (Orhan 2017).
 ``data``          Input sets: synthetic Gaussian inputs, embedded digits, MNIST / CIFAR-10 readers.
 ``checks``        The argument checks every layer validates its inputs with.
-``compare``       Comparison rows (checks and claims) and the one verdict rule.
+``cli``           The ``meanfield`` command and the command-line plumbing every command shares.
+``compare``       Comparison rows (checks and claims), the one verdict rule, the printed table.
+``io``            Results as JSON with a metadata block: written, and read back with bounded readers.
 ``backend``       Array backends (NumPy, CuPy) of the weight samplers and the simulators.
 ``numerics``      Numerical helpers: the one Richardson extrapolation.
 ``parallel``      One execution layer: chunks in-process, on local processes or on a Dask cluster.
@@ -35,6 +37,7 @@ _SUBMODULES = {
     "activations",
     "backend",
     "checks",
+    "cli",
     "compare",
     "conv",
     "data",
@@ -42,6 +45,7 @@ _SUBMODULES = {
     "finite_width",
     "gaussian",
     "init",
+    "io",
     "kurtosis",
     "landscape",
     "numerics",

@@ -12,7 +12,9 @@ import sys
 import types
 
 import pytest
-from meanfield.validation.runner import backend_description, check_backend_available, module_backend
+from meanfield.validation.runner import module_backend
+
+from meanfield.cli import backend_description, check_backend_available
 
 # an import hook that makes `import torch` / `import cupy` fail as on a machine without them
 _BLOCKED = """\

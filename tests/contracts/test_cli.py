@@ -15,6 +15,7 @@ from meanfield.figures.harness import figure, plt, save_figure
 from meanfield.validation.report import Comparison
 
 import meanfield
+import meanfield.cli as cli
 from meanfield.cli import main
 
 
@@ -214,11 +215,11 @@ def test_data_dir_is_exported_before_the_executor_starts(tmp_path, monkeypatch):
     before any worker process is started, so that local workers inherit it."""
     import argparse
 
-    monkeypatch.delenv(val_runner.DATA_DIR_ENV, raising=False)
+    monkeypatch.delenv(cli.DATA_DIR_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mnist").mkdir()
     args = argparse.Namespace(data_dir="mnist", workers=None, scheduler=None)
-    with val_runner.open_executor(args):
+    with cli.open_executor(args):
         import os
 
-        assert os.environ[val_runner.DATA_DIR_ENV] == str(tmp_path / "mnist")
+        assert os.environ[cli.DATA_DIR_ENV] == str(tmp_path / "mnist")

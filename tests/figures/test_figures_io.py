@@ -12,9 +12,9 @@ import pytest
 from meanfield.figures import FigureData, load
 from meanfield.figures.harness import by_size, check_seed, check_size, figure, plt, save_figure, streams
 from meanfield.validation.report import Comparison, write_table_json
-from meanfield.validation.runner import check_out_dir
 
 import meanfield
+from meanfield.cli import check_out_dir
 
 
 def _figure():
@@ -252,3 +252,26 @@ def test_show_figure_renders_png_and_rejects_non_figures(tmp_path):
     plt.close("all")
     with pytest.raises(TypeError, match="func"):
         show_figure(print)
+
+
+def test_figures_and_validation_write_and_read_through_meanfield_io(tmp_path):
+    """One writer and one reader: the figures' loader is the library's, and a result written with
+    meanfield.io.write_json round-trips through meanfield.figures.load."""
+    import meanfield.figures
+    import numpy as np
+
+    import meanfield.io
+
+    assert meanfield.figures.load is meanfield.io.load and meanfield.figures.FigureData is meanfield.io.FigureData
+    meta = meanfield.io.run_metadata(kind="figure", name="t", seed=3)
+    assert list(meta)[:5] == ["library", "version", "commit", "modified", "created"] and meta["seed"] == 3
+    path = meanfield.io.write_json(
+        tmp_path / "t.json", meta, {"m": np.eye(2), "x": [1.0, float("inf")]}, {"m": ["i", "j"]}
+    )
+    back = meanfield.figures.load(path)
+    assert back.metadata["name"] == "t" and back.axes == {"m": ["i", "j"]}
+    assert np.array_equal(back["m"], np.eye(2)) and back["x"][1] == np.inf
+    with pytest.raises(ValueError, match="axes"):
+        meanfield.io.write_json(tmp_path / "u.json", meta, {"m": np.eye(2)})
+    with pytest.raises(TypeError, match="data"):
+        meanfield.io.write_json(tmp_path / "u.json", meta, [1, 2])

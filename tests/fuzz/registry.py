@@ -525,21 +525,25 @@ REGISTRY: list[Entry] = [
       note=TXT(""), side=CH("both"), kind=CH("check"), nan_ok={f: _ROW_NAN for f in ("theory", "estimate", "stderr")}),
     E("compare.passes", theory=F(1.0), estimate=F(1.01), stderr=F(0.01), z=F(4.5), systematic=F(0.0), side=CH("both"),
       nan_ok={f: _ROW_NAN for f in ("theory", "estimate", "stderr")}),
-    E("validation.report.not_reproduced", rows=X(Lazy(_comparisons))),
-    E("validation.report.format_table", title=TXT("fuzz"), rows=X(Lazy(_comparisons))),
-    E("validation.report.mean_and_stderr", samples=A(X53), axis=I(0), nan_ok={"samples": _ROW_NAN}),
-    E("validation.report.run_metadata", skip={"fields": "free-form metadata copied into the block"}),
-    E("validation.report.table_records", rows=X(Lazy(_comparisons))),
-    E("validation.report.to_jsonable", obj=X({"a": np.arange(3.0), "b": [1.0, float("nan")]})),
-    E("validation.report.git_commit"),
+    E("compare.not_reproduced", rows=X(Lazy(_comparisons))),
+    E("compare.format_table", title=TXT("fuzz"), rows=X(Lazy(_comparisons))),
+    E("compare.mean_and_stderr", samples=A(X53), axis=I(0), nan_ok={"samples": _ROW_NAN}),
+    E("io.run_metadata", skip={"fields": "free-form metadata copied into the block"}),
+    E("compare.table_records", rows=X(Lazy(_comparisons))),
+    E("io.to_jsonable", obj=X({"a": np.arange(3.0), "b": [1.0, float("nan")]})),
+    E("io.git_commit"),
     E("validation.report.write_table_json", path=X(Lazy(_tmp_json)), title=TXT("fuzz"), rows=X(Lazy(_comparisons)), rng=I(0), full=B(False),
       backend=BK(), seconds=F(1.0)),
-    E("validation.runner.check_backend_available", backend=BK()),
-    E("validation.runner.backend_description", backend=BK()),
-    E("validation.runner.check_out_dir", out_dir=X(Lazy(_tmp_dir))),
+    E("cli.check_backend_available", backend=BK()),
+    E("cli.backend_description", backend=BK()),
+    E("cli.check_out_dir", out_dir=X(Lazy(_tmp_dir))),
+    E("cli.check_run_arguments", backend=BK(), full=B(False), rng=I(0)),
     E("validation.runner.comparison_modules"),
     # --- figures ----------------------------------------------------------------------------
-    E("figures.load", path=P("figure_json")),
+    E("io.load", path=P("figure_json")),
+    E("io.write_json", path=X(Lazy(_tmp_json)), metadata=X({"name": "fuzz"}), data=X({"a": np.arange(3.0)}),
+      axes=X({"a": ["i"]}), check_axes=B(True)),
+    E("compare.student_z", n_samples=I(10), z=F(4.5)),
     # --- fuzz3: functions added after the first campaign ------------------------------------
     E("conv.cmap_jacobian", u=A(EPS4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), degree=I(50)),
     E("conv.cmap_jacobian_eigenbasis", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), size=I(3), degree=I(50)),
@@ -699,7 +703,7 @@ NOT_FUZZED: dict[str, str] = {
         "validation.simulators.LayerMoments",
         "validation.simulators.LooksLinearForward",
         "validation.simulators.PairSimulation",
-        "figures.FigureData",
+        "io.FigureData",
     ]
 }
 NOT_FUZZED["activations.Activation"] = (
@@ -748,15 +752,17 @@ NOT_FUZZED["validation.finite_width.eigen_rows"] = (
 )
 for _name in (
     "CliParser",
-    "add_arguments",
     "add_common_arguments",
+    "check_argv",
     "main",
-    "main_for",
     "progress",
     "run_modules",
     "size_from_args",
+    "validate_arguments",
+    "validate_main",
+    "validate_module_main",
 ):
-    NOT_FUZZED[f"validation.runner.{_name}"] = (
+    NOT_FUZZED[f"cli.{_name}"] = (
         "command-line plumbing (argparse parsers, entry points, progress bar): tested through the CLI in "
         "tests/contracts/test_cli.py and tests/validation/test_runners.py"
     )
@@ -810,7 +816,8 @@ for _name in (
 ):
     NOT_FUZZED[f"parallel.{_name}"] = _EXECUTOR
 for _name in ("add_parallel_arguments", "open_executor"):
-    NOT_FUZZED[f"validation.runner.{_name}"] = NOT_FUZZED["validation.runner.main"]
+    NOT_FUZZED[f"cli.{_name}"] = NOT_FUZZED["cli.main"]
+NOT_FUZZED["validation.runner.main_for"] = NOT_FUZZED["cli.main"]
 _TRAINING = (
     "trains an ensemble of networks with PyTorch (seconds even at the smallest size); tested in its own test module"
 )
@@ -874,6 +881,10 @@ NOT_FUZZED["validation.training.load_training_data"] = (
 NOT_FUZZED["validation.runner.module_backend"] = (
     "CLI plumbing: reads a comparison module's BACKENDS tuple (a module object, not user data); tested in "
     "tests/contracts/test_backends_cli.py"
+)
+NOT_FUZZED["validation.runner.unavailable"] = (
+    "CLI plumbing: calls a comparison module's unavailable() (a module object, not user data); tested in "
+    "tests/validation/test_runners.py"
 )
 NOT_FUZZED["validation.trainability.training_data"] = NOT_FUZZED["validation.training.load_training_data"]
 NOT_FUZZED["validation.symmetry_training.skip_ensemble_hessians"] = (
@@ -1026,7 +1037,7 @@ ALLOW_NONFINITE: list[Allow] = [
         for f in ("theory", "estimate", "stderr")
     ],
     Allow(
-        "validation.report.mean_and_stderr",
+        "compare.mean_and_stderr",
         "",
         lambda r, kw: not np.all(np.isfinite(np.asarray(kw["samples"], dtype=float))),
         "mean_and_stderr: non-finite samples give a non-finite mean / stderr",
@@ -1129,10 +1140,8 @@ ALLOW_NONFINITE: list[Allow] = [
     Allow("ntk.conv_ntk_fixed_point", "fixed_point.q_star", _fp_chi("chi_q"), "FixedPoint.q_star"),
     Allow("ntk.conv_ntk_fixed_point", "fixed_point.xi_q", _fp_chi("chi_q"), "FixedPoint.xi_q"),
     Allow("ntk.conv_ntk_fixed_point", "fixed_point.xi_c", _fp_chi("chi_c"), "FixedPoint.xi_c"),
-    # figures.load: "the strings 'inf', '-inf', 'nan' restored to floats" (a figure may hold them).
-    Allow(
-        "figures.load", "data", lambda r, kw: True, "FigureData.data: non-finite values written by a figure", nan=True
-    ),
+    # io.load: "the strings 'inf', '-inf', 'nan' restored to floats" (a figure may hold them).
+    Allow("io.load", "data", lambda r, kw: True, "FigureData.data: non-finite values written by a figure", nan=True),
 ]
 # sweeps: chunked Monte-Carlo ensembles of the comparison tables
 for _name in ("ensemble_moments", "ensemble_samples"):

@@ -281,7 +281,7 @@ def test_main_job_says_the_extra_is_missing_instead_of_failing(tmp_path):
                     raise ImportError("No module named 'torch'")
         sys.meta_path.insert(0, Block())
         from meanfield.figures import load, pytorch_bridge
-        from meanfield.validation.runner import run_modules
+        from meanfield.cli import run_modules
         paths = pytorch_bridge.fig_audit({str(tmp_path)!r}, size="smoke")
         print("FIGURE:", load(paths[1]).data["skipped"])
         print("OK:", run_modules(["audit"]))

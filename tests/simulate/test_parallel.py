@@ -405,7 +405,7 @@ def test_cli_unreachable_scheduler_is_a_usage_error(capsys, monkeypatch):
 
 
 def test_cli_scheduler_runs_the_modules_on_that_cluster(client, monkeypatch):
-    from meanfield.validation import runner
+    import meanfield.cli as cli
 
     seen = []
 
@@ -414,9 +414,9 @@ def test_cli_scheduler_runs_the_modules_on_that_cluster(client, monkeypatch):
         seen.append((names, type(ex).__name__, ex.client.scheduler.address))
         return True
 
-    monkeypatch.setattr(runner, "run_modules", fake_run_modules)
+    monkeypatch.setattr(cli, "run_modules", fake_run_modules)
     address = client.scheduler.address
-    assert runner.main(["dense", "--scheduler", address]) == 0
+    assert cli.validate_main(["dense", "--scheduler", address]) == 0
     assert seen == [(["dense"], "DaskExecutor", address)]
     assert isinstance(parallel.current(), parallel.SerialExecutor)
     assert len(client.scheduler_info()["workers"]) == 2  # the CLI closed its client, not the cluster
@@ -425,7 +425,7 @@ def test_cli_scheduler_runs_the_modules_on_that_cluster(client, monkeypatch):
 @pytest.mark.slow  # starts its own LocalCluster (~5 s idle)
 def test_cli_workers_runs_the_modules_on_a_dask_cluster(monkeypatch):
     pytest.importorskip("distributed")
-    from meanfield.validation import runner
+    import meanfield.cli as cli
 
     seen = []
 
@@ -434,15 +434,16 @@ def test_cli_workers_runs_the_modules_on_a_dask_cluster(monkeypatch):
         seen.append((names, type(ex).__name__, ex.n_workers))
         return True
 
-    monkeypatch.setattr(runner, "run_modules", fake_run_modules)
-    assert runner.main(["dense", "--workers", "1"]) == 0
+    monkeypatch.setattr(cli, "run_modules", fake_run_modules)
+    assert cli.validate_main(["dense", "--workers", "1"]) == 0
     assert seen == [(["dense"], "DaskExecutor", 1)]
     assert isinstance(parallel.current(), parallel.SerialExecutor)  # closed and reset afterwards
 
 
 def test_cli_reproduce_runs_figures_and_validation_on_the_cluster(client, monkeypatch, tmp_path):
     import meanfield.figures.runner as fr
-    from meanfield.validation import runner
+
+    import meanfield.cli as cli
 
     seen = []
 
@@ -455,7 +456,7 @@ def test_cli_reproduce_runs_figures_and_validation_on_the_cluster(client, monkey
         return True
 
     monkeypatch.setattr(fr, "run_figures", fake_figures)
-    monkeypatch.setattr(runner, "run_modules", fake_modules)
+    monkeypatch.setattr(cli, "run_modules", fake_modules)
     from meanfield.cli import main
 
     assert main(["reproduce", "--out", str(tmp_path), "--scheduler", client.scheduler.address]) == 0

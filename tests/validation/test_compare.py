@@ -7,6 +7,7 @@ import types
 import pytest
 from meanfield.validation import report, runner
 
+import meanfield.cli as cli
 from meanfield.compare import Z_DEFAULT, Comparison, passes
 
 
@@ -35,6 +36,41 @@ def test_the_audit_uses_the_same_rule_and_constant():
     for measured in (1.0, 1.44, 1.46, float("inf")):
         expect = "ok" if Comparison("x", 1.0, measured, 0.1).passed else "FAIL"
         assert audit.verdict(measured, 0.1, 1.0, 0.0) == expect
+
+
+#: Agreement of two float64 evaluations of the same Student-t quantile (scipy.special against
+#: scipy.stats, both ~1e-15 relative; a looser bound than that catches only a different rule).
+QUANTILE_RTOL = 1e-9
+
+
+def test_student_z_is_the_t_quantile_of_the_normal_level():
+    from scipy import stats
+
+    from meanfield.compare import STUDENT_Z_LARGE, student_z
+
+    for n in (2, 6, 10, 20, STUDENT_Z_LARGE - 1):
+        expect = stats.t.isf(stats.norm.sf(Z_DEFAULT), n - 1)
+        assert student_z(n) == pytest.approx(expect, rel=QUANTILE_RTOL), n
+    assert student_z(6) > student_z(10) > student_z(20) > Z_DEFAULT  # fewer samples, wider
+    assert student_z(STUDENT_Z_LARGE) == student_z(10**6) == Z_DEFAULT
+    assert student_z(10, z=2.0) == pytest.approx(stats.t.isf(stats.norm.sf(2.0), 9), rel=QUANTILE_RTOL)
+    with pytest.raises(ValueError, match="n_samples"):
+        student_z(1)
+    with pytest.raises(ValueError, match="z"):
+        student_z(10, z=-1.0)
+    with pytest.raises(ValueError, match="z"):
+        student_z(10, z=1e300)
+
+
+def test_the_audit_z_rule_is_the_library_student_z():
+    pytest.importorskip("torch")
+    import importlib
+
+    from meanfield.compare import student_z
+
+    audit = importlib.import_module("meanfield.pytorch.audit")
+    for n in (2, 6, 20, 199, 200, 1000):
+        assert audit.z_for(n) == student_z(n), n
 
 
 def test_claims_are_reported_and_never_fail():
@@ -67,7 +103,7 @@ def test_exit_status_counts_checks_and_the_summary_lists_claims(monkeypatch, tmp
     if failing_check:
         rows.append(Comparison("a broken check", 1.0, 9.0, 0.1))
     mod = _fake_module(monkeypatch, rows)
-    ok = runner.run_modules(["fake_claims"], out=tmp_path)
+    ok = cli.run_modules(["fake_claims"], out=tmp_path)
     out = capsys.readouterr().out
     assert ok is (not failing_check)
     assert "claims not reproduced at this size" in out and "a claim of the paper" in out and "no LeakyNet" in out

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import meanfield.validation.audit as val_audit
-from meanfield.validation.runner import comparison_modules, run_modules
+from meanfield.validation.runner import comparison_modules
+
+from meanfield.cli import run_modules
 
 
 def test_audit_is_a_comparison_module():

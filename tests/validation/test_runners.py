@@ -82,7 +82,7 @@ def test_mean_and_stderr_checks_its_samples():
 
 
 def test_run_modules_checks_arguments_before_running(monkeypatch):
-    from meanfield.validation.runner import run_modules
+    from meanfield.cli import run_modules
 
     monkeypatch.setattr("meanfield.validation.runner.comparison_modules", lambda: ["dense"])
     monkeypatch.setattr("importlib.import_module", lambda name: pytest.fail(f"{name} imported"))
@@ -101,7 +101,8 @@ def test_run_modules_checks_arguments_before_running(monkeypatch):
 
 def test_entry_points_reject_a_string_argv():
     from meanfield.figures.runner import main as figures_main
-    from meanfield.validation.runner import main as validation_main
+
+    from meanfield.cli import validate_main as validation_main
 
     for entry in (main, figures_main, validation_main):
         with pytest.raises(TypeError, match="argv"):
@@ -116,7 +117,8 @@ def test_report_and_runner_check_their_arguments(tmp_path):
 
     import numpy as np
     from meanfield.validation.report import mean_and_stderr, write_table_json
-    from meanfield.validation.runner import check_backend_available
+
+    from meanfield.cli import check_backend_available
 
     for backend in ("no_such", None, 3):
         with pytest.raises((TypeError, ValueError), match="backend"):
@@ -180,3 +182,17 @@ def test_figure_needing_a_missing_extra_is_skipped_not_failed(tmp_path, monkeypa
     monkeypatch.setattr(runner, "all_figures", lambda: {**registry, "xiao2018.fig_4b": broken})
     with pytest.raises(ImportError, match="something_else"):  # an unrelated ImportError is a failure
         runner.run_figures(["xiao2018.fig_4b"], out=tmp_path, size="smoke")
+
+
+def test_plumbing_moved_to_meanfield_cli_warns_from_the_old_path():
+    import meanfield.validation.runner as runner
+
+    import meanfield.cli as cli
+
+    for old, new in (("run_modules", "run_modules"), ("main", "validate_main"), ("CliParser", "CliParser")):
+        with pytest.warns(DeprecationWarning, match=f"meanfield.cli.{new}"):
+            assert getattr(runner, old) is getattr(cli, new)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        runner.no_such_name  # noqa: B018
+    # what the comparison modules import from the runner is the plumbing of meanfield.cli, without a warning
+    assert runner.progress is cli.progress and runner.check_run_arguments is cli.check_run_arguments
