@@ -56,6 +56,11 @@ from ._tensors import (
     zero_star_,
 )
 
+# The classes are documented (and pickled) under this package, the path users import them from.
+for _cls in (CriticalInit, EdgeOfChaos, InitSpec, LayerInit):
+    _cls.__module__ = __name__
+del _cls
+
 __all__ = [
     "KERNELS",
     "CriticalInit",
