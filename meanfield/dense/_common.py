@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .._checks import (
-    check_nonnegative_scalar,
-)
-from .._logscale import (
-    HOMOGENEOUS,
-)
-from ..activations import (
-    get_activation,
-)
-
-if TYPE_CHECKING:  # annotations only
-    pass
-
+from .._checks import check_nonnegative_scalar
+from ..activations import get_activation
 
 #: |chi_1 - 1| below which a point is called critical.
 CRITICAL_ATOL = 1e-9
@@ -35,7 +22,6 @@ Q_INFINITY = 1e300
 _Q_PROBE = 1e-3
 #: First scan point when q = 0 is an unstable fixed point.
 _Q_START_UNSTABLE = 1e-6
-_HOMOGENEOUS = HOMOGENEOUS  # the name phase_diagram uses
 
 
 def _act(activation):

@@ -12,13 +12,9 @@ from .._checks import (
     check_nonnegative,
     check_scalar,
 )
-from .._logscale import (
-    HOMOGENEOUS,
-)
-from ..gaussian import (
-    DEFAULT_DEGREE,
-)
-from ._common import _HOMOGENEOUS, CRITICAL_ATOL, _act, _require_builtin, _variances
+from .._logscale import HOMOGENEOUS
+from ..gaussian import DEFAULT_DEGREE
+from ._common import CRITICAL_ATOL, _act, _require_builtin, _variances
 from ._solvers import _fixed_point_values, _fp_full_rule, _fp_rule, _phase_kernel
 
 if TYPE_CHECKING:  # annotations only
@@ -102,6 +98,19 @@ def _fixed_point_error(act, sw, sb):
     )
 
 
+def _by_family(kernel, act, degree, rule, args, out, tail=()):
+    """``kernel(code, param, homogeneous, *args, z, w, cf, ex, out, *tail)`` on ``rule`` (:func:`_fp_rule`).
+
+    Where a closed-form-only pass left NaN in ``out`` (belt and braces: no built-in does), the pass
+    is redone with the closed forms and the quadrature fallback (:func:`_fp_full_rule`).
+    """
+    z, w, cf, ex = rule
+    kernel(act.code, act.param, act.code in HOMOGENEOUS, *args, z, w, cf, ex, out, *tail)
+    if z is None and np.isnan(out).any():
+        z, w, cf, ex = _fp_full_rule(act, degree)
+        kernel(act.code, act.param, act.code in HOMOGENEOUS, *args, z, w, cf, ex, out, *tail)
+
+
 def fixed_point(
     activation: str | Activation, sigma_w2: float, sigma_b2: float, degree: int = DEFAULT_DEGREE
 ) -> FixedPoint:
@@ -143,15 +152,11 @@ def fixed_point(
     act = _act(activation)
     _require_builtin(act, "fixed_point")
     sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
-    z, w, cf, ex = _fp_rule(act, degree)
     out = np.empty(6)
     # the serial kernel: a one-point call to the parallel grid kernel pays a thread-pool launch;
     # c0 passed explicitly (as by _phase_kernel): an omitted default is another type signature,
     # which compiled the kernel a second time
-    _fixed_point_values(act.code, act.param, act.code in HOMOGENEOUS, sigma_w2, sigma_b2, z, w, cf, ex, out, 0.0)
-    if z is None and np.isnan(out).any():  # belt and braces: closed forms with the quadrature fallback
-        z, w, cf, ex = _fp_full_rule(act, degree)
-        _fixed_point_values(act.code, act.param, act.code in HOMOGENEOUS, sigma_w2, sigma_b2, z, w, cf, ex, out, 0.0)
+    _by_family(_fixed_point_values, act, degree, _fp_rule(act, degree), (sigma_w2, sigma_b2), out, (0.0,))
     if np.isnan(out[0]):
         raise _fixed_point_error(act, sigma_w2, sigma_b2)
     q, c, chi1, chic, chiq, frozen = (float(v) for v in out)
@@ -286,14 +291,11 @@ def phase_diagram(
     _require_builtin(act, "phase_diagram")
     sw = _grid(sigma_w2, "sigma_w2")
     sb = _grid(sigma_b2, "sigma_b2")
-    z, w, cf, ex = _fp_rule(act, degree)
+    rule = _fp_rule(act, degree)
     if sw.size > _rows_per_task() and _distributed():
         return _phase_diagram_rows(sw, sb, activation, degree)
     out = np.empty((sw.size, sb.size, 6))
-    _phase_kernel(act.code, act.param, act.code in _HOMOGENEOUS, sw, sb, z, w, cf, ex, out)
-    if z is None and np.isnan(out).any():  # belt and braces, as in fixed_point
-        z, w, cf, ex = _fp_full_rule(act, degree)
-        _phase_kernel(act.code, act.param, act.code in _HOMOGENEOUS, sw, sb, z, w, cf, ex, out)
+    _by_family(_phase_kernel, act, degree, rule, (sw, sb), out)
     bad = np.isnan(out[..., 0])
     if bad.any():
         i, j = np.argwhere(bad)[0]

@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._checks import (
-    check_covariance,
-)
+from .._checks import check_covariance
 from .._fastpath import fast_start, finish, trajectory_ok
 from .._logscale import (
     check_depth,
@@ -23,9 +21,7 @@ from .._logscale import (
     refuse_unbounded,
     unscale,
 )
-from ..gaussian import (
-    DEFAULT_DEGREE,
-)
+from ..gaussian import DEFAULT_DEGREE
 from ._common import _act, _require_builtin, _variances
 
 if TYPE_CHECKING:  # annotations only

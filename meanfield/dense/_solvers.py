@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -40,10 +39,6 @@ from ..gaussian import (
     variance_derivative_quadrature,
 )
 from ._common import _Q_PROBE, _Q_START_UNSTABLE, Q_ASYMPTOTIC, Q_SCAN_MAX, SOLVER_RTOL
-
-if TYPE_CHECKING:  # annotations only
-    pass
-
 
 # ----------------------------------------------------------------------------------------------
 # Fixed points, chi's and depth scales.

@@ -7,9 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..activations import (
-    call_user,
-)
+from ..activations import call_user
 from ._rules import (
     GH_MAX_SCALE,
     TRAPEZOID_MAX_SCALE,
