@@ -3,7 +3,7 @@
 
 Run: ``python benchmarks/elu_quadrature_accuracy.py``. Prints the worst relative error per
 activation and derivative order over q1, q2 in {0.05, 0.3, 1, 4, 16}, c in {-0.6, 0.3, 0.9}.
-Before the closed forms (``meanfield._closed_elu``) the library integrated these by
+Before the closed forms (``meanfield.activations._closed_elu``) the library integrated these by
 Gauss-Hermite / trapezoid rules, which the kink at u = 0 limits to 1e-5 .. 6e-2 relative; the
 closed forms agree to ~1e-15 (``tests/theory/test_closed_forms_elu_gelu.py`` pins ``QUAD_RTOL``).
 """

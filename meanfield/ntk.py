@@ -136,6 +136,40 @@ class NTKStep(Result):
     ntk: np.ndarray
 
 
+def _check_pair(cov, ntk):
+    if ntk.shape != cov.shape:
+        raise ValueError(f"ntk must have the shape of cov {cov.shape}, got {ntk.shape}")
+
+
+def _step(nxt, combine):
+    """The :class:`NTKStep` of the next covariance ``nxt`` and the kernel ``combine()`` (overflow -> :func:`_overflow`)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = combine()
+    if not np.all(np.isfinite(out)):
+        raise _overflow()
+    return NTKStep(cov=nxt, ntk=out)
+
+
+def _propagate(step_map, cov, depth, *args):
+    """``depth`` steps of ``step_map(cov, theta, *args)`` from Theta^1 = Sigma^1 = ``cov`` (checked)."""
+    covs = np.empty((depth + 1, *cov.shape))
+    ntks = np.empty_like(covs)
+    covs[0] = ntks[0] = cov
+    theta = cov
+    for layer in range(depth):
+        try:
+            step = step_map(cov, theta, *args)
+        except ValueError as exc:
+            # the input was checked at layer 0: a later state check failing means the
+            # propagated kernel left the float64 range
+            if layer > 0 and str(exc).startswith(("cov ", "ntk ")):
+                raise _overflow() from exc
+            raise
+        cov, theta = step.cov, step.ntk
+        covs[layer + 1], ntks[layer + 1] = cov, theta
+    return NTKPropagation(cov=covs, ntk=ntks)
+
+
 def ntk_map(
     cov: ArrayLike,
     ntk: ArrayLike,
@@ -177,15 +211,10 @@ def ntk_map(
     """
     cov = check_covariance(cov, "cov", strict=True)
     ntk = check_covariance(ntk, "ntk", strict=True)
-    if ntk.shape != cov.shape:
-        raise ValueError(f"ntk must have the shape of cov {cov.shape}, got {ntk.shape}")
+    _check_pair(cov, ntk)
     nxt = _maps(dense.covariance_map, cov, activation, sigma_w2, sigma_b2, degree)
     dot = _maps(dense.derivative_covariance_map, cov, activation, sigma_w2, degree)
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = nxt + dot * ntk
-    if not np.all(np.isfinite(out)):
-        raise _overflow()
-    return NTKStep(cov=nxt, ntk=out)
+    return _step(nxt, lambda: nxt + dot * ntk)
 
 
 def propagate_ntk(
@@ -240,22 +269,7 @@ def propagate_ntk(
     if cov.ndim != 2:
         raise ValueError(f"cov0 must be one (D, D) matrix, got shape {cov.shape}")
     depth = check_int(depth, "depth", minimum=0, maximum=MAX_DEPTH)
-    covs = np.empty((depth + 1, *cov.shape))
-    ntks = np.empty_like(covs)
-    covs[0] = ntks[0] = cov
-    theta = cov
-    for layer in range(depth):
-        try:
-            step = ntk_map(cov, theta, activation, sigma_w2, sigma_b2, degree)
-        except ValueError as exc:
-            # the input was checked at layer 0: a later state check failing means the
-            # propagated kernel left the float64 range
-            if layer > 0 and str(exc).startswith(("cov ", "ntk ")):
-                raise _overflow() from exc
-            raise
-        cov, theta = step.cov, step.ntk
-        covs[layer + 1], ntks[layer + 1] = cov, theta
-    return NTKPropagation(cov=covs, ntk=ntks)
+    return _propagate(ntk_map, cov, depth, activation, sigma_w2, sigma_b2, degree)
 
 
 def _check_multi(x, name):
@@ -312,19 +326,18 @@ def conv_ntk_map(
 
     cov = _check_multi(cov, "cov")
     ntk = _check_multi(ntk, "ntk")
-    if ntk.shape != cov.shape:
-        raise ValueError(f"ntk must have the shape of cov {cov.shape}, got {ntk.shape}")
+    _check_pair(cov, ntk)
     d, p = cov.shape[-4], cov.shape[-3]
     lead = cov.shape[:-4]
     nxt = _maps(conv.multi_input_covariance_map, cov, activation, sigma_w2, sigma_b2, v, shape, degree)
     flat = cov.reshape(lead + (d * p, d * p))
     dot = _maps(dense.derivative_covariance_map, flat, activation, sigma_w2, degree).reshape(cov.shape)
-    with np.errstate(over="ignore", invalid="ignore"):
+
+    def combine():
         blocks = np.swapaxes(dot * ntk, -3, -2)  # (..., D, D, P, P)
-        out = nxt + np.swapaxes(conv.average(blocks, v, shape), -3, -2)
-    if not np.all(np.isfinite(out)):
-        raise _overflow()
-    return NTKStep(cov=nxt, ntk=out)
+        return nxt + np.swapaxes(conv.average(blocks, v, shape), -3, -2)
+
+    return _step(nxt, combine)
 
 
 def propagate_conv_ntk(
@@ -363,22 +376,7 @@ def propagate_conv_ntk(
     if cov.ndim != 4:
         raise ValueError(f"cov0 must have shape (D, P, D, P), got {cov.shape}")
     depth = check_int(depth, "depth", minimum=0, maximum=MAX_DEPTH)
-    covs = np.empty((depth + 1, *cov.shape))
-    ntks = np.empty_like(covs)
-    covs[0] = ntks[0] = cov
-    theta = cov
-    for layer in range(depth):
-        try:
-            step = conv_ntk_map(cov, theta, activation, sigma_w2, sigma_b2, v, shape, degree)
-        except ValueError as exc:
-            # the input was checked at layer 0: a later state check failing means the
-            # propagated kernel left the float64 range
-            if layer > 0 and str(exc).startswith(("cov ", "ntk ")):
-                raise _overflow() from exc
-            raise
-        cov, theta = step.cov, step.ntk
-        covs[layer + 1], ntks[layer + 1] = cov, theta
-    return NTKPropagation(cov=covs, ntk=ntks)
+    return _propagate(conv_ntk_map, cov, depth, activation, sigma_w2, sigma_b2, v, shape, degree)
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,7 @@ def test_erf_pair_expectation_rejects_bad_arguments():
 
 @pytest.mark.parametrize("name,params", [("elu", {}), ("elu", {"alpha": 0.5}), ("selu", {})])
 def test_elu_selu_closed_forms_match_adaptive_quadrature(name, params):
-    # closed forms (meanfield._closed_elu); the quadrature they replace reached only
+    # closed forms (meanfield.activations._closed_elu); the quadrature they replace reached only
     # 1e-5 .. 6e-2 relative (the kink at u = 0), now every order agrees to QUAD_RTOL
     act = get_activation(name, **params)
     for q1, q2, c in [(0.05, 0.3, 0.9), (16.0, 4.0, -0.6)]:

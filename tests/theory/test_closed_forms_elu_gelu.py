@@ -1,5 +1,5 @@
-"""Closed-form Gaussian moments of elu / selu (meanfield._closed_elu) and gelu's derivative orders
-(0, 1), (0, 2), (1, 2), (2, 2) (meanfield._closed._gelu_mixed): against scipy's adaptive quadrature,
+"""Closed-form Gaussian moments of elu / selu (meanfield.activations._closed_elu) and gelu's derivative orders
+(0, 1), (0, 2), (1, 2), (2, 2) (meanfield.activations._closed_extended._gelu_mixed): against scipy's adaptive quadrature,
 against Price's theorem by finite differences of a lower order, against Monte-Carlo, and finite
 at extreme variances."""
 

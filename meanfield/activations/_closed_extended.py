@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from ._closed_elu import elu_pair, elu_single, elu_variance_derivative
-from .activations import ABS, COS, ELU, EXP, GELU, RBF, RELU_POWER, SELU, SIGN, SIN
+from ._registry import ABS, COS, ELU, EXP, GELU, RBF, RELU_POWER, SELU, SIGN, SIN
 
 __all__ = ["pair_closed", "single_closed", "variance_derivative_closed"]
 

@@ -27,7 +27,7 @@ import math
 import numba
 import numpy as np
 
-from .activations import SELU, SELU_ALPHA, SELU_LAMBDA
+from ._registry import SELU, SELU_ALPHA, SELU_LAMBDA
 
 __all__ = ["elu_pair", "elu_single", "elu_variance_derivative"]
 

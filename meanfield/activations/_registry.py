@@ -1,56 +1,4 @@
-"""Activation functions for mean-field computations.
-
-An :class:`Activation` carries NumPy-vectorised ``phi``, ``dphi`` (phi') and ``d2phi`` (phi'').
-Built-in activations are identified inside Numba kernels by an integer ``code`` dispatched by
-the compiled (not inlined) :func:`evaluate` (never as a function argument, which would defeat ``cache=True``), and their
-parameters (leaky ReLU's ``slope``) travel as a float. User-defined activations,
-:meth:`Activation.from_functions`, take an uncached NumPy path through the quadrature.
-
-Built-ins (``get_activation(name, **params)``):
-
-============  ==========================================  ==============================
-name          phi(x)                                      Gaussian moments
-============  ==========================================  ==============================
-linear        x                                           closed form
-tanh          tanh(x)                                     quadrature
-erf           erf(x)  (plain, not erf(sqrt(pi) x / 2))    closed form (arcsine kernel)
-relu          max(x, 0)                                   closed form (arc-cosine kernel)
-leaky_relu    max(x, 0) + slope * min(x, 0)               closed form (arc-cosine kernel)
-hard_tanh     clip(x, -b, b)  (bound b > 0, default 1)     closed form (clipped Gaussian)
-sigmoid       1 / (1 + exp(-x))                           quadrature
-softplus      log(1 + exp(x))                             quadrature
-swish         x * sigmoid(x)                              quadrature
-gelu          x * Phi(x)  (exact, Phi the normal CDF)     closed form (orders <= 2)
-sin, cos      sin(x), cos(x)                              closed form
-abs           abs(x)                                      closed form (arc-cosine kernel)
-sign          sign(x)                                     closed form (arcsine kernel) (*)
-exp           exp(x)                                      closed form
-rbf           exp(-gamma x^2)  (gamma > 0, default 1/2)   closed form
-relu_power    max(x, 0)^n  (n = 2, 3, 4; default 2)       closed form (arc-cosine, degree n)
-elu           x (x > 0), alpha (e^x - 1) (default 1)      closed form (exp / erfcx, Phi)
-selu          lambda elu_alpha(x) (Klambauer et al.)      closed form (exp / erfcx, Phi)
-============  ==========================================  ==============================
-
-(*) sign' is the Dirac 2 delta(x): its first-derivative moments are the distributional ones,
-E phi'(u1) phi'(u2) = 2 / (pi sqrt(q1 q2 (1 - c^2))), infinite at c = 1 (chi_1 = inf: sign
-networks are maximally chaotic); ``dphi`` itself is 0 pointwise. Closed forms are in
-:mod:`meanfield.closed_forms` (mixed derivative orders without a closed form use quadrature).
-
-"quadrature" is Gauss-Hermite for small variances and trapezoid / graded Gauss-Legendre rules for
-large ones (see :mod:`meanfield.gaussian`); every rule has a bounded number of nodes at any q.
-
-Each built-in's behaviour far out and at 0 is described once, here: :func:`asymptote` gives the
-slopes (a, b) of phi(x) ~ a x as x -> +inf, ~ b x as x -> -inf, from which the large-variance
-limits follow (E phi^2 / q and E phi'^2 -> (a^2 + b^2) / 2: chi_1 at q* = inf), and
-:func:`origin_slopes` the one-sided slopes at 0 (the q -> 0 limits of the activations kinked there).
-
-User activations with kinks or jumps carry their ``breakpoints`` (found by
-:func:`find_breakpoints` or given): their Gaussian expectations are integrated piecewise.
-
-``phi''`` of relu, leaky_relu and hard_tanh has Dirac parts that a pointwise ``d2phi`` cannot
-represent; :attr:`Activation.smooth` is False for them and the Gaussian engine refuses
-expectations of their ``phi''`` (the chi's are computed from first derivatives instead).
-"""
+"""The activation registry: built-in codes, the compiled :func:`evaluate`, :class:`Activation`, ``get_activation``."""
 
 from __future__ import annotations
 
@@ -61,7 +9,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from ._checks import check_bool, check_scalar
+from .._checks import check_bool, check_scalar
 
 __all__ = ["ACTIVATIONS", "Activation", "get_activation"]
 
