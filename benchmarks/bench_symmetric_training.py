@@ -18,8 +18,9 @@ import tempfile
 import time
 
 import numpy as np
-from meanfield.validation.symmetric_nets import ConstNetSpec, LeakyNetSpec, SymmetryBreaking
-from meanfield.validation.training import load_training_data, train_ensemble
+
+from meanfield.train import load_training_data, train_ensemble
+from meanfield.train.symmetric import ConstNetSpec, LeakyNetSpec, SymmetryBreaking
 
 
 def throughput(device: str, steps: int = 60) -> None:

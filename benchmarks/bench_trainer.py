@@ -1,4 +1,4 @@
-"""Throughput of the ensemble trainer (meanfield.validation.training) for the ensembles the
+"""Throughput of the ensemble trainer (meanfield.train) for the ensembles the
 trainability figures use, and the fraction of the machine's matrix-product peak it reaches.
 
 Run: ``python benchmarks/bench_trainer.py [--threads N] [--steps S]``. Prints, for each ensemble,
@@ -15,9 +15,9 @@ import math
 import time
 
 import torch
-from meanfield.validation.training import ConvNet, DenseNet, load_training_data, train_ensemble
 
 from meanfield import dense
+from meanfield.train import ConvNet, DenseNet, load_training_data, train_ensemble
 
 
 def matmul_peak(n: int = 1024, repeats: int = 10) -> float:
@@ -87,7 +87,7 @@ def main() -> None:
         print(f"{label:52s} {rate:12.1f} {gflops:9.2f} {gflops / peak:8.1%}")
 
     # the two convolution paths of the trainer on the deep narrow CNN, measured in this run
-    import meanfield.validation.training as tr
+    import meanfield.train as tr
 
     print("\ndeep narrow CNN (6 tanh CNNs, 4x4 digits, depth 128): grouped convolution vs gather + bmm")
     print(f"{'channels':>8s} {'grouped conv s/step':>20s} {'gather s/step':>14s} {'speed-up':>9s}")

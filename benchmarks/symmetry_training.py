@@ -1,4 +1,4 @@
-"""Speed of the Orhan 2017 trainer and its Hessians (meanfield.validation.symmetry_training).
+"""Speed of the Orhan 2017 trainer and its Hessians (meanfield.train.skip).
 
 Prints, in one run, the ratios behind three choices of the trainer:
 
@@ -31,9 +31,9 @@ import time
 
 import numpy as np
 import torch
-from meanfield.validation import symmetry_training as T
 
 from meanfield.data import load_digits
+from meanfield.train import skip as T
 
 
 def _time(f, repeats):

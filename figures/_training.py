@@ -1,5 +1,5 @@
 """Shared drawing of the trained-network figures: the runs come from
-:func:`meanfield.validation.trainability.experiment` (cached per process, so ``meanfield reproduce``
+:func:`meanfield.train.experiment.experiment` (cached per process, so ``meanfield reproduce``
 trains each ensemble once for the figures and the validation rows)."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from meanfield.validation.trainability import experiment
+
+from meanfield.train.experiment import experiment
 
 from ._common import colors, plt, save_figure, title
 

@@ -17,7 +17,7 @@ units or channels on 8 x 8 images, far too small for a GPU to help.
 - ``fig_6``: ``1 - C_f``, ``1 - C_b``, ``1 - C_t`` of every convolution of the '0'-initialised
   ConstNet with 1 % dropout over training (Fig. 6 analogue).
 - ``fig_4``: the same run's ``1 - C_f`` and ``1 - C_b`` averaged per group of Sec. 4.2 (groups derived
-  by :func:`meanfield.validation.symmetric_nets.constnet_groups`), with the exact group test of
+  by :func:`meanfield.train.symmetric.constnet_groups`), with the exact group test of
   :mod:`meanfield.validation.symmetry_groups` (Fig. 4 analogue).
 - ``fig_9``: symmetry-breaking perturbation ratio of the forward features, layer by layer, of
   LeakyNets with mixed identity / averaging layers during training with relative gradient noise
@@ -31,8 +31,8 @@ units or channels on 8 x 8 images, far too small for a GPU to help.
   layers and ConstNets with each symmetry-breaking noise source, from the runs of
   :mod:`meanfield.validation.symmetry_breaking` (Tables 2-4, Figs. 7, 8, 11 analogues).
 
-Every training run uses the one engine, :func:`meanfield.validation.training.train_ensemble`, with
-the specs of :mod:`meanfield.validation.symmetric_nets`.
+Every training run uses the one engine, :func:`meanfield.train.train_ensemble`, with
+the specs of :mod:`meanfield.train.symmetric`.
 
 Every figure writes ``blumenfeld2020_NAME.png`` and ``.json`` (metadata block, named axes; read it
 back with :func:`meanfield.figures.load`). Exact zeros on logarithmic axes (symmetric networks at
@@ -120,10 +120,10 @@ def _regimes(size):
 def _replicated_errors(split, rep_ss, n_rep, width, cells, lr, steps):
     """Test errors [%] of ``n_rep`` repetitions of every cell ``(unique, noise)`` of one width, shape
     ``(len(cells), n_rep)``: one ensemble on the training engine (``train_ensemble`` with a list of
-    :class:`~meanfield.validation.symmetric_nets.ReplicatedNetSpec`; cell ``j`` gets child ``j`` of
+    :class:`~meanfield.train.symmetric.ReplicatedNetSpec`; cell ``j`` gets child ``j`` of
     ``rep_ss`` and its repetitions the children of that stream)."""
-    from meanfield.validation.symmetric_nets import ReplicatedNetSpec
-    from meanfield.validation.training import TrainingData, train_ensemble
+    from meanfield.train import TrainingData, train_ensemble
+    from meanfield.train.symmetric import ReplicatedNetSpec
 
     xtr, ytr, xte, yte = split
     data = TrainingData(xtr[:, None, :], ytr, xte[:, None, :], yte, 10, "digits 8x8 (flattened), shuffled")
@@ -370,9 +370,9 @@ class _EngineRecord:
 @functools.lru_cache(maxsize=4)
 def _constnet_runs(size, seed):
     """The four ConstNet training runs shared by Figs. 3, 6 and Table 1, on the one training engine
-    (:func:`meanfield.validation.training.train_ensemble`; cached per size and seed)."""
-    from meanfield.validation.symmetric_nets import ConstNetSpec, SymmetryBreaking, correlation_probe
-    from meanfield.validation.training import TrainingData, train_ensemble
+    (:func:`meanfield.train.train_ensemble`; cached per size and seed)."""
+    from meanfield.train import TrainingData, train_ensemble
+    from meanfield.train.symmetric import ConstNetSpec, SymmetryBreaking, correlation_probe
 
     data_ss, _he_ss, train_ss = np.random.SeedSequence(seed).spawn(3)
     sz = _constnet_sizes(size)
@@ -437,7 +437,7 @@ def _constnet_params(sz):
         "kernel": [3, 3],
         "activation": "relu",
         "batchnorm": False,
-        "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
+        "optimiser": "full-batch gradient descent (meanfield.train.train_ensemble, float64)",
         "learning_rate": CONSTNET_LR,
         "steps": sz["steps"],
         "n_images": sz["n_images"],
@@ -667,8 +667,8 @@ def _ratio_probe(kinds, x, y):
 def _leaky_runs(size, seed):
     """The LeakyNet runs of Figs. 9-10 on the one training engine (full-batch gradient descent with the
     computation-noise model); the ratios are measured by a probe at every step."""
-    from meanfield.validation.symmetric_nets import LeakyNetSpec, SymmetryBreaking
-    from meanfield.validation.training import TrainingData, train_ensemble
+    from meanfield.train import TrainingData, train_ensemble
+    from meanfield.train.symmetric import LeakyNetSpec, SymmetryBreaking
 
     data_ss, train_ss = np.random.SeedSequence(seed).spawn(2)
     sz = _leaky_sizes(size)
@@ -774,7 +774,7 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
             "configurations": LEAKY_CONFIGS,
             "learning_rate": LEAKY_LR,
             "relative_gradient_noise": LEAKY_NOISE,
-            "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
+            "optimiser": "full-batch gradient descent (meanfield.train.train_ensemble, float64)",
             "steps": steps,
             "n_images": sz["n_images"],
             "data": "digits 8x8x1, standardised per feature",
@@ -842,8 +842,8 @@ def fig_12(out_dir, *, size, backend, seed):
     gammas = [0.0, 0.1, 0.5, 1.0]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     loss, cf0, cf1, rel_change = [], [], [], []
-    from meanfield.validation.symmetric_nets import LeakyNetSpec, SymmetryBreaking, correlation_probe
-    from meanfield.validation.training import TrainingData, init_parameters, train_ensemble
+    from meanfield.train import TrainingData, init_parameters, train_ensemble
+    from meanfield.train.symmetric import LeakyNetSpec, SymmetryBreaking, correlation_probe
 
     xd = x.reshape(-1, 1, 8, 8)
     data = TrainingData(xd, y, xd, y, 10, f"{n} shuffled digits 8x8 (accuracy on the training images)")
@@ -937,7 +937,7 @@ def fig_12(out_dir, *, size, backend, seed):
             "learning_rate": lr,
             "relative_gradient_noise": LEAKY_NOISE,
             "noise_model": "SymmetryBreaking(reduction_noise): g <- g (1 + noise xi) per entry",
-            "optimiser": "full-batch gradient descent (meanfield.validation.training.train_ensemble, float64)",
+            "optimiser": "full-batch gradient descent (meanfield.train.train_ensemble, float64)",
             "steps": steps,
             "n_images": n,
             "data": "digits 8x8x1, standardised per feature",
@@ -1253,9 +1253,7 @@ def _draw_table(text, cols, title, widths=None):
 
 
 def _engine_params(t):
-    return {k: v for k, v in t.params.items() if k != "seconds"} | {
-        "engine": "meanfield.validation.training.train_ensemble"
-    }
+    return {k: v for k, v in t.params.items() if k != "seconds"} | {"engine": "meanfield.train.train_ensemble"}
 
 
 def _verdict(t, label, ref="'0' init, deterministic"):
@@ -1642,7 +1640,7 @@ def fig_4(out_dir, *, size, backend, seed):
     The '0'-initialised ConstNet with 1 % dropout of :func:`fig_3` and :func:`fig_6` (the same
     cached runs: no extra training when those figures ran in the same process). Groups (Sec. 4.2,
     Fig. 6's caption) are derived from the network by
-    :func:`meanfield.validation.symmetric_nets.constnet_groups`: a tensor's forward group is the
+    :func:`meanfield.train.symmetric.constnet_groups`: a tensor's forward group is the
     stage whose summed stream its output joins, its backward group the stage its input comes from;
     one group per hidden width. Left: the geometric mean over each group's 3 x 3 convolutions of
     ``1 - C_f`` (solid) and ``1 - C_b`` (dashed), one colour per group (the paper's Fig. 4);
@@ -1656,8 +1654,9 @@ def fig_4(out_dir, *, size, backend, seed):
     Blumenfeld et al. 2020, Sec. 4.2, Fig. 4 (and Fig. 6's caption for the groups). The paper: CIFAR-10, the first
     3 epochs of 391 SGD steps; here 8 x 8 digits, full-batch gradient descent (one step = one epoch).
     """
-    from meanfield.validation.symmetric_nets import ConstNetSpec, constnet_groups
     from meanfield.validation.symmetry_groups import P_THRESHOLD, constnet_group_series
+
+    from meanfield.train.symmetric import ConstNetSpec, constnet_groups
 
     runs, sz = _constnet_runs(size, seed)
     variant = "'0' init, 1% dropout"

@@ -10,7 +10,7 @@
   ``s = 3``.
 
 - ``fig_2c``, ``fig_7`` ... ``fig_12``: the trained fully-connected networks of Sec. 2.4 on the
-  embedded digits (PyTorch, :mod:`meanfield.validation.symmetry_training`); ``fig_singularities``:
+  embedded digits (PyTorch, :mod:`meanfield.train.skip`); ``fig_singularities``:
   the exact Hessian's degenerate eigenvalues and the overlap singularities during training.
 
 The landscapes are exhaustive enumerations (a Numba kernel on the CPU), the dynamics ODE solutions
@@ -497,7 +497,7 @@ def fig_6(out_dir, *, size, backend, seed):
 # The paper trains 30-layer (Fig. 11: 20-layer), 128-unit ReLU networks on CIFAR-10/100 with Adam
 # (learning rate 5e-4, batch 500) and reports training accuracy. Here the same networks, shrunk, are
 # trained on the embedded 8x8 digits (meanfield.data.load_digits) by
-# meanfield.validation.symmetry_training.train_skip_ensemble; every figure's caption states the
+# meanfield.train.skip.train_skip_ensemble; every figure's caption states the
 # sizes and whether the paper's ordering was seen.
 
 #: Digits used for training (the other 500 are held out, as in the Blumenfeld figures).
@@ -569,7 +569,7 @@ _TRAINED: dict = {}
 
 def _trained(size, seed, key):
     """One ensemble training run, cached per (size, seed, variant): figures share runs."""
-    from meanfield.validation.symmetry_training import train_skip_ensemble
+    from meanfield.train.skip import train_skip_ensemble
 
     cache_key = (size, seed, key)
     if cache_key not in _TRAINED:
@@ -717,7 +717,7 @@ def fig_2c(out_dir, *, size, backend, seed):
     -----
     Orhan 2017, Sec. 2.1, Fig. 2c (20-layer nets on CIFAR-100, 40 runs).
     """
-    from meanfield.validation.symmetry_training import rescaled_accuracy_ratio
+    from meanfield.train.skip import rescaled_accuracy_ratio
 
     sz = _train_sizes(size)
     keys = ["plain", "residual", "hyper_residual"]
@@ -919,7 +919,7 @@ def fig_12(out_dir, *, size, backend, seed):
     -----
     Orhan 2017, Sec. 2.4.3, Fig. 12.
     """
-    from meanfield.validation.symmetry_training import rescaled_accuracy_ratio
+    from meanfield.train.skip import rescaled_accuracy_ratio
 
     sz = _train_sizes(size)
     keys = ["plain"] + [f"profile_{a:g}_{b:g}" for a, b in BIAS_PROFILES]
@@ -986,7 +986,7 @@ _HESSIAN_RUNS: dict = {}
 
 def _hessian_run(size, seed, arch):
     """Small nets whose exact Hessian (hidden W_l, b_l) is computed during training (cached)."""
-    from meanfield.validation.symmetry_training import train_skip_ensemble
+    from meanfield.train.skip import train_skip_ensemble
 
     key = (size, seed, arch)
     if key not in _HESSIAN_RUNS:

@@ -22,6 +22,7 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``ntk``           The neural tangent kernel recursion, fixed points, depth scales.
 ``mehler``        NNGP / NTK of many inputs for any activation by Mehler's formula (certified).
 ``spectra``       Jacobian singular-value spectra by free probability (Pennington et al.; Xiao et al. 2018).
+``train``         The ensemble trainer (PyTorch): many small networks trained at once, their curves.
 
 :class:`Result` is the base class of every result dataclass (frozen, with ``.replace()``).
 """
@@ -54,6 +55,7 @@ _SUBMODULES = {
     "spectra",
     "ntk",
     "mehler",
+    "train",
 }
 
 __all__ = sorted(_SUBMODULES) + ["Result", "__version__"]

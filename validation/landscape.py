@@ -413,7 +413,7 @@ def _trained_rows(full, seed):
     try:
         import torch  # noqa: F401
 
-        from .symmetry_training import rescaled_accuracy_ratio, train_skip_ensemble
+        from meanfield.train.skip import rescaled_accuracy_ratio, train_skip_ensemble
     except ImportError:  # pragma: no cover - without the torch extra
         return []
     from meanfield.data import load_digits

@@ -25,7 +25,7 @@
     after every 4 layers.
 (d) Closed-form correlations after eq. 6: random and replicated-feature tensors by Monte-Carlo mean
     (exact expectations), identity replication, orthogonal, constant and zero tensors exactly.
-(e) Symmetry breaking (on the training engine, :func:`meanfield.validation.training.train_ensemble`):
+(e) Symmetry breaking (on the training engine, :func:`meanfield.train.train_ensemble`):
     deterministic full-batch training of a zero-initialised ConstNet keeps
     ``C_f = C_b = 1`` exactly in every hidden convolution; 1 % dropout breaks it, and so does
     Gaussian gradient noise of :data:`GRAD_NOISE` (Blumenfeld et al. 2020, Sec. 4.2 / Table 1).
@@ -338,9 +338,9 @@ def _closed_form_rows(full, seed):
 
 
 def _breaking_rows(backend, full, seed):
-    """(e) on the one training engine (:func:`meanfield.validation.training.train_ensemble`, float64, CPU)."""
-    from .symmetric_nets import ConstNetSpec, SymmetryBreaking, correlation_probe
-    from .training import TrainingData, train_ensemble
+    """(e) on the one training engine (:func:`meanfield.train.train_ensemble`, float64, CPU)."""
+    from meanfield.train import TrainingData, train_ensemble
+    from meanfield.train.symmetric import ConstNetSpec, SymmetryBreaking, correlation_probe
 
     rows = []
     rng = np.random.default_rng(substream(seed, 7))

@@ -2,8 +2,8 @@ r"""Blumenfeld et al.'s training tables on the one training engine: ConstNet wit
 symmetry-breaking noise source (Tables 1, 3, 4) and LeakyNets with a growing number of averaging
 layers (Table 2), at reduced size on the embedded digits (PyTorch, ``torch`` extra).
 
-Every run is :func:`meanfield.validation.training.train_ensemble` on the specs of
-:mod:`meanfield.validation.symmetric_nets`, with :func:`~meanfield.validation.symmetric_nets.correlation_probe`
+Every run is :func:`meanfield.train.train_ensemble` on the specs of
+:mod:`meanfield.train.symmetric`, with :func:`~meanfield.train.symmetric.correlation_probe`
 recording ``1 - C_f`` of every convolution. ``python -m meanfield.validation symmetry_breaking``
 prints the comparisons; the figure module ``meanfield.figures.blumenfeld2020`` draws the tables
 (``table_2``, ``table_3``, ``table_4``) and Figs. 7, 8, 11 from the same runs.
@@ -59,10 +59,8 @@ import numpy as np
 
 from meanfield import Result
 from meanfield.checks import check_rng, renamed_kwargs
-
-from .report import Comparison
-from .runner import DATA_DIR_ENV, check_run_arguments, main_for, progress
-from .symmetric_nets import (
+from meanfield.train import load_training_data, train_ensemble
+from meanfield.train.symmetric import (
     FLOAT32_ROUNDOFF,
     ConstNetSpec,
     LeakyNetSpec,
@@ -70,7 +68,9 @@ from .symmetric_nets import (
     correlation_probe,
     platform_symmetry,
 )
-from .training import load_training_data, train_ensemble
+
+from .report import Comparison
+from .runner import DATA_DIR_ENV, check_run_arguments, main_for, progress
 
 __all__ = [
     "BFLOAT16_ROUNDOFF",
@@ -196,7 +196,7 @@ def table_data(size: str = "default"):
 
     Returns
     -------
-    meanfield.validation.training.TrainingData
+    meanfield.train.TrainingData
         The embedded digits (average-pooled by the size's ``downsample``); at ``"full"`` size the
         paper's CIFAR-10 (32 x 32 x 3, python batches) or MNIST (IDX) when ``$MEANFIELD_DATA_DIR``
         (``--data-dir``) holds their files.
@@ -294,7 +294,7 @@ EXACT_VARIANTS = ("'0' init, deterministic", "'0' init, bfloat16, deterministic"
 def platform_probe(n_networks: int, input_shape, n_classes: int, opts: dict) -> dict:
     """The arithmetic of an :data:`EXACT_VARIANTS` run on this machine, and the evidence.
 
-    :func:`~meanfield.validation.symmetric_nets.platform_symmetry` probes one training step of the
+    :func:`~meanfield.train.symmetric.platform_symmetry` probes one training step of the
     run's ConstNet (its shapes, dtypes, threads) on the platform's kernels. When they keep identical
     units bitwise identical the run uses them; when they do not (a GEMM computing some units with
     another instruction sequence), the run uses ``kernels="unit_exact"``, probed too, and the

@@ -6,7 +6,7 @@ a symmetry-breaking mechanism, "the forward and backward correlations of the mem
 behave in a similar manner"; the groups correspond to the hidden widths, separated by the averaging
 widening operations (Fig. 4; Fig. 6's caption defines them: tensors whose outputs are summed
 together, the backward group following the stream the input comes from). The groups are derived
-from the network by :func:`meanfield.validation.symmetric_nets.constnet_groups`.
+from the network by :func:`meanfield.train.symmetric.constnet_groups`.
 
 The statistic, fixed before any run
 -----------------------------------
@@ -52,9 +52,9 @@ import numpy as np
 
 from meanfield import Result
 from meanfield.checks import check_rng
+from meanfield.train.symmetric import ConstNetGroups, ConstNetSpec, SymmetryBreaking, constnet_groups, correlation_probe
 
 from .report import Comparison
-from .symmetric_nets import ConstNetGroups, ConstNetSpec, SymmetryBreaking, constnet_groups, correlation_probe
 
 __all__ = [
     "MAX_ASSIGNMENTS",
@@ -337,7 +337,7 @@ def constnet_group_series(groups: ConstNetGroups, one_minus_cf, one_minus_cb) ->
     Parameters
     ----------
     groups : ConstNetGroups
-        :func:`~meanfield.validation.symmetric_nets.constnet_groups` of the network.
+        :func:`~meanfield.train.symmetric.constnet_groups` of the network.
     one_minus_cf, one_minus_cb : array_like, shape (n_steps, n_tensors) or (n_networks, n_steps, n_tensors)
         ``1 - C_f`` and ``1 - C_b`` of every convolution at every recorded step (step 0 =
         initialisation, dropped), tensors in ``groups.tensors`` order, values in [0, 2].
@@ -433,7 +433,7 @@ def _seed(rng) -> int:
 def _cached(size: str, seed: int) -> GroupBehaviour:
     import time
 
-    from .training import load_training_data, train_ensemble
+    from meanfield.train import load_training_data, train_ensemble
 
     sz = SIZES[size]
     t0, c0 = time.perf_counter(), time.process_time()

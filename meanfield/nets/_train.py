@@ -1,7 +1,7 @@
 """Training a network description: plain PyTorch SGD over the modules of :meth:`Network.to_torch`.
 
-The project's ensemble trainer lives in :mod:`meanfield.validation.training`, a layer above the core,
-which the core does not import; this is the minimal trainer of the core: every network of an
+The project's ensemble trainer, for the papers' architectures on stacked weights, is
+:mod:`meanfield.train`; this is the minimal trainer of a network description: every network of an
 ensemble is its own ``nn.Module`` (float64), trained by full-batch or mini-batch SGD on the mean
 squared error or the cross-entropy, with mini-batch orders drawn from the network's own spawned
 stream.

@@ -223,33 +223,33 @@ _SKIP_OPTS = {
 
 
 def _dense_net():
-    from meanfield.validation.training import DenseNet
+    from meanfield.train import DenseNet
 
     return DenseNet(depth=2, width=4)
 
 
 def _dense_params():
     """Parameters of two width-4 DenseNets on (1, 5) inputs, 3 classes."""
-    from meanfield.validation.training import init_parameters
+    from meanfield.train import init_parameters
 
     return [init_parameters(_dense_net(), (1, 5), n_classes=3, rng=i) for i in range(2)]
 
 
 def _constnet_spec():
-    from meanfield.validation.symmetric_nets import ConstNetSpec
+    from meanfield.train.symmetric import ConstNetSpec
 
     return ConstNetSpec(widths=(2, 4), blocks_per_stage=1)
 
 
 def _constnet_groups():
-    from meanfield.validation.symmetric_nets import constnet_groups
+    from meanfield.train.symmetric import constnet_groups
 
     return constnet_groups(_constnet_spec())
 
 
 def _constnet_spec_params():
     """Initial parameters of _constnet_spec on (1, 4, 4) inputs, 3 classes."""
-    from meanfield.validation.training import init_parameters
+    from meanfield.train import init_parameters
 
     return init_parameters(_constnet_spec(), (1, 4, 4), n_classes=3, rng=0)
 
@@ -620,30 +620,30 @@ REGISTRY: list[Entry] = [
     E("validation.trainability.cnn_learning_rate", depth=I(1000)),
     E("validation.trainability.rank_correlation", x=A([0.3, 1.2, 0.9, 2.0, 0.1]), y=A([0.5, 0.6, 0.4, 0.7, 0.2]), alternative=CH("less")),
     E("validation.audit.unavailable"),
-    E("validation.training.DenseNet", depth=I(2), width=I(4), activation=CH("tanh"), init=CH("gaussian"), sigma_w2=F(1.0), sigma_b2=F(0.0),
+    E("train.DenseNet", depth=I(2), width=I(4), activation=CH("tanh"), init=CH("gaussian"), sigma_w2=F(1.0), sigma_b2=F(0.0),
       slope=F(0.0)),
-    E("validation.training.ConvNet", depth=I(2), channels=I(2), ndim=I(1), kernel_size=I(3), activation=CH("tanh"), init=CH("gaussian"),
+    E("train.ConvNet", depth=I(2), channels=I(2), ndim=I(1), kernel_size=I(3), activation=CH("tanh"), init=CH("gaussian"),
       sigma_w2=F(1.0), sigma_b2=F(0.0), v=A(V3), slope=F(0.0), readout=CH("pool")),
-    E("validation.training.init_parameters", net=X(Lazy(_dense_net)), input_shape=SH((1, 5)), n_classes=I(3), rng=R(0)),
-    E("validation.training.ensemble_forward", net=X(Lazy(_dense_net)), parameters=X(Lazy(_dense_params)),
+    E("train.init_parameters", net=X(Lazy(_dense_net)), input_shape=SH((1, 5)), n_classes=I(3), rng=R(0)),
+    E("train.ensemble_forward", net=X(Lazy(_dense_net)), parameters=X(Lazy(_dense_params)),
       x=A(_rng.standard_normal((2, 3, 1, 5))), dtype=CH("float64")),
-    E("validation.symmetric_nets.ConstNetSpec", widths=IS((2, 4)), blocks_per_stage=I(1), kernel_size=I(3), stride=I(2),
+    E("train.ConstNetSpec", widths=IS((2, 4)), blocks_per_stage=I(1), kernel_size=I(3), stride=I(2),
       init=CH("zero")),
-    E("validation.symmetric_nets.LeakyNetSpec", kinds=TS(("I", "1")), width=I(2), slope=F(0.01), kernel_size=I(3),
+    E("train.LeakyNetSpec", kinds=TS(("I", "1")), width=I(2), slope=F(0.01), kernel_size=I(3),
       gamma=X(None), init=CH("leaky")),
-    E("validation.symmetric_nets.ReplicatedNetSpec", width=I(4), unique=I(2), noise=F(0.1)),
-    E("validation.symmetric_nets.SymmetryBreaking", dropout=F(0.01), grad_noise=F(0.0), reduction_noise=F(0.0),
+    E("train.ReplicatedNetSpec", width=I(4), unique=I(2), noise=F(0.1)),
+    E("train.SymmetryBreaking", dropout=F(0.01), grad_noise=F(0.0), reduction_noise=F(0.0),
       compute_dtype=CH("bfloat16"), kernels=CH("unit_exact")),
-    E("validation.symmetric_nets.conv_kernels", spec=X(Lazy(_constnet_spec)), parameters=X(Lazy(_constnet_spec_params))),
-    E("validation.symmetric_nets.correlation_probe", which=CH("forward"), complement=B(True)),
-    E("validation.symmetric_nets.constnet_groups", spec=X(Lazy(_constnet_spec))),
+    E("train.conv_kernels", spec=X(Lazy(_constnet_spec)), parameters=X(Lazy(_constnet_spec_params))),
+    E("train.correlation_probe", which=CH("forward"), complement=B(True)),
+    E("train.constnet_groups", spec=X(Lazy(_constnet_spec))),
     E("validation.symmetry_groups.group_separation", series=A(_rng.standard_normal((4, 3))), groups=A(np.array([0, 0, 1, 1])),
       strata=A(np.array([0, 0, 0, 0]))),
     E("validation.symmetry_groups.constnet_group_series", groups=X(Lazy(_constnet_groups)),
       one_minus_cf=A(np.full((3, 5), 0.1)), one_minus_cb=A(np.full((3, 5), 0.2))),
     E("validation.symmetry_groups.clear_cache"),
     E("validation.symmetry_breaking.clear_cache"),
-    E("validation.symmetry_training.SkipNet", architecture=CH("residual"), depth=I(2), width=I(4), sigma_w2=F(1.0),
+    E("train.SkipNet", architecture=CH("residual"), depth=I(2), width=I(4), sigma_w2=F(1.0),
       bias_init_sigma=F(0.1), batchnorm_layer=I(0),
       skip={"skips": "a callable rng -> (width, width) matrix factory (TypeError for non-callables, tested in test_skip_nets)",
             "long_skips": "as skips", "monitor": "a measurement callable (TypeError for non-callables)",
@@ -784,9 +784,9 @@ for _name in [
     "spectra.JacobianSpectrum",
     "spectra.SpectrumMoments",
     "validation.simulators.MomentSimulation",
-    "validation.symmetry_training.SkipTrainingResult",
-    "validation.training.TrainingCurves",
-    "validation.training.TrainingData",
+    "train.SkipTrainingResult",
+    "train.TrainingCurves",
+    "train.TrainingData",
 ]:
     NOT_FUZZED[_name] = _RESULT
 for _mod in ("audit", "conv_inputs", "ntk", "spectra", "trainability"):
@@ -822,9 +822,9 @@ _TRAINING = (
     "trains an ensemble of networks with PyTorch (seconds even at the smallest size); tested in its own test module"
 )
 for _name in (
-    "validation.symmetry_training.train_skip_ensemble",
-    "validation.symmetry_training.rescaled_accuracy_ratio",
-    "validation.training.train_ensemble",
+    "train.train_skip_ensemble",
+    "train.rescaled_accuracy_ratio",
+    "train.train_ensemble",
     "validation.trainability.experiment",
     "validation.trainability.rows",
 ):
@@ -839,22 +839,22 @@ for _name in (
     "validation.symmetry_breaking.run",
 ):
     NOT_FUZZED[_name] = _TRAINING + " (tests/train/test_symmetry_breaking.py, smoke size)"
-for _name in ("validation.symmetric_nets.platform_symmetry", "validation.symmetry_breaking.platform_probe"):
+for _name in ("train.platform_symmetry", "validation.symmetry_breaking.platform_probe"):
     NOT_FUZZED[_name] = "one training step in PyTorch (seconds); tested in tests/train/test_symmetry_breaking.py"
 NOT_FUZZED["validation.symmetry_breaking.exact_symmetry_rows"] = (
     "reads platform_probe's dict (a training step); tested in tests/train/test_symmetry_breaking.py"
 )
-NOT_FUZZED["validation.symmetric_nets.PlatformSymmetry"] = _RESULT
+NOT_FUZZED["train.PlatformSymmetry"] = _RESULT
 NOT_FUZZED["checks.renamed_kwargs"] = (
     "a decorator for the library's own functions; tested in tests/contracts/test_conventions.py"
 )
-NOT_FUZZED["validation.symmetric_nets.unit_exact_conv"] = (
+NOT_FUZZED["train.unit_exact_conv"] = (
     "takes the torch module and tensors; checked against conv2d in tests/train/test_symmetry_breaking.py"
 )
 for _name in ("validation.symmetry_groups.group_behaviour", "validation.symmetry_groups.group_behaviour_row"):
     NOT_FUZZED[_name] = _TRAINING + " (tests/train/test_symmetry_groups.py, smoke size)"
 for _name in (
-    "validation.symmetric_nets.ConstNetGroups",
+    "train.ConstNetGroups",
     "validation.symmetry_groups.GroupBehaviour",
     "validation.symmetry_groups.GroupSeparation",
     "validation.symmetry_groups.GroupSeries",
@@ -874,7 +874,7 @@ NOT_FUZZED["validation.trainability.RankTest"] = _RESULT
 NOT_FUZZED["validation.trainability.nonuniform_v_rank_test"] = NOT_FUZZED[
     "validation.trainability.depth_scale_agreement"
 ]
-NOT_FUZZED["validation.training.load_training_data"] = (
+NOT_FUZZED["train.load_training_data"] = (
     "loads and downsamples scikit-learn's digits or the user's MNIST / CIFAR-10 files (seconds a call); "
     "tested in tests/train/test_training.py"
 )
@@ -886,8 +886,8 @@ NOT_FUZZED["validation.runner.unavailable"] = (
     "CLI plumbing: calls a comparison module's unavailable() (a module object, not user data); tested in "
     "tests/validation/test_runners.py"
 )
-NOT_FUZZED["validation.trainability.training_data"] = NOT_FUZZED["validation.training.load_training_data"]
-NOT_FUZZED["validation.symmetry_training.skip_ensemble_hessians"] = (
+NOT_FUZZED["validation.trainability.training_data"] = NOT_FUZZED["train.load_training_data"]
+NOT_FUZZED["train.skip_ensemble_hessians"] = (
     "needs a SkipTrainingResult (a PyTorch training run, seconds); its argument checks and both methods are "
     "tested in tests/train/test_symmetry_training.py"
 )
@@ -1156,15 +1156,14 @@ for _name in ("ensemble_moments", "ensemble_samples"):
 #: the package and that the number of such audit lines is the one stated there.
 REMOVED: dict[str, str] = {
     "validation.simulators.train": (
-        "removed (one training engine): meanfield.validation.training.train_ensemble with "
-        "meanfield.validation.symmetric_nets.ConstNetSpec / LeakyNetSpec, SymmetryBreaking and correlation_probe"
+        "removed (one training engine): meanfield.train.train_ensemble with "
+        "meanfield.train.symmetric.ConstNetSpec / LeakyNetSpec, SymmetryBreaking and correlation_probe"
     ),
     "validation.simulators.TrainingRecord": (
         "removed with simulators.train: train_ensemble returns TrainingCurves (correlations via its probes)"
     ),
     "validation.simulators.replicated_feature_experiment": (
-        "removed (one training engine): meanfield.validation.training.train_ensemble with "
-        "meanfield.validation.symmetric_nets.ReplicatedNetSpec"
+        "removed (one training engine): meanfield.train.train_ensemble with meanfield.train.symmetric.ReplicatedNetSpec"
     ),
     "validation.simulators.ReplicatedFeatureResult": (
         "removed with replicated_feature_experiment: train_ensemble returns TrainingCurves (test_accuracy)"

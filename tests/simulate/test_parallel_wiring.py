@@ -306,8 +306,7 @@ def test_one_cell_trains_the_networks_of_its_list_entry():
     """Net j of a per-depth list trains from child j of the list's stream: one cell per task
     reproduces it bit for bit (the premise of the cell-wise heat map)."""
     pytest.importorskip("torch")
-    from meanfield.validation import training as tr
-
+    import meanfield.train as tr
     from meanfield.checks import check_rng
 
     data = tr.load_training_data(n_train=64)
@@ -323,7 +322,7 @@ def test_one_cell_trains_the_networks_of_its_list_entry():
 
 def test_depth_scale_heat_map_by_cells_matches_serial():
     pytest.importorskip("torch")
-    from meanfield.validation import trainability as T
+    from meanfield.train import experiment as T
 
     T.clear_cache()
     try:

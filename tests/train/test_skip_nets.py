@@ -1,4 +1,4 @@
-"""Orhan 2017's skip networks on the project's one training engine (validation/_skip_nets.py + train_ensemble)."""
+"""Orhan 2017's skip networks on the project's one training engine (meanfield/train/_skip.py + train_ensemble)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from meanfield import landscape as L
 
 torch = pytest.importorskip("torch")
-T = pytest.importorskip("meanfield.validation.symmetry_training")
-from meanfield.validation import training as TR  # noqa: E402
+T = pytest.importorskip("meanfield.train.skip")
+import meanfield.train as TR  # noqa: E402
 
 
 def _data(n=90, d=5, classes=3, seed=0):

@@ -1,4 +1,4 @@
-"""Blumenfeld et al. 2020's ConstNet / LeakyNet / replicated-feature net on the ensemble trainer (validation/symmetric_nets.py)."""
+"""Blumenfeld et al. 2020's ConstNet / LeakyNet / replicated-feature net on the ensemble trainer (meanfield/train/symmetric.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from meanfield.validation import simulators  # noqa: E402
-from meanfield.validation.symmetric_nets import (  # noqa: E402
+
+from meanfield import init as mf_init  # noqa: E402
+from meanfield.train import (  # noqa: E402
+    DenseNet,
+    ensemble_forward,
+    init_parameters,
+    load_training_data,
+    train_ensemble,
+)
+from meanfield.train.symmetric import (  # noqa: E402
     FLOAT32_ROUNDOFF,
     ConstNetSpec,
     LeakyNetSpec,
@@ -17,15 +26,6 @@ from meanfield.validation.symmetric_nets import (  # noqa: E402
     conv_kernels,
     correlation_probe,
 )
-from meanfield.validation.training import (  # noqa: E402
-    DenseNet,
-    ensemble_forward,
-    init_parameters,
-    load_training_data,
-    train_ensemble,
-)
-
-from meanfield import init as mf_init  # noqa: E402
 
 SHAPE = (1, 8, 8)
 #: Forward passes of the engine (PyTorch) and of the NumPy simulator agree to float64 rounding of
@@ -216,10 +216,9 @@ def test_replicated_features_degrade_short_training_on_digits():
     N = 64, 5 networks per K): one unique feature (K = 1) tests worse than K = N = 64, by more than
     Z_REPLICATED standard errors of the difference of the means; at initialisation (lambda = 0, K = 1)
     the first layer has one unique row (C_f = 1)."""
-    from meanfield.validation.training import TrainingData
-
     from meanfield import symmetry
     from meanfield.data import load_digits
+    from meanfield.train import TrainingData
 
     d = load_digits(standardized=True)
     perm = np.random.default_rng(0).permutation(len(d.y))

@@ -76,8 +76,8 @@ def test_full_size_reads_cifar10_from_the_data_dir_and_trains_a_constnet(tmp_pat
     ``$MEANFIELD_DATA_DIR`` (``--data-dir``); the digits otherwise. Small files in the real format."""
     import pickle
 
-    from meanfield.validation.symmetric_nets import ConstNetSpec
-    from meanfield.validation.training import train_ensemble
+    from meanfield.train import train_ensemble
+    from meanfield.train.symmetric import ConstNetSpec
 
     rng = np.random.default_rng(0)
     for name, n in (("data_batch_1", 24), ("test_batch", 8)):
@@ -102,8 +102,8 @@ def test_full_size_reads_cifar10_from_the_data_dir_and_trains_a_constnet(tmp_pat
 _FORCED = r"""
 import json
 import numpy as np, torch
-from meanfield.validation.symmetric_nets import ConstNetSpec, SymmetryBreaking, correlation_probe, platform_symmetry
-from meanfield.validation.training import load_training_data, train_ensemble
+from meanfield.train.symmetric import ConstNetSpec, SymmetryBreaking, correlation_probe, platform_symmetry
+from meanfield.train import load_training_data, train_ensemble
 spec = ConstNetSpec(widths=(8, 16), blocks_per_stage=2)
 data = load_training_data(n_train=64, n_test=16, downsample=2)
 out = {}
@@ -145,7 +145,8 @@ def test_probe_sees_the_platform_asymmetry_and_unit_exact_arithmetic_removes_it(
 
 def test_unit_exact_arithmetic_equals_the_platform_convolution_up_to_rounding():
     import torch
-    from meanfield.validation.symmetric_nets import unit_exact_conv
+
+    from meanfield.train.symmetric import unit_exact_conv
 
     g = torch.Generator().manual_seed(0)
     h = torch.randn(5, 6, 7, 7, generator=g, dtype=torch.float64)
@@ -167,7 +168,7 @@ def test_an_asymmetric_platform_makes_the_row_a_platform_claim_and_the_run_unit_
     """Force the probe to report an asymmetric platform: the deterministic runs switch to unit-exact
     arithmetic (still exact), the exact row stays a passing check, the platform row a claim not
     reproduced; and with the platform exact the run keeps the platform's kernels."""
-    from meanfield.validation import symmetric_nets as sn
+    from meanfield.train import symmetric as sn
 
     real = sn.platform_symmetry
     seen = []
@@ -204,13 +205,13 @@ def test_an_asymmetric_platform_makes_the_row_a_platform_claim_and_the_run_unit_
 
 
 def test_platform_probe_and_kernels_check_their_arguments():
-    from meanfield.validation.symmetric_nets import (
+    from meanfield.train import load_training_data, train_ensemble
+    from meanfield.train.symmetric import (
         ConstNetSpec,
         ReplicatedNetSpec,
         SymmetryBreaking,
         platform_symmetry,
     )
-    from meanfield.validation.training import load_training_data, train_ensemble
 
     with pytest.raises(ValueError, match="kernels"):
         SymmetryBreaking(kernels="gpu")

@@ -1,4 +1,4 @@
-"""Groups of Blumenfeld et al. 2020's Sec. 4.2 (validation/symmetric_nets.constnet_groups) and the exact permutation
+"""Groups of Blumenfeld et al. 2020's Sec. 4.2 (meanfield.train.symmetric.constnet_groups) and the exact permutation
 test of their behaviour (validation/symmetry_groups.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-from meanfield.validation.symmetric_nets import ConstNetSpec, constnet_groups, conv_kernels
 from meanfield.validation.symmetry_groups import (
     MAX_ASSIGNMENTS,
     MIN_STEPS,
@@ -16,6 +15,8 @@ from meanfield.validation.symmetry_groups import (
     constnet_group_series,
     group_separation,
 )
+
+from meanfield.train.symmetric import ConstNetSpec, constnet_groups, conv_kernels
 
 #: Monte-Carlo replicates of the null-calibration test, and the binomial allowance above the level
 #: (an exact test has P(p <= alpha) <= alpha; 3 binomial standard errors at alpha = 0.05).
@@ -73,14 +74,14 @@ def test_groups_match_the_kernel_shapes(widths, blocks):
 
 def test_tensor_order_is_the_trainers():
     spec = ConstNetSpec(widths=(8, 16, 32), blocks_per_stage=2)
-    from meanfield.validation.training import init_parameters
+    from meanfield.train import init_parameters
 
     params = init_parameters(spec, (1, 8, 8), n_classes=10, rng=0)
     assert tuple(conv_kernels(spec, params)) == constnet_groups(spec).tensors
 
 
 def test_groups_reject_other_specs():
-    from meanfield.validation.symmetric_nets import LeakyNetSpec
+    from meanfield.train.symmetric import LeakyNetSpec
 
     with pytest.raises(TypeError, match="spec"):
         constnet_groups(LeakyNetSpec())

@@ -1,4 +1,4 @@
-"""The skip-network ensemble trainer of Orhan 2017 (meanfield.validation.symmetry_training)."""
+"""The skip-network ensemble trainer of Orhan 2017 (meanfield.train.skip)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from meanfield import landscape as L
 
 torch = pytest.importorskip("torch")
-T = pytest.importorskip("meanfield.validation.symmetry_training")
+T = pytest.importorskip("meanfield.train.skip")
 
 #: float32 training against the float64 NumPy reference: relative rounding ~1e-6 per layer.
 F32_RTOL = 1e-4

@@ -1,4 +1,4 @@
-"""Trainability experiments and their validation rows (meanfield.validation.trainability), smoke size."""
+"""Trainability experiments (meanfield.train.experiment) and their validation rows (meanfield.validation.trainability), smoke size."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from meanfield.validation import trainability as T
 from meanfield.validation.report import Comparison
 
 from meanfield import dense
+from meanfield.train import experiment as X
 
 
 def test_depth_scale_agreement_counts_cells_by_hand():
@@ -37,7 +38,7 @@ def test_experiments_are_cached_and_shaped():
     assert np.all((res["train_accuracy"] >= 0) & (res["train_accuracy"] <= 1))
     # xi_c is the mean-field one (the theory layer), not something fitted to the runs
     np.testing.assert_allclose(
-        res["xi_c"], [dense.fixed_point("tanh", s, T.SIGMA_B2_FIG2).xi_c for s in res["sigma_w2"]]
+        res["xi_c"], [dense.fixed_point("tanh", s, X.SIGMA_B2_FIG2).xi_c for s in res["sigma_w2"]]
     )
     cnn = T.experiment("deep_cnn", "smoke", 0)
     assert set(cnn["runs"]) == {"delta_orthogonal", "orthogonal", "gaussian"}
@@ -185,7 +186,7 @@ def test_full_size_reads_mnist_or_cifar_files_from_meanfield_data_dir(tmp_path, 
     import gzip
     import pickle
 
-    from meanfield.validation.training import ConvNet, train_ensemble
+    from meanfield.train import ConvNet, train_ensemble
 
     rng = np.random.default_rng(0)
 
@@ -220,7 +221,7 @@ def test_full_size_reads_mnist_or_cifar_files_from_meanfield_data_dir(tmp_path, 
 
 
 def test_cnn_learning_rate_keeps_the_per_layer_step_beyond_250_layers():
-    assert T.cnn_learning_rate(8) == T.CNN_LR == 0.002
+    assert T.cnn_learning_rate(8) == X.CNN_LR == 0.002
     assert T.cnn_learning_rate(250) == pytest.approx(0.002)
     assert T.cnn_learning_rate(T.DEEP_CNN_DEPTH) == pytest.approx(0.5 / T.DEEP_CNN_DEPTH)
     assert T.cnn_learning_rate(10_000) == pytest.approx(5e-5)

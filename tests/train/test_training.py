@@ -1,4 +1,4 @@
-"""The ensemble trainer (meanfield.validation.training): layout, independence of networks, rng rule, data."""
+"""The ensemble trainer (meanfield.train): layout, independence of networks, rng rule, data."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-from meanfield.validation.training import (  # noqa: E402
+from meanfield.init import from_torch_layout, periodic_conv  # noqa: E402
+from meanfield.train import (  # noqa: E402
     MAX_LOSS,
     ConvNet,
     DenseNet,
@@ -21,8 +22,6 @@ from meanfield.validation.training import (  # noqa: E402
     load_training_data,
     train_ensemble,
 )
-
-from meanfield.init import from_torch_layout, periodic_conv  # noqa: E402
 
 #: float32 forward passes of a few layers agree with float64 NumPy to about 1e-6 relative; 1e-4
 #: leaves a factor 100 for the accumulation over 64 pixels and 3 taps.
@@ -328,7 +327,7 @@ def test_gather_path_equals_grouped_convolutions_in_training(small_data, ndim, r
     (forced by GATHER_MAX_SAVED = 0) gives the same curves: same logits and same gradients, or the
     losses after the first SGD steps would differ. The no-grad forward of both equals periodic_conv
     (test_conv_forward_matches_periodic_conv)."""
-    import meanfield.validation.training as tr
+    import meanfield.train as tr
 
     net = ConvNet(depth=3, channels=4, ndim=ndim, init="gaussian", sigma_w2=1.5, sigma_b2=0.1, readout=readout)
     kw = dict(data=small_data, steps=4, batch_size=16, lr=0.05, record_every=1, n_eval=64, rng=3, dtype="float64")

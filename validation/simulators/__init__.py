@@ -33,8 +33,8 @@ everywhere -- ``depth`` (number of layers), ``width`` (hidden width; the channel
 ``rng``. Every simulator honours ``backend`` (its arrays go through the backend's namespace only;
 ``tests/simulate/test_backends_simulators.py`` runs each on ``array_api_strict``, where a NumPy-only call
 fails). Training is not a simulator: the one
-training engine is :func:`meanfield.validation.training.train_ensemble` (Blumenfeld et al.'s networks through
-:mod:`meanfield.validation.symmetric_nets`). Results with several fields are
+training engine is :func:`meanfield.train.train_ensemble` (Blumenfeld et al.'s networks through
+:mod:`meanfield.train.symmetric`). Results with several fields are
 frozen dataclasses inheriting :class:`meanfield.Result` (``.replace()``); several-field results
 that used to be tuples still unpack (``inner, cosine = simulate_pair(...)``).
 

@@ -2,8 +2,8 @@
 delta-orthogonal convolutional networks with explicit forward and backward passes.
 
 Training is not here: the project has one training engine,
-:func:`meanfield.validation.training.train_ensemble`, and Blumenfeld et al.'s networks train on it through the
-specs and noise sources of :mod:`meanfield.validation.symmetric_nets` (``ConstNetSpec``,
+:func:`meanfield.train.train_ensemble`, and Blumenfeld et al.'s networks train on it through the
+specs and noise sources of :mod:`meanfield.train.symmetric` (``ConstNetSpec``,
 ``LeakyNetSpec``, ``ReplicatedNetSpec``, ``SymmetryBreaking``, ``correlation_probe``). The former NumPy
 loops ``train`` and ``replicated_feature_experiment`` were removed (see the changelog).
 

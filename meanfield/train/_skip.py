@@ -1,7 +1,7 @@
 """Orhan's skip networks (Orhan 2017, eqs. 24-26) as a network family of the ensemble trainer.
 
-:func:`meanfield.validation.training.train_ensemble` trains :class:`DenseNet` and :class:`ConvNet`
-ensembles; this module registers one more family with it (``training._register_family``), so that
+:func:`meanfield.train.train_ensemble` trains :class:`DenseNet` and :class:`ConvNet`
+ensembles; :mod:`meanfield.train` registers this module's family with it, so that
 the same engine (per-network child streams, batched forward, one optimiser, divergence freezing,
 the recorded curves) trains the skip networks of Orhan 2017 Sec. 2.4:
 
@@ -47,8 +47,6 @@ import numpy as np
 from meanfield import Result
 from meanfield.checks import as_float_array, check_int, check_scalar
 
-from . import training as _training
-
 __all__ = ["ARCHITECTURES", "SkipNet"]
 
 #: Architectures of eqs. 24-26, and the path-residual net of Sec. 2.2 (Fig. 3d: skip matrix of
@@ -58,7 +56,7 @@ ARCHITECTURES = ("plain", "residual", "hyper_residual", "path_residual")
 
 @dataclass(frozen=True)
 class SkipNet(Result):
-    """The skip network of Orhan 2017 eqs. 24-26, as a net of :func:`meanfield.validation.training.train_ensemble`.
+    """The skip network of Orhan 2017 eqs. 24-26, as a net of :func:`meanfield.train.train_ensemble`.
 
     Attributes
     ----------
@@ -354,16 +352,3 @@ def pack(net: SkipNet, params: dict[str, np.ndarray]) -> list[list[np.ndarray]]:
                 row.append(params[key][m])
         out.append(row)
     return out
-
-
-def _register() -> None:
-    _training._register_family(
-        SkipNet,
-        init=_init,
-        n_params=_n_params,
-        same_architecture=_same_architecture,
-        model=SkipModel,
-    )
-
-
-_register()

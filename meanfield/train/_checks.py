@@ -1,0 +1,69 @@
+"""Argument checks and helpers shared by the modules of :mod:`meanfield.train`."""
+
+from __future__ import annotations
+
+import numbers
+import os
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from meanfield.checks import check_int, check_scalar
+
+#: Environment variable that, set to ``1``, silences every progress bar (as the command line's).
+NO_PROGRESS_ENV = "MEANFIELD_NO_PROGRESS"
+
+
+def _progress(iterable=None, desc: str = "", total: int | None = None, **kwargs):
+    """A tqdm progress bar on stderr, hidden when the environment has ``MEANFIELD_NO_PROGRESS=1``."""
+    from tqdm.auto import tqdm
+
+    disable = os.environ.get(NO_PROGRESS_ENV, "") == "1"
+    return tqdm(iterable, desc=desc, total=total, disable=disable, leave=False, file=sys.stderr, **kwargs)
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - exercised without the extra
+        raise ImportError(
+            'the ensemble trainer needs PyTorch: install the torch extra (pip install "meanfield-theory[torch]")'
+        ) from exc
+    return torch
+
+
+def _int(n, name: str, minimum: int, maximum: int) -> int:
+    """An int in ``[minimum, maximum]``: bools, floats, complex numbers and strings raise ``TypeError``."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {n!r}")
+    return check_int(int(n), name, minimum, maximum)
+
+
+def _choice(value, name: str, allowed: Sequence[str]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
+    return value
+
+
+def _nonneg(x, name: str) -> float:
+    v = check_scalar(x, name)
+    if v < 0:
+        raise ValueError(f"{name} must be >= 0, got {v!r}")
+    if v > 1e6:
+        raise ValueError(f"{name} must be <= 1e6 (a variance beyond overflows float32 networks), got {v!r}")
+    return v
+
+
+def _odd_kernel(k) -> int:
+    k = _int(k, "kernel_size", 1, 31)
+    if k % 2 == 0:
+        raise ValueError(f"kernel_size must be odd (2k + 1), got {k}")
+    return k
+
+
+def _fraction(x, name: str, closed: bool = False) -> float:
+    v = check_scalar(x, name)
+    if not (0.0 <= v <= 1.0 if closed else 0.0 <= v < 1.0):
+        raise ValueError(f"{name} must lie in [0, 1{']' if closed else ')'}, got {v!r}")
+    return v
