@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from meanfield.validation.simulators import ConstNet, softmax_xent
+
+from meanfield.simulate import ConstNet, softmax_xent
 
 
 def _gd_steps(net, x, y, steps, lr=0.1):

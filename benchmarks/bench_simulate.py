@@ -21,7 +21,8 @@ import sys
 import time
 
 import numpy as np
-from meanfield.validation.simulators import simulate_dense
+
+from meanfield.simulate import simulate_dense
 
 
 def best_of(fn, repeat=3):

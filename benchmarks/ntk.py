@@ -16,10 +16,10 @@ import importlib.util
 import time
 
 import numpy as np
-from meanfield.validation.simulators import empirical_ntk
 
 from meanfield import conv, dense, ntk
 from meanfield.data import gaussian_inputs
+from meanfield.simulate import empirical_ntk
 
 
 def best_of(fn, repeat=3):

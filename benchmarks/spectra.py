@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import time
 
-from meanfield.validation.simulators import jacobian_singular_values
-
 from meanfield import dense, spectra
+from meanfield.simulate import jacobian_singular_values
 
 
 def timed(fn):

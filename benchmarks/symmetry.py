@@ -17,10 +17,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from meanfield.validation.simulators import ConstNet, softmax_xent
 
 from meanfield import symmetry
 from meanfield.init import periodic_conv
+from meanfield.simulate import ConstNet, softmax_xent
 
 
 def _gd_steps(net, x, y, steps, lr=0.1):

@@ -20,6 +20,7 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``ntk``           The neural tangent kernel recursion, fixed points, depth scales.
 ``mehler``        NNGP / NTK of many inputs for any activation by Mehler's formula (certified).
 ``spectra``       Jacobian singular-value spectra by free probability (Pennington et al.; Xiao et al. 2018).
+``simulate``      Monte-Carlo simulators of finite random networks, one module per theory they check.
 
 :class:`Result` is the base class of every result dataclass (frozen, with ``.replace()``).
 """
@@ -48,6 +49,7 @@ _SUBMODULES = {
     "symmetry",
     "parallel",
     "spectra",
+    "simulate",
     "ntk",
     "mehler",
 }

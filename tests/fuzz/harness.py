@@ -81,7 +81,7 @@ PRELOAD = [
     "meanfield.backend",
     "meanfield.checks",
     "meanfield.numerics",
-    "meanfield.validation.simulators",
+    "meanfield.simulate",
     "meanfield.validation.report",
     "meanfield.validation.runner",
     "meanfield.figures",
