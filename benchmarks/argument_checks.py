@@ -13,8 +13,9 @@ import time
 
 import numpy as np
 import timing
-from meanfield.validation.simulators import ConstNet, softmax_xent
 from workloads import gd_steps
+
+from meanfield.simulate import ConstNet, softmax_xent
 
 best_of = functools.partial(timing.best_of, repeat=5, number=200)
 

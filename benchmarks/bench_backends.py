@@ -17,8 +17,8 @@ import statistics
 import time
 
 import numpy as np
-from meanfield.validation import simulators as S
 
+from meanfield import simulate as S
 from meanfield.backend import available_backends
 
 X = np.random.default_rng(0).standard_normal((3, 64))

@@ -64,7 +64,7 @@ ENTRY_POINTS = {
         "L.binary_landscape('residual', t.inputs, t.targets, n_layers=3)",
     ),
     "simulators.empirical_variances": (
-        "from meanfield.validation.simulators import empirical_variances; import numpy as np; "
+        "from meanfield.simulate import empirical_variances; import numpy as np; "
         "xs = np.random.default_rng(0).standard_normal((20, 5))",
         "empirical_variances(xs, 'he', depth=4, width=6, n_networks=3, rng=0)",
     ),

@@ -40,9 +40,9 @@ import pstats
 import time
 
 import numpy as np
-from meanfield.validation.simulators import FIG1_INITS, empirical_variances, metainit_weights
 
 from meanfield.data import load_digits
+from meanfield.simulate import FIG1_INITS, empirical_variances, metainit_weights
 
 PAPER_NETWORKS = 10_000
 PAPER_METAINIT = 200

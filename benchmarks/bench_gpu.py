@@ -67,7 +67,7 @@ def main(argv=None) -> int:
     if b is None:
         print(f"bench_gpu: no GPU measurement: {why}. Run it on a machine with a CUDA GPU.")
         return 0
-    from meanfield.validation.simulators import simulate_dense
+    from meanfield.simulate import simulate_dense
 
     if args.backend == "cupy":
         name = b.xp.cuda.runtime.getDeviceProperties(0)["name"].decode()

@@ -23,7 +23,8 @@ import time
 
 import numpy as np
 import timing
-from meanfield.validation.simulators import simulate_dense
+
+from meanfield.simulate import simulate_dense
 
 best_of = functools.partial(timing.best_of, warm_up=True)
 

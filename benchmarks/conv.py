@@ -9,11 +9,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from meanfield.validation.simulators import simulate_conv
 from timing import best_of
 
 from meanfield import conv, gaussian
 from meanfield.init import orthogonal_conv_kernel
+from meanfield.simulate import simulate_conv
 
 
 def covariance_map_2d():
@@ -62,10 +62,9 @@ def orthogonal_kernels():
 
 def monte_carlo_throughput():
     print("== Monte-Carlo CNN throughput vs NumPy GEMM (float64) ==")
-    from meanfield.validation.simulators import conv_kernels
-
     from meanfield.backend import get_backend
     from meanfield.init import periodic_conv
+    from meanfield.simulate import conv_kernels
 
     n, c, nets, depth = 16, 128, 16, 8
     v = np.full(3, 1 / 3)

@@ -9,7 +9,7 @@ the ratio it is judged by; nothing is timed inside the test suite.
    accuracy of one layer against an independent fine trapezoid rule (target 1e-9), and through 50 erf layers (closed form,
    target < 1 ms).
 3. ``phase_diagram`` on a 100 x 100 tanh grid (target < 2 s on 2 cores).
-4. Monte-Carlo throughput of ``meanfield.validation.simulators.simulate_dense`` in GFLOP/s and as a fraction of
+4. Monte-Carlo throughput of ``meanfield.simulate.simulate_dense`` in GFLOP/s and as a fraction of
    NumPy's square matrix-product peak measured in the same run (target >= 50 % at width >= 512).
 5. ``import meanfield`` wall time (target < 1 s) and first-call compile time (fresh Numba cache).
 """
@@ -102,7 +102,7 @@ def bench_phase_diagram():
 
 
 def bench_monte_carlo():
-    from meanfield.validation.simulators import simulate_dense
+    from meanfield.simulate import simulate_dense
 
     for n in (512, 1024):
         a = np.random.default_rng(0).standard_normal((n, n))

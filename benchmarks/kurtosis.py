@@ -22,10 +22,9 @@ import numpy as np
 
 os.environ.setdefault("MEANFIELD_NO_PROGRESS", "1")
 
-from meanfield.validation.simulators import empirical_variances
-
 from meanfield import kurtosis
 from meanfield.data import load_digits
+from meanfield.simulate import empirical_variances
 
 DEPTH, WIDTH = 100, 10
 

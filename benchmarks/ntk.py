@@ -17,11 +17,11 @@ import importlib.util
 
 import numpy as np
 import timing
-from meanfield.validation.simulators import empirical_ntk
 from timing import row
 
 from meanfield import conv, dense, ntk
 from meanfield.data import gaussian_inputs
+from meanfield.simulate import empirical_ntk
 
 best_of = functools.partial(timing.best_of, warm_up=True)
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import time
 
-from meanfield.validation.simulators import jacobian_singular_values
 from timing import row
 
 from meanfield import dense, spectra
+from meanfield.simulate import jacobian_singular_values
 
 
 def timed(fn):

@@ -17,12 +17,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from meanfield.validation.simulators import ConstNet
 from timing import best_of
 from workloads import gd_steps
 
 from meanfield import symmetry
 from meanfield.init import periodic_conv
+from meanfield.simulate import ConstNet
 
 
 def gram_cf(w):

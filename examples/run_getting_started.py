@@ -33,7 +33,7 @@ print("correlation of inputs 0 and 1, layers 0, 5, 10, 20:", np.round(c[[0, 5, 1
 # %%
 # The same through finite random networks (width 512, 16 networks): the Monte-Carlo mean of the
 # pre-activation covariance next to the theory.
-from meanfield.validation.simulators import simulate_dense
+from meanfield.simulate import simulate_dense
 
 sim = simulate_dense(x, "tanh", 1.5, 0.05, depth=20, width=512, n_networks=16, rng=0)
 mc = sim.cov.mean(axis=0)  # (depth + 1, D, D), index 0 = first layer as in dense.propagate

@@ -47,11 +47,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
-from meanfield.validation.simulators import LeakyNet, softmax_xent
 
 from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.data import load_digits
+from meanfield.simulate import LeakyNet, softmax_xent
 
 from ._common import by_size, figure, plt, progress, registered, save_figure
 from ._logzero import plot_with_zeros, zero_band, zero_floor

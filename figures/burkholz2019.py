@@ -29,12 +29,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from meanfield.validation.simulators import simulate_squared_norms
 
 from meanfield import finite_width as fw
 from meanfield import parallel
 from meanfield.data import load_digits
 from meanfield.numerics import richardson
+from meanfield.simulate import simulate_squared_norms
 
 from . import _training
 from ._common import by_size, colors, figure, plt, progress, registered, rng_kwargs, save_figure, streams, title

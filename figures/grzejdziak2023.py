@@ -30,12 +30,12 @@ from meanfield.validation.kurtosis import (
     KAPPA_MAX,
     fig1_variances,
 )
-from meanfield.validation.simulators import empirical_variances, layer_moments
 from meanfield.validation.trainability import kurtosis_rank_test
 
 from meanfield import kurtosis
 from meanfield.checks import check_scalar
 from meanfield.data import load_digits
+from meanfield.simulate import empirical_variances, layer_moments
 
 from . import _training
 from ._common import by_size, colors, figure, plt, progress, registered, rng_kwargs, save_figure, title

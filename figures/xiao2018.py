@@ -33,11 +33,11 @@ quantities are dimensionless (variances of pre-activations in units of the input
 from __future__ import annotations
 
 import numpy as np
-from meanfield.validation.simulators import simulate_conv, simulate_dense, simulate_fig_s4
 
 from meanfield import conv, dense, parallel
 from meanfield.data import gaussian_inputs
 from meanfield.init import conv_singular_values
+from meanfield.simulate import simulate_conv, simulate_dense, simulate_fig_s4
 
 from . import _kernel_regression, _training
 from ._common import (
@@ -156,7 +156,7 @@ def fig_qc_maps(out_dir, *, size, backend, seed):
     -----
     The dense background of Xiao et al. 2018 (eqs. 2.2-2.6 for a fully-connected network): the q-map and the
     c-map iterated from the inputs' empirical covariance, against the per-layer covariances of
-    random finite networks (:func:`meanfield.validation.simulators.simulate_dense`); error bars are
+    random finite networks (:func:`meanfield.simulate.simulate_dense`); error bars are
     one standard error over networks.
     """
     width, n_net, depth = by_size(size, smoke=(16, 4, 4), default=(256, 16, 15), full=(1000, 50, 30))
@@ -409,7 +409,7 @@ def fig_s2(out_dir, *, size, backend, seed):
     -----
     Xiao et al. 2018 Fig. S2 and eqs. 2.15-2.16 (backward covariance map); the Monte-Carlo curves average
     the per-layer squared weight gradients over random CNNs
-    (:func:`meanfield.validation.simulators.simulate_conv`). The input covariance is a random
+    (:func:`meanfield.simulate.simulate_conv`). The input covariance is a random
     spatial covariance normalised to unit mean variance.
     """
     n, sb, v = 10, 0.05, np.full(3, 1 / 3)
@@ -881,14 +881,13 @@ def fig_spectra(out_dir, *, size, backend, seed):
     values lambda of the input-output Jacobian, per decade of lambda, from
     :func:`meanfield.spectra.jacobian_spectrum` (free probability), over histograms of the
     eigenvalues of J J^T of finite networks started at the fixed point
-    (:func:`meanfield.validation.simulators.jacobian_singular_values`). Orthogonal weights keep the
+    (:func:`meanfield.simulate.spectra_singular_values`). Orthogonal weights keep the
     spectrum concentrated around chi_1^L = 1 as depth grows (dynamical isometry), Gaussian weights
     spread it over many decades although its mean stays 1. Simulation on ``backend`` (products and
     SVDs on it).
     """
-    from meanfield.validation.simulators import jacobian_singular_values
-
     from meanfield import spectra
+    from meanfield.simulate import jacobian_singular_values
 
     sb = SPECTRA_SIGMA_B2
     sw = float(dense.critical_sigma_w2("tanh", sb))

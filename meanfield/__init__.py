@@ -22,6 +22,7 @@ Submodules (imported lazily; ``import meanfield`` compiles nothing):
 ``ntk``           The neural tangent kernel recursion, fixed points, depth scales.
 ``mehler``        NNGP / NTK of many inputs for any activation by Mehler's formula (certified).
 ``spectra``       Jacobian singular-value spectra by free probability (Pennington et al.; Xiao et al. 2018).
+``simulate``      Monte-Carlo simulators of finite random networks, one module per theory they check.
 ``train``         The ensemble trainer (PyTorch): many small networks trained at once, their curves.
 
 :class:`Result` is the base class of every result dataclass (frozen, with ``.replace()``).
@@ -53,6 +54,7 @@ _SUBMODULES = {
     "symmetry",
     "parallel",
     "spectra",
+    "simulate",
     "ntk",
     "mehler",
     "train",

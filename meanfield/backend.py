@@ -9,7 +9,7 @@ helpers :func:`matrix_transpose`, :func:`astype`, :func:`concat` and :func:`diag
 back to the NumPy / CuPy spellings) and :func:`svdvals`.
 
 The weight samplers of :mod:`meanfield.init` (``backend=`` argument) and the Monte-Carlo
-simulators of :mod:`meanfield.validation.simulators` are written once against the array namespace
+simulators of :mod:`meanfield.simulate` are written once against the array namespace
 returned by :func:`get_backend` (``xp.matmul``, ``xp.tanh``, ...) and draw random numbers from the
 backend's own Generator, so the same code runs on the CPU and on a GPU. Results are returned as
 NumPy arrays (:func:`to_numpy`). ``meanfield.validation.backend`` re-exports this module.

@@ -1,7 +1,7 @@
 """Argument checks: the public checks every layer of the library validates its inputs with.
 
 The theory functions, the initialisers, the Monte-Carlo simulators of
-:mod:`meanfield.validation.simulators` and the figures raise the same errors for the same bad
+:mod:`meanfield.simulate` and the figures raise the same errors for the same bad
 input, because they call these functions: a ``ValueError`` (bad value: NaN, infinity, out of
 range, wrong shape) or a ``TypeError`` (bad type: bools, complex numbers, strings where numbers are
 expected) whose message names the argument and the allowed range.

@@ -520,7 +520,7 @@ def constnet_ntk(
     Notes
     -----
     Blumenfeld et al. 2020, App. C (the features through narrowing layers) and App. D (the NTK); checked against
-    the empirical NTK of :class:`meanfield.validation.simulators.ConstNet` (all parameters, by
+    the empirical NTK of :class:`meanfield.simulate.ConstNet` (all parameters, by
     back-propagation) in :mod:`meanfield.validation.ntk`.
     """
     x = as_real_array(x, "x")

@@ -628,7 +628,7 @@ def ensemble(
     Parameters
     ----------
     simulator : callable
-        A simulator of :mod:`meanfield.validation.simulators` (or any function taking
+        A simulator of :mod:`meanfield.simulate` (or any function taking
         ``n_networks`` and ``rng`` keywords).
     *args, **kwargs
         Passed on to ``simulator``.

@@ -47,12 +47,12 @@ from meanfield.init import (
     periodic_conv,
 )
 from meanfield.numerics import richardson
+from meanfield.simulate import simulate_conv, simulate_fig_s4  # simulate_fig_s4: importable here under its old name
 
 from .backend import substream
 from .ensembles import ensemble_moments
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
-from .simulators import simulate_conv, simulate_fig_s4  # simulate_fig_s4: importable here under its old name
 
 __all__ = [
     "CHUNK_NETWORKS",

@@ -34,11 +34,11 @@ from meanfield.checks import (
 )
 from meanfield.init import gaussian_conv_kernel, periodic_conv
 from meanfield.numerics import richardson
+from meanfield.simulate import activation_fn
 
 from .backend import substream
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
-from .simulators import activation_fn
 
 __all__ = ["BACKENDS", "POINTS", "V", "run", "simulate_multi_input"]
 

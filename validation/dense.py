@@ -23,12 +23,12 @@ from meanfield import dense
 from meanfield.checks import renamed_kwargs
 from meanfield.data import gaussian_inputs
 from meanfield.numerics import richardson
+from meanfield.simulate import simulate_dense
 
 from .backend import substream
 from .ensembles import ensemble_moments
 from .report import Comparison
 from .runner import main_for, progress
-from .simulators import simulate_dense
 
 __all__ = ["CHUNK_NETWORKS", "POINTS", "run"]
 

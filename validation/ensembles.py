@@ -71,7 +71,7 @@ def ensemble_moments(
     Parameters
     ----------
     simulator : callable
-        A simulator of :mod:`meanfield.validation.simulators` (any module-level function taking
+        A simulator of :mod:`meanfield.simulate` (any module-level function taking
         ``n_networks`` and ``rng`` keywords).
     *args, **kwargs
         Passed on to ``simulator``.

@@ -50,12 +50,12 @@ from meanfield.backend import get_backend, matrix_transpose, to_numpy
 from meanfield.checks import check_scalar, renamed_kwargs
 from meanfield.data import load_digits
 from meanfield.numerics import richardson
+from meanfield.simulate import simulate_pair, simulate_squared_norms
 
 from .backend import substream
 from .ensembles import ensemble_moments, ensemble_samples
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
-from .simulators import simulate_pair, simulate_squared_norms
 
 __all__ = [
     "CHUNK_NETWORKS",

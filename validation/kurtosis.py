@@ -35,18 +35,18 @@ import numpy as np
 from meanfield.validation.backend import get_backend, spawn_sequences, substream
 from meanfield.validation.report import Comparison, mean_and_stderr
 from meanfield.validation.runner import check_run_arguments, main_for, progress
-from meanfield.validation.simulators import (
+from scipy import stats
+
+from meanfield import kurtosis, parallel
+from meanfield.checks import check_bool, check_int, renamed_kwargs
+from meanfield.data import load_digits
+from meanfield.simulate import (
     FIG1_INITS,
     INPUT_MOMENTS,
     empirical_variances,
     layer_moments,
     nonzero_fraction,
 )
-from scipy import stats
-
-from meanfield import kurtosis, parallel
-from meanfield.checks import check_bool, check_int, renamed_kwargs
-from meanfield.data import load_digits
 
 __all__ = [
     "FIG1_DEPTH",
@@ -262,7 +262,7 @@ FIG1_CHUNK = 250
 FIG1_METAINIT_CHUNK = 1
 
 #: MetaInit networks per task, optimised together in one vectorised run, each from its own stream
-#: (:func:`meanfield.validation.simulators.empirical_variances` with a sequence ``rng``): the same
+#: (:func:`meanfield.simulate.empirical_variances` with a sequence ``rng``): the same
 #: numbers as one task per network, bit for bit, at ~1/4 of the CPU time (the
 #: per-network cost of a stacked MetaInit step is flat from ~32 networks on).
 FIG1_METAINIT_BATCH = 32
@@ -451,7 +451,7 @@ def _conv_rows(backend, full, seed):
     the convolutional case: same-channel pairs at different positions share a filter, so Lemma 4.2's
     single-coordinate sign flip fails and the moment recursion does not close.
     """
-    from meanfield.validation.simulators import simulate_conv_moments
+    from meanfield.simulate import simulate_conv_moments
 
     depth, n_pos = 4, 16
     n = 100_000 if full else 20_000
@@ -494,9 +494,8 @@ def _residual_rows(backend, full, seed):
     (3) the sign-symmetric closure of the recursion for ReLU, which is not exact for residual
     layers (module notes), shown as a one-sided row (the simulation lies above it).
     """
-    from meanfield.validation.simulators import simulate_residual_moments
-
     from meanfield.kurtosis import residual_moments
+    from meanfield.simulate import simulate_residual_moments
 
     width, depth = 8, 6
     n = 200_000 if full else 40_000

@@ -3,14 +3,14 @@
 For tanh at an ordered, a critical and a chaotic point, and relu at its critical point, two inputs
 (q = 1, c = 0.6) go through ``depth`` hidden layers and a scalar read-out; the theory is
 :func:`meanfield.ntk.propagate_ntk` (``ntk[depth]``), the Monte-Carlo the empirical kernels of
-:func:`meanfield.validation.simulators.empirical_ntk` (NumPy back-propagation, checked against
+:func:`meanfield.simulate.empirical_ntk` (NumPy back-propagation, checked against
 PyTorch autograd in the tests). Rows: Theta(x1, x1), Theta(x2, x2), Theta(x1, x2). The same for
 1-D periodic CNNs (tanh and relu, variance vector ``CONV_V``, P = 6 positions, two inputs with 3
 channels, one-channel read-out at position 1): :func:`meanfield.ntk.propagate_conv_ntk` against
-:func:`meanfield.validation.simulators.empirical_conv_ntk`, extrapolated in the channel count.
+:func:`meanfield.simulate.empirical_conv_ntk`, extrapolated in the channel count.
 
 ConstNet (Blumenfeld et al. 2020, App. D): :func:`meanfield.ntk.constnet_ntk` (a linear model's kernel) against
-the empirical NTK over every parameter of :class:`meanfield.validation.simulators.ConstNet` at its
+the empirical NTK over every parameter of :class:`meanfield.simulate.ConstNet` at its
 deterministic initialisation (per-example back-propagation); no sampling, so the standard error is
 0 and the tolerance the rounding bound :data:`CONSTNET_RTOL` times the kernel's scale.
 
@@ -28,11 +28,11 @@ from meanfield import conv, dense, ntk
 from meanfield.checks import renamed_kwargs
 from meanfield.data import gaussian_inputs
 from meanfield.numerics import richardson
+from meanfield.simulate.ntk import empirical_conv_ntk, empirical_ntk, empirical_periodic_cnn_ntk
 
 from .backend import substream
 from .report import Comparison, mean_and_stderr
 from .runner import main_for, progress
-from .simulators.ntk import empirical_conv_ntk, empirical_ntk, empirical_periodic_cnn_ntk
 
 __all__ = [
     "CONSTNET_RTOL",
@@ -87,8 +87,7 @@ def constnet_empirical_ntk(x, widths, n_classes):
         Complex, boolean or non-numeric inputs.
     """
     from meanfield.checks import as_float_array
-
-    from .simulators import ConstNet
+    from meanfield.simulate import ConstNet
 
     x = as_float_array(x, "x")
     if x.ndim not in (3, 4) or x.size == 0:
@@ -201,7 +200,7 @@ def conv_mode_rows(seed: int = 0, full: bool = False, backend: str = "numpy") ->
     """Rows for 2-D periodic CNNs and for the CNN NTK's fixed point.
 
     2-D: :func:`meanfield.ntk.propagate_conv_ntk` with ``shape = CONV2D_SHAPE`` against
-    :func:`meanfield.validation.simulators.empirical_periodic_cnn_ntk`, extrapolated in the channel
+    :func:`meanfield.simulate.empirical_periodic_cnn_ntk`, extrapolated in the channel
     count as the 1-D rows. Fixed point: the empirical NTK of a ``depth``-layer 1-D CNN in the
     ordered phase against :func:`meanfield.ntk.conv_ntk_fixed_point`'s ``theta_diag`` /
     ``theta_offdiag``; the tolerance adds, stated in advance, the theory's own distance

@@ -28,15 +28,15 @@ import numpy as np
 from meanfield import dense, spectra
 from meanfield.checks import renamed_kwargs
 from meanfield.numerics import richardson
-
-from .backend import substream
-from .report import Comparison, mean_and_stderr
-from .runner import main_for, progress
-from .simulators.jacobian import (
+from meanfield.simulate.spectra import (
     conv2d_jacobian_singular_values,
     conv_jacobian_singular_values,
     jacobian_singular_values,
 )
+
+from .backend import substream
+from .report import Comparison, mean_and_stderr
+from .runner import main_for, progress
 
 __all__ = ["CONV2D_CASES", "CONV2D_SHAPE", "CONV_CASES", "DENSE_CASES", "PROBABILITIES", "conv2d_rows", "run"]
 
@@ -158,7 +158,7 @@ def conv2d_rows(seed: int = 0, full: bool = False, backend: str = "numpy") -> li
 
     Theory :func:`meanfield.spectra.conv_jacobian_spectrum` (the law does not depend on the number
     of spatial axes), simulation
-    :func:`meanfield.validation.simulators.conv2d_jacobian_singular_values` on ``backend``; tolerances as
+    :func:`meanfield.simulate.conv2d_jacobian_singular_values` on ``backend``; tolerances as
     the 1-D rows.
     """
     channels = 24 if full else 8

@@ -41,11 +41,11 @@ from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.activations import get_activation
 from meanfield.checks import renamed_kwargs
+from meanfield.simulate import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent
 
 from .backend import get_backend, substream, to_numpy
 from .report import Comparison, mean_and_stderr
 from .runner import check_run_arguments, main_for, progress
-from .simulators import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent
 
 #: Backends every simulator of this module honours (:func:`meanfield.validation.runner.module_backend`):
 #: the ConstNet, LeakyNet and looks-linear rows (a)-(c) run on it; the closed forms (d) are NumPy

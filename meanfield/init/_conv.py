@@ -5,7 +5,7 @@ Layout
 Every convolution kernel of the library -- the initialisers here and in :mod:`meanfield.init`'s
 Blumenfeld et al. 2020 constructions (:func:`constnet`, :func:`leakynet`, :func:`looks_linear_delta_orthogonal`),
 the correlation measures of :mod:`meanfield.symmetry` and the simulators of
-:mod:`meanfield.validation.simulators` -- has the shape
+:mod:`meanfield.simulate` -- has the shape
 
     ``(*kernel_spatial, c_out, c_in)``  (``(k, c_out, c_in)`` in 1-D, ``(k1, k2, c_out, c_in)`` in 2-D),
 
@@ -276,7 +276,7 @@ def periodic_conv(
     """Periodic cross-correlation ``y_j(a) = sum_beta sum_i K_ji(beta) x_i(a + beta)`` (Xiao et al. 2018, eq. 2.1).
 
     The library's one periodic convolution: the CNN simulators of
-    :mod:`meanfield.validation.simulators` (Xiao et al.'s random CNNs, Blumenfeld et al.'s ConstNet / LeakyNet)
+    :mod:`meanfield.simulate` (Xiao et al.'s random CNNs, Blumenfeld et al.'s ConstNet / LeakyNet)
     run on it. Zero taps are skipped (delta kernels cost one product).
 
     Parameters

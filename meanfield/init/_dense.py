@@ -188,7 +188,7 @@ def dense_weights(
 ) -> Any:
     """Weight matrices of shape ``(n_out, n_in)`` with ``E W_ij^2 = sigma_w2 / n_in``: the library's one sampler.
 
-    The dense layers of every simulator in :mod:`meanfield.validation.simulators` are drawn here
+    The dense layers of every simulator in :mod:`meanfield.simulate` are drawn here
     (one matrix per network with ``batch=(n_networks,)``, on the simulation's ``backend``).
 
     Parameters

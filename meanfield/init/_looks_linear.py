@@ -13,7 +13,7 @@ orthogonal construction is scaled by ``sqrt(sigma_w2)`` too (``sigma_w2 = gain^2
 
 This module holds the library's one looks-linear construction: the Blumenfeld et al. 2020 delta-orthogonal
 kernels (:func:`meanfield.init.looks_linear_delta_orthogonal`) and the GSM networks of the
-Grzejdziak 2023 simulators (:mod:`meanfield.validation.simulators`) are built with it; :func:`gsm` and
+Grzejdziak 2023 simulators (:mod:`meanfield.simulate`) are built with it; :func:`gsm` and
 :func:`orthogonal_looks_linear` take ``batch`` and ``backend`` as :func:`dense_weights` does.
 """
 

@@ -43,7 +43,7 @@ def dense_mlp(
 
     The network of :func:`meanfield.dense.propagate` (``depth`` hidden-to-hidden layers; ``theory``'s
     dense outputs are ``second[1], second[3], ...``) and of the dense simulator of
-    :mod:`meanfield.validation.simulators` (same weights for the same ``rng``).
+    :mod:`meanfield.simulate` (same weights for the same ``rng``).
     """
     depth = check_int(depth, "depth", 0, 10**4)
     layers = [Dense(width, sigma_w2, sigma_b2, law)]

@@ -1,4 +1,9 @@
-"""Package layout: one namespace in site-packages, and the theory layer imports nothing above it."""
+"""Package layout: one namespace in site-packages, and each layer imports nothing above it.
+
+Layers, bottom up: the theory (every module of ``meanfield`` but the simulators), the simulators
+(``meanfield.simulate``: they may import ``meanfield.backend``, ``meanfield.init`` and the theory
+modules), then ``meanfield.validation`` and ``meanfield.figures``.
+"""
 
 import ast
 import subprocess
@@ -48,6 +53,66 @@ def test_theory_layer_imports_nothing_above_it():
                 }:
                     offenders.append(f"{path.relative_to(ROOT)}: {n}")
     assert offenders == []
+
+
+def _imported_names(source: str, package: str) -> list[str]:
+    """Absolute names of the modules ``source`` imports, relative imports resolved against ``package``;
+    ``from A import b`` also yields ``A.b`` (``b`` may be a submodule: ``from meanfield import simulate``)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = parts[: len(parts) - node.level + 1] if node.level else []
+            module = ".".join([*base, node.module] if node.module else base)
+            out += [module] + [f"{module}.{a.name}" for a in node.names]
+    return out
+
+
+def _imported_modules(path: Path) -> list[str]:
+    return _imported_names(path.read_text(), ".".join(path.relative_to(ROOT).parts[:-1]))
+
+
+def _is_simulate(name: str) -> bool:
+    return name == "meanfield.simulate" or name.startswith("meanfield.simulate.")
+
+
+def test_theory_modules_do_not_import_the_simulators():
+    """The simulators sit above the theory: no theory module imports ``meanfield.simulate``."""
+    offenders = []
+    for path in (ROOT / "meanfield").rglob("*.py"):
+        rel = path.relative_to(ROOT)
+        if rel.parts[1] == "simulate" or path.name == "cli.py":
+            continue
+        offenders += [f"{rel}: {n}" for n in _imported_modules(path) if _is_simulate(n)]
+    assert offenders == []
+
+
+def test_the_simulators_import_only_the_library_below_them():
+    """``meanfield.simulate`` imports the theory, ``meanfield.backend`` and ``meanfield.init``: never the
+    comparison or figure packages, nor the command line."""
+    offenders = []
+    for path in (ROOT / "meanfield" / "simulate").rglob("*.py"):
+        for n in _imported_modules(path):
+            if n.split(".")[:2] in (["meanfield", "validation"], ["meanfield", "figures"], ["meanfield", "cli"]):
+                offenders.append(f"{path.relative_to(ROOT)}: {n}")
+    assert offenders == []
+
+
+def test_the_import_resolver_sees_each_form():
+    """The helper behind the layer tests resolves every import form (so that an offence cannot hide)."""
+    for code in (
+        "from .. import simulate",
+        "from ..simulate.dense import simulate_dense",
+        "import meanfield.simulate",
+        "from meanfield import simulate as S",
+    ):
+        assert any(_is_simulate(n) for n in _imported_names(code, "meanfield.nets")), code
+    assert not any(_is_simulate(n) for n in _imported_names("from .simulated import x", "meanfield"))
+    assert _imported_names("from ..runner import progress", "meanfield.validation.simulators")[0] == (
+        "meanfield.validation.runner"
+    )
 
 
 def test_every_package_folder_is_installed():

@@ -1,8 +1,8 @@
 """The public API the fuzz registry must cover: every callable in ``__all__`` of every public module.
 
 Public modules: the submodules listed in ``meanfield.__all__``; every ``meanfield.validation``
-module whose name does not start with an underscore (``validation.simulators`` included; its own
-submodules re-export the same objects and are covered through the package); and the package
+module whose name does not start with an underscore (the deprecated ``validation.simulators`` included: it
+re-exports the objects of ``meanfield.simulate``, covered under their ``simulate.`` names); and the package
 ``meanfield.figures`` itself, whose ``__all__`` holds the loaders (``load``, ``FigureData``). The
 per-paper figure modules are not in scope: their functions draw figures and are rendered by
 ``tests/figures/test_figures_render.py``. :data:`EXTRA_SCOPE` can restrict a module to some of its names.

@@ -45,7 +45,7 @@ FUNCTION_RENAMES = {
 }
 #: (registry function, audit parameter) -> registry parameter
 PARAM_RENAMES = {
-    ("validation.simulators.conv_kernels", "channels"): "width",
+    ("simulate.conv_kernels", "channels"): "width",
     ("landscape.permutation_counts", "n"): "widths",
     (
         "init.dense_weights",
@@ -71,7 +71,7 @@ class Finding:
 def registry_name(function: str) -> str:
     if function in FUNCTION_RENAMES:
         return FUNCTION_RENAMES[function]
-    return "validation.simulators." + function[len("networks.") :] if function.startswith("networks.") else function
+    return "simulate." + function[len("networks.") :] if function.startswith("networks.") else function
 
 
 def parse(path: Path = PATH) -> list[Finding]:

@@ -84,7 +84,7 @@ PRELOAD = [
     "meanfield.cli",
     "meanfield.compare",
     "meanfield.io",
-    "meanfield.validation.simulators",
+    "meanfield.simulate",
     "meanfield.validation.report",
     "meanfield.validation.runner",
     "meanfield.figures",

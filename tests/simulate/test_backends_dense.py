@@ -15,10 +15,10 @@ import sys
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators import simulate_dense
 
 from meanfield.backend import BACKENDS, get_backend, to_numpy
 from meanfield.init import dense_weights, haar_orthogonal
+from meanfield.simulate import simulate_dense
 
 pytest.importorskip("array_api_strict")
 

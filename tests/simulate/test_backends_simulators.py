@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators import (
+
+from meanfield.backend import get_backend, to_numpy
+from meanfield.init import orthogonal_kernel_variance
+from meanfield.simulate import (
     INPUT_KINDS,
     JACOBIAN_CONV_KERNELS,
     JACOBIAN_WEIGHTS,
@@ -46,9 +49,6 @@ from meanfield.validation.simulators import (
     simulate_squared_norms,
     softmax_xent,
 )
-
-from meanfield.backend import get_backend, to_numpy
-from meanfield.init import orthogonal_kernel_variance
 
 pytest.importorskip("array_api_strict")
 
@@ -96,7 +96,7 @@ CONV_CASES = [
 
 def test_fig_s4_strict_namespace_reproduces_numpy():
     """Xiao et al. 2018's Fig. S4 ensemble (simulate_conv from Sigma* and Sigma* - eps^0) on the strict namespace."""
-    from meanfield.validation.simulators import simulate_fig_s4
+    from meanfield.simulate import simulate_fig_s4
 
     ref = simulate_fig_s4(2, 4, 2, rng=3)
     strict = simulate_fig_s4(2, 4, 2, backend="array_api_strict", rng=3)
@@ -533,7 +533,8 @@ def test_every_stochastic_simulator_takes_a_backend_and_is_tested_on_one():
     import pathlib
 
     from meanfield.validation import conv_inputs, kurtosis_conv
-    from meanfield.validation import simulators as sims
+
+    from meanfield import simulate as sims
 
     here = pathlib.Path(__file__).parent
     tested = (here / "test_backends_simulators.py").read_text() + (here / "test_backends_dense.py").read_text()

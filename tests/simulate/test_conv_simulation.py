@@ -1,12 +1,12 @@
-"""Monte-Carlo periodic CNNs (meanfield.validation.simulators.simulate_conv) against meanfield.conv,
+"""Monte-Carlo periodic CNNs (meanfield.simulate.simulate_conv) against meanfield.conv,
 and the validation.conv set-ups at reduced size."""
 
 import numpy as np
 import pytest
 from meanfield.validation import conv as vconv
-from meanfield.validation.simulators import ConvSimulation, conv_kernels, simulate_conv
 
 from meanfield import conv
+from meanfield.simulate import ConvSimulation, conv_kernels, simulate_conv
 
 #: Standard errors allowed: every quantity below is an unbiased estimate (first layer, or the
 #: first backward step from an independent output gradient), so only sampling noise remains;

@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 from meanfield.validation.report import Z_DEFAULT, mean_and_stderr
-from meanfield.validation.simulators import simulate_dense
 
 from meanfield import dense
 from meanfield.data import gaussian_inputs
 from meanfield.numerics import richardson
+from meanfield.simulate import simulate_dense
 
 #: Networks per width; the verdict is Richardson-extrapolated in the width (as validation.dense).
 N_NETWORKS = 120

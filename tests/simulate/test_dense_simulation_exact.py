@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators import EXACT_LAWS, FORWARD_METHODS, simulate_dense
+
+from meanfield.simulate import EXACT_LAWS, FORWARD_METHODS, simulate_dense
 
 #: Two-sided z tolerance of every comparison (stated before looking at data; see module notes).
 Z_TOL = 4.5

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators import empirical_variances
 
 from meanfield.data import load_digits
+from meanfield.simulate import empirical_variances
 
 #: The issue's agreement bound. Float64 rounding of the per-layer sums (different blocking and FMA
 #: contraction): ~1e-15 relative, measured. A variance ``(s2 - s1^2 / N) / (N - 1)`` amplifies it by
@@ -91,10 +91,10 @@ def test_fig1_metainit_batched_equals_per_network_tasks():
     """fig1_variances optimises its MetaInit networks together, each from its own stream: the
     numbers of the former one-task-per-network layout (empirical_variances on each stream)."""
     from meanfield.validation.kurtosis import fig1_variances
-    from meanfield.validation.simulators import FIG1_INITS, metainit_weights
 
     from meanfield.backend import spawn_sequences
     from meanfield.parallel import chunk_streams
+    from meanfield.simulate import FIG1_INITS, metainit_weights
 
     x = load_digits(standardized=True).x[:40]  # fig1_variances' inputs: the first 40 standardised digits
     kw = dict(depth=6, metainit_steps=6)
@@ -122,9 +122,8 @@ def test_empirical_variances_metainit_streams_do_not_depend_on_chunks():
 
 
 def test_stream_sequences_are_checked():
-    from meanfield.validation.simulators import metainit_weights
-
     from meanfield.init import metainit
+    from meanfield.simulate import metainit_weights
 
     x = load_digits(n_samples=20, standardized=True).x
     g = np.random.default_rng(0)

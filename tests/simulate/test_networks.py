@@ -1,12 +1,12 @@
 """The periodic convolution primitive (meanfield.init), the one weight sampler with a batch and a
-backend, and the dense Monte-Carlo simulator (meanfield.validation.simulators)."""
+backend, and the dense Monte-Carlo simulator (meanfield.simulate)."""
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators import simulate_dense
 
 from meanfield import dense
 from meanfield.init import dense_weights, periodic_conv, periodic_conv_transpose
+from meanfield.simulate import simulate_dense
 
 
 def direct_conv_1d(x, k):
@@ -71,11 +71,35 @@ def test_cupy_backend_reports_what_to_install():
 # --- the public simulators subpackage: one signature style, frozen-dataclass results -------------
 
 
+def test_the_old_simulators_path_warns_and_gives_the_same_objects():
+    """``meanfield.validation.simulators`` (the path before the simulators joined the library) is a
+    deprecated alias of ``meanfield.simulate``: it warns once when imported, re-exports every public
+    name as the same object, and its old submodule paths (``jacobian`` now ``spectra``) resolve."""
+    import subprocess
+    import sys
+
+    code = (
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import meanfield.validation.simulators as old\n"
+        "    from meanfield.validation.simulators.jacobian import jacobian_singular_values\n"
+        "    from meanfield.validation.simulators.ntk import empirical_ntk\n"
+        "import meanfield.simulate as new\n"
+        "assert [w.category for w in caught] == [DeprecationWarning], [str(w.message) for w in caught]\n"
+        "assert 'meanfield.simulate' in str(caught[0].message)\n"
+        "assert old.__all__ == new.__all__ and all(getattr(old, n) is getattr(new, n) for n in new.__all__)\n"
+        "assert jacobian_singular_values is new.jacobian_singular_values and empirical_ntk is new.empirical_ntk\n"
+        "assert old.dense is new.dense and old.jacobian is new.spectra\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
 def test_simulate_pair_returns_a_frozen_dataclass_that_still_unpacks():
     """Packaging issue: ``simulate_pair`` returned a bare tuple; now a PairSimulation (a Result)."""
-    from meanfield.validation.simulators import PairSimulation, simulate_pair
-
     from meanfield import Result
+    from meanfield.simulate import PairSimulation, simulate_pair
 
     x = np.random.default_rng(0).standard_normal((2, 6))
     sim = simulate_pair(x[0], x[1], 8, 0.3, 0.1, 5, rng=1)
@@ -91,9 +115,8 @@ def test_simulate_pair_returns_a_frozen_dataclass_that_still_unpacks():
 def test_every_result_dataclass_of_the_simulators_is_frozen_with_replace():
     import dataclasses
 
-    from meanfield.validation import simulators
-
     from meanfield import Result
+    from meanfield import simulate as simulators
 
     classes = [getattr(simulators, n) for n in simulators.__all__ if isinstance(getattr(simulators, n), type)]
     results = [c for c in classes if dataclasses.is_dataclass(c) and c.__name__ not in ("ConstNet", "LeakyNet")]
@@ -112,7 +135,7 @@ def test_one_signature_style_backend_and_rng_are_keywords():
     """Sizes are ``depth``, ``width``, ``n_networks``; ``backend`` and ``rng`` are keyword-only."""
     import inspect
 
-    from meanfield.validation import simulators
+    from meanfield import simulate as simulators
 
     for name in (
         "simulate_dense",
@@ -154,9 +177,8 @@ def test_the_kurtosis_networks_use_the_activation_table_and_the_samplers():
     slope a (checked against an independent NumPy evaluation of the same stream); GSM networks of
     nonzero_fraction never lose a live signal after the first layer (looks-linear: relu([u, -u]) = 0 only
     if u = 0, and then W maps [relu(u), relu(-u)] to [W0 u, -W0 u])."""
-    from meanfield.validation.simulators import layer_moments, nonzero_fraction
-
     from meanfield.init import he_sigma_w2
+    from meanfield.simulate import layer_moments, nonzero_fraction
 
     a, n = 0.3, 7
     m = layer_moments([3, 5], a, "gaussian", n, rng=2)
@@ -183,7 +205,7 @@ def test_zero_inputs_give_the_bias_only_statistics():
 def test_symmetry_models_raise_instead_of_returning_overflowed_logits():
     """The convolutions inside ConstNet / LeakyNet run without per-call finite checks; the input, the
     logits and the gradients are checked instead, so an overflow raises ValueError (not NaN)."""
-    from meanfield.validation.simulators import LeakyNet
+    from meanfield.simulate import LeakyNet
 
     net = LeakyNet.initial(list("I1I1I1"), 4, 1, 3, kernel_shape=(3,), slope=0.01)  # odd layers scale by -1/slope
     x = np.full((2, 5, 1), 1e307)  # the first odd layer multiplies by -1/slope = -100: beyond float64
@@ -200,7 +222,7 @@ def test_symmetry_models_raise_instead_of_returning_overflowed_logits():
 def test_symmetry_model_forward_follows_the_rng_rule_and_checks_its_flags():
     """ConstNet.forward(dropout, rng): an int rng is the stream of default_rng(int) (it raised
     AttributeError before), dropout must lie in [0, 1) and keep must be a bool."""
-    from meanfield.validation.simulators import ConstNet
+    from meanfield.simulate import ConstNet
 
     net = ConstNet.initial((2, 4), 1, 1, 3, kernel_shape=(3,), stride=1)
     net.params["head"] = net.params["head"] + 1.0  # non-zero logits
@@ -216,7 +238,7 @@ def test_symmetry_model_forward_follows_the_rng_rule_and_checks_its_flags():
 
 
 def test_simulator_argument_messages():
-    from meanfield.validation.simulators import empirical_variances, simulate_squared_norms
+    from meanfield.simulate import empirical_variances, simulate_squared_norms
 
     x = np.random.default_rng(0).standard_normal((6, 4))
     with pytest.raises(ValueError, match="dtype"):

@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators import simulate_dense
 
 from meanfield import dense, landscape, parallel
+from meanfield.simulate import simulate_dense
 
 # --------------------------------------------------------------------------------------------
 # helpers (module level: pickled by reference to worker processes)

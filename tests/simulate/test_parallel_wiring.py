@@ -13,10 +13,10 @@ import functools
 import numpy as np
 import pytest
 from meanfield.validation.ensembles import ensemble_moments, ensemble_samples
-from meanfield.validation.simulators import simulate_conv, simulate_dense, simulate_pair, simulate_squared_norms
 
 from meanfield import dense, parallel
 from meanfield.data import gaussian_inputs
+from meanfield.simulate import simulate_conv, simulate_dense, simulate_pair, simulate_squared_norms
 
 #: Float64 rounding of a sum of n terms in a different order: |error| <= n * eps * sum |x| (first
 #: order); the tests' sums have n <= 12 terms, so 16 eps relative to the sum of magnitudes.

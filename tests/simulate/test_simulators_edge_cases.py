@@ -7,8 +7,8 @@ import types
 
 import numpy as np
 import pytest
-from meanfield.validation import simulators as N
 
+from meanfield import simulate as N
 from meanfield.activations import Activation
 from meanfield.backend import Backend, spawn_sequences, substream
 from meanfield.init import dense_weights, periodic_conv, periodic_conv_transpose
@@ -34,7 +34,8 @@ def _digits(n=40):
 def _simulators():
     """(name, f(rng) -> arrays) for every stochastic function of meanfield.validation, small sizes."""
     from meanfield.validation import conv as vconv
-    from meanfield.validation import simulators as S
+
+    from meanfield import simulate as S
 
     FW = K = S
 
@@ -416,7 +417,7 @@ def test_tanh_and_sigmoid_derivatives_keep_relative_precision_in_the_tails():
 
 
 def _private_simulator_calls():
-    from meanfield.validation import simulators as S
+    from meanfield import simulate as S
 
     FW = K = S
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators import conv2d_jacobian_singular_values, conv_jacobian_singular_values
+
+from meanfield.simulate import conv2d_jacobian_singular_values, conv_jacobian_singular_values
 
 
 @pytest.mark.parametrize("kernel", ["delta_orthogonal", "orthogonal"])

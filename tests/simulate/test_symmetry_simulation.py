@@ -1,4 +1,4 @@
-"""Simulators of Blumenfeld et al. 2020 (meanfield.validation.simulators), validation.symmetry and figures.blumenfeld2020 at reduced size."""
+"""Simulators of Blumenfeld et al. 2020 (meanfield.simulate), validation.symmetry and figures.blumenfeld2020 at reduced size."""
 
 import math
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from meanfield.validation.simulators import ConstNet, LeakyNet, softmax_xent
 
 from meanfield import symmetry
+from meanfield.simulate import ConstNet, LeakyNet, softmax_xent
 
 #: Central finite differences with step 1e-6 on O(1) losses: truncation O(h^2) ~ 1e-12, rounding
 #: ~ 1e-16 / 1e-6 = 1e-10; 1e-6 relative leaves a wide margin and still catches any wrong term.
@@ -163,12 +163,11 @@ def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):
 
 def test_simulator_results_are_frozen_results_and_tuples_still_unpack():
     """Packaging issue: frozen-dataclass results with .replace(); the former tuples still unpack."""
-    from meanfield.validation.simulators import (
+    from meanfield import Result
+    from meanfield.simulate import (
         LooksLinearForward,
         looks_linear_delta_orthogonal_forward,
     )
-
-    from meanfield import Result
 
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 5, 2))

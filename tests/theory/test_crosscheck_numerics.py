@@ -17,11 +17,11 @@ import warnings
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators import nonzero_fraction, simulate_pair, simulate_squared_norms
 
 from meanfield import dense, ntk, spectra
 from meanfield import finite_width as fw
 from meanfield import kurtosis as K
+from meanfield.simulate import nonzero_fraction, simulate_pair, simulate_squared_norms
 
 #: Standard errors allowed for a Monte-Carlo mean (fixed seeds; two-sided 4.5 sigma).
 Z = 4.5

@@ -233,7 +233,7 @@ def test_tanh_without_bias_freezes_correlations_as_reported():
     assert abs(corr[200] - corr[100]) < 1e-12 and corr[200] < 0.5  # frozen, not -> 1
     assert lp.log_scale[200] - lp.log_scale[199] == pytest.approx(math.log(fp.chi_q), rel=1e-12)
 
-    from meanfield.validation.simulators import simulate_dense
+    from meanfield.simulate import simulate_dense
 
     kw = "rng" if "rng" in inspect.signature(simulate_dense).parameters else "seed"
     x = np.array([[1.0, 0.0], [0.3, math.sqrt(1 - 0.09)]]) * math.sqrt(2.0)

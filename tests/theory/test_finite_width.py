@@ -439,7 +439,7 @@ def test_cosine_similarity_samples():
         return x.mean(), x.std(ddof=1) / math.sqrt(x.size)
 
     # the iid-component sampler against actual random one-layer networks (validation simulator)
-    from meanfield.validation.simulators import simulate_pair
+    from meanfield.simulate import simulate_pair
 
     x1 = np.eye(16)[0]
     x2 = 0.5 * x1 + math.sqrt(0.75) * np.eye(16)[1]
@@ -563,7 +563,7 @@ def test_fig_1a_claim_mean_preserved_and_right_tail_grows():
 
 
 def test_simulator_squared_norms_he_preserves_mean():
-    from meanfield.validation.simulators import simulate_squared_norms
+    from meanfield.simulate import simulate_squared_norms
 
     x = np.random.default_rng(0).standard_normal((4, 10))
     sim = simulate_squared_norms(x, [(50, 2.0)] * 3, 400, 4, rng=1)  # He: fan_in = width, the paper's 2 / N
@@ -608,7 +608,7 @@ def test_depth_ten_thousand_atom_mass_exact():
 def test_cosine_law_does_not_depend_on_sigma_w_without_bias():
     """Sec. 2.3 says a smaller sigma_w than He lowers the mean cosine similarity; with sigma_b = 0
     a ReLU network is positively homogeneous, so every layer's cosine is independent of sigma_w."""
-    from meanfield.validation.simulators import simulate_pair
+    from meanfield.simulate import simulate_pair
 
     x1, x2 = np.eye(8)[0], (np.eye(8)[0] + np.eye(8)[1]) / math.sqrt(2)
     _, c_he = simulate_pair(x1, x2, 50, 2.0, 0.0, 500, rng=3)

@@ -331,7 +331,7 @@ def test_complex_kernel_shape_is_a_type_error():
         gaussian_conv_kernel(3 + 1j, 2, 2, rng=0)
     with pytest.raises(TypeError, match="kernel_shape"):
         periodic_conv_weight_grad(np.ones((2, 5, 2)), np.ones((2, 5, 2)), 3 + 1j)
-    from meanfield.validation.simulators import conv_kernels, looks_linear_delta_orthogonal_forward
+    from meanfield.simulate import conv_kernels, looks_linear_delta_orthogonal_forward
 
     with pytest.raises(TypeError, match="kernel_shape"):
         conv_kernels(2, 3 + 1j, 3, 2.0, rng=0)

@@ -215,9 +215,8 @@ def test_bad_input():
 def test_fig1_metainit_networks_both_engines():
     """The Fig. 1 simulator's MetaInit networks: the Numba kernel and the stacked-matmul path draw
     the same meta-initialised weights (same seed and chunks) and agree to float64 rounding."""
-    from meanfield.validation.simulators import empirical_variances, metainit_weights
-
     from meanfield.data import load_digits
+    from meanfield.simulate import empirical_variances, metainit_weights
 
     x = load_digits(n_samples=60, standardized=True).x
     kw = dict(depth=12, width=10, n_networks=4, rng=3, chunk=2, metainit_steps=4)

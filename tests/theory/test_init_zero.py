@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
-from meanfield.validation.simulators import empirical_variances
 
 from meanfield.data import load_digits
 from meanfield.init import hadamard, zero_network, zero_star_network, zero_weights
+from meanfield.simulate import empirical_variances
 
 #: Identity layers copy relu(y) bit for bit; pooled variances then agree to rounding of the sums.
 ZERO_RTOL = 1e-12

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
-from meanfield.validation.simulators import INPUT_MOMENTS, layer_moments, nonzero_fraction
 from scipy import integrate, stats
 
 from meanfield import kurtosis as K
 from meanfield.init import dense_weights
+from meanfield.simulate import INPUT_MOMENTS, layer_moments, nonzero_fraction
 
 #: float64 machine epsilon (rounding bounds of sums: n terms -> n * EPS relative).
 EPS = float(np.finfo(np.float64).eps)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
-from meanfield.validation.simulators import simulate_residual_moments
 
 from meanfield import kurtosis as K
 from meanfield.kurtosis import residual_moments
+from meanfield.simulate import simulate_residual_moments
 
 #: Standard errors allowed: P(|Z| > 5) = 6e-7 per check.
 Z = 5.0
@@ -82,7 +82,7 @@ def test_residual_moments_reject_bad_arguments():
 
 
 def test_pointwise_convolution_follows_prop_4_3_and_kernel_three_grows_faster():
-    from meanfield.validation.simulators import simulate_conv_moments
+    from meanfield.simulate import simulate_conv_moments
 
     depth = 3
     dense = K.propagate(3.0, 0.0, [6] * depth).kappa
@@ -97,7 +97,7 @@ def test_pointwise_convolution_follows_prop_4_3_and_kernel_three_grows_faster():
 
 
 def test_fig1_unit_protocol():
-    from meanfield.validation.simulators import empirical_variances
+    from meanfield.simulate import empirical_variances
 
     x = np.random.default_rng(0).standard_normal((30, 6))
     # one unit per layer: the two protocols coincide (same weights for the same rng)
@@ -115,7 +115,7 @@ def test_fig1_unit_protocol():
 
 @pytest.mark.parametrize("n", [10**12, 2**64])
 def test_moment_simulators_bound_n_networks(n):
-    from meanfield.validation.simulators import simulate_conv_moments
+    from meanfield.simulate import simulate_conv_moments
 
     with pytest.raises(ValueError, match="n_networks"):
         simulate_residual_moments(3, 2, n, 0.1, rng=0)

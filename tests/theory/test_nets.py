@@ -87,7 +87,7 @@ def test_dense_mlp_theory_is_the_dense_and_ntk_maps():
 
 
 def test_dense_mlp_sampler_is_the_dense_simulator():
-    from meanfield.validation.simulators import simulate_dense
+    from meanfield.simulate import simulate_dense
 
     net = papers.dense_mlp(48, 3, "tanh", 1.7, 0.1)
     sim = net.simulate(X_DENSE, n_networks=4, rng=5)
@@ -178,7 +178,7 @@ def test_theory_from_a_gaussian_cov0_continues_the_c_map():
 
 
 def test_constnet_is_the_constnet_simulator_and_its_theory_exact():
-    from meanfield.validation.simulators import ConstNet
+    from meanfield.simulate import ConstNet
 
     x = np.random.default_rng(0).standard_normal((2, 8, 8, 3))
     net = papers.constnet((4, 8, 16), 2, 10, (3, 3), 2)
@@ -202,7 +202,7 @@ def test_constnet_is_the_constnet_simulator_and_its_theory_exact():
 
 
 def test_leakynet_is_the_leakynet_simulator_and_the_perturbation_law():
-    from meanfield.validation.simulators import LeakyNet
+    from meanfield.simulate import LeakyNet
 
     kinds = ["I", "1", "I", "I", "1"]
     x = np.random.default_rng(1).standard_normal((2, 6, 6, 3))

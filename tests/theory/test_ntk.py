@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators.ntk import empirical_ntk
 
 from meanfield import dense, ntk
 from meanfield.data import gaussian_inputs
+from meanfield.simulate.ntk import empirical_ntk
 
 
 def _relu_ntk(q1, q2, c12, depth):
@@ -122,9 +122,8 @@ def test_conv_ntk_reduces_to_dense_for_one_position_and_matches_by_hand():
 
 
 def test_empirical_conv_ntk_mean_matches_theory():
-    from meanfield.validation.simulators import empirical_conv_ntk
-
     from meanfield import conv
+    from meanfield.simulate import empirical_conv_ntk
 
     x = np.random.default_rng(3).standard_normal((2, 6, 3))
     cov0 = conv.multi_input_covariance(x, 2.0, 0.0, CONV_V)

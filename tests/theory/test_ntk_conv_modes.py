@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators import empirical_conv_ntk, empirical_periodic_cnn_ntk
 
 from meanfield import conv, dense, ntk
+from meanfield.simulate import empirical_conv_ntk, empirical_periodic_cnn_ntk
 
 V1 = (0.2, 0.5, 0.3)  # not symmetric: complex lambda_m
 V2 = np.array([[0.05, 0.1, 0.0], [0.1, 0.4, 0.15], [0.05, 0.1, 0.05]])

@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from meanfield.validation.simulators.jacobian import conv_jacobian_singular_values, jacobian_singular_values
 from scipy.special import comb
 
 from meanfield import dense, spectra
 from meanfield.gaussian import expectation
 from meanfield.numerics import richardson
+from meanfield.simulate.spectra import conv_jacobian_singular_values, jacobian_singular_values
 
 N_POINTS = 600
 

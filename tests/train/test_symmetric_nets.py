@@ -7,9 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from meanfield.validation import simulators  # noqa: E402
-
 from meanfield import init as mf_init  # noqa: E402
+from meanfield import simulate  # noqa: E402
 from meanfield.train import (  # noqa: E402
     DenseNet,
     ensemble_forward,
@@ -81,7 +80,7 @@ def test_one_stage_constnet_and_leakynet_match_the_pytorch_builders_bit_for_bit(
 
 def test_engine_forward_matches_the_numpy_simulator():
     rng = np.random.default_rng(1)
-    sim = simulators.ConstNet.initial((4, 8), 1, 1, 10)
+    sim = simulate.ConstNet.initial((4, 8), 1, 1, 10)
     for k, v in sim.params.items():
         sim.params[k] = rng.standard_normal(v.shape) * 0.3
     spec = ConstNetSpec(widths=(4, 8), blocks_per_stage=1)

@@ -1,140 +1,36 @@
-"""Monte-Carlo simulators of finite random networks, one module per theory.
+"""Deprecated: the simulators moved to :mod:`meanfield.simulate`.
 
-=====================================================  ======================================================  ======
-module                                                 simulators                                              seed
-=====================================================  ======================================================  ======
-:mod:`~meanfield.validation.simulators.dense`          :func:`simulate_dense` (:class:`DenseSimulation`)       003
-:mod:`~meanfield.validation.simulators.conv`           :func:`simulate_conv` (:class:`ConvSimulation`),        003
-                                                       :func:`conv_kernels`, :func:`simulate_fig_s4`
-:mod:`~meanfield.validation.simulators.finite_width`   :func:`simulate_squared_norms`, :func:`simulate_pair`   001
-                                                       (:class:`PairSimulation`)
-:mod:`~meanfield.validation.simulators.kurtosis`       :func:`layer_moments` (:class:`LayerMoments`),          002
-                                                       :func:`nonzero_fraction`, :func:`empirical_variances`,
-                                                       :func:`metainit_weights`,
-                                                       :func:`simulate_residual_moments`,
-                                                       :func:`simulate_conv_moments`
-:mod:`~meanfield.validation.simulators.jacobian`       :func:`jacobian_singular_values`,                       003
-                                                       :func:`conv_jacobian_singular_values`,
-                                                       :func:`conv2d_jacobian_singular_values`
-:mod:`~meanfield.validation.simulators.ntk`            :func:`empirical_ntk`, :func:`empirical_conv_ntk`,      003
-                                                       :func:`empirical_periodic_cnn_ntk`
-:mod:`~meanfield.validation.simulators.symmetry`       :class:`ConstNet`, :class:`LeakyNet`,                   000
-                                                       :func:`looks_linear_delta_orthogonal_forward`
-=====================================================  ======================================================  ======
-
-Every public name is re-exported here: ``from meanfield.validation.simulators import simulate_dense``.
-
-One signature style
--------------------
-Problem arguments first (inputs, activation, variances), then the sizes under the same names
-everywhere -- ``depth`` (number of layers), ``width`` (hidden width; the channel count of a CNN),
-``n_networks`` (independent networks simulated together) -- and the keyword-only ``backend``
-(``"numpy"``, ``"cupy"``, ``"torch"`` or ``"array_api_strict"``, :mod:`meanfield.backend`) and
-``rng``. Every simulator honours ``backend`` (its arrays go through the backend's namespace only;
-``tests/simulate/test_backends_simulators.py`` runs each on ``array_api_strict``, where a NumPy-only call
-fails). Training is not a simulator: the one
-training engine is :func:`meanfield.train.train_ensemble` (Blumenfeld et al.'s networks through
-:mod:`meanfield.train.symmetric`). Results with several fields are
-frozen dataclasses inheriting :class:`meanfield.Result` (``.replace()``); several-field results
-that used to be tuples still unpack (``inner, cosine = simulate_pair(...)``).
-
-Shared building blocks, one of each in the library: weights are drawn by
-:func:`meanfield.init.dense_weights` / :func:`meanfield.init.gaussian_conv_kernel` and Xiao et al.'s
-orthogonal kernels (``batch`` and ``backend`` arguments), convolutions are
-:func:`meanfield.init.periodic_conv` (kernel layout ``(*k, c_out, c_in)``), looks-linear blocks
-:func:`meanfield.init.looks_linear` / :func:`meanfield.init.gsm`, and activations
-:func:`meanfield.activations.get_activation`, evaluated on the backend by :func:`activation_fn`.
-
-Parametrisation: ``sigma_w2`` means ``W_ij ~ N(0, sigma_w2 / fan_in)`` in every simulator, the
-Burkholz & Dubatovka 2019 ones (:func:`simulate_squared_norms`, :func:`simulate_pair`) included; Burkholz & Dubatovka's
-per-weight variance is converted at the call (see :mod:`~meanfield.validation.simulators.finite_width`).
-
-Randomness: ``rng`` is ``None`` (fresh OS entropy), a non-negative ``int`` ``n`` (exactly the stream of
-``numpy.random.default_rng(n)``), a ``SeedSequence`` or a NumPy ``Generator``; independent streams
-(layers, chunks) are children spawned off it, never seeds computed by arithmetic. Sizes are bounded:
-arrays beyond :data:`MAX_ELEMENTS` numbers or work beyond :data:`MAX_WORK` multiply-adds raise
-``ValueError`` at once.
+``meanfield.validation.simulators`` re-exports the public names of :mod:`meanfield.simulate` for
+one release and warns ``DeprecationWarning`` when imported; import from ``meanfield.simulate``
+instead (same functions, same numbers). The old submodule paths
+(``meanfield.validation.simulators.dense``, ``.ntk``, ``.jacobian``, ...) resolve to the new
+modules (``jacobian`` is now :mod:`meanfield.simulate.spectra`).
 """
 
 from __future__ import annotations
 
-from ._common import MAX_ELEMENTS, MAX_WORK, UNDERFLOW_LOG, activation_fn
-from .conv import CONV_INITS, ConvSimulation, conv_kernels, simulate_conv, simulate_fig_s4
-from .dense import EXACT_LAWS, FORWARD_METHODS, DenseSimulation, simulate_dense
-from .finite_width import PairSimulation, simulate_pair, simulate_squared_norms
-from .jacobian import (
-    JACOBIAN_CONV_KERNELS,
-    JACOBIAN_WEIGHTS,
-    conv2d_jacobian_singular_values,
-    conv_jacobian_singular_values,
-    jacobian_singular_values,
-)
-from .kurtosis import (
-    FIG1_INITS,
-    INPUT_KINDS,
-    INPUT_MOMENTS,
-    METAINIT_CHUNK,
-    RENORM_EVERY,
-    LayerMoments,
-    MomentSimulation,
-    empirical_variances,
-    layer_moments,
-    metainit_weights,
-    nonzero_fraction,
-    simulate_conv_moments,
-    simulate_residual_moments,
-)
-from .ntk import NTK_METHODS, empirical_conv_ntk, empirical_ntk, empirical_periodic_cnn_ntk
-from .symmetry import (
-    ConstNet,
-    LeakyNet,
-    LooksLinearForward,
-    looks_linear_delta_orthogonal_forward,
-    softmax_xent,
+import sys
+import warnings
+
+from meanfield import simulate as _simulate
+from meanfield.simulate import *  # noqa: F403
+
+__all__ = list(_simulate.__all__)
+
+warnings.warn(
+    "meanfield.validation.simulators is deprecated: import from meanfield.simulate (same names)",
+    DeprecationWarning,
+    stacklevel=2,
 )
 
-__all__ = [
-    "CONV_INITS",
-    "EXACT_LAWS",
-    "FIG1_INITS",
-    "FORWARD_METHODS",
-    "INPUT_KINDS",
-    "INPUT_MOMENTS",
-    "JACOBIAN_CONV_KERNELS",
-    "JACOBIAN_WEIGHTS",
-    "MAX_ELEMENTS",
-    "MAX_WORK",
-    "METAINIT_CHUNK",
-    "NTK_METHODS",
-    "RENORM_EVERY",
-    "UNDERFLOW_LOG",
-    "ConstNet",
-    "ConvSimulation",
-    "DenseSimulation",
-    "LayerMoments",
-    "LeakyNet",
-    "LooksLinearForward",
-    "MomentSimulation",
-    "PairSimulation",
-    "activation_fn",
-    "conv2d_jacobian_singular_values",
-    "conv_jacobian_singular_values",
-    "conv_kernels",
-    "empirical_conv_ntk",
-    "empirical_ntk",
-    "empirical_periodic_cnn_ntk",
-    "empirical_variances",
-    "jacobian_singular_values",
-    "layer_moments",
-    "looks_linear_delta_orthogonal_forward",
-    "metainit_weights",
-    "nonzero_fraction",
-    "simulate_conv",
-    "simulate_conv_moments",
-    "simulate_dense",
-    "simulate_fig_s4",
-    "simulate_pair",
-    "simulate_residual_moments",
-    "simulate_squared_norms",
-    "softmax_xent",
-]
+for _old, _new in {
+    "conv": "conv",
+    "dense": "dense",
+    "finite_width": "finite_width",
+    "jacobian": "spectra",
+    "kurtosis": "kurtosis",
+    "ntk": "ntk",
+    "symmetry": "symmetry",
+}.items():
+    sys.modules[f"{__name__}.{_old}"] = globals()[_old] = sys.modules[f"{_simulate.__name__}.{_new}"]
+del _old, _new

@@ -4,7 +4,7 @@
 products on NumPy or CuPy), recording the empirical pre-activation covariance of a set of inputs at
 every layer and, optionally, the squared norms of back-propagated gradients. Weights are drawn by
 :func:`meanfield.init.dense_weights` (the library's one weight sampler), activations are
-:mod:`meanfield.activations`' built-ins evaluated by :func:`~meanfield.validation.simulators.activation_fn`.
+:mod:`meanfield.activations`' built-ins evaluated by :func:`~meanfield.simulate.activation_fn`.
 
 Range of the recorded statistics
 --------------------------------

@@ -7,13 +7,12 @@ networks, only over layers and chunks. NumPy by default; ``backend=`` runs :func
 :func:`nonzero_fraction` and :func:`empirical_variances` on CuPy, PyTorch or ``array_api_strict``
 (:mod:`meanfield.backend`). On the NumPy backend the Fig. 1 simulator uses a fused Numba kernel
 instead (same weights, agreement to 1e-12 tested); MetaInit (:func:`metainit_weights`) optimises on
-the host with NumPy and hands its weights to the backend. :func:`simulate_residual_moments` and
-:func:`simulate_conv_moments` take ``backend`` too (batched products on the backend; on NumPy the
-``numpy.einsum`` order of earlier releases, so their numbers are unchanged). Weights are drawn by
+the host with NumPy and hands its weights to the backend. The residual and convolutional moment
+simulators of Sec. 6 are in :mod:`meanfield.simulate.kurtosis_residual`. Weights are drawn by
 :func:`meanfield.init.dense_weights` and
 :func:`meanfield.init.gsm` (the library's one sampler and looks-linear construction), the leaky
 ReLU is :func:`meanfield.activations.get_activation` ``("leaky_relu", slope=a)`` evaluated on the
-backend (:func:`~meanfield.validation.simulators.activation_fn`).
+backend (:func:`~meanfield.simulate.activation_fn`).
 
 Randomness: every simulator takes ``rng`` (None, an int, a SeedSequence or a NumPy Generator, the
 rule of :mod:`meanfield.backend`); an int ``n`` draws the numbers of ``numpy.random.default_rng(n)``.
@@ -28,7 +27,6 @@ Grzejdziak's code builds them: He-normal start, a read-out layer, :func:`meanfie
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +39,7 @@ from meanfield.backend import Backend, astype, concat, get_backend, to_numpy
 from meanfield.checks import as_float_array, check_int, check_rng, check_scalar
 from meanfield.init import WEIGHT_LAWS, dense_weights, gsm, he_sigma_w2, metainit, zero_weights
 
-from ..runner import progress
-from ._common import MAX_ELEMENTS, activation_fn, check_elements, check_work, spawned_generators
+from ._common import LOG_MAX, LOG_TINY, activation_fn, check_elements, check_work, progress
 
 __all__ = [
     "FIG1_INITS",
@@ -51,13 +48,10 @@ __all__ = [
     "METAINIT_CHUNK",
     "RENORM_EVERY",
     "LayerMoments",
-    "MomentSimulation",
     "empirical_variances",
     "layer_moments",
     "metainit_weights",
     "nonzero_fraction",
-    "simulate_conv_moments",
-    "simulate_residual_moments",
 ]
 
 #: Initialisers of the Fig. 1 experiment.
@@ -313,15 +307,21 @@ def _fig1_weights(init, l, n_out, n_in, bsz, rng, b):
             w0 = dense_weights(n_out // 2, n_in, 1.0, "gaussian", rng, batch_shape=bsz, backend=b)
             return concat(xp, [w0, -w0], axis=1)
         return gsm(n_out, n_in, 2.0, rng, batch_shape=bsz, backend=b)  # Var W0 = 2 / n_in
-    if init == "zero":
-        if n_out == n_in:
-            return None
-        return b.asarray(zero_weights(n_out, n_in))[None, ...]
-    if init == "zero_star":
-        if first:
-            return dense_weights(n_out, n_in, 1.0, "gaussian", rng, batch_shape=bsz, backend=b)
+    if init == "zero_star" and first:
+        return dense_weights(n_out, n_in, 1.0, "gaussian", rng, batch_shape=bsz, backend=b)
+    if init in ("zero", "zero_star"):  # ZerO's identity (None) or its deterministic rectangular matrix
         return None if n_out == n_in else b.asarray(zero_weights(n_out, n_in))[None, ...]
     raise ValueError(f"init must be one of {FIG1_INITS}, got {init!r}")
+
+
+def _streams_or_rng(rng):
+    """A sequence of rngs as distinct NumPy Generators (one stream per network), else one Generator."""
+    if not isinstance(rng, (list, tuple)):
+        return check_rng(rng)
+    gens = [check_rng(r) for r in rng]
+    if len({id(g) for g in gens}) != len(gens):
+        raise ValueError("rng must not repeat a Generator (each network needs its own stream)")
+    return gens
 
 
 def metainit_weights(
@@ -344,14 +344,9 @@ def metainit_weights(
     """
     n_networks = check_int(n_networks, "n_networks", 1)
     streams = isinstance(rng, (list, tuple))
-    if streams:
-        if len(rng) != n_networks:
-            raise ValueError(f"rng must be one rng or a sequence of n_networks = {n_networks}, got {len(rng)}")
-        rng = [check_rng(r) for r in rng]
-        if len({id(g) for g in rng}) != len(rng):
-            raise ValueError("rng must not repeat a Generator (each network needs its own stream)")
-    else:
-        rng = check_rng(rng)
+    if streams and len(rng) != n_networks:
+        raise ValueError(f"rng must be one rng or a sequence of n_networks = {n_networks}, got {len(rng)}")
+    rng = _streams_or_rng(rng)
     depth = check_int(depth, "depth", 1)
     width = check_int(width, "width", 1)
     w0 = check_int(w0, "w0", 1)
@@ -500,17 +495,12 @@ def empirical_variances(
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     b = get_backend(backend)
-    if isinstance(rng, (list, tuple)):  # one stream per network (MetaInit only)
-        if init != "metainit" or len(rng) != n_networks:
-            raise ValueError(
-                "rng may be a sequence (one per network) only with init='metainit' and "
-                f"n_networks = {n_networks} entries, got {len(rng)} for init={init!r}"
-            )
-        host = [check_rng(r) for r in rng]
-        if len({id(g) for g in host}) != len(host):
-            raise ValueError("rng must not repeat a Generator (each network needs its own stream)")
-    else:
-        host = check_rng(rng)
+    if isinstance(rng, (list, tuple)) and (init != "metainit" or len(rng) != n_networks):  # MetaInit only
+        raise ValueError(
+            "rng may be a sequence (one per network) only with init='metainit' and "
+            f"n_networks = {n_networks} entries, got {len(rng)} for init={init!r}"
+        )
+    host = _streams_or_rng(rng)
     if protocol not in ("pooled", "unit"):
         raise ValueError(f"protocol must be 'pooled' or 'unit', got {protocol!r}")
     if engine is None:
@@ -525,8 +515,6 @@ def empirical_variances(
         raise ValueError(f"engine must be 'numba', 'numba_generic' or 'blas', got {engine!r}")
     xp = b.xp
     rng = None if isinstance(host, list) else b.rng(host)  # a stream list: MetaInit draws on the host only
-    if dtype not in ("float32", "float64"):
-        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     ft = getattr(xp, dtype)
     deterministic = init == "zero"
     n_sim = 1 if deterministic else n_networks
@@ -572,7 +560,7 @@ def _scaled_variance(var, log_scale, layer):
     with np.errstate(over="ignore", under="ignore", divide="ignore"):
         out = var * np.exp(2.0 * log_scale)
         lg = np.log(np.where(var > 0, var, 1.0)) + 2.0 * log_scale
-    bad = (var > 0) & ((lg > _LOG_MAX) | (lg < _LOG_TINY))
+    bad = (var > 0) & ((lg > LOG_MAX) | (lg < LOG_TINY))
     if np.any(bad) or not np.all(np.isfinite(out)):
         raise ValueError(
             f"the empirical variance of a network at layer {layer} is exp({lg[bad].min() if bad.any() else np.inf:.4g}), "
@@ -581,13 +569,9 @@ def _scaled_variance(var, log_scale, layer):
     return out
 
 
-_LOG_MAX = math.log(np.finfo(np.float64).max)
-_LOG_TINY = math.log(np.finfo(np.float64).tiny)
-
-
 def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, desc, metainit_steps, generic=False):
     """The NumPy-backend path of :func:`empirical_variances` through the fused Numba kernel."""
-    from ._kurtosis_kernels import fused_relu_sums
+    from ._kernels import fused_relu_sums
 
     b = get_backend("numpy")
     deterministic = init == "zero"
@@ -629,203 +613,3 @@ def _empirical_variances_numba(x, init, depth, width, n_networks, rng, chunk, de
     if deterministic:
         out = np.repeat(out, n_networks, axis=0)
     return out
-
-
-@dataclass(frozen=True)
-class MomentSimulation(Result):
-    """Per-network coordinate averages of a simulated signal (residual, plain or convolutional), per layer.
-
-    Attributes
-    ----------
-    s2, m4, m22 : ndarray, shape (depth + 1, n_networks)
-        ``mean_i y_i^2``, ``mean_i y_i^4`` and ``mean_{i != j} y_i^2 y_j^2`` of one Gaussian input
-        in each network (independent over networks: standard errors from the spread over axis 1).
-    """
-
-    s2: np.ndarray
-    m4: np.ndarray
-    m22: np.ndarray
-
-
-def _record_moments(out, l, s, y2, m, xp):
-    """``out[:, l, s:s+b]`` = mean ``y^2``, mean ``y^4`` and the mean over distinct pairs of ``y_i^2 y_j^2``
-    of the per-network squares ``y2`` (shape ``(b, m)``), reduced on the backend, finished on the host."""
-    tot = to_numpy(xp.sum(y2, axis=1))
-    sq = to_numpy(xp.sum(y2 * y2, axis=1))
-    b = tot.shape[0]
-    out[0, l, s : s + b] = tot / m
-    out[1, l, s : s + b] = sq / m
-    out[2, l, s : s + b] = (tot * tot - sq) / (m * (m - 1))
-
-
-def simulate_residual_moments(
-    width: int,
-    depth: int,
-    n_networks: int,
-    slope: float = 0.0,
-    *,
-    residual: bool = True,
-    rng=None,
-    backend: str | Backend = "numpy",
-) -> MomentSimulation:
-    """Moments of ``y' = y + W phi_a(y)`` (or ``W phi_a(y)``) with He Gaussian weights, by simulation.
-
-    Parameters
-    ----------
-    width : int
-        ``2 <= w <= 4096``.
-    depth : int
-        ``0 <= depth <= 1000``.
-    n_networks : int
-        ``>= 2``; each network gets its own weights and one input ``x ~ N(0, I_w)``.
-    slope : float
-        Leaky-ReLU negative slope ``a`` (finite).
-    residual : bool
-        Skip connection or not.
-    rng : None, int, SeedSequence or numpy.random.Generator
-        Chunks of networks draw from children spawned off it.
-    backend : str or Backend
-        Array backend (:data:`meanfield.backend.BACKENDS`): each chunk's inputs and weights are drawn
-        by the backend's Generator on the chunk's child stream and the layers run there as batched
-        matrix-vector products (NumPy: ``numpy.einsum``, the reference order; elsewhere
-        ``xp.matmul``). NumPy and ``array_api_strict`` draw the same numbers; the result is NumPy.
-
-    Returns
-    -------
-    MomentSimulation
-
-    Raises
-    ------
-    ValueError
-        Arguments out of range; non-finite signals.
-    TypeError
-        Bools, complex numbers, strings.
-    ImportError
-        A ``backend`` whose package is not installed.
-
-    Notes
-    -----
-    The Monte-Carlo side of :func:`meanfield.kurtosis.residual_moments` (Grzejdziak 2023, Sec. 6).
-    """
-    w = check_int(width, "width", 2, 4096)
-    depth = check_int(depth, "depth", 0, 1000)
-    n = check_int(n_networks, "n_networks", 2, MAX_ELEMENTS)
-    check_work(n * (depth + 1) * w * w, "simulate_residual_moments: n_networks * (depth + 1) * width**2")
-    a = check_scalar(slope, "slope")
-    if not isinstance(residual, bool):
-        raise TypeError(f"residual must be a bool, got {residual!r}")
-    gen = check_rng(rng)
-    be = get_backend(backend)
-    xp = be.xp
-    sd = math.sqrt(2.0 / (w * (1.0 + a * a)))
-    out = np.empty((3, depth + 1, n))
-    chunk = max(1, 2**22 // (w * w))
-    starts = list(range(0, n, chunk))
-    for g, s in zip(spawned_generators(gen, len(starts), be), starts):
-        b = min(chunk, n - s)
-        y = g.standard_normal((b, w))
-        for l in range(depth + 1):
-            if l > 0:
-                phi = xp.where(y > 0, y, a * y)
-                weights = g.standard_normal((b, w, w)) * sd
-                if be.name == "numpy":  # the reference summation order (results of earlier releases)
-                    u = np.einsum("bij,bj->bi", weights, phi)
-                else:
-                    u = xp.matmul(weights, phi[..., None])[..., 0]
-                y = y + u if residual else u
-            _record_moments(out, l, s, y * y, w, xp)
-        if not np.all(np.isfinite(out[:, :, s : s + b])):
-            raise ValueError("the simulated signals leave float64: use a smaller depth")
-    return MomentSimulation(s2=out[0], m4=out[1], m22=out[2])
-
-
-def simulate_conv_moments(
-    channels: int,
-    kernel_size: int,
-    positions: int,
-    depth: int,
-    n_networks: int,
-    slope: float = 0.0,
-    *,
-    rng=None,
-    backend: str | Backend = "numpy",
-) -> MomentSimulation:
-    """Moments of a 1-D periodic convolutional leaky-ReLU network with He Gaussian kernels, by simulation.
-
-    ``y^(l+1)[i, p] = sum_{j, b} W[i, j, b] phi_a(y^(l)[j, (p + b) mod n])`` with
-    ``Var W = 2 / (channels kernel_size (1 + a^2))`` (He for fan-in ``channels * kernel_size``), one input
-    ``x ~ N(0, I)`` of shape (channels, positions) per network.
-
-    Parameters
-    ----------
-    channels, kernel_size, positions : int
-        ``1 <= channels <= 256``, ``1 <= kernel_size <= positions <= 4096``, ``channels * positions >= 2``.
-    depth : int
-        ``0 <= depth <= 1000``.
-    n_networks : int
-        ``>= 2``.
-    slope : float
-        Negative slope ``a`` (finite).
-    rng : None, int, SeedSequence or numpy.random.Generator
-        Chunks of networks draw from children spawned off it.
-    backend : str or Backend
-        Array backend (:data:`meanfield.backend.BACKENDS`): kernels and inputs drawn by its Generator,
-        each layer one batched product of the kernels with the ``kernel_size`` rolled copies of the
-        signal (NumPy: ``numpy.einsum``, the reference order; elsewhere ``xp.matmul``). NumPy and
-        ``array_api_strict`` draw the same numbers; the result is NumPy.
-
-    Returns
-    -------
-    MomentSimulation
-        Averages over the ``channels * positions`` coordinates (``m22`` over distinct coordinates).
-
-    Raises
-    ------
-    ValueError, TypeError
-        Arguments out of range or of the wrong type; non-finite signals.
-    ImportError
-        A ``backend`` whose package is not installed.
-
-    Notes
-    -----
-    Grzejdziak 2023, Sec. 6: "convolutional layers induce even more dependence of layer outputs due to
-    parameter sharing, so we expect the output kurtosis to grow at even faster pace".
-    ``kernel_size = 1`` is ``positions`` dense networks of width ``channels`` sharing weights, whose
-    per-coordinate kurtosis follows Prop. 4.3 exactly (``validation.kurtosis`` checks it).
-    """
-    c = check_int(channels, "channels", 1, 256)
-    n_pos = check_int(positions, "positions", 1, 4096)
-    k = check_int(kernel_size, "kernel_size", 1, n_pos)
-    if c * n_pos < 2:
-        raise ValueError("channels * positions must be >= 2")
-    depth = check_int(depth, "depth", 0, 1000)
-    n = check_int(n_networks, "n_networks", 2, MAX_ELEMENTS)
-    check_work(
-        n * (depth + 1) * c * c * k * n_pos,
-        "simulate_conv_moments: n_networks * (depth + 1) * channels**2 * kernel_size * positions",
-    )
-    a = check_scalar(slope, "slope")
-    gen = check_rng(rng)
-    be = get_backend(backend)
-    xp = be.xp
-    sd = math.sqrt(2.0 / (c * k * (1.0 + a * a)))
-    m = c * n_pos
-    out = np.empty((3, depth + 1, n))
-    chunk = max(1, 2**22 // (c * k * n_pos + c * c * k))
-    starts = list(range(0, n, chunk))
-    for g, s in zip(spawned_generators(gen, len(starts), be), starts):
-        b = min(chunk, n - s)
-        y = g.standard_normal((b, c, n_pos))
-        for l in range(depth + 1):
-            if l > 0:
-                phi = xp.where(y > 0, y, a * y)
-                shifted = xp.stack([xp.roll(phi, -beta, axis=2) for beta in range(k)], axis=2)  # (b, c, k, n)
-                w = g.standard_normal((b, c, c, k)) * sd
-                if be.name == "numpy":  # the reference summation order (results of earlier releases)
-                    y = np.einsum("bijk,bjkn->bin", w, shifted)
-                else:  # (b, c_out, c_in k) @ (b, c_in k, n)
-                    y = xp.matmul(xp.reshape(w, (b, c, c * k)), xp.reshape(shifted, (b, c * k, n_pos)))
-            _record_moments(out, l, s, xp.reshape(y * y, (b, m)), m, xp)
-        if not np.all(np.isfinite(out[:, :, s : s + b])):
-            raise ValueError("the simulated signals leave float64: use a smaller depth")
-    return MomentSimulation(s2=out[0], m4=out[1], m22=out[2])

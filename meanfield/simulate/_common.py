@@ -1,23 +1,27 @@
-"""Shared internals of the simulators (private to :mod:`meanfield.validation.simulators`).
+"""Shared internals of the simulators (private to :mod:`meanfield.simulate`).
 
 Size limits and their checks, argument conversion, the activation adapter that runs
-:mod:`meanfield.activations`' built-ins natively on NumPy / CuPy arrays, and the log-scale
+:mod:`meanfield.activations`' built-ins natively on NumPy / CuPy arrays, the log-scale
 arithmetic (``exp(L) * u`` with ``max |u| = 1`` per network) that keeps every recorded statistic
-finite. The public names among them are re-exported by the subpackage.
+finite, and the progress bar of the long simulators. The public names among them are re-exported
+by the subpackage.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from meanfield.activations import Activation, get_activation
-from meanfield.backend import Backend, astype, get_backend, spawn_sequences, to_numpy
+from meanfield.backend import Backend, astype, get_backend, matrix_transpose, spawn_sequences, to_numpy
 from meanfield.checks import as_float_array
+from meanfield.init import haar_orthogonal
 
 __all__ = [
     "HOMOGENEOUS",
@@ -34,6 +38,9 @@ __all__ = [
     "host_array",
     "log_sqrt",
     "normalize",
+    "orthogonal_conv_kernels",
+    "progress",
+    "symmetric_projections",
 ]
 
 #: Largest array (number of float64 elements, 16 GiB) a simulator allocates; a call that would
@@ -51,6 +58,18 @@ UNDERFLOW_LOG = math.log(np.finfo(np.float64).tiny) + 53 * math.log(2.0)
 HOMOGENEOUS = ("linear", "relu", "leaky_relu")
 LOG_MAX = math.log(np.finfo(np.float64).max)
 LOG_TINY = math.log(np.finfo(np.float64).tiny)
+
+
+#: Environment variable that hides the progress bars (``meanfield --no-progress`` sets it).
+NO_PROGRESS_ENV = "MEANFIELD_NO_PROGRESS"
+
+
+def progress(iterable=None, desc: str = "", total: int | None = None, **kwargs):
+    """A tqdm progress bar on stderr, hidden when the environment has ``MEANFIELD_NO_PROGRESS=1``."""
+    from tqdm.auto import tqdm
+
+    disable = os.environ.get(NO_PROGRESS_ENV, "") == "1"
+    return tqdm(iterable, desc=desc, total=total, disable=disable, leave=False, file=sys.stderr, **kwargs)
 
 
 # --- argument checks ---------------------------------------------------------------------------
@@ -381,3 +400,52 @@ def spawned_generators(generator: np.random.Generator, n: int, b: Backend) -> li
     if b.name == "numpy":
         return generator.spawn(n)
     return [b.generator(seq) for seq in spawn_sequences(generator, n)]
+
+
+# --- Xiao et al.'s orthogonal kernels, batched on a backend ----------------------------------------
+
+
+def symmetric_projections(n_networks, c, gen, b: Backend):
+    """``n_networks`` projections ``U diag(m) U^T`` (U Haar, m fair bits) on ``b``: the batched
+    :func:`meanfield.init.symmetric_projection`."""
+    xp = b.xp
+    u = haar_orthogonal(c, c, gen, batch_shape=(n_networks,), backend=b)
+    bits = astype(xp, gen.integers(0, 2, (n_networks, 1, c)), xp.float64)
+    return (u * bits) @ matrix_transpose(xp, u)
+
+
+def orthogonal_conv_kernels(n_networks, kernel_shape, c, init, gen, b: Backend):
+    """Xiao et al.'s Algorithms 1 (``"orthogonal"``) and 2 (``"delta_orthogonal"``) for ``n_networks``
+    networks at once, with square ``c x c`` taps, drawn and built on backend ``b`` (batched QR and
+    products: no host round trip). The same laws as :func:`meanfield.init.orthogonal_conv_kernel`,
+    :func:`~meanfield.init.orthogonal_conv_kernel_1d`, :func:`~meanfield.init.delta_orthogonal_kernel`
+    and its 1-D variant (which build one kernel on the host); returns ``(n, *kernel_shape, c, c)``
+    in the library layout ``(c_out, c_in)``."""
+    xp = b.xp
+    sd, k = len(kernel_shape), kernel_shape[0]
+    if init == "delta_orthogonal":
+        h = haar_orthogonal(c, c, gen, batch_shape=(n_networks,), backend=b)
+        kernel = b.full((n_networks, *kernel_shape, c, c), 0.0)
+        kernel[(slice(None),) + (k // 2,) * sd + (Ellipsis,)] = h
+        return kernel
+    eye = b.asarray(np.eye(c))
+    kernel = xp.reshape(eye, (1,) * (sd + 1) + (c, c)) + b.full((n_networks,) + (1,) * sd + (c, c), 0.0)
+    for _ in range(k - 1):  # Step 2 (eq. 2.17), built in Algorithm 1's (c_in, c_out) order
+        p = symmetric_projections(n_networks, c, gen, b)
+        if sd == 1:
+            out = b.full((n_networks, kernel.shape[1] + 1, c, c), 0.0)
+            out[:, :-1, ...] = out[:, :-1, ...] + kernel @ p[:, None, ...]
+            out[:, 1:, ...] = out[:, 1:, ...] + kernel @ (eye - p)[:, None, ...]
+        else:
+            q = symmetric_projections(n_networks, c, gen, b)
+            blocks = ((p @ q, p @ (eye - q)), ((eye - p) @ q, (eye - p) @ (eye - q)))
+            a1, a2 = kernel.shape[1], kernel.shape[2]
+            out = b.full((n_networks, a1 + 1, a2 + 1, c, c), 0.0)
+            for i in range(2):
+                for j in range(2):
+                    part = kernel @ blocks[i][j][:, None, None, ...]
+                    out[:, i : i + a1, j : j + a2, ...] = out[:, i : i + a1, j : j + a2, ...] + part
+        kernel = out
+    h = matrix_transpose(xp, haar_orthogonal(c, c, gen, batch_shape=(n_networks,), backend=b))  # Step 3
+    h = xp.reshape(h, (n_networks,) + (1,) * sd + (c, c))
+    return matrix_transpose(xp, h @ kernel)

@@ -13,7 +13,7 @@ boundaries; kernels have the library's one layout ``(*k, c_out, c_in)`` -- the p
 :func:`meanfield.init.periodic_conv` (zero taps of the delta kernels are skipped). Gradients are
 written out by hand (no autodiff dependency) and checked against finite differences in the tests.
 Activations are :mod:`meanfield.activations`' ``relu`` and ``leaky_relu`` evaluated on the
-backend (:func:`~meanfield.validation.simulators.activation_fn`).
+backend (:func:`~meanfield.simulate.activation_fn`).
 
 Randomness: :func:`looks_linear_delta_orthogonal_forward` and the ``dropout`` masks of the forward
 passes take ``rng`` (None, an int, a SeedSequence or a NumPy

@@ -42,6 +42,23 @@ __all__ = ["NTK_METHODS", "empirical_conv_ntk", "empirical_ntk", "empirical_peri
 NTK_METHODS = ("auto", "numpy", "torch")
 
 
+def _checked_network(activation, sigma_w2, sigma_b2, depth, width, n_networks, max_width):
+    """The checks shared by the simulators: ``(act, sigma_w, sigma_b, depth, width, n_networks)``."""
+    act = get_activation(activation)
+    sw = math.sqrt(_variance(sigma_w2, "sigma_w2"))
+    sb = math.sqrt(_variance(sigma_b2, "sigma_b2"))
+    depth = check_int(depth, "depth", minimum=0, maximum=100)
+    width = check_int(width, "width", minimum=1, maximum=max_width)
+    n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
+    return act, sw, sb, depth, width, n_networks
+
+
+def _finite(out):
+    if not np.all(np.isfinite(out)):
+        raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
+    return out
+
+
 def _weights(gen, n0, width, depth):
     sizes = [n0] + [width] * depth + [1]
     return [
@@ -156,12 +173,9 @@ def empirical_ntk(
     x = as_float_array(x, "x")
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
         raise ValueError(f"x must have shape (D, n0) with D, n0 >= 1, got {x.shape}")
-    act = get_activation(activation)
-    sw = math.sqrt(_variance(sigma_w2, "sigma_w2"))
-    sb = math.sqrt(_variance(sigma_b2, "sigma_b2"))
-    depth = check_int(depth, "depth", minimum=0, maximum=100)
-    width = check_int(width, "width", minimum=1, maximum=8192)
-    n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
+    act, sw, sb, depth, width, n_networks = _checked_network(
+        activation, sigma_w2, sigma_b2, depth, width, n_networks, 8192
+    )
     if not isinstance(method, str):
         raise TypeError(f"method must be one of {NTK_METHODS}, got {method!r}")
     if method not in NTK_METHODS:
@@ -192,9 +206,7 @@ def empirical_ntk(
         out = np.empty((n_networks, x.shape[0], x.shape[0]))
         for k, s in enumerate(seqs):
             out[k] = _torch_ntk(x, _weights(np.random.default_rng(s), x.shape[1], width, depth), act.name, act, sw, sb)
-    if not np.all(np.isfinite(out)):
-        raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
-    return out
+    return _finite(out)
 
 
 def empirical_conv_ntk(
@@ -330,12 +342,9 @@ def empirical_periodic_cnn_ntk(
     v = check_probability_vector(v, "v")
     if v.ndim != sd or any(k % 2 == 0 or k > n for k, n in zip(v.shape, spatial)):
         raise ValueError(f"v must have {sd} axes of odd lengths <= {spatial}, got shape {v.shape}")
-    act = get_activation(activation)
-    sw = math.sqrt(_variance(sigma_w2, "sigma_w2"))
-    sb = math.sqrt(_variance(sigma_b2, "sigma_b2"))
-    depth = check_int(depth, "depth", minimum=0, maximum=100)
-    width = check_int(width, "width", minimum=1, maximum=4096)
-    n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
+    act, sw, sb, depth, width, n_networks = _checked_network(
+        activation, sigma_w2, sigma_b2, depth, width, n_networks, 4096
+    )
     pos = (position,) if isinstance(position, (int, np.integer)) and not isinstance(position, bool) else position
     if not isinstance(pos, tuple):
         raise TypeError(f"position must be an int or a tuple of {sd} ints, got {position!r}")
@@ -391,7 +400,4 @@ def empirical_periodic_cnn_ntk(
             if i:
                 delta = dphi(hs[i - 1]) * periodic_conv_transpose(delta, kernels[i], sd, be)
         thetas.append(theta)
-    out = to_numpy(xp.stack(thetas))
-    if not np.all(np.isfinite(out)):
-        raise ValueError("the empirical NTK is not finite (reduce depth or sigma_w2)")
-    return out
+    return _finite(to_numpy(xp.stack(thetas)))

@@ -44,8 +44,7 @@ from meanfield.init import (
     periodic_conv,
 )
 
-from ._common import activation_fn, check_work, spawned_generators
-from .conv import _orthogonal_kernels
+from ._common import activation_fn, check_work, orthogonal_conv_kernels, spawned_generators
 
 __all__ = [
     "JACOBIAN_CONV_KERNELS",
@@ -76,6 +75,52 @@ def _choice(value, allowed, name):
     if value not in allowed:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
     return value
+
+
+def _checked_network(activation, sigma_w2, sigma_b2, depth, width, max_width):
+    """The checks shared by the three simulators: ``(act, sigma_w2, sigma_b2, depth, width)``."""
+    act = get_activation(activation)
+    sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
+    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
+    depth = check_int(depth, "depth", minimum=1, maximum=10**4)
+    width = check_int(width, "width", minimum=1, maximum=max_width)
+    return act, sigma_w2, sigma_b2, depth, width
+
+
+def _checked_conv(kernel, kernel_size, max_kernel_size, n, n_name, n_networks, depth, what):
+    """The kernel law and size of a CNN simulator, its Jacobian's size ``n`` (named ``n_name``) and work."""
+    kernel = _choice(kernel, JACOBIAN_CONV_KERNELS, "kernel")
+    kernel_size = check_int(kernel_size, "kernel_size", minimum=1, maximum=max_kernel_size)
+    if kernel_size % 2 == 0:
+        raise ValueError(f"kernel_size must be odd, got {kernel_size}")
+    if n > 4096:
+        raise ValueError(f"{n_name} must be <= 4096, got {n}")
+    check_work(n_networks * depth * 3 * n**3, what)
+    return kernel, kernel_size
+
+
+def _start(act, sigma_w2, sigma_b2, q, backend):
+    """``(q, backend, phi, dphi, sigma_b)``: the starting variance and the activation on the backend."""
+    q = _start_q(act, sigma_w2, sigma_b2, q)
+    be = get_backend(backend)
+    phi, dphi = activation_fn(act, be)
+    return q, be, phi, dphi, math.sqrt(sigma_b2)
+
+
+def _conv_draws(kernel, kernel_shape, width, sigma_w2, sb, be):
+    """``(kernel_of, bias_of)``: one layer's kernel (Algorithms 1 / 2 batched on ``be``, as in
+    :func:`conv_kernels`, or Gaussian taps) and per-channel biases, drawn from a Generator of ``be``."""
+    scale = math.sqrt(sigma_w2)
+
+    def kernel_of(g):
+        if kernel == "gaussian":
+            return gaussian_conv_kernel(kernel_shape, width, width, sigma_w2=sigma_w2, rng=g, backend=be)
+        return scale * orthogonal_conv_kernels(1, kernel_shape, width, kernel, g, be)[0, ...]
+
+    def bias_of(g):
+        return sb * g.standard_normal(width)  # one bias per channel, broadcast over positions
+
+    return kernel_of, bias_of
 
 
 def _run(draw_w, draw_b, n, depth, phi, dphi, q, gen, b: Backend | None = None):
@@ -166,18 +211,11 @@ def jacobian_singular_values(
     TypeError
         Wrong argument types.
     """
-    act = get_activation(activation)
-    sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
-    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
-    depth = check_int(depth, "depth", minimum=1, maximum=10**4)
-    width = check_int(width, "width", minimum=1, maximum=4096)
+    act, sigma_w2, sigma_b2, depth, width = _checked_network(activation, sigma_w2, sigma_b2, depth, width, 4096)
     n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
     weights = _choice(weights, JACOBIAN_WEIGHTS, "weights")
     check_work(n_networks * depth * 3 * width**3, "jacobian_singular_values")
-    q = _start_q(act, sigma_w2, sigma_b2, q)
-    be = get_backend(backend)
-    phi, dphi = activation_fn(act, be)
-    sb = math.sqrt(sigma_b2)
+    q, be, phi, dphi, sb = _start(act, sigma_w2, sigma_b2, q, backend)
     seqs = spawn_sequences(check_rng(rng), n_networks)
     if weights == "orthogonal":
         scale = math.sqrt(sigma_w2)
@@ -240,35 +278,14 @@ def conv_jacobian_singular_values(
     ValueError, TypeError
         As :func:`jacobian_singular_values`; an even or oversized ``kernel_size``.
     """
-    act = get_activation(activation)
-    sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
-    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
-    depth = check_int(depth, "depth", minimum=1, maximum=10**4)
-    width = check_int(width, "width", minimum=1, maximum=1024)
+    act, sigma_w2, sigma_b2, depth, width = _checked_network(activation, sigma_w2, sigma_b2, depth, width, 1024)
     size = check_int(size, "size", minimum=1, maximum=256)
     n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
-    kernel = _choice(kernel, JACOBIAN_CONV_KERNELS, "kernel")
-    kernel_size = check_int(kernel_size, "kernel_size", minimum=1, maximum=size)
-    if kernel_size % 2 == 0:
-        raise ValueError(f"kernel_size must be odd, got {kernel_size}")
-    n = size * width
-    if n > 4096:
-        raise ValueError(f"size * width must be <= 4096, got {n}")
-    check_work(n_networks * depth * 3 * n**3, "conv_jacobian_singular_values")
-    q = _start_q(act, sigma_w2, sigma_b2, q)
-    be = get_backend(backend)
-    phi, dphi = activation_fn(act, be)
-    sb = math.sqrt(sigma_b2)
-    scale = math.sqrt(sigma_w2)
-
-    def kernel_of(g):
-        if kernel == "gaussian":
-            return gaussian_conv_kernel(kernel_size, width, width, sigma_w2=sigma_w2, rng=g, backend=be)
-        return scale * _orthogonal_kernels(1, (kernel_size,), width, kernel, g, be)[0, ...]
-
-    def bias_of(g):
-        return sb * g.standard_normal(width)  # one bias per channel, broadcast over positions
-
+    kernel, kernel_size = _checked_conv(
+        kernel, kernel_size, size, size * width, "size * width", n_networks, depth, "conv_jacobian_singular_values"
+    )
+    q, be, phi, dphi, sb = _start(act, sigma_w2, sigma_b2, q, backend)
+    kernel_of, bias_of = _conv_draws(kernel, (kernel_size,), width, sigma_w2, sb, be)
     seqs = spawn_sequences(check_rng(rng), n_networks)
     return to_numpy(
         be.xp.stack(
@@ -332,40 +349,19 @@ def conv2d_jacobian_singular_values(
     ImportError
         A ``backend`` whose package is not installed.
     """
-    act = get_activation(activation)
-    sigma_w2 = check_nonnegative_scalar(sigma_w2, "sigma_w2")
-    sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
-    depth = check_int(depth, "depth", minimum=1, maximum=10**4)
-    width = check_int(width, "width", minimum=1, maximum=1024)
+    act, sigma_w2, sigma_b2, depth, width = _checked_network(activation, sigma_w2, sigma_b2, depth, width, 1024)
     if not isinstance(shape, (tuple, list)) or len(shape) != 2:
         raise TypeError(f"shape must be a pair (h, w) of ints, got {shape!r}")
     h, w = (check_int(s, "shape", minimum=1, maximum=64) for s in shape)
     n_networks = check_int(n_networks, "n_networks", minimum=1, maximum=10**5)
-    kernel = _choice(kernel, JACOBIAN_CONV_KERNELS, "kernel")
-    kernel_size = check_int(kernel_size, "kernel_size", minimum=1, maximum=min(h, w))
-    if kernel_size % 2 == 0:
-        raise ValueError(f"kernel_size must be odd, got {kernel_size}")
     n = h * w * width
-    if n > 4096:
-        raise ValueError(f"h * w * width must be <= 4096, got {n}")
-    check_work(n_networks * depth * 3 * n**3, "conv2d_jacobian_singular_values")
-    q = _start_q(act, sigma_w2, sigma_b2, q)
-    be = get_backend(backend)
-    phi, dphi = activation_fn(act, be)
-    sb = math.sqrt(sigma_b2)
+    kernel, kernel_size = _checked_conv(
+        kernel, kernel_size, min(h, w), n, "h * w * width", n_networks, depth, "conv2d_jacobian_singular_values"
+    )
+    q, be, phi, dphi, sb = _start(act, sigma_w2, sigma_b2, q, backend)
     gens = spawned_generators(check_rng(rng), n_networks, be)
-    if be.name != "numpy":
-        scale = math.sqrt(sigma_w2)
-
-        def kernel_of(g):  # the draws of the reference path's kernels, in the same order
-            if kernel == "gaussian":
-                ks = (kernel_size, kernel_size)
-                return gaussian_conv_kernel(ks, width, width, sigma_w2=sigma_w2, rng=g, backend=be)
-            return scale * _orthogonal_kernels(1, (kernel_size, kernel_size), width, kernel, g, be)[0, ...]
-
-        def bias_of(g):
-            return sb * g.standard_normal(width)  # one bias per channel, broadcast over positions
-
+    if be.name != "numpy":  # the draws of the reference path's kernels, in the same order
+        kernel_of, bias_of = _conv_draws(kernel, (kernel_size, kernel_size), width, sigma_w2, sb, be)
         return to_numpy(
             be.xp.stack([_run_conv(kernel_of, bias_of, (h, w), width, depth, phi, dphi, q, g, be) for g in gens])
         )

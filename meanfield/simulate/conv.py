@@ -5,7 +5,7 @@ delta-orthogonal kernels, :func:`conv_kernels`), recording spatial covariances, 
 gradient variances and weight-gradient norms. The convolution is :func:`meanfield.init.periodic_conv`
 (the library's one periodic convolution, kernels in its layout ``(..., c_out, c_in)``); the kernels
 come from :mod:`meanfield.init`. Statistics are carried on a log scale exactly as in
-:mod:`meanfield.validation.simulators.dense` (see there).
+:mod:`meanfield.simulate.dense` (see there).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 
 from meanfield import Result
 from meanfield.activations import Activation, get_activation
-from meanfield.backend import Backend, astype, get_backend, matrix_transpose, spawn_sequences, to_numpy
+from meanfield.backend import Backend, get_backend, matrix_transpose, spawn_sequences, to_numpy
 from meanfield.checks import (
     check_bool,
     check_covariance,
@@ -34,7 +34,6 @@ from meanfield.checks import (
 from meanfield.conv import cyclic_diagonal_modes, fig_s4_setup
 from meanfield.init import (
     gaussian_conv_kernel,
-    haar_orthogonal,
     periodic_conv,
     periodic_conv_transpose,
     periodic_conv_weight_grad,
@@ -49,6 +48,7 @@ from ._common import (
     host_array,
     log_sqrt,
     normalize,
+    orthogonal_conv_kernels,
 )
 
 __all__ = ["CONV_INITS", "ConvSimulation", "conv_kernels", "simulate_conv", "simulate_fig_s4"]
@@ -90,53 +90,7 @@ def _unit_conv_kernels(n_networks, kernel_shape, c, v, init, gen, b: Backend):
     """Kernels at ``sigma_w2 = 1`` (``gen``: a Generator of backend ``b``), on ``b``."""
     if init == "gaussian":
         return gaussian_conv_kernel(kernel_shape, c, c, v=v, rng=gen, batch_shape=n_networks, backend=b)
-    return _orthogonal_kernels(n_networks, kernel_shape, c, init, gen, b)
-
-
-def _symmetric_projections(n_networks, c, gen, b: Backend):
-    """``n_networks`` projections ``U diag(m) U^T`` (U Haar, m fair bits) on ``b``: the batched
-    :func:`meanfield.init.symmetric_projection`."""
-    xp = b.xp
-    u = haar_orthogonal(c, c, gen, batch_shape=(n_networks,), backend=b)
-    bits = astype(xp, gen.integers(0, 2, (n_networks, 1, c)), xp.float64)
-    return (u * bits) @ matrix_transpose(xp, u)
-
-
-def _orthogonal_kernels(n_networks, kernel_shape, c, init, gen, b: Backend):
-    """Xiao et al.'s Algorithms 1 (``"orthogonal"``) and 2 (``"delta_orthogonal"``) for ``n_networks``
-    networks at once, with square ``c x c`` taps, drawn and built on backend ``b`` (batched QR and
-    products: no host round trip). The same laws as :func:`meanfield.init.orthogonal_conv_kernel`,
-    :func:`~meanfield.init.orthogonal_conv_kernel_1d`, :func:`~meanfield.init.delta_orthogonal_kernel`
-    and its 1-D variant (which build one kernel on the host); returns ``(n, *kernel_shape, c, c)``
-    in the library layout ``(c_out, c_in)``."""
-    xp = b.xp
-    sd, k = len(kernel_shape), kernel_shape[0]
-    if init == "delta_orthogonal":
-        h = haar_orthogonal(c, c, gen, batch_shape=(n_networks,), backend=b)
-        kernel = b.full((n_networks, *kernel_shape, c, c), 0.0)
-        kernel[(slice(None),) + (k // 2,) * sd + (Ellipsis,)] = h
-        return kernel
-    eye = b.asarray(np.eye(c))
-    kernel = xp.reshape(eye, (1,) * (sd + 1) + (c, c)) + b.full((n_networks,) + (1,) * sd + (c, c), 0.0)
-    for _ in range(k - 1):  # Step 2 (eq. 2.17), built in Algorithm 1's (c_in, c_out) order
-        p = _symmetric_projections(n_networks, c, gen, b)
-        if sd == 1:
-            out = b.full((n_networks, kernel.shape[1] + 1, c, c), 0.0)
-            out[:, :-1, ...] = out[:, :-1, ...] + kernel @ p[:, None, ...]
-            out[:, 1:, ...] = out[:, 1:, ...] + kernel @ (eye - p)[:, None, ...]
-        else:
-            q = _symmetric_projections(n_networks, c, gen, b)
-            blocks = ((p @ q, p @ (eye - q)), ((eye - p) @ q, (eye - p) @ (eye - q)))
-            a1, a2 = kernel.shape[1], kernel.shape[2]
-            out = b.full((n_networks, a1 + 1, a2 + 1, c, c), 0.0)
-            for i in range(2):
-                for j in range(2):
-                    part = kernel @ blocks[i][j][:, None, None, ...]
-                    out[:, i : i + a1, j : j + a2, ...] = out[:, i : i + a1, j : j + a2, ...] + part
-        kernel = out
-    h = matrix_transpose(xp, haar_orthogonal(c, c, gen, batch_shape=(n_networks,), backend=b))  # Step 3
-    h = xp.reshape(h, (n_networks,) + (1,) * sd + (c, c))
-    return matrix_transpose(xp, h @ kernel)
+    return orthogonal_conv_kernels(n_networks, kernel_shape, c, init, gen, b)
 
 
 def conv_kernels(
