@@ -55,6 +55,74 @@ def _replicated_errors(split, rep_ss, n_rep, width, cells, lr, steps):
     return np.stack([100.0 * (1.0 - c.final_test_accuracy) for c in curves])
 
 
+#: Units of the test errors of Figs. 1 and 5.
+_ERROR_UNITS = {
+    "test_error": "percent of test images misclassified (as in the PNG)",
+    "test_error_stderr": "percent",
+    "learning_rate": "per SGD step",
+    "steps": "SGD steps",
+}
+
+
+def _draw_errors(ks, regimes, mean, stderr, labels, xlabel, **legend):
+    """Figs. 1 and 5: test error against K, one panel per SGD regime, one line per entry of ``labels``
+    (``mean[regime, line, K]`` and its standard error); ``legend`` styles each panel's legend."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    for i, (ax, (title, (_lr, steps))) in enumerate(zip(axes, regimes.items())):
+        for j, label in enumerate(labels):
+            ax.errorbar(ks, mean[i, j], stderr[i, j], marker="o", capsize=2, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("test error [%]")
+        ax.set_title(f"{title}, {steps:,} SGD steps", fontsize=9)
+        ax.legend(**legend)
+    return fig
+
+
+def _params(width, ks, lam, n_rep, split, regimes):
+    """The parameters Figs. 1 and 5 record (``lam``: the initial noise lambda, a list for Fig. 1)."""
+    return {
+        "width_N": width,
+        "K": ks,
+        "lambda": lam,
+        "repetitions": n_rep,
+        "n_train": N_TRAIN,
+        "n_test": len(split[3]),
+        "batch": BATCH,
+        "regimes": {t: {"learning_rate": lr, "steps": s} for t, (lr, s) in regimes.items()},
+        "data": "digits 8x8, standardised per feature",
+        "activation": "relu",
+    }
+
+
+def _save_errors(fig, out_dir, func, line, lines, mean, stderr, regimes, params, size, backend, seed):
+    """Save Fig. 1 or 5: the test errors with axes ``(regime, line, K)``, ``lines`` naming the lines."""
+    data = {
+        "K": np.array(params["K"]),
+        line: lines,
+        "regime": list(regimes),
+        "learning_rate": np.array([r[0] for r in regimes.values()]),
+        "steps": np.array([r[1] for r in regimes.values()]),
+        "test_error": mean,
+        "test_error_stderr": stderr,
+    }
+    names = ["regime", line, "K"]
+    return save_figure(
+        fig,
+        out_dir,
+        f"blumenfeld2020_{func.__name__}",
+        data,
+        figure=func,
+        rng=seed,
+        size=size,
+        backend=backend,
+        params=params,
+        axes={"test_error": names, "test_error_stderr": names},
+        units=_ERROR_UNITS,
+    )
+
+
 @figure(paper=PAPER, figure="analogue of Fig. 1 (digits, small network)", honours_backend=False)
 def fig_1(out_dir, *, size, backend, seed):
     """Test error against the number K of unique hidden features (width N = 64), lambda = 0, 0.1, 0.5.
@@ -84,16 +152,17 @@ def fig_1(out_dir, *, size, backend, seed):
         lr, steps = list(regimes.values())[i]
         errs = _replicated_errors(split, rep_ss, n_rep, width, cells, lr, steps).reshape(len(lams), len(ks), n_rep)
         mean[i], stderr[i] = errs.mean(axis=2), errs.std(axis=2, ddof=1) / math.sqrt(n_rep)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-    for i, (ax, (title, (_lr, steps))) in enumerate(zip(axes, regimes.items())):
-        for j, lam in enumerate(lams):
-            ax.errorbar(ks, mean[i, j], stderr[i, j], marker="o", capsize=2, label=f"$\\lambda$ = {lam:g}")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ks, [str(k) for k in ks])
-        ax.set_xlabel(f"unique features $K$ (of $N$ = {width} hidden units)")
-        ax.set_ylabel("test error [%]")
-        ax.set_title(f"{title}, {steps:,} SGD steps", fontsize=9)
-        ax.legend(fontsize=8, title="initial noise", title_fontsize=8)
+    fig = _draw_errors(
+        ks,
+        regimes,
+        mean,
+        stderr,
+        [f"$\\lambda$ = {lam:g}" for lam in lams],
+        f"unique features $K$ (of $N$ = {width} hidden units)",
+        fontsize=8,
+        title="initial noise",
+        title_fontsize=8,
+    )
     fig.suptitle(
         f"{PAPER}, analogue of Fig. 1: replicated hidden features in a two-layer ReLU network\n"
         f"$W_1[i] = (1-\\lambda)\\,\\tilde W[i\\, \\mathrm{{mod}}\\, K] + \\lambda \\hat W[i]$; trained on {N_TRAIN:,} 8x8 digits "
@@ -101,45 +170,9 @@ def fig_1(out_dir, *, size, backend, seed):
         fontsize=10,
     )
     fig.tight_layout()
-    data = {
-        "K": np.array(ks),
-        "lambda": np.array(lams),
-        "regime": list(regimes),
-        "learning_rate": np.array([r[0] for r in regimes.values()]),
-        "steps": np.array([r[1] for r in regimes.values()]),
-        "test_error": mean,
-        "test_error_stderr": stderr,
-    }
-    names = ["regime", "lambda", "K"]
-    return save_figure(
-        fig,
-        out_dir,
-        "blumenfeld2020_fig_1",
-        data,
-        figure=fig_1,
-        rng=seed,
-        size=size,
-        backend=backend,
-        params={
-            "width_N": width,
-            "K": ks,
-            "lambda": lams,
-            "repetitions": n_rep,
-            "n_train": N_TRAIN,
-            "n_test": len(split[3]),
-            "batch": BATCH,
-            "regimes": {t: {"learning_rate": lr, "steps": s} for t, (lr, s) in regimes.items()},
-            "data": "digits 8x8, standardised per feature",
-            "activation": "relu",
-            "initialisation": "He (eqs. 10-11)",
-        },
-        axes={"test_error": names, "test_error_stderr": names},
-        units={
-            "test_error": "percent of test images misclassified (as in the PNG)",
-            "test_error_stderr": "percent",
-            "learning_rate": "per SGD step",
-            "steps": "SGD steps",
-        },
+    params = _params(width, ks, lams, n_rep, split, regimes) | {"initialisation": "He (eqs. 10-11)"}
+    return _save_errors(
+        fig, out_dir, fig_1, "lambda", np.array(lams), mean, stderr, regimes, params, size, backend, seed
     )
 
 
@@ -172,23 +205,8 @@ def fig_5(out_dir, *, size, backend, seed):
             mean[i, 0], stderr[i, 0] = rep.mean(axis=1), rep.std(axis=1, ddof=1) / math.sqrt(n_rep)
         errs = _replicated_errors(split, rep_ss, n_rep, ks[k], [(ks[k], 0.0)], lr, steps)[0]
         mean[i, 1, k], stderr[i, 1, k] = errs.mean(), errs.std(ddof=1) / math.sqrt(n_rep)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-    for i, (ax, (title, (_lr, steps))) in enumerate(zip(axes, regimes.items())):
-        for j, label in enumerate(variants):
-            ax.errorbar(
-                ks,
-                mean[i, j],
-                stderr[i, j],
-                marker="o",
-                capsize=2,
-                label=label.replace("width N", f"width N = {width}"),
-            )
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ks, [str(k) for k in ks])
-        ax.set_xlabel("unique features $K$")
-        ax.set_ylabel("test error [%]")
-        ax.set_title(f"{title}, {steps:,} SGD steps", fontsize=9)
-        ax.legend(fontsize=7)
+    labels = [label.replace("width N", f"width N = {width}") for label in variants]
+    fig = _draw_errors(ks, regimes, mean, stderr, labels, "unique features $K$", fontsize=7)
     fig.suptitle(
         f"{PAPER}, analogue of Fig. 5: replicated features against removed replicas, two-layer ReLU network\n"
         f"trained on {N_TRAIN:,} 8x8 digits (batch {BATCH}), tested on {len(split[3])}; "
@@ -196,42 +214,7 @@ def fig_5(out_dir, *, size, backend, seed):
         fontsize=10,
     )
     fig.tight_layout()
-    data = {
-        "K": np.array(ks),
-        "variant": list(variants),
-        "regime": list(regimes),
-        "learning_rate": np.array([r[0] for r in regimes.values()]),
-        "steps": np.array([r[1] for r in regimes.values()]),
-        "test_error": mean,
-        "test_error_stderr": stderr,
-    }
-    names = ["regime", "variant", "K"]
-    return save_figure(
-        fig,
-        out_dir,
-        "blumenfeld2020_fig_5",
-        data,
-        figure=fig_5,
-        rng=seed,
-        size=size,
-        backend=backend,
-        params={
-            "width_N": width,
-            "K": ks,
-            "lambda": 0.0,
-            "repetitions": n_rep,
-            "n_train": N_TRAIN,
-            "n_test": len(split[3]),
-            "batch": BATCH,
-            "regimes": {t: {"learning_rate": lr, "steps": s} for t, (lr, s) in regimes.items()},
-            "data": "digits 8x8, standardised per feature",
-            "activation": "relu",
-        },
-        axes={"test_error": names, "test_error_stderr": names},
-        units={
-            "test_error": "percent of test images misclassified (as in the PNG)",
-            "test_error_stderr": "percent",
-            "learning_rate": "per SGD step",
-            "steps": "SGD steps",
-        },
+    params = _params(width, ks, 0.0, n_rep, split, regimes)
+    return _save_errors(
+        fig, out_dir, fig_5, "variant", list(variants), mean, stderr, regimes, params, size, backend, seed
     )

@@ -87,12 +87,44 @@ def fig_2(out_dir, *, size, backend, seed):
     )
 
 
-def _deep_cnn_details(res, size):
+#: What Figs. 1, 3 and 5 draw of the ``deep_cnn`` runs: ``{figure: ({initialiser: label}, title)}``.
+_DEEP_CNN_CURVES = {
+    "fig_1": (
+        {"delta_orthogonal": "delta-orthogonal", "gaussian": "Gaussian"},
+        "critical delta-orthogonal vs Gaussian tanh CNNs",
+    ),
+    "fig_3": (
+        {"delta_orthogonal": "delta-orthogonal", "orthogonal": "orthogonal (Alg. 1)"},
+        "learning curves of deep orthogonal-kernel tanh CNNs",
+    ),
+    "fig_5": (
+        {"orthogonal": "orthogonal (Alg. 1)", "gaussian": "Gaussian"},
+        "orthogonal vs Gaussian kernels: training speed",
+    ),
+}
+
+
+def _deep_cnn_curves(func, out_dir, size, seed):
+    """Train and test accuracy curves of ``func``'s ``deep_cnn`` runs (:data:`_DEEP_CNN_CURVES`)."""
+    runs, what = _DEEP_CNN_CURVES[func.__name__]
+    res = _training.experiment("deep_cnn", size, seed)
     p = res["params"]
-    return (
+    details = (
         f"L = {p['depth']} layers{' (largest depth in the 6 CPU-min budget)' if size == 'default' else ''}, "
         f"{p['channels']} channels, 3x3 periodic, critical $\\sigma_w^2$={p['sigma_w2']:.4f}, "
         f"{p['steps']} steps, lr {p['lr']:g}, {p['n_networks']} nets each; digits 4x4 ({size} size)"
+    )
+    return _training.curves_figure(
+        func,
+        out_dir,
+        f"xiao2018_{func.__name__}",
+        res,
+        list(runs),
+        list(runs.values()),
+        size=size,
+        seed=seed,
+        what=what,
+        details=details,
     )
 
 
@@ -106,19 +138,7 @@ def fig_1(out_dir, *, size, backend, seed):
     depth the CPU budget allows (``deep_cnn`` of :mod:`meanfield.validation.trainability`; 10,000
     layers at ``size="full"``).
     """
-    res = _training.experiment("deep_cnn", size, seed)
-    return _training.curves_figure(
-        fig_1,
-        out_dir,
-        "xiao2018_fig_1",
-        res,
-        ["delta_orthogonal", "gaussian"],
-        ["delta-orthogonal", "Gaussian"],
-        size=size,
-        seed=seed,
-        what="critical delta-orthogonal vs Gaussian tanh CNNs",
-        details=_deep_cnn_details(res, size),
-    )
+    return _deep_cnn_curves(fig_1, out_dir, size, seed)
 
 
 @figure(paper=PAPER, figure="Fig. 3", honours_backend=False)
@@ -130,19 +150,7 @@ def fig_3(out_dir, *, size, backend, seed):
     Xiao et al. 2018 Fig. 3 shows CIFAR-10 learning curves for depths 32 to 8,192; here one depth (the
     ``deep_cnn`` run shared with :func:`fig_1` and :func:`fig_5`) on the 4 x 4 digits.
     """
-    res = _training.experiment("deep_cnn", size, seed)
-    return _training.curves_figure(
-        fig_3,
-        out_dir,
-        "xiao2018_fig_3",
-        res,
-        ["delta_orthogonal", "orthogonal"],
-        ["delta-orthogonal", "orthogonal (Alg. 1)"],
-        size=size,
-        seed=seed,
-        what="learning curves of deep orthogonal-kernel tanh CNNs",
-        details=_deep_cnn_details(res, size),
-    )
+    return _deep_cnn_curves(fig_3, out_dir, size, seed)
 
 
 @figure(paper=PAPER, figure="Fig. 5", honours_backend=False)
@@ -153,19 +161,7 @@ def fig_5(out_dir, *, size, backend, seed):
     -----
     Xiao et al. 2018 Fig. 5: a 4,000-layer CNN with Gaussian kernels learns slowly, the orthogonal one fast.
     """
-    res = _training.experiment("deep_cnn", size, seed)
-    return _training.curves_figure(
-        fig_5,
-        out_dir,
-        "xiao2018_fig_5",
-        res,
-        ["orthogonal", "gaussian"],
-        ["orthogonal (Alg. 1)", "Gaussian"],
-        size=size,
-        seed=seed,
-        what="orthogonal vs Gaussian kernels: training speed",
-        details=_deep_cnn_details(res, size),
-    )
+    return _deep_cnn_curves(fig_5, out_dir, size, seed)
 
 
 @figure(paper=PAPER, figure="Fig. 4a", honours_backend=False)
