@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from meanfield.validation.simulators import softmax_xent
+from meanfield.simulate import softmax_xent
 
 
 def gd_steps(net, x, y, steps, lr=0.1):

@@ -2,28 +2,13 @@
 Blumenfeld, Gilboa & Soudry 2020: feature symmetry, ConstNet, LeakyNet
 ======================================================================
 
-Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size
-(seconds each) so that the documentation builds quickly; ``meanfield figures blumenfeld2020 --full`` gives the
-paper's sizes. The numbers behind each figure are written beside its PNG as JSON
-(``meanfield.figures.load``).
+Every figure of the paper, drawn at the smoke size; ``meanfield figures blumenfeld2020 --full`` draws
+them at the paper's sizes.
 """
 
-import tempfile
-
-import matplotlib.pyplot as plt
+# sphinx_gallery_capture_repr = ()
 from meanfield.figures import blumenfeld2020
-
-OUT = tempfile.mkdtemp()
-
-
-def show(func):
-    """Render ``func`` at the smoke size and display its PNG."""
-    png = func(OUT, size="smoke")[0]
-    image = plt.imread(png)
-    _fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
-    ax.imshow(image)
-    ax.axis("off")
-
+from meanfield.figures.harness import show_figure as show
 
 # %%
 # ``blumenfeld2020.fig_1`` (analogue of Fig. 1 (digits, small network)): Test error against the number K of unique hidden features (width N = 64), lambda = 0, 0.1, 0.5.

@@ -2,28 +2,13 @@
 Burkholz & Dubatovka 2019: exact finite-width signal propagation
 ===========================================================================
 
-Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size
-(seconds each) so that the documentation builds quickly; ``meanfield figures burkholz2019 --full`` gives the
-paper's sizes. The numbers behind each figure are written beside its PNG as JSON
-(``meanfield.figures.load``).
+Every figure of the paper, drawn at the smoke size; ``meanfield figures burkholz2019 --full`` draws
+them at the paper's sizes.
 """
 
-import tempfile
-
-import matplotlib.pyplot as plt
+# sphinx_gallery_capture_repr = ()
 from meanfield.figures import burkholz2019
-
-OUT = tempfile.mkdtemp()
-
-
-def show(func):
-    """Render ``func`` at the smoke size and display its PNG."""
-    png = func(OUT, size="smoke")[0]
-    image = plt.imread(png)
-    _fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
-    ax.imshow(image)
-    ax.axis("off")
-
+from meanfield.figures.harness import show_figure as show
 
 # %%
 # ``burkholz2019.fig_1a`` (Fig. 1a): Squared-norm laws at depths 0..9, N = 200, He: theory lines and network histograms.

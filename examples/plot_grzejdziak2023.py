@@ -2,28 +2,13 @@
 Grzejdziak 2023: kurtosis recursion and vanishing empirical variance
 ===============================================================================
 
-Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size
-(seconds each) so that the documentation builds quickly; ``meanfield figures grzejdziak2023 --full`` gives the
-paper's sizes. The numbers behind each figure are written beside its PNG as JSON
-(``meanfield.figures.load``).
+Every figure of the paper, drawn at the smoke size; ``meanfield figures grzejdziak2023 --full`` draws
+them at the paper's sizes.
 """
 
-import tempfile
-
-import matplotlib.pyplot as plt
+# sphinx_gallery_capture_repr = ()
 from meanfield.figures import grzejdziak2023
-
-OUT = tempfile.mkdtemp()
-
-
-def show(func):
-    """Render ``func`` at the smoke size and display its PNG."""
-    png = func(OUT, size="smoke")[0]
-    image = plt.imread(png)
-    _fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
-    ax.imshow(image)
-    ax.axis("off")
-
+from meanfield.figures.harness import show_figure as show
 
 # %%
 # ``grzejdziak2023.fig_1`` (Fig. 1 (digits instead of CIFAR-10)): Quantiles of the output empirical variance versus depth for seven initialisers.

@@ -2,28 +2,13 @@
 Orhan 2017: skip connections as symmetry breaking
 ============================================================
 
-Every figure of the paper as ``meanfield reproduce`` draws it, here at the reduced "smoke" size
-(seconds each) so that the documentation builds quickly; ``meanfield figures orhan2017 --full`` gives the
-paper's sizes. The numbers behind each figure are written beside its PNG as JSON
-(``meanfield.figures.load``).
+Every figure of the paper, drawn at the smoke size; ``meanfield figures orhan2017 --full`` draws
+them at the paper's sizes.
 """
 
-import tempfile
-
-import matplotlib.pyplot as plt
+# sphinx_gallery_capture_repr = ()
 from meanfield.figures import orhan2017
-
-OUT = tempfile.mkdtemp()
-
-
-def show(func):
-    """Render ``func`` at the smoke size and display its PNG."""
-    png = func(OUT, size="smoke")[0]
-    image = plt.imread(png)
-    _fig, ax = plt.subplots(figsize=(image.shape[1] / 60, image.shape[0] / 60))
-    ax.imshow(image)
-    ax.axis("off")
-
+from meanfield.figures.harness import show_figure as show
 
 # %%
 # ``orhan2017.fig_4`` (Fig. 4): Better neighbours, adaptive walks and basin sizes of the four binary toy landscapes.

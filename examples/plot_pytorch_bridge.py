@@ -7,6 +7,7 @@ as ``meanfield reproduce`` draws it, here at the reduced "smoke" size. Needs the
 (without it the figure says so).
 """
 
+# sphinx_gallery_capture_repr = ()
 from meanfield.figures import pytorch_bridge
 from meanfield.figures.harness import show_figure as show
 

@@ -11,9 +11,10 @@ every figure is saved by :func:`save_figure`::
         return save_figure(fig, out_dir, "xiao2018_fig_s4", data, figure=fig_s4, seed=seed,
                            size=size, backend=backend, params={...}, axes={...}, units={...})
 
-A paper whose figures are split over helper modules imports them at the top of ``figures/PAPER.py``
-(and lists them in its ``__all__``); a figure defined in a helper module is declared with
-``module="PAPER"`` so that it is registered under its paper. ``PAPER.FIGURES`` is the read-only
+A paper whose figures are split over modules is a package ``figures/PAPER/`` whose ``__init__``
+imports them and lists them in its ``__all__``; a figure defined in a module of that package is
+registered under its paper. A figure defined in a helper module outside it is declared with
+``module="PAPER"``. ``PAPER.FIGURES`` is the read-only
 view of the paper's registered figures (:func:`registered`).
 
 Callers see ``fig_s4(out_dir, *, size="default", full=None, backend="numpy", rng=0, **extra)``:
@@ -222,15 +223,24 @@ def _origin(func) -> tuple:
     return func.__module__, func.__qualname__, func.__code__.co_firstlineno
 
 
+def _owner(module: str) -> str:
+    """The figure module a dotted module name belongs to: ``"meanfield.figures.PAPER"`` and the modules
+    of the package ``meanfield.figures.PAPER`` (``"meanfield.figures.PAPER._part"``) give ``"PAPER"``;
+    any other name its last component."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["meanfield", "figures"] and len(parts) > 2 else parts[-1]
+
+
 def registered(module: str) -> Mapping:
     """The figures registered under the figure module ``module``, ``{name: function}``, read-only and live.
 
     ``module`` is the module's name, e.g. ``"xiao2018"`` or ``"meanfield.figures.xiao2018"`` (a paper
-    module writes ``FIGURES = registered(__name__)``). Figures appear in the order they were declared.
+    module or package writes ``FIGURES = registered(__name__)``; a module inside the package
+    ``meanfield.figures.PAPER`` names ``PAPER``). Figures appear in the order they were declared.
     """
     if not isinstance(module, str) or not module:
         raise TypeError(f"module must be a figure module name such as 'xiao2018', got {module!r}")
-    return types.MappingProxyType(_REGISTRY.setdefault(module.rsplit(".", 1)[-1], {}))
+    return types.MappingProxyType(_REGISTRY.setdefault(_owner(module), {}))
 
 
 def figure(*, paper: str, figure: str, honours_backend: bool, module: str | None = None):
@@ -249,8 +259,9 @@ def figure(*, paper: str, figure: str, honours_backend: bool, module: str | None
         simulates on the CPU only (then ``backend="cupy"`` raises ``ValueError``).
     module : str, optional
         The figure module (``"xiao2018"``) that lists the figure: its ``meanfield figures`` name is
-        ``module.function``. Default: the module defining the function; a helper module of a paper
-        passes the paper's module (which imports the helper at its top).
+        ``module.function``. Default: the module defining the function, or the paper's package when
+        that module lies inside the package ``meanfield.figures.PAPER``; a helper module of a paper
+        outside its package passes the paper's module (which imports the helper at its top).
 
     The decorated function is written as ``def f(out_dir, *, size, backend, seed, **extra)`` and
     receives validated arguments (see the module docstring); callers may pass ``size`` or ``full``.
@@ -261,6 +272,7 @@ def figure(*, paper: str, figure: str, honours_backend: bool, module: str | None
         raise TypeError(f"module must be a figure module name such as 'xiao2018', got {module!r}")
 
     def decorate(func):
+        owner = _owner(module or func.__module__)
         extra_params = [
             p
             for name, p in inspect.signature(func).parameters.items()
@@ -269,7 +281,7 @@ def figure(*, paper: str, figure: str, honours_backend: bool, module: str | None
 
         def checked(out_dir, *, size=None, full=None, backend="numpy", rng=0, **extra):
             size = check_size(size, full)
-            backend = check_backend(backend, honours_backend, f"{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}")
+            backend = check_backend(backend, honours_backend, f"{owner}.{func.__name__}")
             seed = check_seed(rng)
             out_dir = check_out_dir(out_dir)
             return func(out_dir, size=size, backend=backend, seed=seed, **extra)
@@ -289,7 +301,6 @@ def figure(*, paper: str, figure: str, honours_backend: bool, module: str | None
         wrapper.honours_backend = honours_backend
         wrapper.sizes = SIZES
         wrapper.__doc__ = _figure_doc(func, paper, figure, honours_backend, extra_params)
-        owner = (module or func.__module__).rsplit(".", 1)[-1]
         figures = _REGISTRY.setdefault(owner, {})
         earlier = figures.get(func.__name__)
         if earlier is not None and _origin(earlier.__wrapped__) != _origin(func):  # a reloaded module may redeclare

@@ -419,11 +419,22 @@ def fig_thm5(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]
 # --- trained networks: meanfield.validation.trainability runs, drawn by figures/_training.py ---
 
 
-def _ll_details(res, size):
+def _looks_linear_depth(func, out_dir, size, seed, what, **style):
+    """Accuracy against depth of the ``looks_linear`` runs of :mod:`meanfield.validation.trainability`
+    (Figs. 3 and 4); ``style`` goes to :func:`meanfield.figures._training.depth_figure`."""
+    res = _training.experiment("looks_linear", size, seed)
     p = res["params"]
-    return (
-        f"ReLU, width {p['width']}, {p['steps']} SGD steps, lr {p['lr']}, {p['n_networks']} nets each; "
-        f"{p['dataset'].split(' (')[0]} ({size} size)"
+    return _training.depth_figure(
+        func,
+        out_dir,
+        f"burkholz2019_{func.__name__}",
+        res,
+        size=size,
+        seed=seed,
+        what=what,
+        details=f"ReLU, width {p['width']}, {p['steps']} SGD steps, lr {p['lr']}, {p['n_networks']} nets each; "
+        f"{p['dataset'].split(' (')[0]} ({size} size)",
+        **style,
     )
 
 
@@ -437,17 +448,7 @@ def fig_3(out_dir, *, size, backend, seed):
     looks-linear initialisation (Sec. 3) train deeper ReLU networks than He. Here the embedded
     digits; bars are 95 % confidence intervals of the mean over networks.
     """
-    res = _training.experiment("looks_linear", size, seed)
-    return _training.depth_figure(
-        fig_3,
-        out_dir,
-        "burkholz2019_fig_3",
-        res,
-        size=size,
-        seed=seed,
-        what="looks-linear / GSM vs He on deep ReLU networks",
-        details=_ll_details(res, size),
-    )
+    return _looks_linear_depth(fig_3, out_dir, size, seed, "looks-linear / GSM vs He on deep ReLU networks")
 
 
 @figure(paper=PAPER, figure="Fig. 4 (training accuracy; CIFAR-10 not run)", honours_backend=False)
@@ -459,18 +460,14 @@ def fig_4(out_dir, *, size, backend, seed):
     CIFAR-10 cannot be downloaded at run time; this figure shows the training accuracy of the
     digits runs, so the CIFAR-10 claim itself is not tested (docs/training.md).
     """
-    res = _training.experiment("looks_linear", size, seed)
-    return _training.depth_figure(
+    return _looks_linear_depth(
         fig_4,
         out_dir,
-        "burkholz2019_fig_4",
-        res,
-        size=size,
-        seed=seed,
+        size,
+        seed,
+        "training accuracy (CIFAR-10 of the paper not run)",
         key="train_accuracy",
         ylabel="training accuracy",
-        what="training accuracy (CIFAR-10 of the paper not run)",
-        details=_ll_details(res, size),
         notes="the paper's Fig. 4 uses CIFAR-10; not available offline",
     )
 

@@ -472,11 +472,23 @@ def fig_spectral_radius(out_dir, *, size, backend, seed):
 # --- trained networks: meanfield.validation.trainability runs, drawn by figures/_training.py ---
 
 
-def _zero_details(res, size):
+def _zero_depth(func, out_dir, size, seed, keep, what):
+    """Test accuracy against depth (min-max bars) of the initialisers ``keep`` (indices or a slice) of the
+    ``zero`` runs of :mod:`meanfield.validation.trainability` (Fig. 2 and supplement Figs. 2-3)."""
+    res = _training.experiment("zero", size, seed)
     p = res["params"]
-    return (
-        f"ReLU, width {p['width']}, {p['steps']} Adam steps, lr {p['lr']:g}, {p['n_networks']} nets each; "
-        f"{p['dataset'].split(' (')[0]} ({size} size)"
+    labels = res["labels"][keep] if isinstance(keep, slice) else [res["labels"][j] for j in keep]
+    return _training.depth_figure(
+        func,
+        out_dir,
+        f"grzejdziak2023_{func.__name__}",
+        dict(res, labels=labels, test_accuracy=res["test_accuracy"][:, keep]),
+        size=size,
+        seed=seed,
+        bars="minmax",
+        what=what,
+        details=f"ReLU, width {p['width']}, {p['steps']} Adam steps, lr {p['lr']:g}, {p['n_networks']} nets each; "
+        f"{p['dataset'].split(' (')[0]} ({size} size)",
     )
 
 
@@ -490,19 +502,7 @@ def fig_2(out_dir, *, size, backend, seed):
     initialisations, whose empirical output variance vanishes with depth, fail in deep networks;
     ZerO does not. Bars: min and max over networks (as in the paper).
     """
-    res = _training.experiment("zero", size, seed)
-    sub = dict(res, labels=res["labels"][:4], test_accuracy=res["test_accuracy"][:, :4])
-    return _training.depth_figure(
-        fig_2,
-        out_dir,
-        "grzejdziak2023_fig_2",
-        sub,
-        size=size,
-        seed=seed,
-        bars="minmax",
-        what="random initialisations vs ZerO over depth",
-        details=_zero_details(res, size),
-    )
+    return _zero_depth(fig_2, out_dir, size, seed, slice(None, 4), "random initialisations vs ZerO over depth")
 
 
 @figure(paper=PAPER, figure="supplement Figs. 2-3 (ZerO vs ZerO*)", honours_backend=False)
@@ -514,20 +514,7 @@ def fig_zero_star(out_dir, *, size, backend, seed):
     Grzejdziak 2023, supplement Figs. 2-3: ZerO* (random first layer, ZerO elsewhere) is at least as good as
     ZerO, and keeps the input information that ZerO's truncated identities drop.
     """
-    res = _training.experiment("zero", size, seed)
-    keep = [0, 3, 4]
-    sub = dict(res, labels=[res["labels"][j] for j in keep], test_accuracy=res["test_accuracy"][:, keep])
-    return _training.depth_figure(
-        fig_zero_star,
-        out_dir,
-        "grzejdziak2023_fig_zero_star",
-        sub,
-        size=size,
-        seed=seed,
-        bars="minmax",
-        what="ZerO vs ZerO*",
-        details=_zero_details(res, size),
-    )
+    return _zero_depth(fig_zero_star, out_dir, size, seed, [0, 3, 4], "ZerO vs ZerO*")
 
 
 @figure(paper=PAPER, figure="supplement Fig. 1 (kurtosis vs accuracy)", honours_backend=False)

@@ -61,19 +61,31 @@ def fig_audit(out_dir, *, size, backend, seed):
         ax.set_axis_off()
         ax.text(0.5, 0.5, f"fig_audit {missing}: skipped", ha="center", va="center")
         title(fig, PAPER, "not in the paper", WHAT)
-        return save_figure(
-            fig,
-            out_dir,
-            "pytorch_bridge_fig_audit",
-            {"skipped": missing},
-            paper=PAPER,
-            figure=fig_audit.figure,
-            rng=seed,
-            size=size,
-            backend=backend,
-            params=params,
-            axes={},
-        )
+        data, described = {"skipped": missing}, {}
+    else:
+        fig, data = _audit_figure(width, depth, n_inits, seed)
+        described = {
+            "units": {"q_measured": "pre-activation variance", "grad_measured": "squared gradient per unit"},
+            "notes": "theory: meanfield.pytorch.audit (dense mean field; backward map under gradient independence)",
+        }
+    return save_figure(
+        fig,
+        out_dir,
+        "pytorch_bridge_fig_audit",
+        data,
+        paper=PAPER,
+        figure=fig_audit.figure,
+        rng=seed,
+        size=size,
+        backend=backend,
+        params=params,
+        axes={},
+        **described,
+    )
+
+
+def _audit_figure(width, depth, n_inits, seed):
+    """The audit's figure and numbers for :func:`fig_audit` (needs PyTorch)."""
     import torch
 
     from meanfield.pytorch import audit, mlp
@@ -99,18 +111,4 @@ def fig_audit(out_dir, *, size, backend, seed):
         for key, value in col.items():
             data[f"{quantity}_{key}"] = value
     data["verdicts"] = [f"{r.layer}:{r.quantity}:{r.verdict}" for r in result.rows]
-    return save_figure(
-        fig,
-        out_dir,
-        "pytorch_bridge_fig_audit",
-        data,
-        paper=PAPER,
-        figure=fig_audit.figure,
-        rng=seed,
-        size=size,
-        backend=backend,
-        params=params,
-        axes={},
-        units={"q_measured": "pre-activation variance", "grad_measured": "squared gradient per unit"},
-        notes="theory: meanfield.pytorch.audit (dense mean field; backward map under gradient independence)",
-    )
+    return fig, data

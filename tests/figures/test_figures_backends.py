@@ -3,7 +3,7 @@
 Every figure declared ``honours_backend=True`` is run at smoke size on ``array_api_strict`` (the
 strict CPU namespace: a NumPy-only call in its simulation fails) while the arrays that namespace
 creates are counted: a figure that claims the backend but simulated on NumPy would create none. The
-PNG is not written (the module's ``save_figure`` stubbed): the rendering is tested by test_figures_render.py.
+PNG is not written (the defining module's ``save_figure`` stubbed): the rendering is tested by test_figures_render.py.
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ def test_figure_claiming_the_backend_simulates_on_it(key, tmp_path, monkeypatch)
         return new(cls, *args, **kwargs)
 
     monkeypatch.setattr(Array, "_new", classmethod(counting))
-    module = importlib.import_module(f"meanfield.figures.{key.split('.')[0]}")
+    func = all_figures()[key]
+    module = importlib.import_module(func.__module__)  # where it is defined: a paper's package holds modules
     monkeypatch.setattr(module, "save_figure", lambda *a, **k: [])
     monkeypatch.setenv("MEANFIELD_NO_PROGRESS", "1")
-    all_figures()[key](tmp_path, size="smoke", backend="array_api_strict", rng=0)
+    func(tmp_path, size="smoke", backend="array_api_strict", rng=0)
     assert len(created) >= MIN_ARRAYS, f"{key} created {len(created)} array_api_strict arrays"
 
 

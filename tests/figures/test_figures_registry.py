@@ -19,7 +19,11 @@ from meanfield.figures import load
 from meanfield.figures.runner import all_figures
 
 FIGURES_DIR = Path(meanfield.figures.__file__).parent
-SOURCES = {p.stem: p.read_text(encoding="utf-8") for p in sorted(FIGURES_DIR.glob("*.py"))}
+#: Every module of the package, the modules of a paper's package (``xiao2018/_cnn``) included.
+SOURCES = {
+    p.relative_to(FIGURES_DIR).with_suffix("").as_posix(): p.read_text(encoding="utf-8")
+    for p in sorted(FIGURES_DIR.rglob("*.py"))
+}
 REGISTRY = all_figures()
 PAPERS = sorted({key.split(".")[0] for key in REGISTRY})
 
