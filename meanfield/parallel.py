@@ -76,6 +76,7 @@ __all__ = [
     "ensemble",
     "executor_from_options",
     "map_chunks",
+    "one_blas_thread",
     "sweep",
     "using",
 ]
@@ -135,10 +136,16 @@ class Executor:
 
 
 class SerialExecutor(Executor):
-    """Every chunk in the calling process, one after the other (the default)."""
+    """Every chunk in the calling process, one after the other (the default).
+
+    Each chunk runs with one BLAS thread, as in a worker process (:func:`one_blas_thread`): a
+    multi-threaded matrix product may sum in another order than a single-threaded one, so this is
+    what makes a serial run equal to a run on processes or on a cluster bit for bit.
+    """
 
     def map(self, fn, args_list):
-        return [fn(*args) for args in args_list]
+        with one_blas_thread():
+            return [fn(*args) for args in args_list]
 
     def __repr__(self) -> str:
         return "SerialExecutor()"
@@ -196,6 +203,37 @@ class ProcessExecutor(Executor):
 
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+def one_blas_thread() -> contextlib.AbstractContextManager:
+    """A context in which NumPy's BLAS (OpenBLAS, MKL, BLIS) runs one thread, as in a worker process.
+
+    OpenBLAS and MKL may split a matrix product differently with more threads and then round
+    differently in the last bits; worker processes (:class:`ProcessExecutor`, Dask's nanny) run one
+    BLAS thread each, so the serial executor runs its chunks in this context too. The limit is set
+    through ``threadpoolctl`` (installed with the ``data`` and ``distributed`` extras, as a
+    dependency of scikit-learn and a requirement of the ``distributed`` extra); without it the
+    context does nothing, and a serial run may then differ from a run on workers in the last bits.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        ``threadpoolctl.threadpool_limits(1, "blas")``, or a null context without ``threadpoolctl``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield import parallel
+    >>> a = np.arange(9.0).reshape(3, 3)
+    >>> with parallel.one_blas_thread():
+    ...     float((a @ a).sum())
+    486.0
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 @contextlib.contextmanager

@@ -587,6 +587,7 @@ REGISTRY: list[Entry] = [
     E("ntk.conv_ntk_fixed_point", activation=ACT("tanh"), sigma_w2=F(0.8), sigma_b2=F(0.05), v=A(V3), shape=SH(5), degree=I(50)),
     E("parallel.chunk_ranges", n=I(10), chunk_size=I(3)),
     E("parallel.chunk_streams", rng=R(0), n_chunks=I(3)),
+    E("parallel.one_blas_thread"),
     E("spectra.derivative_law", activation=ACT("tanh"), q=F(0.5), n_atoms=I(200)),
     E("spectra.spectrum_moments", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5)),
     E("spectra.jacobian_spectrum", activation=ACT("tanh"), sigma_w2=F(1.05), sigma_b2=F(0.01), depth=I(3), weights=CH("orthogonal"), q=F(0.5),

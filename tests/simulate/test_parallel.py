@@ -462,3 +462,21 @@ def test_cli_reproduce_runs_figures_and_validation_on_the_cluster(client, monkey
     assert main(["reproduce", "--out", str(tmp_path), "--scheduler", client.scheduler.address]) == 0
     assert seen == [("figures", "DaskExecutor"), ("validation", "DaskExecutor")]
     assert isinstance(parallel.current(), parallel.SerialExecutor)
+
+
+def _blas_threads(_):
+    from threadpoolctl import threadpool_info
+
+    return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+
+def test_serial_chunks_run_with_one_blas_thread_like_workers():
+    """The serial executor runs each chunk with one BLAS thread (as worker processes do), and gives
+    the caller's thread count back afterwards."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    before = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+    if not before:
+        pytest.skip("NumPy's BLAS is not visible to threadpoolctl")
+    inside = parallel.map_chunks(_blas_threads, [(0,), (1,)])
+    assert inside == [[1] * len(before)] * 2
+    assert [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"] == before
