@@ -12,7 +12,7 @@ from meanfield._deprecate import renamed_kwargs
 
 from ..._checks import check_int
 from ..._results import Result
-from ...compare import Z_DEFAULT, passes
+from ...compare import Z_DEFAULT, passes, student_z
 from .._torch import require_torch
 
 torch = require_torch()
@@ -91,12 +91,7 @@ def z_for(n_inits: int) -> float:
     """Standard errors allowed with ``n_inits`` re-initialisations: the Student-t quantile of the two-sided
     level of :data:`Z` (``P = 2 Phi(-4.5) = 6.8e-6``) with ``n_inits - 1`` degrees of freedom (the
     standard error is itself estimated from ``n_inits`` samples); :data:`Z` from 200 on."""
-    n_inits = check_int(n_inits, "n_networks", 2)
-    if n_inits >= 200:
-        return Z
-    from scipy import special  # scipy.stats.t.isf(norm.sf(Z), n - 1), without importing scipy.stats
-
-    return float(-special.stdtrit(n_inits - 1, special.ndtr(-Z)))
+    return student_z(check_int(n_inits, "n_networks", 2), Z)
 
 
 def verdict(
