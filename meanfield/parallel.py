@@ -208,12 +208,10 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "N
 def one_blas_thread() -> contextlib.AbstractContextManager:
     """A context in which NumPy's BLAS (OpenBLAS, MKL, BLIS) runs one thread, as in a worker process.
 
-    OpenBLAS and MKL may split a matrix product differently with more threads and then round
-    differently in the last bits; worker processes (:class:`ProcessExecutor`, Dask's nanny) run one
-    BLAS thread each, so the serial executor runs its chunks in this context too. The limit is set
-    through ``threadpoolctl`` (installed with the ``data`` and ``distributed`` extras, as a
-    dependency of scikit-learn and a requirement of the ``distributed`` extra); without it the
-    context does nothing, and a serial run may then differ from a run on workers in the last bits.
+    A product split over more BLAS threads may round differently in the last bits; worker processes
+    run one BLAS thread each, so the serial executor runs its chunks in this context too. Set through
+    ``threadpoolctl`` (the ``data`` and ``distributed`` extras install it); without it the context
+    does nothing and a serial run may differ from a run on workers in the last bits.
 
     Returns
     -------
@@ -223,11 +221,9 @@ def one_blas_thread() -> contextlib.AbstractContextManager:
     Examples
     --------
     >>> import numpy as np
-    >>> from meanfield import parallel
-    >>> a = np.arange(9.0).reshape(3, 3)
-    >>> with parallel.one_blas_thread():
-    ...     float((a @ a).sum())
-    486.0
+    >>> with one_blas_thread():
+    ...     float((np.eye(3) @ np.ones(3)).sum())
+    3.0
     """
     try:
         from threadpoolctl import threadpool_limits
