@@ -138,9 +138,8 @@ class Executor:
 class SerialExecutor(Executor):
     """Every chunk in the calling process, one after the other (the default).
 
-    Each chunk runs with one BLAS thread, as in a worker process (:func:`one_blas_thread`): a
-    multi-threaded matrix product may sum in another order than a single-threaded one, so this is
-    what makes a serial run equal to a run on processes or on a cluster bit for bit.
+    Each chunk runs with one BLAS thread, as in a worker process (:func:`one_blas_thread`), so a
+    serial run equals a run on processes or on a cluster bit for bit.
     """
 
     def map(self, fn, args_list):
