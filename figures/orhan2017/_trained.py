@@ -56,6 +56,19 @@ def _train_digits(seed):
     return (x[:DIGITS_TRAIN], y[:DIGITS_TRAIN], x[DIGITS_TRAIN:], y[DIGITS_TRAIN:]), run_ss
 
 
+class _SkipFactory:
+    """A skip-matrix factory ``rng -> fn(*args, rng)`` that prints as the call it makes (figure metadata)."""
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __call__(self, rng):
+        return self.fn(*self.args, rng)
+
+    def __repr__(self):
+        return f"{self.fn.__name__}({', '.join(map(repr, self.args))}, rng)"
+
+
 def _variant(key, sz):
     """Keyword arguments of :func:`train_skip_ensemble` for a named variant."""
     n, depth = sz["width"], sz["depth"]
@@ -71,12 +84,12 @@ def _variant(key, sz):
         return {"architecture": "plain", "bias_reg": (BIAS_SIGMA, BIAS_STRENGTH), "batchnorm_layer": depth // 2}
     if key.startswith("folded_"):
         k = int(key.split("_")[1])
-        return {"architecture": "residual", "skips": lambda r, k=k: L.folded_orthogonal(n, k, r)}
+        return {"architecture": "residual", "skips": _SkipFactory(L.folded_orthogonal, n, k)}
     if key.startswith("tau_"):
         tau = float(key.split("_")[1])
-        return {"architecture": "residual", "skips": lambda r, t=tau: L.controlled_skip_matrix(n, t, r)}
+        return {"architecture": "residual", "skips": _SkipFactory(L.controlled_skip_matrix, n, tau)}
     if key == "hyper_folded":
-        return {"architecture": "hyper_residual", "long_skips": lambda r: L.folded_orthogonal(n, max(n // 4, 1), r)}
+        return {"architecture": "hyper_residual", "long_skips": _SkipFactory(L.folded_orthogonal, n, max(n // 4, 1))}
     if key.startswith("profile_"):
         _, a, b = key.split("_")
         return {"architecture": "plain", "constant_bias": (float(a), float(b))}

@@ -115,6 +115,9 @@ def test_figure_renders_for_a_reader(key, tmp_path, captured):
     assert meta["paper"] == func.paper and meta["figure"] == func.figure
     assert meta["size"] == "smoke" and meta["full"] is False and meta["seed"] == 0
     assert meta["backend"] == "numpy" and meta["params"], f"{key}: no parameters recorded"
+    # a parameter recorded as an object's default repr ("<function ... at 0x...>") describes nothing
+    # and differs between runs of the same seed
+    assert not re.search(r" at 0x[0-9a-f]+>", paths[1].read_text()), f"{key}: an object address in the JSON"
     for name, value in back.data.items():
         if isinstance(value, np.ndarray) and value.ndim >= 2:
             assert len(back.axes.get(name, [])) == value.ndim, f"{key}: axes of {name!r} not named"
