@@ -21,21 +21,22 @@ import math
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
-from meanfield.validation.backend import substream
-from meanfield.validation.kurtosis import (
+
+from meanfield import kurtosis
+from meanfield.backend import substream
+from meanfield.checks import check_scalar
+from meanfield.data import load_digits
+from meanfield.simulate import (
     FIG1_DEPTH,
     FIG1_FRACTION,
     FIG1_STREAM,
     FIG1_THRESHOLD,
     KAPPA_MAX,
+    empirical_variances,
     fig1_variances,
+    layer_moments,
 )
-from meanfield.validation.trainability import kurtosis_rank_test
-
-from meanfield import kurtosis
-from meanfield.checks import check_scalar
-from meanfield.data import load_digits
-from meanfield.simulate import empirical_variances, layer_moments
+from meanfield.train.experiment import kurtosis_rank_test
 
 from . import _training
 from ._common import by_size, colors, figure, plt, progress, registered, rng_kwargs, save_figure, title
@@ -112,7 +113,7 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
     Notes
     -----
     Grzejdziak 2023, Sec. 6.1 and Fig. 1; the simulations are those of
-    :func:`meanfield.validation.kurtosis.fig1_variances` (the validation table checks the same
+    :func:`meanfield.simulate.fig1_variances` (the validation table checks the same
     claims). ``S^2_l`` is the pooled empirical variance (``ddof = 1``) of the ``10 x n`` entries of
     ``y^(l)`` over the ``n`` images, in units of the input features' variance (``S^2_0 = 1``).
     Two protocols are reported: the library pools all units (the panels); the authors'
@@ -272,7 +273,7 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
     ``kappa_l = E[(y_i^(l))^4] / E[(y_i^(l))^2]^2`` of an output unit over random networks follows the
     recursion ``k^(l+1) = A^(l) k^(l)`` of Prop. 4.3 (lines); the points are the Monte-Carlo means of
     ``(y_i^(l))^4`` (He scaling keeps ``E (y_i^(l))^2 = 1``) over ``n`` networks, drawn up to the
-    last layer where the theory is at most :data:`~meanfield.validation.kurtosis.KAPPA_MAX` (beyond,
+    last layer where the theory is at most :data:`~meanfield.simulate.KAPPA_MAX` (beyond,
     the fourth moment is too heavy-tailed to estimate), with bars of 2 standard errors.
     Networks per width (2 / 10 / 50): smoke 200 / 100 / 20; default 20,000 / 10,000 / 2,000;
     full four times the default.
@@ -469,12 +470,12 @@ def fig_spectral_radius(out_dir, *, size, backend, seed):
     )
 
 
-# --- trained networks: meanfield.validation.trainability runs, drawn by figures/_training.py ---
+# --- trained networks: meanfield.train.experiment runs, drawn by figures/_training.py ---
 
 
 def _zero_depth(func, out_dir, size, seed, keep, what):
     """Test accuracy against depth (min-max bars) of the initialisers ``keep`` (indices or a slice) of the
-    ``zero`` runs of :mod:`meanfield.validation.trainability` (Fig. 2 and supplement Figs. 2-3)."""
+    ``zero`` runs of :mod:`meanfield.train.experiment` (Fig. 2 and supplement Figs. 2-3)."""
     res = _training.experiment("zero", size, seed)
     p = res["params"]
     labels = res["labels"][keep] if isinstance(keep, slice) else [res["labels"][j] for j in keep]

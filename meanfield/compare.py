@@ -38,19 +38,26 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._checks import check_int
+from ._results import Result
+from .checks import as_float_array
 
 __all__ = [
+    "EXACT_RANK_MAX",
     "KINDS",
+    "RANK_LEVEL",
     "ROW_FIELDS",
     "SIDES",
     "Z_DEFAULT",
     "Comparison",
+    "RankTest",
     "format_table",
     "mean_and_stderr",
     "not_reproduced",
     "passes",
+    "rank_correlation",
     "student_z",
     "table_records",
+    "z_score",
 ]
 
 #: Standard errors allowed by default: two-sided ``P(|Z| > 4.5) = 6.8e-6``, so 100 correct rows all
@@ -353,3 +360,148 @@ ROW_FIELDS = (
 def table_records(rows) -> list[dict]:
     """One dict per :class:`Comparison` with the fields of :data:`ROW_FIELDS`."""
     return [{f: getattr(r, f) for f in ROW_FIELDS} for r in rows]
+
+
+# --- statistics of the paper-claim rows -------------------------------------------------------------
+
+
+def z_score(a: np.ndarray, b: np.ndarray) -> float:
+    """z-score of ``mean(a) - mean(b)`` with the unpooled (Welch) standard error.
+
+    Parameters
+    ----------
+    a, b : array_like
+        Independent samples (e.g. final accuracies of the networks of two initialisers).
+
+    Returns
+    -------
+    float
+        ``(mean(a) - mean(b)) / sqrt(var(a) / n_a + var(b) / n_b)``; 0 when both the difference
+        and the standard error vanish, ``+-1e6`` when only the standard error does (or a sample
+        has one element).
+
+    Raises
+    ------
+    ValueError
+        ``a`` or ``b`` empty, ragged or holding NaN / infinity.
+    TypeError
+        Complex, boolean or non-numeric entries.
+    """
+    a, b = as_float_array(a, "a").ravel(), as_float_array(b, "b").ravel()
+    for name, arr in (("a", a), ("b", b)):
+        if arr.size < 1 or not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be a non-empty array of finite numbers")
+    se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size) if min(a.size, b.size) > 1 else 0.0
+    diff = float(a.mean() - b.mean())
+    if se == 0.0:
+        return 0.0 if diff == 0 else math.copysign(1e6, diff)
+    return diff / se
+
+
+#: One-sided level of the rank-correlation rows (fixed before the runs).
+RANK_LEVEL = 0.05
+#: Up to this many points the p-value of :func:`rank_correlation` enumerates every permutation.
+EXACT_RANK_MAX = 8
+
+
+@dataclass(frozen=True)
+class RankTest(Result):
+    """Spearman rank correlation and its one-sided p-value under exchangeability.
+
+    Attributes
+    ----------
+    rho : float
+        Spearman's rho (Pearson correlation of the average ranks), in [-1, 1]; 0 when either
+        sample is constant (no ordering to correlate).
+    n : int
+        Number of pairs.
+    p_value : float
+        ``P(rho' <= rho)`` (``alternative="less"``) or ``P(rho' >= rho)`` (``"greater"``) for
+        ``rho'`` of a uniformly random pairing, in (0, 1].
+    method : str
+        ``"exact"`` (every permutation, ``n <= EXACT_RANK_MAX``) or ``"normal"``
+        (``z = rho sqrt(n - 1)``: the null variance of rho is exactly ``1 / (n - 1)``).
+    alternative : str
+    """
+
+    rho: float
+    n: int
+    p_value: float
+    method: str
+    alternative: str
+
+
+def _ranks(a: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(a, method="average")
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Correlation of ``a`` (n,) with every row of ``b`` (m, n); 0 for a constant side."""
+    a = a - a.mean()
+    b = b - b.mean(axis=-1, keepdims=True)
+    den = np.sqrt((a * a).sum() * (b * b).sum(axis=-1))
+    num = (b * a).sum(axis=-1)
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+
+
+def rank_correlation(x, y, alternative: str = "less") -> RankTest:
+    """Spearman's rank correlation of paired samples with a one-sided permutation p-value.
+
+    Parameters
+    ----------
+    x, y : array_like
+        Paired finite real samples of the same length ``n >= 3`` (at most 10^6); flattened in C
+        order. Ties get average ranks.
+    alternative : {"less", "greater"}
+        The claim: a negative (``"less"``) or positive (``"greater"``) association.
+
+    Returns
+    -------
+    RankTest
+        ``rho``, ``n``, the one-sided ``p_value`` (exact over all ``n!`` pairings for
+        ``n <= EXACT_RANK_MAX``, else the normal approximation ``z = rho sqrt(n - 1)``), ``method``.
+
+    Raises
+    ------
+    ValueError
+        ``x`` / ``y`` empty, of different sizes, shorter than 3, longer than 10^6, holding
+        NaN / infinity, or an unknown ``alternative``.
+    TypeError
+        Complex, boolean or non-numeric entries.
+
+    Notes
+    -----
+    The statistic of the rank rows of the trainability comparison (Grzejdziak 2023,
+    supplement Fig. 1: kurtosis against accuracy; Xiao et al. 2018 Fig. 4a: the ordering of the variance
+    vectors). Under the null hypothesis every pairing of the ranks is equally likely; the exact
+    p-value counts the pairings at least as extreme (ties included).
+    """
+    x, y = as_float_array(x, "x").ravel(), as_float_array(y, "y").ravel()
+    for name, arr in (("x", x), ("y", y)):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must hold finite numbers")
+    if x.size != y.size:
+        raise ValueError(f"x and y must have the same size, got {x.size} and {y.size}")
+    if not 3 <= x.size <= 10**6:
+        raise ValueError(f"x and y must hold 3 to 10**6 pairs, got {x.size}")
+    if not isinstance(alternative, str) or alternative not in ("less", "greater"):
+        raise ValueError(f"alternative must be 'less' or 'greater', got {alternative!r}")
+    rx, ry = _ranks(x), _ranks(y)
+    rho = float(np.clip(_pearson(rx, ry[None, :])[0], -1.0, 1.0))
+    n = int(x.size)
+    sign = -1.0 if alternative == "less" else 1.0
+    if n <= EXACT_RANK_MAX:
+        from itertools import permutations
+
+        perms = np.array(list(permutations(range(n))))
+        null = _pearson(rx, ry[perms])
+        p = float(np.mean(sign * null >= sign * rho - 1e-12))
+        method = "exact"
+    else:
+        from scipy.stats import norm
+
+        p = float(norm.sf(sign * rho * math.sqrt(n - 1)))
+        method = "normal"
+    return RankTest(rho, n, max(p, np.finfo(float).tiny), method, alternative)

@@ -32,18 +32,21 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from meanfield.validation.backend import get_backend, spawn_sequences, substream
+from meanfield.validation.backend import substream
 from meanfield.validation.report import Comparison, mean_and_stderr
 from meanfield.validation.runner import check_run_arguments, main_for, progress
 from scipy import stats
 
-from meanfield import kurtosis, parallel
-from meanfield.checks import check_bool, check_int, renamed_kwargs
-from meanfield.data import load_digits
+from meanfield import kurtosis
+from meanfield.checks import renamed_kwargs
 from meanfield.simulate import (
-    FIG1_INITS,
+    FIG1_DEPTH,
+    FIG1_FRACTION,
+    FIG1_STREAM,
+    FIG1_THRESHOLD,
     INPUT_MOMENTS,
-    empirical_variances,
+    KAPPA_MAX,
+    fig1_variances,
     layer_moments,
     nonzero_fraction,
 )
@@ -63,22 +66,12 @@ __all__ = [
 #: MetaInit's optimisation of the Fig. 1 start runs on the host (NumPy), its forward passes on the backend.
 BACKENDS = ("numpy", "cupy", "torch", "array_api_strict")
 
-#: Largest predicted kurtosis compared with Monte-Carlo (see the module notes on heavy tails).
-KAPPA_MAX = 30.0
 #: Depths at which the kurtosis recursion is compared.
 DEPTHS = (1, 2, 3, 5, 10, 15, 20)
-#: Fig. 1 claim: fraction of networks with empirical variance below FIG1_THRESHOLD at FIG1_DEPTH.
-FIG1_THRESHOLD = 1e-3
-FIG1_DEPTH = 80
-FIG1_FRACTION = 0.9
 #: "Explode": the mean over MetaInit networks of log10(S^2_80 / S^2_0) is at least one decade.
 FIG1_EXPLOSION_LOG10 = 1.0
 #: Networks needed before a binomial fraction row can fail (standard-error floor 1/n, z = 4.5).
 FIG1_MIN_FRACTION_NETWORKS = 50
-#: MetaInit networks in Fig. 1 (default, ``--full``): ~6 s of CPU each alone, ~1.5 s in a batch of
-#: :data:`FIG1_METAINIT_BATCH` (500 signSGD steps), so the default run stays within ~20 s of its
-#: cost without MetaInit.
-FIG1_METAINIT_NETWORKS = (4, 200)
 #: ZerO / ZerO* keep the empirical variance to rounding: identity layers copy relu(y) exactly.
 ZERO_RTOL = 1e-12
 
@@ -166,125 +159,6 @@ def _nonzero_rows(backend, full, seed):
         )
     )
     return rows
-
-
-#: The part of a comparison's integer ``seed`` that feeds the Fig. 1 networks: :func:`run` passes
-#: ``rng=substream(seed, FIG1_STREAM)`` to :func:`fig1_variances` (the figure does the same, so that
-#: its default size repeats the table's numbers).
-FIG1_STREAM = 4
-
-
-def fig1_variances(
-    full: bool = False,
-    backend: str = "numpy",
-    rng: int | np.random.SeedSequence | np.random.Generator | None = None,
-    n_networks: int | None = None,
-    n_inputs: int | None = None,
-    depth: int = 100,
-    n_metainit: int | None = None,
-    metainit_steps: int = 500,
-) -> dict[str, np.ndarray]:
-    """Empirical variances of the Fig. 1 experiment: ``{init: (networks, depth + 1) array}``.
-
-    Width 10, ReLU; 1,000 networks on the first 256 standardised digits by default, 10,000 networks
-    on all 1,797 with ``full``; MetaInit: :data:`FIG1_METAINIT_NETWORKS` networks
-    (``n_networks`` / ``n_inputs`` / ``n_metainit`` / ``metainit_steps`` override, e.g. for tests).
-
-    Parameters
-    ----------
-    full : bool
-        Paper-size run.
-    backend : str
-        One of :data:`meanfield.backend.BACKENDS`.
-    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
-        Randomness (the library's rule: an int ``n`` is ``numpy.random.default_rng(n)``); the
-        initialisers in ``FIG1_INITS`` get the children spawned off it, in that order, and chunk
-        ``j`` of an initialiser's networks (:data:`FIG1_CHUNK` networks, MetaInit
-        :data:`FIG1_METAINIT_CHUNK`) the ``j``-th child of its initialiser's child. The chunks run
-        on :func:`meanfield.parallel.current` (``with meanfield.parallel.using(...)``); the result
-        does not depend on where. MetaInit networks, one stream each, are meta-initialised
-        :data:`FIG1_METAINIT_BATCH` at a time in one vectorised run (same numbers as one by one).
-    n_networks, n_inputs, depth, n_metainit, metainit_steps : int
-        Sizes (see above); ``n_inputs`` between 2 and the 1,797 digits.
-
-    Raises
-    ------
-    TypeError, ValueError
-        A ``full`` that is not a bool; sizes that are not integers in range (named).
-
-    Returns
-    -------
-    dict of str to ndarray
-        Per initialiser, the empirical variance of the output after layers ``0 .. depth`` for each network.
-    """
-    full = check_bool(full, "full")
-    # at most parallel.MAX_CHUNKS chunks of FIG1_CHUNK / FIG1_METAINIT_CHUNK networks
-    n_networks, n_metainit = (
-        None if n is None else check_int(n, name, 1, parallel.MAX_CHUNKS * chunk)
-        for n, name, chunk in (
-            (n_networks, "n_networks", FIG1_CHUNK),
-            (n_metainit, "n_metainit", FIG1_METAINIT_CHUNK),
-        )
-    )
-    children = spawn_sequences(get_backend("numpy").rng(rng), len(FIG1_INITS))
-    n_net = n_networks or (10_000 if full else 1_000)
-    n_mi = n_metainit or FIG1_METAINIT_NETWORKS[full]
-    data = load_digits(standardized=True).x
-    if n_inputs is not None:
-        n_inputs = check_int(n_inputs, "n_inputs", 2, data.shape[0])
-    x = data[: n_inputs or (data.shape[0] if full else 256)]
-    # chunks of networks, each drawn from the stream spawned off its initialiser's child by chunk
-    # index (meanfield.parallel): the same numbers serially, on processes or on a Dask cluster
-    tasks, owners = [], []
-    for k, init in enumerate(FIG1_INITS):
-        ranges = parallel.chunk_ranges(
-            n_mi if init == "metainit" else n_net, FIG1_METAINIT_CHUNK if init == "metainit" else FIG1_CHUNK
-        )
-        streams = parallel.chunk_streams(children[k], len(ranges))
-        if init == "metainit":  # one stream per network (FIG1_METAINIT_CHUNK = 1), optimised in batches
-            for j in range(0, len(streams), FIG1_METAINIT_BATCH):
-                group = list(streams[j : j + FIG1_METAINIT_BATCH])
-                tasks.append((x, init, depth, 10, len(group), backend, group, metainit_steps))
-                owners.append(init)
-            continue
-        for (a, b), stream in zip(ranges, streams):
-            tasks.append((x, init, depth, 10, b - a, backend, stream, metainit_steps))
-            owners.append(init)
-    parts = parallel.map_chunks(_fig1_chunk, tasks)
-    return {init: np.concatenate([p for p, o in zip(parts, owners) if o == init]) for init in FIG1_INITS}
-
-
-#: Networks per task of :func:`fig1_variances` (a property of the experiment, not of the workers:
-#: the numbers depend on it). 250 networks x 256 inputs x depth 100: ~1 s of CPU per task.
-FIG1_CHUNK = 250
-
-#: MetaInit networks per random stream: each network has its own (the numbers depend on it).
-FIG1_METAINIT_CHUNK = 1
-
-#: MetaInit networks per task, optimised together in one vectorised run, each from its own stream
-#: (:func:`meanfield.simulate.empirical_variances` with a sequence ``rng``): the same
-#: numbers as one task per network, bit for bit, at ~1/4 of the CPU time (the
-#: per-network cost of a stacked MetaInit step is flat from ~32 networks on).
-FIG1_METAINIT_BATCH = 32
-
-
-def _fig1_chunk(x, init, depth, width, n_networks, backend, rng, metainit_steps):
-    """One task of :func:`fig1_variances` (module level: pickled by reference to workers). Float64 on
-    every backend: the ZerO rows' tolerance ``ZERO_RTOL`` is float64 rounding (the ``blas`` engine's
-    float32 default gave 1e-7 and 4e-6 under --backend torch: float32 rescaling every
-    ``RENORM_EVERY`` layers), and NumPy's Numba engine is float64 anyway."""
-    return empirical_variances(
-        x,
-        init,
-        depth,
-        width,
-        n_networks,
-        backend=backend,
-        rng=rng,
-        metainit_steps=metainit_steps,
-        desc=None,
-        dtype="float64",
-    )
 
 
 def _fraction_below_threshold(v):

@@ -1,4 +1,4 @@
-"""Xiao et al. 2018, Sec. 3: trained networks (Figs. 1, 2, 3, 4a, 5) from meanfield.validation.trainability."""
+"""Xiao et al. 2018, Sec. 3: trained networks (Figs. 1, 2, 3, 4a, 5), the experiments of meanfield.train.experiment."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from .._common import (
 from ._cnn import _red_to_black
 from ._shared import PAPER
 
-# --- trained networks: meanfield.validation.trainability runs, drawn by figures/_training.py ---
+# --- trained networks: meanfield.train.experiment runs, drawn by figures/_training.py ---
 
 
 @figure(paper=PAPER, figure="Fig. 2", honours_backend=False)
@@ -29,7 +29,7 @@ def fig_2(out_dir, *, size, backend, seed):
     Xiao et al. 2018 Fig. 2 and Sec. 3.1: networks train only while ``L < 6 xi_c``. Fully-connected tanh
     networks on the embedded digits (the CNN mean field's zero mode has the dense depth scale);
     the curve is the theory layer of :func:`fig_2_theory` (``dense.phase_diagram``). Sizes: see
-    :mod:`meanfield.validation.trainability` (``depth_scale``).
+    :mod:`meanfield.train.experiment` (``depth_scale``).
     """
     res = _training.experiment("depth_scale", size, seed)
     p = res["params"]
@@ -38,7 +38,7 @@ def fig_2(out_dir, *, size, backend, seed):
     n_w = by_size(size, smoke=40, default=240, full=800)
     curve_sw = np.linspace(0.05, max(4.0, float(sw.max())), n_w)
     six_xi = 6 * dense.phase_diagram("tanh", curve_sw, [2e-5]).xi_c[:, 0]
-    from meanfield.validation.trainability import depth_scale_agreement
+    from meanfield.train.experiment import depth_scale_agreement
 
     frac, n = depth_scale_agreement(res)
     fig, ax = plt.subplots(figsize=(6.0, 4.4), layout="constrained")
@@ -135,7 +135,7 @@ def fig_1(out_dir, *, size, backend, seed):
     Notes
     -----
     Xiao et al. 2018 Fig. 1 / Sec. 3.2: delta-orthogonal (Algorithm 2) CNNs of 10,000 layers train; here the
-    depth the CPU budget allows (``deep_cnn`` of :mod:`meanfield.validation.trainability`; 10,000
+    depth the CPU budget allows (``deep_cnn`` of :mod:`meanfield.train.experiment`; 10,000
     layers at ``size="full"``).
     """
     return _deep_cnn_curves(fig_1, out_dir, size, seed)
@@ -173,9 +173,10 @@ def fig_4a(out_dir, *, size, backend, seed):
     Xiao et al. 2018 Fig. 4a / Sec. 3.3: the more poorly conditioned the singular values of A_v (right
     panel, on the image size trained here: 8 x 8 digits at the default size), the faster test
     accuracy falls with depth. The title states validation row 9's one-sided Spearman test
-    (:func:`meanfield.validation.trainability.nonuniform_v_rank_test`) at the deepest depth.
+    (:func:`meanfield.train.experiment.nonuniform_v_rank_test`) at the deepest depth.
     """
-    from meanfield.validation.trainability import RANK_LEVEL, nonuniform_v_rank_test
+    from meanfield.compare import RANK_LEVEL
+    from meanfield.train.experiment import nonuniform_v_rank_test
 
     res = _training.experiment("nonuniform_v", size, seed)
     p = res["params"]

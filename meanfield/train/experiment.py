@@ -49,6 +49,7 @@ import numpy as np
 from meanfield import conv, dense
 from meanfield.backend import substream
 from meanfield.checks import renamed_kwargs
+from meanfield.compare import RankTest, rank_correlation
 
 from ._checks import _progress
 from ._data import load_training_data
@@ -56,6 +57,7 @@ from ._engine import train_ensemble
 from ._specs import ConvNet, DenseNet
 
 __all__ = [
+    "BOUNDARY_BAND",
     "CNN_LR",
     "CNN_LR_TIMES_DEPTH",
     "DEEP_CNN_DEPTH",
@@ -63,10 +65,14 @@ __all__ = [
     "LL_LR_SCALE",
     "SIGMA_B2_CNN",
     "SIGMA_B2_FIG2",
+    "TRAINABLE_ACCURACY",
     "clear_cache",
     "cnn_learning_rate",
+    "depth_scale_agreement",
     "experiment",
+    "kurtosis_rank_test",
     "mode_energy_fraction",
+    "nonuniform_v_rank_test",
     "training_data",
 ]
 
@@ -656,3 +662,87 @@ def _depth_scale_cell(depth, sigma_w2, width, steps, n_net, data, rng):
     """One cell of :func:`_depth_scale_cells`: (final train accuracies, final test accuracies, seconds)."""
     out = _fig2_train(_fig2_net(depth, width, sigma_w2), n_net, data, steps, rng)
     return out.final_train_accuracy, out.final_test_accuracy, out.seconds
+
+
+# --- the statistics of the experiments' claims ---------------------------------------------------------
+
+#: Mean training accuracy at or above which a (sigma_w2, depth) cell counts as trainable (chance
+#: is 0.1 on ten digits; trained shallow networks reach > 0.9).
+TRAINABLE_ACCURACY = 0.5
+#: Cells with ``L / (6 xi_c)`` in ``[1 / BOUNDARY_BAND, BOUNDARY_BAND]`` are not scored.
+BOUNDARY_BAND = 2.0
+
+
+def depth_scale_agreement(res: dict) -> tuple[float, int]:
+    """Fraction of scored cells where ``L < 6 xi_c`` agrees with trainability, and the number scored.
+
+    Parameters
+    ----------
+    res : dict
+        ``depths`` (n_depths,), ``xi_c`` (n_sigma,), ``train_accuracy`` (n_depths, n_sigma, n_networks),
+        as :func:`experiment` ("depth_scale") returns them.
+
+    Returns
+    -------
+    fraction, n_scored : float, int
+        Cells with ``L / (6 xi_c)`` within a factor :data:`BOUNDARY_BAND` of 1 are not scored; a
+        cell is trainable when its mean training accuracy is ``>= TRAINABLE_ACCURACY``. NaN
+        fraction when no cell is scored.
+    """
+    six_xi = 6.0 * res["xi_c"][None, :]
+    depth = res["depths"][:, None].astype(float)
+    ratio = depth / six_xi
+    scored = (ratio < 1.0 / BOUNDARY_BAND) | (ratio > BOUNDARY_BAND)
+    predicted = depth < six_xi
+    observed = res["train_accuracy"].mean(axis=2) >= TRAINABLE_ACCURACY
+    n = int(scored.sum())
+    return (float((predicted == observed)[scored].mean()) if n else float("nan")), n
+
+
+def kurtosis_rank_test(res: dict) -> RankTest:
+    """Grzejdziak 2023 supp. Fig. 1: rank correlation of output kurtosis and test accuracy, one-sided (< 0).
+
+    Parameters
+    ----------
+    res : dict
+        ``log10_output_kurtosis`` (width, depth, law) and ``test_accuracy`` (width, depth, law,
+        network), as :func:`experiment` ("kurtosis_accuracy") returns them.
+
+    Returns
+    -------
+    RankTest
+        Over the (width, depth, law) cells: log10 kurtosis at initialisation against the mean test
+        accuracy over the cell's networks, ``alternative="less"``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`meanfield.compare.rank_correlation`.
+    """
+    logk = np.asarray(res["log10_output_kurtosis"])
+    acc = np.asarray(res["test_accuracy"]).mean(axis=-1)
+    return rank_correlation(logk.ravel(), acc.ravel(), "less")
+
+
+def nonuniform_v_rank_test(res: dict) -> RankTest:
+    """Xiao et al. 2018 Fig. 4a: rank correlation of the mode-energy score and test accuracy at the deepest depth.
+
+    Parameters
+    ----------
+    res : dict
+        ``mode_energy_fraction`` (depth, v) and ``test_accuracy`` (depth, v, network), as
+        :func:`experiment` ("nonuniform_v") returns them.
+
+    Returns
+    -------
+    RankTest
+        Over every (v, network) pair at the deepest depth, ``alternative="greater"``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`meanfield.compare.rank_correlation`.
+    """
+    score = np.asarray(res["mode_energy_fraction"])[-1]
+    acc = np.asarray(res["test_accuracy"])[-1]
+    return rank_correlation(np.repeat(score, acc.shape[-1]), acc.ravel(), "greater")
