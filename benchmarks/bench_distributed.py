@@ -3,7 +3,7 @@
 Workloads (both split into chunks by ``meanfield.parallel``; the numbers are identical everywhere,
 checked here too):
 
-- the Grzejdziak Fig. 1 ensemble, ``validation.kurtosis.fig1_variances`` (six random
+- the Grzejdziak Fig. 1 ensemble, ``meanfield.simulate.fig1_variances`` (six random
   initialisers + ZerO* in chunks of ``FIG1_CHUNK`` networks; MetaInit one network per chunk);
 - a 2^24-configuration landscape: the residual net with ``n_layers=8`` (26 bits) censused on the
   64 chunks of 2^18 configurations ``0 .. 63`` (``landscape_census(..., chunk_bits=8, chunks=...)``);

@@ -5,7 +5,7 @@ Run ``python benchmarks/bench_fig1_slice.py [--networks 500] [--metainit 32] [--
 The paper-size ensemble is 10,000 networks x 1,797 inputs (all of scikit-learn's digits) x depth
 100 x width 10 for each of the six non-MetaInit initialisers of ``FIG1_INITS``, plus 200 MetaInit
 networks. This script runs ``--networks`` of them per initialiser through the code path of
-``meanfield.validation.kurtosis.fig1_variances`` (``empirical_variances(..., dtype="float64")`` on
+``meanfield.simulate.fig1_variances`` (``empirical_variances(..., dtype="float64")`` on
 the NumPy backend: the fused Numba kernel), warm (one small call first compiles), under cProfile,
 old and new interleaved in one run, and prints:
 

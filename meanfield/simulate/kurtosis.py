@@ -467,7 +467,7 @@ def empirical_variances(
         ``init="metainit"``, a sequence of ``n_networks`` (distinct Generators) gives network ``k``
         its own stream: its variances are exactly those of ``n_networks=1, rng=rng[k]`` (same
         weights bit for bit, :func:`metainit_weights`), whatever the chunks, while each chunk's
-        networks are meta-initialised in one vectorised run (how :func:`meanfield.validation.kurtosis.fig1_variances`
+        networks are meta-initialised in one vectorised run (how :func:`fig1_variances`
         batches its per-network MetaInit streams).
     protocol : {"pooled", "unit"}
         ``"pooled"`` (default): the variance of all ``width * n`` entries of ``y^(l)``;

@@ -519,7 +519,7 @@ REGISTRY: list[Entry] = [
       skip={"rho": "deprecated alias of slope (giving both raises TypeError; tests/simulate/test_networks.py)"}),
     # --- validation comparison helpers, report, runner ----------------------------------------
     E("validation.finite_width.domain_truncation", m=F(-1.5), width=I(10), sigma_w2=F(0.2), top=F(1e6), fan_in=I(10)),
-    E("validation.kurtosis.fig1_variances", full=B(False), backend=BK(), rng=R(0), n_networks=I(2), n_inputs=I(4), depth=I(3), n_metainit=I(1),
+    E("simulate.fig1_variances", full=B(False), backend=BK(), rng=R(0), n_networks=I(2), n_inputs=I(4), depth=I(3), n_metainit=I(1),
       metainit_steps=I(2)),
     E("compare.Comparison", name=TXT("row"), theory=F(1.0), estimate=F(1.01), stderr=F(0.01), z=F(4.5), systematic=F(0.0),
       note=TXT(""), side=CH("both"), kind=CH("check"), nan_ok={f: _ROW_NAN for f in ("theory", "estimate", "stderr")}),
@@ -615,11 +615,11 @@ REGISTRY: list[Entry] = [
       rng=R(0), backend=BK()),
     E("simulate.simulate_residual_moments", width=I(3), depth=I(2), n_networks=I(4), slope=F(0.1), residual=B(True), rng=R(0),
       backend=BK()),
-    E("validation.trainability.z_score", a=A([1.0, 1.2, 0.9]), b=A([0.5, 0.6, 0.4, 0.7])),
+    E("compare.z_score", a=A([1.0, 1.2, 0.9]), b=A([0.5, 0.6, 0.4, 0.7])),
     E("validation.trainability.clear_cache"),
     E("validation.trainability.mode_energy_fraction", v=A(np.full((3, 3), 1 / 9)), shape=SH((4, 4)), depth=I(3)),
     E("validation.trainability.cnn_learning_rate", depth=I(1000)),
-    E("validation.trainability.rank_correlation", x=A([0.3, 1.2, 0.9, 2.0, 0.1]), y=A([0.5, 0.6, 0.4, 0.7, 0.2]), alternative=CH("less")),
+    E("compare.rank_correlation", x=A([0.3, 1.2, 0.9, 2.0, 0.1]), y=A([0.5, 0.6, 0.4, 0.7, 0.2]), alternative=CH("less")),
     E("validation.audit.unavailable"),
     E("train.DenseNet", depth=I(2), width=I(4), activation=CH("tanh"), init=CH("gaussian"), sigma_w2=F(1.0), sigma_b2=F(0.0),
       slope=F(0.0)),
@@ -871,7 +871,7 @@ NOT_FUZZED["validation.symmetry_breaking.table_2_metrics"] = (
     "reads a TrainingTable (training runs, seconds); tested in tests/train/test_symmetry_breaking.py"
 )
 NOT_FUZZED["validation.trainability.kurtosis_rank_test"] = NOT_FUZZED["validation.trainability.depth_scale_agreement"]
-NOT_FUZZED["validation.trainability.RankTest"] = _RESULT
+NOT_FUZZED["compare.RankTest"] = _RESULT
 NOT_FUZZED["validation.trainability.nonuniform_v_rank_test"] = NOT_FUZZED[
     "validation.trainability.depth_scale_agreement"
 ]
