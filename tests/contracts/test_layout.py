@@ -148,3 +148,25 @@ def test_the_cli_module_imports_no_comparison_module():
     code = "import sys, meanfield.cli; print(any(m.startswith('meanfield.validation') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+#: Figure modules that still import a comparison module of ``meanfield.validation`` (Blumenfeld et al.
+#: 2020's tables and group series are computed there): delete an entry once its import is gone.
+FIGURES_USING_VALIDATION = {"figures/blumenfeld2020/_constnet.py", "figures/blumenfeld2020/_engine.py"}
+
+
+def test_figures_import_nothing_from_validation():
+    """The figures draw what the library computes: a computation a figure shares with a comparison
+    lives in ``meanfield`` (simulate, train, compare), not in ``meanfield.validation``."""
+    users = set()
+    for path in (ROOT / "figures").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            if any(n.split(".")[:2] == ["meanfield", "validation"] for n in names):
+                users.add(str(path.relative_to(ROOT)))
+    assert users == FIGURES_USING_VALIDATION
