@@ -175,7 +175,10 @@ class _Reader:
             if len(node.inputs) > 1:
                 layers[:0] = self.fail(node, node.reason or f"{node.kind} of {len(node.inputs)} signals")
                 return layers
-            layers[:0] = self.layer(node)
+            try:
+                layers[:0] = self.layer(node)
+            except (TypeError, ValueError) as exc:  # a size or parameter outside the layer kind's range
+                self.fail(node, f"outside the range of meanfield.nets: {exc}")
             name = node.inputs[0]
         return layers
 

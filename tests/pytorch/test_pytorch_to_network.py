@@ -123,3 +123,19 @@ def test_vit_tiny_lists_what_is_unconverted_with_reasons():
     res = to_network(model.eval(), torch.randn(1, 3, 32, 32))
     assert not res.complete and res.unconverted
     assert all(n.reason for n in res.unconverted)
+
+
+def test_norms_dropout_and_pooling_convert_with_the_modules_modes():
+    model = nn.Sequential(
+        nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.2), nn.LayerNorm(8), nn.Linear(8, 3)
+    ).eval()
+    res = to_network(model)
+    assert res.complete, str(res)
+    assert _kinds(res.network) == ["Dense", "BatchNorm", "Act", "Dropout", "LayerNorm", "Dense"]
+    bn, drop = res.network.layers[1], res.network.layers[3]
+    assert (bn.train, bn.running_mean, bn.running_var) == (False, 0.0, 1.0)
+    assert (drop.p, drop.train) == (pytest.approx(0.2), False)
+    cnn = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1, padding_mode="circular"), nn.Tanh(), nn.AvgPool2d(2))
+    res = to_network(cnn)
+    assert res.complete and _kinds(res.network) == ["Conv", "Act", "AvgPool"]
+    assert res.network.layers[0].kernel_shape == (3, 3)
