@@ -7,23 +7,23 @@ weight variances: the :class:`~meanfield.pytorch.InitSpec` recorded by the initi
 :math:`W_{ij} \sim U(\pm 1/\sqrt{n_{in}})`, i.e. :math:`\sigma_w^2 = 1/3`, and a bias
 :math:`U(\pm 1/\sqrt{n_{in}})`, i.e. :math:`\sigma_b^2 = 1/(3 n_{in})`).
 
-==========================================  ===================================================
-traced node                                 layer of :mod:`meanfield.nets`
-==========================================  ===================================================
-``nn.Linear``                               :class:`~meanfield.nets.Dense`
-``nn.Conv1d/2d/3d``, circular padding       :class:`~meanfield.nets.Conv` (periodic; stride 1,
-``k // 2``, odd kernels                     no dilation, one group)
-activation module or function               :class:`~meanfield.nets.Act`
-``a + f(a)``                                :class:`~meanfield.nets.Residual` (identity skip)
-``nn.Flatten``                              :class:`~meanfield.nets.Flatten`
-``nn.Dropout``                              :class:`~meanfield.nets.Dropout` (its mode)
-``AdaptiveAvgPool(1)``                      :class:`~meanfield.nets.Pool` (global mean)
-``AvgPool`` / ``MaxPool`` (no padding)      :class:`~meanfield.nets.AvgPool` / ``MaxPool``
-``LayerNorm`` / ``RMSNorm`` / ``BatchNorm`` :class:`~meanfield.nets.LayerNorm` / ``RMSNorm`` /
-                                            ``BatchNorm`` (scalar affine maps, the module's mode)
-``nn.MultiheadAttention`` (self-attention)  :class:`~meanfield.nets.SelfAttention` (``1/sqrt(d)``)
-``nn.Identity``, casts, ``contiguous``      nothing (the same signal)
-==========================================  ===================================================
+==============================================  =====================================================
+traced node                                     layer of :mod:`meanfield.nets`
+==============================================  =====================================================
+``nn.Linear``                                   :class:`~meanfield.nets.Dense`
+``nn.Conv1d/2d/3d``, circular ``k // 2``        :class:`~meanfield.nets.Conv` (periodic; odd kernels,
+                                                stride 1, no dilation, one group)
+activation module or function                   :class:`~meanfield.nets.Act`
+``a + f(a)``                                    :class:`~meanfield.nets.Residual` (identity skip)
+``nn.Flatten``                                  :class:`~meanfield.nets.Flatten`
+``nn.Dropout``                                  :class:`~meanfield.nets.Dropout` (its mode)
+``AdaptiveAvgPool(1)``                          :class:`~meanfield.nets.Pool` (global mean)
+``AvgPool`` / ``MaxPool`` (no padding)          :class:`~meanfield.nets.AvgPool` / ``MaxPool``
+``LayerNorm`` / ``RMSNorm`` / ``BatchNorm``     :class:`~meanfield.nets.LayerNorm` / ``RMSNorm`` /
+                                                ``BatchNorm`` (scalar affine maps, the module's mode)
+``nn.MultiheadAttention`` (self-attention)      :class:`~meanfield.nets.SelfAttention` (``1/sqrt(d)``)
+``nn.Identity``, casts, ``contiguous``          nothing (the same signal)
+==============================================  =====================================================
 
 Everything else -- a skip with its own layers (ResNet's downsampling), reshapes whose meaning for
 the positions x channels layout the trace does not record, scalings, concatenations, functional
