@@ -35,6 +35,7 @@ require_torch()
 
 from ._activations import activation_from_module, resolve_activation  # noqa: E402
 from .audit import Audit, AuditRow, audit  # noqa: E402
+from .convert import Conversion, to_network  # noqa: E402
 from .init import (  # noqa: E402
     CriticalInit,
     EdgeOfChaos,
@@ -81,6 +82,7 @@ __all__ = [
     "Audit",
     "AuditRow",
     "ConstNet",
+    "Conversion",
     "CriticalInit",
     "EdgeOfChaos",
     "InitSpec",
@@ -119,6 +121,7 @@ __all__ = [
     "resolve_activation",
     "stable_sigma_b2",
     "tag_layers_",
+    "to_network",
     "trace",
     "zero_",
     "zero_star_",

@@ -224,3 +224,47 @@ def test_layers_without_a_record_follow_pytorchs_default_law():
     assert all(r.theory is not None for r in q) and not result.failed, "\n" + result.table()
     assert q[2].theory < 0.5 * q[1].theory  # the default law shrinks the signal (sigma_w2 = 1/3)
     assert "PyTorch default init" in result.source and result.phase == "unknown"
+
+
+# --- nn.MultiheadAttention's packed in-projection ------------------------------------------------
+
+
+def _encoder(seed=0):
+    torch.manual_seed(seed)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+    return torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+
+def _projection_rows(result):
+    return [r for r in result.rows if r.quantity == "q_layer" and (".in_proj." in r.layer or "out_proj" in r.layer)]
+
+
+def test_attention_projections_get_layer_local_rows_that_pass_under_pytorch_default_init():
+    x = torch.randn(4, 6, 32, generator=torch.Generator().manual_seed(4))
+    result = audit(_encoder(), x, rng=0, backward=False)
+    rows = _projection_rows(result)
+    names = [f"layers.{i}.self_attn.{p}" for i in (0, 1) for p in ("in_proj.q", "in_proj.k", "in_proj.v", "out_proj")]
+    assert [r.layer for r in rows] == names
+    assert all(r.verdict == "ok" for r in rows), "\n" + result.table()
+    assert result.n_weight_layers == 4 + 8 and result.n_checked == 12
+
+
+def test_attention_projections_scaled_by_hand_are_flagged_alone():
+    model = _encoder()
+    e = 32
+
+    def scale_keys(module, inputs):  # runs after every re-draw: the key projection at 2x its declared scale
+        with torch.no_grad():
+            module.in_proj_weight[e : 2 * e].mul_(2.0)
+
+    def scale_out(module, inputs):  # the out-projection at 2x PyTorch's default scale
+        with torch.no_grad():
+            module.out_proj.weight.mul_(2.0)
+
+    model.layers[1].self_attn.register_forward_pre_hook(scale_keys)
+    model.layers[0].self_attn.register_forward_pre_hook(scale_out)
+    x = torch.randn(4, 6, 32, generator=torch.Generator().manual_seed(5))
+    result = audit(model, x, n_networks=6, rng=0, backward=False)
+    assert result.flagged_layers == ("layers.0.self_attn.out_proj", "layers.1.self_attn.in_proj.k"), (
+        "\n" + result.table()
+    )

@@ -87,9 +87,9 @@ def test_transformer_encoder_every_layer_checked_and_passes_after_critical_init(
     x = torch.randn(4, 6, 32, generator=_gen(4))
     critical_init_(model, generator=_gen(0), example_inputs=x)
     result = audit(model, x, rng=0)
-    # the attention's projections are inside F.multi_head_attention_forward (an attention node, not a
-    # weight-layer node); every Linear module called is checked
-    assert result.n_weight_layers == 4
+    # every Linear module called, and per attention the q, k, v projections of its packed
+    # in_proj_weight and its out-projection
+    assert result.n_weight_layers == 4 + 2 * 4
     _assert_all_checked_pass(result)
 
 

@@ -29,7 +29,12 @@ bias have the variance the initialiser declared (or PyTorch's default law); it d
 how the signal propagates between layers (the end-to-end rows do, where a theory covers the path).
 Orthogonal rows are uniform on the sphere, so the same prediction holds (their units are
 negatively correlated: the standard error is conservative); ``orthogonal_conv_`` kernels correlate
-their taps and get no layer-local row.
+their taps and get no layer-local row. ``nn.MultiheadAttention`` applies its packed
+``in_proj_weight`` and its out-projection inside ``F.multi_head_attention_forward``: a hook on the
+module sees the query, key and value, each projection is the ``Linear`` rule on its input (rows
+``<module>.in_proj.q`` / ``.k`` / ``.v``, PyTorch's ``xavier_uniform_`` law ``sigma_w2 = 1/2``,
+re-drawn from a stream of its own), and the out-projection's input is recomputed by the same
+function with the out-projection replaced by the identity (row ``<module>.out_proj``).
 
 **End-to-end theory** (rows ``q``, ``c``, ``kurtosis``, ``grad``): the state is propagated from the
 inputs through the model, layer by layer:

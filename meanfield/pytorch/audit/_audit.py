@@ -11,6 +11,16 @@ from meanfield._deprecate import renamed_kwargs
 
 from ..._checks import check_bool, check_int, check_rng
 from .._torch import require_torch
+from ._attention import (
+    attention_modules,
+    declared_params,
+    hook_inputs,
+    measured_variance,
+    out_projection_statistics,
+    projection_rows,
+    projection_statistics,
+    reinitialise_attention,
+)
 from ._inputs import prepare_inputs
 from ._measure import (
     _has_spec,
@@ -134,6 +144,22 @@ def audit(
     order: list = []
     calls: dict = {}
     measured_w: dict = {m: [] for _, m in layers}
+    attn = attention_modules(model)  # packed in-projections: run inside F.multi_head_attention_forward
+    attn_rec: dict = {m: [] for _, m in attn}
+    attn_w: dict = {m: [] for _, m in attn}
+    attn_index: dict = {}
+    attn_calls: dict = {}
+
+    def attention_hook(module, args, kwargs, out):
+        attn_calls[module] = attn_calls.get(module, 0) + 1
+        inp = hook_inputs(args, kwargs)
+        if attn_calls[module] > 1 or not inp:
+            return
+        attn_index[module] = len(order)  # after the weight layers called before it
+        with torch.no_grad():
+            stats = projection_statistics(module, inp)
+            stats.append(out_projection_statistics(module, inp, kwargs, out))
+        attn_rec[module].append(stats)
 
     def forward_hook(module, inp, out):
         calls[module] = calls.get(module, 0) + 1
@@ -159,6 +185,7 @@ def audit(
             )
 
     handles = [m.register_forward_hook(forward_hook) for _, m in layers]
+    handles += [m.register_forward_hook(attention_hook, with_kwargs=True) for _, m in attn]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # batches of <= 64 inputs: thread start-up would dominate
     k, n_inits_target = 0, N_INITS_MIN
@@ -172,6 +199,10 @@ def audit(
             seed = int(stream.integers(2**63))
             generator = torch.Generator(device="cpu").manual_seed(seed)
             _reinitialise(model, mode, init, generator, seed)
+            if attn:  # its own stream: the other layers' draws and the cotangent stay as without it
+                reinitialise_attention(attn, mode, torch.Generator(device="cpu").manual_seed((seed + 1) % 2**63))
+                for _, m in attn:
+                    attn_w[m].append(measured_variance(m))
             for _, m in layers:
                 w = m.weight.detach().double()
                 b = getattr(m, "bias", None)
@@ -179,6 +210,7 @@ def audit(
                 fan_in = 1 if isinstance(m, nn.Embedding) else w[0].numel()
                 measured_w[m].append((float(w.pow(2).mean()) * fan_in, bias))
             calls.clear()
+            attn_calls.clear()
             if k > 0:
                 order.clear()
             xin = x.clone()
@@ -344,8 +376,18 @@ def audit(
                 )
             )
 
+    n_projections = 0
+    for name, m in attn:
+        if attn_rec[m]:
+            out_param = params.get(m.out_proj)
+            out_param = None if out_param is None else (out_param[0], out_param[1], out_param[3])
+            declared = declared_params(m, mode, attn_w[m]) + [out_param]
+            rows += projection_rows(name, attn_index[m], attn_rec[m], declared, False)
+            n_projections += 4
+    rows.sort(key=lambda r: r.index)  # stable: each attention's rows after the layer called before it
+
     phase, chi_1, xi_q, xi_c = _phase(theory, params)
-    n_dropped = len(layers) - len(order)
+    n_dropped = len(layers) - len(order) - sum(1 for _, m in attn if attn_rec[m] and m.out_proj not in calls)
     if n_dropped:
         src += f"; {n_dropped} layer(s) never called"
     return Audit(
@@ -360,5 +402,5 @@ def audit(
         n_inputs=d,
         source=src,
         n_checked=len({r.layer for r in rows if r.verdict in ("ok", "FAIL")}),
-        n_weight_layers=len(order),
+        n_weight_layers=len(order) + n_projections,
     )

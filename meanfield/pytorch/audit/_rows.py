@@ -137,7 +137,9 @@ class Audit(Result):
     n_checked : int
         Weight layers with at least one row compared with theory (verdict ``ok`` or ``FAIL``).
     n_weight_layers : int
-        Weight layers measured.
+        Weight layers measured, counting the query, key, value and out-projections of each
+        ``nn.MultiheadAttention`` (their ``q_layer`` rows only; ``layers`` and ``depth`` list the
+        modules called).
     """
 
     rows: tuple

@@ -1,0 +1,141 @@
+"""Reading a PyTorch model as the library's network description: exact layers, declared variances, no silent skips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from meanfield import conv, dense, nets  # noqa: E402
+from meanfield.pytorch import modules, to_network  # noqa: E402
+
+nn = torch.nn
+
+#: Two evaluations of the same Gaussian integrals in different orders (float64 rounding of a few
+#: hundred products).
+THEORY_ATOL = 1e-12
+
+SW, SB = 1.7, 0.05
+
+
+def _kinds(network):
+    return [type(layer).__name__ for layer in network.layers]
+
+
+def test_tanh_mlp_converts_exactly_and_its_theory_is_the_dense_recursion():
+    model = modules.mlp(32, 3, "tanh", n_in=6, n_out=5, init="gaussian", sigma_w2=SW, sigma_b2=SB)
+    res = to_network(model)
+    assert res.complete and res.unconverted == ()
+    assert _kinds(res.network) == ["Dense", "Act"] * 3 + ["Dense"]
+    assert [layer.width for layer in res.network.layers[::2]] == [32, 32, 32, 5]
+    assert all(layer.sigma_w2 == pytest.approx(SW) and layer.sigma_b2 == SB for layer in res.network.layers[::2])
+    x = np.random.default_rng(1).standard_normal((3, 6))
+    second = res.network.theory(x).second
+    cov1 = SW * (x @ x.T) / 6 + SB  # the first layer on the data: sigma_w2 x x^T / n0 + sigma_b2
+    expected = dense.propagate(cov1, "tanh", SW, SB, 3)
+    np.testing.assert_allclose(second[1], cov1, rtol=0, atol=THEORY_ATOL)
+    np.testing.assert_allclose(second[-1], expected[-1], rtol=0, atol=THEORY_ATOL)
+    np.testing.assert_allclose(second[3], expected[1], rtol=0, atol=THEORY_ATOL)
+
+
+def test_circular_tanh_cnn_converts_exactly_and_its_theory_is_the_conv_recursion():
+    c, length = 3, 7
+    model = modules.periodic_cnn(8, 2, "tanh", n_in=c, n_out=4, init="gaussian", sigma_w2=SW, sigma_b2=SB)
+    res = to_network(model)
+    assert res.complete, str(res)
+    assert _kinds(res.network) == ["Conv", "Act", "Conv", "Act", "Pool", "Flatten", "Dense"]
+    x = np.random.default_rng(2).standard_normal((2, length, c))  # channels-last
+    second = res.network.theory(x).second
+    # first layer on the data: sigma_w2 sum_delta v_delta x_a(alpha+delta).x_b(beta+delta) / c + sigma_b2
+    d = x.shape[0]
+    cov1 = np.zeros((d, length, d, length))
+    for delta in (-1, 0, 1):
+        xs = np.roll(x, -delta, axis=1)
+        cov1 += np.einsum("aic,bjc->aibj", xs, xs) / (3 * c)
+    cov1 = SW * cov1 + SB
+    cov2 = conv.multi_input_covariance_map(cov1, "tanh", SW, SB, np.full(3, 1 / 3), shape=length)
+    np.testing.assert_allclose(second[1], cov1.reshape(d * length, -1), rtol=0, atol=THEORY_ATOL)
+    np.testing.assert_allclose(second[3], cov2.reshape(d * length, -1), rtol=0, atol=THEORY_ATOL)
+
+
+def test_pytorch_default_law_gives_one_third_and_bias_over_three_fan_in():
+    res = to_network(nn.Sequential(nn.Linear(12, 4), nn.ReLU(), nn.Linear(4, 2, bias=False)))
+    first, _, last = res.network.layers
+    assert (first.sigma_w2, first.sigma_b2, first.law) == (pytest.approx(1 / 3), pytest.approx(1 / 36), "uniform")
+    assert last.sigma_b2 == 0.0
+
+
+def test_residual_mlp_converts_to_identity_skip_blocks():
+    res = to_network(modules.residual_mlp(16, 3, "relu", n_in=8, n_out=4))
+    assert res.complete, str(res)
+    assert _kinds(res.network) == ["Dense", "Residual", "Residual", "Residual", "Dense"]
+    block = res.network.layers[1]
+    assert block.skip == "identity" and _kinds(nets.Network(block.branch)) == ["Dense", "Act"]
+    x = np.random.default_rng(3).standard_normal((2, 8))
+    assert np.all(np.isfinite(res.network.theory(x).second[-1]))
+
+
+def test_non_circular_convolution_and_unknown_module_are_listed_with_reasons():
+    class Odd(nn.Module):
+        def forward(self, x):
+            return torch.fft.fft(x).real
+
+    model = nn.Sequential(nn.Conv1d(2, 4, 3, padding=1), nn.Tanh(), Odd(), nn.Flatten(), nn.Linear(4 * 5, 2))
+    res = to_network(model, torch.randn(2, 2, 5))
+    assert not res.complete
+    reasons = {n.op: n.reason for n in res.unconverted}
+    assert "not circular" in reasons["Conv1d"]
+    assert any("fft" in op or "fft" in r for op, r in reasons.items())
+    assert "unconverted" in str(res)
+
+
+def test_hyper_residual_sums_are_listed_and_give_no_network():
+    res = to_network(modules.hyper_residual_mlp(16, 3, "relu", n_in=8, n_out=4))
+    assert not res.complete and res.network is None
+    assert all(n.reason for n in res.unconverted)
+
+
+def test_transformer_encoder_converts_to_attention_and_norm_blocks():
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    res = to_network(nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval(), torch.randn(2, 5, 16))
+    assert res.complete, str(res)
+    assert _kinds(res.network) == ["Residual", "LayerNorm", "Residual", "LayerNorm"] * 2
+    attn = res.network.layers[0].branch[0]
+    # PyTorch's defaults: xavier_uniform_ on the packed (3e, e) projection, Linear's default out-projection
+    assert isinstance(attn, nets.SelfAttention) and (attn.width, attn.heads) == (16, 2)
+    assert attn.sigma_qk2 == pytest.approx(0.5) and attn.sigma_o2 == pytest.approx(1 / 3)
+
+
+def test_resnet18_lists_downsampling_skips_and_keeps_the_rest():
+    torchvision = pytest.importorskip("torchvision")
+    res = to_network(torchvision.models.resnet18())
+    assert not res.complete
+    ops = {n.op for n in res.unconverted}
+    assert "Conv2d" in ops  # zero padding is not periodic
+    assert all(n.reason for n in res.unconverted)
+    assert any("skip has its own layers" in n.reason for n in res.unconverted)
+
+
+def test_vit_tiny_lists_what_is_unconverted_with_reasons():
+    timm = pytest.importorskip("timm")
+    model = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=32, patch_size=16)
+    res = to_network(model.eval(), torch.randn(1, 3, 32, 32))
+    assert not res.complete and res.unconverted
+    assert all(n.reason for n in res.unconverted)
+
+
+def test_norms_dropout_and_pooling_convert_with_the_modules_modes():
+    model = nn.Sequential(
+        nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.2), nn.LayerNorm(8), nn.Linear(8, 3)
+    ).eval()
+    res = to_network(model)
+    assert res.complete, str(res)
+    assert _kinds(res.network) == ["Dense", "BatchNorm", "Act", "Dropout", "LayerNorm", "Dense"]
+    bn, drop = res.network.layers[1], res.network.layers[3]
+    assert (bn.train, bn.running_mean, bn.running_var) == (False, 0.0, 1.0)
+    assert (drop.p, drop.train) == (pytest.approx(0.2), False)
+    cnn = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1, padding_mode="circular"), nn.Tanh(), nn.AvgPool2d(2))
+    res = to_network(cnn)
+    assert res.complete and _kinds(res.network) == ["Conv", "Act", "AvgPool"]
+    assert res.network.layers[0].kernel_shape == (3, 3)
