@@ -261,7 +261,8 @@ def origin_slopes(code, param):
         return 1.0, param
     if code == SELU:
         return SELU_LAMBDA, SELU_LAMBDA * SELU_ALPHA
-    d = evaluate(code, param, 1, 0.0)
+    # a run-time order 1 (``code - code + 1``): the literal 1 compiled a second copy of evaluate
+    d = evaluate(code, param, code - code + 1, 0.0)
     return d, d
 
 

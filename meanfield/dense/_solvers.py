@@ -28,15 +28,12 @@ from ..activations import (
 )
 from ..gaussian import (
     closed_flag,
-    closed_pair_by,
-    closed_single_by,
-    closed_variance_derivative_by,
     excess_value,
     kernel_rule,
-    pair_quadrature,
+    pair_by_family,
     run_time_orders,
-    single_quadrature,
-    variance_derivative_quadrature,
+    single_by_family,
+    variance_derivative_by_family,
 )
 from ._common import _Q_PROBE, _Q_START_UNSTABLE, Q_ASYMPTOTIC, Q_SCAN_MAX, SOLVER_RTOL
 
@@ -76,40 +73,11 @@ def _fp_full_rule(act, degree):
     return z, w, cf, 0 if act.code in (SOFTPLUS, SWISH, GELU) else None
 
 
-@numba.njit(cache=True)
-def _e1(code, a, d1, d2, q, z, w, cf):
-    """:func:`meanfield.gaussian.single_value` with the branches chosen by type (see :func:`_fp_rule`)."""
-    v = math.nan
-    if cf is not None:
-        v = closed_single_by(cf, code, a, d1, d2, q)
-    if z is not None:
-        if math.isnan(v):
-            v = single_quadrature(code, a, d1, d2, q, z, w)
-    return v
-
-
-@numba.njit(cache=True)
-def _e2(code, a, d1, d2, q1, q2, c, z, w, cf):
-    """:func:`meanfield.gaussian.pair_value` with the branches chosen by type (see :func:`_fp_rule`)."""
-    v = math.nan
-    if cf is not None:
-        v = closed_pair_by(cf, code, a, d1, d2, q1, q2, c)
-    if z is not None:
-        if math.isnan(v):
-            v = pair_quadrature(code, a, d1, d2, q1, q2, c, z, w)
-    return v
-
-
-@numba.njit(cache=True)
-def _dq(code, a, q, z, w, cf):
-    """:func:`meanfield.gaussian.variance_derivative_value` with the branches chosen by type."""
-    v = math.nan
-    if cf is not None:
-        v = closed_variance_derivative_by(cf, code, a, q)
-    if z is not None:
-        if math.isnan(v):
-            v = variance_derivative_quadrature(code, a, q, z, w)
-    return v
+# E_1, E_2 and d/dq E_1 of one family: the kernels of meanfield.gaussian (one compiled copy in a
+# process that also calls the Gaussian expectations or the covariance maps).
+_e1 = single_by_family
+_e2 = pair_by_family
+_dq = variance_derivative_by_family
 
 
 @numba.njit(cache=True)

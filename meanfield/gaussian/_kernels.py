@@ -307,41 +307,63 @@ def excess_value(code, a, which, q, z, w):
     return acc
 
 
-# The kernels of the public wrappers, family-split (see family_rule): a kernel that compiles the
-# closed forms and the quadrature costs ~2x the compile time of either.
+# The scalar kernels of one family (see family_rule): the closed forms where ``cf`` is given, the
+# quadrature where ``z`` is given and the closed form is NaN (Numba prunes a branch whose argument
+# is typed None). Compiled once and called by the public wrappers' array kernels and by the
+# fixed-point solvers, so a process that chains them (cmap, critical_sigma_w2) compiles each
+# quadrature tree once instead of once per kernel it is inlined into. A kernel that compiles
+# the closed forms and the quadrature costs ~2x the compile time of either.
+
+
+@numba.njit(cache=True)
+def pair_by_family(code, a, d1, d2, q1, q2, c, z, w, cf):
+    """:func:`pair_value` with the branches chosen by the types of ``z`` and ``cf`` (:func:`family_rule`)."""
+    v = math.nan
+    if cf is not None:
+        v = closed_pair_by(cf, code, a, d1, d2, q1, q2, c)
+    if z is not None:
+        if math.isnan(v):
+            v = pair_quadrature(code, a, d1, d2, q1, q2, c, z, w)
+    return v
+
+
+@numba.njit(cache=True)
+def single_by_family(code, a, d1, d2, q, z, w, cf):
+    """:func:`single_value` with the branches chosen by the types of ``z`` and ``cf`` (:func:`family_rule`)."""
+    v = math.nan
+    if cf is not None:
+        v = closed_single_by(cf, code, a, d1, d2, q)
+    if z is not None:
+        if math.isnan(v):
+            v = single_quadrature(code, a, d1, d2, q, z, w)
+    return v
+
+
+@numba.njit(cache=True)
+def variance_derivative_by_family(code, a, q, z, w, cf):
+    """:func:`variance_derivative_value` with the branches chosen by the types of ``z`` and ``cf``."""
+    v = math.nan
+    if cf is not None:
+        v = closed_variance_derivative_by(cf, code, a, q)
+    if z is not None:
+        if math.isnan(v):
+            v = variance_derivative_quadrature(code, a, q, z, w)
+    return v
 
 
 @numba.njit(cache=True)
 def _pair_kernel(code, a, d1, d2, q1, q2, c, z, w, cf, out):
     for k in range(out.size):
-        v = math.nan
-        if cf is not None:
-            v = closed_pair_by(cf, code, a, d1, d2, q1[k], q2[k], c[k])
-        if z is not None:
-            if math.isnan(v):
-                v = pair_quadrature(code, a, d1, d2, q1[k], q2[k], c[k], z, w)
-        out[k] = v
+        out[k] = pair_by_family(code, a, d1, d2, q1[k], q2[k], c[k], z, w, cf)
 
 
 @numba.njit(cache=True)
 def _single_kernel(code, a, d1, d2, q, z, w, cf, out):
     for k in range(out.size):
-        v = math.nan
-        if cf is not None:
-            v = closed_single_by(cf, code, a, d1, d2, q[k])
-        if z is not None:
-            if math.isnan(v):
-                v = single_quadrature(code, a, d1, d2, q[k], z, w)
-        out[k] = v
+        out[k] = single_by_family(code, a, d1, d2, q[k], z, w, cf)
 
 
 @numba.njit(cache=True)
 def _variance_derivative_kernel(code, a, q, z, w, cf, out):
     for k in range(out.size):
-        v = math.nan
-        if cf is not None:
-            v = closed_variance_derivative_by(cf, code, a, q[k])
-        if z is not None:
-            if math.isnan(v):
-                v = variance_derivative_quadrature(code, a, q[k], z, w)
-        out[k] = v
+        out[k] = variance_derivative_by_family(code, a, q[k], z, w, cf)
