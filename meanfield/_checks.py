@@ -26,6 +26,7 @@ __all__ = [
     "check_rng",
     "check_scalar",
     "is_complex",
+    "real_array",
 ]
 
 #: Relative tolerance below which a negative eigenvalue of a covariance is rounding, not a defect.
@@ -202,6 +203,20 @@ def as_real_array(x, name: str) -> np.ndarray:
     if raw.dtype == np.bool_ or raw.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be a real number or array of real numbers, got dtype {raw.dtype}")
     return as_float_array(raw, name)
+
+
+def real_array(x, name: str, expected: str = "an array of real numbers") -> np.ndarray:
+    """A finite float64 array of real numbers; ``None``, bools, complex numbers, strings and objects raise
+    ``TypeError`` (``name must be <expected>``), a ragged sequence ``ValueError``."""
+    if x is None or isinstance(x, (str, bytes)) or is_complex(x):
+        raise TypeError(f"{name} must be {expected}, got {type(x).__name__}")
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a (rectangular) array of real numbers") from exc
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    return as_float_array(arr, name)
 
 
 def check_nonnegative_scalar(x, name: str) -> float:

@@ -12,7 +12,8 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from .._checks import as_float_array, check_int, check_scalar, is_complex
+from .. import _checks
+from .._checks import check_int, check_scalar
 
 #: Largest width ``N`` (and fan-in) accepted: the binomial weights ``C(N, k) 0.5^N`` of Prop. 4
 #: (``N + 1`` numbers) are held in memory; 10^7 takes about a second.
@@ -83,15 +84,7 @@ def unscaled(sigma_w2: float, fan_in: int, name: str = "sigma_w2") -> float:
 
 def real_array(x: object, name: str) -> np.ndarray:
     """A finite float64 array of real numbers; bools, complex numbers, strings and objects raise ``TypeError``."""
-    if x is None or isinstance(x, (str, bytes)) or is_complex(x):
-        raise TypeError(f"{name} must be a real number or array of real numbers, got {type(x).__name__}")
-    try:
-        arr = np.asarray(x)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a (rectangular) array of real numbers") from exc
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    return as_float_array(arr, name)
+    return _checks.real_array(x, name, "a real number or array of real numbers")
 
 
 def nonneg_array(x: object, name: str) -> np.ndarray:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_int, check_scalar, is_complex
+# real_array: re-exported for the initialisers (one check shared with meanfield.finite_width)
+from .._checks import check_int, check_scalar
+from .._checks import real_array as real_array
 
 #: Largest number of float64 entries one initialiser allocates (2^29 numbers = 4 GiB).
 MAX_ELEMENTS = 2**29
@@ -45,19 +47,6 @@ def positive(x, name: str) -> float:
     if v <= 0:
         raise ValueError(f"{name} must be > 0, got {v!r}")
     return v
-
-
-def real_array(x, name: str) -> np.ndarray:
-    """A finite float64 array of real numbers; bools, complex numbers, strings and objects raise ``TypeError``."""
-    if x is None or isinstance(x, (str, bytes)) or is_complex(x):
-        raise TypeError(f"{name} must be an array of real numbers, got {type(x).__name__}")
-    try:
-        arr = np.asarray(x)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a (rectangular) array of real numbers") from exc
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    return as_float_array(arr, name)
 
 
 def check_size(n_elements: int, what: str) -> None:

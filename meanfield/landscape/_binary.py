@@ -377,32 +377,60 @@ def _recompute(c, start, arch, n_bits, width, n_h, has_bias, xs, cums, biases, i
     return loss / n_p
 
 
+@numba.njit(cache=True)
+def _scratch(inputs, n_h, width):
+    """Buffers of :func:`_recompute` (activations, cumulative sums, the zero flag), layer 0 the inputs."""
+    n_p = inputs.shape[0]
+    xs = np.empty((n_h + 1, n_p, width))
+    cums = np.empty((n_h + 1, n_p, width))
+    out = np.empty(1)
+    for p in range(n_p):
+        for k in range(width):
+            xs[0, p, k] = inputs[p, k]
+            cums[0, p, k] = inputs[p, k]
+    return xs, cums, out
+
+
+@numba.njit(cache=True)
+def _chunk_losses(c0, m, arch, n_bits, width, n_h, has_bias, group_of_bit, biases, inputs, targets, losses, zero_out):
+    """Losses of configurations ``c0 .. c0 + m - 1``; layers recomputed from the highest changed bit."""
+    xs, cums, out = _scratch(inputs, n_h, width)
+    for i in range(m):
+        c = c0 + i
+        if i == 0:
+            start = 0
+        else:
+            diff = c ^ (c - 1)
+            hb = 0
+            while (diff >> (hb + 1)) != 0:
+                hb += 1
+            start = group_of_bit[hb]
+        losses[i] = _recompute(c, start, arch, n_bits, width, n_h, has_bias, xs, cums, biases, inputs, targets, out)
+        zero_out[i] = out[0] != 0.0
+
+
 @numba.njit(cache=True, parallel=True)
 def _all_losses(arch, n_bits, width, n_h, has_bias, group_of_bit, top_bits, biases, inputs, targets, losses, zero_out):
     """Loss of every configuration; chunks of consecutive ``c`` share the leading layers' bits."""
     n_chunks = 1 << top_bits
     chunk = 1 << (n_bits - top_bits)
-    n_p = inputs.shape[0]
     for ch in numba.prange(n_chunks):
-        xs = np.empty((n_h + 1, n_p, width))
-        cums = np.empty((n_h + 1, n_p, width))
-        out = np.empty(1)
-        for p in range(n_p):
-            for k in range(width):
-                xs[0, p, k] = inputs[p, k]
-                cums[0, p, k] = inputs[p, k]
         c0 = ch * chunk
-        for c in range(c0, c0 + chunk):
-            if c == c0:
-                start = 0
-            else:
-                diff = c ^ (c - 1)
-                hb = 0
-                while (diff >> (hb + 1)) != 0:
-                    hb += 1
-                start = group_of_bit[hb]
-            losses[c] = _recompute(c, start, arch, n_bits, width, n_h, has_bias, xs, cums, biases, inputs, targets, out)
-            zero_out[c] = out[0] != 0.0
+        _chunk_losses(
+            c0,
+            chunk,
+            arch,
+            n_bits,
+            width,
+            n_h,
+            has_bias,
+            group_of_bit,
+            biases,
+            inputs,
+            targets,
+            losses[c0 : c0 + chunk],
+            zero_out[c0 : c0 + chunk],
+        )
 
 
 @numba.njit(cache=True, parallel=True)

@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike
 
 from .. import parallel
 from .._results import Result
-from ._binary import _recompute, _task_arguments
+from ._binary import _chunk_losses, _recompute, _scratch, _task_arguments
 from ._common import _int
 
 __all__ = ["LandscapeCensus", "landscape_census"]
@@ -57,31 +57,6 @@ MAX_CHUNK_CONFIGURATIONS = 2**26
 
 #: Local minima listed per chunk at most (counts are always exact; the list is for checks).
 MAX_LISTED_MINIMA = 1_000_000
-
-
-@numba.njit(cache=True)
-def _chunk_losses(c0, m, arch, n_bits, width, n_h, has_bias, group_of_bit, biases, inputs, targets, losses, zero_out):
-    """Losses of configurations ``c0 .. c0 + m - 1``; layers recomputed from the highest changed bit."""
-    n_p = inputs.shape[0]
-    xs = np.empty((n_h + 1, n_p, width))
-    cums = np.empty((n_h + 1, n_p, width))
-    out = np.empty(1)
-    for p in range(n_p):
-        for k in range(width):
-            xs[0, p, k] = inputs[p, k]
-            cums[0, p, k] = inputs[p, k]
-    for i in range(m):
-        c = c0 + i
-        if i == 0:
-            start = 0
-        else:
-            diff = c ^ (c - 1)
-            hb = 0
-            while (diff >> (hb + 1)) != 0:
-                hb += 1
-            start = group_of_bit[hb]
-        losses[i] = _recompute(c, start, arch, n_bits, width, n_h, has_bias, xs, cums, biases, inputs, targets, out)
-        zero_out[i] = out[0] != 0.0
 
 
 @numba.njit(cache=True)
@@ -108,14 +83,7 @@ def _cross_recompute(
     cands, c0, low_bits, n_bits, rtol, arch, width, n_h, has_bias, biases, inputs, targets, losses, better, tied
 ):
     """Cross-chunk neighbours of the candidates, each loss recomputed by a full forward pass."""
-    n_p = inputs.shape[0]
-    xs = np.empty((n_h + 1, n_p, width))
-    cums = np.empty((n_h + 1, n_p, width))
-    out = np.empty(1)
-    for p in range(n_p):
-        for k in range(width):
-            xs[0, p, k] = inputs[p, k]
-            cums[0, p, k] = inputs[p, k]
+    xs, cums, out = _scratch(inputs, n_h, width)
     for j in range(cands.shape[0]):
         i = cands[j]
         lc = losses[i]

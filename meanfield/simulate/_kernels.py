@@ -46,6 +46,18 @@ FAST_WIDTH = 10
 FAST_BLOCK = 128
 
 
+@numba.njit(cache=True)
+def _add_lane_sums(a1, a2, kk, s1, s2, b, l):  # pragma: no cover - compiled
+    """Add the per-lane partial sums ``a1[:kk]``, ``a2[:kk]`` (summed in lane order) to ``s1[b, l]``, ``s2[b, l]``."""
+    t1 = 0.0
+    t2 = 0.0
+    for k in range(kk):
+        t1 += a1[k]
+        t2 += a2[k]
+    s1[b, l] += t1
+    s2[b, l] += t2
+
+
 @numba.njit(cache=True, parallel=True)
 def _fused(y1, weights, identity, s1, s2):  # pragma: no cover - compiled
     n_net, width, n = y1.shape
@@ -82,13 +94,7 @@ def _fused(y1, weights, identity, s1, s2):  # pragma: no cover - compiled
                         v = cur[i, k]
                         a1[k] += v
                         a2[k] += v * v
-                t1 = 0.0
-                t2 = 0.0
-                for k in range(kk):
-                    t1 += a1[k]
-                    t2 += a2[k]
-                s1[b, l] += t1
-                s2[b, l] += t2
+                _add_lane_sums(a1, a2, kk, s1, s2, b, l)
 
 
 # fastmath: "contract" only (FMA), see the module notes; the tests pin the result to 1e-12
@@ -112,13 +118,7 @@ def _fused_w10(y1, weights, s1, s2):  # pragma: no cover - compiled
                     a1[k] += v
                     a2[k] += v * v
                     cur[i, k] = max(v, 0.0)
-            t1 = 0.0
-            t2 = 0.0
-            for k in range(kk):
-                t1 += a1[k]
-                t2 += a2[k]
-            s1[b, 0] += t1
-            s2[b, 0] += t2
+            _add_lane_sums(a1, a2, kk, s1, s2, b, 0)
             for l in range(1, depth):
                 for k in range(kk):
                     a1[k] = 0.0
@@ -133,13 +133,7 @@ def _fused_w10(y1, weights, s1, s2):  # pragma: no cover - compiled
                         a2[k] += s * s
                         nxt[i, k] = max(s, 0.0)
                 cur, nxt = nxt, cur
-                t1 = 0.0
-                t2 = 0.0
-                for k in range(kk):
-                    t1 += a1[k]
-                    t2 += a2[k]
-                s1[b, l] += t1
-                s2[b, l] += t2
+                _add_lane_sums(a1, a2, kk, s1, s2, b, l)
 
 
 def fused_relu_sums(

@@ -7,10 +7,15 @@ reader pasting them into one session would.
 import functools
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import matplotlib
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, which holds fuzz/
+
+from fuzz.modules import CORE_MODULES
 
 matplotlib.use("Agg")
 
@@ -53,23 +58,7 @@ def test_gallery_shows_every_registered_figure():
 # docutils (Sphinx-only roles and directives registered as no-ops), in a few seconds.
 
 API_MODULES = [
-    "meanfield.gaussian",
-    "meanfield.activations",
-    "meanfield.dense",
-    "meanfield.conv",
-    "meanfield.init",
-    "meanfield.finite_width",
-    "meanfield.kurtosis",
-    "meanfield.symmetry",
-    "meanfield.landscape",
-    "meanfield.data",
-    "meanfield.backend",
-    "meanfield.checks",
-    "meanfield.numerics",
-    "meanfield.cli",
-    "meanfield.compare",
-    "meanfield.io",
-    "meanfield.simulate",
+    *CORE_MODULES,
     "meanfield.simulate.dense",
     "meanfield.simulate.conv",
     "meanfield.simulate.finite_width",

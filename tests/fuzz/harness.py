@@ -54,6 +54,7 @@ if _TESTS_DIR not in sys.path:  # the manager process and its workers import ``f
 
 from fuzz import catalogue, findings  # noqa: E402
 from fuzz.catalogue import RAISE, TYPE  # noqa: E402
+from fuzz.modules import CORE_MODULES  # noqa: E402
 from fuzz.registry import ALLOW_NONFINITE, REGISTRY, SELFTEST_REGISTRY, Fixture, Lazy  # noqa: E402
 
 #: per-call timeout (seconds) of a mutated call
@@ -68,23 +69,7 @@ ENTRIES = {e.name: e for e in REGISTRY + SELFTEST_REGISTRY}
 #: modules the manager imports before forking workers
 PRELOAD = [
     "meanfield",
-    "meanfield.gaussian",
-    "meanfield.activations",
-    "meanfield.dense",
-    "meanfield.conv",
-    "meanfield.init",
-    "meanfield.finite_width",
-    "meanfield.kurtosis",
-    "meanfield.symmetry",
-    "meanfield.landscape",
-    "meanfield.data",
-    "meanfield.backend",
-    "meanfield.checks",
-    "meanfield.numerics",
-    "meanfield.cli",
-    "meanfield.compare",
-    "meanfield.io",
-    "meanfield.simulate",
+    *CORE_MODULES,
     "meanfield.validation.report",
     "meanfield.validation.runner",
     "meanfield.figures",
