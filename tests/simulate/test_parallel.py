@@ -320,16 +320,16 @@ def test_dask_matches_serial(client):
 @pytest.mark.slow  # ~5 s idle (digits, MetaInit and the Fig. 1 kernel loaded in every worker)
 def test_dask_fig1_ensemble_matches_serial(client):
     pytest.importorskip("sklearn")  # the embedded digits (data extra)
-    from meanfield.validation import kurtosis as VK
+    from meanfield import simulate
 
-    kw = dict(n_networks=VK.FIG1_CHUNK + 7, n_inputs=20, depth=6, n_metainit=2, metainit_steps=2, rng=11)
-    serial = VK.fig1_variances(**kw)
+    kw = dict(n_networks=simulate.FIG1_CHUNK + 7, n_inputs=20, depth=6, n_metainit=2, metainit_steps=2, rng=11)
+    serial = simulate.fig1_variances(**kw)
     with parallel.using(client):
-        spread = VK.fig1_variances(**kw)
+        spread = simulate.fig1_variances(**kw)
     assert list(spread) == list(serial)
     for init in serial:
         assert np.array_equal(spread[init], serial[init]), init
-    assert serial["he"].shape == (VK.FIG1_CHUNK + 7, 7)  # two chunks of networks
+    assert serial["he"].shape == (simulate.FIG1_CHUNK + 7, 7)  # two chunks of networks
 
 
 def test_dask_active_client_is_picked_up(client):
