@@ -18,7 +18,7 @@ units or channels on 8 x 8 images, far too small for a GPU to help.
   ConstNet with 1 % dropout over training (Fig. 6 analogue).
 - ``fig_4``: the same run's ``1 - C_f`` and ``1 - C_b`` averaged per group of Sec. 4.2 (groups derived
   by :func:`meanfield.train.symmetric.constnet_groups`), with the exact group test of
-  :mod:`meanfield.validation.symmetry_groups` (Fig. 4 analogue).
+  :mod:`meanfield.train.symmetry_groups` (Fig. 4 analogue).
 - ``fig_9``: symmetry-breaking perturbation ratio of the forward features, layer by layer, of
   LeakyNets with mixed identity / averaging layers during training with relative gradient noise
   1e-6 (a model of non-deterministic rounding; Fig. 9 analogue); ``fig_10`` the same for the
@@ -29,7 +29,7 @@ units or channels on 8 x 8 images, far too small for a GPU to help.
   measured on tensors, with standard errors.
 - ``table_2``, ``table_3``, ``table_4``, ``fig_7``, ``fig_8``, ``fig_11``: LeakyNets with averaging
   layers and ConstNets with each symmetry-breaking noise source, from the runs of
-  :mod:`meanfield.validation.symmetry_breaking` (Tables 2-4, Figs. 7, 8, 11 analogues).
+  :mod:`meanfield.train.symmetry_breaking` (Tables 2-4, Figs. 7, 8, 11 analogues).
 
 Every training run uses the one engine, :func:`meanfield.train.train_ensemble`, with
 the specs of :mod:`meanfield.train.symmetric`.

@@ -387,7 +387,7 @@ def fig_4(out_dir, *, size, backend, seed):
     ``1 - C_f`` (solid) and ``1 - C_b`` (dashed), one colour per group (the paper's Fig. 4);
     right: the individual 3 x 3 convolutions, coloured by group. Log scale; exact zeros in the grey
     band whose tick reads "0". The 1 x 1 widening skips are left out, as in the statistic of
-    :mod:`meanfield.validation.symmetry_groups` (Fig. 6's caption: they fluctuate), whose exact
+    :mod:`meanfield.train.symmetry_groups` (Fig. 6's caption: they fluctuate), whose exact
     permutation test the title reports for this one run.
 
     Notes
@@ -395,9 +395,8 @@ def fig_4(out_dir, *, size, backend, seed):
     Blumenfeld et al. 2020, Sec. 4.2, Fig. 4 (and Fig. 6's caption for the groups). The paper: CIFAR-10, the first
     3 epochs of 391 SGD steps; here 8 x 8 digits, full-batch gradient descent (one step = one epoch).
     """
-    from meanfield.validation.symmetry_groups import P_THRESHOLD, constnet_group_series
-
     from meanfield.train.symmetric import ConstNetSpec, constnet_groups
+    from meanfield.train.symmetry_groups import P_THRESHOLD, constnet_group_series
 
     runs, sz = _constnet_runs(size, seed)
     variant = "'0' init, 1% dropout"
@@ -509,7 +508,7 @@ def fig_4(out_dir, *, size, backend, seed):
             "backward_group": "index into group: the stage its input comes from; -1 = the input data",
             "kernel_size": "spatial kernel size (1: widening skip, not in the group means)",
             "test_steps_used": "steps at which every 3x3 1 - C is > 0 (those of the permutation test)",
-            "ratio_within_between": "R of meanfield.validation.symmetry_groups.group_separation (dimensionless)",
+            "ratio_within_between": "R of meanfield.train.symmetry_groups.group_separation (dimensionless)",
             "p_value": "exact permutation p-value of R (one network)",
             "ratio_forward_only": "R of the C_f series alone (descriptive)",
             "ratio_backward_only": "R of the C_b series alone (descriptive)",

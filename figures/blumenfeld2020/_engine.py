@@ -39,7 +39,7 @@ TABLE_2_PAPER = {
 TABLE_4_PAPER = {"He init": 94.90, "'0' init, 1% dropout + computation noise": 94.82}
 
 
-#: Widths of the ConstNet of the engine runs (:mod:`meanfield.validation.symmetry_breaking`).
+#: Widths of the ConstNet of the engine runs (:mod:`meanfield.train.symmetry_breaking`).
 ENGINE_CONSTNET_WIDTHS = (8, 16)
 
 
@@ -78,7 +78,7 @@ def _verdict(t, label, ref="'0' init, deterministic"):
 def table_3(out_dir, *, size, backend, seed):
     """ConstNet test accuracy with each symmetry-breaking noise source, FP32 and bfloat16 (Tables 1, 3).
 
-    The runs of :func:`meanfield.validation.symmetry_breaking.constnet_noise_table`: He and '0'
+    The runs of :func:`meanfield.train.symmetry_breaking.constnet_noise_table`: He and '0'
     initialised ConstNets trained by the ensemble trainer, deterministic, with 1 % dropout, with
     the explicit model of non-deterministic reductions (computation noise), with gradient noise,
     and in bfloat16 with and without computation noise. Columns: mean test accuracy +- standard
@@ -89,7 +89,7 @@ def table_3(out_dir, *, size, backend, seed):
     -----
     Blumenfeld et al. 2020, Sec. 4, Table 1, App. I, Table 3.
     """
-    from meanfield.validation.symmetry_breaking import constnet_noise_table
+    from meanfield.train.symmetry_breaking import constnet_noise_table
 
     t = constnet_noise_table(_engine_size(size), rng=seed)
     m, se = t.mean_se()
@@ -158,7 +158,7 @@ def table_4(out_dir, *, size, backend, seed):
     -----
     Blumenfeld et al. 2020, App. I, Table 4.
     """
-    from meanfield.validation.symmetry_breaking import constnet_noise_table
+    from meanfield.train.symmetry_breaking import constnet_noise_table
 
     t = constnet_noise_table(_engine_size(size), rng=seed)
     labels = list(TABLE_4_PAPER)
@@ -202,7 +202,7 @@ def table_4(out_dir, *, size, backend, seed):
 def table_2(out_dir, *, size, backend, seed):
     """LeakyNets with 0 to 13 averaging layers and a He-initialised one: accuracy, max C_f, mean sqrt(1 - C_f^2).
 
-    The runs of :func:`meanfield.validation.symmetry_breaking.leakynet_averaging_table` (every
+    The runs of :func:`meanfield.train.symmetry_breaking.leakynet_averaging_table` (every
     run with the computation-noise model). Table 2's claim: accuracy falls as averaging ('1')
     layers are added, ``max_l C_f`` approaches 1 and the mean dissimilarity falls.
 
@@ -212,7 +212,7 @@ def table_2(out_dir, *, size, backend, seed):
     every LeakyNet gives identical features, so all LeakyNets here start symmetric (on CIFAR-10 the
     'I' networks do not).
     """
-    from meanfield.validation.symmetry_breaking import leakynet_averaging_table, table_2_metrics
+    from meanfield.train.symmetry_breaking import leakynet_averaging_table, table_2_metrics
 
     t = leakynet_averaging_table(_engine_size(size), rng=seed)
     m, se = t.mean_se()
@@ -284,7 +284,7 @@ def fig_7(out_dir, *, size, backend, seed):
     -----
     Blumenfeld et al. 2020, Sec. 4.1, Fig. 7.
     """
-    from meanfield.validation.symmetry_breaking import constnet_noise_table
+    from meanfield.train.symmetry_breaking import constnet_noise_table
 
     t = constnet_noise_table(_engine_size(size), rng=seed)
     labels = ["He init", "'0' init, 1% dropout + computation noise"]
@@ -343,7 +343,7 @@ def fig_8(out_dir, *, size, backend, seed):
     -----
     Blumenfeld et al. 2020, Sec. 5.1, Fig. 8.
     """
-    from meanfield.validation.symmetry_breaking import leakynet_averaging_table
+    from meanfield.train.symmetry_breaking import leakynet_averaging_table
 
     t = leakynet_averaging_table(_engine_size(size), rng=seed)
     lc = _log_cf(t.one_minus_cf[:, :, -1, :])  # (configs, seeds, layers)
@@ -391,7 +391,7 @@ def fig_11(out_dir, *, size, backend, seed):
     -----
     Blumenfeld et al. 2020, App. I.1, Fig. 11.
     """
-    from meanfield.validation.symmetry_breaking import constnet_noise_table
+    from meanfield.train.symmetry_breaking import constnet_noise_table
 
     t = constnet_noise_table(_engine_size(size), rng=seed)
     fig, ax = plt.subplots(figsize=(9, 4.2))

@@ -150,9 +150,8 @@ def test_the_cli_module_imports_no_comparison_module():
     assert out == "False"
 
 
-#: Figure modules that still import a comparison module of ``meanfield.validation`` (Blumenfeld et al.
-#: 2020's tables and group series are computed there): delete an entry once its import is gone.
-FIGURES_USING_VALIDATION = {"figures/blumenfeld2020/_constnet.py", "figures/blumenfeld2020/_engine.py"}
+#: Figure modules that import a comparison module of ``meanfield.validation`` (none).
+FIGURES_USING_VALIDATION: set[str] = set()
 
 
 def test_figures_import_nothing_from_validation():

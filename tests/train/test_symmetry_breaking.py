@@ -1,4 +1,4 @@
-"""Blumenfeld et al.'s training tables on the engine (validation/symmetry_breaking.py), at the smoke size."""
+"""Blumenfeld et al.'s training tables on the engine (meanfield/train/symmetry_breaking.py and the rows of validation/symmetry_breaking.py), at the smoke size."""
 
 from __future__ import annotations
 
@@ -169,6 +169,7 @@ def test_an_asymmetric_platform_makes_the_row_a_platform_claim_and_the_run_unit_
     arithmetic (still exact), the exact row stays a passing check, the platform row a claim not
     reproduced; and with the platform exact the run keeps the platform's kernels."""
     from meanfield.train import symmetric as sn
+    from meanfield.train import symmetry_breaking as tables  # where the runs are made
 
     real = sn.platform_symmetry
     seen = []
@@ -180,7 +181,7 @@ def test_an_asymmetric_platform_makes_the_row_a_platform_claim_and_the_run_unit_
             return res.replace(exact=False, max_relative_difference=1.2e-7, relative_difference={"first": 1.2e-7})
         return res
 
-    monkeypatch.setattr(sb, "platform_symmetry", asymmetric)
+    monkeypatch.setattr(tables, "platform_symmetry", asymmetric)
     sb.clear_cache()
     try:
         t = sb.constnet_noise_table("smoke", rng=0)
