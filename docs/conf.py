@@ -16,6 +16,41 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gallery_order
 
 os.environ.setdefault("MEANFIELD_NO_PROGRESS", "1")
 
+
+def _document_classes_where_users_import_them() -> None:
+    """A class defined in a private module and re-exported by several public modules (a package and
+    its public submodule, e.g. ``meanfield.train`` and ``meanfield.train.symmetric``) is documented
+    under the deepest of them: autodoc would otherwise describe its private home twice."""
+    import importlib
+    import inspect
+    import pkgutil
+    import warnings
+
+    homes: dict[type, list[str]] = {}
+
+    def walk(name: str) -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated alias modules
+                mod = importlib.import_module(name)
+        except ImportError:  # an optional extra that is not installed
+            return
+        for attr in getattr(mod, "__all__", ()):
+            obj = getattr(mod, attr, None)
+            if inspect.isclass(obj) and any(p.startswith("_") for p in obj.__module__.split(".")):
+                homes.setdefault(obj, []).append(name)
+        for info in pkgutil.iter_modules(getattr(mod, "__path__", [])):
+            if not info.name.startswith("_"):
+                walk(f"{name}.{info.name}")
+
+    walk("meanfield")
+    for cls, modules in homes.items():
+        if len(modules) > 1:
+            cls.__module__ = max(modules, key=lambda m: m.count("."))
+
+
+_document_classes_where_users_import_them()
+
 project = "meanfield"
 author = "The meanfield developers"
 copyright = "2026, The meanfield developers"
