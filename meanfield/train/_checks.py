@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from meanfield.checks import check_int, check_scalar
+from meanfield.checks import check_int, check_rng, check_scalar
 
 #: Environment variable that, set to ``1``, silences every progress bar (as the command line's).
 NO_PROGRESS_ENV = "MEANFIELD_NO_PROGRESS"
@@ -21,6 +21,14 @@ def _progress(iterable=None, desc: str = "", total: int | None = None, **kwargs)
 
     disable = os.environ.get(NO_PROGRESS_ENV, "") == "1"
     return tqdm(iterable, desc=desc, total=total, disable=disable, leave=False, file=sys.stderr, **kwargs)
+
+
+def _cache_seed(rng) -> int:
+    """The integer a cached run is keyed by: a non-negative int as given, else one int drawn from
+    ``check_rng(rng)`` (a Generator, a SeedSequence or None)."""
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng >= 0:
+        return int(rng)
+    return int(check_rng(rng).integers(2**31))
 
 
 def _torch():

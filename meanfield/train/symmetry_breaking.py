@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from meanfield import Result
-from meanfield.checks import check_rng
 from meanfield.cli import DATA_DIR_ENV, progress
 from meanfield.train import load_training_data, train_ensemble
 from meanfield.train.symmetric import (
@@ -35,6 +34,8 @@ from meanfield.train.symmetric import (
     correlation_probe,
     platform_symmetry,
 )
+
+from ._checks import _cache_seed as _seed
 
 __all__ = [
     "BFLOAT16_ROUNDOFF",
@@ -323,12 +324,6 @@ def constnet_noise_table(size: str = "default", *, rng: Any = 0) -> TrainingTabl
     average-pooled digits at default size.
     """
     return _constnet_cached(_size(size) and size, _seed(rng))
-
-
-def _seed(rng) -> int:
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng >= 0:
-        return int(rng)
-    return int(check_rng(rng).integers(2**31))
 
 
 @functools.lru_cache(maxsize=4)

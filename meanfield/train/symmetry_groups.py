@@ -51,8 +51,9 @@ from typing import Any
 import numpy as np
 
 from meanfield import Result
-from meanfield.checks import check_rng
 from meanfield.train.symmetric import ConstNetGroups, ConstNetSpec, SymmetryBreaking, constnet_groups, correlation_probe
+
+from ._checks import _cache_seed as _seed
 
 __all__ = [
     "MAX_ASSIGNMENTS",
@@ -418,12 +419,6 @@ def _size(size) -> dict:
     if not isinstance(size, str) or size not in SIZES:
         raise ValueError(f"size must be one of {tuple(SIZES)}, got {size!r}")
     return SIZES[size]
-
-
-def _seed(rng) -> int:
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng >= 0:
-        return int(rng)
-    return int(check_rng(rng).integers(2**31))
 
 
 @functools.lru_cache(maxsize=4)
