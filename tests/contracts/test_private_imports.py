@@ -17,10 +17,7 @@ five folders is parsed (``ast``) and these uses are reported:
     (``meanfield._checks``, ``meanfield.init._args``, ``meanfield.landscape._common``, ...), which
     sibling modules may import, names and all.
 
-Nothing is allowed silently. :data:`KNOWN_LEAD_TODO` lists the uses inside the five theory files that
-another branch (trust-core) is rewriting at the time of writing, :data:`KNOWN_OWNER_TODO` those in
-files of the other engineers of the packaging wave (or of no one in it); the lead empties them after
-the fixes merge (the test fails when an entry no longer occurs, so the lists cannot go stale).
+Nothing is allowed: there is no list of tolerated exceptions.
 """
 
 from __future__ import annotations
@@ -36,17 +33,6 @@ PACKAGE_ROOTS = {"meanfield": "meanfield", "validation": "meanfield.validation",
 SCANNED = ("meanfield", "validation", "figures", "benchmarks", "tests")
 #: Installed packages, most specific first.
 PACKAGES = ("meanfield.validation", "meanfield.figures", "meanfield")
-
-#: Offences inside the theory files awaiting a lead's fix: none (the log-scale C-map machinery that
-#: conv shares with dense lives in the private shared module meanfield/_logscale.py).
-KNOWN_LEAD_TODO: set[str] = set()
-
-#: Offences in files of other engineers, to be fixed by their owners. Empty
-#: (pkg-finish: the tests and benchmarks below went public -- validation.kurtosis.fig1_rows /
-#: variance_rows, validation.landscape.untrained_rows, init.gradient_quotient_gradient, the
-#: public landscape.MAX_FLOW_EVALUATIONS patch point -- or were rewritten against the public API).
-#: A new entry needs a reason and an owner; the test below fails on a stale entry.
-KNOWN_OWNER_TODO: set[str] = set()
 
 
 def _module_names() -> dict[str, Path]:
@@ -217,14 +203,8 @@ def all_offences() -> set[str]:
 
 def test_no_private_names_across_packages():
     found = all_offences()
-    unexpected = sorted(found - KNOWN_LEAD_TODO - KNOWN_OWNER_TODO)
+    unexpected = sorted(found)
     assert unexpected == [], "private names used across packages / theory modules:\n" + "\n".join(unexpected)
-
-
-def test_known_todo_lists_are_not_stale():
-    found = all_offences()
-    stale = sorted((KNOWN_LEAD_TODO | KNOWN_OWNER_TODO) - found)
-    assert stale == [], f"fixed: remove from KNOWN_LEAD_TODO / KNOWN_OWNER_TODO: {stale}"
 
 
 def _offences_of(source: str, rel: str) -> list[str]:
