@@ -10,14 +10,29 @@ import numpy as np
 
 from meanfield.train.experiment import experiment
 
-from ._common import colors, plt, save_figure, title
+from ._common import _owner, colors, plt, save_figure, title
 
-__all__ = ["curves_figure", "depth_figure", "experiment", "run_sizes"]
+__all__ = ["curves_figure", "depth_figure", "experiment", "relu_run_details", "run_sizes"]
 
 
 def run_sizes(p: dict, keys) -> str:
     """``"k1 = v1, k2 = v2"`` for the title line."""
     return ", ".join(f"{k} {p[k]}" for k in keys if k in p)
+
+
+def relu_run_details(p: dict, optimiser: str, size: str) -> str:
+    """The title line of a ReLU depth sweep's parameters ``p``: width, ``optimiser`` steps, learning
+    rate (a schedule's text as given), networks per point, data set and figure size."""
+    lr = p["lr"] if isinstance(p["lr"], str) else f"{p['lr']:g}"
+    return (
+        f"ReLU, width {p['width']}, {p['steps']} {optimiser} steps, lr {lr}, {p['n_networks']} nets each; "
+        f"{p['dataset'].split(' (')[0]} ({size} size)"
+    )
+
+
+def _file_name(func) -> str:
+    """``"PAPER_fig_N"``: the figure module and the name of the declared figure function ``func``."""
+    return f"{_owner(func.__module__)}_{func.__name__}"
 
 
 def _ci95(a: np.ndarray) -> np.ndarray:
@@ -29,11 +44,8 @@ def _ci95(a: np.ndarray) -> np.ndarray:
 def depth_figure(
     func,
     out_dir,
-    name,
     res,
     *,
-    size,
-    seed,
     what,
     details,
     key="test_accuracy",
@@ -42,7 +54,8 @@ def depth_figure(
     bars="ci",
     extra_panel=None,
 ):
-    """Accuracy against depth, one line per initialiser (mean and 95 % CI or min-max bars)."""
+    """Accuracy against depth, one line per initialiser (mean and 95 % CI or min-max bars), saved as
+    ``PAPER_NAME`` of the figure function ``func``."""
     acc = res[key]
     depths = res["depths"]
     ncols = 2 if extra_panel else 1
@@ -76,12 +89,8 @@ def depth_figure(
     return save_figure(
         fig,
         out_dir,
-        name,
+        _file_name(func),
         data,
-        figure=func,
-        rng=seed,
-        size=size,
-        backend="numpy",
         params=res["params"],
         axes=axes,
         units={key: "fraction correct", "seconds": "s"},
@@ -89,8 +98,9 @@ def depth_figure(
     )
 
 
-def curves_figure(func, out_dir, name, res, inits, labels, *, size, seed, what, details, notes=""):
-    """Train (dashed) and test (solid) accuracy against steps for the given initialisers of ``deep_cnn``."""
+def curves_figure(func, out_dir, res, inits, labels, *, what, details, notes=""):
+    """Train (dashed) and test (solid) accuracy against steps for the given initialisers of ``deep_cnn``,
+    saved as ``PAPER_NAME`` of the figure function ``func``."""
     fig, ax = plt.subplots(figsize=(5.8, 4.2), layout="constrained")
     data = {}
     axes = {}
@@ -119,13 +129,8 @@ def curves_figure(func, out_dir, name, res, inits, labels, *, size, seed, what, 
     return save_figure(
         fig,
         out_dir,
-        name,
+        _file_name(func),
         data,
-        paper=func.paper,
-        figure=func.figure,
-        rng=seed,
-        size=size,
-        backend="numpy",
         params=res["params"],
         axes=axes,
         units={"seconds": "s"},
