@@ -30,9 +30,20 @@ def relu_run_details(p: dict, optimiser: str, size: str) -> str:
     )
 
 
-def _file_name(func) -> str:
-    """``"PAPER_fig_N"``: the figure module and the name of the declared figure function ``func``."""
-    return f"{_owner(func.__module__)}_{func.__name__}"
+def _title_and_save(func, fig, out_dir, res, data, axes, units, what, details, notes):
+    """Title ``fig`` "paper, figure: ``what``" of the declared figure function ``func`` over ``details``,
+    and save it as ``PAPER_NAME`` (its module and name) with the run's ``params``."""
+    title(fig, func.paper, func.figure, what, details)
+    return save_figure(
+        fig,
+        out_dir,
+        f"{_owner(func.__module__)}_{func.__name__}",
+        data,
+        params=res["params"],
+        axes=axes,
+        units=units,
+        notes=notes,
+    )
 
 
 def _ci95(a: np.ndarray) -> np.ndarray:
@@ -75,7 +86,6 @@ def depth_figure(
     ax.legend(fontsize=7)
     if extra_panel:
         extra_panel(axs[0, 1])
-    title(fig, func.paper, func.figure, what, details)
     data = {k: v for k, v in res.items() if k not in ("params",)}
     data["labels"] = list(res["labels"])
     axes = {k: ["depth", "initialiser", "network"] for k in data if k.endswith("accuracy")}
@@ -86,15 +96,8 @@ def depth_figure(
     for k, v in data.items():
         if isinstance(v, np.ndarray) and v.ndim >= 2 and k not in axes:
             axes[k] = [f"axis {i}" for i in range(v.ndim)]
-    return save_figure(
-        fig,
-        out_dir,
-        _file_name(func),
-        data,
-        params=res["params"],
-        axes=axes,
-        units={key: "fraction correct", "seconds": "s"},
-        notes=notes,
+    return _title_and_save(
+        func, fig, out_dir, res, data, axes, {key: "fraction correct", "seconds": "s"}, what, details, notes
     )
 
 
@@ -124,15 +127,5 @@ def curves_figure(func, out_dir, res, inits, labels, *, what, details, notes="")
     details = f"{details}\nfinal test accuracy (mean over networks): {finals}"
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
-    title(fig, func.paper, func.figure, what, details)
     data["seconds"] = res["seconds"]
-    return save_figure(
-        fig,
-        out_dir,
-        _file_name(func),
-        data,
-        params=res["params"],
-        axes=axes,
-        units={"seconds": "s"},
-        notes=notes,
-    )
+    return _title_and_save(func, fig, out_dir, res, data, axes, {"seconds": "s"}, what, details, notes)
