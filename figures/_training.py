@@ -12,7 +12,7 @@ from meanfield.train.experiment import experiment
 
 from ._common import _owner, colors, plt, save_figure, title
 
-__all__ = ["curves_figure", "depth_figure", "experiment", "relu_run_details", "run_sizes"]
+__all__ = ["curves_figure", "depth_figure", "experiment", "relu_depth_figure", "relu_run_details", "run_sizes"]
 
 
 def run_sizes(p: dict, keys) -> str:
@@ -99,6 +99,18 @@ def depth_figure(
     return _title_and_save(
         func, fig, out_dir, res, data, axes, {key: "fraction correct", "seconds": "s"}, what, details, notes
     )
+
+
+def relu_depth_figure(func, out_dir, name, optimiser, size, seed, what, keep=None, **style):
+    """:func:`depth_figure` of the ReLU depth sweep ``name`` of :func:`experiment` trained with
+    ``optimiser``, its parameters on the title line (:func:`relu_run_details`); ``keep`` (indices or a
+    slice) selects initialisers, ``style`` goes to :func:`depth_figure`."""
+    res = experiment(name, size, seed)
+    if keep is not None:
+        labels = res["labels"][keep] if isinstance(keep, slice) else [res["labels"][j] for j in keep]
+        res = dict(res, labels=labels, test_accuracy=res["test_accuracy"][:, keep])
+    details = relu_run_details(res["params"], optimiser, size)
+    return depth_figure(func, out_dir, res, what=what, details=details, **style)
 
 
 def curves_figure(func, out_dir, res, inits, labels, *, what, details, notes=""):

@@ -403,20 +403,6 @@ def fig_thm5(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]
 # --- trained networks: meanfield.validation.trainability runs, drawn by figures/_training.py ---
 
 
-def _looks_linear_depth(func, out_dir, size, seed, what, **style):
-    """Accuracy against depth of the ``looks_linear`` runs of :mod:`meanfield.validation.trainability`
-    (Figs. 3 and 4); ``style`` goes to :func:`meanfield.figures._training.depth_figure`."""
-    res = _training.experiment("looks_linear", size, seed)
-    return _training.depth_figure(
-        func,
-        out_dir,
-        res,
-        what=what,
-        details=_training.relu_run_details(res["params"], "SGD", size),
-        **style,
-    )
-
-
 @figure(paper=PAPER, figure="Fig. 3", honours_backend=False)
 def fig_3(out_dir, *, size, backend, seed):
     """Test accuracy against depth of ReLU networks: He against GSM and orthogonal looks-linear.
@@ -427,7 +413,8 @@ def fig_3(out_dir, *, size, backend, seed):
     looks-linear initialisation (Sec. 3) train deeper ReLU networks than He. Here the embedded
     digits; bars are 95 % confidence intervals of the mean over networks.
     """
-    return _looks_linear_depth(fig_3, out_dir, size, seed, "looks-linear / GSM vs He on deep ReLU networks")
+    what = "looks-linear / GSM vs He on deep ReLU networks"
+    return _training.relu_depth_figure(fig_3, out_dir, "looks_linear", "SGD", size, seed, what)
 
 
 @figure(paper=PAPER, figure="Fig. 4 (training accuracy; CIFAR-10 not run)", honours_backend=False)
@@ -439,9 +426,11 @@ def fig_4(out_dir, *, size, backend, seed):
     CIFAR-10 cannot be downloaded at run time; this figure shows the training accuracy of the
     digits runs, so the CIFAR-10 claim itself is not tested (docs/training.md).
     """
-    return _looks_linear_depth(
+    return _training.relu_depth_figure(
         fig_4,
         out_dir,
+        "looks_linear",
+        "SGD",
         size,
         seed,
         "training accuracy (CIFAR-10 of the paper not run)",

@@ -461,16 +461,7 @@ def fig_spectral_radius(out_dir, *, size, backend, seed):
 def _zero_depth(func, out_dir, size, seed, keep, what):
     """Test accuracy against depth (min-max bars) of the initialisers ``keep`` (indices or a slice) of the
     ``zero`` runs of :mod:`meanfield.train.experiment` (Fig. 2 and supplement Figs. 2-3)."""
-    res = _training.experiment("zero", size, seed)
-    labels = res["labels"][keep] if isinstance(keep, slice) else [res["labels"][j] for j in keep]
-    return _training.depth_figure(
-        func,
-        out_dir,
-        dict(res, labels=labels, test_accuracy=res["test_accuracy"][:, keep]),
-        bars="minmax",
-        what=what,
-        details=_training.relu_run_details(res["params"], "Adam", size),
-    )
+    return _training.relu_depth_figure(func, out_dir, "zero", "Adam", size, seed, what, keep=keep, bars="minmax")
 
 
 @figure(paper=PAPER, figure="Fig. 2", honours_backend=False)
