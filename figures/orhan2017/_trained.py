@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -96,9 +97,6 @@ def _variant(key, sz):
     raise KeyError(key)
 
 
-_TRAINED: dict = {}
-
-
 def _train_on_digits(arch, sz, seed, **kw):
     """:func:`train_skip_ensemble` of ``arch`` on the digits split of ``seed`` with the sizes ``sz``
     (``members``, ``width``, ``depth``, ``steps``, ``lr``, ``batch``); ``kw`` goes to it."""
@@ -122,17 +120,13 @@ def _train_on_digits(arch, sz, seed, **kw):
     )
 
 
+@functools.cache
 def _trained(size, seed, key):
     """One ensemble training run, cached per (size, seed, variant): figures share runs."""
-    cache_key = (size, seed, key)
-    if cache_key not in _TRAINED:
-        sz = _train_sizes(size)
-        kw = _variant(key, sz)
-        arch = kw.pop("architecture")
-        _TRAINED[cache_key] = _train_on_digits(
-            arch, sz, seed, sigma_w2=sz["sigma_w2"], record_every=sz["record_every"], **kw
-        )
-    return _TRAINED[cache_key]
+    sz = _train_sizes(size)
+    kw = _variant(key, sz)
+    arch = kw.pop("architecture")
+    return _train_on_digits(arch, sz, seed, sigma_w2=sz["sigma_w2"], record_every=sz["record_every"], **kw)
 
 
 def _mean_se(a, axis=-1):
@@ -510,23 +504,14 @@ def _hessian_sizes(size):
     }
 
 
-_HESSIAN_RUNS: dict = {}
-
-
+@functools.cache
 def _hessian_run(size, seed, arch):
     """Small nets whose exact Hessian (hidden W_l, b_l) is computed during training (cached)."""
-    key = (size, seed, arch)
-    if key not in _HESSIAN_RUNS:
-        hz = _hessian_sizes(size)
-        _HESSIAN_RUNS[key] = _train_on_digits(
-            arch,
-            hz,
-            seed,
-            record_every=hz["hessian_every"],
-            hessian_every=hz["hessian_every"],
-            hessian_inputs=hz["hessian_inputs"],
-        )
-    return _HESSIAN_RUNS[key]
+    hz = _hessian_sizes(size)
+    every = hz["hessian_every"]
+    return _train_on_digits(
+        arch, hz, seed, record_every=every, hessian_every=every, hessian_inputs=hz["hessian_inputs"]
+    )
 
 
 @figure(
