@@ -8,8 +8,9 @@ every figure is saved by :func:`save_figure`::
     def fig_s4(out_dir, *, size, backend, seed):
         channels = by_size(size, smoke=16, default=256, full=1024)
         ...
-        return save_figure(fig, out_dir, "xiao2018_fig_s4", data, figure=fig_s4, seed=seed,
-                           size=size, backend=backend, params={...}, axes={...}, units={...})
+        return save_figure(fig, out_dir, "xiao2018_fig_s4", data, params={...}, axes={...}, units={...})
+
+(``save_figure`` records the declared figure, its seed, size and backend from the call in progress.)
 
 A paper whose figures are split over modules is a package ``figures/PAPER/`` whose ``__init__``
 imports them and lists them in its ``__all__``; a figure defined in a module of that package is
@@ -42,6 +43,8 @@ attributes ``paper``, ``figure``, ``honours_backend`` and ``sizes`` that the run
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
 import functools
 import inspect
 import numbers
@@ -218,6 +221,21 @@ ValueError
 _REGISTRY: dict[str, dict[str, callable]] = {}
 
 
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """A figure call in progress: the declared function and its checked ``size``, ``backend`` and seed."""
+
+    figure: object
+    size: str
+    backend: str
+    seed: int
+
+
+#: The figure call in progress (set by the wrapper :func:`figure` declares, per thread and task):
+#: what :func:`save_figure` records when its caller does not say.
+_CALL: contextvars.ContextVar = contextvars.ContextVar("meanfield_figure_call", default=None)
+
+
 def _origin(func) -> tuple:
     """Where ``func`` is defined: its module, qualified name and first line."""
     return func.__module__, func.__qualname__, func.__code__.co_firstlineno
@@ -284,7 +302,11 @@ def figure(*, paper: str, figure: str, honours_backend: bool, module: str | None
             backend = check_backend(backend, honours_backend, f"{owner}.{func.__name__}")
             seed = check_seed(rng)
             out_dir = check_out_dir(out_dir)
-            return func(out_dir, size=size, backend=backend, seed=seed, **extra)
+            token = _CALL.set(_Call(wrapper, size, backend, seed))
+            try:
+                return func(out_dir, size=size, backend=backend, seed=seed, **extra)
+            finally:
+                _CALL.reset(token)
 
         checked.__signature__ = inspect.Signature(
             [inspect.Parameter("out_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
@@ -393,7 +415,7 @@ def save_figure(
     figure=None,
     rng=None,
     full: bool = False,
-    backend: str = "numpy",
+    backend: str | None = None,
     params: dict | None = None,
     axes: dict | None = None,
     units: dict | None = None,
@@ -412,7 +434,20 @@ def save_figure(
     is recorded with ``full`` derived from it; without ``size``, ``full`` is recorded as given. The
     JSON carries the metadata block of :func:`figure_metadata`. The PNG has :data:`DPI` dots per
     inch (:data:`SMOKE_DPI` at the smoke size).
+
+    Called while a declared figure function runs (directly or through a helper it calls), the
+    arguments not given are that call's: ``figure`` (the declared function, hence ``paper``),
+    ``rng`` (its seed), ``size`` and ``backend``; so a figure saves with
+    ``save_figure(fig, out_dir, name, data, params=..., axes=..., units=...)``. Outside a figure
+    call ``backend`` defaults to ``"numpy"`` and ``paper`` (or a declared ``figure``) is required.
     """
+    call = _CALL.get()
+    if call is not None:
+        figure = call.figure if figure is None and paper is None else figure
+        rng = call.seed if rng is None else rng
+        size = call.size if size is None else size
+        backend = call.backend if backend is None else backend
+    backend = "numpy" if backend is None else backend
     if not isinstance(name, str) or not name or any(c in name for c in "/\\"):
         raise ValueError(f"name must be a non-empty file name without a folder, got {name!r}")
     if not isinstance(data, dict):

@@ -10,14 +10,40 @@ import numpy as np
 
 from meanfield.train.experiment import experiment
 
-from ._common import colors, plt, save_figure, title
+from ._common import _owner, colors, plt, save_figure, title
 
-__all__ = ["curves_figure", "depth_figure", "experiment", "run_sizes"]
+__all__ = ["curves_figure", "depth_figure", "experiment", "relu_depth_figure", "relu_run_details", "run_sizes"]
 
 
 def run_sizes(p: dict, keys) -> str:
     """``"k1 = v1, k2 = v2"`` for the title line."""
     return ", ".join(f"{k} {p[k]}" for k in keys if k in p)
+
+
+def relu_run_details(p: dict, optimiser: str, size: str) -> str:
+    """The title line of a ReLU depth sweep's parameters ``p``: width, ``optimiser`` steps, learning
+    rate (a schedule's text as given), networks per point, data set and figure size."""
+    lr = p["lr"] if isinstance(p["lr"], str) else f"{p['lr']:g}"
+    return (
+        f"ReLU, width {p['width']}, {p['steps']} {optimiser} steps, lr {lr}, {p['n_networks']} nets each; "
+        f"{p['dataset'].split(' (')[0]} ({size} size)"
+    )
+
+
+def _title_and_save(func, fig, out_dir, res, data, axes, units, what, details, notes):
+    """Title ``fig`` "paper, figure: ``what``" of the declared figure function ``func`` over ``details``,
+    and save it as ``PAPER_NAME`` (its module and name) with the run's ``params``."""
+    title(fig, func.paper, func.figure, what, details)
+    return save_figure(
+        fig,
+        out_dir,
+        f"{_owner(func.__module__)}_{func.__name__}",
+        data,
+        params=res["params"],
+        axes=axes,
+        units=units,
+        notes=notes,
+    )
 
 
 def _ci95(a: np.ndarray) -> np.ndarray:
@@ -29,11 +55,8 @@ def _ci95(a: np.ndarray) -> np.ndarray:
 def depth_figure(
     func,
     out_dir,
-    name,
     res,
     *,
-    size,
-    seed,
     what,
     details,
     key="test_accuracy",
@@ -42,7 +65,8 @@ def depth_figure(
     bars="ci",
     extra_panel=None,
 ):
-    """Accuracy against depth, one line per initialiser (mean and 95 % CI or min-max bars)."""
+    """Accuracy against depth, one line per initialiser (mean and 95 % CI or min-max bars), saved as
+    ``PAPER_NAME`` of the figure function ``func``."""
     acc = res[key]
     depths = res["depths"]
     ncols = 2 if extra_panel else 1
@@ -62,7 +86,6 @@ def depth_figure(
     ax.legend(fontsize=7)
     if extra_panel:
         extra_panel(axs[0, 1])
-    title(fig, func.paper, func.figure, what, details)
     data = {k: v for k, v in res.items() if k not in ("params",)}
     data["labels"] = list(res["labels"])
     axes = {k: ["depth", "initialiser", "network"] for k in data if k.endswith("accuracy")}
@@ -73,24 +96,26 @@ def depth_figure(
     for k, v in data.items():
         if isinstance(v, np.ndarray) and v.ndim >= 2 and k not in axes:
             axes[k] = [f"axis {i}" for i in range(v.ndim)]
-    return save_figure(
-        fig,
-        out_dir,
-        name,
-        data,
-        figure=func,
-        rng=seed,
-        size=size,
-        backend="numpy",
-        params=res["params"],
-        axes=axes,
-        units={key: "fraction correct", "seconds": "s"},
-        notes=notes,
+    return _title_and_save(
+        func, fig, out_dir, res, data, axes, {key: "fraction correct", "seconds": "s"}, what, details, notes
     )
 
 
-def curves_figure(func, out_dir, name, res, inits, labels, *, size, seed, what, details, notes=""):
-    """Train (dashed) and test (solid) accuracy against steps for the given initialisers of ``deep_cnn``."""
+def relu_depth_figure(func, out_dir, name, optimiser, size, seed, what, keep=None, **style):
+    """:func:`depth_figure` of the ReLU depth sweep ``name`` of :func:`experiment` trained with
+    ``optimiser``, its parameters on the title line (:func:`relu_run_details`); ``keep`` (indices or a
+    slice) selects initialisers, ``style`` goes to :func:`depth_figure`."""
+    res = experiment(name, size, seed)
+    if keep is not None:
+        labels = res["labels"][keep] if isinstance(keep, slice) else [res["labels"][j] for j in keep]
+        res = dict(res, labels=labels, test_accuracy=res["test_accuracy"][:, keep])
+    details = relu_run_details(res["params"], optimiser, size)
+    return depth_figure(func, out_dir, res, what=what, details=details, **style)
+
+
+def curves_figure(func, out_dir, res, inits, labels, *, what, details, notes=""):
+    """Train (dashed) and test (solid) accuracy against steps for the given initialisers of ``deep_cnn``,
+    saved as ``PAPER_NAME`` of the figure function ``func``."""
     fig, ax = plt.subplots(figsize=(5.8, 4.2), layout="constrained")
     data = {}
     axes = {}
@@ -114,20 +139,5 @@ def curves_figure(func, out_dir, name, res, inits, labels, *, size, seed, what, 
     details = f"{details}\nfinal test accuracy (mean over networks): {finals}"
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
-    title(fig, func.paper, func.figure, what, details)
     data["seconds"] = res["seconds"]
-    return save_figure(
-        fig,
-        out_dir,
-        name,
-        data,
-        paper=func.paper,
-        figure=func.figure,
-        rng=seed,
-        size=size,
-        backend="numpy",
-        params=res["params"],
-        axes=axes,
-        units={"seconds": "s"},
-        notes=notes,
-    )
+    return _title_and_save(func, fig, out_dir, res, data, axes, {"seconds": "s"}, what, details, notes)

@@ -133,10 +133,6 @@ def fig_1a(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
         out_dir,
         "burkholz2019_fig_1a",
         data,
-        figure=fig_1a,
-        size=size,
-        backend=backend,
-        rng=seed,
         params=params,
         axes=axes,
         units=units,
@@ -250,10 +246,6 @@ def fig_1b(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
         out_dir,
         "burkholz2019_fig_1b",
         data,
-        figure=fig_1b,
-        size=size,
-        backend=backend,
-        rng=seed,
         params=params,
         units=units,
         notes="per width N: arrays indexed like m (derived, printed) or m_operator",
@@ -331,10 +323,6 @@ def fig_2(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]:
         out_dir,
         "burkholz2019_fig_2",
         data,
-        figure=fig_2,
-        size=size,
-        backend=backend,
-        rng=seed,
         params=params,
         units=units,
         notes="per (N, <x1,x2>): density over bins, sample mean and sd",
@@ -407,35 +395,12 @@ def fig_thm5(out_dir: Path, *, size: str, backend: str, seed: int) -> list[Path]
         out_dir,
         "burkholz2019_fig_thm5",
         data,
-        figure=fig_thm5,
-        size=size,
-        backend=backend,
-        rng=seed,
         params=params,
         units={"correlation": "dimensionless", "mean_inner_exact": "per neuron, per unit variance"},
     )
 
 
 # --- trained networks: meanfield.validation.trainability runs, drawn by figures/_training.py ---
-
-
-def _looks_linear_depth(func, out_dir, size, seed, what, **style):
-    """Accuracy against depth of the ``looks_linear`` runs of :mod:`meanfield.validation.trainability`
-    (Figs. 3 and 4); ``style`` goes to :func:`meanfield.figures._training.depth_figure`."""
-    res = _training.experiment("looks_linear", size, seed)
-    p = res["params"]
-    return _training.depth_figure(
-        func,
-        out_dir,
-        f"burkholz2019_{func.__name__}",
-        res,
-        size=size,
-        seed=seed,
-        what=what,
-        details=f"ReLU, width {p['width']}, {p['steps']} SGD steps, lr {p['lr']}, {p['n_networks']} nets each; "
-        f"{p['dataset'].split(' (')[0]} ({size} size)",
-        **style,
-    )
 
 
 @figure(paper=PAPER, figure="Fig. 3", honours_backend=False)
@@ -448,7 +413,8 @@ def fig_3(out_dir, *, size, backend, seed):
     looks-linear initialisation (Sec. 3) train deeper ReLU networks than He. Here the embedded
     digits; bars are 95 % confidence intervals of the mean over networks.
     """
-    return _looks_linear_depth(fig_3, out_dir, size, seed, "looks-linear / GSM vs He on deep ReLU networks")
+    what = "looks-linear / GSM vs He on deep ReLU networks"
+    return _training.relu_depth_figure(fig_3, out_dir, "looks_linear", "SGD", size, seed, what)
 
 
 @figure(paper=PAPER, figure="Fig. 4 (training accuracy; CIFAR-10 not run)", honours_backend=False)
@@ -460,9 +426,11 @@ def fig_4(out_dir, *, size, backend, seed):
     CIFAR-10 cannot be downloaded at run time; this figure shows the training accuracy of the
     digits runs, so the CIFAR-10 claim itself is not tested (docs/training.md).
     """
-    return _looks_linear_depth(
+    return _training.relu_depth_figure(
         fig_4,
         out_dir,
+        "looks_linear",
+        "SGD",
         size,
         seed,
         "training accuracy (CIFAR-10 of the paper not run)",

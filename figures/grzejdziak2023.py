@@ -252,11 +252,6 @@ def fig_1(out_dir, *, size, backend, seed, n_networks=None, n_inputs=None, n_met
         out_dir,
         "grzejdziak2023_fig_1",
         data,
-        paper=PAPER,
-        figure=fig_1.figure,
-        rng=seed,
-        size=size,
-        backend=backend,
         params=params,
         axes=axes_names,
         units=units,
@@ -400,11 +395,6 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
         out_dir,
         "grzejdziak2023_fig_kurtosis",
         data,
-        paper=PAPER,
-        figure=fig_kurtosis.figure,
-        rng=seed,
-        size=size,
-        backend=backend,
         params=params,
         axes=axes_names,
         units=units,
@@ -455,11 +445,6 @@ def fig_spectral_radius(out_dir, *, size, backend, seed):
         out_dir,
         "grzejdziak2023_fig_spectral_radius",
         data,
-        paper=PAPER,
-        figure=fig_spectral_radius.figure,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={
             "widths": f"{widths.size} log-spaced integers from 2 to 1e5",
             "slopes": list(slopes),
@@ -476,21 +461,7 @@ def fig_spectral_radius(out_dir, *, size, backend, seed):
 def _zero_depth(func, out_dir, size, seed, keep, what):
     """Test accuracy against depth (min-max bars) of the initialisers ``keep`` (indices or a slice) of the
     ``zero`` runs of :mod:`meanfield.train.experiment` (Fig. 2 and supplement Figs. 2-3)."""
-    res = _training.experiment("zero", size, seed)
-    p = res["params"]
-    labels = res["labels"][keep] if isinstance(keep, slice) else [res["labels"][j] for j in keep]
-    return _training.depth_figure(
-        func,
-        out_dir,
-        f"grzejdziak2023_{func.__name__}",
-        dict(res, labels=labels, test_accuracy=res["test_accuracy"][:, keep]),
-        size=size,
-        seed=seed,
-        bars="minmax",
-        what=what,
-        details=f"ReLU, width {p['width']}, {p['steps']} Adam steps, lr {p['lr']:g}, {p['n_networks']} nets each; "
-        f"{p['dataset'].split(' (')[0]} ({size} size)",
-    )
+    return _training.relu_depth_figure(func, out_dir, "zero", "Adam", size, seed, what, keep=keep, bars="minmax")
 
 
 @figure(paper=PAPER, figure="Fig. 2", honours_backend=False)
@@ -563,11 +534,6 @@ def fig_kurtosis_accuracy(out_dir, *, size, backend, seed):
         out_dir,
         "grzejdziak2023_fig_kurtosis_accuracy",
         data,
-        paper=fig_kurtosis_accuracy.paper,
-        figure=fig_kurtosis_accuracy.figure,
-        rng=seed,
-        size=size,
-        backend=backend,
         params=p,
         axes=axes,
         units={"test_accuracy": "fraction correct", "seconds": "s"},

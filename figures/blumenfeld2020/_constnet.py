@@ -173,10 +173,6 @@ def fig_3(out_dir, *, size, backend, seed):
         out_dir,
         "blumenfeld2020_fig_3",
         data,
-        figure=fig_3,
-        rng=seed,
-        size=size,
-        backend=backend,
         params=_constnet_params(sz),
         axes={k: two for k in ("C_f", "C_b", "one_minus_C_f", "one_minus_C_b", "loss")},
         units={
@@ -258,10 +254,6 @@ def fig_6(out_dir, *, size, backend, seed):
         out_dir,
         "blumenfeld2020_fig_6",
         data,
-        figure=fig_6,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={**_constnet_params(sz), "variant": "'0' init, 1% dropout"},
         axes={"one_minus_C_f": two, "one_minus_C_b": two, "one_minus_C_t": two},
         units={
@@ -345,10 +337,6 @@ def table_1(out_dir, *, size, backend, seed):
             "paper_test_accuracy": np.array([TABLE_1_PAPER[k] for k in names]),
             "max_one_minus_cf": cf,
         },
-        figure=table_1,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={**_constnet_params(sz), "n_test": 500},
         axes={"test_accuracy": ["variant", "step"]},
         units={
@@ -488,10 +476,6 @@ def fig_4(out_dir, *, size, backend, seed):
         out_dir,
         "blumenfeld2020_fig_4",
         data,
-        figure=fig_4,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={**_constnet_params(sz), "variant": variant},
         axes={
             "one_minus_C_f_group": ["group", "step"],

@@ -144,10 +144,6 @@ def table_correlations(out_dir, *, size, backend, seed):
         out_dir,
         "blumenfeld2020_table_correlations",
         data,
-        figure=table_correlations,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={
             "n": n,
             "replication_P": p,

@@ -100,7 +100,7 @@ def _leaky_runs(size, seed):
     return runs, sz
 
 
-def _ratio_figure(out_dir, size, backend, seed, which, func):
+def _ratio_figure(out_dir, size, seed, which):
     runs, sz = _leaky_runs(size, seed)
     steps = sz["steps"]
     shown = sorted({0, 1, 2, 5, steps // 2, steps} & set(range(steps + 1)))
@@ -162,10 +162,6 @@ def _ratio_figure(out_dir, size, backend, seed, which, func):
         out_dir,
         name,
         data,
-        figure=func,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={
             "depth": 12,
             "channels": LEAKY_CHANNELS,
@@ -205,7 +201,7 @@ def fig_9(out_dir, *, size, backend, seed):
     -----
     Blumenfeld et al. 2020, App. G, Fig. 9.
     """
-    return _ratio_figure(out_dir, size, backend, seed, "forward", fig_9)
+    return _ratio_figure(out_dir, size, seed, "forward")
 
 
 @figure(paper=PAPER, figure="analogue of Fig. 10 (digits, small LeakyNet)", honours_backend=False)
@@ -219,7 +215,7 @@ def fig_10(out_dir, *, size, backend, seed):
     -----
     Blumenfeld et al. 2020, App. G, Fig. 10.
     """
-    return _ratio_figure(out_dir, size, backend, seed, "backward", fig_10)
+    return _ratio_figure(out_dir, size, seed, "backward")
 
 
 @figure(paper=PAPER, figure="analogue of Fig. 12 (digits, small LeakyNet)", honours_backend=False)
@@ -325,10 +321,6 @@ def fig_12(out_dir, *, size, backend, seed):
         out_dir,
         "blumenfeld2020_fig_12",
         data,
-        figure=fig_12,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={
             "depth": 12,
             "channels": LEAKY_CHANNELS,

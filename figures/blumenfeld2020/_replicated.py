@@ -96,7 +96,7 @@ def _params(width, ks, lam, n_rep, split, regimes):
     }
 
 
-def _save_errors(fig, out_dir, func, line, lines, mean, stderr, regimes, params, size, backend, seed):
+def _save_errors(fig, out_dir, func, line, lines, mean, stderr, regimes, params):
     """Save Fig. 1 or 5: the test errors with axes ``(regime, line, K)``, ``lines`` naming the lines."""
     data = {
         "K": np.array(params["K"]),
@@ -113,10 +113,6 @@ def _save_errors(fig, out_dir, func, line, lines, mean, stderr, regimes, params,
         out_dir,
         f"blumenfeld2020_{func.__name__}",
         data,
-        figure=func,
-        rng=seed,
-        size=size,
-        backend=backend,
         params=params,
         axes={"test_error": names, "test_error_stderr": names},
         units=_ERROR_UNITS,
@@ -171,9 +167,7 @@ def fig_1(out_dir, *, size, backend, seed):
     )
     fig.tight_layout()
     params = _params(width, ks, lams, n_rep, split, regimes) | {"initialisation": "He (eqs. 10-11)"}
-    return _save_errors(
-        fig, out_dir, fig_1, "lambda", np.array(lams), mean, stderr, regimes, params, size, backend, seed
-    )
+    return _save_errors(fig, out_dir, fig_1, "lambda", np.array(lams), mean, stderr, regimes, params)
 
 
 @figure(paper=PAPER, figure="analogue of Fig. 5 (digits, small network)", honours_backend=False)
@@ -215,6 +209,4 @@ def fig_5(out_dir, *, size, backend, seed):
     )
     fig.tight_layout()
     params = _params(width, ks, 0.0, n_rep, split, regimes)
-    return _save_errors(
-        fig, out_dir, fig_5, "variant", list(variants), mean, stderr, regimes, params, size, backend, seed
-    )
+    return _save_errors(fig, out_dir, fig_5, "variant", list(variants), mean, stderr, regimes, params)

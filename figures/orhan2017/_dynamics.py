@@ -115,11 +115,6 @@ def fig_5(out_dir, *, size, backend, seed):
         out_dir,
         "orhan2017_fig_5",
         data,
-        paper=PAPER,
-        figure=fig_5.figure,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={
             "s": s.tolist(),
             "hidden_units": 2,
@@ -244,11 +239,6 @@ def fig_6(out_dir, *, size, backend, seed):
         out_dir,
         "orhan2017_fig_6",
         data,
-        paper=PAPER,
-        figure=fig_6.figure,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={
             "a": {"s": s, "grid": f"{n_grid} x {n_grid} on [-3, 3]^2", "weights": 2, "streamline_density": density},
             "b": {

@@ -31,7 +31,7 @@ def _basin_bins(largest: int) -> np.ndarray:
     return np.concatenate([edges - 0.5, [edges[-1] + 0.5]])
 
 
-def _landscape_figure(out_dir, name, size, backend, seed, random_biases, func):
+def _landscape_figure(out_dir, name, size, seed, random_biases):
     sz = _landscape_sizes(size)
     grid, n_layers, bias_bit = sz["grid_size"], sz["n_layers"], sz["output_bias_bit"]
     task = L.regression_task(grid_size=grid, rng=seed)
@@ -123,11 +123,6 @@ def _landscape_figure(out_dir, name, size, backend, seed, random_biases, func):
         out_dir,
         f"orhan2017_{name}",
         data,
-        paper=PAPER,
-        figure=func.figure,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={
             **sz,
             "width": TOY_WIDTH,
@@ -168,7 +163,7 @@ def fig_4(out_dir, *, size, backend, seed):
     -----
     Orhan 2017, Sec. 2.2, eqs. 1-4, Fig. 4 (:func:`meanfield.landscape.binary_landscape`).
     """
-    return _landscape_figure(out_dir, "fig_4", size, backend, seed, False, fig_4)
+    return _landscape_figure(out_dir, "fig_4", size, seed, False)
 
 
 @figure(paper=PAPER, figure="Fig. S1", honours_backend=False)
@@ -179,4 +174,4 @@ def fig_s1(out_dir, *, size, backend, seed):
     -----
     Orhan 2017, Supp. Fig. S1.
     """
-    return _landscape_figure(out_dir, "fig_s1", size, backend, seed, True, fig_s1)
+    return _landscape_figure(out_dir, "fig_s1", size, seed, True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -96,37 +97,36 @@ def _variant(key, sz):
     raise KeyError(key)
 
 
-_TRAINED: dict = {}
-
-
-def _trained(size, seed, key):
-    """One ensemble training run, cached per (size, seed, variant): figures share runs."""
+def _train_on_digits(arch, sz, seed, **kw):
+    """:func:`train_skip_ensemble` of ``arch`` on the digits split of ``seed`` with the sizes ``sz``
+    (``members``, ``width``, ``depth``, ``steps``, ``lr``, ``batch``); ``kw`` goes to it."""
     from meanfield.train.skip import train_skip_ensemble
 
-    cache_key = (size, seed, key)
-    if cache_key not in _TRAINED:
-        sz = _train_sizes(size)
-        (xtr, ytr, xte, yte), run_ss = _train_digits(seed)
-        kw = _variant(key, sz)
-        arch = kw.pop("architecture")
-        _TRAINED[cache_key] = train_skip_ensemble(
-            arch,
-            xtr,
-            ytr,
-            xte,
-            yte,
-            n_networks=sz["members"],
-            width=sz["width"],
-            depth=sz["depth"],
-            steps=sz["steps"],
-            lr=sz["lr"],
-            batch_size=sz["batch"],
-            sigma_w2=sz["sigma_w2"],
-            record_every=sz["record_every"],
-            rng=run_ss,  # every variant starts from the same stream: common random numbers
-            **kw,
-        )
-    return _TRAINED[cache_key]
+    (xtr, ytr, xte, yte), run_ss = _train_digits(seed)
+    return train_skip_ensemble(
+        arch,
+        xtr,
+        ytr,
+        xte,
+        yte,
+        n_networks=sz["members"],
+        width=sz["width"],
+        depth=sz["depth"],
+        steps=sz["steps"],
+        lr=sz["lr"],
+        batch_size=sz["batch"],
+        rng=run_ss,  # every variant starts from the same stream: common random numbers
+        **kw,
+    )
+
+
+@functools.cache
+def _trained(size, seed, key):
+    """One ensemble training run, cached per (size, seed, variant): figures share runs."""
+    sz = _train_sizes(size)
+    kw = _variant(key, sz)
+    arch = kw.pop("architecture")
+    return _train_on_digits(arch, sz, seed, sigma_w2=sz["sigma_w2"], record_every=sz["record_every"], **kw)
 
 
 def _mean_se(a, axis=-1):
@@ -167,8 +167,24 @@ def _sizes_line(sz):
     )
 
 
-def _save_training(fig, out_dir, name, func, runs, size, seed, backend, extra=None, extra_axes=None, params=None):
+def _rescaled_ratios(runs, keys, seed, stream):
+    """Rescaled over original training accuracy of every network of ``runs[k]`` for ``k`` in ``keys``
+    (:func:`meanfield.train.skip.rescaled_accuracy_ratio`), the pairs drawn from child ``stream`` of
+    ``SeedSequence(seed)``; axes ``(variant, member)``."""
+    from meanfield.train.skip import rescaled_accuracy_ratio
+
+    (xtr, ytr, _, _), _ = _train_digits(seed)
+    pair_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(stream + 1)[stream])
+    return np.stack([rescaled_accuracy_ratio(runs[k], xtr, ytr, rng=pair_rng) for k in keys])
+
+
+def _save_training(fig, out_dir, name, runs, size, what, ratios=None, extra=None, extra_axes=None, params=None):
+    """Title ``"Fig. N: what"`` over the sizes line, lay out and save the trained-networks figure ``name``
+    (``"fig_N"``): the records of ``runs``, the rescaled accuracy ratios ``ratios`` when given
+    (:func:`_rescaled_ratios`), and ``extra`` arrays with their ``extra_axes``."""
     sz = _train_sizes(size)
+    title(fig, PAPER, "Fig. " + name.removeprefix("fig_"), what, _sizes_line(sz))
+    fig.tight_layout()
     keys = list(runs)
     data = {
         "variant": keys,
@@ -178,6 +194,9 @@ def _save_training(fig, out_dir, name, func, runs, size, seed, backend, extra=No
         "loss": np.stack([runs[k].loss for k in keys]),
     }
     axes = {k: ["variant", "record", "member"] for k in ("train_accuracy", "test_accuracy", "loss")}
+    if ratios is not None:
+        data["rescaled_ratio"] = ratios
+        axes["rescaled_ratio"] = ["variant", "member"]
     data.update(extra or {})
     axes.update(extra_axes or {})
     return save_figure(
@@ -185,11 +204,6 @@ def _save_training(fig, out_dir, name, func, runs, size, seed, backend, extra=No
         out_dir,
         f"orhan2017_{name}",
         data,
-        paper=PAPER,
-        figure=func.figure,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={
             **sz,
             "data": f"digits 8x8 standardised, {DIGITS_TRAIN} training / {1797 - DIGITS_TRAIN} test images",
@@ -249,14 +263,9 @@ def fig_2c(out_dir, *, size, backend, seed):
     -----
     Orhan 2017, Sec. 2.1, Fig. 2c (20-layer nets on CIFAR-100, 40 runs).
     """
-    from meanfield.train.skip import rescaled_accuracy_ratio
-
-    sz = _train_sizes(size)
     keys = ["plain", "residual", "hyper_residual"]
     runs = {k: _trained(size, seed, k) for k in progress(keys, desc="fig_2c")}
-    (xtr, ytr, _, _), _ = _train_digits(seed)
-    pair_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
-    ratios = np.stack([rescaled_accuracy_ratio(runs[k], xtr, ytr, rng=pair_rng) for k in keys])
+    ratios = _rescaled_ratios(runs, keys, seed, 2)
     m, se = _mean_se(ratios, axis=1)
     fig, ax = plt.subplots(figsize=(5.5, 4))
     ax.bar(range(3), m, yerr=se, color=[COLORS[k] for k in keys], capsize=3)
@@ -268,19 +277,14 @@ def fig_2c(out_dir, *, size, backend, seed):
     ax.set_title(
         f"paper: plain = 1 > residual > hyper-residual; here {m[0]:.2f}, {m[1]:.2f}, {m[2]:.2f}: {seen}", fontsize=8
     )
-    title(fig, PAPER, "Fig. 2c", "rescaling symmetry of trained networks", _sizes_line(sz))
-    fig.tight_layout()
     return _save_training(
         fig,
         out_dir,
         "fig_2c",
-        fig_2c,
         runs,
         size,
-        seed,
-        backend,
-        extra={"rescaled_ratio": ratios},
-        extra_axes={"rescaled_ratio": ["variant", "member"]},
+        "rescaling symmetry of trained networks",
+        ratios=ratios,
         params={"g": 10.0},
     )
 
@@ -298,7 +302,6 @@ def fig_7(out_dir, *, size, backend, seed):
     -----
     Orhan 2017, Sec. 2.4.1, Fig. 7.
     """
-    sz = _train_sizes(size)
     keys = ["plain", "residual", "bias_symm_break", "bias_l2", "bias_init"]
     runs = {k: _trained(size, seed, k) for k in progress(keys, desc="fig_7")}
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -308,9 +311,7 @@ def fig_7(out_dir, *, size, backend, seed):
         _ordering_note(runs, "residual", "plain", lab) + "\n" + _ordering_note(runs, "bias_symm_break", "bias_l2", lab),
         fontsize=7,
     )
-    title(fig, PAPER, "Fig. 7", "training accuracy with and without symmetry breaking", _sizes_line(sz))
-    fig.tight_layout()
-    return _save_training(fig, out_dir, "fig_7", fig_7, runs, size, seed, backend)
+    return _save_training(fig, out_dir, "fig_7", runs, size, "training accuracy with and without symmetry breaking")
 
 
 @figure(paper=PAPER, figure="Fig. 8 (digits, trained networks)", honours_backend=False)
@@ -347,17 +348,13 @@ def fig_8(out_dir, *, size, backend, seed):
     b.set_title(
         "(b) " + _ordering_note(runs, "bias_symm_break_bn", "bias_symm_break", {k: _label(k) for k in keys}), fontsize=7
     )
-    title(fig, PAPER, "Fig. 8", "vanishing gradients and batch normalisation", _sizes_line(sz))
-    fig.tight_layout()
     return _save_training(
         fig,
         out_dir,
         "fig_8",
-        fig_8,
         runs,
         size,
-        seed,
-        backend,
+        "vanishing gradients and batch normalisation",
         extra={"grad_norms": np.stack([runs[k].grad_norms for k in keys])},
         extra_axes={"grad_norms": ["variant", "member", "layer"]},
     )
@@ -381,9 +378,9 @@ def fig_9(out_dir, *, size, backend, seed):
     _curves(ax, runs, {k: _label(k) for k in keys}, {"residual": "tab:red", **greys})
     lab = {k: _label(k) for k in keys}
     ax.set_title(_ordering_note(runs, f"folded_{n}", "folded_1", lab), fontsize=7)
-    title(fig, PAPER, "Fig. 9", "orthogonality of the skip matrices", _sizes_line(sz))
-    fig.tight_layout()
-    return _save_training(fig, out_dir, "fig_9", fig_9, runs, size, seed, backend, params={"orthonormal_columns": ks})
+    return _save_training(
+        fig, out_dir, "fig_9", runs, size, "orthogonality of the skip matrices", params={"orthonormal_columns": ks}
+    )
 
 
 @figure(paper=PAPER, figure="Fig. 10 (digits, trained networks)", honours_backend=False)
@@ -412,9 +409,15 @@ def fig_10(out_dir, *, size, backend, seed):
     a.set_title("(a) target spectra", fontsize=9)
     _curves(b, runs, {k: _label(k) for k in keys}, colours)
     b.set_title("(b) " + _ordering_note(runs, keys[0], keys[-1], {k: _label(k) for k in keys}), fontsize=7)
-    title(fig, PAPER, "Fig. 10", "non-orthogonal skips with a fixed eigenvalue spectrum", _sizes_line(sz))
-    fig.tight_layout()
-    return _save_training(fig, out_dir, "fig_10", fig_10, runs, size, seed, backend, params={"tau": list(TAUS)})
+    return _save_training(
+        fig,
+        out_dir,
+        "fig_10",
+        runs,
+        size,
+        "non-orthogonal skips with a fixed eigenvalue spectrum",
+        params={"tau": list(TAUS)},
+    )
 
 
 @figure(paper=PAPER, figure="Fig. 11 (digits, trained networks)", honours_backend=False)
@@ -425,7 +428,6 @@ def fig_11(out_dir, *, size, backend, seed):
     -----
     Orhan 2017, Sec. 2.4.3, Fig. 11 (eq. 26).
     """
-    sz = _train_sizes(size)
     keys = ["residual", "hyper_residual", "hyper_folded"]
     runs = {k: _trained(size, seed, k) for k in progress(keys, desc="fig_11")}
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -436,9 +438,7 @@ def fig_11(out_dir, *, size, backend, seed):
         {"residual": "tab:red", "hyper_residual": "tab:purple", "hyper_folded": "k"},
     )
     ax.set_title(_ordering_note(runs, "hyper_folded", "residual", {k: _label(k) for k in keys}), fontsize=7)
-    title(fig, PAPER, "Fig. 11", "hyper-residual against residual networks", _sizes_line(sz))
-    fig.tight_layout()
-    return _save_training(fig, out_dir, "fig_11", fig_11, runs, size, seed, backend)
+    return _save_training(fig, out_dir, "fig_11", runs, size, "hyper-residual against residual networks")
 
 
 @figure(paper=PAPER, figure="Fig. 12 (digits, trained networks)", honours_backend=False)
@@ -451,14 +451,10 @@ def fig_12(out_dir, *, size, backend, seed):
     -----
     Orhan 2017, Sec. 2.4.3, Fig. 12.
     """
-    from meanfield.train.skip import rescaled_accuracy_ratio
-
     sz = _train_sizes(size)
     keys = ["plain"] + [f"profile_{a:g}_{b:g}" for a, b in BIAS_PROFILES]
     runs = {k: _trained(size, seed, k) for k in progress(keys, desc="fig_12")}
-    (xtr, ytr, _, _), _ = _train_digits(seed)
-    pair_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[3])
-    ratios = np.stack([rescaled_accuracy_ratio(runs[k], xtr, ytr, rng=pair_rng) for k in keys])
+    ratios = _rescaled_ratios(runs, keys, seed, 3)
     colours = _colour_map(keys)
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(14, 4.2))
     layers = np.arange(1, sz["depth"] + 1)
@@ -483,19 +479,14 @@ def fig_12(out_dir, *, size, backend, seed):
     _curves(c, runs, {k: _label(k) for k in keys}, colours)
     best = max(keys[1:], key=lambda k: _final(runs[k])[0])
     c.set_title("(c) " + _ordering_note(runs, best, "plain", {k: _label(k) for k in keys}), fontsize=7)
-    title(fig, PAPER, "Fig. 12", "constant bias profiles break the rescaling symmetry", _sizes_line(sz))
-    fig.tight_layout()
     return _save_training(
         fig,
         out_dir,
         "fig_12",
-        fig_12,
         runs,
         size,
-        seed,
-        backend,
-        extra={"rescaled_ratio": ratios},
-        extra_axes={"rescaled_ratio": ["variant", "member"]},
+        "constant bias profiles break the rescaling symmetry",
+        ratios=ratios,
         params={"profiles": [list(p) for p in BIAS_PROFILES]},
     )
 
@@ -513,35 +504,14 @@ def _hessian_sizes(size):
     }
 
 
-_HESSIAN_RUNS: dict = {}
-
-
+@functools.cache
 def _hessian_run(size, seed, arch):
     """Small nets whose exact Hessian (hidden W_l, b_l) is computed during training (cached)."""
-    from meanfield.train.skip import train_skip_ensemble
-
-    key = (size, seed, arch)
-    if key not in _HESSIAN_RUNS:
-        hz = _hessian_sizes(size)
-        (xtr, ytr, xte, yte), run_ss = _train_digits(seed)
-        _HESSIAN_RUNS[key] = train_skip_ensemble(
-            arch,
-            xtr,
-            ytr,
-            xte,
-            yte,
-            n_networks=hz["members"],
-            width=hz["width"],
-            depth=hz["depth"],
-            steps=hz["steps"],
-            lr=hz["lr"],
-            batch_size=hz["batch"],
-            record_every=hz["hessian_every"],
-            hessian_every=hz["hessian_every"],
-            hessian_inputs=hz["hessian_inputs"],
-            rng=run_ss,
-        )
-    return _HESSIAN_RUNS[key]
+    hz = _hessian_sizes(size)
+    every = hz["hessian_every"]
+    return _train_on_digits(
+        arch, hz, seed, record_every=every, hessian_every=every, hessian_inputs=hz["hessian_inputs"]
+    )
 
 
 @figure(
@@ -618,11 +588,6 @@ def fig_singularities(out_dir, *, size, backend, seed):
             "overlap_min": np.stack([runs[x].overlap_min for x in archs]),
             "train_accuracy": np.stack([runs[x].train_accuracy for x in archs]),
         },
-        paper=PAPER,
-        figure=fig_singularities.figure,
-        rng=seed,
-        size=size,
-        backend=backend,
         params={**hz, "degenerate_rtol": L.DEGENERATE_RTOL, "sigma_w2": 1.0},
         axes={
             "degenerate_fraction": ["architecture", "hessian_record", "member"],

@@ -76,10 +76,6 @@ def fig_2(out_dir, *, size, backend, seed):
         out_dir,
         "xiao2018_fig_2",
         data,
-        figure=fig_2,
-        size=size,
-        backend=backend,
-        rng=seed,
         params=p,
         axes=axes,
         units={"train_accuracy": "fraction correct", "seconds": "s"},
@@ -117,12 +113,9 @@ def _deep_cnn_curves(func, out_dir, size, seed):
     return _training.curves_figure(
         func,
         out_dir,
-        f"xiao2018_{func.__name__}",
         res,
         list(runs),
         list(runs.values()),
-        size=size,
-        seed=seed,
         what=what,
         details=details,
     )
@@ -204,10 +197,7 @@ def fig_4a(out_dir, *, size, backend, seed):
     return _training.depth_figure(
         fig_4a,
         out_dir,
-        "xiao2018_fig_4a",
         res,
-        size=size,
-        seed=seed,
         what="test accuracy vs depth for non-uniform variance vectors",
         details=f"critical Gaussian CNNs, {p['channels']} channels, {p['steps']} steps, {p['n_networks']} nets each; "
         f"digits {image[0]}x{image[-1]} ({size} size)\n{seen}",

@@ -58,6 +58,37 @@ def test_save_and_load_round_trip(tmp_path):
     assert load(paths[0]).metadata == meta  # the PNG's path reads the JSON beside it
 
 
+def _fields(meta):
+    return meta["paper"], meta["figure"], meta["seed"], meta["size"], meta["full"], meta["backend"]
+
+
+def test_save_figure_records_the_figure_call_in_progress(tmp_path):
+    """Inside a declared figure the arguments save_figure is not given are that call's; given ones win."""
+    pytest.importorskip("array_api_strict")
+
+    @figure(paper="Doe et al. 2020", figure="Fig. 8", honours_backend=True, module="_save_context_test_paper")
+    def fig_8(out_dir, *, size, backend, seed):
+        inherited = save_figure(_figure(), out_dir, "doe_fig_8", {"x": [0, 1]})
+        told = save_figure(
+            _figure(),
+            out_dir,
+            "doe_fig_8_told",
+            {"x": [0, 1]},
+            paper="Roe et al. 2021",
+            figure="Fig. 2",
+            rng=7,
+            size="full",
+            backend="numpy",
+        )
+        return inherited + told
+
+    paths = fig_8(tmp_path, size="smoke", backend="array_api_strict", rng=3)
+    assert _fields(load(paths[1]).metadata) == ("Doe et al. 2020", "Fig. 8", 3, "smoke", False, "array_api_strict")
+    assert _fields(load(paths[3]).metadata) == ("Roe et al. 2021", "Fig. 2", 7, "full", True, "numpy")
+    with pytest.raises(TypeError, match="paper"):  # the call is over: nothing is inherited
+        save_figure(_figure(), tmp_path, "after_the_call", {"x": [0, 1]})
+
+
 def test_paper_is_required(tmp_path):
     with pytest.raises(TypeError, match="paper"):
         save_figure(_figure(), tmp_path, "legacy", {"x": [1, 2]})
