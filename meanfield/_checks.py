@@ -7,6 +7,7 @@ inputs to contiguous float64 arrays and handing them to Numba kernels.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -25,6 +26,7 @@ __all__ = [
     "check_probability_vector",
     "check_rng",
     "check_scalar",
+    "default_spatial_shape",
     "is_complex",
     "real_array",
 ]
@@ -225,3 +227,14 @@ def check_nonnegative_scalar(x, name: str) -> float:
     if value < 0:
         raise ValueError(f"{name} must be >= 0 (a variance), got {value!r}")
     return value
+
+
+def default_spatial_shape(ndim: int, size: int, name: str = "shape") -> tuple[int, ...]:
+    """The spatial shape of ``size`` positions when none is given: ``(size,)`` in 1-D, the square
+    ``(n, n)`` with ``n^2 = size`` in 2-D (else ``ValueError`` asking for ``name``)."""
+    if ndim == 1:
+        return (size,)
+    n = math.isqrt(size)
+    if n * n != size:
+        raise ValueError(f"pass {name}=(n1, n2): {size} positions are not a square image")
+    return (n, n)

@@ -36,7 +36,7 @@ import numba
 import numpy as np
 
 from ._checks import PSD_RTOL, check_probability_vector
-from ._logscale import DBL_TINY, MAX_DEPTH, MAX_PROPAGATION_SIZE, kernel_rule_for
+from ._logscale import DBL_TINY, MAX_DEPTH, MAX_PROPAGATION_SIZE, kernel_rule_for, unscale
 from .activations import ACTIVATIONS, Activation, get_activation
 
 #: Largest matrix the Cholesky certificate is used for: ``3 D^2 u < PSD_RTOL D / 2`` holds for
@@ -278,4 +278,25 @@ def finish(logs, k, sym):
     out = np.empty_like(k)
     if not unscale_into(np.exp(logs), k, sym, out):
         return None
+    return out
+
+
+def float64_trajectory(fast, what, general, *args):
+    """The float64 covariances of a log-scale propagation (``propagate`` of dense and conv networks).
+
+    ``fast`` is the compiled path's ``(LogPropagation, cov0)`` or None; None runs
+    ``general(*args)``, which returns the same pair. :func:`finish` expands the compiled path's
+    result where it can; otherwise ``unscale`` does (raising, with ``what`` in the message, where a
+    variance over- or underflows). Index 0 is exactly the input ``cov0``, not
+    ``exp(log m) * (cov0 / m)``.
+    """
+    if fast is None:
+        res, cov0 = general(*args)
+    else:
+        res, cov0 = fast
+        out = finish(res.log_scale, res.normalized, cov0)  # unscale's products in one compiled call
+        if out is not None:
+            return out
+    out = unscale(res, what)  # raises where a variance over- or underflows
+    out[0] = cov0
     return out

@@ -41,14 +41,12 @@ from .activations import (
 )
 from .gaussian import (
     acos_terms,
-    closed_pair_by,
-    closed_single_by,
     family_rule,
     kernel_rule,
+    pair_by_family,
     pair_expectation,
-    pair_quadrature,
     run_time_orders,
-    single_quadrature,
+    single_by_family,
 )
 
 #: Variances below which the C-map is its linearisation at 0 to relative 1e-30 (propagation of
@@ -104,24 +102,12 @@ def cov_map_one(code, a, d, sw, sb, cov, z, w, cf, out):
     bias = sb if d == 0 else 0.0
     for i in range(dim):
         qi = max(cov[i, i], 0.0)
-        v = math.nan
-        if cf is not None:
-            v = closed_single_by(cf, code, a, d, d, qi)
-        if z is not None:
-            if math.isnan(v):
-                v = single_quadrature(code, a, d, d, qi, z, w)
-        out[i, i] = sw * v + bias
+        out[i, i] = sw * single_by_family(code, a, d, d, qi, z, w, cf) + bias
         si = math.sqrt(qi)
         for j in range(i + 1, dim):
             qj = max(cov[j, j], 0.0)
             cij = correlation(cov[i, j], si, math.sqrt(qj))
-            v = math.nan
-            if cf is not None:
-                v = closed_pair_by(cf, code, a, d, d, qi, qj, cij)
-            if z is not None:
-                if math.isnan(v):
-                    v = pair_quadrature(code, a, d, d, qi, qj, cij, z, w)
-            v = sw * v + bias
+            v = sw * pair_by_family(code, a, d, d, qi, qj, cij, z, w, cf) + bias
             out[i, j] = v
             out[j, i] = v
 
@@ -167,23 +153,12 @@ def c_map_one(code, a, cov, z, w, cf, out):
     dim = cov.shape[0]
     for i in range(dim):
         qi = max(cov[i, i], 0.0)
-        v = math.nan
-        if cf is not None:
-            v = closed_single_by(cf, code, a, o0, o0, qi)
-        if z is not None:
-            if math.isnan(v):
-                v = single_quadrature(code, a, o0, o0, qi, z, w)
-        out[i, i] = v
+        out[i, i] = single_by_family(code, a, o0, o0, qi, z, w, cf)
         si = math.sqrt(qi)
         for j in range(i + 1, dim):
             qj = max(cov[j, j], 0.0)
             cij = correlation(cov[i, j], si, math.sqrt(qj))
-            v = math.nan
-            if cf is not None:
-                v = closed_pair_by(cf, code, a, o0, o0, qi, qj, cij)
-            if z is not None:
-                if math.isnan(v):
-                    v = pair_quadrature(code, a, o0, o0, qi, qj, cij, z, w)
+            v = pair_by_family(code, a, o0, o0, qi, qj, cij, z, w, cf)
             out[i, j] = v
             out[j, i] = v
 

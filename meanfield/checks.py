@@ -321,13 +321,7 @@ def resolve_spatial_shape(
     if shape is None:
         if size is None:
             raise ValueError(f"{name} is required when the number of positions is not known")
-        if ndim == 1:
-            shape = (size,)
-        else:
-            n = math.isqrt(size)
-            if n * n != size:
-                raise ValueError(f"pass {name}=(n1, n2): {size} positions are not a square image")
-            shape = (n, n)
+        shape = _checks.default_spatial_shape(ndim, size, name)
     if isinstance(shape, (str, bytes)) or np.ndim(shape) not in (0, 1):
         raise ValueError(f"{name} must be an int or a tuple of 1 or 2 ints, got {shape!r}")
     entries = (shape,) if np.ndim(shape) == 0 else tuple(shape)

@@ -9,7 +9,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import dense
-from .._checks import as_real_array, check_int, check_probability_vector
+from .._checks import as_real_array, check_int, default_spatial_shape
+from ..checks import check_variance_vector
 
 #: |chi * |lambda| - 1| below which a Fourier mode is called critical (infinite depth scale).
 CRITICAL_ATOL = dense.CRITICAL_ATOL
@@ -71,27 +72,15 @@ def _spatial_shape(shape, name: str) -> tuple:
     return dims
 
 
-def _check_v(v, ndim=None) -> np.ndarray:
-    v = check_probability_vector(as_real_array(v, "v"), "v")
-    if v.ndim not in (1, 2):
-        raise ValueError(f"v must be 1-D (length 2k+1) or 2-D (shape (2k1+1, 2k2+1)), got ndim {v.ndim}")
-    if any(s % 2 == 0 for s in v.shape):
-        raise ValueError(f"v must have odd sizes 2k+1 (index j <-> offset j - k), got shape {v.shape}")
-    if ndim is not None and v.ndim != ndim:
-        raise ValueError(f"v has {v.ndim} spatial dimension(s) but the signal shape has {ndim}")
-    return v
+def _check_v(v) -> np.ndarray:
+    """:func:`meanfield.checks.check_variance_vector` after the strict real-number check of ``v``."""
+    return check_variance_vector(as_real_array(v, "v"), "v")
 
 
 def _resolve_shape(v, shape, size):
     """Spatial shape from ``shape`` or, if None, from the number of positions ``size``."""
     if shape is None:
-        if v.ndim == 1:
-            shape = (size,)
-        else:
-            n = math.isqrt(size)
-            if n * n != size:
-                raise ValueError(f"pass shape=(n1, n2): {size} positions are not a square image")
-            shape = (n, n)
+        shape = default_spatial_shape(v.ndim, size)
     shape = spatial_shape(shape)
     if len(shape) != v.ndim:
         raise ValueError(f"shape {shape} has {len(shape)} dimension(s) but v has {v.ndim}")

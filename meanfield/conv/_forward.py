@@ -14,7 +14,7 @@ from .._checks import check_covariance, check_nonnegative_scalar
 from .._fastpath import (
     PROBABILITY_ATOL,
     fast_start,
-    finish,
+    float64_trajectory,
     plain_matrix,
     plain_vector,
     probability_vector_fast,
@@ -33,7 +33,6 @@ from .._logscale import (
     normalised_start,
     refuse_unbounded,
     scaled_step,
-    unscale,
 )
 from ..activations import get_activation
 from ..gaussian import DEFAULT_DEGREE, kernel_rule
@@ -304,14 +303,5 @@ def propagate(
     same decisions and messages as the general checks (see :func:`meanfield.dense.propagate`;
     docs/performance.md).
     """
-    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
-    if fast is None:
-        res, cov0 = _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
-    else:
-        res, cov0 = fast
-        out = finish(res.log_scale, res.normalized, cov0)  # unscale's products in one compiled call
-        if out is not None:
-            return out
-    out = unscale(res, "conv.propagate")  # raises where a variance over- or underflows
-    out[0] = cov0
-    return out
+    args = (cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
+    return float64_trajectory(_fast_propagate_log(*args), "conv.propagate", _general_propagate_log, *args)

@@ -245,11 +245,8 @@ def covariance_map(
     ----------
     cov : array_like, shape (..., D, D)
         Symmetric positive semi-definite covariance(s) of D pre-activations.
-    activation : str or Activation
-    sigma_w2, sigma_b2 : float
-        Variances (>= 0), scalars.
-    degree : int
-        Gauss-Hermite degree for activations without closed forms.
+    activation, sigma_w2, sigma_b2, degree
+        As :func:`qmap`.
 
     Returns
     -------

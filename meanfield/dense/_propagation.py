@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._checks import check_covariance
-from .._fastpath import fast_start, finish, trajectory_ok
+from .._fastpath import fast_start, float64_trajectory, trajectory_ok
 from .._logscale import (
     check_depth,
     check_quadrature_work,
@@ -19,7 +19,6 @@ from .._logscale import (
     normalised_start,
     propagate_kernel,
     refuse_unbounded,
-    unscale,
 )
 from ..gaussian import DEFAULT_DEGREE
 from ._common import _act, _require_builtin, _variances
@@ -222,14 +221,5 @@ def propagate(
     >>> traj.shape
     (51, 2, 2)
     """
-    fast = _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
-    if fast is None:
-        res, cov0 = _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree)
-    else:
-        res, cov0 = fast
-        out = finish(res.log_scale, res.normalized, cov0)  # unscale's products in one compiled call
-        if out is not None:
-            return out
-    out = unscale(res, "propagate")  # raises where a variance over- or underflows
-    out[0] = cov0  # exactly the input, not exp(log m) * (cov0 / m)
-    return out
+    args = (cov0, activation, sigma_w2, sigma_b2, depth, degree)
+    return float64_trajectory(_fast_propagate_log(*args), "propagate", _general_propagate_log, *args)

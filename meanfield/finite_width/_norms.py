@@ -24,11 +24,8 @@ def log_expected_squared_norm(y0: ArrayLike, layers: Sequence[Layer | tuple]) ->
 
     Parameters
     ----------
-    y0 : float or array_like
-        Squared norm(s) of the input (>= 0).
-    layers : list of Layer or (width, sigma_w2[, sigma_b2[, fan_in]]) tuples
-        One entry per ReLU layer: ``W_ij ~ N(0, sigma_w2 / fan_in)`` (``fan_in`` defaults to the
-        layer's width; He is ``sigma_w2 = 2``), variances >= 0, widths ``1 <= N <= MAX_WIDTH``.
+    y0, layers
+        As :func:`expected_squared_norm`.
 
     Returns
     -------
@@ -79,7 +76,7 @@ def expected_squared_norm(y0: ArrayLike, layers: Sequence[Layer | tuple]) -> np.
         Squared norm(s) of the input (>= 0).
     layers : list of Layer or (width, sigma_w2[, sigma_b2[, fan_in]]) tuples
         One entry per ReLU layer: ``W_ij ~ N(0, sigma_w2 / fan_in)`` (``fan_in`` defaults to the
-        layer's width), variances >= 0, widths ``1 <= N <= MAX_WIDTH``.
+        layer's width; He is ``sigma_w2 = 2``), variances >= 0, widths ``1 <= N <= MAX_WIDTH``.
 
     Returns
     -------

@@ -308,12 +308,8 @@ def discretize_operator(
     grid : array_like
         Strictly increasing cell edges starting at 0 (any spacing for ReLU; equidistant for other
         activations).
-    width : int
-        ``1 <= N <= MAX_WIDTH``.
-    sigma_w2 : float
-        Weight variance times fan-in (>= 0): ``W_ij ~ N(0, sigma_w2 / fan_in)``; He is 2.
-    sigma_b2 : float
-        Bias variance (>= 0).
+    width, sigma_w2, sigma_b2
+        As :func:`kernel_masses`.
     activation : str or Activation
         ``"relu"`` uses the closed-form kernel (chi-square CDFs, exact cell masses). Any other
         activation uses the ``N``-fold FFT convolution of the law of ``phi(h)^2`` (accuracy

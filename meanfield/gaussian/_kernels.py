@@ -27,11 +27,10 @@ from ._rules import (
     BUILTIN_TAIL_U,
     GH_MAX_SCALE,
     TRAPEZOID_MAX_SCALE,
-    TRAPEZOID_ZMAX,
     _fill_rule,
     _outer_features,
     _rule_capacity,
-    _trapezoid_step,
+    _trapezoid_grid,
     _value_scale,
 )
 
@@ -140,10 +139,8 @@ def pair_quadrature(code, a, d1, d2, q1, q2, c, z, w):
                 weight *= 2.0  # mirror node; the middle node z = 0 of an odd rule counts once
             acc += weight * f1 * inner
         return acc
-    h1 = _trapezoid_step(outer_scale)
-    h2 = _trapezoid_step(ss)
-    k1 = int(TRAPEZOID_ZMAX / h1) + 1
-    k2 = int(TRAPEZOID_ZMAX / h2) + 1
+    h1, k1 = _trapezoid_grid(outer_scale)
+    h2, k2 = _trapezoid_grid(ss)
     # inner nodes and weights once per call (the Gaussian weight costs as much as phi)
     u2 = np.empty(2 * k2 + 1)
     w2 = np.empty(2 * k2 + 1)
@@ -192,8 +189,7 @@ def single_quadrature(code, a, d1, d2, q, z, w):
             acc += w[i] * evaluate(code, a, d1, u) * evaluate(code, a, d2, u)
         return acc
     if s <= TRAPEZOID_MAX_SCALE:
-        h = _trapezoid_step(s)
-        k = int(TRAPEZOID_ZMAX / h) + 1
+        h, k = _trapezoid_grid(s)
         for i in range(-k, k + 1):
             zi = i * h
             u = s * zi
@@ -233,8 +229,7 @@ def variance_derivative_quadrature(code, a, q, z, w):
             acc += w[i] * z[i] * evaluate(code, a, o0, u) * evaluate(code, a, o1, u)
         return acc / s
     if s <= TRAPEZOID_MAX_SCALE:
-        h = _trapezoid_step(s)
-        k = int(TRAPEZOID_ZMAX / h) + 1
+        h, k = _trapezoid_grid(s)
         for i in range(-k, k + 1):
             zi = i * h
             u = s * zi
@@ -293,8 +288,7 @@ def excess_value(code, a, which, q, z, w):
             acc += w[i] * _excess_integrand(code, a, which, s, z[i])
         return acc
     if s <= TRAPEZOID_MAX_SCALE:
-        h = _trapezoid_step(s)
-        k = int(TRAPEZOID_ZMAX / h) + 1
+        h, k = _trapezoid_grid(s)
         for i in range(-k, k + 1):
             zi = i * h
             acc += h * _INV_SQRT_2PI_K * math.exp(-0.5 * zi * zi) * _excess_integrand(code, a, which, s, zi)

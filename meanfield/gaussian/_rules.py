@@ -52,6 +52,14 @@ def _trapezoid_step(scale):
 
 
 @numba.njit(cache=True)
+def _trapezoid_grid(scale):
+    """``(h, k)``: the trapezoid rule's nodes ``z_i = i h``, ``|i| <= k``, cover ``|z| <= TRAPEZOID_ZMAX``
+    at the step ``h`` of :func:`_trapezoid_step`."""
+    h = _trapezoid_step(scale)
+    return h, int(TRAPEZOID_ZMAX / h) + 1
+
+
+@numba.njit(cache=True)
 def _octaves(hw):
     """Number of doublings from hw up to 1 (hw > 0)."""
     if hw >= 1.0:
@@ -158,8 +166,7 @@ def _fill_rule(scale, mu, allow_gh, tail, hw_extra, tail_extra, z, w, zo, wo):
             wo[i] = w[i]
         return z.size
     if scale <= TRAPEZOID_MAX_SCALE:
-        h = _trapezoid_step(scale)
-        k = int(TRAPEZOID_ZMAX / h) + 1
+        h, k = _trapezoid_grid(scale)
         for j in range(-k, k + 1):
             zj = j * h
             zo[j + k] = zj

@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 
 from .._checks import as_float_array, check_bool, check_rng, check_scalar
 from .._results import Result
-from ._common import _check_architecture, _int, _square_matrices
+from ._common import _check_architecture, _int, _sample_rows, _square_matrices
 
 __all__ = [
     "ARCHITECTURES",
@@ -230,9 +230,7 @@ def decode_configuration(
 
 def _check_binary_net(inputs, mats, w_out, output_bias, biases):
     """Validate :func:`forward_binary`'s arguments; returns float64 copies."""
-    x = as_float_array(inputs, "inputs")
-    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"inputs must have shape (P, width) with P, width >= 1, got shape {x.shape}")
+    x = _sample_rows(inputs, "inputs", "width")
     width = x.shape[1]
     if isinstance(mats, np.ndarray) and mats.ndim == 3:
         mats = list(mats)
@@ -559,9 +557,7 @@ def _task_arguments(architecture, inputs, targets, n_layers, output_bias_bit, rt
     census): ``(arch, x, t, n_layers, output_bias_bit, width, n_h, n, rtol, b)``, ``n`` the number of
     binary parameters (at most ``max_parameters``, named ``limit_name`` in the message)."""
     arch = _arch_code(architecture)
-    x = as_float_array(inputs, "inputs")
-    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"inputs must have shape (P, width) with P, width >= 1, got {x.shape}")
+    x = _sample_rows(inputs, "inputs", "width")
     t = as_float_array(targets, "targets")
     if t.shape != (x.shape[0],):
         raise ValueError(f"targets must have shape ({x.shape[0]},) to match inputs, got {t.shape}")

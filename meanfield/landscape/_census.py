@@ -121,18 +121,13 @@ class LandscapeCensus(Result):
 
     Attributes
     ----------
-    architecture : str
-    n_params : int
-        Binary parameters ``n``; ``2^n`` configurations.
+    architecture, n_params, n_strict_local_minima, n_zero_output, rtol
+        As :class:`~meanfield.landscape.LandscapeResult`.
     chunk_bits : int
         Leading bits that index the chunks (``2^chunk_bits`` chunks).
     n_local_minima : int
         Configurations with no better single-flip neighbour (non-strict local minima, the
         definition of :func:`binary_landscape`).
-    n_strict_local_minima : int
-        Local minima with no tied neighbour either.
-    n_zero_output : int
-        Configurations whose output is exactly zero on every input.
     min_loss : float
         The global minimum of the loss.
     argmin : int
@@ -145,7 +140,6 @@ class LandscapeCensus(Result):
     chunk_indices : ndarray of int64, shape (n_chunks,)
         The chunks censused, increasing: all ``2^chunk_bits`` of them unless ``chunks`` was given
         (then every count, ``min_loss`` and ``argmin`` refer to those chunks only).
-    rtol : float
     """
 
     architecture: str

@@ -48,6 +48,15 @@ class _FlowBudgetExceeded(Exception):
     """Raised inside a right-hand side when :data:`MAX_FLOW_EVALUATIONS` is exhausted."""
 
 
+def _sample_rows(x: object, name: str, symbol: str) -> np.ndarray:
+    """``x`` as a finite float64 ``(P, symbol)`` array with ``P, symbol >= 1`` (one row per input);
+    errors name ``name``."""
+    h = as_float_array(x, name)
+    if h.ndim != 2 or h.shape[0] < 1 or h.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (P, {symbol}) with P, {symbol} >= 1, got shape {h.shape}")
+    return h
+
+
 def _square_matrices(mats: Iterable[object], name: str, n: int, symbol: str, suffix: str = "") -> list[np.ndarray]:
     """Each entry of ``mats`` as a finite float64 ``(n, n)`` array; errors name ``name[i]`` and the shape
     ``(symbol, symbol)``, followed by ``suffix``."""

@@ -224,10 +224,8 @@ def mode_flow(
     t : array_like
         Strictly increasing, finite output times (``t = iteration x learning rate``; at most 10^6).
     architecture : {"plain", "residual", "hyper_residual"}
-    rtol : float
-        Relative tolerance of the integrator, in (0, 1).
-    atol : float
-        Absolute tolerance, finite and > 0.
+    rtol, atol : float
+        Tolerances of the integrator, as in :func:`~meanfield.landscape.three_layer_flow`.
 
     Returns
     -------

@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 
 from .._checks import as_float_array, check_scalar
 from .._results import Result
-from ._common import _check_architecture, _int, _square_matrices
+from ._common import _check_architecture, _int, _sample_rows, _square_matrices
 
 __all__ = ["PermutationCounts", "permutation_counts", "rescaling_deviation", "skip_network"]
 
@@ -34,9 +34,7 @@ _SKIP_ARCHITECTURES = ("plain", "residual", "hyper_residual")
 
 
 def _check_skip_net(x, weights, biases):
-    h = as_float_array(x, "x")
-    if h.ndim != 2 or h.shape[0] < 1 or h.shape[1] < 1:
-        raise ValueError(f"x must have shape (P, n) with P, n >= 1, got shape {h.shape}")
+    h = _sample_rows(x, "x", "n")
     n = h.shape[1]
     if isinstance(weights, np.ndarray) and weights.ndim == 3:
         weights = list(weights)

@@ -62,101 +62,19 @@ arrays beyond :data:`MAX_ELEMENTS` numbers or work beyond :data:`MAX_WORK` multi
 
 from __future__ import annotations
 
+from . import conv, dense, finite_width, kurtosis, kurtosis_residual, ntk, spectra, symmetry
 from ._common import MAX_ELEMENTS, MAX_WORK, UNDERFLOW_LOG, activation_fn
-from .conv import CONV_INITS, ConvSimulation, conv_kernels, simulate_conv, simulate_fig_s4
-from .dense import EXACT_LAWS, FORWARD_METHODS, DenseSimulation, simulate_dense
-from .finite_width import PairSimulation, simulate_pair, simulate_squared_norms
-from .kurtosis import (
-    FIG1_CHUNK,
-    FIG1_DEPTH,
-    FIG1_FRACTION,
-    FIG1_INITS,
-    FIG1_METAINIT_BATCH,
-    FIG1_METAINIT_CHUNK,
-    FIG1_METAINIT_NETWORKS,
-    FIG1_STREAM,
-    FIG1_THRESHOLD,
-    INPUT_KINDS,
-    INPUT_MOMENTS,
-    KAPPA_MAX,
-    METAINIT_CHUNK,
-    RENORM_EVERY,
-    LayerMoments,
-    empirical_variances,
-    fig1_variances,
-    layer_moments,
-    metainit_weights,
-    nonzero_fraction,
-)
-from .kurtosis_residual import MomentSimulation, simulate_conv_moments, simulate_residual_moments
-from .ntk import NTK_METHODS, empirical_conv_ntk, empirical_ntk, empirical_periodic_cnn_ntk
-from .spectra import (
-    JACOBIAN_CONV_KERNELS,
-    JACOBIAN_WEIGHTS,
-    conv2d_jacobian_singular_values,
-    conv_jacobian_singular_values,
-    jacobian_singular_values,
-)
-from .symmetry import (
-    ConstNet,
-    LeakyNet,
-    LooksLinearForward,
-    looks_linear_delta_orthogonal_forward,
-    softmax_xent,
-)
+from .conv import *  # noqa: F403
+from .dense import *  # noqa: F403
+from .finite_width import *  # noqa: F403
+from .kurtosis import *  # noqa: F403
+from .kurtosis_residual import *  # noqa: F403
+from .ntk import *  # noqa: F403
+from .spectra import *  # noqa: F403
+from .symmetry import *  # noqa: F403
 
-__all__ = [
-    "CONV_INITS",
-    "EXACT_LAWS",
-    "FIG1_CHUNK",
-    "FIG1_DEPTH",
-    "FIG1_FRACTION",
-    "FIG1_INITS",
-    "FIG1_METAINIT_BATCH",
-    "FIG1_METAINIT_CHUNK",
-    "FIG1_METAINIT_NETWORKS",
-    "FIG1_STREAM",
-    "FIG1_THRESHOLD",
-    "FORWARD_METHODS",
-    "INPUT_KINDS",
-    "INPUT_MOMENTS",
-    "JACOBIAN_CONV_KERNELS",
-    "JACOBIAN_WEIGHTS",
-    "KAPPA_MAX",
-    "MAX_ELEMENTS",
-    "MAX_WORK",
-    "METAINIT_CHUNK",
-    "NTK_METHODS",
-    "RENORM_EVERY",
-    "UNDERFLOW_LOG",
-    "ConstNet",
-    "ConvSimulation",
-    "DenseSimulation",
-    "LayerMoments",
-    "LeakyNet",
-    "LooksLinearForward",
-    "MomentSimulation",
-    "PairSimulation",
-    "activation_fn",
-    "conv2d_jacobian_singular_values",
-    "conv_jacobian_singular_values",
-    "conv_kernels",
-    "empirical_conv_ntk",
-    "empirical_ntk",
-    "empirical_periodic_cnn_ntk",
-    "empirical_variances",
-    "fig1_variances",
-    "jacobian_singular_values",
-    "layer_moments",
-    "looks_linear_delta_orthogonal_forward",
-    "metainit_weights",
-    "nonzero_fraction",
-    "simulate_conv",
-    "simulate_conv_moments",
-    "simulate_dense",
-    "simulate_fig_s4",
-    "simulate_pair",
-    "simulate_residual_moments",
-    "simulate_squared_norms",
-    "softmax_xent",
-]
+# every public name of the simulator modules, plus the shared limits and activation_fn of _common
+__all__ = ["MAX_ELEMENTS", "MAX_WORK", "UNDERFLOW_LOG", "activation_fn"]
+for _module in (conv, dense, finite_width, kurtosis, kurtosis_residual, ntk, spectra, symmetry):
+    __all__ += _module.__all__
+del _module

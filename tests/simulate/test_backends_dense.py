@@ -26,20 +26,6 @@ Z_TOL = 4.5
 X = np.random.default_rng(3).standard_normal((3, 24))
 
 
-def _z_scores(a, b):
-    """z of the differences of the means and of the variances of per-network samples a, b."""
-    n, m = a.shape[0], b.shape[0]
-    z_mean = (a.mean(0) - b.mean(0)) / np.sqrt(a.var(0, ddof=1) / n + b.var(0, ddof=1) / m)
-
-    def var_and_se(s, k):
-        c = s - s.mean(0)
-        v = (c**2).mean(0)
-        return v * k / (k - 1), np.sqrt(np.maximum((c**4).mean(0) - v**2, 0.0) / k)
-
-    (va, sa), (vb, sb) = var_and_se(a, n), var_and_se(b, m)
-    return z_mean, (va - vb) / np.sqrt(sa**2 + sb**2)
-
-
 @pytest.mark.parametrize("act", ["tanh", "relu", "erf", "leaky_relu", "hard_tanh", "sigmoid", "linear"])
 @pytest.mark.parametrize(
     "law,method,gradients",
@@ -74,7 +60,7 @@ def test_strict_namespace_rejects_numpy_only_code():
         a + np.ones(4)  # mixing in NumPy arrays
 
 
-def test_torch_backend_agrees_in_distribution():
+def test_torch_backend_agrees_in_distribution(z_scores):
     pytest.importorskip("torch")
     pytest.importorskip("array_api_compat")
     iu = np.triu_indices(3)
@@ -82,7 +68,7 @@ def test_torch_backend_agrees_in_distribution():
         kw = dict(depth=2, width=48, n_networks=300, method=method)
         a = simulate_dense(X, "tanh", 1.5, 0.05, rng=np.random.SeedSequence(9, spawn_key=(1,)), **kw)
         t = simulate_dense(X, "tanh", 1.5, 0.05, backend="torch", rng=np.random.SeedSequence(9, spawn_key=(2,)), **kw)
-        z_mean, z_var = _z_scores(a.cov[:, -1][:, iu[0], iu[1]], t.cov[:, -1][:, iu[0], iu[1]])
+        z_mean, z_var = z_scores(a.cov[:, -1][:, iu[0], iu[1]], t.cov[:, -1][:, iu[0], iu[1]])
         assert np.all(np.abs(z_mean) < Z_TOL), (method, z_mean)
         assert np.all(np.abs(z_var) < Z_TOL), (method, z_var)
 

@@ -31,21 +31,6 @@ def _last_layer(sim):
     return sim.cov[:, -1][:, iu[0], iu[1]]
 
 
-def _z_scores(a, b):
-    """z of the differences of the means and of the variances of samples a, b (per column)."""
-    n, m = a.shape[0], b.shape[0]
-    z_mean = (a.mean(0) - b.mean(0)) / np.sqrt(a.var(0, ddof=1) / n + b.var(0, ddof=1) / m)
-
-    def var_and_se(s, k):
-        c = s - s.mean(0)
-        v = (c**2).mean(0)
-        return v * k / (k - 1), np.sqrt(np.maximum((c**4).mean(0) - v**2, 0.0) / k)
-
-    (va, sa), (vb, sb) = var_and_se(a, n), var_and_se(b, m)
-    z_var = (va - vb) / np.sqrt(sa**2 + sb**2)
-    return z_mean, z_var
-
-
 def _sample(method, law, sigma_w2=1.5, key=0):
     return _last_layer(
         simulate_dense(
@@ -64,19 +49,19 @@ def _sample(method, law, sigma_w2=1.5, key=0):
 
 
 @pytest.mark.parametrize("law", EXACT_LAWS)
-def test_exact_sampler_has_the_law_of_the_weight_path(law):
+def test_exact_sampler_has_the_law_of_the_weight_path(law, z_scores):
     exact = _sample("exact", law, key=1)
     weights = _sample("weights", law, key=2)
-    z_mean, z_var = _z_scores(exact, weights)
+    z_mean, z_var = z_scores(exact, weights)
     assert np.all(np.abs(z_mean) < Z_TOL), z_mean
     assert np.all(np.abs(z_var) < Z_TOL), z_var
 
 
-def test_the_two_sample_test_rejects_a_wrong_variance():
+def test_the_two_sample_test_rejects_a_wrong_variance(z_scores):
     # power: the same statistics with sigma_w2 10 % too large fail the tolerance
     exact = _sample("exact", "gaussian", key=1)
     wrong = _sample("weights", "gaussian", sigma_w2=1.65, key=2)
-    z_mean, _ = _z_scores(exact, wrong)
+    z_mean, _ = z_scores(exact, wrong)
     assert np.max(np.abs(z_mean)) > Z_TOL
 
 

@@ -280,16 +280,6 @@ def test_process_executor_matches_serial():
     assert np.array_equal(got[1].log_scale, serial[1].log_scale)
 
 
-@pytest.fixture(scope="module")
-def client():
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    c = distributed.Client(cluster, set_as_default=False)
-    yield c
-    c.close()
-    cluster.close()
-
-
 def test_dask_matches_serial(client):
     task = _task()
     serial = (

@@ -209,16 +209,6 @@ def test_processes_match_serial(serial):
     _assert_identical(got, serial)
 
 
-@pytest.fixture(scope="module")
-def client():
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    c = distributed.Client(cluster, set_as_default=False)
-    yield c
-    c.close()
-    cluster.close()
-
-
 def test_local_cluster_matches_serial(serial, client):
     with parallel.using(client):
         got = _everything()
