@@ -11,6 +11,15 @@ from .. import dense, init
 from .._checks import check_int, check_nonnegative_scalar, check_scalar
 from ..activations import get_activation
 from ._layers import Conv, Dense, Layer, _bias, _bias_add, _channels_matmul, _gen, _name, _not_described
+from ._projection import (
+    check_path,
+    path_apply,
+    path_backward,
+    path_init,
+    path_module,
+    path_out_shape,
+    path_theory,
+)
 from ._state import ChannelMoments, State, activation_mean, add, identity_moments, materialise, scale
 
 __all__ = ["HyperResidual", "LooksLinear", "Residual"]
@@ -32,6 +41,12 @@ class Residual(Layer):
     decouple ``f_i`` from ``z`` in the limit; zero when the branch ends with a dense or convolutional
     layer or ``z`` has zero mean; skip matrices of unequal row sums enter through their averages over
     units); the output is Gaussian when ``z`` is and the branch ends with a dense or convolutional layer.
+
+    ``skip`` may also be a tuple of layers, a projection path ``P`` (ResNet's downsampling: a strided
+    1x1 :class:`Conv` and a :class:`BatchNorm`): :math:`y = P(z) + s f(z)`, described when one of the
+    two paths ends with fresh zero-mean weights (a dense or convolutional layer followed only by
+    unit-wise layers); then the cross term is the product of the paths' means (zero when either is
+    zero), and otherwise the theory reports the block.
     """
 
     branch: tuple
@@ -44,6 +59,9 @@ class Residual(Layer):
         if not all(isinstance(layer, Layer) for layer in self.branch):
             raise TypeError("branch must be a sequence of layers of meanfield.nets")
         object.__setattr__(self, "scale", check_scalar(self.scale, "scale"))
+        if isinstance(self.skip, (tuple, list)) and any(isinstance(x, Layer) for x in self.skip):
+            object.__setattr__(self, "skip", check_path(self.skip))
+            return
         if isinstance(self.skip, str) and self.skip != "identity":
             raise ValueError(f"skip must be 'identity', None, a matrix or a callable, got {self.skip!r}")
         if not (self.skip is None or isinstance(self.skip, str) or callable(self.skip)):
@@ -61,10 +79,19 @@ class Residual(Layer):
         s = f"matrix {self.skip.shape}" if isinstance(self.skip, np.ndarray) else repr(self.skip)
         return f"Residual(branch={self.branch!r}, skip={s}, scale={self.scale})"
 
+    @property
+    def _path(self) -> bool:
+        return isinstance(self.skip, tuple)
+
     def out_shape(self, in_shape):
         shape = tuple(in_shape)
         for layer in self.branch:
             shape = layer.out_shape(shape)
+        if self._path:
+            skip = path_out_shape(self.skip, in_shape)
+            if skip != shape:
+                raise ValueError(f"{_name(self)}: the branch gives shape {shape}, the skip path {skip}")
+            return shape
         n_skip = self._skip_shape(in_shape[-1])
         if n_skip is not None and (shape[:-1] != tuple(in_shape[:-1]) or shape[-1] != n_skip[0]):
             raise ValueError(
@@ -88,7 +115,9 @@ class Residual(Layer):
             params.append(layer.init(kid if layer.random else None, shape, n, b))
             shape = layer.out_shape(shape)
         out = {"branch": params}
-        if callable(self.skip):
+        if self._path:
+            out["skip"] = path_init(self.skip, kids[-1], in_shape, n, b)
+        elif callable(self.skip):
             gen = np.random.default_rng(kids[-1])
             out["skip"] = b.asarray(np.stack([np.asarray(self.skip(g), dtype=float) for g in gen.spawn(n)]))
         elif isinstance(self.skip, np.ndarray):
@@ -103,6 +132,8 @@ class Residual(Layer):
             y = self.scale * y
         if self.skip is None:
             return y
+        if self._path:
+            return path_apply(self.skip, params["skip"], x, b) + y
         if "skip" in params:
             return _channels_matmul(x, params["skip"], b.xp) + y
         return x + y
@@ -110,6 +141,8 @@ class Residual(Layer):
     def module(self, params, k):
         from ._torch import module_class, tensor
 
+        if self._path:
+            return path_module(self, params, k)
         branch = [layer.module(p, k) for layer, p in zip(self.branch, params["branch"])]
         skip = self.skip
         if "skip" in params:
@@ -127,6 +160,8 @@ class Residual(Layer):
         return bool(self.branch) and isinstance(self.branch[-1], (Dense, Conv))
 
     def theory(self, state, degree):
+        if self._path:
+            return path_theory(self, state, degree)
         st = materialise(state, repr(self), degree) if state.x is not None else state
         out = st
         for layer in self.branch:
@@ -178,6 +213,8 @@ class Residual(Layer):
         )
 
     def backward(self, state, g, gc, degree):
+        if self._path:
+            return path_backward(self, state, g, gc, degree)
         states = [state]
         for layer in self.branch:
             states.append(layer.theory(states[-1], degree))
