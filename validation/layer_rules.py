@@ -3,7 +3,8 @@
 One small network per rule (layer normalisation, RMS normalisation, batch normalisation in training
 and evaluation mode, dropout in training mode, average and max pooling, flattening, concatenation,
 token and positional embeddings, self-attention with ``1/d`` and ``1/sqrt(d)`` logits; zero-padded
-strided, dilated and grouped convolutions, padded pooling, a residual block with a projection skip): the theory of :meth:`meanfield.nets.Network.theory`
+strided, dilated and grouped convolutions, padded pooling, a residual block with a projection skip,
+post-activation residual blocks whose stream is not Gaussian): the theory of :meth:`meanfield.nets.Network.theory`
 against the mean over independent finite networks of :meth:`meanfield.nets.Network.simulate`, entry
 by entry of the per-unit second moments after the layer (or after the dense layer that follows it,
 which sees exactly the moments the rule gives).
@@ -287,6 +288,23 @@ def _rule_cases(rng):
             xc,
             3,
             [(0, 0), (4, 4), (0, 4), (0, 9)],
+        ),
+        (
+            "Post-activation residual blocks after padded max pooling (ResNet's stem and first stage)",
+            lambda n: Network(
+                [
+                    Conv(n, (3,), 2.0, 0.1, padding=1),
+                    MaxPool(3, 2, padding=1, act="relu"),
+                    Residual((Conv(n, (3,), 2.0, padding=1), Act("relu"), Conv(n, (3,), 1.0, padding=1))),
+                    Act("relu"),
+                    Residual((Conv(n, (3,), 2.0, padding=1), Act("relu"), Conv(n, (3,), 1.0, padding=1))),
+                    Act("relu"),
+                    Conv(n, (3,), 1.0, padding=1),
+                ]
+            ),
+            xs,
+            7,
+            [(0, 0), (1, 1), (0, 1), (0, 4)],
         ),
     ]
 

@@ -33,7 +33,7 @@ from ..backend import concat, get_backend
 from ._data import on_data
 from ._gauss import _normals, expectation
 from ._layers import Layer, _name, _not_described, activation_fn
-from ._state import State
+from ._state import State, with_law
 
 __all__ = ["AvgPool", "Flatten", "MaxPool"]
 
@@ -287,7 +287,9 @@ class MaxPool(_Window):
     windows (at most ``2 k``; randomised quasi-Monte-Carlo, 8 scrambled Sobol sets of 4,096 points:
     error about 1e-4 relative for the moments, about 1e-3 for the discontinuous routing
     probabilities; cost grows with the square of the outputs); the units stay independent, so the
-    different-unit moment is the square of the mean. A separate activation before the pooling, the
+    different-unit moment is the square of the mean, and the output of these cases carries its
+    per-unit law (the window maxima of the Gaussian input), so that a later activation, e.g. after
+    a residual sum, has a rule. A separate activation before the pooling, the
     derivative map with a fused activation and the NTK are reported by name.
     """
 
@@ -368,6 +370,16 @@ class MaxPool(_Window):
                     out[np.ix_(pos[v], pos[u])] += block.T
         return out, mu
 
+    def _law(self, state):
+        """The per-unit law of the output (:mod:`meanfield.nets._law`): the window maxima of ``phi(h)``."""
+        from ._law import MaxLaw
+
+        phi = (lambda x: x) if self.act is None else activation_fn(get_activation(self.act), get_backend("numpy"))
+        idx = self._windows(state.spatial)
+        p_in = math.prod(state.spatial)
+        pos = tuple(a * p_in + w[w < p_in] for a in range(state.n_inputs) for w in idx)
+        return MaxLaw(state.second, pos, phi)
+
     def _general(self, state):
         return math.prod(self.window) > 2 or any(self.padding) or self.act is not None
 
@@ -396,7 +408,8 @@ class MaxPool(_Window):
             return state
         if self._general(state):
             s, mu = self._integrated(state)
-            return State(s, np.outer(mu, mu), state.width, sp, state.n_inputs, False, mean=mu)
+            out = State(s, np.outer(mu, mu), state.width, sp, state.n_inputs, False, mean=mu)
+            return with_law(out, self._law(state))
         _, _, css, den, rho, sd = self._parts(state)
         s = 0.25 * (css + (2.0 / math.pi) * den * (np.sqrt(1.0 - rho * rho) + rho * np.arcsin(rho)))
         mu = sd / math.sqrt(2.0 * math.pi)

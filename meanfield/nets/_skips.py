@@ -13,6 +13,7 @@ from ..activations import get_activation
 from ._layers import Conv, Dense, Layer, _bias, _bias_add, _channels_matmul, _gen, _name, _not_described
 from ._projection import (
     check_path,
+    ends_fresh,
     path_apply,
     path_backward,
     path_init,
@@ -20,7 +21,17 @@ from ._projection import (
     path_out_shape,
     path_theory,
 )
-from ._state import ChannelMoments, State, activation_mean, add, identity_moments, materialise, scale
+from ._state import (
+    ChannelMoments,
+    State,
+    activation_mean,
+    add,
+    gaussian_law,
+    identity_moments,
+    materialise,
+    scale,
+    with_law,
+)
 
 __all__ = ["HyperResidual", "LooksLinear", "Residual"]
 
@@ -47,6 +58,12 @@ class Residual(Layer):
     two paths ends with fresh zero-mean weights (a dense or convolutional layer followed only by
     unit-wise layers); then the cross term is the product of the paths' means (zero when either is
     zero), and otherwise the theory reports the block.
+
+    With an identity skip, a non-Gaussian ``z`` of known per-unit law (after a max pooling, an
+    activation, another such block) and a branch ending with fresh zero-mean weights, the sum's
+    per-unit law is that of ``z`` plus an independent Gaussian of the branch's moments: an
+    activation after the block (post-activation ResNets) then integrates over it exactly, up to the
+    quasi-Monte-Carlo error of the integrals (about 1e-4 to 1e-3 relative).
     """
 
     branch: tuple
@@ -199,7 +216,7 @@ class Residual(Layer):
             th, thc = m.apply(sk.ntk, sk.ntk_cross)
             th, thc = th + s2 * out.ntk, add(thc, scale(out.ntk_cross, s2))
         gaussian = st.gaussian and st.act is None and self._ends_linear()
-        return State(
+        result = State(
             s + s2 * out.second,
             add(c, scale(out.cross, s2)),
             m.n_out,
@@ -211,6 +228,23 @@ class Residual(Layer):
             mean=add(mu_skip, mu_f),
             mean_known=sk.mean_known and out.mean_known,
         )
+        return self._with_sum_law(result, sk, out, s2)
+
+    def _with_sum_law(self, result, sk, out, s2):
+        """A non-Gaussian sum ``z + s f`` of an identity skip: the law of ``z`` plus the branch's independent
+        zero-mean Gaussian (its fresh weights), so that an activation after the block has a rule."""
+        if result.gaussian or not (isinstance(self.skip, str) and self.skip == "identity") or result.ntk is not None:
+            return result
+        if not (
+            out.gaussian and out.act is None and out.cross is None and out.mean is None and ends_fresh(self.branch)
+        ):
+            return result
+        z = gaussian_law(sk)
+        if z is None:
+            return result
+        from ._law import GaussLaw, SumLaw
+
+        return with_law(result, SumLaw(z, GaussLaw(s2 * out.second)))
 
     def backward(self, state, g, gc, degree):
         if self._path:

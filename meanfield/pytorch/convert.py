@@ -35,9 +35,10 @@ whose meaning for the positions x channels layout the trace does not record, sca
 concatenations, functional weight layers, shared weights, unknown modules -- is listed in
 :attr:`Conversion.unconverted` with its op and the reason, never skipped silently. The description
 is channels-last, PyTorch is channels-first: the per-unit moments (all the theory tracks) are the
-same. A complete conversion need not have a theory everywhere: a layer whose rule the per-unit
-state cannot carry (an activation of a non-Gaussian signal, as after ResNet's first identity-skip
-sum) is reported by :meth:`meanfield.nets.Network.theory`, naming it.
+same. torchvision's ``resnet18`` converts completely and its theory covers every layer (the
+activations after its residual sums act on a non-Gaussian stream, whose per-unit law the theory
+carries); a layer whose rule the per-unit state cannot carry is reported by
+:meth:`meanfield.nets.Network.theory`, naming it.
 """
 
 from __future__ import annotations

@@ -178,21 +178,19 @@ def test_resnet18_converts_completely_with_projection_skips():
 
 
 #: Re-initialisations of the q test (each a Monte-Carlo sample of every compared q).
-RESNET_DRAWS = 40
+RESNET_DRAWS = 16
 #: Family-wise false-alarm rate of the q test (Bonferroni over its comparisons).
 RESNET_ALPHA = 1e-3
 
 
-def test_resnet18_theory_q_matches_reinitialised_models_where_it_describes_them():
-    """The converted resnet18's q (2 inputs of 3x8x8) against re-initialised models, and where the theory stops.
+def test_resnet18_theory_q_per_block_matches_reinitialised_models():
+    """The converted resnet18's q at every block's output (2 inputs of 3x8x8) against re-initialised models.
 
-    The stem (7x7 stride-2 zero-padded convolution, evaluation-mode batch normalisation, ReLU fused
-    into the padded 3x3 stride-2 max pooling) and the first block's sum: its q is exact in
-    expectation at any width (the stem's pre-activations are Gaussian given the data; after it every
-    map of q is linear: ReLU halves a zero-mean Gaussian's, the branch is zero-mean given the stream),
-    so the tolerance is the Monte-Carlo standard error alone. The ReLU after that sum acts on a
-    non-Gaussian stream (the max-pooled features plus the branch), which the per-unit Gaussian state
-    cannot carry: the theory of the whole network reports it by name.
+    Weights ``N(0, 2 / fan_in)`` (recorded by :func:`meanfield.pytorch.init.mean_field_normal_`,
+    re-drawn with the same law per sample). The theory carries the non-Gaussian stream of the
+    post-activation blocks by its law (max-pooled features plus fresh branches); finite widths
+    (64 to 512 channels) bias q by O(1/64), below the Monte-Carlo standard error of 16 draws
+    (about 4%): the tolerance is that standard error.
     """
     torchvision = pytest.importorskip("torchvision")
     from scipy.stats import norm
@@ -201,32 +199,30 @@ def test_resnet18_theory_q_matches_reinitialised_models_where_it_describes_them(
 
     model = torchvision.models.resnet18().eval().double()
     x = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    used = [model.conv1, model.layer1[0].conv1, model.layer1[0].conv2]
-
-    def reinit(seed, modules):
-        gen = torch.Generator().manual_seed(seed)
-        for m in modules:
+    weights = [m.weight for m in model.modules() if isinstance(m, nn.Conv2d)]
+    gen = torch.Generator().manual_seed(0)
+    for m in model.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
             mean_field_normal_(m.weight, 2.0, generator=gen)
-
-    reinit(0, [m for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))])
     res = to_network(model)
     assert res.complete, str(res)
-    xl = np.moveaxis(x.numpy(), 1, -1)
-    with pytest.raises(ValueError, match="Act\\('relu'\\)"):
-        res.network.theory(xl)
-    stem = nets.Network(res.network.layers[:4])  # Conv, BatchNorm, MaxPool(act="relu"), the first Residual
-    assert isinstance(stem.layers[3], nets.Residual) and stem.layers[2].act == "relu"
-    th = stem.theory(xl)
-    want = np.array([np.diagonal(th.second[i]).reshape(2, -1).mean(axis=1) for i in (3, 4)])  # (2 layers, 2 inputs)
+    th = res.network.theory(np.moveaxis(x.numpy(), 1, -1))
+    ends = [i + 2 for i, layer in enumerate(res.network.layers) if isinstance(layer, nets.Residual)]  # the ReLU after
+    want = np.array([np.diagonal(th.second[i]).reshape(2, -1).mean(axis=1) for i in ends])  # (8 blocks, 2 inputs)
+    blocks = [b for stage in (model.layer1, model.layer2, model.layer3, model.layer4) for b in stage]
+    outs: dict = {}
+    hooks = [b.register_forward_hook(lambda m, a, o, k=k: outs.__setitem__(k, o)) for k, b in enumerate(blocks)]
     samples = []
     with torch.no_grad():
         for seed in range(1, RESNET_DRAWS + 1):
-            reinit(seed, used)
-            z = model.maxpool(model.relu(model.bn1(model.conv1(x))))
-            block = model.layer1[0]
-            s = z + block.bn2(block.conv2(block.relu(block.bn1(block.conv1(z)))))
-            samples.append([(t**2).mean(dim=(1, 2, 3)).numpy() for t in (z, s)])
-    q = np.array(samples)  # (draws, 2 layers, 2 inputs)
+            gen = torch.Generator().manual_seed(seed)
+            for w in weights:
+                w.normal_(0.0, float(np.sqrt(2.0 / w[0].numel())), generator=gen)
+            model(x)
+            samples.append([(outs[k] ** 2).mean(dim=(1, 2, 3)).numpy() for k in range(len(blocks))])
+    for h in hooks:
+        h.remove()
+    q = np.array(samples)  # (draws, blocks, inputs)
     mean, se = q.mean(axis=0), q.std(axis=0, ddof=1) / np.sqrt(RESNET_DRAWS)
     assert np.max(np.abs(mean - want) / se) < norm.isf(RESNET_ALPHA / (2 * want.size)), (mean, want, se)
 

@@ -96,3 +96,25 @@ def test_paths_without_fresh_weights_are_refused():
         Residual((Act("relu"),), skip=(Act("tanh"), "x"))
     with pytest.raises(ValueError, match="skip path"):
         Network([Residual((Dense(4),), skip=(Dense(5),))]).theory(X.reshape(2, -1))
+
+
+def test_activation_after_a_non_gaussian_residual_sum_is_the_law_of_the_sum():
+    """relu stream + fresh dense branch, then tanh: the theory against sampling the limit law directly.
+
+    In the limit the unit's field is ``u = relu(h) + f`` with ``h ~ N(0, S_h)`` and an independent
+    ``f ~ N(0, 1.5 E[relu(h) relu(h)^T])``; the expected ``E tanh(u_a) tanh(u_b)`` is sampled here
+    (200,000 draws; tolerance: the sampling standard error, Bonferroni-corrected).
+    """
+    x = X.reshape(2, -1)[:, :12]
+    net = Network([Dense(64, 1.0), Act("relu"), Residual((Dense(64, 1.5),)), Act("tanh"), Dense(64)])
+    th = net.theory(x)
+    s_h = th.second[1]
+    rng = np.random.default_rng(7)
+    draws = 200_000
+    h = rng.standard_normal((draws, 2)) @ np.linalg.cholesky(s_h).T
+    z = np.maximum(h, 0.0)
+    f = rng.standard_normal((draws, 2)) @ np.linalg.cholesky(1.5 * (z.T @ z) / draws).T
+    t = np.tanh(z + f)
+    prod = t[:, :, None] * t[:, None, :]
+    mean, se = prod.mean(axis=0), prod.std(axis=0) / math.sqrt(draws)
+    _agree(th.second[5], mean, se)  # the Dense after tanh sees E tanh(u) tanh(u')
