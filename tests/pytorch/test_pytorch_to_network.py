@@ -249,3 +249,33 @@ def test_norms_dropout_and_pooling_convert_with_the_modules_modes():
     res = to_network(cnn)
     assert res.complete and _kinds(res.network) == ["Conv", "Act", "AvgPool"]
     assert res.network.layers[0].kernel_shape == (3, 3)
+
+
+@pytest.mark.parametrize(
+    "flat, converted",
+    [
+        (lambda x: torch.flatten(x, 1), True),
+        (lambda x: x.flatten(1), True),
+        (lambda x: x.flatten(start_dim=1), True),
+        (lambda x: torch.flatten(x, 1, -1), True),
+        (lambda x: torch.flatten(x, 2).sum(-1), False),
+    ],
+)
+def test_trace_records_flatten_arguments(flat, converted):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv1d(2, 4, 3, padding=1)
+            self.fc = nn.Linear(4 * 5 if converted else 4, 2)
+
+        def forward(self, x):
+            return self.fc(flat(torch.tanh(self.conv(x))))
+
+    res = to_network(Net(), torch.randn(2, 2, 5))
+    node = next(n for n in res.trace.nodes if n.op == "flatten")
+    assert node.args and all(a != "<traced>" for a in node.args)
+    assert res.complete == converted
+    if converted:
+        assert _kinds(res.network) == ["Conv", "Act", "Flatten", "Dense"]
+    else:
+        assert any("flatten(start_dim=2" in n.reason for n in res.unconverted)
