@@ -25,7 +25,7 @@ from .. import dense, init, ntk
 from .._checks import check_int, check_nonnegative_scalar, check_probability_vector, check_scalar
 from ..activations import Activation, get_activation
 from ..backend import Backend, matrix_transpose, to_numpy
-from ._state import ChannelMoments, State, average_flat, materialise, offsets
+from ._state import ChannelMoments, State, average_flat, map_positions, materialise, offsets
 
 __all__ = [
     "Act",
@@ -714,17 +714,8 @@ class Subsample(Layer):
     def theory(self, state, degree):
         st = materialise(state, repr(self), degree) if state.x is not None else state
         k = self._keep(st.spatial, st.n_inputs)
-        pick = lambda m: None if m is None else m[np.ix_(k, k)]  # noqa: E731
         sp = self.out_shape(tuple(st.spatial) + (st.width,))[:-1]
-        return replace(
-            st,
-            second=pick(st.second),
-            cross=pick(st.cross),
-            ntk=pick(st.ntk),
-            ntk_cross=pick(st.ntk_cross),
-            spatial=sp,
-            mean=None if st.mean is None else st.mean[k],
-        )
+        return map_positions(st, lambda m: m[np.ix_(k, k)], sp, lambda mu: mu[k])
 
     def backward(self, state, g, gc, degree):
         k = self._keep(state.spatial, state.n_inputs)

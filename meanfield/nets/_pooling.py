@@ -33,7 +33,7 @@ from ..backend import concat, get_backend
 from ._data import on_data
 from ._gauss import _normals, expectation
 from ._layers import Layer, _name, _not_described, activation_fn
-from ._state import State, with_law
+from ._state import State, map_positions, with_law
 
 __all__ = ["AvgPool", "Flatten", "MaxPool"]
 
@@ -239,19 +239,8 @@ class AvgPool(_Window):
         st = self.materialise(state, degree)
         m = self._matrix(st.spatial, st.n_inputs)
 
-        def lin(x):
-            return None if x is None else m @ x @ m.T
-
         sp = self.out_shape(tuple(st.spatial) + (st.width,))[:-1]
-        return replace(
-            st,
-            second=lin(st.second),
-            cross=lin(st.cross),
-            ntk=lin(st.ntk),
-            ntk_cross=lin(st.ntk_cross),
-            spatial=sp,
-            mean=None if st.mean is None else m @ st.mean,
-        )
+        return map_positions(st, lambda x: m @ x @ m.T, sp, lambda mu: m @ mu)
 
     def backward(self, state, g, gc, degree):
         m = self._matrix(state.spatial, state.n_inputs)

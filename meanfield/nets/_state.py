@@ -97,6 +97,23 @@ def activation_mean(act, second: np.ndarray, degree: int):
     return None, False
 
 
+def map_positions(state: State, f, spatial: tuple, mean) -> State:
+    """``state`` with the same linear map of the positions ``f`` applied to every moment matrix (None stays None)."""
+
+    def g(m):
+        return None if m is None else f(m)
+
+    return replace(
+        state,
+        second=g(state.second),
+        cross=g(state.cross),
+        ntk=g(state.ntk),
+        ntk_cross=g(state.ntk_cross),
+        spatial=spatial,
+        mean=None if state.mean is None else mean(state.mean),
+    )
+
+
 def joint(s: np.ndarray, c: np.ndarray | None) -> np.ndarray:
     """The covariance of two distinct units over inputs x positions, ``[[S, C], [C, S]]``."""
     c = np.zeros_like(s) if c is None else c
