@@ -373,12 +373,7 @@ class MaxPool(_Window):
         return math.prod(self.window) > 2 or any(self.padding) or self.act is not None
 
     def _parts(self, state):
-        if state.act is not None or state.x is not None or not state.gaussian or state.cross is not None:
-            raise _not_described(
-                self, "its rule needs a zero-mean Gaussian input of independent units (pool before the activation)"
-            )
-        if state.ntk is not None:
-            raise _not_described(self, "its NTK term is not derived")
+        self._check_state(state)
         e1 = self._matrix(state.spatial, state.n_inputs, 0)
         e2 = self._matrix(state.spatial, state.n_inputs, 1)
         css = (e1 + e2) @ state.second @ (e1 + e2).T
