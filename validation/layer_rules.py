@@ -2,7 +2,9 @@
 
 One small network per rule (layer normalisation, RMS normalisation, batch normalisation in training
 and evaluation mode, dropout in training mode, average and max pooling, flattening, concatenation,
-token and positional embeddings, self-attention with ``1/d`` and ``1/sqrt(d)`` logits): the theory of :meth:`meanfield.nets.Network.theory`
+token and positional embeddings, self-attention with ``1/d`` and ``1/sqrt(d)`` logits; zero-padded
+strided, dilated and grouped convolutions, padded pooling, a residual block with a projection skip,
+post-activation residual blocks whose stream is not Gaussian): the theory of :meth:`meanfield.nets.Network.theory`
 against the mean over independent finite networks of :meth:`meanfield.nets.Network.simulate`, entry
 by entry of the per-unit second moments after the layer (or after the dense layer that follows it,
 which sees exactly the moments the rule gives).
@@ -118,8 +120,10 @@ def _rule_cases(rng):
     xs = _inputs(rng, 2, (8, 3))
     x2 = _inputs(rng, 2, (4, 4, 2))
     xt = _inputs(rng, 2, (5, 6))
+    xc = _inputs(rng, 2, (6, 5, 2))  # drawn after the others: their data is unchanged
     ids = np.array([[0, 1, 2, 1], [3, 1, 0, 0]], dtype=float)[..., None]
     e3 = [(0, 0), (0, 1), (1, 2)]
+    shifted = BatchNorm(train=False, running_var=2.0, bias=0.3)
     return [
         (
             "LayerNorm after relu (mean subtracted), gain 1.3, bias 0.2",
@@ -220,6 +224,87 @@ def _rule_cases(rng):
             xt,
             2,
             [(0, 0), (0, 1), (0, 7)],
+        ),
+        # general convolutions (3x3 outputs of a 6x5 signal: corner 0, edge 1, centre 4; input 1 from 9)
+        (
+            "Conv zero padding 1, stride 2, after conv-relu",
+            lambda n: Network(
+                [Conv(n, (3, 3), 2.0, 0.1, padding=1), Act("relu"), Conv(n, (3, 3), 1.5, 0.05, padding=1, stride=2)]
+            ),
+            xc,
+            3,
+            [(0, 0), (1, 1), (4, 4), (0, 4), (0, 9)],
+        ),
+        (
+            "Conv dilation 2, zero padding 2, after conv-tanh",
+            lambda n: Network(
+                [Conv(n, (3, 3), 1.5, 0.1, padding=1), Act("tanh"), Conv(n, (3, 3), 1.5, 0.0, padding=2, dilation=2)]
+            ),
+            xc,
+            3,
+            [(0, 0), (7, 7), (0, 7), (0, 30)],
+        ),
+        (
+            "Conv 4 groups, even kernel 2x2, zero padding 1, after conv-relu",
+            lambda n: Network(
+                [Conv(n, (3, 3), 2.0, padding=1), Act("relu"), Conv(n, (2, 2), 2.0, 0.1, padding=1, groups=4)]
+            ),
+            xc,
+            3,
+            [(0, 0), (8, 8), (0, 8), (8, 50)],
+        ),
+        (
+            "MaxPool 3 stride 2 padding 1, fused relu, after zero-padded conv",
+            lambda n: Network([Conv(n, (3,), 2.0, 0.1, padding=1), MaxPool(3, 2, padding=1, act="relu")]),
+            xs,
+            2,
+            [(0, 0), (1, 1), (0, 1), (0, 4)],
+        ),
+        (
+            "AvgPool 3 stride 2 zero padding 1 after conv-relu",
+            lambda n: Network([Conv(n, (3,), 2.0, padding=1), Act("relu"), AvgPool(3, 2, padding=1)]),
+            xs,
+            3,
+            [(0, 0), (1, 1), (0, 1), (0, 4)],
+        ),
+        (
+            "Residual with a projection skip (1x1 stride-2 conv, BatchNorm eval shifted 0.3)",
+            lambda n: Network(
+                [
+                    Conv(n, (3, 3), 2.0, 0.1, padding=1),
+                    Act("relu"),
+                    Residual(
+                        (
+                            Conv(n, (3, 3), 2.0, stride=2, padding=1),
+                            BatchNorm(train=False),
+                            Act("relu"),
+                            Conv(n, (3, 3), 2.0, padding=1),
+                            shifted,
+                        ),
+                        skip=(Conv(n, (1, 1), 1.0, stride=2, padding=0), shifted),
+                    ),
+                ]
+            ),
+            xc,
+            3,
+            [(0, 0), (4, 4), (0, 4), (0, 9)],
+        ),
+        (
+            "Post-activation residual blocks after padded max pooling (ResNet's stem and first stage)",
+            lambda n: Network(
+                [
+                    Conv(n, (3,), 2.0, 0.1, padding=1),
+                    MaxPool(3, 2, padding=1, act="relu"),
+                    Residual((Conv(n, (3,), 2.0, padding=1), Act("relu"), Conv(n, (3,), 1.0, padding=1))),
+                    Act("relu"),
+                    Residual((Conv(n, (3,), 2.0, padding=1), Act("relu"), Conv(n, (3,), 1.0, padding=1))),
+                    Act("relu"),
+                    Conv(n, (3,), 1.0, padding=1),
+                ]
+            ),
+            xs,
+            7,
+            [(0, 0), (1, 1), (0, 1), (0, 4)],
         ),
     ]
 

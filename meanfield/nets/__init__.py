@@ -11,9 +11,10 @@ From the description follow :meth:`Network.theory`, :meth:`Network.simulate`,
 Layer kind                  What it is
 ==========================  ===============================================================
 :class:`Dense`              ``W z + b``, ``W_ij ~ N(0, sigma_w2 / n_in)`` (Xiao et al. 2018, eq. 2.5)
-:class:`Conv`               periodic convolution, any number of spatial axes (Xiao et al. 2018)
+:class:`Conv`               convolution, any number of spatial axes: periodic (Xiao et al. 2018) or
+                            zero-padded, strided, dilated, grouped (PyTorch's semantics)
 :class:`Act`                elementwise activation of :mod:`meanfield.activations`
-:class:`Residual`           ``Q z + s f(z)``: skip matrix ``Q``, branch ``f``, branch scale ``s``
+:class:`Residual`           ``Q z + s f(z)``: skip matrix ``Q`` or a skip path of layers, branch ``f``
 :class:`HyperResidual`      Orhan 2017's eq. 26 stack
 :class:`ChannelMix`         ``s (gamma I + (1 - gamma) 11^T / n)``: ConstNet / LeakyNet averaging
 :class:`Replicate`          replicated features (Blumenfeld et al. 2020, Sec. 4.2)
@@ -24,8 +25,8 @@ Layer kind                  What it is
 :class:`RMSNorm`            RMS normalisation over the channels (Zhang & Sennrich 2019)
 :class:`BatchNorm`          batch normalisation, training mode (Yang et al. 2019) or evaluation mode
 :class:`Dropout`            dropout: the identity (evaluation) or Bernoulli masks (training)
-:class:`AvgPool`            average pooling over windows of positions
-:class:`MaxPool`            max pooling (closed form for two positions, else Gaussian integration)
+:class:`AvgPool`            average pooling over windows of positions (zero padding)
+:class:`MaxPool`            max pooling, padding, a fused activation (closed form or Gaussian integration)
 :class:`Flatten`            positions x channels into one feature axis
 :class:`Concat`             channel concatenation of branches (DenseNet, Inception blocks)
 :class:`Embedding`          token and positional embeddings (Gaussian rows)

@@ -25,7 +25,7 @@ from .. import dense, init, ntk
 from .._checks import check_int, check_nonnegative_scalar, check_probability_vector, check_scalar
 from ..activations import Activation, get_activation
 from ..backend import Backend, matrix_transpose, to_numpy
-from ._state import ChannelMoments, State, average_flat, materialise, offsets
+from ._state import ChannelMoments, State, average_flat, map_positions, materialise, offsets
 
 __all__ = [
     "Act",
@@ -175,15 +175,55 @@ class Dense(Layer):
 
 @dataclass(frozen=True)
 class Conv(Layer):
-    r"""Periodic convolution in any number of spatial dimensions (Xiao et al. 2018, eq. 2.1).
+    r"""Convolution in any number of spatial dimensions: periodic (Xiao et al. 2018, eq. 2.1) or zero-padded, strided, dilated, grouped.
 
     :math:`h'_j(\alpha) = \sum_{\beta}\sum_i \omega_{ji}(\beta) z_i(\alpha+\beta) + b_j`,
-    :math:`\omega_{ji}(\beta) \sim N(0, \sigma_w^2 v_\beta / c_{in})`. Rule: the dense C-map on every
-    (input, position) pair followed by the averaging :math:`\mathcal{A}_v\star` (eqs. 2.3-2.5 with
+    :math:`\omega_{ji}(\beta) \sim N(0, \sigma_w^2 v_\beta / c_{in})`.
+
+    Parameters
+    ----------
+    channels : int
+        Output channels ``c_out`` (1 to 2**16; a multiple of ``groups``).
+    kernel_shape : int or tuple of int
+        Kernel size per spatial axis (1 to 99; odd for ``padding="circular"``).
+    sigma_w2, sigma_b2 : float
+        Weight and bias variances (>= 0): weights :math:`N(0, \sigma_w^2 v_\beta / (c_{in}/\mathrm{groups}))`.
+    v : array_like, optional
+        Variance weights of the taps (non-negative, summing to 1, the kernel's shape); uniform by default.
+    law : {"gaussian", "zero"}
+        ``"zero"`` gives zero kernels (ConstNet's branches).
+    stride, dilation : int or tuple of int
+        Per spatial axis (1 to 2**16), PyTorch's meaning.
+    groups : int
+        Channel groups (1 to 2**16; divides the input and output channels).
+    padding : "circular", int or tuple of int
+        ``"circular"`` (default): periodic padding by ``dilation * (k // 2)``, the same size at stride 1;
+        amounts per axis (0 to 2**16): PyTorch's explicit padding, of mode ``padding_mode``.
+    padding_mode : {"zeros", "circular"}, optional
+        Mode of explicit amounts (default ``"zeros"``); with ``padding="circular"`` it is ``"circular"``.
+
+    Raises
+    ------
+    ValueError
+        A size, variance or mode outside the ranges above; ``v`` of another shape.
+
+    Notes
+    -----
+    Default (periodic, stride 1, no dilation, one group): the dense C-map on every (input,
+    position) pair followed by the averaging :math:`\mathcal{A}_v\star` (eqs. 2.3-2.5 with
     footnote 3; the numbers of :func:`meanfield.conv.multi_input_covariance_map`); NTK term of
-    :func:`meanfield.ntk.conv_ntk_map`; backward map of eq. 2.15. ``v`` defaults to uniform over
-    ``kernel_shape``; weights :func:`meanfield.init.gaussian_conv_kernel` (1-D, 2-D) or the same law
-    drawn directly (3-D and more); ``law="zero"`` gives zero kernels (ConstNet's branches).
+    :func:`meanfield.ntk.conv_ntk_map`; backward map of eq. 2.15; weights
+    :func:`meanfield.init.gaussian_conv_kernel` (1-D, 2-D) or the same law drawn directly (3-D and more).
+
+    Otherwise the output position ``p`` reads through tap ``j`` the input position
+    ``s p + d j - pad`` (output size ``floor((n + 2 pad - d (k - 1) - 1) / s) + 1``), a zero where
+    padded (``z = 0``, after any pending activation) or wrapped (circular), and the rule is exact and
+    position-dependent: :math:`S'_{(a,p),(b,p')} = \sigma_w^2 \sum_j v_j \tilde S_{(a, sp + dj - pad),
+    (b, sp' + dj - pad)} + \sigma_b^2` with padded entries 0 (the same tap on both sides: different taps
+    have independent weights), the NTK term alike; the different units stay uncorrelated and
+    zero-mean. The derivative map is its adjoint (the scatter-add through the same taps) times
+    :math:`\sigma_w^2 c_{out} / c_{in}`. ``groups`` changes the fan-in to ``c_in / groups``, not the
+    per-unit moments.
     """
 
     channels: int
@@ -192,14 +232,24 @@ class Conv(Layer):
     sigma_b2: float = 0.0
     v: Any = None
     law: str = "gaussian"
+    stride: Any = 1
+    dilation: Any = 1
+    groups: int = 1
+    padding: Any = "circular"
+    padding_mode: str | None = None
     random = True
 
     def __post_init__(self):
         ks = self.kernel_shape
         ks = (ks,) if isinstance(ks, (int, np.integer)) else tuple(ks)
         ks = tuple(check_int(k, "kernel_shape", 1, 99) for k in ks)
-        if not ks or any(k % 2 == 0 for k in ks):
-            raise ValueError(f"kernel_shape must be one or more odd sizes 2k+1, got {self.kernel_shape!r}")
+        circular = isinstance(self.padding, str)
+        if circular and self.padding != "circular":
+            raise ValueError(f"padding must be 'circular' or amounts per axis, got {self.padding!r}")
+        if not ks or (circular and any(k % 2 == 0 for k in ks)):
+            raise ValueError(
+                f"kernel_shape must be one or more odd sizes 2k+1 with padding='circular', got {self.kernel_shape!r}"
+            )
         object.__setattr__(self, "kernel_shape", ks)
         object.__setattr__(self, "channels", check_int(self.channels, "channels", 1, 2**16))
         object.__setattr__(self, "sigma_w2", check_nonnegative_scalar(self.sigma_w2, "sigma_w2"))
@@ -211,30 +261,86 @@ class Conv(Layer):
         object.__setattr__(self, "v", v)
         if self.law not in ("gaussian", "zero"):
             raise ValueError(f"law must be 'gaussian' or 'zero', got {self.law!r}")
+        n = len(ks)
+        object.__setattr__(self, "stride", _per_axis(self.stride, n, "stride", 1))
+        object.__setattr__(self, "dilation", _per_axis(self.dilation, n, "dilation", 1))
+        object.__setattr__(self, "groups", check_int(self.groups, "groups", 1, 2**16))
+        if self.channels % self.groups:
+            raise ValueError(f"channels ({self.channels}) must be a multiple of groups ({self.groups})")
+        if circular:
+            if self.padding_mode not in (None, "circular"):
+                raise ValueError(f"padding='circular' takes padding_mode None or 'circular', got {self.padding_mode!r}")
+            object.__setattr__(self, "padding_mode", "circular")
+        else:
+            object.__setattr__(self, "padding", _per_axis(self.padding, n, "padding", 0))
+            mode = "zeros" if self.padding_mode is None else self.padding_mode
+            if mode not in ("zeros", "circular"):
+                raise ValueError(f"padding_mode must be 'zeros' or 'circular', got {self.padding_mode!r}")
+            object.__setattr__(self, "padding_mode", mode)
+
+    @property
+    def periodic(self) -> bool:
+        """True for the periodic 'same' convolution (circular, stride 1, no dilation, one group): Xiao et al.'s rule."""
+        ones = (1,) * len(self.kernel_shape)
+        return self.padding == "circular" and self.stride == ones and self.dilation == ones and self.groups == 1
+
+    @property
+    def pads(self) -> tuple:
+        """The padding amount per spatial axis."""
+        if self.padding == "circular":
+            return tuple(d * (k // 2) for d, k in zip(self.dilation, self.kernel_shape))
+        return self.padding
+
+    def _extra(self):
+        return (self.stride, self.dilation, self.groups, self.padding, self.padding_mode)
 
     def __hash__(self):
-        return hash((self.channels, self.kernel_shape, self.sigma_w2, self.sigma_b2, self.v.tobytes(), self.law))
+        base = (self.channels, self.kernel_shape, self.sigma_w2, self.sigma_b2, self.v.tobytes(), self.law)
+        return hash(base if self.periodic else base + self._extra())
 
     def __eq__(self, other):
-        return isinstance(other, Conv) and hash(self) == hash(other) and np.array_equal(self.v, other.v)
+        return (
+            isinstance(other, Conv)
+            and hash(self) == hash(other)
+            and np.array_equal(self.v, other.v)
+            and self._extra() == other._extra()
+        )
 
     def _check(self, in_shape):
         if len(in_shape) - 1 != len(self.kernel_shape):
             raise ValueError(
                 f"{_name(self)} has a {len(self.kernel_shape)}-D kernel but the signal has {len(in_shape) - 1} spatial axes"
             )
+        if in_shape[-1] % self.groups:
+            raise ValueError(f"{_name(self)}: the input's {in_shape[-1]} channels are not a multiple of groups")
+        if not self.periodic:
+            if self.padding_mode == "circular" and any(p > n for p, n in zip(self.pads, in_shape[:-1])):
+                raise ValueError(f"{_name(self)}: circular padding {self.pads} exceeds the positions {in_shape[:-1]}")
+            if any(m < 1 for m in self.out_spatial(tuple(in_shape[:-1]))):
+                raise ValueError(f"{_name(self)}: the kernel does not fit the padded positions {in_shape[:-1]}")
+
+    def out_spatial(self, spatial: tuple) -> tuple:
+        """The output positions per axis (PyTorch's ``floor((n + 2 pad - d (k - 1) - 1) / s) + 1``)."""
+        if self.periodic:
+            return tuple(spatial)
+        from ._conv import out_size
+
+        return tuple(
+            out_size(n, k, s, d, p)
+            for n, k, s, d, p in zip(spatial, self.kernel_shape, self.stride, self.dilation, self.pads)
+        )
 
     def out_shape(self, in_shape):
         self._check(in_shape)
-        return tuple(in_shape[:-1]) + (self.channels,)
+        return self.out_spatial(tuple(in_shape[:-1])) + (self.channels,)
 
     def init(self, seq, in_shape, n, b):
         self._check(in_shape)
-        c_in, ks = in_shape[-1], self.kernel_shape
+        c_in, ks = in_shape[-1] // self.groups, self.kernel_shape
         if self.law == "zero":
             return {"kernel": b.full((n, *ks, self.channels, c_in), 0.0), "bias": b.full((n, self.channels), 0.0)}
         gen = _gen(b, seq)
-        if len(ks) <= 2:
+        if len(ks) <= 2 and self.periodic:
             k = init.gaussian_conv_kernel(
                 ks, c_in, self.channels, sigma_w2=self.sigma_w2, v=self.v, rng=gen, batch_shape=n, backend=b
             )
@@ -244,15 +350,27 @@ class Conv(Layer):
         return {"kernel": k, "bias": _bias(gen, n, self.channels, self.sigma_b2, b)}
 
     def apply(self, params, x, b):
+        if not self.periodic:
+            from ._conv import conv_apply
+
+            return _bias_add(conv_apply(x, params["kernel"], self, b), params["bias"], b.xp)
         return _bias_add(periodic_conv(x, params["kernel"], self.v, b), params["bias"], b.xp)
 
     def module(self, params, k):
         from ._torch import module_class, tensor
 
+        if not self.periodic:
+            from ._conv import conv_module
+
+            return conv_module(tensor(params["kernel"], k), tensor(params["bias"], k), self)
         taps = [(tuple(bt + s // 2 for bt, s in zip(beta, self.v.shape)), beta) for beta, _ in offsets(self.v)]
         return module_class("Conv")(tensor(params["kernel"], k), tensor(params["bias"], k), taps)
 
     def theory(self, state, degree):
+        if not self.periodic:
+            from ._conv import conv_theory
+
+            return conv_theory(self, state, degree)
         sw, sb, shape = self.sigma_w2, self.sigma_b2, state.spatial
         d, th = state.n_inputs, None
         if sw == 0.0 or self.law == "zero":  # a zero kernel: the output is the bias, whatever the input
@@ -281,11 +399,29 @@ class Conv(Layer):
         return State(s, None, self.channels, shape, d, True, ntk=th)
 
     def backward(self, state, g, gc, degree):
+        if not self.periodic:
+            from ._conv import conv_backward
+
+            return conv_backward(self, state, g)
         factor = self.sigma_w2 * (self.channels / state.width)  # c_out terms of variance sigma_w2 v / c_in
         return factor * average_flat(g, state.n_inputs, self.v, state.spatial, -1), None
 
     def __repr__(self):
-        return f"Conv(channels={self.channels}, kernel_shape={self.kernel_shape}, sigma_w2={self.sigma_w2}, sigma_b2={self.sigma_b2})"
+        base = f"Conv(channels={self.channels}, kernel_shape={self.kernel_shape}, sigma_w2={self.sigma_w2}, sigma_b2={self.sigma_b2}"
+        if self.periodic:
+            return base + ")"
+        return (
+            base + f", stride={self.stride}, dilation={self.dilation}, groups={self.groups}, "
+            f"padding={self.padding!r}, padding_mode={self.padding_mode!r})"
+        )
+
+
+def _per_axis(value, n, name, low):
+    """An int (every axis) or one int per axis, each in ``[low, 2**16]``."""
+    vals = (value,) * n if isinstance(value, (int, np.integer)) else tuple(value)
+    if len(vals) != n:
+        raise ValueError(f"{name} must be an int or one value per spatial axis ({n}), got {value!r}")
+    return tuple(check_int(x, name, low, 2**16) for x in vals)
 
 
 def periodic_conv(x, kernel, v, b: Backend):
@@ -578,17 +714,8 @@ class Subsample(Layer):
     def theory(self, state, degree):
         st = materialise(state, repr(self), degree) if state.x is not None else state
         k = self._keep(st.spatial, st.n_inputs)
-        pick = lambda m: None if m is None else m[np.ix_(k, k)]  # noqa: E731
         sp = self.out_shape(tuple(st.spatial) + (st.width,))[:-1]
-        return replace(
-            st,
-            second=pick(st.second),
-            cross=pick(st.cross),
-            ntk=pick(st.ntk),
-            ntk_cross=pick(st.ntk_cross),
-            spatial=sp,
-            mean=None if st.mean is None else st.mean[k],
-        )
+        return map_positions(st, lambda m: m[np.ix_(k, k)], sp, lambda mu: mu[k])
 
     def backward(self, state, g, gc, degree):
         k = self._keep(state.spatial, state.n_inputs)

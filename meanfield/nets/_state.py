@@ -15,7 +15,10 @@ signals) in the infinite-width limit, per unit (channel):
 - ``gaussian``: whether ``second`` / ``cross`` describe a zero-mean jointly Gaussian field (what an
   activation needs to be applied exactly);
 - ``ntk`` / ``ntk_cross``: the tangent kernel of the representation (same-unit, different-unit),
-  or None when not requested.
+  or None when not requested;
+- ``law``: for a non-Gaussian field of independent units, its per-unit law as a function of
+  independent Gaussian fields (:mod:`meanfield.nets._law`), valid only for the ``second`` and
+  ``cross`` it was built with: an activation of the field then has a rule.
 """
 
 from __future__ import annotations
@@ -47,6 +50,30 @@ class State:
     x: np.ndarray | None = None  # the raw input (D, *spatial, c) before the first layer
     mean: np.ndarray | None = None  # E z_i over inputs x positions (D P,), None: zero
     mean_known: bool = True  # False where the mean is not determined by the library's kernels
+    law: Any = None  # a non-Gaussian field's per-unit law (meanfield.nets._law.Described), valid for `second` only
+
+
+def law_of(state: State):
+    """The per-unit law of ``state`` when it carries a valid one (built for its ``second``), else None."""
+    if state.law is not None and state.law.second is state.second and state.law.cross is state.cross:
+        return state.law.law
+    return None
+
+
+def gaussian_law(state: State):
+    """The law of a zero-mean Gaussian state of independent units without a pending activation, else None."""
+    from ._law import GaussLaw
+
+    if state.gaussian and state.act is None and state.x is None and state.cross is None:
+        return GaussLaw(state.second)
+    return law_of(state) if state.act is None and state.x is None else None
+
+
+def with_law(state: State, law) -> State:
+    """``state`` carrying ``law`` (the law of its units, which must have its ``second``)."""
+    from ._law import Described
+
+    return replace(state, law=Described(law, state.second, state.cross))
 
 
 #: Activations with phi(-u) = -phi(u): a zero-mean Gaussian input gives a zero-mean output.
@@ -68,6 +95,23 @@ def activation_mean(act, second: np.ndarray, degree: int):
         m2 = dense.covariance_map(pairs, act, 1.0, 0.0, degree)[:, 0, 1]  # E phi(h) E phi(h')
         return np.sqrt(np.clip(m2, 0.0, None)), True
     return None, False
+
+
+def map_positions(state: State, f, spatial: tuple, mean) -> State:
+    """``state`` with the same linear map of the positions ``f`` applied to every moment matrix (None stays None)."""
+
+    def g(m):
+        return None if m is None else f(m)
+
+    return replace(
+        state,
+        second=g(state.second),
+        cross=g(state.cross),
+        ntk=g(state.ntk),
+        ntk_cross=g(state.ntk_cross),
+        spatial=spatial,
+        mean=None if state.mean is None else mean(state.mean),
+    )
 
 
 def joint(s: np.ndarray, c: np.ndarray | None) -> np.ndarray:
@@ -93,6 +137,8 @@ def materialise(state: State, where: str, degree: int) -> State:
         )
     if state.act is None:
         return state
+    if not state.gaussian and law_of(state) is not None and state.ntk is None:
+        return _law_materialise(state, degree)
     if not state.gaussian:
         raise ValueError(
             f"the mean-field theory cannot describe Act({state.act.name!r}) before {where}: it acts on a "
@@ -106,7 +152,7 @@ def materialise(state: State, where: str, degree: int) -> State:
         ntk = dot[:n, :n] * state.ntk
         ntk_c = None if state.ntk_cross is None else dot[:n, n:] * state.ntk_cross
     mean, known = activation_mean(state.act, state.second, degree)
-    return replace(
+    out = replace(
         state,
         second=mapped[:n, :n],
         cross=mapped[:n, n:],
@@ -117,6 +163,40 @@ def materialise(state: State, where: str, degree: int) -> State:
         mean=mean,
         mean_known=known,
     )
+    if state.cross is None:  # independent units: phi(h) has the law of meanfield.nets._law
+        from ._law import ActLaw, GaussLaw
+
+        out = with_law(out, ActLaw(GaussLaw(state.second), _numpy_phi(state.act)))
+    return out
+
+
+def _numpy_phi(act):
+    from ..backend import get_backend
+    from ._layers import activation_fn
+
+    return activation_fn(act, get_backend("numpy"))
+
+
+def _law_materialise(state: State, degree: int) -> State:
+    """The moments of ``phi(u)`` for a non-Gaussian ``u`` of known law: Gaussian integrals over its parts."""
+    from ._law import ActLaw, moments_of
+
+    law = ActLaw(law_of(state), _numpy_phi(state.act))
+    cache = state.law.cache  # the skip and the branch of a block materialise the same state
+    key = (state.act, degree)
+    if key not in cache:
+        cache[key] = moments_of(law, state.second.shape[0])
+    second, mean = cache[key]
+    out = replace(
+        state,
+        second=second,
+        cross=np.outer(mean, mean),
+        act=None,
+        gaussian=False,
+        mean=mean,
+        mean_known=True,
+    )
+    return with_law(out, law)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,35 +7,44 @@ weight variances: the :class:`~meanfield.pytorch.InitSpec` recorded by the initi
 :math:`W_{ij} \sim U(\pm 1/\sqrt{n_{in}})`, i.e. :math:`\sigma_w^2 = 1/3`, and a bias
 :math:`U(\pm 1/\sqrt{n_{in}})`, i.e. :math:`\sigma_b^2 = 1/(3 n_{in})`).
 
-==============================================  =====================================================
+==============================================  ======================================================
 traced node                                     layer of :mod:`meanfield.nets`
-==============================================  =====================================================
+==============================================  ======================================================
 ``nn.Linear``                                   :class:`~meanfield.nets.Dense`
-``nn.Conv1d/2d/3d``, circular ``k // 2``        :class:`~meanfield.nets.Conv` (periodic; odd kernels,
-                                                stride 1, no dilation, one group)
+``nn.Conv1d/2d/3d`` (zero or circular padding)  :class:`~meanfield.nets.Conv`: periodic for circular
+                                                ``d (k // 2)``, stride 1, one group (Xiao et al.
+                                                2018, eq. 2.1), else with ``stride``, ``dilation``,
+                                                ``groups``, ``padding`` (exact, position-dependent)
 activation module or function                   :class:`~meanfield.nets.Act`
 ``a + f(a)``                                    :class:`~meanfield.nets.Residual` (identity skip)
-``nn.Flatten``                                  :class:`~meanfield.nets.Flatten`
+``P(a) + f(a)``, both paths with layers         :class:`~meanfield.nets.Residual` with ``skip=P`` (the
+                                                path with fewer weight layers; ResNet's downsampling)
+``nn.Flatten()``, ``torch.flatten(x, 1)``       :class:`~meanfield.nets.Flatten`
 ``nn.Dropout``                                  :class:`~meanfield.nets.Dropout` (its mode)
 ``AdaptiveAvgPool(1)``                          :class:`~meanfield.nets.Pool` (global mean)
-``AvgPool`` / ``MaxPool`` (no padding)          :class:`~meanfield.nets.AvgPool` / ``MaxPool``
+``AvgPool`` / ``MaxPool`` (padding, floor)      :class:`~meanfield.nets.AvgPool` / ``MaxPool``
+an activation right before ``MaxPool``          fused: ``MaxPool(act=...)`` (the same function)
 ``LayerNorm`` / ``RMSNorm`` / ``BatchNorm``     :class:`~meanfield.nets.LayerNorm` / ``RMSNorm`` /
                                                 ``BatchNorm`` (scalar affine maps, the module's mode)
 ``nn.MultiheadAttention`` (self-attention)      :class:`~meanfield.nets.SelfAttention` (``1/sqrt(d)``)
 ``nn.Identity``, casts, ``contiguous``          nothing (the same signal)
-==============================================  =====================================================
+==============================================  ======================================================
 
-Everything else -- a skip with its own layers (ResNet's downsampling), reshapes whose meaning for
-the positions x channels layout the trace does not record, scalings, concatenations, functional
-weight layers, shared weights, unknown modules -- is listed in :attr:`Conversion.unconverted` with
-its op and the reason, never skipped silently. The description is channels-last, PyTorch is
-channels-first: the per-unit moments (all the theory tracks) are the same.
+Everything else -- reflect or replicate padding, pooling with dilation or ``ceil_mode``, reshapes
+whose meaning for the positions x channels layout the trace does not record, scalings,
+concatenations, functional weight layers, shared weights, unknown modules -- is listed in
+:attr:`Conversion.unconverted` with its op and the reason, never skipped silently. The description
+is channels-last, PyTorch is channels-first: the per-unit moments (all the theory tracks) are the
+same. torchvision's ``resnet18`` converts completely and its theory covers every layer (the
+activations after its residual sums act on a non-Gaussian stream, whose per-unit law the theory
+carries); a layer whose rule the per-unit state cannot carry is reported by
+:meth:`meanfield.nets.Network.theory`, naming it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import nets
@@ -197,12 +206,11 @@ class _Reader:
         weights = (nets.Dense, nets.Conv, nets.SelfAttention, nets.Residual)
         nw = [sum(isinstance(x, weights) for x in side) for side in (left, right)]
         skip, branch = (left, right) if nw[0] <= nw[1] else (right, left)
-        self.fail(
-            node,
-            f"residual sum whose skip has its own layers {skip!r}: the description's skip is a fixed matrix "
-            "(the branch is kept with an identity skip)",
-        )
-        return fork, skip + [nets.Residual(tuple(branch))] if branch else skip
+        if not branch:
+            return fork, self.fail(node, "residual sum of two paths without layers")
+        if not skip:  # the skip path holds only identities
+            return fork, [nets.Residual(tuple(branch))]
+        return fork, [nets.Residual(tuple(branch), skip=tuple(skip))]
 
     def layer(self, node: TraceNode) -> list:
         kind = node.kind
@@ -220,7 +228,11 @@ class _Reader:
             return self.weight(node, m)
         if kind == "flatten":
             if isinstance(m, nn.Flatten):
+                if (m.start_dim, m.end_dim) != (1, -1):
+                    return self.fail(node, f"Flatten({m.start_dim}, {m.end_dim}): not all of positions x channels")
                 return [nets.Flatten()]
+            if m is None and node.op == "flatten":
+                return self.flatten(node)
             if m is None and node.op in _SAME_SIGNAL:
                 return []
             return self.fail(node, f"{node.op}: the trace does not record what it does to positions x channels")
@@ -255,18 +267,50 @@ class _Reader:
             return self.fail(node, problem)
         if isinstance(m, nn.Linear):
             return [nets.Dense(m.out_features, sw, sb, law=law)]
+        return self.conv(node, m, sw, sb, v)
+
+    def conv(self, node, m, sw, sb, v) -> list:
         k = tuple(int(s) for s in m.kernel_size)
-        pad = m.padding if isinstance(m.padding, tuple) else None
-        why = []
-        if m.padding_mode != "circular" or pad != tuple(s // 2 for s in k):
-            why.append(f"padding {m.padding!r} ({m.padding_mode}) is not circular k // 2")
-        if any(s % 2 == 0 for s in k):
-            why.append(f"even kernel {k}")
-        if any(s != 1 for s in m.stride) or any(d != 1 for d in m.dilation) or m.groups != 1:
-            why.append(f"stride {m.stride}, dilation {m.dilation}, groups {m.groups}")
-        if why:
-            return self.fail(node, "not a periodic convolution: " + "; ".join(why))
-        return [nets.Conv(m.out_channels, k, sw, sb, v=v)]
+        stride, dilation = tuple(int(s) for s in m.stride), tuple(int(d) for d in m.dilation)
+        if m.padding_mode not in ("zeros", "circular"):
+            return self.fail(node, f"padding_mode {m.padding_mode!r}: the description pads with zeros or circularly")
+        pad = m.padding
+        if pad == "valid":
+            pad = (0,) * len(k)
+        elif pad == "same":  # stride 1 (PyTorch's rule): d (k - 1) in total, the extra one on the right
+            total = [d * (s - 1) for d, s in zip(dilation, k)]
+            if any(t % 2 for t in total):
+                return self.fail(node, f"padding='same' with an even extent {total}: asymmetric padding")
+            pad = tuple(t // 2 for t in total)
+        pad = tuple(int(p) for p in pad)
+        mode = m.padding_mode
+        same = all(p == d * (s // 2) for p, d, s in zip(pad, dilation, k)) and all(s % 2 for s in k)
+        if mode == "circular" and same:  # periodic padding to the same size: the rule of Xiao et al. 2018
+            return [nets.Conv(m.out_channels, k, sw, sb, v=v, stride=stride, dilation=dilation, groups=m.groups)]
+        return [
+            nets.Conv(
+                m.out_channels,
+                k,
+                sw,
+                sb,
+                v=v,
+                stride=stride,
+                dilation=dilation,
+                groups=m.groups,
+                padding=pad,
+                padding_mode=mode,
+            )
+        ]
+
+    def flatten(self, node) -> list:
+        """``torch.flatten(x, 1)`` / ``x.flatten(1)``: the features of every sample, positions x channels."""
+        pos = [a for a in node.args if not isinstance(a, tuple) or len(a) != 2 or not isinstance(a[0], str)]
+        kw = dict(a for a in node.args if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str))
+        start = kw.get("start_dim", pos[0] if pos else 0)
+        end = kw.get("end_dim", pos[1] if len(pos) > 1 else -1)
+        if (start, end) != (1, -1):
+            return self.fail(node, f"flatten(start_dim={start!r}, end_dim={end!r}): only flatten(x, 1) is described")
+        return [nets.Flatten()]
 
     def pool(self, node, m) -> list:
         mods = nn.modules.pooling
@@ -276,15 +320,22 @@ class _Reader:
                 return [nets.Pool()]
             return self.fail(node, f"adaptive pooling to {m.output_size}: windows depend on the input size")
         if isinstance(m, (mods._AvgPoolNd, mods._MaxPoolNd)):
-            pad = m.padding if isinstance(m.padding, tuple) else (m.padding,)
-            if (
-                any(p != 0 for p in pad)
-                or getattr(m, "ceil_mode", False)
-                or getattr(m, "dilation", 1) not in (1, (1,) * 3)
-            ):
-                return self.fail(node, f"{node.op} with padding, dilation or ceil_mode")
-            cls = nets.AvgPool if isinstance(m, mods._AvgPoolNd) else nets.MaxPool
-            return [cls(m.kernel_size, m.stride)]
+            dil = getattr(m, "dilation", 1)
+            if getattr(m, "ceil_mode", False) or any(d != 1 for d in (dil if isinstance(dil, tuple) else (dil,))):
+                return self.fail(node, f"{node.op} with dilation or ceil_mode")
+            if getattr(m, "divisor_override", None) is not None:
+                return self.fail(node, f"{node.op} with divisor_override")
+            name = type(m).__name__
+            n = int(name[-2]) if name[-2:-1].isdigit() else 1
+
+            def per(value):
+                return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+
+            window, pad = per(m.kernel_size), per(m.padding)
+            stride = window if m.stride is None else per(m.stride)
+            if isinstance(m, mods._AvgPoolNd):
+                return [nets.AvgPool(window, stride, pad, count_include_pad=bool(m.count_include_pad))]
+            return [nets.MaxPool(window, stride, pad)]
         return self.fail(node, f"{node.op}: the pooled axes are not recorded by the trace")
 
     def norm(self, node, m) -> list:
@@ -333,6 +384,22 @@ class _Reader:
         return [nets.SelfAttention(e, m.num_heads, s_in, s_in, s_out, scaling="1/sqrt(d)")]
 
 
+def _fuse(layers: list) -> list:
+    """An activation right before a max pooling fused into it (``MaxPool(act=...)``: the same function,
+    whose rule integrates the activation; a separate one before a max pooling has none), in residual paths too."""
+    out: list = []
+    for layer in layers:
+        if isinstance(layer, nets.Residual):
+            skip = tuple(_fuse(list(layer.skip))) if isinstance(layer.skip, tuple) else layer.skip
+            layer = replace(layer, branch=tuple(_fuse(list(layer.branch))), skip=skip)
+        prev = out[-1] if out else None
+        if isinstance(layer, nets.MaxPool) and layer.act is None and isinstance(prev, nets.Act) and prev.slope is None:
+            out[-1] = replace(layer, act=prev.name)
+            continue
+        out.append(layer)
+    return out
+
+
 def to_network(model: Any, example_inputs: Any = None) -> Conversion:
     """The :class:`meanfield.nets.Network` of a PyTorch model, with its declared weight variances.
 
@@ -357,8 +424,10 @@ def to_network(model: Any, example_inputs: Any = None) -> Conversion:
     -----
     Weight variances: the recorded :class:`~meanfield.pytorch.InitSpec`, else PyTorch's default
     law (:math:`\\sigma_w^2 = 1/3`, :math:`\\sigma_b^2 = 1/(3 n_{in})`); dense layers follow Xiao et
-    al. 2018, eq. 2.5, convolutions eq. 2.1 (periodic boundary), residual sums the identity-skip
-    blocks of Orhan 2017, eq. 25. The module notes list the correspondence.
+    al. 2018, eq. 2.5, convolutions eq. 2.1 (periodic boundary; zero padding, strides, dilation and
+    groups by the exact position-dependent rule of :class:`meanfield.nets.Conv`), residual sums the
+    identity-skip blocks of Orhan 2017, eq. 25, or a projection skip. The module notes list the
+    correspondence.
 
     Examples
     --------
@@ -384,5 +453,6 @@ def to_network(model: Any, example_inputs: Any = None) -> Conversion:
             reader.fail(reader.nodes[extra], "a second model output: the description has one")
         layers = reader.chain(out.inputs[0], inputs[0].name if inputs else "")
     unconverted = tuple(reader.unconverted)
+    layers = _fuse(layers)
     network = nets.Network(layers) if layers and not reader.tangled else None
     return Conversion(network, unconverted, not unconverted and network is not None, tr)

@@ -165,3 +165,73 @@ def test_deterministic_layers_on_the_raw_input_are_applied_to_the_data():
         want = 1.5 * flat @ flat.T / z.shape[-1] + 0.1  # a dense layer at every position
         got = Network([layer, Dense(7, 1.5, 0.1)]).theory(x).second[-1]
         np.testing.assert_allclose(got, want, rtol=ROUNDING, atol=ROUNDING)
+
+
+# ------------------------------------------------------------------------------------------------
+# Padding (PyTorch's semantics: zeros for average pooling, -inf for max pooling).
+
+PADDED = [
+    AvgPool((3, 3), 2, padding=1),
+    AvgPool((3, 2), (2, 1), padding=(1, 1), count_include_pad=False),
+    MaxPool((3, 3), 2, padding=1),
+    MaxPool((2, 2), 1, padding=1),
+    MaxPool((3, 3), 2, padding=1, act="relu"),
+]
+
+
+@pytest.mark.parametrize("pool", PADDED, ids=repr)
+def test_padded_pooling_sampler_and_module_equal_torch(pool):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(3).standard_normal((2, 6, 5, 3))
+    kw = {"count_include_pad": pool.count_include_pad} if pool.op == "avg" else {}
+    ref = (torch.nn.AvgPool2d if pool.op == "avg" else torch.nn.MaxPool2d)(pool.window, pool.stride, pool.padding, **kw)
+    xin = np.maximum(x, 0.0) if getattr(pool, "act", None) == "relu" else x
+    want = ref(torch.tensor(xin).permute(0, 3, 1, 2)).permute(0, 2, 3, 1).numpy()
+    net = Network([pool])
+    got = net.forward(net.weights(x.shape[1:], rng=0, n_networks=1), x)[0]
+    assert got.shape == want.shape and np.max(np.abs(got - want)) <= ROUNDING
+    module = pool.module({}, 0)
+    assert np.max(np.abs(module(torch.tensor(x)).numpy() - want)) <= ROUNDING
+
+
+def test_padded_avgpool_is_the_window_sums_over_the_whole_window():
+    rng = np.random.default_rng(4)
+    d, n = 2, 5
+    s = _cov(rng, d * n)
+    th = Network([AvgPool(3, 2, padding=1)]).theory(cov0=s, in_shape=(n, 1), gaussian=True).second[1]
+    wins = [[i for i in range(2 * o - 1, 2 * o + 2) if 0 <= i < n] for o in range(3)]  # padded reads are zeros
+    want = np.zeros((d * 3,) * 2)
+    for a in range(d):
+        for b in range(d):
+            for u, wu in enumerate(wins):
+                for v, wv in enumerate(wins):
+                    want[a * 3 + u, b * 3 + v] = sum(s[a * n + i, b * n + j] for i in wu for j in wv) / 9.0
+    assert np.max(np.abs(th - want)) <= ROUNDING
+
+
+@pytest.mark.parametrize("act", ["relu", "tanh"])
+def test_padded_maxpool_after_an_activation_matches_sampling(act):
+    """E max_W phi(h) max_W' phi(h') over the unpadded positions against direct sampling of the Gaussian."""
+    rng = np.random.default_rng(5)
+    d, n = 2, 5
+    s = _cov(rng, d * n)
+    th = Network([MaxPool(3, 2, padding=1, act=act)]).theory(cov0=s, in_shape=(n, 1), gaussian=True).second[1]
+    samples = 200_000
+    h = rng.standard_normal((samples, d * n)) @ np.linalg.cholesky(s).T
+    z = np.maximum(h, 0.0) if act == "relu" else np.tanh(h)
+    z = z.reshape(samples, d, n)
+    wins = [[i for i in range(2 * o - 1, 2 * o + 2) if 0 <= i < n] for o in range(3)]
+    m = np.stack([z[:, :, w].max(axis=2) for w in wins], axis=2).reshape(samples, d * 3)
+    prod = m[:, :, None] * m[:, None, :]
+    mean, se = prod.mean(axis=0), prod.std(axis=0) / math.sqrt(samples)
+    assert np.max(np.abs(th - mean) / (se + 1e-300)) < Z
+
+
+def test_padded_maxpool_keeps_units_independent():
+    x = np.random.default_rng(6).standard_normal((2, 6, 2))
+    net = Network([Conv(8, (3,), 2.0, 0.1, padding=1), MaxPool(3, 2, padding=1, act="relu")])
+    th = net.theory(x)
+    mu2 = th.cross[2]
+    assert mu2 is not None and np.all(np.diagonal(mu2) > 0) and np.all(mu2 < th.second[2] + 1e-12)
+    with pytest.raises(ValueError, match="fuse the activation"):
+        Network([Conv(8, (3,), 2.0, 0.1, padding=1), Act("relu"), MaxPool(3, 2, padding=1)]).theory(x)

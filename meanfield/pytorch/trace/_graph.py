@@ -37,6 +37,10 @@ class TraceNode(Result):
         functional weight layer), else empty.
     params : tuple of str
         Parameters or buffers it consumes directly (functional calls).
+    args : tuple
+        The constant arguments of a function or method call after its first (``torch.flatten(x, 1)``:
+        ``(1,)``), then its constant keyword arguments as ``(name, value)`` pairs; a traced value
+        (a signal, a parameter, a shape computed at run time) is recorded as the string ``"<traced>"``.
     """
 
     name: str
@@ -47,6 +51,7 @@ class TraceNode(Result):
     activation: Activation | None = None
     reason: str = ""
     params: tuple = ()
+    args: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,24 @@ class Trace(Result):
 # --- building nodes --------------------------------------------------------------------------------
 
 
+_CONSTANT = (int, float, bool, str, type(None))
+
+
+def _constant(a):
+    """``a`` when it is a constant (numbers, strings, None, tuples or lists of them), else ``"<traced>"``."""
+    if isinstance(a, _CONSTANT) and not isinstance(a, torch.Tensor):
+        return a
+    if isinstance(a, (tuple, list)):
+        return tuple(_constant(x) for x in a)
+    return "<traced>"
+
+
+def call_arguments(args, kwargs) -> tuple:
+    """The recorded :attr:`TraceNode.args` of a call (its arguments after the first)."""
+    out = tuple(_constant(a) for a in args)
+    return out + tuple((str(k), _constant(v)) for k, v in (kwargs or {}).items())
+
+
 class _Builder:
     """Collects nodes (in execution order) from either tracer and classifies function calls."""
 
@@ -214,4 +237,5 @@ class _Builder:
                 reason = "attention (softmax(QK^T) V): outside the mean-field theory of this library"
             elif kind == "embedding":
                 reason = "embedding lookup: its output is not a function of a Gaussian signal"
-        return self.add(TraceNode(self.unique(base), kind, fname, inputs, None, act, reason, params))
+        recorded = call_arguments(args, kwargs)
+        return self.add(TraceNode(self.unique(base), kind, fname, inputs, None, act, reason, params, recorded))
