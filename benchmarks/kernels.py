@@ -9,7 +9,7 @@ or ``$NT_PYTHON``) as a subprocess, float64 (``jax_enable_x64``), on the same in
 are compared with ours (max relative difference). Without that interpreter its column is skipped
 with a message.
 
-Measured on a shared 2-core machine (load ~9), float64, medians of 3 warm calls, one run
+Measured on 2 CPU cores, float64, medians of 3 warm calls, one run
 (``python benchmarks/kernels.py --repeat 3 --nt-max-work 1.6e8`` and ``--quick --nets conv``):
 D = 1000, 10 erf layers, NNGP + NTK: meanfield 0.074 s, neural-tangents 0.92 s (12x); NNGP only
 0.10 s vs 1.69 s; D = 128, 50 erf layers NNGP: 1.6 ms vs 58 ms; D = 4000, 10 erf layers NNGP + NTK
