@@ -380,27 +380,21 @@ def _residual_rows(backend, full, seed):
         )
     relu = simulate_residual_moments(width, depth, n, slope=0.0, rng=substream(seed, 41), backend=backend)
     k, se = _kappa_and_stderr(relu, depth)
-    rows.append(
-        Comparison(
-            f"residual ReLU w={width}: kurtosis at layer {depth} >= linear residual's (conjecture, Sec. 6)",
-            float(th_lin.kappa[depth]),
-            k,
-            se,
-            side="above",
-            note="kurtosis grows through skip connections with ReLU at least as with no activation",
-        )
-    )
     th_relu = residual_moments(width, depth, slope=0.0)
-    rows.append(
-        Comparison(
-            f"residual ReLU w={width}: kurtosis at layer {depth} vs sign-symmetric closure (not exact)",
-            float(th_relu.kappa[depth]),
-            k,
-            se,
-            side="above",
-            note="Lemma 4.2's sign-flip invariance fails for residual layers: the closure underestimates",
-        )
-    )
+    for what, theory, note in (
+        (
+            ">= linear residual's (conjecture, Sec. 6)",
+            th_lin,
+            "kurtosis grows through skip connections with ReLU at least as with no activation",
+        ),
+        (
+            "vs sign-symmetric closure (not exact)",
+            th_relu,
+            "Lemma 4.2's sign-flip invariance fails for residual layers: the closure underestimates",
+        ),
+    ):
+        name = f"residual ReLU w={width}: kurtosis at layer {depth} {what}"
+        rows.append(Comparison(name, float(theory.kappa[depth]), k, se, side="above", note=note))
     return rows
 
 
