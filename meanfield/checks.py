@@ -57,6 +57,7 @@ from numpy.typing import ArrayLike
 
 from . import _checks, _files
 from ._deprecate import renamed_kwargs
+from ._docstrings import doc_sections
 
 __all__ = [
     "as_float_array",
@@ -72,6 +73,7 @@ __all__ = [
     "check_scalar",
     "check_variance",
     "check_variance_vector",
+    "doc_sections",
     "open_regular_file",
     "renamed_kwargs",
     "resolve_spatial_shape",

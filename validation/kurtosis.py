@@ -34,11 +34,11 @@ import math
 import numpy as np
 from meanfield.validation.backend import substream
 from meanfield.validation.report import Comparison, mean_and_stderr
-from meanfield.validation.runner import check_run_arguments, main_for, progress
+from meanfield.validation.runner import _RUN_RAISES, check_run_arguments, main_for, progress
 from scipy import stats
 
 from meanfield import kurtosis
-from meanfield.checks import renamed_kwargs
+from meanfield.checks import doc_sections, renamed_kwargs
 from meanfield.simulate import (
     FIG1_DEPTH,
     FIG1_FRACTION,
@@ -172,6 +172,7 @@ def _fraction_below_threshold(v):
 
 
 @renamed_kwargs(seed="rng")
+@doc_sections(run_raises=_RUN_RAISES)
 def fig1_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """Rows (c) of the module notes: the claims of Grzejdziak's Fig. 1 on :func:`fig1_variances`.
 
@@ -194,12 +195,7 @@ def fig1_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list
         that fails rather than vanishing when fewer than two networks are alive) and, with
         enough networks, the 90 % rule failing.
 
-    Raises
-    ------
-    ValueError
-        ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``seed``.
-    TypeError
-        ``full`` not a bool; ``seed`` not an int.
+    {run_raises}
 
     Notes
     -----
@@ -252,6 +248,7 @@ def fig1_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list
 
 
 @renamed_kwargs(seed="rng")
+@doc_sections(run_raises=_RUN_RAISES)
 def variance_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """Rows (d) of the module notes: ``Var S_n^2`` of :func:`meanfield.kurtosis.empirical_variance_distribution`
     against i.i.d. samples of known kurtosis.
@@ -271,12 +268,7 @@ def variance_rows(backend: str = "numpy", full: bool = False, seed: int = 0) -> 
         Six rows: Laplace, uniform and logistic laws, ``n = 10`` and ``50``; theory ``Var S_n^2``,
         the sample mean of ``(S_n^2 - sigma^2)^2`` and its standard error.
 
-    Raises
-    ------
-    ValueError
-        ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``seed``.
-    TypeError
-        ``full`` not a bool; ``seed`` not an int.
+    {run_raises}
 
     Notes
     -----
@@ -388,27 +380,21 @@ def _residual_rows(backend, full, seed):
         )
     relu = simulate_residual_moments(width, depth, n, slope=0.0, rng=substream(seed, 41), backend=backend)
     k, se = _kappa_and_stderr(relu, depth)
-    rows.append(
-        Comparison(
-            f"residual ReLU w={width}: kurtosis at layer {depth} >= linear residual's (conjecture, Sec. 6)",
-            float(th_lin.kappa[depth]),
-            k,
-            se,
-            side="above",
-            note="kurtosis grows through skip connections with ReLU at least as with no activation",
-        )
-    )
     th_relu = residual_moments(width, depth, slope=0.0)
-    rows.append(
-        Comparison(
-            f"residual ReLU w={width}: kurtosis at layer {depth} vs sign-symmetric closure (not exact)",
-            float(th_relu.kappa[depth]),
-            k,
-            se,
-            side="above",
-            note="Lemma 4.2's sign-flip invariance fails for residual layers: the closure underestimates",
-        )
-    )
+    for what, theory, note in (
+        (
+            ">= linear residual's (conjecture, Sec. 6)",
+            th_lin,
+            "kurtosis grows through skip connections with ReLU at least as with no activation",
+        ),
+        (
+            "vs sign-symmetric closure (not exact)",
+            th_relu,
+            "Lemma 4.2's sign-flip invariance fails for residual layers: the closure underestimates",
+        ),
+    ):
+        name = f"residual ReLU w={width}: kurtosis at layer {depth} {what}"
+        rows.append(Comparison(name, float(theory.kappa[depth]), k, se, side="above", note=note))
     return rows
 
 

@@ -34,10 +34,10 @@ import math
 import numpy as np
 
 from meanfield import landscape as L
-from meanfield.checks import renamed_kwargs
+from meanfield.checks import doc_sections, renamed_kwargs
 
 from .report import Comparison, mean_and_stderr
-from .runner import check_run_arguments, main_for, progress
+from .runner import _RUN_RETURNS, comparison_run, main_for, progress
 
 __all__ = ["run", "untrained_rows"]
 
@@ -221,7 +221,7 @@ def _mode_rows(stream):
     return rows
 
 
-@renamed_kwargs(seed="rng")
+@comparison_run
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons; ``full`` uses 10 targets on a 10x10 grid (default 3 targets, 5x5).
 
@@ -234,19 +234,10 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     rng : int
         Base seed of the random streams.
 
-    Returns
-    -------
-    list of Comparison
-        One row per prediction: theory, estimate, standard error, verdict.
+    {run_returns}
 
-    Raises
-    ------
-    ValueError
-        ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``seed``.
-    TypeError
-        ``full`` not a bool; ``seed`` not an int.
+    {run_raises}
     """
-    backend, full, seed = check_run_arguments(backend, full, seed)
     n_targets, grid, n_nets = (10, 10, 100) if full else (3, 5, 20)
     rows = untrained_rows(n_targets, grid, n_nets, seed)
     rows += _trained_rows(full, seed)
@@ -254,6 +245,7 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
 
 
 @renamed_kwargs(n_nets="n_networks", seed="rng")
+@doc_sections(run_returns=_RUN_RETURNS)
 def untrained_rows(n_targets: int = 3, grid: int = 5, n_nets: int = 20, seed: int = 0) -> list[Comparison]:
     """The rows of :func:`run` that need no training (and no ``torch``), at a size of one's choice.
 
@@ -273,10 +265,7 @@ def untrained_rows(n_targets: int = 3, grid: int = 5, n_nets: int = 20, seed: in
     rng : int
         Base seed of the random streams (``>= 0``).
 
-    Returns
-    -------
-    list of Comparison
-        One row per prediction: theory, estimate, standard error, verdict.
+    {run_returns}
 
     Raises
     ------

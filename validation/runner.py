@@ -23,16 +23,40 @@ The command-line plumbing (parsers, ``--seed``, ``--backend``, ``--workers``, pr
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import warnings
+from collections.abc import Callable
 
+from meanfield.checks import doc_sections, renamed_kwargs
 from meanfield.cli import DATA_DIR_ENV, check_run_arguments, progress  # the plumbing the modules use
+
+#: The Returns section of a comparison module's ``run`` (and of functions returning its rows),
+#: inserted with :func:`meanfield.checks.doc_sections` as ``{run_returns}``.
+_RUN_RETURNS = """
+Returns
+-------
+list of Comparison
+    One row per prediction: theory, estimate, standard error, verdict.
+"""
+
+#: The Raises section of a function that checks ``(backend, full, rng)`` with :func:`check_run_arguments`,
+#: inserted as ``{run_raises}``.
+_RUN_RAISES = """
+Raises
+------
+ValueError
+    ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``rng``.
+TypeError
+    ``full`` not a bool; ``rng`` not an int.
+"""
 
 __all__ = [
     "DATA_DIR_ENV",
     "check_run_arguments",
     "comparison_modules",
+    "comparison_run",
     "main_for",
     "module_backend",
     "progress",
@@ -52,6 +76,33 @@ def comparison_modules() -> list[str]:
         if callable(getattr(module, "run", None)):
             names.append(info.name)
     return sorted(names)
+
+
+def comparison_run(func: Callable[[str, bool, int], list]) -> Callable[..., list]:
+    """Decorator of a comparison module's ``run(backend, full, seed)``: the arguments are checked first.
+
+    The decorated ``run`` takes ``rng`` (``seed=`` still works and warns ``DeprecationWarning``),
+    checks ``(backend, full, rng)`` with :func:`check_run_arguments` before any work and calls
+    ``func`` with the plain values. The docstring's ``{run_returns}`` and ``{run_raises}`` lines
+    become the Returns and Raises sections every such ``run`` shares.
+
+    Parameters
+    ----------
+    func : callable
+        ``func(backend, full, seed) -> list of Comparison``.
+
+    Returns
+    -------
+    callable
+        The checked ``run``, with ``func``'s name and docstring.
+    """
+    func = doc_sections(run_returns=_RUN_RETURNS, run_raises=_RUN_RAISES)(func)
+
+    @functools.wraps(func)
+    def run(backend="numpy", full=False, seed=0):
+        return func(*check_run_arguments(backend, full, seed))
+
+    return renamed_kwargs(seed="rng")(run)
 
 
 def module_backend(module, backend: str, name: str | None = None) -> tuple[str, str | None]:

@@ -5,44 +5,6 @@ This module re-exports their public names and warns ``DeprecationWarning`` when 
 
 from __future__ import annotations
 
-import warnings
+from ._moved import reexport_moved
 
-from meanfield.train.symmetric import (
-    COMPUTE_DTYPES,
-    FLOAT32_ROUNDOFF,
-    KERNELS,
-    ConstNetGroups,
-    ConstNetSpec,
-    LeakyNetSpec,
-    PlatformSymmetry,
-    ReplicatedNetSpec,
-    SymmetryBreaking,
-    constnet_groups,
-    conv_kernels,
-    correlation_probe,
-    platform_symmetry,
-    unit_exact_conv,
-)
-
-__all__ = [
-    "COMPUTE_DTYPES",
-    "FLOAT32_ROUNDOFF",
-    "KERNELS",
-    "ConstNetGroups",
-    "ConstNetSpec",
-    "LeakyNetSpec",
-    "PlatformSymmetry",
-    "ReplicatedNetSpec",
-    "SymmetryBreaking",
-    "constnet_groups",
-    "conv_kernels",
-    "correlation_probe",
-    "platform_symmetry",
-    "unit_exact_conv",
-]
-
-warnings.warn(
-    "meanfield.validation.symmetric_nets is deprecated and will be removed; import from meanfield.train.symmetric",
-    DeprecationWarning,
-    stacklevel=2,
-)
+__all__ = reexport_moved(globals(), "meanfield.train.symmetric", "import from meanfield.train.symmetric")

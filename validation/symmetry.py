@@ -40,12 +40,11 @@ import numpy as np
 from meanfield import init as mf_init
 from meanfield import symmetry
 from meanfield.activations import get_activation
-from meanfield.checks import renamed_kwargs
 from meanfield.simulate import ConstNet, LeakyNet, looks_linear_delta_orthogonal_forward, softmax_xent
 
 from .backend import get_backend, substream, to_numpy
 from .report import Comparison, mean_and_stderr
-from .runner import check_run_arguments, main_for, progress
+from .runner import comparison_run, main_for, progress
 
 #: Backends every simulator of this module honours (:func:`meanfield.validation.runner.module_backend`):
 #: the ConstNet, LeakyNet and looks-linear rows (a)-(c) run on it; the closed forms (d) are NumPy
@@ -401,7 +400,7 @@ def _breaking_rows(backend, full, seed):
     return rows
 
 
-@renamed_kwargs(seed="rng")
+@comparison_run
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons of the module docstring.
 
@@ -415,19 +414,10 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     rng : int
         Base seed of the random streams.
 
-    Returns
-    -------
-    list of Comparison
-        One row per prediction: theory, estimate, standard error, verdict.
+    {run_returns}
 
-    Raises
-    ------
-    ValueError
-        ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``seed``.
-    TypeError
-        ``full`` not a bool; ``seed`` not an int.
+    {run_raises}
     """
-    backend, full, seed = check_run_arguments(backend, full, seed)
     rows = []
     for part in progress(range(5), desc="validation.symmetry"):
         if part == 0:

@@ -52,7 +52,6 @@ import math
 
 import numpy as np
 
-from meanfield.checks import renamed_kwargs
 from meanfield.train.symmetry_breaking import (
     BFLOAT16_ROUNDOFF,
     CONSTNET_VARIANTS,
@@ -69,7 +68,7 @@ from meanfield.train.symmetry_breaking import (
 )
 
 from .report import Comparison
-from .runner import check_run_arguments, main_for
+from .runner import comparison_run, main_for
 
 __all__ = [
     "BFLOAT16_ROUNDOFF",
@@ -152,7 +151,7 @@ def exact_symmetry_rows(label: str, max_one_minus_cf: float, probe: dict) -> lis
     return [exact, platform]
 
 
-@renamed_kwargs(seed="rng")
+@comparison_run
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """The comparisons of the module docstring.
 
@@ -164,18 +163,10 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         :data:`SIZES` ``"full"`` instead of ``"default"``.
     rng : int
 
-    Returns
-    -------
-    list of Comparison
+    {run_returns}
 
-    Raises
-    ------
-    ValueError
-        An unknown backend, a negative seed.
-    TypeError
-        ``full`` not a bool, ``seed`` not an int.
+    {run_raises}
     """
-    backend, full, seed = check_run_arguments(backend, full, seed)
     size = "full" if full else "default"
     t = constnet_noise_table(size, rng=seed)
     rows = []

@@ -5,20 +5,11 @@ This module re-exports its public names and warns ``DeprecationWarning`` when im
 
 from __future__ import annotations
 
-import warnings
+from ._moved import reexport_moved
 
-from meanfield.train.skip import (
-    SkipNet,
-    SkipTrainingResult,
-    rescaled_accuracy_ratio,
-    skip_ensemble_hessians,
-    train_skip_ensemble,
-)
-
-__all__ = ["SkipNet", "SkipTrainingResult", "rescaled_accuracy_ratio", "skip_ensemble_hessians", "train_skip_ensemble"]
-
-warnings.warn(
-    "meanfield.validation.symmetry_training is deprecated and will be removed; import from meanfield.train.skip",
-    DeprecationWarning,
-    stacklevel=2,
+__all__ = reexport_moved(
+    globals(),
+    "meanfield.train.skip",
+    "import from meanfield.train.skip",
+    ("SkipNet", "SkipTrainingResult", "rescaled_accuracy_ratio", "skip_ensemble_hessians", "train_skip_ensemble"),
 )

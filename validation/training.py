@@ -5,46 +5,27 @@ This module re-exports the trainer's public names and warns ``DeprecationWarning
 
 from __future__ import annotations
 
-import warnings
+from ._moved import reexport_moved
 
-from meanfield.train import (
-    ACTIVATIONS,
-    CONV_INITS,
-    DENSE_INITS,
-    GATHER_MAX_SAVED,
-    MAX_LOGIT,
-    MAX_LOSS,
-    OPTIMIZERS,
-    ConvNet,
-    DenseNet,
-    TrainingCurves,
-    TrainingData,
-    ensemble_forward,
-    init_parameters,
-    load_training_data,
-    train_ensemble,
-)
-
-__all__ = [
-    "ACTIVATIONS",
-    "CONV_INITS",
-    "DENSE_INITS",
-    "GATHER_MAX_SAVED",
-    "MAX_LOGIT",
-    "MAX_LOSS",
-    "OPTIMIZERS",
-    "ConvNet",
-    "DenseNet",
-    "TrainingCurves",
-    "TrainingData",
-    "ensemble_forward",
-    "init_parameters",
-    "load_training_data",
-    "train_ensemble",
-]
-
-warnings.warn(
-    "meanfield.validation.training is deprecated and will be removed; import the trainer from meanfield.train",
-    DeprecationWarning,
-    stacklevel=2,
+__all__ = reexport_moved(
+    globals(),
+    "meanfield.train",
+    "import the trainer from meanfield.train",
+    (
+        "ACTIVATIONS",
+        "CONV_INITS",
+        "DENSE_INITS",
+        "GATHER_MAX_SAVED",
+        "MAX_LOGIT",
+        "MAX_LOSS",
+        "OPTIMIZERS",
+        "ConvNet",
+        "DenseNet",
+        "TrainingCurves",
+        "TrainingData",
+        "ensemble_forward",
+        "init_parameters",
+        "load_training_data",
+        "train_ensemble",
+    ),
 )

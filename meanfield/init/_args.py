@@ -14,6 +14,18 @@ import numpy as np
 from .._checks import check_int, check_scalar
 from .._checks import real_array as real_array
 
+#: The ``rng``, ``batch_shape`` and ``backend`` parameters of the matrix samplers, inserted in their
+#: docstrings as ``{matrix_draw}`` (:func:`meanfield.checks.doc_sections`).
+DOC_MATRIX_DRAW = """
+rng : None, int, SeedSequence or numpy.random.Generator
+    Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
+    a CuPy Generator (:meth:`meanfield.backend.Backend.rng`).
+batch_shape : int or tuple of int
+    Leading axes of independent matrices (default none), ``prod(batch_shape) * n_out * n_in <= 2**31``.
+backend : str or Backend
+    ``"numpy"`` (default) or ``"cupy"``: where the matrices are drawn and returned.
+"""
+
 #: Largest number of float64 entries one initialiser allocates (2^29 numbers = 4 GiB).
 MAX_ELEMENTS = 2**29
 #: Largest batched draw (``batch=`` of the samplers, e.g. one matrix per simulated network) and

@@ -497,10 +497,8 @@ def from_torch_layout(weight: ArrayLike) -> np.ndarray:
 
     Raises
     ------
-    TypeError
-        Complex, boolean or non-numeric entries.
-    ValueError
-        Non-finite entries or a number of axes other than 3 or 4.
+    TypeError, ValueError
+        As :func:`to_torch_layout`, for ``weight``.
     """
     weight = _kernel_array(weight, "weight")
     return np.ascontiguousarray(np.moveaxis(weight, (0, 1), (-2, -1)))

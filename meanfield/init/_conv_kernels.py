@@ -50,6 +50,7 @@ def symmetric_projection(n: int, rng: Any = None) -> np.ndarray:
     Returns
     -------
     ndarray, shape (n, n)
+        ``P``, symmetric and idempotent.
 
     Raises
     ------

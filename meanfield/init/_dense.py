@@ -20,9 +20,10 @@ import math
 from typing import Any
 
 from meanfield._deprecate import renamed_kwargs
+from meanfield._docstrings import doc_sections
 
 from ..backend import Backend, astype, diagonal, get_backend, matrix_transpose
-from ._args import batch_shape, check_batch_size, check_law, check_size, int_arg, nonneg, real
+from ._args import DOC_MATRIX_DRAW, batch_shape, check_batch_size, check_law, check_size, int_arg, nonneg, real
 
 __all__ = ["MAX_SLOPE", "WEIGHT_LAWS", "dense_weights", "glorot_sigma_w2", "haar_orthogonal", "he_sigma_w2"]
 
@@ -127,6 +128,7 @@ def _sizes(n_out, n_in, batch) -> tuple[int, int, tuple[int, ...]]:
 
 
 @renamed_kwargs(batch="batch_shape")
+@doc_sections(matrix_draw=DOC_MATRIX_DRAW)
 def haar_orthogonal(
     n_out: int, n_in: int, rng: Any = None, *, batch: int | tuple[int, ...] = (), backend: str | Backend = "numpy"
 ) -> Any:
@@ -139,13 +141,7 @@ def haar_orthogonal(
     ----------
     n_out, n_in : int
         Shape, each ``>= 1``, ``n_out * n_in <= 2**29``.
-    rng : None, int, SeedSequence or numpy.random.Generator
-        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
-        a CuPy Generator (:meth:`meanfield.backend.Backend.rng`).
-    batch_shape : int or tuple of int
-        Leading axes of independent matrices (default none), ``prod(batch_shape) * n_out * n_in <= 2**31``.
-    backend : str or Backend
-        ``"numpy"`` (default) or ``"cupy"``: where the matrices are drawn and returned.
+    {matrix_draw}
 
     Returns
     -------
@@ -176,6 +172,7 @@ def haar_orthogonal(
 
 
 @renamed_kwargs(batch="batch_shape")
+@doc_sections(matrix_draw=DOC_MATRIX_DRAW)
 def dense_weights(
     n_out: int,
     n_in: int,
@@ -200,13 +197,7 @@ def dense_weights(
     law : {"gaussian", "uniform", "rademacher", "orthogonal"}
         Law of the entries (kurtosis 3, 1.8, 1; orthogonal as in the module notes: Haar matrices with
         orthonormal columns or rows, scaled to the same mean squared entry).
-    rng : None, int, SeedSequence or numpy.random.Generator
-        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
-        a CuPy Generator (:meth:`meanfield.backend.Backend.rng`).
-    batch_shape : int or tuple of int
-        Leading axes of independent matrices (default none), ``prod(batch_shape) * n_out * n_in <= 2**31``.
-    backend : str or Backend
-        ``"numpy"`` (default) or ``"cupy"``.
+    {matrix_draw}
 
     Returns
     -------

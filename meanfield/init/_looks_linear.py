@@ -26,9 +26,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from meanfield._deprecate import renamed_kwargs
+from meanfield._docstrings import doc_sections
 
 from ..backend import Backend, concat, get_backend
-from ._args import batch_shape, check_batch_size, check_size, int_arg, nonneg, real_array
+from ._args import DOC_MATRIX_DRAW, batch_shape, check_batch_size, check_size, int_arg, nonneg, real_array
 from ._dense import haar_orthogonal
 
 __all__ = ["gsm", "looks_linear", "looks_linear_input", "orthogonal_looks_linear"]
@@ -102,6 +103,17 @@ def looks_linear_input(x: ArrayLike) -> np.ndarray:
     return np.concatenate([np.maximum(x, 0.0), np.maximum(-x, 0.0)], axis=-1)
 
 
+#: The Raises section of :func:`gsm` and :func:`orthogonal_looks_linear`.
+_DOC_RAISES = """
+Raises
+------
+ValueError
+    Odd or non-positive widths, ``n_out * n_in > 2**29``, negative or non-finite ``sigma_w2``.
+TypeError
+    Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+"""
+
+
 def _half(n: int, name: str) -> int:
     n = int_arg(n, name, 2)
     if n % 2:
@@ -120,6 +132,7 @@ def _block_arguments(n_out, n_in, sigma_w2, batch, backend):
 
 
 @renamed_kwargs(batch="batch_shape")
+@doc_sections(matrix_draw=DOC_MATRIX_DRAW, looks_linear_raises=_DOC_RAISES)
 def gsm(
     n_out: int,
     n_in: int,
@@ -138,25 +151,14 @@ def gsm(
     sigma_w2 : float
         ``n_in * Var W0_ij``; the paper's He-like choice ``2 / N`` is ``sigma_w2 = 2``, which makes
         the linear half-network of width ``n / 2`` variance preserving.
-    rng : None, int, SeedSequence or numpy.random.Generator
-        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
-        a CuPy Generator.
-    batch_shape : int or tuple of int
-        Leading axes of independent matrices (default none), ``prod(batch_shape) * n_out * n_in <= 2**31``.
-    backend : str or Backend
-        ``"numpy"`` (default) or ``"cupy"``.
+    {matrix_draw}
 
     Returns
     -------
     array, shape ``batch + (n_out, n_in)``
         ``[[W0, -W0], [-W0, W0]]`` (Burkholz & Dubatovka 2019, Sec. 3), on ``backend``.
 
-    Raises
-    ------
-    ValueError
-        Odd or non-positive widths, ``n_out * n_in > 2**29``, negative or non-finite ``sigma_w2``.
-    TypeError
-        Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+    {looks_linear_raises}
 
     Examples
     --------
@@ -170,6 +172,7 @@ def gsm(
 
 
 @renamed_kwargs(batch="batch_shape")
+@doc_sections(matrix_draw=DOC_MATRIX_DRAW, looks_linear_raises=_DOC_RAISES)
 def orthogonal_looks_linear(
     n_out: int,
     n_in: int,
@@ -191,25 +194,14 @@ def orthogonal_looks_linear(
         columns.
     sigma_w2 : float
         Scale of ``W0`` squared (>= 0, finite): ``sigma_w2 = gain^2`` of an orthogonal initialiser.
-    rng : None, int, SeedSequence or numpy.random.Generator
-        Randomness (an int ``n`` gives the stream of ``numpy.random.default_rng(n)``); on CuPy also
-        a CuPy Generator.
-    batch_shape : int or tuple of int
-        Leading axes of independent matrices (default none), ``prod(batch_shape) * n_out * n_in <= 2**31``.
-    backend : str or Backend
-        ``"numpy"`` (default) or ``"cupy"``.
+    {matrix_draw}
 
     Returns
     -------
     array, shape ``batch + (n_out, n_in)``
-        On ``backend``.
+        ``[[V, -V], [-V, V]]`` with ``V = sqrt(sigma_w2) W0`` (Burkholz & Dubatovka 2019, Sec. 3), on ``backend``.
 
-    Raises
-    ------
-    ValueError
-        Odd or non-positive widths, ``n_out * n_in > 2**29``, negative or non-finite ``sigma_w2``.
-    TypeError
-        Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+    {looks_linear_raises}
 
     Examples
     --------

@@ -236,6 +236,7 @@ def channel_matrix(n: int, kind: str = "I", gamma: float | None = None) -> np.nd
     Returns
     -------
     ndarray, shape (n, n)
+        The channel matrix ``M_l`` of LeakyNet's ``Delta (x) s_l M_l``.
 
     Raises
     ------

@@ -11,6 +11,35 @@ import numpy as np
 
 from meanfield.checks import check_int, check_rng, check_scalar
 
+#: The Raises section of a spec whose fields are checked in ``__post_init__``, inserted as
+#: ``{field_raises}`` (:func:`meanfield.checks.doc_sections`).
+DOC_FIELD_RAISES = """
+Raises
+------
+ValueError, TypeError
+    On construction, naming the field.
+"""
+
+#: The Raises section of a cached training run at a named ``size``, inserted as ``{sized_run_raises}``.
+DOC_SIZED_RUN_RAISES = """
+Raises
+------
+ValueError
+    An unknown ``size``.
+TypeError
+    A bad ``rng``.
+ImportError
+    PyTorch is missing (the ``torch`` extra).
+"""
+
+#: The last two entries of the Raises section of a trainer entry point, inserted as ``{trainer_raises}``.
+DOC_TRAINER_RAISES = """
+TypeError
+    Arguments of the wrong type.
+ImportError
+    PyTorch is missing (the ``torch`` extra).
+"""
+
 #: Environment variable that, set to ``1``, silences every progress bar (as the command line's).
 NO_PROGRESS_ENV = "MEANFIELD_NO_PROGRESS"
 

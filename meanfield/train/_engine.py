@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from meanfield import Result
+from meanfield._docstrings import doc_sections
 from meanfield.checks import check_bool, check_rng, check_scalar
 
-from ._checks import _choice, _int, _progress, _torch
+from ._checks import DOC_TRAINER_RAISES, _choice, _int, _progress, _torch
 from ._data import TrainingData, _as_data
 from ._forward import _Ensemble, _scores
 from ._probes import _check_noise_probes, _noisy_gradient, _run_probes
@@ -121,6 +122,7 @@ def _check_lr(lr) -> Callable[[int], float]:
     return lambda step: v
 
 
+@doc_sections(trainer_raises=DOC_TRAINER_RAISES)
 def train_ensemble(
     net: DenseNet | ConvNet,
     n_networks: int,
@@ -215,10 +217,7 @@ def train_ensemble(
     ValueError
         Sizes or hyper-parameters out of range, data that does not fit ``net``, an unknown
         optimiser or dtype, an unavailable device.
-    TypeError
-        Arguments of the wrong type.
-    ImportError
-        PyTorch is missing (the ``torch`` extra).
+    {trainer_raises}
 
     Notes
     -----

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._checks import _choice, _torch
+from meanfield._docstrings import doc_sections
+
+from ._checks import DOC_TRAINER_RAISES, _choice, _torch
 from ._specs import _NETWORK_TYPES, ConvNet, DenseNet, _check_conv_input, _net_types, init_parameters
 
 #: Logits are clipped to ``[-MAX_LOGIT, MAX_LOGIT]`` (NaN -> 0) before losses and accuracies are
@@ -143,6 +145,7 @@ class _Ensemble:
         return torch.baddbmm(b, feats.transpose(1, 2), w.transpose(1, 2))
 
 
+@doc_sections(trainer_raises=DOC_TRAINER_RAISES)
 def ensemble_forward(
     net: DenseNet | ConvNet, parameters: Sequence[Sequence[np.ndarray]], x: np.ndarray, *, dtype: str = "float64"
 ) -> np.ndarray:
@@ -166,10 +169,7 @@ def ensemble_forward(
     ------
     ValueError
         Shapes that do not fit ``net`` or each other, non-finite inputs.
-    TypeError
-        Arguments of the wrong type.
-    ImportError
-        PyTorch is missing (the ``torch`` extra).
+    {trainer_raises}
 
     Notes
     -----

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from meanfield import Result
+from meanfield._docstrings import doc_sections
 from meanfield.checks import check_scalar
 
-from ._checks import _fraction
+from ._checks import DOC_FIELD_RAISES, _fraction
 from ._specs import _NETWORK_TYPES, _UNIT_EXACT_TYPES
 
 #: Unit roundoff of IEEE float32 (``2^-24``): the relative size of one rounding error of a float32
@@ -21,6 +22,7 @@ COMPUTE_DTYPES = ("float64", "float32", "bfloat16", "float16")
 KERNELS = ("platform", "unit_exact")
 
 
+@doc_sections(field_raises=DOC_FIELD_RAISES)
 @dataclass(frozen=True)
 class SymmetryBreaking(Result):
     """The symmetry-breaking noise sources of Blumenfeld et al. 2020 (Sec. 4, Tables 1 and 3) as trainer options.
@@ -54,10 +56,7 @@ class SymmetryBreaking(Result):
         forward and backward), so that identical units stay bitwise identical on any CPU; equal to
         the platform's result up to rounding, several times slower.
 
-    Raises
-    ------
-    ValueError, TypeError
-        On construction, naming the field.
+    {field_raises}
 
     Notes
     -----

@@ -45,7 +45,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from meanfield import Result
+from meanfield._docstrings import doc_sections
 from meanfield.checks import as_float_array, check_int, check_scalar
+
+from ._checks import DOC_FIELD_RAISES
 
 __all__ = ["ARCHITECTURES", "SkipNet"]
 
@@ -54,6 +57,7 @@ __all__ = ["ARCHITECTURES", "SkipNet"]
 ARCHITECTURES = ("plain", "residual", "hyper_residual", "path_residual")
 
 
+@doc_sections(field_raises=DOC_FIELD_RAISES)
 @dataclass(frozen=True)
 class SkipNet(Result):
     """The skip network of Orhan 2017 eqs. 24-26, as a net of :func:`meanfield.train.train_ensemble`.
@@ -83,10 +87,7 @@ class SkipNet(Result):
         detached parameters ``theta`` (n_networks, n_params); a measurement hook (it does not
         take part in comparisons).
 
-    Raises
-    ------
-    TypeError, ValueError
-        On construction, naming the field.
+    {field_raises}
 
     Notes
     -----

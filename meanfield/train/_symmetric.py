@@ -12,9 +12,10 @@ import numpy as np
 
 from meanfield import Result
 from meanfield import init as mf_init
+from meanfield._docstrings import doc_sections
 from meanfield.checks import check_scalar
 
-from ._checks import _fraction, _int, _odd_kernel
+from ._checks import DOC_FIELD_RAISES, _fraction, _int, _odd_kernel
 
 _MAX_LAYERS = 1000
 _MAX_CHANNELS = 4096
@@ -25,6 +26,7 @@ _MAX_CHANNELS = 4096
 # --------------------------------------------------------------------------------------------------
 
 
+@doc_sections(field_raises=DOC_FIELD_RAISES)
 @dataclass(frozen=True)
 class ConstNetSpec(Result):
     """ConstNet for :func:`~meanfield.train.train_ensemble` (Blumenfeld et al. 2020, Sec. 3.1, App. A).
@@ -45,10 +47,7 @@ class ConstNetSpec(Result):
         kernels (the "ConstNet, He" row of Table 1); the widening skips and the head are the
         ConstNet ones (averaging, zero) in both.
 
-    Raises
-    ------
-    ValueError, TypeError
-        On construction, naming the field.
+    {field_raises}
 
     Notes
     -----
@@ -82,6 +81,7 @@ class ConstNetSpec(Result):
         return "relu"
 
 
+@doc_sections(field_raises=DOC_FIELD_RAISES)
 @dataclass(frozen=True)
 class LeakyNetSpec(Result):
     """LeakyNet for :func:`~meanfield.train.train_ensemble` (Blumenfeld et al. 2020, Sec. 5.1, App. H, J).
@@ -105,10 +105,7 @@ class LeakyNetSpec(Result):
         leaky ReLU (``sigma_w2 = 2 / (1 + slope^2)``, every convolution including the first; the
         head stays zero as in Fig. 8).
 
-    Raises
-    ------
-    ValueError, TypeError
-        On construction, naming the field.
+    {field_raises}
 
     Notes
     -----
@@ -153,6 +150,7 @@ class LeakyNetSpec(Result):
         return "leaky_relu"
 
 
+@doc_sections(field_raises=DOC_FIELD_RAISES)
 @dataclass(frozen=True)
 class ReplicatedNetSpec(Result):
     """The two-layer ReLU network of Blumenfeld et al. 2020, eqs. 10-11 (App. E), for the trainer.
@@ -166,10 +164,7 @@ class ReplicatedNetSpec(Result):
     noise : float
         ``lambda`` of eq. 10, in [0, 1]: ``W1[i] = (1 - lambda) W~[i mod K] + lambda W^[i]``.
 
-    Raises
-    ------
-    ValueError, TypeError
-        On construction, naming the field.
+    {field_raises}
 
     Notes
     -----

@@ -170,6 +170,22 @@ def _summary(curves) -> dict:
     }
 
 
+def _depth_sweep(depths, desc: str, train_at, n_specs: int, n_net: int):
+    """Final accuracies of the ensembles trained at each depth: ``train_at(i, depth)`` trains one
+    ensemble per spec and returns their curves. Returns the test and the training accuracies,
+    arrays ``(len(depths), n_specs, n_net)``, and the training seconds summed over depths."""
+    test = np.zeros((len(depths), n_specs, n_net))
+    train = np.zeros_like(test)
+    secs = 0.0
+    for i, depth in enumerate(_progress(depths, desc=desc)):
+        out = train_at(i, depth)
+        for j, c in enumerate(out):
+            test[i, j] = c.final_test_accuracy
+            train[i, j] = c.final_train_accuracy
+        secs += out[0].seconds
+    return test, train, secs
+
+
 def _depth_scale(size: str, seed: int) -> dict:
     sw = np.asarray(
         _by_size(size, [0.5, 1.0, 2.5], [0.3, 0.6, 0.9, 1.2, 1.6, 2.2, 3.0, 4.0], list(np.linspace(0.2, 4, 20)))
@@ -180,19 +196,14 @@ def _depth_scale(size: str, seed: int) -> dict:
     n_net = _by_size(size, 1, 2, 4)
     data = _data(size)
     xi = np.array([float(dense.fixed_point("tanh", s, SIGMA_B2_FIG2).xi_c) for s in sw])
-    acc = np.zeros((len(depths), len(sw), n_net))
-    test = np.zeros_like(acc)
-    secs = 0.0
     if _distributed():  # grid cells as tasks (meanfield.parallel); the serial path trains one ensemble per depth
         acc, test, secs = _depth_scale_cells(sw, depths, width, steps, n_net, data, seed)
     else:
-        for i, depth in enumerate(_progress(depths, desc="trainability: depth scale")):
-            nets = [_fig2_net(depth, width, s) for s in sw]
-            out = _fig2_train(nets, n_net, data, steps, substream(seed, 1, i))
-            for j, c in enumerate(out):
-                acc[i, j] = c.final_train_accuracy
-                test[i, j] = c.final_test_accuracy
-            secs += out[0].seconds
+
+        def train_at(i, depth):
+            return _fig2_train([_fig2_net(depth, width, s) for s in sw], n_net, data, steps, substream(seed, 1, i))
+
+        test, acc, secs = _depth_sweep(depths, "trainability: depth scale", train_at, len(sw), n_net)
     return {
         "sigma_w2": sw,
         "depths": np.asarray(depths),
@@ -297,16 +308,14 @@ def _looks_linear(size: str, seed: int) -> dict:
     data = _data(size)
     scale = LL_LR_SCALE[size]
     specs = (("He", "gaussian", 2.0), ("GSM", "gsm", 2.0), ("looks-linear orthogonal", "looks_linear", 1.0))
-    acc = np.zeros((len(depths), len(specs), n_net))
-    train = np.zeros_like(acc)
-    secs = 0.0
-    for i, depth in enumerate(_progress(depths, desc="trainability: looks-linear")):
+
+    def train_at(i, depth):
         nets = [DenseNet(depth=depth, width=width, activation="relu", init=init, sigma_w2=s) for _, init, s in specs]
 
-        def schedule(step, depth=depth):
+        def schedule(step):
             return scale * (1e-4 + 3e-3 * math.exp(-step / 1e4)) / depth
 
-        out = train_ensemble(
+        return train_ensemble(
             nets,
             n_net,
             data=data,
@@ -318,10 +327,8 @@ def _looks_linear(size: str, seed: int) -> dict:
             rng=substream(seed, 3, i),
             device=_device(),
         )
-        for j, c in enumerate(out):
-            acc[i, j] = c.final_test_accuracy
-            train[i, j] = c.final_train_accuracy
-        secs += out[0].seconds
+
+    acc, train, secs = _depth_sweep(depths, "trainability: looks-linear", train_at, len(specs), n_net)
     return {
         "labels": [s[0] for s in specs],
         "depths": np.asarray(depths),
@@ -355,14 +362,12 @@ def _zero(size: str, seed: int) -> dict:
         ("ZerO", "zero"),
         ("ZerO*", "zero_star"),
     )
-    acc = np.zeros((len(depths), len(specs), n_net))
-    secs = 0.0
-    for i, depth in enumerate(_progress(depths, desc="trainability: ZerO")):
+
+    def train_at(i, depth):
         nets = [DenseNet(depth=depth, width=width, activation="relu", init=init, sigma_w2=2.0) for _, init in specs]
-        out = _adam_train(nets, n_net, data, steps, lr, substream(seed, 4, i))
-        for j, c in enumerate(out):
-            acc[i, j] = c.final_test_accuracy
-        secs += out[0].seconds
+        return _adam_train(nets, n_net, data, steps, lr, substream(seed, 4, i))
+
+    acc, _, secs = _depth_sweep(depths, "trainability: ZerO", train_at, len(specs), n_net)
     return {
         "labels": [s[0] for s in specs],
         "depths": np.asarray(depths),
@@ -394,9 +399,8 @@ def _nonuniform_v(size: str, seed: int) -> dict:
     data = _data(size, downsample=_by_size(size, 2, 1, 1))
     sw = float(dense.critical_sigma_w2("tanh", SIGMA_B2_CNN))
     vs = np.array(conv.gs_family((3, 3), 5))  # the GS0 ... GS4 of fig_4b
-    acc = np.zeros((len(depths), len(vs), n_net))
-    secs = 0.0
-    for i, depth in enumerate(_progress(depths, desc="trainability: non-uniform v")):
+
+    def train_at(i, depth):
         nets = [
             ConvNet(
                 depth=depth,
@@ -409,7 +413,7 @@ def _nonuniform_v(size: str, seed: int) -> dict:
             )
             for v in vs
         ]
-        out = train_ensemble(
+        return train_ensemble(
             nets,
             n_net,
             data=data,
@@ -422,9 +426,8 @@ def _nonuniform_v(size: str, seed: int) -> dict:
             rng=substream(seed, 5, i),
             device=_device(),
         )
-        for j, c in enumerate(out):
-            acc[i, j] = c.final_test_accuracy
-        secs += out[0].seconds
+
+    acc, _, secs = _depth_sweep(depths, "trainability: non-uniform v", train_at, len(vs), n_net)
     image = data.image_shape[1:]
     return {
         "labels": [f"GS{j}" for j in range(len(vs))],

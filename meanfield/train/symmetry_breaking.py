@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from meanfield import Result
+from meanfield._docstrings import doc_sections
 from meanfield.cli import DATA_DIR_ENV, progress
 from meanfield.train import load_training_data, train_ensemble
 from meanfield.train.symmetric import (
@@ -35,7 +36,9 @@ from meanfield.train.symmetric import (
     platform_symmetry,
 )
 
+from ._checks import DOC_SIZED_RUN_RAISES
 from ._checks import _cache_seed as _seed
+from ._symmetric import _constnet_names
 
 __all__ = [
     "BFLOAT16_ROUNDOFF",
@@ -205,13 +208,28 @@ def _table(runs, labels, sz, extra, seconds) -> TrainingTable:
 
 def _conv_names(spec) -> list[str]:
     if isinstance(spec, ConstNetSpec):
-        names = ["first"]
-        for s in range(len(spec.widths)):
-            names += [f"block{s}_{i}" for i in range(spec.blocks_per_stage)]
-            if s < len(spec.widths) - 1:
-                names += [f"skip{s}", f"branch{s}"]
-        return names
+        return _constnet_names(spec)
     return ["first"] + [f"layer{i}" for i in range(1, len(spec.kinds) + 1)]
+
+
+def _run(spec, sz: dict, data, streams, steps: int, noise, optimiser: dict) -> tuple:
+    """One ensemble of a table and its convolutions' names: ``sz["seeds"]`` networks, float32 masters,
+    the forward-correlation probe, and the table's common random numbers (every variant draws the
+    same weights and batches from ``streams``)."""
+    curves = train_ensemble(
+        spec,
+        sz["seeds"],
+        data=data,
+        steps=steps,
+        record_every=sz["record_every"],
+        n_eval=None,
+        dtype="float32",
+        rng=np.random.default_rng(streams),
+        noise=noise,
+        probes={"cf": correlation_probe("forward")},
+        **optimiser,
+    )
+    return curves, _conv_names(spec)
 
 
 @functools.lru_cache(maxsize=4)
@@ -230,20 +248,7 @@ def _constnet_cached(size: str, seed: int) -> TrainingTable:
         if label in EXACT_VARIANTS:  # the platform's kernels when they keep identical units identical
             platform[label] = probe = platform_probe(sz["seeds"], data.image_shape, int(data.n_classes), opts)
             opts = {**opts, "kernels": probe["kernels"]}
-        curves = train_ensemble(
-            spec,
-            sz["seeds"],
-            data=data,
-            steps=sz["steps"],
-            record_every=sz["record_every"],
-            n_eval=None,
-            dtype="float32",
-            rng=np.random.default_rng(streams),  # common random numbers: the same weights and batches
-            noise=SymmetryBreaking(**opts) if opts else None,
-            probes={"cf": correlation_probe("forward")},
-            **OPTIMISER,
-        )
-        runs.append((curves, _conv_names(spec)))
+        runs.append(_run(spec, sz, data, streams, sz["steps"], SymmetryBreaking(**opts) if opts else None, OPTIMISER))
     extra = {
         "net": f"ConstNet widths {list(CONSTNET_WIDTHS)}, {CONSTNET_BLOCKS} blocks per stage, stride 2, no batchnorm",
         "variants": {k: {"init": v[0], **v[1]} for k, v in CONSTNET_VARIANTS.items()},
@@ -290,6 +295,7 @@ def platform_probe(n_networks: int, input_shape, n_classes: int, opts: dict) -> 
     }
 
 
+@doc_sections(sized_run_raises=DOC_SIZED_RUN_RAISES)
 def constnet_noise_table(size: str = "default", *, rng: Any = 0) -> TrainingTable:
     """ConstNet ('0' and He initialised) trained with each symmetry-breaking noise source (Tables 1, 3, 4).
 
@@ -306,14 +312,7 @@ def constnet_noise_table(size: str = "default", *, rng: Any = 0) -> TrainingTabl
     TrainingTable
         One row per :data:`CONSTNET_VARIANTS` entry. Cached per ``(size, seed)``.
 
-    Raises
-    ------
-    ValueError
-        An unknown ``size``.
-    TypeError
-        A bad ``rng``.
-    ImportError
-        PyTorch is missing (the ``torch`` extra).
+    {sized_run_raises}
 
     Notes
     -----
@@ -339,20 +338,8 @@ def _leaky_cached(size: str, seed: int) -> TrainingTable:
     for label in progress(LEAKYNET_CONFIGS, desc="LeakyNet averaging table"):
         init, kinds = LEAKYNET_CONFIGS[label]
         spec = LeakyNetSpec(kinds=tuple(kinds), width=LEAKY_WIDTH, init=init)
-        curves = train_ensemble(
-            spec,
-            sz["seeds"],
-            data=data,
-            steps=max(1, sz["steps"] // LEAKY_STEP_DIVISOR),
-            record_every=sz["record_every"],
-            n_eval=None,
-            dtype="float32",
-            rng=np.random.default_rng(streams),
-            noise=SymmetryBreaking(reduction_noise=FLOAT32_ROUNDOFF),
-            probes={"cf": correlation_probe("forward")},
-            **opts,
-        )
-        runs.append((curves, _conv_names(spec)))
+        steps = max(1, sz["steps"] // LEAKY_STEP_DIVISOR)
+        runs.append(_run(spec, sz, data, streams, steps, SymmetryBreaking(reduction_noise=FLOAT32_ROUNDOFF), opts))
     extra = {
         "net": f"LeakyNet width {LEAKY_WIDTH}, 12 layers after the averaging first convolution, slope 0.01",
         "configs": {k: {"init": v[0], "kinds": v[1]} for k, v in LEAKYNET_CONFIGS.items()},
@@ -364,6 +351,7 @@ def _leaky_cached(size: str, seed: int) -> TrainingTable:
     return _table(runs, LEAKYNET_CONFIGS, sz, extra, time.perf_counter() - t0)
 
 
+@doc_sections(sized_run_raises=DOC_SIZED_RUN_RAISES)
 def leakynet_averaging_table(size: str = "default", *, rng: Any = 0) -> TrainingTable:
     """LeakyNets with 0 to 13 averaging ('1') layers and a He-initialised one (Table 2, Fig. 8).
 
@@ -379,14 +367,7 @@ def leakynet_averaging_table(size: str = "default", *, rng: Any = 0) -> Training
         One row per :data:`LEAKYNET_CONFIGS` entry; every run has the computation-noise model
         (``reduction_noise = 2^-24``, the paper's non-deterministic GPU). Cached per ``(size, seed)``.
 
-    Raises
-    ------
-    ValueError
-        An unknown ``size``.
-    TypeError
-        A bad ``rng``.
-    ImportError
-        PyTorch is missing (the ``torch`` extra).
+    {sized_run_raises}
 
     Notes
     -----

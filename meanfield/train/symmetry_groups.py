@@ -51,8 +51,10 @@ from typing import Any
 import numpy as np
 
 from meanfield import Result
+from meanfield._docstrings import doc_sections
 from meanfield.train.symmetric import ConstNetGroups, ConstNetSpec, SymmetryBreaking, constnet_groups, correlation_probe
 
+from ._checks import DOC_SIZED_RUN_RAISES
 from ._checks import _cache_seed as _seed
 
 __all__ = [
@@ -461,6 +463,7 @@ def _cached(size: str, seed: int) -> GroupBehaviour:
     return GroupBehaviour(groups, cf, cb, np.asarray(curves.train_loss), series, series.separation(), params)
 
 
+@doc_sections(sized_run_raises=DOC_SIZED_RUN_RAISES)
 def group_behaviour(size: str = "default", *, rng: Any = 0) -> GroupBehaviour:
     """Train '0'-initialised ConstNets with 1 % dropout and test the group behaviour of Sec. 4.2.
 
@@ -478,14 +481,7 @@ def group_behaviour(size: str = "default", *, rng: Any = 0) -> GroupBehaviour:
         The correlations of every convolution at every step, the statistic's series and its exact
         permutation test. Cached per ``(size, seed)``.
 
-    Raises
-    ------
-    ValueError
-        An unknown ``size``.
-    TypeError
-        A bad ``rng``.
-    ImportError
-        PyTorch is missing (the ``torch`` extra).
+    {sized_run_raises}
 
     Notes
     -----

@@ -19,7 +19,7 @@ import pytest
 
 import meanfield
 from meanfield import Result
-from meanfield.checks import renamed_kwargs
+from meanfield.checks import doc_sections, renamed_kwargs
 
 #: Parameter names the library no longer spells this way (the deprecated aliases).
 OLD_NAMES = {"seed", "n_members", "n_nets", "n_inits", "batch"}
@@ -135,6 +135,68 @@ def test_renamed_kwargs_mechanism():
         renamed_kwargs(seed="rng")(lambda seed, rng: None)
     with pytest.raises(ValueError, match="no parameter"):
         renamed_kwargs(seed="rng")(lambda x: None)
+
+
+def test_doc_sections_fills_placeholder_lines_with_their_indentation():
+    @doc_sections(returns="Returns\n-------\nint\n    The answer.\n\n", raises="Raises\n------\nValueError")
+    def f():
+        """Summary.
+
+        {returns}
+
+        {raises}
+        """
+
+    assert inspect.getdoc(f) == "Summary.\n\nReturns\n-------\nint\n    The answer.\n\nRaises\n------\nValueError"
+    assert "{" not in f.__doc__ and "\n        Returns\n        -------\n" in f.__doc__
+
+    def g():
+        """Summary.
+
+        {returns} and more
+        """
+
+    with pytest.raises(ValueError, match="returns"):
+        doc_sections(returns="Returns")(g)  # not a line of its own
+
+    def h():
+        """{x}
+
+        {x}
+        """
+
+    with pytest.raises(ValueError, match="twice"):
+        doc_sections(x="text")(h)
+
+    def stripped():
+        pass
+
+    assert doc_sections(x="text")(stripped) is stripped and stripped.__doc__ is None  # python -OO
+
+
+def test_comparison_run_checks_arguments_and_shares_its_sections():
+    from meanfield.validation.runner import comparison_run
+
+    @comparison_run
+    def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list:
+        """Rows.
+
+        {run_returns}
+
+        {run_raises}
+        """
+        return [backend, full, seed]
+
+    assert list(inspect.signature(run).parameters) == ["backend", "full", "rng"]
+    assert run() == ["numpy", False, 0] and run("numpy", True, np.int64(3)) == ["numpy", True, 3]
+    assert type(run(rng=np.int64(3))[2]) is int
+    with pytest.warns(DeprecationWarning, match="seed="):
+        assert run(seed=2) == ["numpy", False, 2]
+    for bad, error in (({"backend": "gpu"}, ValueError), ({"full": 1}, TypeError), ({"rng": -1}, ValueError)):
+        with pytest.raises(error, match=next(iter(bad))):
+            run(**bad)
+    doc = inspect.getdoc(run)
+    assert "Returns\n-------\nlist of Comparison" in doc and "Raises\n------\nValueError" in doc
 
 
 def test_check_rng_takes_rng_only():

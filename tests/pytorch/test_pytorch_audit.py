@@ -29,13 +29,7 @@ from meanfield.pytorch.audit import FINITE_WIDTH_BIAS, Z, prepare_inputs, verdic
 PHASES = {"ordered": (0.8, 0.05), "critical": (None, 0.05), "chaotic": (2.5, 0.05)}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Small tensors: PyTorch's intra-op threads only spin on a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _gen(seed):

@@ -28,13 +28,7 @@ from meanfield.pytorch import (  # noqa: E402
     residual_mlp,
 )
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _gen(seed=0):

@@ -21,6 +21,11 @@ def _data(n=120, d=6, classes=3, seed=0):
     return x, y
 
 
+def _ensemble(arch, x, y, **kw):
+    """``train_skip_ensemble`` of width-4 networks on the 3-class data of :func:`_data` (``kw`` adds or overrides)."""
+    return T.train_skip_ensemble(arch, x, y, **{"width": 4, "n_classes": 3, **kw})
+
+
 def _reference_logits(res, x, member):
     p = res.params
     x1 = np.maximum(x @ p["W0"][member].T + p["b0"][member], 0.0)
@@ -51,21 +56,7 @@ def test_trained_network_is_skip_network(arch, kw):
     """After training, the NumPy reference (skip_network with the trained parameters) reproduces the
     recorded accuracy and loss."""
     x, y = _data()
-    res = T.train_skip_ensemble(
-        arch,
-        x,
-        y,
-        n_networks=2,
-        width=4,
-        depth=3,
-        steps=20,
-        lr=1e-2,
-        batch_size=40,
-        record_every=10,
-        n_classes=3,
-        rng=1,
-        **kw,
-    )
+    res = _ensemble(arch, x, y, n_networks=2, depth=3, steps=20, lr=1e-2, batch_size=40, record_every=10, rng=1, **kw)
     assert res.steps.tolist() == [0, 10, 20]
     for m in range(2):
         logits = _reference_logits(res, x, m)
@@ -78,8 +69,8 @@ def test_trained_network_is_skip_network(arch, kw):
 
 def test_reproducible_and_members_independent():
     x, y = _data()
-    a = T.train_skip_ensemble("residual", x, y, n_networks=2, width=4, depth=2, steps=5, n_classes=3, rng=3)
-    b = T.train_skip_ensemble("residual", x, y, n_networks=2, width=4, depth=2, steps=5, n_classes=3, rng=3)
+    a = _ensemble("residual", x, y, n_networks=2, depth=2, steps=5, rng=3)
+    b = _ensemble("residual", x, y, n_networks=2, depth=2, steps=5, rng=3)
     np.testing.assert_array_equal(a.params["W"], b.params["W"])
     assert not np.allclose(a.params["W"][0], a.params["W"][1])
 
@@ -94,26 +85,12 @@ def test_plain_rescaling_symmetry_and_skips_break_it():
 
 def test_bias_variants_and_hessian():
     x, y = _data()
-    res = T.train_skip_ensemble(
-        "plain",
-        x,
-        y,
-        n_networks=2,
-        width=4,
-        depth=2,
-        steps=10,
-        bias_reg=(0.5, 0.1),
-        hessian_every=10,
-        n_classes=3,
-        rng=0,
-    )
+    res = _ensemble("plain", x, y, n_networks=2, depth=2, steps=10, bias_reg=(0.5, 0.1), hessian_every=10, rng=0)
     assert res.hessian_steps.tolist() == [0, 10]
     assert res.hessian_eigenvalues.shape == (2, 2, 2 * (16 + 4))
     assert np.all((res.degenerate_fraction >= 0) & (res.degenerate_fraction <= 1))
     assert res.grad_norms.shape == (2, 3) and np.all(np.isfinite(res.grad_norms))
-    bn = T.train_skip_ensemble(
-        "plain", x, y, n_networks=1, width=4, depth=2, steps=3, batchnorm_layer=1, n_classes=3, rng=0
-    )
+    bn = _ensemble("plain", x, y, n_networks=1, depth=2, steps=3, batchnorm_layer=1, rng=0)
     assert np.all(np.isfinite(bn.loss))
 
 
@@ -161,21 +138,7 @@ HESSIAN_RTOL = 1e-12
 def test_batched_hessian_equals_per_network_autodiff(arch, kw):
     """The all-members-at-once Hessian (closed structure) equals torch.func's jacfwd(jacrev) per network."""
     x, y = _data(n=40)
-    res = T.train_skip_ensemble(
-        arch,
-        x,
-        y,
-        n_networks=3,
-        width=4,
-        depth=3,
-        steps=15,
-        lr=3e-2,
-        batch_size=40,
-        record_every=15,
-        n_classes=3,
-        rng=2,
-        **kw,
-    )
+    res = _ensemble(arch, x, y, n_networks=3, depth=3, steps=15, lr=3e-2, batch_size=40, record_every=15, rng=2, **kw)
     exact = T.skip_ensemble_hessians(res, x, y)
     auto = T.skip_ensemble_hessians(res, x, y, method="autodiff")
     assert exact.shape == auto.shape == (3, 3 * (16 + 4), 3 * (16 + 4))
@@ -191,22 +154,8 @@ def test_recorded_spectrum_is_the_hessian_of_the_trained_net():
     eigenvalues of the autodiff Hessian of the final parameters (the trainer holds its inputs in
     float32, so the reference gets the float32-rounded inputs)."""
     x, y = _data(n=40)
-    res = T.train_skip_ensemble(
-        "hyper_residual",
-        x,
-        y,
-        n_networks=2,
-        width=4,
-        depth=2,
-        steps=10,
-        lr=3e-2,
-        batch_size=40,
-        record_every=10,
-        hessian_every=10,
-        hessian_inputs=40,
-        n_classes=3,
-        rng=4,
-    )
+    kw = {"lr": 3e-2, "batch_size": 40, "record_every": 10, "hessian_every": 10, "hessian_inputs": 40}
+    res = _ensemble("hyper_residual", x, y, n_networks=2, depth=2, steps=10, rng=4, **kw)
     x32 = x.astype(np.float32).astype(np.float64)
     ev = np.linalg.eigvalsh(T.skip_ensemble_hessians(res, x32, y, method="autodiff"))
     scale = np.abs(ev).max()

@@ -284,25 +284,17 @@ class Audit(Result):
             col = self.column(quantity)
             rows = [r for r in self.rows if r.quantity == quantity]
             bad = np.array([r.verdict == "FAIL" for r in rows], dtype=bool)
-            good = ~bad
-            ax.errorbar(
-                col["index"][good],
-                col["measured"][good],
-                yerr=Z * col["stderr"][good],
-                fmt="o",
-                ms=3,
-                color="#1b3a9c",
-                label="measured ($\\pm z$ s.e.)",
-            )
-            if bad.any():
+            marks = [(~bad, "o", 3, "#1b3a9c", "measured ($\\pm z$ s.e.)")]
+            marks += [(bad, "s", 4, "#d62828", "FAIL")] if bad.any() else []
+            for sel, fmt, ms, color, label in marks:
                 ax.errorbar(
-                    col["index"][bad],
-                    col["measured"][bad],
-                    yerr=Z * col["stderr"][bad],
-                    fmt="s",
-                    ms=4,
-                    color="#d62828",
-                    label="FAIL",
+                    col["index"][sel],
+                    col["measured"][sel],
+                    yerr=Z * col["stderr"][sel],
+                    fmt=fmt,
+                    ms=ms,
+                    color=color,
+                    label=label,
                 )
             has = np.isfinite(col["theory"])
             if has.any():

@@ -278,9 +278,8 @@ def critical_sigma_w2(activation: Any, sigma_b2: float = 0.0) -> float:
 
     Parameters
     ----------
-    activation : str, Activation or torch.nn.Module
-    sigma_b2 : float
-        Bias variance (>= 0, finite).
+    activation, sigma_b2
+        As in :func:`edge_of_chaos`.
 
     Returns
     -------

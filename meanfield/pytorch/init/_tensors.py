@@ -9,12 +9,26 @@ import numpy as np
 
 from ... import init as np_init
 from ..._checks import check_nonnegative_scalar
+from ..._docstrings import doc_sections
 from .._activations import resolve_activation
 from .._torch import require_torch
 from ._edge import critical_sigma_w2
 from ._spec import InitSpec, _check_tensor, _copy, _draw_bias, numpy_rng
 
 torch = require_torch()
+
+
+#: The ``generator`` parameter and the Returns section of the initialisers that fill one tensor.
+_DOC_GENERATOR_RETURNS = """
+generator : torch.Generator, optional
+    The source of the draws: one NumPy stream seeded from it (:func:`numpy_rng`; ``None``:
+    PyTorch's global generator).
+
+Returns
+-------
+torch.Tensor
+    ``tensor``, filled in place, with ``tensor.meanfield_init`` set.
+"""
 
 
 def _is_conv_weight(tensor) -> bool:
@@ -43,6 +57,7 @@ def _tuple(v: np.ndarray) -> tuple:
     return tuple(map(_tuple, v)) if v.ndim > 1 else tuple(float(x) for x in v)
 
 
+@doc_sections(generator_returns=_DOC_GENERATOR_RETURNS)
 def critical_normal_(
     tensor: Any, activation: Any, sigma_b2: float = 0.0, bias: Any = None, *, generator: Any = None
 ) -> Any:
@@ -59,12 +74,7 @@ def critical_normal_(
         Bias variance (>= 0, finite); the edge of chaos depends on it.
     bias : torch.Tensor, optional
         The layer's bias, drawn ``N(0, sigma_b2)`` in place after the weights.
-    generator : torch.Generator, optional
-
-    Returns
-    -------
-    torch.Tensor
-        ``tensor``, with ``tensor.meanfield_init`` set.
+    {generator_returns}
 
     Raises
     ------
@@ -110,6 +120,7 @@ def _normal(tensor, sigma_w2, sigma_b2, bias, generator, method, extra=()):
     return _copy(tensor, array, spec)
 
 
+@doc_sections(generator_returns=_DOC_GENERATOR_RETURNS)
 def mean_field_normal_(
     tensor: Any, sigma_w2: float, sigma_b2: float = 0.0, bias: Any = None, *, generator: Any = None
 ) -> Any:
@@ -128,11 +139,7 @@ def mean_field_normal_(
         Bias variance (>= 0, finite).
     bias : torch.Tensor, optional
         Drawn ``N(0, sigma_b2)`` after the weights.
-    generator : torch.Generator, optional
-
-    Returns
-    -------
-    torch.Tensor
+    {generator_returns}
 
     Raises
     ------
@@ -289,6 +296,7 @@ def _orthogonal_dense_(tensor, sigma_w2: float, generator) -> Any:
     return _from_library(tensor, "orthogonal", sigma_w2, w)
 
 
+@doc_sections(generator_returns=_DOC_GENERATOR_RETURNS)
 def looks_linear_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) -> Any:
     """Orthogonal looks-linear weights ``[[U, -U], [-U, U]]`` (Burkholz & Dubatovka 2019 Sec. 3; Blumenfeld et al. 2020 eq. 8 for kernels).
 
@@ -300,11 +308,7 @@ def looks_linear_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) 
         (:func:`meanfield.init.looks_linear_delta_orthogonal`: ``Delta (x) [[U, -U], [-U, U]]``).
     sigma_w2 : float
         ``U = sqrt(sigma_w2) Q`` with ``Q`` Haar orthogonal (>= 0, finite).
-    generator : torch.Generator, optional
-
-    Returns
-    -------
-    torch.Tensor
+    {generator_returns}
 
     Raises
     ------
@@ -328,6 +332,7 @@ def looks_linear_(tensor: Any, sigma_w2: float = 1.0, *, generator: Any = None) 
     return _from_library(tensor, "looks_linear_", sigma_w2, kernel, _centre_tap(ks))
 
 
+@doc_sections(generator_returns=_DOC_GENERATOR_RETURNS)
 def gsm_(tensor: Any, sigma_w2: float = 2.0, *, generator: Any = None) -> Any:
     """Gaussian submatrix (GSM) weights ``[[W0, -W0], [-W0, W0]]``, ``W0 ~ N(0, sigma_w2 / n_in)`` (Burkholz & Dubatovka 2019, Sec. 3).
 
@@ -337,11 +342,7 @@ def gsm_(tensor: Any, sigma_w2: float = 2.0, *, generator: Any = None) -> Any:
         ``Linear`` weight ``(out, in)`` with even sizes.
     sigma_w2 : float
         ``n_in * Var W0_ij`` (the paper's He-like ``2 / N`` is ``sigma_w2 = 2``, the default).
-    generator : torch.Generator, optional
-
-    Returns
-    -------
-    torch.Tensor
+    {generator_returns}
 
     Raises
     ------
@@ -438,6 +439,8 @@ def constnet_(tensor: Any, kind: str = "average") -> Any:
     Returns
     -------
     torch.Tensor
+        ``tensor``, filled in place with the averaging or the zero tensor (``tensor.meanfield_init``
+        set, deterministic).
 
     Raises
     ------
@@ -474,6 +477,7 @@ def leakynet_(tensor: Any, layer: int, slope: float = 0.01, kind: str = "I") -> 
     Returns
     -------
     torch.Tensor
+        ``tensor``, filled in place with ``s_l Delta (x) M_l`` (``tensor.meanfield_init`` set, deterministic).
 
     Raises
     ------
