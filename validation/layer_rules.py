@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from meanfield.checks import renamed_kwargs
 from meanfield.nets import (
     Act,
     AvgPool,
@@ -54,7 +53,7 @@ from meanfield.nets import (
 from meanfield.numerics import richardson
 
 from .report import Comparison, mean_and_stderr
-from .runner import check_run_arguments, main_for, progress
+from .runner import comparison_run, main_for, progress
 
 __all__ = ["BN_BATCH", "BN_DEPTH", "BN_NETWORKS", "BN_RELU_QMC", "QUADRATURE_TOL", "run"]
 
@@ -457,7 +456,7 @@ def _collapse_rows(width, n_nets, seqs, x, depth):
     return rows
 
 
-@renamed_kwargs(seed="rng")
+@comparison_run
 def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Comparison]:
     """All comparisons of the module docstring.
 
@@ -471,18 +470,10 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
     rng : int
         Base seed of the random streams (each row spawns its own children).
 
-    Returns
-    -------
-    list of Comparison
+    {run_returns}
 
-    Raises
-    ------
-    ValueError
-        ``backend`` not one of :data:`meanfield.backend.BACKENDS`; a negative ``rng``.
-    TypeError
-        ``full`` not a bool; ``rng`` not an int.
+    {run_raises}
     """
-    backend, full, seed = check_run_arguments(backend, full, seed)
     width, n_nets = (256, 200) if full else (96, 80)
     bn_data, bn_seq, att_data, att_seq, data_seq, bn_relu_seq, *row_seqs = np.random.SeedSequence(seed).spawn(32)
     cases = _rule_cases(np.random.default_rng(data_seq))
