@@ -10,12 +10,11 @@ are compared with ours (max relative difference). Without that interpreter its c
 with a message.
 
 Measured on 2 CPU cores, float64, medians of 3 warm calls, one run
-(``python benchmarks/kernels.py --repeat 3 --nt-max-work 1.6e8`` and ``--quick --nets conv``):
-D = 1000, 10 erf layers, NNGP + NTK: meanfield 0.074 s, neural-tangents 0.92 s (12x); NNGP only
-0.10 s vs 1.69 s; D = 128, 50 erf layers NNGP: 1.6 ms vs 58 ms; D = 4000, 10 erf layers NNGP + NTK
-2.9 s vs 20.9 s; 1-D CNN (10 positions, flatten), D = 128, 10 erf layers NNGP + NTK: 0.042 s vs
-0.105 s. Differences to neural-tangents: below 1.1e-13 relative (erf), 5e-8 (relu NTK: arccos at
-c near 1).
+(``python benchmarks/kernels.py --repeat 3 --nt-max-work 1.6e8``): D = 1000, 10 erf layers,
+NNGP + NTK: meanfield 0.014 s, neural-tangents 0.21 s (15x); 50 erf layers 0.053 s vs 1.04 s;
+D = 4000, 10 erf layers NNGP + NTK 0.49 s vs 4.2 s; relu, D = 1000, 50 layers NNGP + NTK 0.13 s vs
+10.1 s; 1-D CNN (10 positions, flatten), D = 128, 10 erf layers NNGP + NTK: 0.0097 s vs 0.044 s.
+Differences to neural-tangents: below 1.1e-13 relative (erf), 5e-8 (relu NTK: arccos at c near 1).
 
 Cases: D in {128, 1000, 4000} inputs (train/train, D x D), depth 10 and 50, erf and relu (tanh on
 the meanfield path only: neural-tangents has no closed form for it), NNGP only and NNGP + NTK, a
