@@ -418,7 +418,12 @@ class Conv(Layer):
 
 def _per_axis(value, n, name, low):
     """An int (every axis) or one int per axis, each in ``[low, 2**16]``."""
-    vals = (value,) * n if isinstance(value, (int, np.integer)) else tuple(value)
+    if isinstance(value, (int, np.integer)):
+        vals = (value,) * n
+    elif isinstance(value, (tuple, list, np.ndarray)):
+        vals = tuple(value)
+    else:
+        raise TypeError(f"{name} must be an int or a tuple of {n} ints, got {value!r}")
     if len(vals) != n:
         raise ValueError(f"{name} must be an int or one value per spatial axis ({n}), got {value!r}")
     return tuple(check_int(x, name, low, 2**16) for x in vals)

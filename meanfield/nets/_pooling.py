@@ -27,22 +27,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._checks import check_int
 from ..activations import get_activation
 from ..backend import concat, get_backend
 from ._data import on_data
 from ._gauss import _normals, expectation
-from ._layers import Layer, _name, _not_described, activation_fn
+from ._layers import Layer, _name, _not_described, _per_axis, activation_fn
 from ._state import State, map_positions, with_law
 
 __all__ = ["AvgPool", "Flatten", "MaxPool"]
-
-
-def _pair(v, n, name):
-    v = (v,) * n if isinstance(v, (int, np.integer)) else tuple(v)
-    if len(v) != n:
-        raise ValueError(f"{name} must have one size per spatial axis ({n}), got {v!r}")
-    return tuple(check_int(k, name, 1, 2**16) for k in v)
 
 
 def _module(kind, **kw):
@@ -95,17 +87,18 @@ class _Window(Layer):
     padding: tuple | int = 0
 
     def __post_init__(self):
-        w = (self.window,) if isinstance(self.window, (int, np.integer)) else tuple(self.window)
-        if not w:
+        n_axes = 1 if isinstance(self.window, (int, np.integer)) else None
+        if n_axes is None:
+            if not isinstance(self.window, (tuple, list, np.ndarray)):
+                raise TypeError(f"window must be an int or a tuple of ints, got {self.window!r}")
+            n_axes = len(self.window)
+        if not n_axes:
             raise ValueError("window must be one or more sizes >= 1")
-        w = tuple(check_int(k, "window", 1, 2**16) for k in w)
+        w = _per_axis(self.window, n_axes, "window", 1)
         object.__setattr__(self, "window", w)
-        s = w if self.stride is None else _pair(self.stride, len(w), "stride")
+        s = w if self.stride is None else _per_axis(self.stride, len(w), "stride", 1)
         object.__setattr__(self, "stride", s)
-        pad = (self.padding,) * len(w) if isinstance(self.padding, (int, np.integer)) else tuple(self.padding)
-        if len(pad) != len(w):
-            raise ValueError(f"padding must have one amount per spatial axis ({len(w)}), got {self.padding!r}")
-        pad = tuple(check_int(p, "padding", 0, 2**16) for p in pad)
+        pad = _per_axis(self.padding, len(w), "padding", 0)
         if any(2 * p > k for p, k in zip(pad, w)):
             raise ValueError(f"padding must be at most half the window {w} (as PyTorch), got {pad}")
         object.__setattr__(self, "padding", pad)

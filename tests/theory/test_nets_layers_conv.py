@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from meanfield.nets import Act, Conv, Network
+from meanfield.nets import Act, AvgPool, Conv, MaxPool, Network
 
 #: Float64 rounding of a few hundred products summed in another order.
 ROUNDING = 1e-13
@@ -176,3 +176,19 @@ def test_bad_parameters_raise():
         Network([Conv(4, (5,), padding=0)]).theory(np.ones((1, 3, 2)))
     with pytest.raises(ValueError, match="multiple of groups"):
         Network([Conv(4, (3,), groups=2)]).theory(np.ones((1, 3, 3)))
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: Conv(4, (3,), padding=1, stride=2.5), "stride"),
+        (lambda: Conv(4, (3,), padding=1, dilation="x"), "dilation"),
+        (lambda: Conv(4, (3,), padding=1.0), "padding"),
+        (lambda: AvgPool(window=2.5), "window"),
+        (lambda: MaxPool(window=(2, 2), stride=1.5), "stride"),
+        (lambda: AvgPool(window="ab"), "window"),
+    ],
+)
+def test_non_integer_sizes_raise_type_error_naming_the_argument(make, name):
+    with pytest.raises(TypeError, match=f"^{name} must be an int"):
+        make()
