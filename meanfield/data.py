@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import as_float_array, check_bool, check_int, check_rng, check_scalar
+from ._docstrings import doc_sections
 from ._files import check_path, open_regular_file, read_at_most
 
 __all__ = [
@@ -239,6 +240,16 @@ def _check_path(path) -> Path:
     return Path(check_path(path))
 
 
+#: The ``Raises`` entries of every file reader on its ``path`` (``TypeError`` and ``OSError``),
+#: inserted into their docstrings as ``{path_raises}`` (:func:`meanfield._docstrings.doc_sections`).
+_DOC_PATH_RAISES = """
+TypeError
+    ``path`` is not a str or path-like.
+OSError
+    The file cannot be opened (e.g. ``FileNotFoundError``).
+"""
+
+
 _IDX_DTYPES = {
     0x08: np.uint8,
     0x09: np.int8,
@@ -295,6 +306,7 @@ def _read_idx(f, path, available: int, compressed: bool):
     return data
 
 
+@doc_sections(path_raises=_DOC_PATH_RAISES)
 def read_mnist_idx(path: str | os.PathLike) -> np.ndarray:
     """Read an IDX file (the MNIST format), gzip-compressed or not.
 
@@ -327,10 +339,7 @@ def read_mnist_idx(path: str | os.PathLike) -> np.ndarray:
         data, a header promising more than the file can hold or more than :data:`MAX_IDX_BYTES`,
         NaN or infinity in float data), a corrupt gzip stream, or not a regular file (a FIFO,
         a device, a directory).
-    TypeError
-        ``path`` is not a str or path-like.
-    OSError
-        The file cannot be opened (e.g. ``FileNotFoundError``).
+    {path_raises}
     """
     path = _check_path(path)
     with open_regular_file(path) as raw_file:
@@ -596,6 +605,7 @@ def _batch_field(batch, key):
     raise KeyError(key)
 
 
+@doc_sections(path_raises=_DOC_PATH_RAISES)
 def read_cifar10_batch(path: str | os.PathLike) -> Dataset:
     """Read a CIFAR-10 python batch (``data_batch_1`` to ``test_batch``), treating it as untrusted.
 
@@ -633,10 +643,7 @@ def read_cifar10_batch(path: str | os.PathLike) -> Dataset:
         pickle that references anything but the batch's own types, data and labels that expand
         beyond the memory bound above, no ``data``/``labels``, data not an (n, 3072) array of
         integers in 0..255, labels not n integers in 0..9, or n = 0.
-    TypeError
-        ``path`` is not a str or path-like.
-    OSError
-        The file cannot be opened (e.g. ``FileNotFoundError``).
+    {path_raises}
     """
     path = _check_path(path)
     with open_regular_file(path) as f:
