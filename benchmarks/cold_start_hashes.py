@@ -27,32 +27,18 @@ import tempfile
 
 import numpy as np
 
-#: Activation settings: every built-in, the parametrised ones at two parameter values.
-SETTINGS = [
-    ("linear", {}),
-    ("tanh", {}),
-    ("erf", {}),
-    ("relu", {}),
-    ("leaky_relu", {}),
-    ("leaky_relu", {"slope": 0.3}),
-    ("hard_tanh", {}),
-    ("sigmoid", {}),
-    ("softplus", {}),
-    ("swish", {}),
-    ("gelu", {}),
-    ("sin", {}),
-    ("cos", {}),
-    ("abs", {}),
-    ("sign", {}),
-    ("exp", {}),
-    ("rbf", {}),
-    ("rbf", {"gamma": 1.7}),
-    ("relu_power", {}),
-    ("relu_power", {"n": 3}),
-    ("elu", {}),
-    ("elu", {"alpha": 0.4}),
-    ("selu", {}),
-]
+from meanfield.activations import ACTIVATIONS
+
+#: The parametrised built-ins at two parameter values each: their defaults and one other.
+PARAMETERS = {
+    "leaky_relu": ({}, {"slope": 0.3}),
+    "rbf": ({}, {"gamma": 1.7}),
+    "relu_power": ({}, {"n": 3}),
+    "elu": ({}, {"alpha": 0.4}),
+}
+#: Activation settings: every built-in (in the order of ``ACTIVATIONS``), the parametrised ones at
+#: their :data:`PARAMETERS`, the others at their defaults.
+SETTINGS = [(name, params) for name in ACTIVATIONS for params in PARAMETERS.get(name, ({},))]
 Q = np.array([0.0, 1e-3, 0.2, 1.0, 4.0, 30.0, 1e4, 1e12])
 C = np.array([-1.0, -0.9, 0.0, 0.5, 0.99, 1.0])
 ORDERS = [(0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2)]

@@ -35,6 +35,10 @@ import torch
 from meanfield.data import load_digits
 from meanfield.train import skip as T
 
+#: The networks and optimiser of the validation row of degenerate Hessians during training
+#: (``meanfield.validation.landscape``): width 8, 4 hidden layers (288 hidden parameters).
+VALIDATION_NETWORKS = {"width": 8, "depth": 4, "lr": 5e-3, "batch_size": 256, "record_every": 100}
+
 
 def _time(f, repeats):
     f()  # warm-up
@@ -126,16 +130,7 @@ def main() -> None:
     # the validation row's unit (width 8, 4 layers, 300 steps, 8 networks): training alone vs with the
     # exact Hessians at steps 0, 100, 200, 300 -- what a larger ensemble for the power of the
     # degenerate-Hessian row would cost (docs/papers/orhan2017.md)
-    kw = {
-        "n_networks": 8,
-        "width": 8,
-        "depth": 4,
-        "steps": 300,
-        "lr": 5e-3,
-        "batch_size": 256,
-        "record_every": 100,
-        "rng": 0,
-    }
+    kw = {"n_networks": 8, "steps": 300, "rng": 0, **VALIDATION_NETWORKS}
     t = time.perf_counter()
     T.train_skip_ensemble("plain", d.x[:1297], d.y[:1297], **kw)
     t_train = time.perf_counter() - t
@@ -156,20 +151,8 @@ def batched_hessians(members: int, rounds: int) -> None:
     x, y = d.x[:1297], d.y[:1297]
     res = {}
     for arch in ("plain", "hyper_residual"):
-        # the validation row's networks (width 8, 4 hidden layers: 288 hidden parameters), part-trained
-        res[arch] = T.train_skip_ensemble(
-            arch,
-            x,
-            y,
-            n_networks=members,
-            width=8,
-            depth=4,
-            steps=100,
-            lr=5e-3,
-            batch_size=256,
-            record_every=100,
-            rng=0,
-        )
+        # the validation row's networks, part-trained
+        res[arch] = T.train_skip_ensemble(arch, x, y, n_networks=members, steps=100, rng=0, **VALIDATION_NETWORKS)
     xh, yh = x[:128], y[:128]
     for arch, r in res.items():
         T.skip_ensemble_hessians(r, xh[:8], yh[:8], method="exact")  # warm-up of both paths

@@ -345,6 +345,36 @@ def _bn_gradient_traces(net, x, n_nets, seq):
     return first / out_norm
 
 
+def _bn_growth(act, width, n_nets, seqs, x):
+    """Gradient growth over ``BN_DEPTH`` dense-BN layers: theory and extrapolated Monte-Carlo.
+
+    Parameters
+    ----------
+    act : str or None
+        The activation fused into every ``BatchNorm`` (None: the linear network).
+    width, n_nets : int
+        Narrower width of the extrapolation (the other is ``2 width``) and networks per width.
+    seqs : sequence of numpy.random.SeedSequence
+        One stream per width.
+    x : ndarray
+        The batch.
+
+    Returns
+    -------
+    growth : float
+        The theory's ratio of the gradient's second moment at the first BN layer's input to that
+        at the output.
+    est, se : ndarray
+        The Monte-Carlo ratio (:func:`_bn_gradient_traces`), Richardson-extrapolated from widths
+        ``width`` and ``2 width``, and its standard error.
+    """
+    th = _bn_net(width, BN_DEPTH, act).theory(x, backward=True)
+    growth = float(np.trace(th.grad[1]) / np.trace(th.grad[-1]))
+    stats = [_bn_gradient_traces(_bn_net(w, BN_DEPTH, act), x, n_nets, s) for w, s in zip((width, 2 * width), seqs)]
+    est, se = _extrapolated(*stats)
+    return growth, est, se
+
+
 def _bn_rows(width, n_nets, seqs, x, relu_seqs):
     b = BN_BATCH
     closed = (b - 2) / (b - 3)
@@ -363,11 +393,7 @@ def _bn_rows(width, n_nets, seqs, x, relu_seqs):
             note="Yang et al. 2019 (linear BN network); the theory's derivative map by quadrature",
         )
     ]
-    make = lambda n: _bn_net(n, BN_DEPTH)  # noqa: E731
-    th = make(width).theory(x, backward=True)
-    growth = float(np.trace(th.grad[1]) / np.trace(th.grad[-1]))
-    stats = [_bn_gradient_traces(make(w), x, n_nets, s) for w, s in zip((width, 2 * width), seqs)]
-    est, se = _extrapolated(*stats)
+    growth, est, se = _bn_growth(None, width, n_nets, seqs, x)
     rows.append(
         Comparison(
             f"BatchNorm gradient growth over {BN_DEPTH} dense-BN layers (batch {b})",
@@ -389,11 +415,7 @@ def _bn_rows(width, n_nets, seqs, x, relu_seqs):
             note="gradient explosion is unavoidable with batch normalisation (Yang et al. 2019)",
         )
     )
-    make = lambda n: _bn_net(n, BN_DEPTH, "relu")  # noqa: E731
-    th = make(width).theory(x, backward=True)
-    growth = float(np.trace(th.grad[1]) / np.trace(th.grad[-1]))
-    stats = [_bn_gradient_traces(make(w), x, n_nets, s) for w, s in zip((width, 2 * width), relu_seqs)]
-    est, se = _extrapolated(*stats)
+    growth, est, se = _bn_growth("relu", width, n_nets, relu_seqs, x)
     rows.append(
         Comparison(
             f"BatchNorm-ReLU gradient growth over {BN_DEPTH} layers (batch {b})",

@@ -1011,34 +1011,26 @@ ALLOW_NONFINITE: list[Allow] = [
     # ntk.NTKFixedPoint: "theta_diag: inf when chi_1 >= 1"; "theta_offdiag: inf when chi_c* >= 1";
     # "inf where the kernel grows without bound (chi >= 1 or q* = inf)"; "xi_diag, xi_offdiag: inf
     # where the chi is >= 1"; "growth: inf for sign" (as dense's chi_1).
-    Allow(
-        "ntk.ntk_fixed_point",
-        "theta_diag",
-        lambda r, kw: r.chi_1 >= 1.0 - _CRIT or math.isinf(r.q_star),
-        "NTKFixedPoint.theta_diag: inf when chi_1 >= 1 or q* = inf",
-        sign=1,
-    ),
-    Allow(
-        "ntk.ntk_fixed_point",
-        "theta_offdiag",
-        lambda r, kw: r.chi_c >= 1.0 - _CRIT or math.isinf(r.q_star),
-        "NTKFixedPoint.theta_offdiag: inf when chi_c* >= 1 or q* = inf",
-        sign=1,
-    ),
-    Allow(
-        "ntk.ntk_fixed_point",
-        "xi_diag",
-        _chi_at_least_one("chi_1"),
-        "NTKFixedPoint.xi_diag: inf where chi_1 >= 1",
-        sign=1,
-    ),
-    Allow(
-        "ntk.ntk_fixed_point",
-        "xi_offdiag",
-        _chi_at_least_one("chi_c"),
-        "NTKFixedPoint.xi_offdiag: inf where chi_c >= 1",
-        sign=1,
-    ),
+    *[
+        rule
+        for part, chi in (("diag", "chi_1"), ("offdiag", "chi_c"))
+        for rule in (
+            Allow(
+                "ntk.ntk_fixed_point",
+                f"theta_{part}",
+                lambda r, kw, chi=chi: getattr(r, chi) >= 1.0 - _CRIT or math.isinf(r.q_star),
+                f"NTKFixedPoint.theta_{part}: inf when {chi} >= 1 or q* = inf",
+                sign=1,
+            ),
+            Allow(
+                "ntk.ntk_fixed_point",
+                f"xi_{part}",
+                _chi_at_least_one(chi),
+                f"NTKFixedPoint.xi_{part}: inf where {chi} >= 1",
+                sign=1,
+            ),
+        )
+    ],
     # q_star, c_star, chi_1, chi_c: "the forward fixed point (dense.fixed_point)": q* = inf only
     # where chi_1 >= 1; at q* = inf the chis are the asymptote's values (inf for exp).
     Allow("ntk.ntk_fixed_point", "q_star", _chi_at_least_one("chi_1"), "FixedPoint.q_star: inf when q grows", sign=1),
@@ -1073,20 +1065,16 @@ ALLOW_NONFINITE: list[Allow] = [
     # ntk.ConvNTKFixedPoint: theta_* "inf where that mode grows (chi >= 1, q* = inf)"; growth_* the
     # factors |chi lambda_m| (inf where chi is: sign, exp at q* = inf); xi_* "inf where the factor is
     # >= 1"; its fixed_point field is a dense FixedPoint (as conv.depth_scales).
-    Allow(
-        "ntk.conv_ntk_fixed_point",
-        "theta_diag",
-        lambda r, kw: r.fixed_point.chi_1 >= 1.0 - _CRIT or math.isinf(r.fixed_point.q_star),
-        "ConvNTKFixedPoint.theta_diag: inf when chi_1 >= 1 or q* = inf",
-        sign=1,
-    ),
-    Allow(
-        "ntk.conv_ntk_fixed_point",
-        "theta_offdiag",
-        lambda r, kw: r.fixed_point.chi_c >= 1.0 - _CRIT or math.isinf(r.fixed_point.q_star),
-        "ConvNTKFixedPoint.theta_offdiag: inf when chi_c >= 1 or q* = inf",
-        sign=1,
-    ),
+    *[
+        Allow(
+            "ntk.conv_ntk_fixed_point",
+            f"theta_{part}",
+            lambda r, kw, chi=chi: getattr(r.fixed_point, chi) >= 1.0 - _CRIT or math.isinf(r.fixed_point.q_star),
+            f"ConvNTKFixedPoint.theta_{part}: inf when {chi} >= 1 or q* = inf",
+            sign=1,
+        )
+        for part, chi in (("diag", "chi_1"), ("offdiag", "chi_c"))
+    ],
     *[
         Allow(
             "ntk.conv_ntk_fixed_point",
