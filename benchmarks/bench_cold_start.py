@@ -59,6 +59,14 @@ ENTRY_POINTS = {
         "from meanfield import conv; import numpy as np",
         "conv.depth_scales('tanh', 1.5, 0.05, np.full(3, 1 / 3), (8,))",
     ),
+    "kernels.dense_kernels(tanh)": (
+        "from meanfield import kernels; import numpy as np; xs = np.random.default_rng(0).standard_normal((6, 4))",
+        "kernels.dense_kernels(xs, None, 'tanh', 1.5, 0.05, 3)",
+    ),
+    "kernels.conv_kernels": (
+        "from meanfield import kernels; import numpy as np; xs = np.random.default_rng(0).standard_normal((6, 10, 3))",
+        "kernels.conv_kernels(xs, None, 'erf', 1.5, 0.1, np.full(3, 1 / 3), 3)",
+    ),
     "landscape.binary_landscape": (
         "from meanfield import landscape as L; t = L.regression_task(rng=0)",
         "L.binary_landscape('residual', t.inputs, t.targets, n_layers=3)",
