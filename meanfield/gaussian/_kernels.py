@@ -103,12 +103,10 @@ def pair_value(code, a, d1, d2, q1, q2, c, z, w):
     return pair_quadrature(code, a, d1, d2, q1, q2, c, z, w)
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def pair_quadrature(code, a, d1, d2, q1, q2, c, z, w):
-    """:func:`pair_value` without the closed forms (a kernel that needs only quadrature does not
-    compile the closed forms). Compiled once, not inlined: an inlined copy is typed and compiled again
-    in every kernel that calls it (a quarter of a cold ``dense.propagate``), and LLVM still inlines
-    the compiled code where that pays, so the results and the steady-state speed are the same."""
+    """:func:`pair_value` without the closed forms (inlined: one compiled copy per caller, and a
+    kernel that needs only quadrature does not compile the closed forms)."""
     s1 = math.sqrt(q1)
     s2 = math.sqrt(q2)
     c = min(1.0, max(-1.0, c))
@@ -180,9 +178,9 @@ def single_value(code, a, d1, d2, q, z, w):
     return single_quadrature(code, a, d1, d2, q, z, w)
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def single_quadrature(code, a, d1, d2, q, z, w):
-    """:func:`single_value` without the closed forms (compiled once, as :func:`pair_quadrature`)."""
+    """:func:`single_value` without the closed forms (inlined, as :func:`pair_quadrature`)."""
     s = math.sqrt(q)
     acc = 0.0
     if s <= GH_MAX_SCALE:
@@ -217,9 +215,9 @@ def variance_derivative_value(code, a, q, z, w):
     return variance_derivative_quadrature(code, a, q, z, w)
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def variance_derivative_quadrature(code, a, q, z, w):
-    """:func:`variance_derivative_value` without the closed forms (compiled once, as :func:`pair_quadrature`)."""
+    """:func:`variance_derivative_value` without the closed forms (inlined, as :func:`pair_quadrature`)."""
     o0, o1, o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     if q == 0.0:
         return evaluate_call(code, a, o1, 0.0) ** 2 + evaluate_call(code, a, o0, 0.0) * evaluate_call(code, a, o2, 0.0)
