@@ -316,7 +316,8 @@ def _looks_linear(size: str, seed: int) -> dict:
             return scale * (1e-4 + 3e-3 * math.exp(-step / 1e4)) / depth
 
         batch_size = 100 if data.x_train.shape[0] >= 100 else 32
-        return _train_to_end(nets, n_net, data, steps, batch_size, schedule, "sgd", None, substream(seed, 3, i))
+        rng = substream(seed, 3, i)
+        return _train_to_end(nets, n_net, data, steps, rng, batch_size=batch_size, lr=schedule, n_eval=None)
 
     acc, train, secs = _depth_sweep(depths, "trainability: looks-linear", train_at, len(specs), n_net)
     lr = f"{scale:g} * (1e-4 + 3e-3 exp(-step/1e4)) / L"
@@ -417,7 +418,8 @@ def _nonuniform_v(size: str, seed: int) -> dict:
             )
             for v in vs
         ]
-        return _train_to_end(nets, n_net, data, steps, 32, CNN_LR, "momentum", 200, substream(seed, 5, i))
+        rng = substream(seed, 5, i)
+        return _train_to_end(nets, n_net, data, steps, rng, batch_size=32, lr=CNN_LR, optimizer="momentum", n_eval=200)
 
     acc, _, secs = _depth_sweep(depths, "trainability: non-uniform v", train_at, len(vs), n_net)
     image = data.image_shape[1:]
@@ -616,7 +618,7 @@ def _depth_scale_cells(sw, depths, width, steps, n_net, data, seed):
 
 def _adam_train(nets, n_net, data, steps, lr, rng):
     """Train the Grzejdziak 2023 ReLU networks (ZerO and kurtosis experiments) with their shared Adam settings."""
-    return _train_to_end(nets, n_net, data, steps, 64, lr, "adam", None, rng)
+    return _train_to_end(nets, n_net, data, steps, rng, batch_size=64, lr=lr, optimizer="adam", n_eval=None)
 
 
 def _fig2_net(depth, width, sigma_w2):
@@ -626,10 +628,10 @@ def _fig2_net(depth, width, sigma_w2):
 
 def _fig2_train(nets, n_net, data, steps, rng):
     """Train Fig. 2's networks (one spec or a list) with the figure's fixed optimiser settings."""
-    return _train_to_end(nets, n_net, data, steps, 32, 0.01, "momentum", 500, rng)
+    return _train_to_end(nets, n_net, data, steps, rng, batch_size=32, lr=0.01, optimizer="momentum", n_eval=500)
 
 
-def _train_to_end(nets, n_net, data, steps, batch_size, lr, optimizer, n_eval, rng):
+def _train_to_end(nets, n_net, data, steps, rng, **settings):
     """Train ensembles with :func:`train_ensemble` on :func:`_device`, recording only the last step.
 
     Parameters
@@ -638,14 +640,11 @@ def _train_to_end(nets, n_net, data, steps, batch_size, lr, optimizer, n_eval, r
         The networks (one ensemble of ``n_net`` per spec).
     n_net : int
     data : TrainingData
-    steps, batch_size : int
-    lr : float or callable
-        A constant rate or a schedule ``step -> rate``.
-    optimizer : str
-        ``"sgd"``, ``"momentum"`` or ``"adam"`` (the trainer's defaults for their parameters).
-    n_eval : int or None
-        The first ``n_eval`` training and test examples are evaluated (``None``: all).
+    steps : int
     rng : int, SeedSequence or numpy.random.Generator
+    **settings
+        The experiment's other :func:`train_ensemble` arguments (``batch_size``, ``lr``,
+        ``optimizer``, ``n_eval``).
 
     Returns
     -------
@@ -653,17 +652,7 @@ def _train_to_end(nets, n_net, data, steps, batch_size, lr, optimizer, n_eval, r
         As :func:`train_ensemble`.
     """
     return train_ensemble(
-        nets,
-        n_net,
-        data=data,
-        steps=steps,
-        batch_size=batch_size,
-        lr=lr,
-        optimizer=optimizer,
-        record_every=steps,
-        n_eval=n_eval,
-        rng=rng,
-        device=_device(),
+        nets, n_net, data=data, steps=steps, record_every=steps, rng=rng, device=_device(), **settings
     )
 
 
