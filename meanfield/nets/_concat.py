@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._layers import Layer, _name, _not_described
+from ._projection import backward_through
 from ._state import State, materialise
 
 __all__ = ["Concat"]
@@ -157,12 +158,7 @@ class Concat(Layer):
     def backward(self, state, g, gc, degree):
         total_g, total_gc = None, None
         for branch in self.branches:
-            states = [state]
-            for layer in branch:
-                states.append(layer.theory(states[-1], degree))
-            bg, bgc = g, gc
-            for layer, st in zip(reversed(branch), reversed(states[:-1])):
-                bg, bgc = layer.backward(st, bg, bgc, degree)
+            bg, bgc = backward_through(branch, state, g, gc, degree)
             total_g = bg if total_g is None else total_g + bg
             if bgc is not None:
                 total_gc = bgc if total_gc is None else total_gc + bgc

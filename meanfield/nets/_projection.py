@@ -99,21 +99,39 @@ def path_theory(block, state: State, degree: int) -> State:
     )
 
 
+def backward_through(path, state, g, gc, degree):
+    """The gradient moments at the input of a sequence of layers, from those at its output.
+
+    Parameters
+    ----------
+    path : tuple of Layer
+        The layers, in execution order (the empty tuple is the identity).
+    state : State
+        The per-unit state at the input of ``path``.
+    g, gc : ndarray or None
+        The gradient moments at the output of ``path`` (``gc`` the cross-unit part, or ``None``).
+    degree : int
+        Quadrature degree of the layers' rules.
+
+    Returns
+    -------
+    (g, gc)
+        The moments at the input: the theory is run forward through ``path`` for every layer's
+        input state, then each layer's ``backward`` is applied from the last layer to the first.
+    """
+    states = [state]
+    for layer in path:
+        states.append(layer.theory(states[-1], degree))
+    for layer, st in zip(reversed(path), reversed(states[:-1])):
+        g, gc = layer.backward(st, g, gc, degree)
+    return g, gc
+
+
 def path_backward(block, state, g, gc, degree):
     """The gradient moments at the block's input: the skip path's plus ``s^2`` times the branch's."""
-
-    def through(path):
-        states = [state]
-        for layer in path:
-            states.append(layer.theory(states[-1], degree))
-        pg, pgc = g, gc
-        for layer, st in zip(reversed(path), reversed(states[:-1])):
-            pg, pgc = layer.backward(st, pg, pgc, degree)
-        return pg, pgc
-
     s2 = block.scale * block.scale
-    bg, bgc = through(block.branch)
-    sg, sgc = through(block.skip)
+    bg, bgc = backward_through(block.branch, state, g, gc, degree)
+    sg, sgc = backward_through(block.skip, state, g, gc, degree)
     return sg + s2 * bg, add(sgc, scale(bgc, s2))
 
 

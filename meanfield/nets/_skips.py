@@ -12,6 +12,7 @@ from .._checks import check_int, check_nonnegative_scalar, check_scalar
 from ..activations import get_activation
 from ._layers import Conv, Dense, Layer, _bias, _bias_add, _channels_matmul, _gen, _name, _not_described
 from ._projection import (
+    backward_through,
     check_path,
     ends_fresh,
     path_apply,
@@ -249,12 +250,7 @@ class Residual(Layer):
     def backward(self, state, g, gc, degree):
         if self._path:
             return path_backward(self, state, g, gc, degree)
-        states = [state]
-        for layer in self.branch:
-            states.append(layer.theory(states[-1], degree))
-        bg, bgc = g, gc
-        for layer, st in zip(reversed(self.branch), reversed(states[:-1])):
-            bg, bgc = layer.backward(st, bg, bgc, degree)
+        bg, bgc = backward_through(self.branch, state, g, gc, degree)
         s2 = self.scale * self.scale
         bg, bgc = s2 * bg, scale(bgc, s2)
         if self.skip is None:

@@ -99,6 +99,51 @@ def _sizes(width, depth, n_in, n_out):
     )
 
 
+def _dense_stack(width, depth, activation, n_in, n_out, bias=True):
+    """The layers of ``Linear(n_in, width) -> phi -> [Linear(width, width) -> phi] x (depth - 1) -> Linear(width, n_out)``.
+
+    Parameters
+    ----------
+    width, depth, activation, n_in, n_out
+        As in :func:`mlp` (sizes already checked).
+    bias : bool
+        Whether every ``Linear`` has a bias.
+
+    Returns
+    -------
+    list of torch.nn.Module
+        The modules in execution order (one fresh activation module after every hidden ``Linear``).
+    """
+    layers = [nn.Linear(n_in, width, bias=bias), activation_module(activation)]
+    for _ in range(depth - 1):
+        layers += [nn.Linear(width, width, bias=bias), activation_module(activation)]
+    layers.append(nn.Linear(width, n_out, bias=bias))
+    return layers
+
+
+def _gaussian_init(model, types, sigma_w2, sigma_b2, generator):
+    """Draw every ``types`` module's weight and bias with :func:`mean_field_normal_`, in module order.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    types : type or tuple of type
+        The weight-layer classes to initialise (``nn.Linear``, ``nn.Conv1d``, ...).
+    sigma_w2, sigma_b2 : float
+        The variances of every such layer.
+    generator : torch.Generator or None
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model``, its layers tagged by :func:`tag_layers_`.
+    """
+    for m in model.modules():
+        if isinstance(m, types):
+            mean_field_normal_(m.weight, sigma_w2, sigma_b2, m.bias, generator=generator)
+    return tag_layers_(model)
+
+
 def _initialise(model, init, activation, sigma_w2, sigma_b2, generator):
     sigma_b2 = check_nonnegative_scalar(sigma_b2, "sigma_b2")
     if not isinstance(init, str) or init not in INITS:
@@ -106,10 +151,7 @@ def _initialise(model, init, activation, sigma_w2, sigma_b2, generator):
     if init == "gaussian":
         if sigma_w2 is None:
             raise ValueError("init='gaussian' needs sigma_w2 (e.g. 1.0 ordered, 2.5 chaotic for tanh)")
-        for m in model.modules():
-            if isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d)):
-                mean_field_normal_(m.weight, sigma_w2, sigma_b2, m.bias, generator=generator)
-        return tag_layers_(model)
+        return _gaussian_init(model, (nn.Linear, nn.Conv1d, nn.Conv2d), sigma_w2, sigma_b2, generator)
     if sigma_w2 is not None:
         raise ValueError(f"sigma_w2 is set by init={init!r} (the edge of chaos); pass init='gaussian' to choose it")
     kernel = {"critical": "gaussian", "delta_orthogonal": "delta_orthogonal", "orthogonal": "orthogonal"}[init]
@@ -160,16 +202,18 @@ def mlp(
     Xiao et al. 2018, Sec. 2.1 (the dense network of Poole et al. 2016).
     """
     width, depth, n_in, n_out = _sizes(width, depth, n_in, n_out)
-    layers = [nn.Linear(n_in, width), activation_module(activation)]
-    for _ in range(depth - 1):
-        layers += [nn.Linear(width, width), activation_module(activation)]
-    layers.append(nn.Linear(width, n_out))
+    layers = _dense_stack(width, depth, activation, n_in, n_out)
     return _initialise(nn.Sequential(*layers), init, activation, sigma_w2, sigma_b2, generator)
 
 
 def _conv_class(ndim):
     ndim = check_int(ndim, "ndim", 1, 2)
     return ndim, (nn.Conv1d if ndim == 1 else nn.Conv2d), (nn.AdaptiveAvgPool1d if ndim == 1 else nn.AdaptiveAvgPool2d)
+
+
+def _circular_conv(conv, c_in, c_out, k, bias=True):
+    """``conv(c_in, c_out, k)`` with circular padding ``k // 2``, which keeps the spatial size (odd ``k``)."""
+    return conv(c_in, c_out, k, padding=k // 2, padding_mode="circular", bias=bias)
 
 
 def periodic_cnn(
@@ -226,7 +270,7 @@ def periodic_cnn(
     layers = []
     for i in range(depth):
         layers += [
-            conv(n_in if i == 0 else width, width, k, padding=k // 2, padding_mode="circular"),
+            _circular_conv(conv, n_in if i == 0 else width, width, k),
             activation_module(activation),
         ]
     layers += [pool(1), nn.Flatten(), nn.Linear(width, n_out)]
@@ -283,11 +327,7 @@ def looks_linear_mlp(
     sw = (
         (1.0 if init == "looks_linear" else 2.0) if sigma_w2 is None else check_nonnegative_scalar(sigma_w2, "sigma_w2")
     )
-    layers = [nn.Linear(n_in, width, bias=False), activation_module(activation)]
-    for _ in range(depth - 1):
-        layers += [nn.Linear(width, width, bias=False), activation_module(activation)]
-    layers.append(nn.Linear(width, n_out, bias=False))
-    model = nn.Sequential(*layers)
+    model = nn.Sequential(*_dense_stack(width, depth, activation, n_in, n_out, bias=False))
     for m in model:
         if isinstance(m, nn.Linear):
             (looks_linear_ if init == "looks_linear" else gsm_)(m.weight, sw, generator=generator)
@@ -362,10 +402,7 @@ def _orhan(width, depth, activation, n_in, n_out, architecture, sigma_w2, sigma_
     width, depth, n_in, n_out = _sizes(width, depth, n_in, n_out)
     model = OrhanNet(width, depth, activation, n_in, n_out, architecture)
     sw = critical_sigma_w2(resolve_activation(activation), sigma_b2) if sigma_w2 is None else sigma_w2
-    for m in model.modules():
-        if isinstance(m, nn.Linear):
-            mean_field_normal_(m.weight, sw, sigma_b2, m.bias, generator=generator)
-    return tag_layers_(model)
+    return _gaussian_init(model, nn.Linear, sw, sigma_b2, generator)
 
 
 def residual_mlp(
@@ -425,6 +462,44 @@ class LeakyNet(nn.Sequential):
     """LeakyNet (Blumenfeld et al. 2020, Sec. 5.1): averaging conv, then ``depth`` x [leaky ReLU -> conv ``s_l Delta (x) M_l``], pool, zero head."""
 
 
+def _averaging_stem(width, depth, n_in, n_out, kernel_size, ndim):
+    """The checked sizes and the first layer shared by :func:`constnet` and :func:`leakynet`.
+
+    Parameters
+    ----------
+    width, depth, n_in, n_out, kernel_size, ndim
+        As in :func:`constnet`.
+
+    Returns
+    -------
+    width, depth, n_out : int
+        The checked sizes.
+    conv : callable
+        ``conv(c_in)``: a bias-free circular ``Conv(c_in, width, kernel_size)`` of ``ndim`` spatial axes.
+    pool : type
+        The adaptive average pool of ``ndim`` spatial axes.
+    first : torch.nn.Module
+        ``conv(n_in)`` set to the averaging convolution (:func:`constnet_` ``"average"``).
+    """
+    width, depth, n_in, n_out = _sizes(width, depth, n_in, n_out)
+    ndim, conv_class, pool = _conv_class(ndim)
+    k = check_int(kernel_size, "kernel_size", 1, 99)
+
+    def conv(c_in):
+        return _circular_conv(conv_class, c_in, width, k, bias=False)
+
+    first = conv(n_in)
+    constnet_(first.weight, "average")
+    return width, depth, n_out, conv, pool, first
+
+
+def _zero_head(width, n_out, pool):
+    """The tail of ConstNet and LeakyNet: mean pool, flatten, a bias-free ``Linear(width, n_out)`` set to zero."""
+    head = nn.Linear(width, n_out, bias=False)
+    constnet_(head.weight, "zero")
+    return [pool(1), nn.Flatten(), head]
+
+
 def constnet(
     width: int,
     depth: int,
@@ -439,19 +514,13 @@ def constnet(
 
     Raises ``ValueError``/``TypeError`` for bad sizes.
     """
-    width, depth, n_in, n_out = _sizes(width, depth, n_in, n_out)
-    ndim, conv, pool = _conv_class(ndim)
-    k = check_int(kernel_size, "kernel_size", 1, 99)
-    first = conv(n_in, width, k, padding=k // 2, padding_mode="circular", bias=False)
-    constnet_(first.weight, "average")
+    width, depth, n_out, conv, pool, first = _averaging_stem(width, depth, n_in, n_out, kernel_size, ndim)
     blocks = []
     for _ in range(depth):
-        c = conv(width, width, k, padding=k // 2, padding_mode="circular", bias=False)
+        c = conv(width)
         constnet_(c.weight, "zero")
         blocks.append(Residual(nn.Sequential(activation_module(activation), c)))
-    head = nn.Linear(width, n_out, bias=False)
-    constnet_(head.weight, "zero")
-    return tag_layers_(ConstNet(first, *blocks, pool(1), nn.Flatten(), head))
+    return tag_layers_(ConstNet(first, *blocks, *_zero_head(width, n_out, pool)))
 
 
 def leakynet(
@@ -470,16 +539,10 @@ def leakynet(
 
     Raises ``ValueError``/``TypeError`` for bad sizes, ``slope`` outside (0, 1] or an unknown ``kind``.
     """
-    width, depth, n_in, n_out = _sizes(width, depth, n_in, n_out)
-    ndim, conv, pool = _conv_class(ndim)
-    k = check_int(kernel_size, "kernel_size", 1, 99)
-    first = conv(n_in, width, k, padding=k // 2, padding_mode="circular", bias=False)
-    constnet_(first.weight, "average")
+    width, depth, n_out, conv, pool, first = _averaging_stem(width, depth, n_in, n_out, kernel_size, ndim)
     layers = [first]
     for l in range(1, depth + 1):
-        c = conv(width, width, k, padding=k // 2, padding_mode="circular", bias=False)
+        c = conv(width)
         leakynet_(c.weight, l, slope, kind)
         layers += [nn.LeakyReLU(slope) if activation is None else activation_module(activation), c]
-    head = nn.Linear(width, n_out, bias=False)
-    constnet_(head.weight, "zero")
-    return tag_layers_(LeakyNet(*layers, pool(1), nn.Flatten(), head))
+    return tag_layers_(LeakyNet(*layers, *_zero_head(width, n_out, pool)))

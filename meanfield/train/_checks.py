@@ -99,6 +99,32 @@ def _odd_kernel(k) -> int:
     return k
 
 
+def _sequence(value, name: str, items: str):
+    """``value`` when it is a tuple or a list (a string is neither), else a ``TypeError``.
+
+    Parameters
+    ----------
+    value : object
+    name : str
+        The argument's name, for the message.
+    items : str
+        What its entries must be, for the message (``"ints"``, ``"floats"``, ...).
+
+    Returns
+    -------
+    tuple or list
+        ``value`` itself.
+
+    Raises
+    ------
+    TypeError
+        ``"{name} must be a tuple of {items}, got {value!r}"``.
+    """
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)):
+        raise TypeError(f"{name} must be a tuple of {items}, got {value!r}")
+    return value
+
+
 def _fraction(x, name: str, closed: bool = False) -> float:
     v = check_scalar(x, name)
     if not (0.0 <= v <= 1.0 if closed else 0.0 <= v < 1.0):

@@ -15,7 +15,7 @@ from meanfield import init as mf_init
 from meanfield._docstrings import doc_sections
 from meanfield.checks import check_scalar
 
-from ._checks import DOC_FIELD_RAISES, _fraction, _int, _odd_kernel
+from ._checks import DOC_FIELD_RAISES, _fraction, _int, _odd_kernel, _sequence
 
 _MAX_LAYERS = 1000
 _MAX_CHANNELS = 4096
@@ -63,9 +63,7 @@ class ConstNetSpec(Result):
     init: str = "zero"
 
     def __post_init__(self):
-        w = self.widths
-        if isinstance(w, (str, bytes)) or not isinstance(w, (tuple, list)):
-            raise TypeError(f"widths must be a tuple of ints, got {w!r}")
+        w = _sequence(self.widths, "widths", "ints")
         if not 1 <= len(w) <= 8:
             raise ValueError(f"widths must hold 1 to 8 stage widths, got {len(w)}")
         object.__setattr__(self, "widths", tuple(_int(n, "widths", 1, _MAX_CHANNELS) for n in w))
@@ -120,9 +118,7 @@ class LeakyNetSpec(Result):
     init: str = "leaky"
 
     def __post_init__(self):
-        k = self.kinds
-        if isinstance(k, (str, bytes)) or not isinstance(k, (tuple, list)):
-            raise TypeError(f"kinds must be a tuple of 'I' / '1', got {k!r}")
+        k = _sequence(self.kinds, "kinds", "'I' / '1'")
         if not 1 <= len(k) <= _MAX_LAYERS:
             raise ValueError(f"kinds must list 1 to {_MAX_LAYERS} layers, got {len(k)}")
         if any(not isinstance(s, str) or s not in ("I", "1") for s in k):
@@ -135,9 +131,7 @@ class LeakyNetSpec(Result):
         object.__setattr__(self, "slope", slope)
         object.__setattr__(self, "kernel_size", _odd_kernel(self.kernel_size))
         if self.gamma is not None:
-            g = self.gamma
-            if isinstance(g, (str, bytes)) or not isinstance(g, (tuple, list)):
-                raise TypeError(f"gamma must be a tuple of floats, got {g!r}")
+            g = _sequence(self.gamma, "gamma", "floats")
             if len(g) != len(k):
                 raise ValueError(f"gamma must have one value per layer ({len(k)}), got {len(g)}")
             object.__setattr__(self, "gamma", tuple(_fraction(v, "gamma", closed=True) for v in g))

@@ -315,37 +315,16 @@ def _looks_linear(size: str, seed: int) -> dict:
         def schedule(step):
             return scale * (1e-4 + 3e-3 * math.exp(-step / 1e4)) / depth
 
-        return train_ensemble(
-            nets,
-            n_net,
-            data=data,
-            steps=steps,
-            batch_size=100 if data.x_train.shape[0] >= 100 else 32,
-            lr=schedule,
-            record_every=steps,
-            n_eval=None,
-            rng=substream(seed, 3, i),
-            device=_device(),
-        )
+        batch_size = 100 if data.x_train.shape[0] >= 100 else 32
+        rng = substream(seed, 3, i)
+        return _train_to_end(nets, n_net, data, steps, rng, batch_size=batch_size, lr=schedule, n_eval=None)
 
     acc, train, secs = _depth_sweep(depths, "trainability: looks-linear", train_at, len(specs), n_net)
-    return {
-        "labels": [s[0] for s in specs],
-        "depths": np.asarray(depths),
-        "test_accuracy": acc,
-        "train_accuracy": train,
-        "seconds": secs,
-        "params": {
-            "width": width,
-            "steps": steps,
-            "n_networks": n_net,
-            "batch_size": 100,
-            "optimizer": "sgd",
-            "lr": f"{scale:g} * (1e-4 + 3e-3 exp(-step/1e4)) / L",
-            "dataset": data.name,
-            "sigma_w2": {s[0]: s[2] for s in specs},
-        },
-    }
+    lr = f"{scale:g} * (1e-4 + 3e-3 exp(-step/1e4)) / L"
+    params = _dense_sweep_params(
+        width, steps, n_net, batch_size=100, optimizer="sgd", lr=lr, data=data, sigma_w2={s[0]: s[2] for s in specs}
+    )
+    return _dense_sweep_result(specs, depths, acc, train, secs, params)
 
 
 def _zero(size: str, seed: int) -> dict:
@@ -368,22 +347,48 @@ def _zero(size: str, seed: int) -> dict:
         return _adam_train(nets, n_net, data, steps, lr, substream(seed, 4, i))
 
     acc, _, secs = _depth_sweep(depths, "trainability: ZerO", train_at, len(specs), n_net)
+    params = _dense_sweep_params(width, steps, n_net, batch_size=64, optimizer="adam", lr=lr, data=data, sigma_w2=2.0)
+    return _dense_sweep_result(specs, depths, acc, None, secs, params)
+
+
+def _dense_sweep_params(width, steps, n_net, *, batch_size, optimizer, lr, data, sigma_w2) -> dict:
+    """The ``params`` block of the dense depth sweeps (:func:`_looks_linear`, :func:`_zero`), keys in their order."""
     return {
-        "labels": [s[0] for s in specs],
-        "depths": np.asarray(depths),
-        "test_accuracy": acc,
-        "seconds": secs,
-        "params": {
-            "width": width,
-            "steps": steps,
-            "n_networks": n_net,
-            "batch_size": 64,
-            "optimizer": "adam",
-            "lr": lr,
-            "dataset": data.name,
-            "sigma_w2": 2.0,
-        },
+        "width": width,
+        "steps": steps,
+        "n_networks": n_net,
+        "batch_size": batch_size,
+        "optimizer": optimizer,
+        "lr": lr,
+        "dataset": data.name,
+        "sigma_w2": sigma_w2,
     }
+
+
+def _dense_sweep_result(specs, depths, test, train, secs, params) -> dict:
+    """The result of a dense depth sweep over initialisation ``specs`` (their first entries the labels).
+
+    Parameters
+    ----------
+    specs : sequence of tuple
+        One per initialisation, ``specs[j][0]`` its label.
+    depths : sequence of int
+    test, train : ndarray, shape (len(depths), len(specs), n_networks)
+        Final test and training accuracies (:func:`_depth_sweep`); ``train=None`` leaves the
+        training accuracies out of the result.
+    secs : float
+        Training seconds.
+    params : dict
+
+    Returns
+    -------
+    dict
+        ``labels``, ``depths``, ``test_accuracy``, (``train_accuracy``), ``seconds``, ``params``.
+    """
+    out = {"labels": [s[0] for s in specs], "depths": np.asarray(depths), "test_accuracy": test}
+    if train is not None:
+        out["train_accuracy"] = train
+    return {**out, "seconds": secs, "params": params}
 
 
 def _nonuniform_v(size: str, seed: int) -> dict:
@@ -413,19 +418,8 @@ def _nonuniform_v(size: str, seed: int) -> dict:
             )
             for v in vs
         ]
-        return train_ensemble(
-            nets,
-            n_net,
-            data=data,
-            steps=steps,
-            batch_size=32,
-            lr=CNN_LR,
-            optimizer="momentum",
-            record_every=steps,
-            n_eval=200,
-            rng=substream(seed, 5, i),
-            device=_device(),
-        )
+        rng = substream(seed, 5, i)
+        return _train_to_end(nets, n_net, data, steps, rng, batch_size=32, lr=CNN_LR, optimizer="momentum", n_eval=200)
 
     acc, _, secs = _depth_sweep(depths, "trainability: non-uniform v", train_at, len(vs), n_net)
     image = data.image_shape[1:]
@@ -624,19 +618,7 @@ def _depth_scale_cells(sw, depths, width, steps, n_net, data, seed):
 
 def _adam_train(nets, n_net, data, steps, lr, rng):
     """Train the Grzejdziak 2023 ReLU networks (ZerO and kurtosis experiments) with their shared Adam settings."""
-    return train_ensemble(
-        nets,
-        n_net,
-        data=data,
-        steps=steps,
-        batch_size=64,
-        lr=lr,
-        optimizer="adam",
-        record_every=steps,
-        n_eval=None,
-        rng=rng,
-        device=_device(),
-    )
+    return _train_to_end(nets, n_net, data, steps, rng, batch_size=64, lr=lr, optimizer="adam", n_eval=None)
 
 
 def _fig2_net(depth, width, sigma_w2):
@@ -646,18 +628,31 @@ def _fig2_net(depth, width, sigma_w2):
 
 def _fig2_train(nets, n_net, data, steps, rng):
     """Train Fig. 2's networks (one spec or a list) with the figure's fixed optimiser settings."""
+    return _train_to_end(nets, n_net, data, steps, rng, batch_size=32, lr=0.01, optimizer="momentum", n_eval=500)
+
+
+def _train_to_end(nets, n_net, data, steps, rng, **settings):
+    """Train ensembles with :func:`train_ensemble` on :func:`_device`, recording only the last step.
+
+    Parameters
+    ----------
+    nets : spec or list of specs
+        The networks (one ensemble of ``n_net`` per spec).
+    n_net : int
+    data : TrainingData
+    steps : int
+    rng : int, SeedSequence or numpy.random.Generator
+    **settings
+        The experiment's other :func:`train_ensemble` arguments (``batch_size``, ``lr``,
+        ``optimizer``, ``n_eval``).
+
+    Returns
+    -------
+    TrainingCurves or list of TrainingCurves
+        As :func:`train_ensemble`.
+    """
     return train_ensemble(
-        nets,
-        n_net,
-        data=data,
-        steps=steps,
-        batch_size=32,
-        lr=0.01,
-        optimizer="momentum",
-        record_every=steps,
-        n_eval=500,
-        rng=rng,
-        device=_device(),
+        nets, n_net, data=data, steps=steps, record_every=steps, rng=rng, device=_device(), **settings
     )
 
 

@@ -374,44 +374,25 @@ def train_skip_ensemble(
             bias_init_sigma=bias_init_sigma,
             batchnorm_layer=batchnorm_layer,
         )
-        test = (xte, yte) if x_test is not None else (None, None)
+        has_test = x_test is not None
+        test = (xte, yte) if has_test else (xtr[:1], ytr[:1])  # a stand-in the result leaves out
+        data = TrainingData(xtr, ytr, *test, n_classes, "train_skip_ensemble arrays")
+        rng = check_rng(rng)
         return _train(
-            torch,
-            net_kw,
-            xtr,
-            ytr,
-            *test,
-            n_members,
-            steps,
-            lr,
-            batch,
-            record_every,
-            hessian_every,
-            hessian_inputs,
-            n_classes,
-            check_rng(rng),
+            torch, net_kw, data, has_test, n_members, steps, lr, batch, record_every, hessian_every, hessian_inputs, rng
         )
 
 
 def _train(
-    torch,
-    net_kw,
-    xtr,
-    ytr,
-    xte,
-    yte,
-    n_members,
-    steps,
-    lr,
-    batch,
-    record_every,
-    hessian_every,
-    hessian_inputs,
-    n_classes,
-    rng,
+    torch, net_kw, data, has_test, n_members, steps, lr, batch, record_every, hessian_every, hessian_inputs, rng
 ):
-    """Train the :class:`SkipNet` of ``net_kw`` (its keyword arguments) with the recording monitor."""
+    """Train the :class:`SkipNet` of ``net_kw`` (its keyword arguments) on ``data`` with the recording monitor.
+
+    The arguments are those of :func:`train_skip_ensemble`, checked; ``data`` holds the training
+    set and the test set, a one-example stand-in for the test set when ``has_test`` is false.
+    """
     architecture, depth, width = net_kw["architecture"], net_kw["depth"], net_kw["width"]
+    xtr, ytr = data.x_train, data.y_train
     n = xtr.shape[0]
     batch = min(batch, n)
     r_train, r_aux = rng.spawn(2)
@@ -424,10 +405,6 @@ def _train(
     xt, yt = torch.tensor(xtr, dtype=torch.float32), torch.tensor(ytr)
     monitor = _Monitor(torch, keep, hessian_every, xt[hidx], yt[hidx])
     net = SkipNet(**net_kw, monitor=monitor)
-    has_test = xte is not None
-    data = TrainingData(
-        xtr, ytr, xte if has_test else xtr[:1], yte if has_test else ytr[:1], n_classes, "train_skip_ensemble arrays"
-    )
     curves = train_ensemble(
         net,
         n_members,

@@ -193,6 +193,27 @@ def _data(sz):
     return load_training_data(n_train=sz["n_train"], n_test=sz["n_test"], downsample=sz["downsample"])
 
 
+def _table_inputs(size: str, seed: int, index: int) -> tuple:
+    """The settings, the data and the random stream of one table.
+
+    Parameters
+    ----------
+    size : str
+        A key of :data:`SIZES`.
+    seed : int
+    index : int
+        The table: 0 for :func:`constnet_noise_table`, 1 for :func:`leakynet_averaging_table`.
+
+    Returns
+    -------
+    (sz, data, streams)
+        ``SIZES[size]``, its training data (:func:`_data`) and child ``index`` of
+        ``SeedSequence(seed)``, so that the two tables draw independent streams.
+    """
+    sz = _size(size)
+    return sz, _data(sz), np.random.SeedSequence(seed).spawn(index + 1)[index]
+
+
 def _table(runs, labels, sz, extra, seconds) -> TrainingTable:
     names = runs[0][1]
     return TrainingTable(
@@ -236,9 +257,7 @@ def _run(spec, sz: dict, data, streams, steps: int, noise, optimiser: dict) -> t
 def _constnet_cached(size: str, seed: int) -> TrainingTable:
     import time
 
-    sz = _size(size)
-    data = _data(sz)
-    streams = np.random.SeedSequence(seed).spawn(1)[0]
+    sz, data, streams = _table_inputs(size, seed, 0)
     t0 = time.perf_counter()
     runs = []
     platform = {}
@@ -329,9 +348,7 @@ def constnet_noise_table(size: str = "default", *, rng: Any = 0) -> TrainingTabl
 def _leaky_cached(size: str, seed: int) -> TrainingTable:
     import time
 
-    sz = _size(size)
-    data = _data(sz)
-    streams = np.random.SeedSequence(seed).spawn(2)[1]
+    sz, data, streams = _table_inputs(size, seed, 1)
     t0 = time.perf_counter()
     runs = []
     opts = {**OPTIMISER, "lr": LEAKY_LR}
