@@ -390,15 +390,7 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
         "scale": scale,
         "error_bar_standard_errors": KURTOSIS_BAR_SE,
     }
-    return save_figure(
-        fig,
-        out_dir,
-        "grzejdziak2023_fig_kurtosis",
-        data,
-        params=params,
-        axes=axes_names,
-        units=units,
-    )
+    return save_figure(fig, out_dir, "grzejdziak2023_fig_kurtosis", data, params=params, axes=axes_names, units=units)
 
 
 @figure(paper=PAPER, figure="not in the paper: Lemma 4.5", honours_backend=False)

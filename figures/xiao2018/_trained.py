@@ -7,13 +7,7 @@ import numpy as np
 from meanfield import conv, dense
 
 from .. import _training
-from .._common import (
-    by_size,
-    figure,
-    plt,
-    save_figure,
-    title,
-)
+from .._common import by_size, figure, plt, save_figure, title
 from ._cnn import _red_to_black
 from ._shared import PAPER
 
