@@ -12,7 +12,15 @@ from meanfield.train.experiment import experiment
 
 from ._common import _owner, colors, plt, save_figure, title
 
-__all__ = ["curves_figure", "depth_figure", "experiment", "relu_depth_figure", "relu_run_details", "run_sizes"]
+__all__ = [
+    "curves_figure",
+    "depth_figure",
+    "experiment",
+    "relu_depth_figure",
+    "relu_run_details",
+    "run_sizes",
+    "title_and_save",
+]
 
 
 def run_sizes(p: dict, keys) -> str:
@@ -30,9 +38,32 @@ def relu_run_details(p: dict, optimiser: str, size: str) -> str:
     )
 
 
-def _title_and_save(func, fig, out_dir, res, data, axes, units, what, details, notes):
+def title_and_save(func, fig, out_dir, res, data, axes, units, what, details, notes=""):
     """Title ``fig`` "paper, figure: ``what``" of the declared figure function ``func`` over ``details``,
-    and save it as ``PAPER_NAME`` (its module and name) with the run's ``params``."""
+    and save it as ``PAPER_NAME`` (its module and name) with the run's ``params``.
+
+    Parameters
+    ----------
+    func : callable
+        The declared figure function (:func:`meanfield.figures._common.figure`) being drawn.
+    fig : matplotlib.figure.Figure
+        The drawn figure.
+    out_dir : pathlib.Path
+        Output folder.
+    res : dict
+        The run of :func:`experiment`; its ``"params"`` are recorded.
+    data, axes, units : dict
+        The numbers saved beside the PNG, their axis names and units (:func:`save_figure`).
+    what, details : str
+        The title's subject and its second line of sizes and parameters.
+    notes : str, optional
+        A note for the JSON.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The PNG and the JSON.
+    """
     title(fig, func.paper, func.figure, what, details)
     return save_figure(
         fig,
@@ -96,7 +127,7 @@ def depth_figure(
     for k, v in data.items():
         if isinstance(v, np.ndarray) and v.ndim >= 2 and k not in axes:
             axes[k] = [f"axis {i}" for i in range(v.ndim)]
-    return _title_and_save(
+    return title_and_save(
         func, fig, out_dir, res, data, axes, {key: "fraction correct", "seconds": "s"}, what, details, notes
     )
 
@@ -140,4 +171,4 @@ def curves_figure(func, out_dir, res, inits, labels, *, what, details, notes="")
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
     data["seconds"] = res["seconds"]
-    return _title_and_save(func, fig, out_dir, res, data, axes, {"seconds": "s"}, what, details, notes)
+    return title_and_save(func, fig, out_dir, res, data, axes, {"seconds": "s"}, what, details, notes)

@@ -39,7 +39,7 @@ from meanfield.simulate import (
 from meanfield.train.experiment import kurtosis_rank_test
 
 from . import _training
-from ._common import by_size, colors, figure, plt, progress, registered, rng_kwargs, save_figure, title
+from ._common import by_size, colors, figure, plt, progress, registered, rng_kwargs, save_figure
 from ._logzero import plot_with_zeros, zero_band, zero_floor
 
 __all__ = [
@@ -390,15 +390,7 @@ def fig_kurtosis(out_dir, *, size, backend, seed, scale=None):
         "scale": scale,
         "error_bar_standard_errors": KURTOSIS_BAR_SE,
     }
-    return save_figure(
-        fig,
-        out_dir,
-        "grzejdziak2023_fig_kurtosis",
-        data,
-        params=params,
-        axes=axes_names,
-        units=units,
-    )
+    return save_figure(fig, out_dir, "grzejdziak2023_fig_kurtosis", data, params=params, axes=axes_names, units=units)
 
 
 @figure(paper=PAPER, figure="not in the paper: Lemma 4.5", honours_backend=False)
@@ -514,14 +506,6 @@ def fig_kurtosis_accuracy(out_dir, *, size, backend, seed):
     ax.legend(fontsize=7)
     test = kurtosis_rank_test(res)  # the statistic of validation row 8 (average ranks, one-sided p-value)
     rho = test.rho
-    title(
-        fig,
-        PAPER,
-        fig_kurtosis_accuracy.figure,
-        f"accuracy vs output kurtosis (Spearman rho {rho:+.2f}, one-sided p = {test.p_value:.1g})",
-        f"He ReLU nets, widths {list(res['widths'])} x depths {list(res['depths'])}, {p['steps']} Adam steps, "
-        f"lr {p['lr']:g}, {p['n_networks']} nets each; digits ({size} size)",
-    )
     data = {k: v for k, v in res.items() if k != "params"}
     data["rank_correlation"] = rho
     data["rank_correlation_p_value"] = test.p_value
@@ -529,12 +513,17 @@ def fig_kurtosis_accuracy(out_dir, *, size, backend, seed):
         "log10_output_kurtosis": ["width", "depth", "weight law"],
         "test_accuracy": ["width", "depth", "weight law", "network"],
     }
-    return save_figure(
+    return _training.title_and_save(
+        fig_kurtosis_accuracy,
         fig,
         out_dir,
-        "grzejdziak2023_fig_kurtosis_accuracy",
+        res,
         data,
-        params=p,
-        axes=axes,
+        axes,
         units={"test_accuracy": "fraction correct", "seconds": "s"},
+        what=f"accuracy vs output kurtosis (Spearman rho {rho:+.2f}, one-sided p = {test.p_value:.1g})",
+        details=(
+            f"He ReLU nets, widths {list(res['widths'])} x depths {list(res['depths'])}, {p['steps']} Adam steps, "
+            f"lr {p['lr']:g}, {p['n_networks']} nets each; digits ({size} size)"
+        ),
     )

@@ -68,15 +68,7 @@ def fig_audit(out_dir, *, size, backend, seed):
             "units": {"q_measured": "pre-activation variance", "grad_measured": "squared gradient per unit"},
             "notes": "theory: meanfield.pytorch.audit (dense mean field; backward map under gradient independence)",
         }
-    return save_figure(
-        fig,
-        out_dir,
-        "pytorch_bridge_fig_audit",
-        data,
-        params=params,
-        axes={},
-        **described,
-    )
+    return save_figure(fig, out_dir, "pytorch_bridge_fig_audit", data, params=params, axes={}, **described)
 
 
 def _audit_figure(width, depth, n_inits, seed):

@@ -6,11 +6,22 @@ import functools
 import math
 
 import numpy as np
-from matplotlib.ticker import MaxNLocator
 
 from .._common import by_size, figure, plt, progress, save_figure
 from .._logzero import plot_with_zeros, zero_band, zero_floor
-from ._shared import CONSTNET_BLOCKS, CONSTNET_WIDTHS, N_TRAIN, PAPER, _digits, _EngineRecord, _tensor_label
+from ._shared import (
+    CONSTNET_BLOCKS,
+    CONSTNET_WIDTHS,
+    DIGITS_DATA,
+    GD_OPTIMISER,
+    N_TRAIN,
+    PAPER,
+    _digits,
+    _EngineRecord,
+    _integer_xaxis,
+    _tensor_label,
+    _train_full_batch,
+)
 
 #: Learning rate of the ConstNet runs (full-batch gradient descent).
 CONSTNET_LR = 0.1
@@ -29,7 +40,7 @@ def _constnet_sizes(size):
 def _constnet_runs(size, seed):
     """The four ConstNet training runs shared by Figs. 3, 6 and Table 1, on the one training engine
     (:func:`meanfield.train.train_ensemble`; cached per size and seed)."""
-    from meanfield.train import TrainingData, train_ensemble
+    from meanfield.train import TrainingData
     from meanfield.train.symmetric import ConstNetSpec, SymmetryBreaking, correlation_probe
 
     data_ss, _he_ss, train_ss = np.random.SeedSequence(seed).spawn(3)
@@ -53,18 +64,12 @@ def _constnet_runs(size, seed):
         init, noise = variants[name]
         spec = ConstNetSpec(widths=widths, blocks_per_stage=blocks, init=init)
         # common random numbers: every variant gets the same child stream (same He weights where drawn)
-        c = train_ensemble(
+        c = _train_full_batch(
             spec,
-            1,
-            data=data,
+            data,
             steps=sz["steps"],
-            batch_size=n,  # full-batch gradient descent
             lr=CONSTNET_LR,
-            optimizer="sgd",
-            record_every=1,
-            n_eval=None,
             rng=np.random.default_rng(train_ss),
-            dtype="float64",
             noise=noise,
             probes=probes,
         )
@@ -95,11 +100,11 @@ def _constnet_params(sz):
         "kernel": [3, 3],
         "activation": "relu",
         "batchnorm": False,
-        "optimiser": "full-batch gradient descent (meanfield.train.train_ensemble, float64)",
+        "optimiser": GD_OPTIMISER,
         "learning_rate": CONSTNET_LR,
         "steps": sz["steps"],
         "n_images": sz["n_images"],
-        "data": "digits 8x8x1, standardised per feature",
+        "data": DIGITS_DATA,
         "variants": {
             "He init": "He-normal weights",
             "'0' init, 1% dropout": "ConstNet '0' init, dropout 0.01 on every activation",
@@ -139,14 +144,12 @@ def fig_3(out_dir, *, size, backend, seed):
         plot_with_zeros(axes[1], steps, rec.one_minus_cf[:, j], floor, color=line.get_color(), label=name)
         c_f.append(cf)
         c_b.append(cb)
-    axes[0].set_xlabel("full-batch gradient step")
-    axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
+    _integer_xaxis(axes[0])
     axes[0].set_ylabel("$C_f$ (solid), $C_b$ (dashed)")
     axes[0].set_ylim(-0.05, 1.05)
     axes[0].legend(fontsize=7, loc="center right")
     zero_band(axes[1], floor, one_minus, top=2.0)
-    axes[1].set_xlabel("full-batch gradient step")
-    axes[1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    _integer_xaxis(axes[1])
     axes[1].set_ylabel("$1 - C_f$")
     axes[1].set_title("log scale: the deterministic run stays exactly symmetric", fontsize=8)
     fig.suptitle(
@@ -225,8 +228,7 @@ def fig_6(out_dir, *, size, backend, seed):
             + ("\nexactly 0 at every step:\n" + "\n".join(always) if always else ""),
             fontsize=9,
         )
-        ax.set_xlabel("full-batch gradient step")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _integer_xaxis(ax)
         ax.set_ylabel(f"$1 - {label}$")
     for ax in axes:
         zero_band(ax, floor, top=2.0)
@@ -415,8 +417,7 @@ def fig_4(out_dir, *, size, backend, seed):
             plot_with_zeros(axes[1], steps, rec.one_minus_cb[:, j], floor, color=colors[g], lw=1.0, ls="--", alpha=0.85)
     for ax in axes:
         zero_band(ax, floor, *shown, top=2.0)
-        ax.set_xlabel("full-batch gradient step (= epoch)")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _integer_xaxis(ax, "full-batch gradient step (= epoch)")
     axes[0].set_ylabel("$1 - C$ (geometric mean over the group's 3x3 convolutions)")
     axes[1].set_ylabel("$1 - C$ of each 3x3 convolution")
     axes[0].set_title("per group: forward (solid), backward (dashed)", fontsize=9)

@@ -6,7 +6,6 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from matplotlib.ticker import MaxNLocator
 
 from meanfield import init as mf_init
 from meanfield import symmetry
@@ -14,7 +13,7 @@ from meanfield.simulate import LeakyNet, softmax_xent
 
 from .._common import by_size, figure, plt, progress, save_figure
 from .._logzero import plot_with_zeros, zero_band, zero_floor
-from ._shared import PAPER, _digits, _EngineRecord
+from ._shared import DIGITS_DATA, GD_OPTIMISER, PAPER, _digits, _EngineRecord, _integer_xaxis, _train_full_batch
 
 #: LeakyNets of Figs. 9-10: a description -> the kind of each of the 12 layers ("I" identity,
 #: "1" averaging 11^T/n), layer 1 first.
@@ -67,7 +66,7 @@ def _ratio_probe(kinds, x, y):
 def _leaky_runs(size, seed):
     """The LeakyNet runs of Figs. 9-10 on the one training engine (full-batch gradient descent with the
     computation-noise model); the ratios are measured by a probe at every step."""
-    from meanfield.train import TrainingData, train_ensemble
+    from meanfield.train import TrainingData
     from meanfield.train.symmetric import LeakyNetSpec, SymmetryBreaking
 
     data_ss, train_ss = np.random.SeedSequence(seed).spawn(2)
@@ -80,18 +79,12 @@ def _leaky_runs(size, seed):
     runs = {}
     for name in progress(LEAKY_CONFIGS, desc="LeakyNet training"):
         kinds = tuple(LEAKY_CONFIGS[name])
-        c = train_ensemble(
+        c = _train_full_batch(
             LeakyNetSpec(kinds=kinds, width=LEAKY_CHANNELS, slope=LEAKY_RHO),
-            1,
-            data=data,
+            data,
             steps=sz["steps"],
-            batch_size=n,
             lr=LEAKY_LR,
-            optimizer="sgd",
-            record_every=1,
-            n_eval=None,
             rng=np.random.default_rng(train_ss),
-            dtype="float64",
             noise=SymmetryBreaking(reduction_noise=LEAKY_NOISE),
             probes={"ratios": _ratio_probe(kinds, x, y)},
         )
@@ -117,8 +110,7 @@ def _ratio_figure(out_dir, size, seed, which):
             if kind == "1":
                 ax.axvline(layer, color="gray", ls="--", lw=0.7)
         ax.set_title(name, fontsize=9)
-        ax.set_xlabel("layer $\\ell$ (0 = input conv)")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _integer_xaxis(ax, "layer $\\ell$ (0 = input conv)")
     for ax in axes:
         zero_band(ax, floor, top=2.0)
     for ax in axes:  # every panel labelled: a reader may look at one alone
@@ -170,10 +162,10 @@ def _ratio_figure(out_dir, size, seed, which):
             "configurations": LEAKY_CONFIGS,
             "learning_rate": LEAKY_LR,
             "relative_gradient_noise": LEAKY_NOISE,
-            "optimiser": "full-batch gradient descent (meanfield.train.train_ensemble, float64)",
+            "optimiser": GD_OPTIMISER,
             "steps": steps,
             "n_images": sz["n_images"],
-            "data": "digits 8x8x1, standardised per feature",
+            "data": DIGITS_DATA,
         },
         axes={"ratio": ["configuration", "step", "layer"], "loss": ["configuration", "step"]},
         units={
@@ -238,7 +230,7 @@ def fig_12(out_dir, *, size, backend, seed):
     gammas = [0.0, 0.1, 0.5, 1.0]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     loss, cf0, cf1, rel_change = [], [], [], []
-    from meanfield.train import TrainingData, init_parameters, train_ensemble
+    from meanfield.train import TrainingData, init_parameters
     from meanfield.train.symmetric import LeakyNetSpec, SymmetryBreaking, correlation_probe
 
     xd = x.reshape(-1, 1, 8, 8)
@@ -250,18 +242,12 @@ def fig_12(out_dir, *, size, backend, seed):
         def change(net, params, w_init=w_init):
             return np.array([np.linalg.norm(p - w) / np.linalg.norm(w) for p, w in zip(params[1:13], w_init)])
 
-        c = train_ensemble(
+        c = _train_full_batch(
             spec,
-            1,
-            data=data,
+            data,
             steps=steps,
-            batch_size=n,  # full-batch gradient descent on the one training engine
             lr=lr,
-            optimizer="sgd",
-            record_every=1,
-            n_eval=None,
             rng=np.random.default_rng(train_ss),
-            dtype="float64",
             noise=SymmetryBreaking(reduction_noise=LEAKY_NOISE),
             probes={"cf": correlation_probe("forward"), "change": change},
         )
@@ -283,8 +269,7 @@ def fig_12(out_dir, *, size, backend, seed):
         rel_change.append(c.probes["change"][0, -1].tolist())
         cf0.append(1.0 - rec.one_minus_cf[0])
         cf1.append(1.0 - rec.one_minus_cf[-1])
-    axes[0].set_xlabel("full-batch gradient step")
-    axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
+    _integer_xaxis(axes[0])
     axes[0].set_ylabel("training loss (cross-entropy) [nats]")
     spread = float(np.max(np.ptp(np.stack(loss), axis=0)))
     axes[0].set_title(
@@ -329,10 +314,10 @@ def fig_12(out_dir, *, size, backend, seed):
             "learning_rate": lr,
             "relative_gradient_noise": LEAKY_NOISE,
             "noise_model": "SymmetryBreaking(reduction_noise): g <- g (1 + noise xi) per entry",
-            "optimiser": "full-batch gradient descent (meanfield.train.train_ensemble, float64)",
+            "optimiser": GD_OPTIMISER,
             "steps": steps,
             "n_images": n,
-            "data": "digits 8x8x1, standardised per feature",
+            "data": DIGITS_DATA,
         },
         axes={
             "loss": ["gamma", "step"],

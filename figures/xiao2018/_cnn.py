@@ -203,15 +203,7 @@ def fig_s2(out_dir, *, size, backend, seed):
         "monte_carlo": "ratio to the last layer (dimensionless)",
         "theory": "ratio to the last layer (dimensionless)",
     }
-    return save_figure(
-        fig,
-        out_dir,
-        "xiao2018_fig_s2",
-        data,
-        params=params,
-        axes=axes,
-        units=units,
-    )
+    return save_figure(fig, out_dir, "xiao2018_fig_s2", data, params=params, axes=axes, units=units)
 
 
 @figure(paper=PAPER, figure="Fig. S3", honours_backend=False)
@@ -286,15 +278,7 @@ def fig_s3(out_dir, *, size, backend, seed):
         "dense_density": "probability density",
         "mp_density": "probability density",
     }
-    return save_figure(
-        fig,
-        out_dir,
-        "xiao2018_fig_s3",
-        data,
-        params=params,
-        axes=axes,
-        units=units,
-    )
+    return save_figure(fig, out_dir, "xiao2018_fig_s3", data, params=params, axes=axes, units=units)
 
 
 #: Fig. S4's amplitudes at or below this value are drawn on the axis floor (zeros included).

@@ -8,17 +8,7 @@ from meanfield import dense
 from meanfield.data import gaussian_inputs
 from meanfield.simulate import simulate_dense
 
-from .._common import (
-    by_size,
-    colors,
-    figure,
-    plt,
-    progress,
-    rng_kwargs,
-    save_figure,
-    streams,
-    title,
-)
+from .._common import by_size, colors, figure, plt, progress, rng_kwargs, save_figure, streams, title
 from ._shared import PAPER
 
 
@@ -74,15 +64,7 @@ def fig_s1(out_dir, *, size, backend, seed):
     }
     axes = {"q_star": ["sigma_w2", "sigma_b2"], "chi_1": ["sigma_w2", "sigma_b2"]}
     units = {"q_star": "pre-activation variance (dimensionless)", "chi_1": "dimensionless"}
-    return save_figure(
-        fig,
-        out_dir,
-        "xiao2018_fig_s1",
-        data,
-        params=params,
-        axes=axes,
-        units=units,
-    )
+    return save_figure(fig, out_dir, "xiao2018_fig_s1", data, params=params, axes=axes, units=units)
 
 
 @figure(paper=PAPER, figure="not in the paper (Poole et al. 2016 style)", honours_backend=True)

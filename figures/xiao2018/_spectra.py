@@ -7,16 +7,7 @@ import numpy as np
 from meanfield import dense
 
 from .. import _kernel_regression
-from .._common import (
-    by_size,
-    colors,
-    figure,
-    plt,
-    progress,
-    save_figure,
-    streams,
-    title,
-)
+from .._common import by_size, colors, figure, plt, progress, save_figure, streams, title
 from ._shared import PAPER
 
 #: Bias variance of the Jacobian-spectrum figure (tanh on the critical line: q* = 0.046).
@@ -96,15 +87,7 @@ def fig_spectra(out_dir, *, size, backend, seed):
     }
     axes = {}
     units = {k: "probability per decade of lambda" for k in data if k.endswith("per_decade")}
-    return save_figure(
-        fig,
-        out_dir,
-        "xiao2018_fig_spectra",
-        data,
-        params=params,
-        axes=axes,
-        units=units,
-    )
+    return save_figure(fig, out_dir, "xiao2018_fig_spectra", data, params=params, axes=axes, units=units)
 
 
 # --- infinite-width kernel regression (Lee et al. 2019) beside 6 xi_c: figures/_kernel_regression.py ---

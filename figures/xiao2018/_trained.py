@@ -7,13 +7,7 @@ import numpy as np
 from meanfield import conv, dense
 
 from .. import _training
-from .._common import (
-    by_size,
-    figure,
-    plt,
-    save_figure,
-    title,
-)
+from .._common import by_size, figure, plt
 from ._cnn import _red_to_black
 from ._shared import PAPER
 
@@ -50,14 +44,6 @@ def fig_2(out_dir, *, size, backend, seed):
     ax.set_xlabel(r"weight variance $\sigma_w^2$")
     ax.set_ylabel("depth $L$ (hidden layers)")
     ax.legend(fontsize=7, loc="upper right", facecolor="0.4", labelcolor="w")
-    title(
-        fig,
-        PAPER,
-        fig_2.figure,
-        rf"trainability of tanh networks vs $6\xi_c$ (agreement {frac:.0%} of {n} cells)",
-        f"dense width {p['width']}, {p['steps']} steps, {p['n_networks']} nets/cell, "
-        f"$\\sigma_b^2$=2e-5; {p['dataset'].split(' (')[0]} ({size} size)",
-    )
     data = {
         "sigma_w2": sw,
         "depths": depths,
@@ -71,14 +57,19 @@ def fig_2(out_dir, *, size, backend, seed):
         "seconds": res["seconds"],
     }
     axes = {k: ["depth", "sigma_w2", "network"] for k in ("train_accuracy", "test_accuracy")}
-    return save_figure(
+    return _training.title_and_save(
+        fig_2,
         fig,
         out_dir,
-        "xiao2018_fig_2",
+        res,
         data,
-        params=p,
-        axes=axes,
+        axes,
         units={"train_accuracy": "fraction correct", "seconds": "s"},
+        what=rf"trainability of tanh networks vs $6\xi_c$ (agreement {frac:.0%} of {n} cells)",
+        details=(
+            f"dense width {p['width']}, {p['steps']} steps, {p['n_networks']} nets/cell, "
+            f"$\\sigma_b^2$=2e-5; {p['dataset'].split(' (')[0]} ({size} size)"
+        ),
         notes="trainable = mean training accuracy >= 0.5; cells within a factor 2 of 6 xi_c not scored",
     )
 
@@ -110,15 +101,7 @@ def _deep_cnn_curves(func, out_dir, size, seed):
         f"{p['channels']} channels, 3x3 periodic, critical $\\sigma_w^2$={p['sigma_w2']:.4f}, "
         f"{p['steps']} steps, lr {p['lr']:g}, {p['n_networks']} nets each; digits 4x4 ({size} size)"
     )
-    return _training.curves_figure(
-        func,
-        out_dir,
-        res,
-        list(runs),
-        list(runs.values()),
-        what=what,
-        details=details,
-    )
+    return _training.curves_figure(func, out_dir, res, list(runs), list(runs.values()), what=what, details=details)
 
 
 @figure(paper=PAPER, figure="Fig. 1", honours_backend=False)
@@ -199,8 +182,10 @@ def fig_4a(out_dir, *, size, backend, seed):
         out_dir,
         res,
         what="test accuracy vs depth for non-uniform variance vectors",
-        details=f"critical Gaussian CNNs, {p['channels']} channels, {p['steps']} steps, {p['n_networks']} nets each; "
-        f"digits {image[0]}x{image[-1]} ({size} size)\n{seen}",
+        details=(
+            f"critical Gaussian CNNs, {p['channels']} channels, {p['steps']} steps, {p['n_networks']} nets each; "
+            f"digits {image[0]}x{image[-1]} ({size} size)\n{seen}"
+        ),
         extra_panel=singular_values,
         notes=seen,
     )
