@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import meanfield
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gallery_order
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gallery_order, paper_gallery
+
+import paper_gallery
 
 os.environ.setdefault("MEANFIELD_NO_PROGRESS", "1")
 
@@ -68,7 +71,7 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py.md5", "**.codeobj.json"]
+exclude_patterns = ["_build", "_gallery", "auto_examples/*.ipynb", "auto_examples/*.py.md5", "**.codeobj.json"]
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 
@@ -93,8 +96,12 @@ _autosummary.WELL_KNOWN_ABBREVIATIONS = (
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks: set[str] = set()
 
+_DOCS = os.path.dirname(os.path.abspath(__file__))
+# The gallery's source: examples/ and one script a paper written from the figure registry.
+paper_gallery.gallery_source(Path(_DOCS).parent / "examples", Path(_DOCS) / "_gallery")
+
 sphinx_gallery_conf = {
-    "examples_dirs": ["../examples"],
+    "examples_dirs": ["_gallery"],
     "gallery_dirs": ["auto_examples"],
     "filename_pattern": r"/(plot|run)_",
     "download_all_examples": False,
