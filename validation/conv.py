@@ -46,9 +46,9 @@ from meanfield.init import (
     orthogonal_kernel_variance,
     periodic_conv,
 )
-from meanfield.numerics import richardson
 from meanfield.simulate import simulate_conv, simulate_fig_s4  # simulate_fig_s4: importable here under its old name
 
+from ._extrapolation import EXTRAPOLATION_BIAS, extrapolate_moments
 from .backend import substream
 from .ensembles import ensemble_moments
 from .report import Comparison, mean_and_stderr
@@ -86,11 +86,6 @@ S4_WIDTH_BIAS = 4.0
 CHUNK_NETWORKS = 16
 
 
-def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
-    """Bound on the O(1/c^2) remainder after channel extrapolation: scale / c^2."""
-    return abs(scale) / width**2
-
-
 #: (label, activation, sigma_w2, sigma_b2, v, init). 1-D cases use n = 8, 2-D cases 4 x 4.
 COVARIANCE_CASES = [
     ("tanh 1-D uniform v", "tanh", 1.8, 0.1, np.full(3, 1 / 3), "gaussian"),
@@ -103,15 +98,6 @@ COVARIANCE_CASES = [
     ("relu 2-D uniform v", "relu", 1.8, 0.05, np.full((3, 3), 1 / 9), "gaussian"),
     ("erf 2-D delta v", "erf", 1.2, 0.1, np.pad([[1.0]], 1), "gaussian"),
 ]
-
-
-def _extrapolate(mom_c, mom_2c, i):
-    """``2 m_2c - m_c`` of statistic ``i`` and its standard error (:func:`meanfield.numerics.richardson`,
-    order 1 in 1/c), from the :class:`meanfield.parallel.Moments` of the two channel counts."""
-    est = richardson(
-        mom_c.mean[i], mom_2c.mean[i], order=1, coarse_stderr=mom_c.stderr[i], fine_stderr=mom_2c.stderr[i]
-    )
-    return est.value, est.stderr
 
 
 def _cov_entries(sim, entries):
@@ -176,7 +162,7 @@ def _covariance_rows(backend, full, seed):
         for i, (layer, a, b) in enumerate(entries):
             what = names[i % 3]
             th = theory[layer, a, b]
-            est, se = _extrapolate(*sims, i)
+            est, se = extrapolate_moments(*sims, i)
             scale = np.sqrt(theory[layer, a, a] * theory[layer, b, b])
             rows.append(
                 Comparison(
@@ -272,7 +258,7 @@ def _fig_s2_rows(backend, full, seed):
             for j, c in enumerate((width, 2 * width))
         ]
         for i, layer in enumerate(weight_layers):
-            est, se = _extrapolate(*sims, i)
+            est, se = extrapolate_moments(*sims, i)
             rows.append(
                 Comparison(
                     f"(c) Fig S2 sw2={sw:.3g}: log |dW^{layer}|^2/|dW^{depth}|^2",
@@ -283,7 +269,7 @@ def _fig_s2_rows(backend, full, seed):
                 )
             )
         for i, layer in enumerate(delta_layers):
-            est, se = _extrapolate(*sims, len(weight_layers) + i)
+            est, se = extrapolate_moments(*sims, len(weight_layers) + i)
             rows.append(
                 Comparison(
                     f"(c) sw2={sw:.3g}: log gradient variance delta^{layer}/delta^{depth} (eq. 2.15)",

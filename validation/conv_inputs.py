@@ -33,11 +33,11 @@ from meanfield.checks import (
     renamed_kwargs,
 )
 from meanfield.init import gaussian_conv_kernel, periodic_conv
-from meanfield.numerics import richardson
 from meanfield.simulate import activation_fn
 
+from ._extrapolation import EXTRAPOLATION_BIAS, extrapolate_samples
 from .backend import substream
-from .report import Comparison, mean_and_stderr
+from .report import Comparison
 from .runner import main_for, progress
 
 __all__ = ["BACKENDS", "POINTS", "V", "run", "simulate_multi_input"]
@@ -57,11 +57,6 @@ POINTS = (("tanh", 1.8, 0.05), ("relu", 2.0, 0.0))
 MAX_ELEMENTS = 10**8
 #: Largest number of multiply-adds of one :func:`simulate_multi_input` call.
 MAX_WORK = 2**44
-
-
-def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
-    """Bound on the O(1/c^2) remainder after channel extrapolation: the quantity's scale over c^2."""
-    return abs(scale) / width**2
 
 
 def simulate_multi_input(
@@ -186,14 +181,13 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         for layer in (0, depth):
             for what, (a, al, b, be) in entries.items():
                 th = float(theory[layer, a, al, b, be])
-                (m1, s1), (m2, s2) = (mean_and_stderr(s[:, layer, a, al, b, be]) for s in sims)
-                est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
+                est, se = extrapolate_samples(*(s[:, layer, a, al, b, be] for s in sims))
                 rows.append(
                     Comparison(
                         f"{name} (sw2={sw:g}, sb2={sb:g}) layer {layer + 1}: {what}",
                         th,
-                        float(est.value),
-                        float(est.stderr),
+                        float(est),
+                        float(se),
                         systematic=EXTRAPOLATION_BIAS(th, width),
                     )
                 )

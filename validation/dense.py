@@ -22,9 +22,9 @@ import numpy as np
 from meanfield import dense
 from meanfield.checks import renamed_kwargs
 from meanfield.data import gaussian_inputs
-from meanfield.numerics import richardson
 from meanfield.simulate import simulate_dense
 
+from ._extrapolation import EXTRAPOLATION_BIAS, extrapolate_moments  # the bias: <= 6e-5 of the scale at N >= 128
 from .backend import substream
 from .ensembles import ensemble_moments
 from .report import Comparison
@@ -53,21 +53,6 @@ POINTS = {
     ("relu", "critical"): (2.0, 0.0),
     ("relu", "chaotic"): (2.5, 0.1),
 }
-
-
-#: Relative bound on the O(1/N^2) remainder after width extrapolation, for widths N >= 128:
-#: the quantity's scale divided by N^2 (<= 6e-5 at N = 128).
-def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
-    return abs(scale) / width**2
-
-
-def _extrapolate(mom_n, mom_2n, i):
-    """``2 m_2N - m_N`` of statistic ``i`` and its standard error (:func:`meanfield.numerics.richardson`,
-    order 1 in 1/N), from the :class:`meanfield.parallel.Moments` of the two widths."""
-    est = richardson(
-        mom_n.mean[i], mom_2n.mean[i], order=1, coarse_stderr=mom_n.stderr[i], fine_stderr=mom_2n.stderr[i]
-    )
-    return est.value, est.stderr
 
 
 def _statistics(sim, layers, grad_layers):
@@ -118,14 +103,14 @@ def run(backend: str = "numpy", full: bool = False, seed: int = 0) -> list[Compa
         n_l = len(layers)
         for i, layer in enumerate(layers):
             q_th = theory[layer, 0, 0]
-            q_mc, q_se = _extrapolate(*sims, i)
+            q_mc, q_se = extrapolate_moments(*sims, i)
             rows.append(Comparison(f"{label}: q^{layer}", q_th, q_mc, q_se, systematic=EXTRAPOLATION_BIAS(q_th, width)))
             c_th = theory[layer, 0, 1] / np.sqrt(theory[layer, 0, 0] * theory[layer, 1, 1])
-            c_mc, c_se = _extrapolate(*sims, n_l + i)
+            c_mc, c_se = extrapolate_moments(*sims, n_l + i)
             rows.append(Comparison(f"{label}: c^{layer}", c_th, c_mc, c_se, systematic=EXTRAPOLATION_BIAS(1.0, width)))
         for i, layer in enumerate(grad_layers):
             g_th = grad_theory[layer]
-            g_mc, g_se = _extrapolate(*sims, 2 * n_l + i)
+            g_mc, g_se = extrapolate_moments(*sims, 2 * n_l + i)
             rows.append(
                 Comparison(
                     f"{label}: grad var l={layer + 1}/{depth + 1}",

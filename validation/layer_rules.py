@@ -50,9 +50,9 @@ from meanfield.nets import (
     RMSNorm,
     SelfAttention,
 )
-from meanfield.numerics import richardson
 
-from .report import Comparison, mean_and_stderr
+from ._extrapolation import EXTRAPOLATION_BIAS, extrapolate_samples
+from .report import Comparison
 from .runner import comparison_run, main_for, progress
 
 __all__ = ["BN_BATCH", "BN_DEPTH", "BN_NETWORKS", "BN_RELU_QMC", "QUADRATURE_TOL", "run"]
@@ -76,23 +76,11 @@ BN_RELU_QMC = 1.5e-2
 QUADRATURE_TOL = 1e-7
 
 
-def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
-    """The O(1/N^2) remainder allowed after the width extrapolation: ``|scale| / N^2``."""
-    return abs(scale) / width**2
-
-
-def _extrapolated(stat_n, stat_2n):
-    m1, s1 = mean_and_stderr(np.asarray(stat_n))
-    m2, s2 = mean_and_stderr(np.asarray(stat_2n))
-    est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
-    return np.asarray(est.value), np.asarray(est.stderr)
-
-
 def _moment_rows(label, make, x, layer, entries, width, n_nets, seqs):
     """Rows ``label: S[i, j]`` of layer ``layer``: theory of ``make(width)`` vs extrapolated Monte-Carlo."""
     theory = make(width).theory(x).second[layer]
     sims = [make(w).simulate(x, n_networks=n_nets, rng=s).second[layer] for w, s in zip((width, 2 * width), seqs)]
-    est, se = _extrapolated(*sims)
+    est, se = extrapolate_samples(*sims)
     scale = float(np.max(np.abs(np.diagonal(theory))))
     return [
         Comparison(
@@ -364,14 +352,14 @@ def _bn_growth(act, width, n_nets, seqs, x):
     growth : float
         The theory's ratio of the gradient's second moment at the first BN layer's input to that
         at the output.
-    est, se : ndarray
+    est, se : float
         The Monte-Carlo ratio (:func:`_bn_gradient_traces`), Richardson-extrapolated from widths
         ``width`` and ``2 width``, and its standard error.
     """
     th = _bn_net(width, BN_DEPTH, act).theory(x, backward=True)
     growth = float(np.trace(th.grad[1]) / np.trace(th.grad[-1]))
     stats = [_bn_gradient_traces(_bn_net(w, BN_DEPTH, act), x, n_nets, s) for w, s in zip((width, 2 * width), seqs)]
-    est, se = _extrapolated(*stats)
+    est, se = extrapolate_samples(*stats)
     return growth, est, se
 
 
@@ -452,7 +440,7 @@ def _collapse_rows(width, n_nets, seqs, x, depth):
         sims = [make(w).simulate(x, n_networks=n_nets, rng=s).second for w, s in zip((width, 2 * width), kids)]
         for layer in (2, depth + 1):
             rho = float(_token_correlation(th[layer], tokens))
-            est, se = _extrapolated(*(_token_correlation(s[layer], tokens) for s in sims))
+            est, se = extrapolate_samples(*(_token_correlation(s[layer], tokens) for s in sims))
             rows.append(
                 Comparison(
                     f"SelfAttention {label}: token correlation after {layer - 1} layer(s)",

@@ -27,11 +27,11 @@ import numpy as np
 from meanfield import conv, dense, ntk
 from meanfield.checks import renamed_kwargs
 from meanfield.data import gaussian_inputs
-from meanfield.numerics import richardson
 from meanfield.simulate.ntk import empirical_conv_ntk, empirical_ntk, empirical_periodic_cnn_ntk
 
+from ._extrapolation import EXTRAPOLATION_BIAS, extrapolate_samples
 from .backend import substream
-from .report import Comparison, mean_and_stderr
+from .report import Comparison
 from .runner import main_for, progress
 
 __all__ = [
@@ -115,23 +115,17 @@ def constnet_empirical_ntk(x, widths, n_classes):
 def _rows(label, theory, sims, width):
     rows = []
     for a, b in ((0, 0), (1, 1), (0, 1)):
-        (m1, s1), (m2, s2) = (mean_and_stderr(s[:, a, b]) for s in sims)
-        est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
+        est, se = extrapolate_samples(*(s[:, a, b] for s in sims))
         rows.append(
             Comparison(
                 f"{label}: Theta(x{a + 1}, x{b + 1})",
                 float(theory[a, b]),
-                float(est.value),
-                float(est.stderr),
+                float(est),
+                float(se),
                 systematic=EXTRAPOLATION_BIAS(theory[a, b], width),
             )
         )
     return rows
-
-
-def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
-    """Bound on the O(1/N^2) remainder after width extrapolation: the quantity's scale over N^2."""
-    return abs(scale) / width**2
 
 
 @renamed_kwargs(seed="rng")
@@ -236,14 +230,13 @@ def conv_mode_rows(seed: int = 0, full: bool = False, backend: str = "numpy") ->
         for j, c in enumerate((channels, 2 * channels))
     ]
     for a, b, star in ((0, 0, fp.theta_diag), (0, 1, fp.theta_offdiag)):
-        (m1, s1), (m2, s2) = (mean_and_stderr(s[:, a, b]) for s in sims)
-        est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
+        est, se = extrapolate_samples(*(s[:, a, b] for s in sims))
         rows.append(
             Comparison(
                 f"CNN NTK fixed point {name} (sw2={sw:g}, sb2={sb:g}), L={depth}: Theta(x{a + 1}, x{b + 1}) -> Theta*",
                 float(star),
-                float(est.value),
-                float(est.stderr),
+                float(est),
+                float(se),
                 systematic=abs(float(rec[a, b]) - star) + EXTRAPOLATION_BIAS(star, channels),
                 note=f"xi_diag(m=0) = {fp.xi_diag[0]:.3g} layers",
             )

@@ -34,8 +34,9 @@ from meanfield.simulate.spectra import (
     jacobian_singular_values,
 )
 
+from ._extrapolation import EXTRAPOLATION_BIAS, extrapolate_samples
 from .backend import substream
-from .report import Comparison, mean_and_stderr
+from .report import Comparison
 from .runner import main_for, progress
 
 __all__ = ["CONV2D_CASES", "CONV2D_SHAPE", "CONV_CASES", "DENSE_CASES", "PROBABILITIES", "conv2d_rows", "run"]
@@ -53,18 +54,6 @@ CONV_CASES = (("delta_orthogonal", 4), ("orthogonal", 4), ("gaussian", 4))
 PROBABILITIES = (0.1, 0.25, 0.5, 0.75, 0.9)
 #: Grid points of the theory (and twice as many for its error estimate).
 THEORY_POINTS = 1000
-
-
-def EXTRAPOLATION_BIAS(scale: float, width: int) -> float:
-    """Bound on the O(1/N^2) remainder after width extrapolation: the quantity's scale over N^2."""
-    return abs(scale) / width**2
-
-
-def _extrapolate(coarse, fine):
-    m1, s1 = mean_and_stderr(coarse)
-    m2, s2 = mean_and_stderr(fine)
-    est = richardson(m1, m2, order=1, coarse_stderr=s1, fine_stderr=s2)
-    return float(est.value), float(est.stderr)
 
 
 def _theory(fn, *args):
@@ -89,24 +78,24 @@ def _rows(label, spec, spec_fine, samples, width):
         if not use:
             continue
         frac = [(ev <= lp).mean(axis=1) for ev in samples]
-        est, se = _extrapolate(*frac)
+        est, se = extrapolate_samples(*frac)
         rows.append(
             Comparison(
                 f"{label}: P(lambda <= {lp:.4g})",
                 float(th),
-                est,
-                se,
+                float(est),
+                float(se),
                 systematic=float(err) + EXTRAPOLATION_BIAS(1.0, width),
                 note=f"CDF at the theory's {p:g}-quantile (eta-extrapolated); systematic = its error + O(1/N^2)",
             )
         )
-    est, se = _extrapolate(*(ev.mean(axis=1) for ev in samples))
+    est, se = extrapolate_samples(*(ev.mean(axis=1) for ev in samples))
     rows.append(
         Comparison(
             f"{label}: mean lambda = chi_1^L",
             spec.expected_mean,
-            est,
-            se,
+            float(est),
+            float(se),
             systematic=EXTRAPOLATION_BIAS(spec.expected_mean, width),
         )
     )

@@ -10,36 +10,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from meanfield.train.symmetry_groups import (
-    MAX_ASSIGNMENTS,
-    MIN_STEPS,
-    P_THRESHOLD,
-    SIZES,
-    GroupBehaviour,
-    GroupSeparation,
-    GroupSeries,
-    clear_cache,
-    constnet_group_series,
-    group_behaviour,
-    group_separation,
-)
+from meanfield.train.symmetry_groups import *  # noqa: F403 - re-exported: the statistic, the test and the run
+from meanfield.train.symmetry_groups import P_THRESHOLD, group_behaviour
+from meanfield.train.symmetry_groups import __all__ as _groups_all
 
 from .report import Comparison
 
-__all__ = [
-    "MAX_ASSIGNMENTS",
-    "MIN_STEPS",
-    "P_THRESHOLD",
-    "SIZES",
-    "GroupBehaviour",
-    "GroupSeparation",
-    "GroupSeries",
-    "clear_cache",
-    "constnet_group_series",
-    "group_behaviour",
-    "group_behaviour_row",
-    "group_separation",
-]
+__all__ = [*_groups_all, "group_behaviour_row"]
 
 
 def group_behaviour_row(size: str = "default", *, rng: Any = 0) -> Comparison:
