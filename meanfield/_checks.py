@@ -28,6 +28,7 @@ __all__ = [
     "check_rng",
     "check_scalar",
     "default_spatial_shape",
+    "is_backend_array",
     "is_complex",
     "real_array",
 ]
@@ -43,6 +44,21 @@ def is_complex(x) -> bool:
         return bool(np.iscomplexobj(x))
     except (TypeError, ValueError):
         return False
+
+
+def is_backend_array(b, x) -> bool:
+    """Whether ``x`` is already an array of the (non-NumPy) backend ``b`` (a :class:`meanfield.backend.Backend`).
+
+    A CuPy array, a PyTorch tensor, or an array of ``b.xp``'s module (``array_api_strict``); a NumPy
+    array never is.
+    """
+    if b.name == "cupy":
+        return isinstance(x, b.xp.ndarray)
+    if b.name == "torch":
+        import torch
+
+        return isinstance(x, torch.Tensor)
+    return not isinstance(x, np.ndarray) and type(x).__module__.startswith(b.xp.__name__)
 
 
 def as_float_array(x, name: str) -> np.ndarray:

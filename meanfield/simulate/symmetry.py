@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike
 
 from meanfield import Result
 from meanfield import init as mf_init
+from meanfield._checks import is_backend_array
 from meanfield.activations import get_activation
 from meanfield.backend import Backend, astype, concat, get_backend, matrix_transpose, to_numpy
 from meanfield.checks import as_float_array, check_bool, check_int, check_scalar
@@ -137,7 +138,7 @@ def _xent_args(logits: Any, labels: Any, xp: Any) -> tuple[Any, Any]:
 def _input(x: Any, b: Backend) -> Any:
     """A network's input as a finite float64 array of backend ``b`` (the one check of a forward pass:
     the convolutions inside run unchecked, and the logits and gradients are checked at the end)."""
-    if b.name != "numpy" and _is_backend_array(b, x):
+    if b.name != "numpy" and is_backend_array(b, x):
         xp = b.xp
         if not xp.isdtype(x.dtype, ("real floating", "integral")):
             raise TypeError(f"x must be a real array, got dtype {x.dtype}")
@@ -148,17 +149,6 @@ def _input(x: Any, b: Backend) -> Any:
     if isinstance(x, (bool, np.bool_)) or (isinstance(x, np.ndarray) and x.dtype == np.bool_):
         raise TypeError("x must be real numbers, got booleans")
     return b.asarray(as_float_array(to_numpy(x) if hasattr(x, "get") else x, "x"))
-
-
-def _is_backend_array(b: Backend, x: Any) -> bool:
-    """Whether ``x`` is an array of the (non-NumPy) backend ``b``."""
-    if b.name == "cupy":
-        return isinstance(x, b.xp.ndarray)
-    if b.name == "torch":
-        import torch
-
-        return isinstance(x, torch.Tensor)
-    return not isinstance(x, np.ndarray) and type(x).__module__.startswith(b.xp.__name__)
 
 
 def _finite(xp: Any, arrays: Any, what: str) -> None:
