@@ -151,6 +151,15 @@ def _input(x: Any, b: Backend) -> Any:
     return b.asarray(as_float_array(to_numpy(x) if hasattr(x, "get") else x, "x"))
 
 
+def _forward_arguments(backend: Any, dropout: Any, rng: Any, keep: Any) -> tuple[Backend, float, Any, bool]:
+    """The checked ``(backend, dropout, rng, keep)`` of a forward pass (``rng`` is converted only when given or when
+    ``dropout > 0``)."""
+    b = get_backend(backend)
+    dropout = _fraction(dropout, "dropout")
+    keep = check_bool(keep, "keep")
+    return b, dropout, b.rng(rng) if dropout > 0 or rng is not None else None, keep
+
+
 def _finite(xp: Any, arrays: Any, what: str) -> None:
     """``ValueError`` when a forward or backward pass overflowed (unchecked convolutions inside)."""
     if not all(bool(xp.all(xp.isfinite(a))) for a in arrays):
@@ -282,10 +291,7 @@ class ConstNet:
         ``rng`` (None, an int, a SeedSequence, a NumPy Generator or one of the network's backend)
         draws the dropout masks when ``dropout > 0``; ``dropout`` in [0, 1), ``keep`` a bool.
         """
-        b = get_backend(self.backend)
-        dropout = _fraction(dropout, "dropout")
-        keep = check_bool(keep, "keep")
-        rng = b.rng(rng) if dropout > 0 or rng is not None else None
+        b, dropout, rng, keep = _forward_arguments(self.backend, dropout, rng, keep)
         xp = b.xp
         sd, s = self.spatial_dims, self.stride
         p = self.params
@@ -437,10 +443,7 @@ class LeakyNet:
 
         ``rng`` draws the dropout masks when ``dropout > 0`` (as in :meth:`ConstNet.forward`).
         """
-        b = get_backend(self.backend)
-        dropout = _fraction(dropout, "dropout")
-        keep = check_bool(keep, "keep")
-        rng = b.rng(rng) if dropout > 0 or rng is not None else None
+        b, dropout, rng, keep = _forward_arguments(self.backend, dropout, rng, keep)
         sd, p = self.spatial_dims, self.params
         phi = self._phi()[0]
         x = _input(x, b)
