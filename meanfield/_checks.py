@@ -22,11 +22,13 @@ __all__ = [
     "check_int",
     "check_nonnegative",
     "check_nonnegative_scalar",
+    "check_pair",
     "check_positive",
     "check_probability_vector",
     "check_rng",
     "check_scalar",
     "default_spatial_shape",
+    "is_backend_array",
     "is_complex",
     "real_array",
 ]
@@ -42,6 +44,21 @@ def is_complex(x) -> bool:
         return bool(np.iscomplexobj(x))
     except (TypeError, ValueError):
         return False
+
+
+def is_backend_array(b, x) -> bool:
+    """Whether ``x`` is already an array of the (non-NumPy) backend ``b`` (a :class:`meanfield.backend.Backend`).
+
+    A CuPy array, a PyTorch tensor, or an array of ``b.xp``'s module (``array_api_strict``); a NumPy
+    array never is.
+    """
+    if b.name == "cupy":
+        return isinstance(x, b.xp.ndarray)
+    if b.name == "torch":
+        import torch
+
+        return isinstance(x, torch.Tensor)
+    return not isinstance(x, np.ndarray) and type(x).__module__.startswith(b.xp.__name__)
 
 
 def as_float_array(x, name: str) -> np.ndarray:
@@ -90,6 +107,35 @@ def check_correlation(c, name: str = "c", strict: bool = False):
     if np.any(np.abs(arr) > 1.0):
         raise ValueError(f"{name} must lie in [-1, 1], got {c!r}")
     return float(arr) if arr.ndim == 0 else arr
+
+
+def check_pair(q1, q2, c) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The variances ``q1, q2 >= 0`` and correlation ``-1 <= c <= 1`` of a pair of Gaussians, broadcast together.
+
+    Each is checked with the type rules of :func:`as_real_array` (:func:`check_nonnegative` and
+    :func:`check_correlation` with ``strict=True``), in the order ``q1``, ``q2``, ``c``.
+
+    Returns
+    -------
+    tuple of three float64 ndarrays
+        Read-only views of the broadcast shape (``numpy.broadcast_arrays``).
+
+    Raises
+    ------
+    ValueError
+        A negative or non-finite variance, ``|c| > 1``, shapes that do not broadcast.
+    TypeError
+        Bools, complex numbers or strings.
+    """
+    q1 = check_nonnegative(q1, "q1", strict=True)
+    q2 = check_nonnegative(q2, "q2", strict=True)
+    c = check_correlation(c, "c", strict=True)
+    try:
+        return np.broadcast_arrays(np.asarray(q1, float), np.asarray(q2, float), np.asarray(c, float))
+    except ValueError as exc:
+        raise ValueError(
+            f"q1, q2 and c must broadcast together, got shapes {np.shape(q1)}, {np.shape(q2)}, {np.shape(c)}"
+        ) from exc
 
 
 def check_int(n, name: str, minimum: int | None = None, maximum: int | None = None) -> int:

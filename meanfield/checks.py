@@ -236,10 +236,7 @@ def check_variance(x: object, name: str) -> float:
     ValueError
         NaN, infinity or a negative number.
     """
-    value = check_scalar(x, name)
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0 (a variance), got {value!r}")
-    return value
+    return _checks.check_nonnegative_scalar(x, name)
 
 
 def check_variance_vector(v: ArrayLike, name: str = "v", ndim: int | None = None) -> np.ndarray:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy.special import erf, ndtr, owens_t
 
-from .._checks import check_correlation, check_nonnegative, check_scalar
+from .._checks import check_pair, check_scalar
 
 __all__ = ["QUAD_RTOL", "erf_pair_expectation"]
 
@@ -87,9 +87,7 @@ def erf_pair_expectation(q1, q2, c, scale=1.0, shift=0.0, derivatives=(0, 0)):
     >>> bool(np.isclose(v, 2 / np.pi * np.arcsin(2 * 0.5 / 3)))
     True
     """
-    q1 = check_nonnegative(q1, "q1", strict=True)
-    q2 = check_nonnegative(q2, "q2", strict=True)
-    c = check_correlation(c, "c", strict=True)
+    f1, f2, fc = check_pair(q1, q2, c)
     a = check_scalar(scale, "scale")
     b = check_scalar(shift, "shift")
     if isinstance(derivatives, (str, bytes)) or not hasattr(derivatives, "__len__") or len(derivatives) != 2:
@@ -100,12 +98,6 @@ def erf_pair_expectation(q1, q2, c, scale=1.0, shift=0.0, derivatives=(0, 0)):
         if d not in (0, 1):
             raise ValueError(f"derivatives must be orders in {{0, 1}}, got {d!r}")
     d1, d2 = (int(d) for d in derivatives)
-    try:
-        f1, f2, fc = np.broadcast_arrays(np.asarray(q1, float), np.asarray(q2, float), np.asarray(c, float))
-    except ValueError as exc:
-        raise ValueError(
-            f"q1, q2 and c must broadcast together, got shapes {np.shape(q1)}, {np.shape(q2)}, {np.shape(c)}"
-        ) from exc
     shape = f1.shape
     if d1 > d2:
         f1, f2, d1, d2 = f2, f1, d2, d1

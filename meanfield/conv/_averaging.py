@@ -108,6 +108,15 @@ def _average(cov, v, shape, sign):
     return out.reshape(cov.shape)
 
 
+def _checked_average(cov, v, shape, sign):
+    """:func:`_average` of checked arguments (``v``, then ``cov`` of shape (..., P, P), then ``shape``)."""
+    v = _check_v(v)
+    cov = as_real_array(cov, "cov")
+    if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
+        raise ValueError(f"cov must have shape (..., P, P), got {cov.shape}")
+    return _average(cov, v, _resolve_shape(v, shape, cov.shape[-1]), sign)
+
+
 def _average_plan(v, shape, sign):
     """``[(flat gather index, weight)]`` with ``_average(cov, v, shape, sign).ravel() ==
     sum weight * cov.ravel()[index]`` for one (P, P) matrix (the same rolls, built once per
@@ -170,12 +179,7 @@ def average(cov: ArrayLike, v: ArrayLike, shape: int | tuple[int, ...] | None = 
         Preserves symmetry, positive semi-definiteness and the trace (a convex combination of
         simultaneous cyclic shifts of rows and columns).
     """
-    v = _check_v(v)
-    cov = as_real_array(cov, "cov")
-    if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
-        raise ValueError(f"cov must have shape (..., P, P), got {cov.shape}")
-    shape = _resolve_shape(v, shape, cov.shape[-1])
-    return _average(cov, v, shape, +1)
+    return _checked_average(cov, v, shape, +1)
 
 
 def average_transpose(cov: ArrayLike, v: ArrayLike, shape: int | tuple[int, ...] | None = None) -> np.ndarray:
@@ -195,9 +199,4 @@ def average_transpose(cov: ArrayLike, v: ArrayLike, shape: int | tuple[int, ...]
     ndarray, shape (..., P, P)
         The transpose of :func:`average` with respect to the Frobenius inner product.
     """
-    v = _check_v(v)
-    cov = as_real_array(cov, "cov")
-    if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
-        raise ValueError(f"cov must have shape (..., P, P), got {cov.shape}")
-    shape = _resolve_shape(v, shape, cov.shape[-1])
-    return _average(cov, v, shape, -1)
+    return _checked_average(cov, v, shape, -1)

@@ -13,7 +13,7 @@ import numpy as np
 from scipy import special, stats
 
 from .. import _checks
-from .._checks import check_int, check_scalar
+from .._checks import check_int, check_nonnegative_scalar, check_scalar
 
 #: Largest width ``N`` (and fan-in) accepted: the binomial weights ``C(N, k) 0.5^N`` of Prop. 4
 #: (``N + 1`` numbers) are held in memory; 10^7 takes about a second.
@@ -55,11 +55,8 @@ def fan_in_arg(fan_in: object, width: int, name: str = "fan_in") -> int:
 
 
 def nonneg(x: object, name: str) -> float:
-    """A finite real scalar ``>= 0`` (bools, complex, strings and arrays rejected)."""
-    v = check_scalar(x, name)
-    if v < 0:
-        raise ValueError(f"{name} must be >= 0 (a variance), got {v!r}")
-    return v
+    """A finite real scalar ``>= 0``, bools, complex, strings and arrays rejected (``_checks.check_nonnegative_scalar``)."""
+    return check_nonnegative_scalar(x, name)
 
 
 def positive(x: object, name: str) -> float:

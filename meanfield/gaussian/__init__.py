@@ -72,7 +72,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._checks import check_correlation, check_int, check_nonnegative
+from .._checks import check_int, check_nonnegative, check_pair
 from ..activations import (
     LINEAR,
     Activation,
@@ -300,15 +300,7 @@ def pair_expectation(
     """
     act = get_activation(activation)
     d1, d2 = _check_derivatives(act, derivatives)
-    q1 = check_nonnegative(q1, "q1", strict=True)
-    q2 = check_nonnegative(q2, "q2", strict=True)
-    c = check_correlation(c, "c", strict=True)
-    try:
-        b1, b2, bc = np.broadcast_arrays(np.asarray(q1, float), np.asarray(q2, float), np.asarray(c, float))
-    except ValueError as exc:
-        raise ValueError(
-            f"q1, q2 and c must broadcast together, got shapes {np.shape(q1)}, {np.shape(q2)}, {np.shape(c)}"
-        ) from exc
+    b1, b2, bc = check_pair(q1, q2, c)
     shape = b1.shape
     f1, f2, fc = (np.ascontiguousarray(x.reshape(-1)) for x in (b1, b2, bc))
     z, w = kernel_rule(degree)

@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._checks import as_float_array, check_bool, check_int
+from .._checks import as_float_array, check_bool, check_int, is_backend_array
 from ..backend import Backend, get_backend, matrix_transpose
 from ._args import check_batch_size, check_size, int_arg, real_array
 
@@ -146,7 +146,7 @@ def _backend_array(x: Any, name: str, b: Backend, check_finite: bool = True) -> 
     ``check_finite=False`` skips the pass over a float64 array that looks for NaN and infinity."""
     if isinstance(x, (bool, np.bool_)) or (isinstance(x, np.ndarray) and x.dtype == np.bool_):
         raise TypeError(f"{name} must be real numbers, got booleans")
-    if b.name != "numpy" and not isinstance(x, np.ndarray) and _is_backend_array(b, x):
+    if b.name != "numpy" and is_backend_array(b, x):
         xp = b.xp
         if xp.isdtype(x.dtype, "complex floating"):
             raise TypeError(f"{name} must be real, got a complex array")
@@ -162,17 +162,6 @@ def _backend_array(x: Any, name: str, b: Backend, check_finite: bool = True) -> 
             raise ValueError(f"{name} must be finite (no NaN or infinity)")
         return b.asarray(x)
     return b.asarray(as_float_array(x, name))
-
-
-def _is_backend_array(b: Backend, x: Any) -> bool:
-    """Whether ``x`` is an array of backend ``b`` (CuPy, PyTorch or array-API-strict array)."""
-    if b.name == "cupy":
-        return isinstance(x, b.xp.ndarray)
-    if b.name == "torch":
-        import torch
-
-        return isinstance(x, torch.Tensor)
-    return type(x).__module__.startswith(b.xp.__name__)
 
 
 def _taps(kernel: Any, sd: int) -> tuple[int, ...]:

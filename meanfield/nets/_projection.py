@@ -56,6 +56,21 @@ def run(path, state, degree):
     return out
 
 
+def mean_cross_term(block, sk: State, out: State, mu_skip, mu_f, why: str) -> np.ndarray | None:
+    r"""The cross term :math:`\mu_P \mu_f^T + \mu_f \mu_P^T` of a sum of two paths whose units decouple.
+
+    ``sk`` and ``out`` are the states of the two paths (the skip and the scaled branch), ``mu_skip``
+    and ``mu_f`` their per-unit means (None: zero or not known, as ``State.mean``). None when either
+    mean is known to be zero (no cross term); ``ValueError`` (:func:`_not_described` with ``why``) when
+    it is needed and a mean is not known.
+    """
+    if (mu_skip is None and sk.mean_known) or (mu_f is None and out.mean_known):
+        return None
+    if not (sk.mean_known and out.mean_known):
+        raise _not_described(block, why)
+    return np.outer(mu_skip, mu_f) + np.outer(mu_f, mu_skip)
+
+
 def path_theory(block, state: State, degree: int) -> State:
     """The rule of the module notes for ``block`` (a :class:`~meanfield.nets.Residual` with a skip path)."""
     st = materialise(state, repr(block), degree) if state.x is not None else state
@@ -72,14 +87,15 @@ def path_theory(block, state: State, degree: int) -> State:
     s2 = block.scale * block.scale
     mu_skip, mu_f = sk.mean, scale(out.mean, block.scale)
     s, c = sk.second + s2 * out.second, add(sk.cross, scale(out.cross, s2))
-    zero_skip = mu_skip is None and sk.mean_known
-    zero_f = mu_f is None and out.mean_known
-    if not (zero_skip or zero_f):
-        if not (sk.mean_known and out.mean_known):
-            raise _not_described(
-                block, "the cross term E[P_i(z)] E[f_i(z)] needs the means of both paths, and one is not determined"
-            )
-        t = np.outer(mu_skip, mu_f) + np.outer(mu_f, mu_skip)
+    t = mean_cross_term(
+        block,
+        sk,
+        out,
+        mu_skip,
+        mu_f,
+        "the cross term E[P_i(z)] E[f_i(z)] needs the means of both paths, and one is not determined",
+    )
+    if t is not None:
         s, c = s + t, add(c, t)
     th = thc = None
     if st.ntk is not None:

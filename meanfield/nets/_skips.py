@@ -15,6 +15,7 @@ from ._projection import (
     backward_through,
     check_path,
     ends_fresh,
+    mean_cross_term,
     path_apply,
     path_backward,
     path_init,
@@ -201,16 +202,16 @@ class Residual(Layer):
         mu_skip, mu_f = m.apply_mean(sk.mean), scale(out.mean, self.scale)
         # the cross term E[(Q z)_i s f_i(z)] = (Q 1)_i E z E s f (the branch's fresh weights decouple
         # f_i from z in the limit): zero when either mean is zero
-        zero_skip = mu_skip is None and sk.mean_known
-        zero_f = mu_f is None and out.mean_known
-        if not (zero_skip or zero_f):
-            if not (sk.mean_known and out.mean_known):
-                raise _not_described(
-                    self,
-                    "the cross term E[(Q z)_i f_i(z)] needs the means of z and of the branch, and one of them is "
-                    "not determined (an activation whose mean's sign is not known, or correlated units)",
-                )
-            t = np.outer(mu_skip, mu_f) + np.outer(mu_f, mu_skip)
+        t = mean_cross_term(
+            self,
+            sk,
+            out,
+            mu_skip,
+            mu_f,
+            "the cross term E[(Q z)_i f_i(z)] needs the means of z and of the branch, and one of them is "
+            "not determined (an activation whose mean's sign is not known, or correlated units)",
+        )
+        if t is not None:
             s, c = s + t, add(c, t)
         th = thc = None
         if sk.ntk is not None:

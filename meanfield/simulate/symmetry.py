@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike
 
 from meanfield import Result
 from meanfield import init as mf_init
+from meanfield._checks import is_backend_array
 from meanfield.activations import get_activation
 from meanfield.backend import Backend, astype, concat, get_backend, matrix_transpose, to_numpy
 from meanfield.checks import as_float_array, check_bool, check_int, check_scalar
@@ -137,7 +138,7 @@ def _xent_args(logits: Any, labels: Any, xp: Any) -> tuple[Any, Any]:
 def _input(x: Any, b: Backend) -> Any:
     """A network's input as a finite float64 array of backend ``b`` (the one check of a forward pass:
     the convolutions inside run unchecked, and the logits and gradients are checked at the end)."""
-    if b.name != "numpy" and _is_backend_array(b, x):
+    if b.name != "numpy" and is_backend_array(b, x):
         xp = b.xp
         if not xp.isdtype(x.dtype, ("real floating", "integral")):
             raise TypeError(f"x must be a real array, got dtype {x.dtype}")
@@ -150,15 +151,13 @@ def _input(x: Any, b: Backend) -> Any:
     return b.asarray(as_float_array(to_numpy(x) if hasattr(x, "get") else x, "x"))
 
 
-def _is_backend_array(b: Backend, x: Any) -> bool:
-    """Whether ``x`` is an array of the (non-NumPy) backend ``b``."""
-    if b.name == "cupy":
-        return isinstance(x, b.xp.ndarray)
-    if b.name == "torch":
-        import torch
-
-        return isinstance(x, torch.Tensor)
-    return not isinstance(x, np.ndarray) and type(x).__module__.startswith(b.xp.__name__)
+def _forward_arguments(backend: Any, dropout: Any, rng: Any, keep: Any) -> tuple[Backend, float, Any, bool]:
+    """The checked ``(backend, dropout, rng, keep)`` of a forward pass (``rng`` is converted only when given or when
+    ``dropout > 0``)."""
+    b = get_backend(backend)
+    dropout = _fraction(dropout, "dropout")
+    keep = check_bool(keep, "keep")
+    return b, dropout, b.rng(rng) if dropout > 0 or rng is not None else None, keep
 
 
 def _finite(xp: Any, arrays: Any, what: str) -> None:
@@ -292,10 +291,7 @@ class ConstNet:
         ``rng`` (None, an int, a SeedSequence, a NumPy Generator or one of the network's backend)
         draws the dropout masks when ``dropout > 0``; ``dropout`` in [0, 1), ``keep`` a bool.
         """
-        b = get_backend(self.backend)
-        dropout = _fraction(dropout, "dropout")
-        keep = check_bool(keep, "keep")
-        rng = b.rng(rng) if dropout > 0 or rng is not None else None
+        b, dropout, rng, keep = _forward_arguments(self.backend, dropout, rng, keep)
         xp = b.xp
         sd, s = self.spatial_dims, self.stride
         p = self.params
@@ -447,10 +443,7 @@ class LeakyNet:
 
         ``rng`` draws the dropout masks when ``dropout > 0`` (as in :meth:`ConstNet.forward`).
         """
-        b = get_backend(self.backend)
-        dropout = _fraction(dropout, "dropout")
-        keep = check_bool(keep, "keep")
-        rng = b.rng(rng) if dropout > 0 or rng is not None else None
+        b, dropout, rng, keep = _forward_arguments(self.backend, dropout, rng, keep)
         sd, p = self.spatial_dims, self.params
         phi = self._phi()[0]
         x = _input(x, b)
