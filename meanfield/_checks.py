@@ -118,7 +118,7 @@ def check_pair(q1, q2, c) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     Returns
     -------
     tuple of three float64 ndarrays
-        Read-only views of the broadcast shape (``numpy.broadcast_arrays``).
+        Views of the broadcast shape (``numpy.broadcast_arrays``: not to be written into).
 
     Raises
     ------
