@@ -10,7 +10,7 @@ the NumPy backend: the fused Numba kernel), warm (one small call first compiles)
 old and new interleaved in one run, and prints:
 
 * per initialiser the CPU and wall time of the old kernel (``engine="numba_generic"``: the width a
-  runtime value, the pre-issue-18 kernel) and of the new one (``engine="numba"``: the width-10
+  runtime value, the generic kernel) and of the new one (``engine="numba"``: the width-10
   kernel), their ratio and the largest relative difference of the variances; the slice's
   extrapolation to 10,000 networks (linear in the number of networks: chunks are independent),
   and its projection on 2 idle cores (CPU / 2: the kernel is ``prange`` over networks);

@@ -38,6 +38,7 @@ import numpy as np
 from ._checks import PSD_RTOL, check_probability_vector
 from ._logscale import DBL_TINY, MAX_DEPTH, MAX_PROPAGATION_SIZE, kernel_rule_for, unscale
 from .activations import ACTIVATIONS, Activation, get_activation
+from .activations._quadrature import first_tier
 
 #: Largest matrix the Cholesky certificate is used for: ``3 D^2 u < PSD_RTOL D / 2`` holds for
 #: ``D < PSD_RTOL / (6 u) ~ 1.5e5``; the trajectory limit (``MAX_PROPAGATION_SIZE``) keeps D below
@@ -230,6 +231,9 @@ def rule_for(act, degree):
         if len(_RULES) > 512:
             _RULES.clear()
         rule = _RULES[key] = kernel_rule_for(act, degree)
+    z, w, cf = rule
+    if isinstance(cf, np.ndarray):  # a quadrature first tier: a fresh status for every call
+        return z, w, first_tier()
     return rule
 
 

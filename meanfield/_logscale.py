@@ -43,6 +43,7 @@ from .gaussian import (
     acos_terms,
     family_rule,
     kernel_rule,
+    needs_full_tree,
     pair_by_family,
     pair_expectation,
     run_time_orders,
@@ -178,6 +179,8 @@ def map_stack(cov, act, d, sigma_w2, sigma_b2, degree):
         out = np.empty_like(stack)
         z, w, cf = kernel_rule_for(act, degree)  # one family compiled
         cov_map_kernel(act.code, act.param, d, sigma_w2, sigma_b2, stack, z, w, cf, out)
+        if needs_full_tree(cf):  # the first tier reached the graded rule: every rule
+            cov_map_kernel(act.code, act.param, d, sigma_w2, sigma_b2, stack, z, w, None, out)
         if z is None:  # a closed form is NaN (none at this order): closed forms with the quadrature fallback
             redo = np.flatnonzero(np.isnan(out).any(axis=(1, 2)))
             if redo.size:
@@ -300,7 +303,7 @@ def scaled_step(code, a, sw, sb, k, logs, z, w, cf, tmp, kout, work):
         and code != LINEAR
         and code != RELU
         and code != LEAKY_RELU
-        and (code < SIN or code == SIGN)  # the issue-17 closed forms are evaluated at any scale
+        and (code < SIN or code == SIGN)  # the extended closed forms are evaluated at any scale
         and logs > math.log(1e300)
     ):
         sign_kernel_map(code, k, tmp)
@@ -354,7 +357,8 @@ def kernel_rule_for(act, degree):
     :func:`meanfield.gaussian.family_rule` (one classification for every family-split kernel):
     closed-form activations get ``(None, None, cf)`` (the quadrature is not compiled, and ``cf``'s
     type selects the closed forms of the activation's family only), the
-    quadrature-only ones ``(z, w, None)`` (the closed forms are not compiled). The same numbers
+    quadrature-only ones ``(z, w, first_tier())`` (the closed forms are not compiled; a call
+    whose status :func:`meanfield.gaussian.needs_full_tree` is redone with ``(z, w, None)``). The same numbers
     either way; the first call of ``dense.propagate`` compiles about half as much (
     benchmarks/bench_cold_start.py). A closed-form result that is not finite (where
     ``pair_value`` would have tried quadrature) is recomputed by the caller with :func:`full_rule`.

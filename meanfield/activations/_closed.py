@@ -8,6 +8,8 @@ compiled kernels only, compile the closed forms of one family (:data:`CLOSED_COR
 
 from __future__ import annotations
 
+import math
+
 import numba
 from numba.core import types
 from numba.extending import overload
@@ -25,7 +27,7 @@ from ._registry import ERF, GELU, HARD_TANH, LEAKY_RELU, LINEAR, RELU, SIN
 @numba.njit(cache=True)
 def _closed_pair(code, a, d1, d2, q1, q2, c):
     """E phi^(d1)(u1) phi^(d2)(u2) in closed form, or NaN."""
-    if code >= SIN or code == GELU:  # issue-17 closed forms (meanfield.closed_forms)
+    if code >= SIN or code == GELU:  # the extended closed forms (meanfield.closed_forms)
         return pair_closed(code, a, d1, d2, q1, q2, c)
     return _core_closed_pair(code, a, d1, d2, q1, q2, c)
 
@@ -63,7 +65,8 @@ acos_terms = _acos_terms
 
 #: Values of the closed-form flag ``cf`` of the family-split kernels (:func:`family_rule`). Only the
 #: *type* matters: it selects, at compile time, which closed forms a kernel compiles.
-#: An int: every built-in's (the code-dispatched tree of :func:`_closed_pair`).
+#: An int: every built-in's (the code-dispatched tree of :func:`_closed_pair`). An int64 array (a
+#: status, :func:`meanfield.activations._quadrature.first_tier`): none (the quadrature's first tier).
 CLOSED_ALL = 0
 
 
@@ -71,7 +74,7 @@ CLOSED_ALL = 0
 CLOSED_CORE = 0.0
 
 
-#: A bool: those of gelu and the issue-17 built-ins only (``_closed_extended``, ``_closed_elu``: sin, cos, abs,
+#: A bool: those of gelu and the extended built-ins only (``_closed_extended``, ``_closed_elu``: sin, cos, abs,
 #: sign, exp, rbf, relu_power, elu, selu).
 CLOSED_EXTENDED = True
 
@@ -100,6 +103,8 @@ def closed_variance_derivative_by(cf, code, a, q):
 # compile time of a closed-form kernel). Same functions, so the same bits.
 @overload(closed_pair_by)
 def _closed_pair_by(cf, code, a, d1, d2, q1, q2, c):
+    if isinstance(cf, types.Array):  # the quadrature's first tier (first_tier): no closed form
+        return lambda cf, code, a, d1, d2, q1, q2, c: math.nan
     if isinstance(cf, types.Boolean):
         return lambda cf, code, a, d1, d2, q1, q2, c: pair_closed(code, a, d1, d2, q1, q2, c)
     if isinstance(cf, types.Float):
@@ -109,6 +114,8 @@ def _closed_pair_by(cf, code, a, d1, d2, q1, q2, c):
 
 @overload(closed_single_by)
 def _closed_single_by(cf, code, a, d1, d2, q):
+    if isinstance(cf, types.Array):  # the quadrature's first tier (first_tier): no closed form
+        return lambda cf, code, a, d1, d2, q: math.nan
     if isinstance(cf, types.Boolean):
         return lambda cf, code, a, d1, d2, q: single_closed(code, a, d1, d2, q)
     if isinstance(cf, types.Float):
@@ -118,6 +125,8 @@ def _closed_single_by(cf, code, a, d1, d2, q):
 
 @overload(closed_variance_derivative_by)
 def _closed_variance_derivative_by(cf, code, a, q):
+    if isinstance(cf, types.Array):  # the quadrature's first tier (first_tier): no closed form
+        return lambda cf, code, a, q: math.nan
     if isinstance(cf, types.Boolean):
         return lambda cf, code, a, q: variance_derivative_closed(code, a, q)
     if isinstance(cf, types.Float):

@@ -1,4 +1,4 @@
-"""Compiled scalar closed forms of the issue-17 activations (private; see :mod:`meanfield.closed_forms`).
+"""Compiled scalar closed forms of the extended activations (private; see :mod:`meanfield.closed_forms`).
 
 Shared by :mod:`meanfield.gaussian` (called before any quadrature) and documented in
 :mod:`meanfield.closed_forms`. Each returns NaN where no closed form is implemented.
@@ -153,7 +153,7 @@ def _rbf_pair(g, d1, d2, q1, q2, c):
 
 @numba.njit(cache=True)
 def pair_closed(code, a, d1, d2, q1, q2, c):
-    """E phi^(d1)(u1) phi^(d2)(u2) of the issue-17 built-ins in closed form, or NaN."""
+    """E phi^(d1)(u1) phi^(d2)(u2) of the extended built-ins in closed form, or NaN."""
     c = min(1.0, max(-1.0, c))
     s1 = math.sqrt(q1)
     s2 = math.sqrt(q2)

@@ -75,6 +75,43 @@ def hermite_rule(degree: int = DEFAULT_DEGREE) -> tuple[np.ndarray, np.ndarray]:
 QUADRATURE_ONLY = (TANH, SIGMOID, SOFTPLUS, SWISH)
 
 
+#: Whether a first-tier pass of this process has reached the graded rule (:func:`first_tier`).
+_FULL_TREE = [False]
+
+
+def first_tier():
+    """The ``cf`` of a quadrature-only kernel's first pass: a fresh status array, or None.
+
+    The quadrature of a built-in has three rules by the scale ``sqrt(q)`` of its integrand
+    (Gauss-Hermite, trapezoid, and graded Gauss-Legendre panels beyond ``TRAPEZOID_MAX_SCALE``);
+    the graded rule is about 40 % of what a kernel compiles, and most calls never reach it. With
+    ``cf`` an int64 array of one zero, a kernel compiles without it: where it would be used, the
+    kernel sets ``cf[0] = 1`` and returns NaN, and the caller redoes the whole call with ``cf``
+    None (every rule; :func:`needs_full_tree`), so the numbers are those of the full kernel, bit
+    for bit. Once one call of the process has needed the graded rule, every later first pass is
+    the full one (None): a second compilation is paid at most once per process.
+    """
+    return None if _FULL_TREE[0] else np.zeros(1, np.int64)
+
+
+def needs_full_tree(cf) -> bool:
+    """Whether the first-tier pass run with ``cf`` reached the graded rule (its results are void).
+
+    True marks the process (:func:`first_tier` returns None from then on); the caller redoes the
+    call with the full rule.
+    """
+    if isinstance(cf, np.ndarray) and cf[0]:
+        _FULL_TREE[0] = True
+        return True
+    return False
+
+
+def require_full_tree() -> None:
+    """Compile every rule from the first call on: for callers that will reach large variances
+    (``dense.critical_sigma_w2``'s bracket), where a first tier would be compiled for nothing."""
+    _FULL_TREE[0] = True
+
+
 def family_rule(act: Activation, degree: int) -> tuple:
     """``(z, w, cf)`` of the first pass of a family-split kernel (for the cold start).
 
@@ -84,11 +121,12 @@ def family_rule(act: Activation, degree: int) -> tuple:
     / :func:`variance_derivative_value`. Numba prunes, at compile time, the branch of an argument
     typed ``None``, so the kernel compiles one family only:
 
-    * ``QUADRATURE_ONLY`` built-ins: ``(z, w, None)`` -- no closed forms compiled (they would all
-      be NaN);
+    * ``QUADRATURE_ONLY`` built-ins: ``(z, w, first_tier())`` -- no closed forms compiled (they
+      would all be NaN), and no graded rule until a call needs it (:func:`first_tier`; the caller
+      checks :func:`needs_full_tree`);
     * every other built-in: ``(None, None, closed_flag(act))`` -- no quadrature compiled, and only
       the closed forms of the activation's family (:data:`CLOSED_CORE`: linear, relu, leaky_relu,
-      erf, hard_tanh; :data:`CLOSED_EXTENDED`: gelu and the issue-17 built-ins); an entry whose closed
+      erf, hard_tanh; :data:`CLOSED_EXTENDED`: gelu and the extended built-ins); an entry whose closed
       form is NaN (no closed form at that order or argument) must be redone with
       ``(z, w, None)``, which is what :func:`pair_value` would have returned there
       (:func:`run_by_family` does both passes).
@@ -98,7 +136,7 @@ def family_rule(act: Activation, degree: int) -> tuple:
     """
     z, w = kernel_rule(degree)
     if act.code in QUADRATURE_ONLY:
-        return z, w, None
+        return z, w, first_tier()
     return None, None, closed_flag(act)
 
 
@@ -111,11 +149,14 @@ def run_by_family(kernel, act: Activation, degree: int, args: tuple, out: np.nda
     """Fill ``out`` (1-D) with ``kernel(code, param, *args, z, w, cf, out)`` split by family.
 
     ``args`` are scalars and 1-D arrays of ``out``'s length (the per-entry inputs). The first pass
-    uses :func:`family_rule`; for a closed-form family the entries left NaN are recomputed by a
+    uses :func:`family_rule`; a quadrature-only first tier that reached the graded rule is redone
+    whole with every rule; for a closed-form family the entries left NaN are recomputed by a
     quadrature-only pass on those entries alone (the fallback of :func:`pair_value`).
     """
     z, w, cf = family_rule(act, degree)
     kernel(act.code, act.param, *args, z, w, cf, out)
+    if needs_full_tree(cf):
+        kernel(act.code, act.param, *args, z, w, None, out)
     if z is None:
         redo = np.flatnonzero(np.isnan(out))
         if redo.size:

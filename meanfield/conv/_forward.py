@@ -35,7 +35,7 @@ from .._logscale import (
     scaled_step,
 )
 from ..activations import get_activation
-from ..gaussian import DEFAULT_DEGREE, kernel_rule
+from ..gaussian import DEFAULT_DEGREE, kernel_rule, needs_full_tree
 from ._averaging import MAX_POSITIONS, _apply_plan, _average, _average_plan, _check_v, _plan_arrays, _resolve_shape
 
 if TYPE_CHECKING:  # annotations only
@@ -185,8 +185,9 @@ def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape, d
     logs = np.empty(depth + 1)
     logs[0] = log0
     index, weight = _plan_arrays(v, (p,), +1)
-    if _propagate_kernel(act.code, act.param, sw, sb, depth, z, w, cf, index, weight, out, logs):
-        return None  # the general path retries with quadrature or raises
+    bad = _propagate_kernel(act.code, act.param, sw, sb, depth, z, w, cf, index, weight, out, logs)
+    if bad or needs_full_tree(cf):
+        return None  # the general path retries with quadrature (or every rule) or raises
     if not trajectory_ok(logs, out, math.inf):
         return None
     return dense.LogPropagation(log_scale=logs, normalized=out), sym
@@ -222,6 +223,10 @@ def _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, v, depth, shape
         index, weight = _plan_arrays(v, shape, +1)
         z, w, cf = kernel_rule_for(act, degree)
         bad = _propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, depth, z, w, cf, index, weight, out, logs)
+        if needs_full_tree(cf):  # the first tier reached the graded rule: every rule
+            bad = _propagate_kernel(
+                act.code, act.param, sigma_w2, sigma_b2, depth, z, w, None, index, weight, out, logs
+            )
         if z is None and (bad or not np.isfinite(out).all()):  # closed form failed: with quadrature fallback
             bad = _propagate_kernel(
                 act.code, act.param, sigma_w2, sigma_b2, depth, *full_rule(degree), index, weight, out, logs

@@ -13,7 +13,7 @@ from .._checks import (
     check_scalar,
 )
 from .._logscale import HOMOGENEOUS
-from ..gaussian import DEFAULT_DEGREE
+from ..gaussian import DEFAULT_DEGREE, needs_full_tree, require_full_tree
 from ._common import CRITICAL_ATOL, _act, _require_builtin, _variances
 from ._solvers import _fixed_point_values, _fp_full_rule, _fp_rule, _phase_kernel
 
@@ -106,6 +106,8 @@ def _by_family(kernel, act, degree, rule, args, out, tail=()):
     """
     z, w, cf, ex = rule
     kernel(act.code, act.param, act.code in HOMOGENEOUS, *args, z, w, cf, ex, out, *tail)
+    if needs_full_tree(cf):  # a quadrature first tier reached the graded rule: every rule
+        kernel(act.code, act.param, act.code in HOMOGENEOUS, *args, z, w, None, ex, out, *tail)
     if z is None and np.isnan(out).any():
         z, w, cf, ex = _fp_full_rule(act, degree)
         kernel(act.code, act.param, act.code in HOMOGENEOUS, *args, z, w, cf, ex, out, *tail)
@@ -361,6 +363,7 @@ def critical_sigma_w2(
 
     act = _act(activation)
     _require_builtin(act, "critical_sigma_w2")
+    require_full_tree()  # the bracket reaches q* > 9 (the graded rule): no first tier compiled for nothing
     sb = check_nonnegative(sigma_b2, "sigma_b2", strict=True)
     if isinstance(bracket, (str, bytes)) or not hasattr(bracket, "__len__") or len(bracket) != 2:
         raise TypeError(f"bracket must be a pair (lo, hi), got {bracket!r}")

@@ -20,7 +20,7 @@ from .._logscale import (
     propagate_kernel,
     refuse_unbounded,
 )
-from ..gaussian import DEFAULT_DEGREE
+from ..gaussian import DEFAULT_DEGREE, needs_full_tree
 from ._common import _act, _require_builtin, _variances
 
 if TYPE_CHECKING:  # annotations only
@@ -76,7 +76,9 @@ def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     k_out = np.empty((depth + 1,) + k0.shape)
     logs = np.empty(depth + 1)
     propagate_kernel(act.code, act.param, sw, sb, k0, log0, depth, z, w, cf, k_out, logs)
-    if not trajectory_ok(logs, k_out, math.inf):  # the general path retries with quadrature or raises
+    if needs_full_tree(cf) or not trajectory_ok(
+        logs, k_out, math.inf
+    ):  # the general path retries with quadrature or raises
         return None
     return LogPropagation(log_scale=logs, normalized=k_out), sym
 
@@ -104,6 +106,8 @@ def _general_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     k_out = np.empty((depth + 1,) + k0.shape)
     logs = np.empty(depth + 1)
     propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, cf, k_out, logs)
+    if needs_full_tree(cf):  # the first tier reached the graded rule: every rule
+        propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, z, w, None, k_out, logs)
     finite = np.isfinite(logs).all() and np.isfinite(k_out).all()
     if not finite and z is None:  # a closed form failed where pair_value would try quadrature
         propagate_kernel(act.code, act.param, sigma_w2, sigma_b2, k0, log0, depth, *full_rule(degree), k_out, logs)

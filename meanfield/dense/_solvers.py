@@ -29,6 +29,8 @@ from ..activations import (
 from ..gaussian import (
     closed_flag,
     excess_value,
+    first_tier,
+    graded_status,
     kernel_rule,
     pair_by_family,
     run_time_orders,
@@ -63,7 +65,7 @@ def _fp_rule(act, degree):
     if act.code in _FP_CLOSED:
         return None, None, closed_flag(act), ex  # only the family's closed forms (gaussian.family_rule)
     if act.code in QUADRATURE_C_MAP:
-        return z, w, None, ex
+        return z, w, first_tier(), ex  # the graded rule compiled on first need (gaussian.first_tier)
     return z, w, closed_flag(act), ex
 
 
@@ -91,8 +93,9 @@ def _g(code, a, sw, sb, q, z, w, cf, ex):
     o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     if ex is not None:  # softplus, swish and gelu (see _fp_rule)
         if code == SOFTPLUS or code == SWISH or code == GELU:
-            val = (0.5 * sw - 1.0) * q + sb + sw * excess_value(code, a, o0, q, z, w)
-            slope = (0.5 * sw - 1.0) + sw * excess_value(code, a, o1, q, z, w)
+            st = graded_status(cf)
+            val = (0.5 * sw - 1.0) * q + sb + sw * excess_value(code, a, o0, q, z, w, st)
+            slope = (0.5 * sw - 1.0) + sw * excess_value(code, a, o1, q, z, w, st)
             return val, slope
     if z is not None:  # quadrature families only (pruned at compile time for the closed-form ones)
         if code == TANH:  # both integrals in one pass, bit-identical (meanfield._tanh_fused)

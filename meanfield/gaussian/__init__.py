@@ -18,7 +18,7 @@ kernel of Cho & Saul (2009); ``erf`` through the arcsine kernel of Williams (199
 (derivative orders <= 1) as moments of a clipped Gaussian: single-variable moments in terms of
 erf, and the bivariate ones through the rectangle probability ``P(|u1| < 1, |u2| < 1)`` (Plackett's
 identity at the four corners) and its integral over c (Price's theorem), both smooth
-one-dimensional integrals over theta = arcsin(t) (:func:`_hard_tanh_pair`); the issue-17 built-ins
+one-dimensional integrals over theta = arcsin(t) (:func:`_hard_tanh_pair`); the extended built-ins
 (sin, cos, abs, sign, exp, rbf, relu_power, gelu at every order, elu and selu) as documented in
 :mod:`meanfield.closed_forms`. Everything else uses
 quadrature in Numba kernels, :math:`u_1 = \sqrt{q_1} z_1`,
@@ -97,8 +97,11 @@ from ..activations._quadrature import (  # noqa: F401  (re-exported, as above)
     QUADRATURE_ONLY,
     closed_flag,
     family_rule,
+    first_tier,
     hermite_rule,
     kernel_rule,
+    needs_full_tree,
+    require_full_tree,
     run_by_family,
 )
 from ._kernels import (  # noqa: F401  (re-exported: the kernels and rules other modules compile against)
@@ -106,6 +109,7 @@ from ._kernels import (  # noqa: F401  (re-exported: the kernels and rules other
     _single_kernel,
     _variance_derivative_kernel,
     excess_value,
+    graded_status,
     pair_by_family,
     pair_quadrature,
     pair_value,

@@ -6,6 +6,8 @@ import math
 
 import numba
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from ..activations import (
     ERF,
@@ -47,15 +49,35 @@ def run_time_orders(code):
     return zero, zero + 1, zero + 2
 
 
+def graded_status(cf):
+    """The status array of a first-tier ``cf`` (:func:`meanfield.activations._quadrature.first_tier`), else None (Numba only)."""
+    raise NotImplementedError("graded_status is called from compiled kernels only")
+
+
+# The first tier of the quadrature (cf an int64 array) compiles no graded rule: each graded
+# function below is pruned at compile time to "st[0] = 1, NaN" when its ``st`` is an array, and
+# compiled whole when ``st`` is None. The caller redoes a call that set st[0] with ``cf`` None.
+@overload(graded_status, inline="always")
+def _graded_status(cf):
+    if isinstance(cf, types.Array):
+        return lambda cf: cf
+    return lambda cf: None
+
+
 # ----------------------------------------------------------------------------------------------
 # Quadrature kernels (built-in activations).
 
 
-@numba.njit(cache=True)
-def _pair_graded(code, a, d1, d2, s1, s2, sc, ss, outer_scale, z, w):
+def _pair_graded(st, code, a, d1, d2, s1, s2, sc, ss, outer_scale, z, w):
+    """E_2 beyond TRAPEZOID_MAX_SCALE (:func:`_pair_graded_rule`); NaN and ``st[0] = 1`` where ``st`` is an array (Numba only)."""
+    raise NotImplementedError("_pair_graded is called from compiled kernels only")
+
+
+def _pair_graded_rule(st, code, a, d1, d2, s1, s2, sc, ss, outer_scale, z, w):
     """E_2 when a scale exceeds TRAPEZOID_MAX_SCALE: the outer rule on z1 graded at 0 (for f1 and
     for the smoothed factor E f2(sc z1 + ss Z2)), inner rules on z2 graded at the z2 where u2 = 0
-    (rebuilt per outer node when the inner scale is large)."""
+    (rebuilt per outer node when the inner scale is large). ``st`` is None (compiled for
+    :func:`_pair_graded` only)."""
     hw_extra, tail_extra, tail1 = _outer_features(s1, sc, ss, True)
     zo = np.empty(_rule_capacity(outer_scale, hw_extra, z.size))
     wo = np.empty(zo.size)
@@ -100,13 +122,14 @@ def pair_value(code, a, d1, d2, q1, q2, c, z, w):
     v = _closed_pair(code, a, d1, d2, q1, q2, c)
     if not math.isnan(v):
         return v
-    return pair_quadrature(code, a, d1, d2, q1, q2, c, z, w)
+    return pair_quadrature(code, a, d1, d2, q1, q2, c, z, w, None)
 
 
 @numba.njit(inline="always")
-def pair_quadrature(code, a, d1, d2, q1, q2, c, z, w):
+def pair_quadrature(code, a, d1, d2, q1, q2, c, z, w, st):
     """:func:`pair_value` without the closed forms (inlined: one compiled copy per caller, and a
-    kernel that needs only quadrature does not compile the closed forms)."""
+    kernel that needs only quadrature does not compile the closed forms); ``st`` as
+    :func:`_pair_graded`'s."""
     s1 = math.sqrt(q1)
     s2 = math.sqrt(q2)
     c = min(1.0, max(-1.0, c))
@@ -117,7 +140,7 @@ def pair_quadrature(code, a, d1, d2, q1, q2, c, z, w):
         return 0.0  # phi odd: the integrand has parity (-1)^(d1 + d2) under z -> -z
     outer_scale = max(s1, abs(sc))
     if outer_scale > TRAPEZOID_MAX_SCALE or ss > TRAPEZOID_MAX_SCALE:
-        return _pair_graded(code, a, d1, d2, s1, s2, sc, ss, outer_scale, z, w)
+        return _pair_graded(st, code, a, d1, d2, s1, s2, sc, ss, outer_scale, z, w)
     if outer_scale <= GH_MAX_SCALE and ss <= GH_MAX_SCALE:
         n = z.size
         acc = 0.0
@@ -175,12 +198,12 @@ def single_value(code, a, d1, d2, q, z, w):
     v = _closed_single(code, a, d1, d2, q)
     if not math.isnan(v):
         return v
-    return single_quadrature(code, a, d1, d2, q, z, w)
+    return single_quadrature(code, a, d1, d2, q, z, w, None)
 
 
 @numba.njit(inline="always")
-def single_quadrature(code, a, d1, d2, q, z, w):
-    """:func:`single_value` without the closed forms (inlined, as :func:`pair_quadrature`)."""
+def single_quadrature(code, a, d1, d2, q, z, w, st):
+    """:func:`single_value` without the closed forms (inlined, as :func:`pair_quadrature`; ``st`` as its)."""
     s = math.sqrt(q)
     acc = 0.0
     if s <= GH_MAX_SCALE:
@@ -195,6 +218,12 @@ def single_quadrature(code, a, d1, d2, q, z, w):
             u = s * zi
             acc += h * _INV_SQRT_2PI_K * math.exp(-0.5 * zi * zi) * evaluate(code, a, d1, u) * evaluate(code, a, d2, u)
         return acc
+    return _single_graded(st, code, a, d1, d2, s, z, w)
+
+
+def _single_graded_rule(st, code, a, d1, d2, s, z, w):
+    """E_1 at sqrt(q) = s > TRAPEZOID_MAX_SCALE: graded Gauss-Legendre panels (``st`` as :func:`_pair_graded`'s)."""
+    acc = 0.0
     zo = np.empty(_rule_capacity(s, 0.0, z.size))
     wo = np.empty(zo.size)
     n = _fill_rule(s, 0.0, z.size < 0, BUILTIN_TAIL_U / s, 0.0, 0.0, z, w, zo, wo)
@@ -212,12 +241,12 @@ def variance_derivative_value(code, a, q, z, w):
     v = _closed_variance_derivative(code, a, q)
     if not math.isnan(v):
         return v
-    return variance_derivative_quadrature(code, a, q, z, w)
+    return variance_derivative_quadrature(code, a, q, z, w, None)
 
 
 @numba.njit(inline="always")
-def variance_derivative_quadrature(code, a, q, z, w):
-    """:func:`variance_derivative_value` without the closed forms (inlined, as :func:`pair_quadrature`)."""
+def variance_derivative_quadrature(code, a, q, z, w, st):
+    """:func:`variance_derivative_value` without the closed forms (inlined, as :func:`pair_quadrature`; ``st`` as its)."""
     o0, o1, o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     if q == 0.0:
         return evaluate_call(code, a, o1, 0.0) ** 2 + evaluate_call(code, a, o0, 0.0) * evaluate_call(code, a, o2, 0.0)
@@ -242,6 +271,13 @@ def variance_derivative_quadrature(code, a, q, z, w):
                 * evaluate(code, a, o1, u)
             )
         return acc / s
+    return _variance_derivative_graded(st, code, a, s, z, w)
+
+
+def _variance_derivative_graded_rule(st, code, a, s, z, w):
+    """:func:`variance_derivative_value` at sqrt(q) = s > TRAPEZOID_MAX_SCALE (``st`` as :func:`_pair_graded`'s)."""
+    o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
+    acc = 0.0
     zo = np.empty(_rule_capacity(s, 0.0, z.size))
     wo = np.empty(zo.size)
     n = _fill_rule(s, 0.0, z.size < 0, BUILTIN_TAIL_U / s, 0.0, 0.0, z, w, zo, wo)
@@ -266,12 +302,12 @@ def _excess_integrand(code, a, which, s, zi):
 
 
 @numba.njit(cache=True)
-def excess_value(code, a, which, q, z, w):
+def excess_value(code, a, which, q, z, w, st):
     r"""The ReLU-like activations' departure from ReLU: :math:`E[\phi(u)^2] - q/2` (``which`` 0) or
     :math:`\partial_q E\phi(\sqrt q z)^2 - 1/2` (``which`` 1), integrated as one localised
     integrand, so there is no cancellation between two numbers of size q (the q* solver needs
     these at q ~ 1e14, where q/2 - E phi^2 ~ 1e-7 while E phi^2 itself carries an error ~ 0.1).
-    Rules by sqrt(q) as in :func:`single_value`."""
+    Rules by sqrt(q) as in :func:`single_value`; ``st`` as :func:`_pair_graded`'s."""
     o0, o1, o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     s = math.sqrt(q)
     if s == 0.0:
@@ -293,12 +329,81 @@ def excess_value(code, a, which, q, z, w):
             zi = i * h
             acc += h * _INV_SQRT_2PI_K * math.exp(-0.5 * zi * zi) * _excess_integrand(code, a, which, s, zi)
         return acc
+    return _excess_graded(st, code, a, which, s, z, w)
+
+
+def _excess_graded_rule(st, code, a, which, s, z, w):
+    """:func:`excess_value` at sqrt(q) = s > TRAPEZOID_MAX_SCALE (``st`` as :func:`_pair_graded`'s)."""
+    acc = 0.0
     zo = np.empty(_rule_capacity(s, 0.0, z.size))
     wo = np.empty(zo.size)
     n = _fill_rule(s, 0.0, z.size < 0, BUILTIN_TAIL_U / s, 0.0, 0.0, z, w, zo, wo)
     for i in range(n):
         acc += wo[i] * _excess_integrand(code, a, which, s, zo[i])
     return acc
+
+
+# The graded rule of each kernel, by the type of ``st`` (graded_status): an array (the first tier)
+# compiles "st[0] = 1, NaN" and none of the rule; None compiles the rule, once (an inlined
+# overload is compiled on its own and again inside every caller: it cost more than it saved).
+def _single_graded(st, code, a, d1, d2, s, z, w):
+    raise NotImplementedError("called from compiled kernels only")
+
+
+def _variance_derivative_graded(st, code, a, s, z, w):
+    raise NotImplementedError("called from compiled kernels only")
+
+
+def _excess_graded(st, code, a, which, s, z, w):
+    raise NotImplementedError("called from compiled kernels only")
+
+
+@overload(_pair_graded)
+def _pair_graded_by_tier(st, code, a, d1, d2, s1, s2, sc, ss, outer_scale, z, w):
+    if isinstance(st, types.Array):
+
+        def flag(st, code, a, d1, d2, s1, s2, sc, ss, outer_scale, z, w):
+            st[0] = 1
+            return math.nan
+
+        return flag
+    return _pair_graded_rule
+
+
+@overload(_single_graded)
+def _single_graded_by_tier(st, code, a, d1, d2, s, z, w):
+    if isinstance(st, types.Array):
+
+        def flag(st, code, a, d1, d2, s, z, w):
+            st[0] = 1
+            return math.nan
+
+        return flag
+    return _single_graded_rule
+
+
+@overload(_variance_derivative_graded)
+def _variance_derivative_graded_by_tier(st, code, a, s, z, w):
+    if isinstance(st, types.Array):
+
+        def flag(st, code, a, s, z, w):
+            st[0] = 1
+            return math.nan
+
+        return flag
+    return _variance_derivative_graded_rule
+
+
+@overload(_excess_graded)
+def _excess_graded_by_tier(st, code, a, which, s, z, w):
+    if isinstance(st, types.Array):
+
+        def flag(st, code, a, which, s, z, w):
+            st[0] = 1
+            return math.nan
+
+        return flag
+    return _excess_graded_rule
 
 
 # The scalar kernels of one family (see family_rule): the closed forms where ``cf`` is given, the
@@ -317,7 +422,7 @@ def pair_by_family(code, a, d1, d2, q1, q2, c, z, w, cf):
         v = closed_pair_by(cf, code, a, d1, d2, q1, q2, c)
     if z is not None:
         if math.isnan(v):
-            v = pair_quadrature(code, a, d1, d2, q1, q2, c, z, w)
+            v = pair_quadrature(code, a, d1, d2, q1, q2, c, z, w, graded_status(cf))
     return v
 
 
@@ -329,7 +434,7 @@ def single_by_family(code, a, d1, d2, q, z, w, cf):
         v = closed_single_by(cf, code, a, d1, d2, q)
     if z is not None:
         if math.isnan(v):
-            v = single_quadrature(code, a, d1, d2, q, z, w)
+            v = single_quadrature(code, a, d1, d2, q, z, w, graded_status(cf))
     return v
 
 
@@ -341,7 +446,7 @@ def variance_derivative_by_family(code, a, q, z, w, cf):
         v = closed_variance_derivative_by(cf, code, a, q)
     if z is not None:
         if math.isnan(v):
-            v = variance_derivative_quadrature(code, a, q, z, w)
+            v = variance_derivative_quadrature(code, a, q, z, w, graded_status(cf))
     return v
 
 

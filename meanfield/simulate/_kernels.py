@@ -19,7 +19,7 @@ Two kernels:
   whole paper-size slice 2.1x: ``benchmarks/bench_fig1_slice.py``, docs/performance.md); the same
   kernel with the width a runtime value (or a ``numba.literally`` argument) does not unroll and
   runs at 0.5x of the generic kernel.
-* :func:`_fused`, any width and the identity (ZerO) layers: the pre-issue-18 kernel, also
+* :func:`_fused`, any width and the identity (ZerO) layers: the generic kernel, also
   selectable as ``engine="numba_generic"`` of ``empirical_variances`` (the reference the
   benchmark compares against).
 
@@ -151,7 +151,7 @@ def fused_relu_sums(
         Every hidden layer is the identity (ZerO / ZerO*): layers 3 .. depth repeat the sums of
         layer 2 (exactly: ``relu`` is idempotent), which the kernel computes once.
     generic : bool
-        Run the generic kernel through every layer (the pre-issue-18 path, the benchmark's
+        Run the generic kernel through every layer (the generic path, the benchmark's
         reference), whatever the width.
 
     Returns

@@ -451,8 +451,8 @@ def empirical_variances(
         ``"numba"`` (default on the NumPy backend): a fused Numba kernel in float64 (``dtype`` ignored; fine to depth ~1000,
         beyond which Glorot's 2^-depth decay would underflow), with a width-specialised inner
         block at width 10 (the Fig. 1 width, 2.3-2.7x faster); ``"numba_generic"``:
-        the same fused kernel with the width a runtime value at every width (the pre-issue-18
-        kernel, kept as a reference; same sums to float64 rounding); ``"blas"`` (default on CuPy):
+        the same fused kernel with the width a runtime value at every width (the generic
+        width kernel, kept as a reference; same sums to float64 rounding); ``"blas"`` (default on CuPy):
         stacked ``xp.matmul`` per layer in ``dtype`` with renormalisation. All draw the same
         weights for the same ``rng``.
     metainit_steps : int

@@ -19,7 +19,7 @@ USER_TEXT = ("README.md", "docs", "meanfield", "validation", "figures", "example
 #: Generated folders of the documentation build.
 GENERATED = ("docs/_build", "docs/generated", "docs/auto_examples")
 
-WORK_ITEMS = re.compile(r"\bissues? \d+|\bseed[ -]00[0-4]\b|\bthis round\b", re.IGNORECASE)
+WORK_ITEMS = re.compile(r"\bissues?[ -]\d+|\bseed[ -]00[0-4]\b|\bthis round\b", re.IGNORECASE)
 BRANCH = re.compile(r"\b(?:on|in|from) (?:the )?branch(?:es)? `[\w./-]+`|\(branch `[\w./-]+`")
 #: A commit hash in prose: 7-40 hex digits with at least one letter and one digit, in backticks or
 #: after "at" / "commit" (hex constants in code are not prose).
@@ -64,6 +64,7 @@ def test_no_commit_hashes_or_dates_in_the_documentation():
 
 def test_the_patterns_find_what_they_are_for():
     assert WORK_ITEMS.search("fixed in issue 17 item 2") and WORK_ITEMS.search("(seed 003, eq. 2.7)")
+    assert WORK_ITEMS.search("the pre-issue-18 kernel") and WORK_ITEMS.search("the issue-17 built-ins")
     assert (
         BRANCH.search("measured on branch `fig1-fast`")
         and not BRANCH.search("a residual branch `f`")

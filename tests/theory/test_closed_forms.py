@@ -1,4 +1,4 @@
-"""meanfield.closed_forms: the issue-17 closed-form Gaussian moments against scipy's adaptive
+"""meanfield.closed_forms: the extended closed-form Gaussian moments against scipy's adaptive
 quadrature, Monte-Carlo and their limits; elu / selu closed forms; the new built-ins in the
 dense maps."""
 
@@ -106,7 +106,7 @@ def test_variance_derivative_is_the_slope_of_the_closed_second_moment(name, para
 
 def test_gelu_matches_the_library_quadrature_at_large_variances():
     # the closed form is evaluated in scaled variables; the graded Gauss-Legendre rules of the
-    # library (the pre-issue-17 path, kept for the excess integrals) are an independent reference
+    # library (the quadrature path, kept for the excess integrals) are an independent reference
     from meanfield.activations import Activation
 
     g = get_activation("gelu")
