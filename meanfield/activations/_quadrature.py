@@ -84,7 +84,7 @@ def first_tier():
 
     The quadrature of a built-in has three rules by the scale ``sqrt(q)`` of its integrand
     (Gauss-Hermite, trapezoid, and graded Gauss-Legendre panels beyond ``TRAPEZOID_MAX_SCALE``);
-    the graded rule is about 40 % of what a kernel compiles, and most calls never reach it. With
+    the graded rule is 25-40 % of what a first call compiles, and most calls never reach it. With
     ``cf`` an int64 array of one zero, a kernel compiles without it: where it would be used, the
     kernel sets ``cf[0] = 1`` and returns NaN, and the caller redoes the whole call with ``cf``
     None (every rule; :func:`needs_full_tree`), so the numbers are those of the full kernel, bit

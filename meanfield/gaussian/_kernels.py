@@ -55,8 +55,10 @@ def graded_status(cf):
 
 
 # The first tier of the quadrature (cf an int64 array) compiles no graded rule: each graded
-# function below is pruned at compile time to "st[0] = 1, NaN" when its ``st`` is an array, and
-# compiled whole when ``st`` is None. The caller redoes a call that set st[0] with ``cf`` None.
+# function below is an overload that, when its ``st`` is an array, compiles to "st[0] = 1, NaN",
+# and when ``st`` is None to the rule (Numba's dead-branch pruning removes a branch only for an
+# argument typed None, so an ``st is not None`` test would still compile the rule). The caller
+# redoes a call that set st[0] with ``cf`` None.
 @overload(graded_status, inline="always")
 def _graded_status(cf):
     if isinstance(cf, types.Array):
@@ -222,7 +224,7 @@ def single_quadrature(code, a, d1, d2, q, z, w, st):
 
 
 def _single_graded_rule(st, code, a, d1, d2, s, z, w):
-    """E_1 at sqrt(q) = s > TRAPEZOID_MAX_SCALE: graded Gauss-Legendre panels (``st`` as :func:`_pair_graded`'s)."""
+    """E_1 at sqrt(q) = s > TRAPEZOID_MAX_SCALE: graded Gauss-Legendre panels (``st`` is None: compiled for :func:`_single_graded` only)."""
     acc = 0.0
     zo = np.empty(_rule_capacity(s, 0.0, z.size))
     wo = np.empty(zo.size)
@@ -275,7 +277,7 @@ def variance_derivative_quadrature(code, a, q, z, w, st):
 
 
 def _variance_derivative_graded_rule(st, code, a, s, z, w):
-    """:func:`variance_derivative_value` at sqrt(q) = s > TRAPEZOID_MAX_SCALE (``st`` as :func:`_pair_graded`'s)."""
+    """:func:`variance_derivative_value` at sqrt(q) = s > TRAPEZOID_MAX_SCALE (``st`` is None: for :func:`_variance_derivative_graded` only)."""
     o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
     acc = 0.0
     zo = np.empty(_rule_capacity(s, 0.0, z.size))
@@ -333,7 +335,7 @@ def excess_value(code, a, which, q, z, w, st):
 
 
 def _excess_graded_rule(st, code, a, which, s, z, w):
-    """:func:`excess_value` at sqrt(q) = s > TRAPEZOID_MAX_SCALE (``st`` as :func:`_pair_graded`'s)."""
+    """:func:`excess_value` at sqrt(q) = s > TRAPEZOID_MAX_SCALE (``st`` is None: for :func:`_excess_graded` only)."""
     acc = 0.0
     zo = np.empty(_rule_capacity(s, 0.0, z.size))
     wo = np.empty(zo.size)
