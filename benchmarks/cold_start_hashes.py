@@ -50,12 +50,16 @@ def _entries(act):
     import meanfield.conv as conv
     import meanfield.dense as dense
     import meanfield.gaussian as g
+    import meanfield.kernels as kernels
+    import meanfield.spectra as spectra
 
     qq, cc = np.meshgrid(Q[1:7], C, indexing="ij")
     cov3 = np.array([[1.0, 0.3, 0.1], [0.3, 0.8, 0.2], [0.1, 0.2, 1.2]])
     covs = np.stack([cov3 * s for s in (1e-3, 0.5, 1.0, 9.0, 1e4)])
     v3 = np.full(3, 1 / 3)
     c0 = 0.5 * np.eye(4) + 0.5
+    xs = np.random.default_rng(0).standard_normal((5, 4))
+    xc = np.random.default_rng(1).standard_normal((4, 6, 2))
     out = {}
     for d in ORDERS:
         out[f"gaussian.expectation{d}"] = lambda d=d: g.expectation(act, Q, d)
@@ -79,6 +83,16 @@ def _entries(act):
         out[f"conv.linearized_decay{tag}"] = lambda sw=sw, sb=sb: conv.linearized_decay(0.01 * c0, act, sw, sb, v3, 4)
     out["dense.phase_diagram"] = lambda: dense.phase_diagram(act, [0.5, 1.5, 3.0], [0.0, 0.05, 0.5])
     out["dense.critical_sigma_w2"] = lambda: dense.critical_sigma_w2(act, [0.0, 0.05])
+    for sw, sb in VARIANCES[1:3]:
+        tag = f"({sw},{sb})"
+        out[f"spectra.spectrum_moments{tag}"] = lambda sw=sw, sb=sb: spectra.spectrum_moments(act, sw, sb, 6)
+        out[f"spectra.jacobian_spectrum{tag}"] = lambda sw=sw, sb=sb: spectra.jacobian_spectrum(
+            act, sw, sb, 6, n_points=32, n_atoms=400, accuracy="ignore"
+        )
+        out[f"kernels.dense_kernels{tag}"] = lambda sw=sw, sb=sb: kernels.dense_kernels(
+            xs, xs[:2] + 0.1, act, sw, sb, 5
+        )
+        out[f"kernels.conv_kernels{tag}"] = lambda sw=sw, sb=sb: kernels.conv_kernels(xc, None, act, sw, sb, v3, 3)
     return out
 
 

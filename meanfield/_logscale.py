@@ -238,6 +238,8 @@ def combine(tmp, logs, log_rel, const, kout):
         for j in range(dim):
             kout[i, j] = tmp[i, j] * f + cr
         m = max(m, kout[i, i])
+    if not m > 0.0:  # NaN on the diagonal (a first quadrature tier's redo mark, gaussian.first_tier)
+        return math.nan
     for i in range(dim):
         for j in range(dim):
             kout[i, j] /= m

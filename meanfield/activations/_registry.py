@@ -194,7 +194,7 @@ def evaluate(code, param, deriv, x):
 evaluate_call = evaluate
 
 
-@numba.njit(inline="always")
+@numba.njit(cache=True)
 def asymptote(code, param):
     """Slopes ``(a, b)`` of built-in ``code``'s linear asymptotes: phi(x) ~ a x as x -> +inf, ~ b x as x -> -inf.
 
@@ -242,7 +242,7 @@ def asymptotic_derivative_moment(code, param):
     return 0.5 * (a * a + b * b)
 
 
-@numba.njit(inline="always")
+@numba.njit(cache=True)
 def origin_slopes(code, param):
     """Slopes ``(a0, b0)`` of built-in ``code`` at 0: phi(x) - phi(0) ~ a0 x as x -> 0+, ~ b0 x as x -> 0-.
 

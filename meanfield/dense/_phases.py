@@ -15,7 +15,7 @@ from .._checks import (
 from .._logscale import HOMOGENEOUS
 from ..gaussian import DEFAULT_DEGREE, needs_full_tree, require_full_tree
 from ._common import CRITICAL_ATOL, _act, _require_builtin, _variances
-from ._solvers import _fixed_point_values, _fp_full_rule, _fp_rule, _phase_kernel
+from ._solvers import _fixed_point_values, _fp_full_rule, _fp_rule, _phase_kernel, _q_chi1_values
 
 if TYPE_CHECKING:  # annotations only
     from ..activations import Activation
@@ -94,7 +94,8 @@ class FixedPoint:
 
 def _fixed_point_error(act, sw, sb):
     return ValueError(
-        f"the fixed point q* of {act.name} at sigma_w2 = {sw!r}, sigma_b2 = {sb!r} exceeds the float64 range"
+        f"the fixed point q* of {act.name} at sigma_w2 = {sw!r}, sigma_b2 = {sb!r} exceeds the float64 range "
+        "(or lies too close to its top for the solver's arithmetic)"
     )
 
 
@@ -173,6 +174,21 @@ def fixed_point(
         phase=_phase(chi1),
         c_frozen=bool(frozen),
     )
+
+
+def _q_star_chi_1(
+    act: Activation, sigma_w2: float, sigma_b2: float, degree: int = DEFAULT_DEGREE
+) -> tuple[float, float]:
+    """``(q*, chi_1)`` of :func:`fixed_point` (the same numbers, the same errors), without the c-map:
+    its first call compiles none of the pair integrals (for :func:`critical_sigma_w2` and the
+    Jacobian spectra, which need no more)."""
+    _require_builtin(act, "fixed_point")
+    sigma_w2, sigma_b2 = _variances(sigma_w2, sigma_b2)
+    out = np.empty(2)
+    _by_family(_q_chi1_values, act, degree, _fp_rule(act, degree), (sigma_w2, sigma_b2), out)
+    if np.isnan(out[0]):
+        raise _fixed_point_error(act, sigma_w2, sigma_b2)
+    return float(out[0]), float(out[1])
 
 
 @dataclass(frozen=True)
@@ -373,7 +389,7 @@ def critical_sigma_w2(
         raise ValueError(f"bracket must satisfy 0 <= lo < hi, got {tuple(bracket)}")
 
     def f(sw, b):
-        return fixed_point(act, sw, b, degree).chi_1 - 1.0
+        return _q_star_chi_1(act, sw, b, degree)[1] - 1.0
 
     def solve(b):
         flo, fhi = f(lo, b), f(hi, b)

@@ -126,7 +126,7 @@ def _newton_q(code, a, sw, sb, lo, hi, z, w, cf, ex):
     return x
 
 
-@numba.njit(inline="always")  # one call site: one compiled tree less
+@numba.njit(inline="always")  # one copy in each of _fixed_point_values and _q_chi1_values
 def _solve_q(code, a, sw, sb, z, w, cf, ex):
     """The stable fixed point q* reached from small variances; inf when q grows without bound;
     NaN when q* exceeds the float64 range. See the module notes."""
@@ -156,7 +156,10 @@ def _solve_q(code, a, sw, sb, z, w, cf, ex):
     if m == 0.0 and math.isfinite(sw + sb):
         # bounded (tanh, erf, sigmoid, hard_tanh): phi^2 <= B (bound_squared), so g(sw B + sb) <= 0, and the q-map is
         # concave (a single crossing on (0, inf)): safeguarded Newton from the right converges to it
-        return _newton_q(code, a, sw, sb, lo, max(sw * bound_squared(code, a) + sb, q), z, w, cf, ex)
+        # q* <= sw B + sb is finite: an infinite root is the top of the float64 range reached in
+        # the solver's arithmetic (sigma_b2 ~ 1e308), reported as an overflow (NaN), never as inf
+        q = _newton_q(code, a, sw, sb, lo, max(sw * bound_squared(code, a) + sb, q), z, w, cf, ex)
+        return q if math.isfinite(q) else math.nan
     slo = 0.0
     for _ in range(4096):
         gq, sq = _g(code, a, sw, sb, q, z, w, cf, ex)
@@ -246,14 +249,9 @@ def _solve_c(code, a, sw, sb, q, chi1, z, w, cf, c0=0.0):
 
 
 @numba.njit(cache=True)
-def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, cf, ex, out, c0=0.0):
-    """out = (q*, c*, chi_1, chi_c, chi_q, frozen); NaN everywhere when q* overflows."""
+def _edge_values(code, a, homogeneous, sw, q, z, w, cf):
+    """``(chi_1, chi_q, c*, chi_c, frozen)`` at the edges q* = inf and q* = 0 (the module notes)."""
     _o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
-    q = _solve_q(code, a, sw, sb, z, w, cf, ex)
-    if math.isnan(q):
-        for i in range(6):
-            out[i] = math.nan
-        return
     frozen = 0.0
     if math.isinf(q):
         # q -> inf: the chi's of the asymptote (relu for the ReLU-like; the activation itself if
@@ -267,21 +265,33 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, cf, ex, out, c0=0.0)
         else:  # phi ~ a x (x > 0), b x (x < 0): E phi'^2 -> (a^2 + b^2) / 2 (activations.asymptote)
             chi1 = sw * asymptotic_derivative_moment(code, a)
             chiq = sw * asymptotic_slope(code, a)
-        c = 1.0
-        chic = chi1
-    elif q == 0.0:
-        # q -> 0 with sb = 0 and phi(0) = 0: the c-map is q-independent (homogeneous) or the
-        # identity (smooth): its slope at c* = 1 is 1, so correlations converge polynomially or freeze
-        a0, b0 = origin_slopes(code, a)
-        if a0 != b0 and not homogeneous:  # kink at 0 (abs, elu, selu): E phi'(u)^2 -> (a0^2 + b0^2) / 2
-            chi1 = sw * (0.5 * (a0 * a0 + b0 * b0))
-        else:
-            chi1 = sw * _e1(code, a, o1, o1, 0.0 if not homogeneous else 1.0, z, w, cf)
-        chiq = sw * _dq(code, a, 0.0 if not homogeneous else 1.0, z, w, cf)
-        c = 1.0
-        chic = 1.0 if sw > 0.0 else 0.0
-        if sw > 0.0 and a0 == b0:  # smooth at 0: the limiting c-map is the identity
-            frozen = 1.0
+        return chi1, chiq, 1.0, chi1, frozen
+    # q -> 0 with sb = 0 and phi(0) = 0: the c-map is q-independent (homogeneous) or the
+    # identity (smooth): its slope at c* = 1 is 1, so correlations converge polynomially or freeze
+    a0, b0 = origin_slopes(code, a)
+    if a0 != b0 and not homogeneous:  # kink at 0 (abs, elu, selu): E phi'(u)^2 -> (a0^2 + b0^2) / 2
+        chi1 = sw * (0.5 * (a0 * a0 + b0 * b0))
+    else:
+        chi1 = sw * _e1(code, a, o1, o1, 0.0 if not homogeneous else 1.0, z, w, cf)
+    chiq = sw * _dq(code, a, 0.0 if not homogeneous else 1.0, z, w, cf)
+    chic = 1.0 if sw > 0.0 else 0.0
+    if sw > 0.0 and a0 == b0:  # smooth at 0: the limiting c-map is the identity
+        frozen = 1.0
+    return chi1, chiq, 1.0, chic, frozen
+
+
+@numba.njit(cache=True)
+def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, cf, ex, out, c0=0.0):
+    """out = (q*, c*, chi_1, chi_c, chi_q, frozen); NaN everywhere when q* overflows."""
+    _o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
+    q = _solve_q(code, a, sw, sb, z, w, cf, ex)
+    if math.isnan(q):
+        for i in range(6):
+            out[i] = math.nan
+        return
+    frozen = 0.0
+    if math.isinf(q) or q == 0.0:
+        chi1, chiq, c, chic, frozen = _edge_values(code, a, homogeneous, sw, q, z, w, cf)
     else:
         chi1 = sw * _e1(code, a, o1, o1, q, z, w, cf)
         c, chic = _solve_c(code, a, sw, sb, q, chi1, z, w, cf, c0)
@@ -298,6 +308,24 @@ def _fixed_point_values(code, a, homogeneous, sw, sb, z, w, cf, ex, out, c0=0.0)
     out[3] = chic
     out[4] = chiq
     out[5] = frozen
+
+
+@numba.njit(cache=True)
+def _q_chi1_values(code, a, homogeneous, sw, sb, z, w, cf, ex, out):
+    """out = (q*, chi_1) as :func:`_fixed_point_values` computes them, without the c-map: a caller that
+    needs no more (the edge of chaos, the Jacobian spectra) compiles none of the pair integrals."""
+    _o0, o1, _o2 = run_time_orders(code)  # run-time 0, 1, 2: literal arguments compile extra specialisations
+    q = _solve_q(code, a, sw, sb, z, w, cf, ex)
+    if math.isnan(q):
+        out[0] = math.nan
+        out[1] = math.nan
+        return
+    if math.isinf(q) or q == 0.0:
+        chi1 = _edge_values(code, a, homogeneous, sw, q, z, w, cf)[0]
+    else:
+        chi1 = sw * _e1(code, a, o1, o1, q, z, w, cf)
+    out[0] = q
+    out[1] = 0.0 if sw == 0.0 else chi1
 
 
 @numba.njit(cache=True, nogil=True)

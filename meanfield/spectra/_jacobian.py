@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import dense
 from .._checks import as_real_array, check_int, check_nonnegative_scalar, check_scalar
 from .._results import Result
 from ..activations import asymptote_activation, get_activation
+from ..dense._phases import _q_star_chi_1  # fixed_point's q* without the c-map (a lighter first call)
 from ..gaussian import expectation
 from ._laws import (
     ACCURACY_MODES,
@@ -146,8 +146,7 @@ def jacobian_spectrum(
     if q is None:
         if not act.is_builtin:
             raise ValueError(f"q is required for the user-defined activation {act.name!r}")
-        fp = dense.fixed_point(act, sigma_w2, sigma_b2)
-        q = fp.q_star
+        q = _q_star_chi_1(act, sigma_w2, sigma_b2)[0]
         if math.isinf(q):
             try:  # the piecewise-linear asymptote scale * base of activations.asymptote: phi'^2 -> scale^2 base'^2
                 scale, base = asymptote_activation(act)
@@ -394,7 +393,7 @@ def spectrum_moments(
     depth = check_int(depth, "depth", minimum=1, maximum=MAX_DEPTH)
     weights = _check_weights(weights, WEIGHT_LAWS)
     if q is None:
-        q = dense.fixed_point(act, sigma_w2, sigma_b2).q_star
+        q = _q_star_chi_1(act, sigma_w2, sigma_b2)[0]
         if math.isinf(q):  # the asymptote scale * base (activations.asymptote): phi'^2 -> scale^2 base'^2
             scale, act = asymptote_activation(act)
             q = 1.0

@@ -392,3 +392,13 @@ def test_conv_depth_scales_at_q_star_zero_follow_the_propagation():
         assert -1 / math.log(rate) == pytest.approx(ds.xi_c[m], rel=1e-6)
     with pytest.raises(ValueError, match="not differentiable"):
         conv.linearized_decay(np.zeros((4, 4)), "relu", 1.5, 0.0, [0.25, 0.5, 0.25], 3)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "erf", "sigmoid", "hard_tanh"])
+def test_bounded_fixed_point_near_the_float64_top_is_refused_not_infinite(activation):
+    # q* <= sigma_w2 sup phi^2 + sigma_b2 is finite for a bounded activation; where the solver's
+    # arithmetic reaches the float64 top it says so instead of reporting q* = inf (a divergence)
+    assert dense.fixed_point(activation, 1.5, 8e307).q_star == pytest.approx(8e307, rel=1e-15)
+    for sb in (9e307, 1e308, 1.7e308):
+        with pytest.raises(ValueError, match="float64 range"):
+            dense.fixed_point(activation, 1.5, sb)

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 import pytest
 
-from meanfield import dense, gaussian
+from meanfield import conv, dense, gaussian
 from meanfield.activations import ACTIVATIONS, get_activation
 
 #: The built-ins whose kernels are quadrature only (the tiered ones).
@@ -112,3 +112,20 @@ def test_a_fresh_process_gets_the_same_numbers_from_either_tier():
     # and the same as this process, whatever its state
     assert out["first"]["fixed_point_large"] == dense.fixed_point("tanh", 60.0, 0.05).q_star
     assert out["first"]["cmap"] == dense.cmap(0.3, "tanh", 1.5, 0.05)
+
+
+#: sigma_w2 = 1e300 drives tanh's variance past the first tier at once: the first call of a fresh
+#: process meets the NaN redo mark inside the log-scale step (it once divided by zero there).
+_HUGE = [
+    ("conv.propagate", "conv.propagate(0.5 + 0.5 * np.eye(4), 'tanh', 1e300, 0.05, [0.25, 0.5, 0.25], 5)"),
+    ("dense.propagate", "dense.propagate(np.eye(2), 'tanh', 1e300, 0.05, 5)"),
+]
+
+
+@pytest.mark.parametrize("name, call", _HUGE, ids=[name for name, _ in _HUGE])
+def test_a_fresh_process_first_call_at_a_huge_scale_is_the_redone_result(name, call):
+    code = f"import json, sys\nimport numpy as np\nfrom meanfield import conv, dense\njson.dump(np.asarray({call}).tolist(), sys.stdout)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    here = np.asarray(eval(call, {"np": np, "conv": conv, "dense": dense}))
+    assert np.array_equal(np.asarray(json.loads(res.stdout)), here)

@@ -212,3 +212,25 @@ def test_simulator_rng_rule_and_arguments():
 def test_spectra_errors_name_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+@pytest.mark.parametrize(
+    "activation, sigma_w2, sigma_b2",
+    [("tanh", 1.5, 0.05), ("tanh", 4.0, 1.0), ("erf", 2.0, 0.3), ("relu", 1.5, 0.05), ("softplus", 1.2, 0.1),
+     ("sigmoid", 3.0, 0.2), ("gelu", 1.5, 0.0), ("tanh", 1.0, 0.0)],
+)  # fmt: skip
+def test_spectra_evaluate_d_at_the_fixed_point_variance_bit_for_bit(activation, sigma_w2, sigma_b2):
+    # the spectra solve for q* alone (no c-map); it must be fixed_point's q* and chi_1 to the bit
+    fp = dense.fixed_point(activation, sigma_w2, sigma_b2)
+    s = spectra.jacobian_spectrum(activation, sigma_w2, sigma_b2, 3, n_points=32, n_atoms=300, accuracy="ignore")
+    assert s.q == fp.q_star
+    m = spectra.spectrum_moments(activation, sigma_w2, sigma_b2, 3)
+    assert m.mean == spectra.spectrum_moments(activation, sigma_w2, sigma_b2, 3, q=fp.q_star).mean
+
+
+def test_spectra_refuse_an_overflowing_fixed_point_as_fixed_point_does():
+    with pytest.raises(ValueError) as fp_error:
+        dense.fixed_point("relu", 1.0, 1e308)
+    with pytest.raises(ValueError) as spectrum_error:
+        spectra.spectrum_moments("relu", 1.0, 1e308, 3)
+    assert str(spectrum_error.value) == str(fp_error.value)
