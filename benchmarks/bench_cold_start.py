@@ -98,9 +98,38 @@ ENTRY_POINTS = {
     ),
     "spectra.jacobian_spectrum": ("from meanfield import spectra", "spectra.jacobian_spectrum('tanh', 1.5, 0.05, 5)"),
     "spectra.spectrum_moments": ("from meanfield import spectra", "spectra.spectrum_moments('tanh', 1.5, 0.05, 5)"),
+    "dense.propagate_log": ("from meanfield import dense", "dense.propagate_log(cov, 'tanh', 1.5, 0.05, 5)"),
+    "dense.derivative_covariance_map": (
+        "from meanfield import dense",
+        "dense.derivative_covariance_map(cov, 'tanh', 1.5)",
+    ),
+    "conv.gradient_variance_decay": (
+        "from meanfield import conv; import numpy as np; c0 = 0.5 * np.eye(4) + 0.5",
+        "conv.gradient_variance_decay(c0, 'tanh', 1.5, 0.05, np.full(3, 1 / 3), 5)",
+    ),
+    "conv.linearized_decay": (
+        "from meanfield import conv; import numpy as np; c0 = 0.01 * (0.5 * np.eye(4) + 0.5)",
+        "conv.linearized_decay(c0, 'tanh', 1.5, 0.05, np.full(3, 1 / 3), 4)",
+    ),
+    "kernels.quadrature_layer_maps": (
+        "from meanfield import kernels",
+        "kernels.quadrature_layer_maps('tanh', [0.5, 1.0], [0.7, 1.2], [0.1, 0.9])",
+    ),
+    "kernels.closed_layer_maps": (
+        "from meanfield import kernels",
+        "kernels.closed_layer_maps('erf', [0.5, 1.0], [0.7, 1.2], [0.1, 0.9])",
+    ),
     "landscape.binary_landscape": (
         "from meanfield import landscape as L; t = L.regression_task(rng=0)",
         "L.binary_landscape('residual', t.inputs, t.targets, n_layers=3)",
+    ),
+    "landscape.landscape_census": (
+        "from meanfield import landscape as L; t = L.regression_task(rng=0)",
+        "L.landscape_census('residual', t.inputs, t.targets, n_layers=3)",
+    ),
+    "simulators.layer_moments": (
+        "from meanfield.simulate import layer_moments",
+        "layer_moments([4, 4, 4], slope=0.1, n_networks=3, rng=0)",
     ),
     "simulators.empirical_variances": (
         "from meanfield.simulate import empirical_variances; import numpy as np; "
