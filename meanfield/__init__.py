@@ -1,6 +1,7 @@
 """meanfield: signal propagation in randomly initialised deep networks.
 
-Submodules (imported lazily; ``import meanfield`` compiles nothing):
+Submodules (imported lazily; ``import meanfield`` compiles nothing, and a kernel cached on disk is
+reused only while every source file of the package is unchanged):
 
 ``gaussian``      Gaussian expectations by Gauss-Hermite quadrature (Numba kernels).
 ``activations``   ``Activation`` objects and closed-form Gaussian moments.
@@ -32,8 +33,11 @@ from __future__ import annotations
 
 import importlib
 
+from . import _numba_cache
 from ._results import Result
 from ._version import __version__
+
+_numba_cache.install()  # before any kernel is defined: cached kernels are stamped with the package's source
 
 _SUBMODULES = {
     "activations",
