@@ -32,27 +32,46 @@ import subprocess
 import sys
 import tempfile
 
+#: Setups of the data-set kernels: 6 inputs of 4 features, or of 10 positions x 3 channels.
+_DENSE_INPUTS = (
+    "from meanfield import kernels; import numpy as np; xs = np.random.default_rng(0).standard_normal((6, 4))"
+)
+_CONV_INPUTS = (
+    "from meanfield import kernels; import numpy as np; xs = np.random.default_rng(0).standard_normal((6, 10, 3))"
+)
+
+#: name -> call, for the entry points whose setup only imports the call's module (``from meanfield import dense``).
+_PLAIN = {
+    "gaussian.expectation": "gaussian.expectation('tanh', 0.7, (1, 1))",
+    "gaussian.pair_expectation": "gaussian.pair_expectation('tanh', 0.7, 1.1, 0.3)",
+    "gaussian.variance_derivative": "gaussian.variance_derivative('tanh', 0.7)",
+    "dense.qmap": "dense.qmap(0.7, 'tanh', 1.5, 0.05)",
+    "dense.cmap": "dense.cmap(0.3, 'tanh', 1.5, 0.05)",
+    "dense.covariance_map": "dense.covariance_map(cov, 'tanh', 1.5, 0.05)",
+    "dense.propagate": "dense.propagate(cov, 'tanh', 1.5, 0.05, 5)",
+    "dense.propagate(erf)": "dense.propagate(cov, 'erf', 1.5, 0.05, 5)",
+    "dense.propagate(softplus)": "dense.propagate(cov, 'softplus', 1.5, 0.05, 5)",
+    "dense.fixed_point": "dense.fixed_point('tanh', 1.5, 0.05)",
+    "dense.fixed_point(erf)": "dense.fixed_point('erf', 1.5, 0.05)",
+    "dense.covariance_map(erf)": "dense.covariance_map(cov, 'erf', 1.5, 0.05)",
+    "dense.phase_diagram": "dense.phase_diagram('tanh', [1.0, 2.0], [0.0, 0.1])",
+    "dense.critical_sigma_w2": "dense.critical_sigma_w2('tanh', 0.05)",
+    "dense.backward_variance": "dense.backward_variance(1.0, 'tanh', 1.5, 0.05, 5)",
+    "ntk.propagate_ntk": "ntk.propagate_ntk(cov, 'tanh', 1.5, 0.05, 5)",
+    "ntk.ntk_fixed_point": "ntk.ntk_fixed_point('tanh', 1.5, 0.05)",
+    "mehler.propagate_mehler": "mehler.propagate_mehler(cov, 'tanh', 1.5, 0.05, 5, ntk=True)",
+    "spectra.jacobian_spectrum": "spectra.jacobian_spectrum('tanh', 1.5, 0.05, 5)",
+    "spectra.spectrum_moments": "spectra.spectrum_moments('tanh', 1.5, 0.05, 5)",
+    "dense.propagate_log": "dense.propagate_log(cov, 'tanh', 1.5, 0.05, 5)",
+    "dense.derivative_covariance_map": "dense.derivative_covariance_map(cov, 'tanh', 1.5)",
+    "kernels.quadrature_layer_maps": "kernels.quadrature_layer_maps('tanh', [0.5, 1.0], [0.7, 1.2], [0.1, 0.9])",
+    "kernels.closed_layer_maps": "kernels.closed_layer_maps('erf', [0.5, 1.0], [0.7, 1.2], [0.1, 0.9])",
+}
+
 #: name -> (setup, call): the setup runs before the clock starts, the call is timed twice.
 ENTRY_POINTS = {
+    **{name: (f"from meanfield import {call.split('.')[0]}", call) for name, call in _PLAIN.items()},
     "activation.phi": ("from meanfield.activations import get_activation; a = get_activation('tanh')", "a.phi(x1)"),
-    "gaussian.expectation": ("from meanfield import gaussian", "gaussian.expectation('tanh', 0.7, (1, 1))"),
-    "gaussian.pair_expectation": (
-        "from meanfield import gaussian",
-        "gaussian.pair_expectation('tanh', 0.7, 1.1, 0.3)",
-    ),
-    "gaussian.variance_derivative": ("from meanfield import gaussian", "gaussian.variance_derivative('tanh', 0.7)"),
-    "dense.qmap": ("from meanfield import dense", "dense.qmap(0.7, 'tanh', 1.5, 0.05)"),
-    "dense.cmap": ("from meanfield import dense", "dense.cmap(0.3, 'tanh', 1.5, 0.05)"),
-    "dense.covariance_map": ("from meanfield import dense", "dense.covariance_map(cov, 'tanh', 1.5, 0.05)"),
-    "dense.propagate": ("from meanfield import dense", "dense.propagate(cov, 'tanh', 1.5, 0.05, 5)"),
-    "dense.propagate(erf)": ("from meanfield import dense", "dense.propagate(cov, 'erf', 1.5, 0.05, 5)"),
-    "dense.propagate(softplus)": ("from meanfield import dense", "dense.propagate(cov, 'softplus', 1.5, 0.05, 5)"),
-    "dense.fixed_point": ("from meanfield import dense", "dense.fixed_point('tanh', 1.5, 0.05)"),
-    "dense.fixed_point(erf)": ("from meanfield import dense", "dense.fixed_point('erf', 1.5, 0.05)"),
-    "dense.covariance_map(erf)": ("from meanfield import dense", "dense.covariance_map(cov, 'erf', 1.5, 0.05)"),
-    "dense.phase_diagram": ("from meanfield import dense", "dense.phase_diagram('tanh', [1.0, 2.0], [0.0, 0.1])"),
-    "dense.critical_sigma_w2": ("from meanfield import dense", "dense.critical_sigma_w2('tanh', 0.05)"),
-    "dense.backward_variance": ("from meanfield import dense", "dense.backward_variance(1.0, 'tanh', 1.5, 0.05, 5)"),
     "conv.propagate": (
         "from meanfield import conv; import numpy as np; c0 = 0.5 * np.eye(4) + 0.5",
         "conv.propagate(c0, 'tanh', 1.5, 0.05, np.full(3, 1 / 3), 5)",
@@ -61,28 +80,14 @@ ENTRY_POINTS = {
         "from meanfield import conv; import numpy as np",
         "conv.depth_scales('tanh', 1.5, 0.05, np.full(3, 1 / 3), (8,))",
     ),
-    "kernels.dense_kernels(tanh)": (
-        "from meanfield import kernels; import numpy as np; xs = np.random.default_rng(0).standard_normal((6, 4))",
-        "kernels.dense_kernels(xs, None, 'tanh', 1.5, 0.05, 3)",
-    ),
-    "kernels.conv_kernels": (
-        "from meanfield import kernels; import numpy as np; xs = np.random.default_rng(0).standard_normal((6, 10, 3))",
-        "kernels.conv_kernels(xs, None, 'erf', 1.5, 0.1, np.full(3, 1 / 3), 3)",
-    ),
-    "kernels.dense_kernels(erf)": (
-        "from meanfield import kernels; import numpy as np; xs = np.random.default_rng(0).standard_normal((6, 4))",
-        "kernels.dense_kernels(xs, None, 'erf', 1.5, 0.05, 3)",
-    ),
-    "kernels.dense_kernels(relu)": (
-        "from meanfield import kernels; import numpy as np; xs = np.random.default_rng(0).standard_normal((6, 4))",
-        "kernels.dense_kernels(xs, None, 'relu', 2.0, 0.05, 3)",
-    ),
+    "kernels.dense_kernels(tanh)": (_DENSE_INPUTS, "kernels.dense_kernels(xs, None, 'tanh', 1.5, 0.05, 3)"),
+    "kernels.conv_kernels": (_CONV_INPUTS, "kernels.conv_kernels(xs, None, 'erf', 1.5, 0.1, np.full(3, 1 / 3), 3)"),
+    "kernels.dense_kernels(erf)": (_DENSE_INPUTS, "kernels.dense_kernels(xs, None, 'erf', 1.5, 0.05, 3)"),
+    "kernels.dense_kernels(relu)": (_DENSE_INPUTS, "kernels.dense_kernels(xs, None, 'relu', 2.0, 0.05, 3)"),
     "kernels.conv_kernels(tanh)": (
-        "from meanfield import kernels; import numpy as np; xs = np.random.default_rng(0).standard_normal((6, 10, 3))",
+        _CONV_INPUTS,
         "kernels.conv_kernels(xs, None, 'tanh', 1.5, 0.1, np.full(3, 1 / 3), 3)",
     ),
-    "ntk.propagate_ntk": ("from meanfield import ntk", "ntk.propagate_ntk(cov, 'tanh', 1.5, 0.05, 5)"),
-    "ntk.ntk_fixed_point": ("from meanfield import ntk", "ntk.ntk_fixed_point('tanh', 1.5, 0.05)"),
     "ntk.propagate_conv_ntk": (
         "from meanfield import conv, ntk; import numpy as np; v = np.full(3, 1 / 3); "
         "c0 = conv.multi_input_covariance(np.random.default_rng(0).standard_normal((2, 4, 1)), 1.5, 0.05, v)",
@@ -92,17 +97,6 @@ ENTRY_POINTS = {
         "from meanfield import ntk; import numpy as np",
         "ntk.conv_ntk_fixed_point('tanh', 1.5, 0.05, np.full(3, 1 / 3), (8,))",
     ),
-    "mehler.propagate_mehler": (
-        "from meanfield import mehler",
-        "mehler.propagate_mehler(cov, 'tanh', 1.5, 0.05, 5, ntk=True)",
-    ),
-    "spectra.jacobian_spectrum": ("from meanfield import spectra", "spectra.jacobian_spectrum('tanh', 1.5, 0.05, 5)"),
-    "spectra.spectrum_moments": ("from meanfield import spectra", "spectra.spectrum_moments('tanh', 1.5, 0.05, 5)"),
-    "dense.propagate_log": ("from meanfield import dense", "dense.propagate_log(cov, 'tanh', 1.5, 0.05, 5)"),
-    "dense.derivative_covariance_map": (
-        "from meanfield import dense",
-        "dense.derivative_covariance_map(cov, 'tanh', 1.5)",
-    ),
     "conv.gradient_variance_decay": (
         "from meanfield import conv; import numpy as np; c0 = 0.5 * np.eye(4) + 0.5",
         "conv.gradient_variance_decay(c0, 'tanh', 1.5, 0.05, np.full(3, 1 / 3), 5)",
@@ -110,14 +104,6 @@ ENTRY_POINTS = {
     "conv.linearized_decay": (
         "from meanfield import conv; import numpy as np; c0 = 0.01 * (0.5 * np.eye(4) + 0.5)",
         "conv.linearized_decay(c0, 'tanh', 1.5, 0.05, np.full(3, 1 / 3), 4)",
-    ),
-    "kernels.quadrature_layer_maps": (
-        "from meanfield import kernels",
-        "kernels.quadrature_layer_maps('tanh', [0.5, 1.0], [0.7, 1.2], [0.1, 0.9])",
-    ),
-    "kernels.closed_layer_maps": (
-        "from meanfield import kernels",
-        "kernels.closed_layer_maps('erf', [0.5, 1.0], [0.7, 1.2], [0.1, 0.9])",
     ),
     "landscape.binary_landscape": (
         "from meanfield import landscape as L; t = L.regression_task(rng=0)",
@@ -132,8 +118,7 @@ ENTRY_POINTS = {
         "layer_moments([4, 4, 4], slope=0.1, n_networks=3, rng=0)",
     ),
     "simulators.empirical_variances": (
-        "from meanfield.simulate import empirical_variances; import numpy as np; "
-        "xs = np.random.default_rng(0).standard_normal((20, 5))",
+        "from meanfield.simulate import empirical_variances; import numpy as np; xs = np.random.default_rng(0).standard_normal((20, 5))",
         "empirical_variances(xs, 'he', depth=4, width=6, n_networks=3, rng=0)",
     ),
 }
