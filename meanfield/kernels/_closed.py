@@ -20,8 +20,9 @@ _FOUR_PI = 4.0 / math.pi
 # into every loop), except _erf_pair and _acos: those are compiled once on their own and LLVM
 # inlines them where they are called. The pair map stands in four loops of a dense row and two of
 # a CNN block, so a cold dense kernel compiles in about half the time and a CNN kernel in about
-# three quarters; the loops still vectorise (same steady-state speed) and give the same bits. Compiled on its own, the whole arc-cosine pair map is not inlined by LLVM and a
-# relu row runs at half the speed, so it stays inline="always".
+# three quarters; the loops still vectorise (same steady-state speed) and give the same bits.
+# Compiled on its own, the whole arc-cosine pair map is not inlined by LLVM and a relu row runs
+# at half the speed, so it stays inline="always".
 
 
 # fdlibm's rational approximation of asin (e_asin.c, Sun Microsystems 1993): the same
