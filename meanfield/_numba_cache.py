@@ -11,16 +11,17 @@ a digest of every ``.py`` file of the package: any change of the package's sourc
 every kernel once (what a fresh machine does); nothing else is changed (where the cache lives,
 what it holds, kernels of other packages).
 
-``import meanfield`` calls :func:`install` before any kernel is defined. Where Numba's locator
-list is not where this module expects it (a Numba release that moved it), or where the user
-chose locators with ``NUMBA_CACHE_LOCATOR_CLASSES``, nothing is wrapped and
-:func:`stamped` says so.
+``import meanfield`` calls :func:`install` before any kernel is defined. Where the user chose
+locators with ``NUMBA_CACHE_LOCATOR_CLASSES``, nothing is wrapped (their choice). Where Numba's
+locator list is not where this module expects it (a Numba release that moved it), nothing is
+wrapped and a ``RuntimeWarning`` says that the cache must be cleared after updating the library.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent
@@ -65,19 +66,22 @@ def install() -> bool:
         return True
     if os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES"):
         return False  # the user's choice of locators is left alone
+    import numba
     from numba.core import caching
 
-    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)  # Numba >= 0.60 / older
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)  # newer / older Numba
     classes = getattr(impl, "_locator_classes", None)
     if not isinstance(classes, list) or not all(isinstance(c, type) for c in classes):
+        warnings.warn(
+            f"meanfield: Numba {numba.__version__}'s cache locators were not found, so a cached kernel is "
+            "keyed on its own file only; clear the Numba cache (NUMBA_CACHE_DIR, or the __pycache__ "
+            "folders of meanfield) after updating meanfield",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return False
     impl._locator_classes = [
         c if issubclass(c, _PackageStamp) else type(c.__name__, (_PackageStamp, c), {}) for c in classes
     ]
     _INSTALLED = True
     return True
-
-
-def stamped() -> bool:
-    """Whether :func:`install` has wrapped the locators in this process."""
-    return _INSTALLED

@@ -76,9 +76,9 @@ def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):
     k_out = np.empty((depth + 1,) + k0.shape)
     logs = np.empty(depth + 1)
     propagate_kernel(act.code, act.param, sw, sb, k0, log0, depth, z, w, cf, k_out, logs)
-    if needs_full_tree(cf) or not trajectory_ok(
-        logs, k_out, math.inf
-    ):  # the general path retries with quadrature or raises
+    # a first tier that reached the graded rule, or a trajectory that left float64: the general
+    # path retries (with every rule, or with quadrature) or raises
+    if needs_full_tree(cf) or not trajectory_ok(logs, k_out, math.inf):
         return None
     return LogPropagation(log_scale=logs, normalized=k_out), sym
 
