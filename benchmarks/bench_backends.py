@@ -4,7 +4,7 @@ Each simulator runs the same problem on ``numpy`` and on ``torch`` (and ``cupy``
 imported), alternating backends over ``--repeats`` rounds after one warm-up call each, and the
 script prints the median seconds per call and the ratio ``t_backend / t_numpy`` (> 1: slower than
 NumPy). PyTorch runs with ``--torch-threads`` threads (default 1: on a shared CPU its thread pool
-spins; see docs/performance.md).
+spins).
 
     python benchmarks/bench_backends.py [--repeats 3] [--torch-threads 1] [--only conv jacobian]
 """

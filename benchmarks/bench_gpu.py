@@ -8,7 +8,8 @@ For widths 2048 and 4096 it measures, in the same run, the card's square matrix-
 (float64 here: the simulators compute in float64) and the GFLOP/s of
 ``simulate_dense(method="weights")`` with as many inputs as the width, and prints the fraction
 (target >= 50 % at width >= 2048), then the network-layers per second of the exact sampler with
-3 inputs. No GPU run has been recorded in the docs yet (docs/performance.md).
+3 inputs. Its figures, once measured on a card, belong in
+benchmarks/README.md ("On a GPU").
 """
 
 from __future__ import annotations

@@ -92,8 +92,8 @@ def missing_type_hints():
 # --- the suite on several cores (pytest-xdist: `python -m pytest -q -n auto --dist loadfile`) ------------
 #
 # Each worker runs with one BLAS / OpenMP / Numba / PyTorch thread (unless the variables are set): two
-# workers on two cores with two threads each oversubscribe the cores (see docs/performance.md, "Test
-# suite time"). The fuzz campaign (tests/contracts/test_fuzz_api.py) forks its own worker processes, each call
+# workers on two cores with two threads each oversubscribe the cores (``benchmarks/bench_test_suite.py``
+# measures it). The fuzz campaign (tests/contracts/test_fuzz_api.py) forks its own worker processes, each call
 # under a 20-s wall-clock limit: it gets the cores of one xdist worker (cores // workers, at least 1),
 # so that a call, and the Numba compilation a new activation starts, keeps a core of its own as in a
 # run without xdist. The controller sets the variables before it starts the workers, which inherit them.

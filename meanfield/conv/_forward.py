@@ -306,7 +306,7 @@ def propagate(
     With a writeable C-contiguous float64 ``cov0``, a 1-D float64 ``v``, ``shape=None``, float or
     int variances and a built-in activation, the argument checks run in compiled code with the
     same decisions and messages as the general checks (see :func:`meanfield.dense.propagate`;
-    docs/performance.md).
+    ``benchmarks/bench_overhead.py``).
     """
     args = (cov0, activation, sigma_w2, sigma_b2, v, depth, shape, degree)
     return float64_trajectory(_fast_propagate_log(*args), "conv.propagate", _general_propagate_log, *args)

@@ -212,7 +212,7 @@ def propagate(
     C-contiguous float64 ``cov0``, float or int variances and a built-in activation, the argument
     checks run in one compiled call (a Cholesky certificate of positive semi-definiteness; the same
     accept/reject decisions and messages as the general checks, which decide whatever it cannot
-    certify) and the call costs ~6 us more than its kernel (docs/performance.md).
+    certify) and the call costs ~6 us more than its kernel (``benchmarks/bench_overhead.py``).
 
     For many inputs (data sets of hundreds to thousands), :func:`meanfield.kernels.dense_kernels`
     computes the last layer's (or chosen layers') covariances between two sets of inputs on all

@@ -16,7 +16,7 @@ Two kernels:
   group, instead of a load and a store of the output per multiply-add. The ReLU is applied when
   the output is stored (once per entry), the moment sums are taken on the fly. Measured 22.8
   against 8.9 GFLOP per CPU second (2.6x; 51 % of the float64 matmul's rate in the same run; the
-  whole paper-size slice 2.1x: ``benchmarks/bench_fig1_slice.py``, docs/performance.md); the same
+  whole paper-size slice 2.1x: ``benchmarks/bench_fig1_slice.py``); the same
   kernel with the width a runtime value (or a ``numba.literally`` argument) does not unroll and
   runs at 0.5x of the generic kernel.
 * :func:`_fused`, any width and the identity (ZerO) layers: the generic kernel, also

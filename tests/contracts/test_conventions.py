@@ -5,6 +5,11 @@ Randomness is ``rng`` (``None``, an int or a ``numpy.random.Generator``), ensemb
 older spellings (``seed``, ``n_inits``, ``n_members``, ``n_nets``, ``batch``) keep working for one
 release as deprecated aliases (:func:`meanfield.checks.renamed_kwargs`): they warn and give the
 identical numbers.
+
+The public API itself is recorded in ``public_api.txt`` beside this file: one line per name of a
+public module's ``__all__`` with its kind. A change of the API (a name added, removed or turned from a
+class into a function) is then made on purpose and reviewed in one file. After such a change, write the
+file anew with ``python tests/contracts/test_conventions.py --update-api``.
 """
 
 from __future__ import annotations
@@ -12,7 +17,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import sys
+import types
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,6 +50,29 @@ def _public_modules():
     for pkg in PACKAGES:
         walk(pkg)
     return mods
+
+
+#: The recorded public API (see the module docstring).
+PUBLIC_API = Path(__file__).with_name("public_api.txt")
+
+
+def _kind(obj) -> str:
+    if inspect.isclass(obj):
+        return "class"
+    if isinstance(obj, types.ModuleType):
+        return "module"
+    if callable(obj):
+        return "function"
+    return type(obj).__name__
+
+
+def _api_lines() -> list[str]:
+    """``"module.name kind"`` for every name of every public module's ``__all__``, sorted."""
+    return sorted(
+        f"{mname}.{name} {_kind(getattr(mod, name))}"
+        for mname, mod in _public_modules().items()
+        for name in mod.__all__
+    )
 
 
 def _public_callables():
@@ -83,6 +114,23 @@ def test_the_walk_sees_the_library():
     assert len(labels) > 300
     for expected in (".qmap", "validation.dense.run", "xiao2018.fig_s4", "init.dense_weights", "pytorch.audit"):
         assert any(label.endswith(expected) for label in labels), expected
+
+
+def test_the_public_api_is_the_recorded_one():
+    """Every public module's ``__all__`` (names and kinds) is the one ``public_api.txt`` records."""
+    recorded = PUBLIC_API.read_text().splitlines()
+    live = _api_lines()
+    added, removed = sorted(set(live) - set(recorded)), sorted(set(recorded) - set(live))
+    assert not (added or removed), (
+        f"the public API changed: added {added}, removed {removed}; if on purpose, record it with "
+        "`python tests/contracts/test_conventions.py --update-api`"
+    )
+    assert len(live) == len(set(live)), "a public module lists a name twice in __all__"
+
+
+def test_every_public_module_declares_its_api():
+    missing = [mname for mname, mod in _public_modules().items() if not isinstance(getattr(mod, "__all__", None), list)]
+    assert not missing, f"public modules without an __all__ list: {missing}"
 
 
 def test_no_public_signature_uses_an_old_spelling():
@@ -286,3 +334,10 @@ def test_the_stream_helpers_spawn_the_same_children():
     }
     for name, got in views.items():
         np.testing.assert_array_equal(np.array(got), np.array(reference), err_msg=name)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--update-api"]:
+        sys.exit("usage: python tests/contracts/test_conventions.py --update-api")
+    PUBLIC_API.write_text("\n".join(_api_lines()) + "\n")
+    print(f"wrote {PUBLIC_API} ({len(_api_lines())} names)")

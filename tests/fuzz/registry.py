@@ -502,7 +502,7 @@ REGISTRY: list[Entry] = [
     E("io.write_json", path=X(Lazy(_tmp_json)), metadata=X({"name": "fuzz"}), data=X({"a": np.arange(3.0)}),
       axes=X({"a": ["i"]}), check_axes=B(True)),
     E("compare.student_z", n_samples=I(10), z=F(4.5)),
-    # --- fuzz3: functions added after the first campaign ------------------------------------
+    # --- conv, NTK, Mehler, finite width, spectra, landscape, simulators, training, validation -------
     E("conv.cmap_jacobian", u=A(EPS4), activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), degree=I(50)),
     E("conv.cmap_jacobian_eigenbasis", activation=ACT("tanh"), sigma_w2=F(1.5), sigma_b2=F(0.05), size=I(3), degree=I(50)),
     E("conv.multi_input_covariance", x=A(CONV_X), sigma_w2=F(1.5), sigma_b2=F(0.05), v=A(V3), shape=SH(5)),
@@ -726,7 +726,7 @@ for _name in (
         "tests/contracts/test_cli.py and tests/validation/test_runners.py"
     )
 
-# fuzz3: containers, executors, experiments and plumbing added after the first campaign
+# result containers: records returned by fuzzed functions (their fields are checked there)
 for _name in [
     "conv.CMapEigenbasis",
     "finite_width.CosineLaw",
@@ -755,7 +755,7 @@ for _name in ("astype", "concat", "diagonal", "matrix_transpose"):
     NOT_FUZZED[f"backend.{_name}"] = (
         "array-API shim over an array module `xp` (NumPy / CuPy / array-API namespaces) in the simulators' hot "
         "paths: like xp's own function it passes NaN / inf / complex through and leaves shape errors to xp "
-        "(fuzzed once in fuzz3: 26 of 46 calls would be BAD by that design; the lead decides whether to validate)"
+        "(fuzzing them gives BAD verdicts by that design: 26 of 46 calls)"
     )
 _EXECUTOR = (
     "parallel executor / scheduler plumbing (worker processes, a Dask client, a context manager): "

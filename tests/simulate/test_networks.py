@@ -97,7 +97,7 @@ def test_the_old_simulators_path_warns_and_gives_the_same_objects():
 
 
 def test_simulate_pair_returns_a_frozen_dataclass_that_still_unpacks():
-    """Packaging issue: ``simulate_pair`` returned a bare tuple; now a PairSimulation (a Result)."""
+    """``simulate_pair`` returned a bare tuple; now a PairSimulation (a Result)."""
     from meanfield import Result
     from meanfield.simulate import PairSimulation, simulate_pair
 

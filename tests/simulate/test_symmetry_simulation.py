@@ -162,7 +162,7 @@ def test_validation_run_checks_its_arguments_before_any_work(kwargs, error):
 
 
 def test_simulator_results_are_frozen_results_and_tuples_still_unpack():
-    """Packaging issue: frozen-dataclass results with .replace(); the former tuples still unpack."""
+    """Frozen-dataclass results with .replace(); the former tuples still unpack."""
     from meanfield import Result
     from meanfield.simulate import (
         LooksLinearForward,

@@ -952,64 +952,19 @@ def test_rescaling_deviation_without_intermediate_overflow():
     assert big == pytest.approx(base, rel=1e-12)
 
 
-# ------------------------------------------------------------------ packaging (wave 2): one concept per submodule
+# ------------------------------------------------------------------ the package: one concept per submodule
 
 import dataclasses  # noqa: E402
 import doctest  # noqa: E402
 import importlib  # noqa: E402
 import inspect  # noqa: E402
+import pkgutil  # noqa: E402
 
 from meanfield import Result  # noqa: E402
 
-#: The public names of meanfield.landscape before the split (they must all keep working), by the
-#: private submodule that defines each.
-SUBMODULES = {
-    "_binary": {
-        "ARCHITECTURES",
-        "LandscapeResult",
-        "RegressionTask",
-        "binary_landscape",
-        "decode_configuration",
-        "forward_binary",
-        "n_binary_parameters",
-        "regression_task",
-    },
-    "_three_layer": {
-        "ThreeLayerHessian",
-        "ThreeLayerTrajectory",
-        "three_layer_energy",
-        "three_layer_flow",
-        "three_layer_gradient_field",
-        "three_layer_hessian",
-    },
-    "_modes": {
-        "ModeTrajectory",
-        "mode_energy",
-        "mode_flow",
-        "mode_gradient",
-        "mode_hessian",
-        "mode_offsets",
-        "mode_saddle",
-    },
-    "_skip_matrices": {
-        "column_covariance_spectrum",
-        "controlled_skip_matrix",
-        "folded_orthogonal",
-        "supp4_skip_matrix",
-    },
-    "_symmetries": {"PermutationCounts", "permutation_counts", "rescaling_deviation", "skip_network"},
-    "_degeneracy": {
-        "HessianSpectrum",
-        "SingularityMeasures",
-        "bias_penalty",
-        "bias_targets",
-        "degenerate_fraction",
-        "singularity_measures",
-        "skip_network_hessian",
-    },
-    "_census": {"LandscapeCensus", "landscape_census"},
-}
-PUBLIC_NAMES = set().union(*SUBMODULES.values())
+#: The private submodules of meanfield.landscape, one concept each (the public names are recorded in
+#: tests/contracts/public_api.txt).
+SUBMODULES = ("_binary", "_census", "_degeneracy", "_modes", "_skip_matrices", "_symmetries", "_three_layer")
 LIMITS = {
     "MAX_BINARY_PARAMETERS",
     "MAX_DECODE_PARAMETERS",
@@ -1033,14 +988,19 @@ def _submodule(name):
 
 
 def test_landscape_is_a_package_of_one_concept_per_private_submodule():
-    """Packaging issue: landscape.py (1.8k lines, five concepts) split like meanfield.init."""
+    """The package defines nothing itself: its public names are the union of its submodules' ``__all__``,
+    each name in exactly one, re-exported as the same object."""
     assert hasattr(L, "__path__")  # a package
-    assert set(L.__all__) == PUBLIC_NAMES and len(L.__all__) == len(PUBLIC_NAMES)
-    for sub, names in SUBMODULES.items():
+    assert set(SUBMODULES) == {m.name for m in pkgutil.iter_modules(L.__path__)} - {"_common"}
+    owners = {}
+    for sub in SUBMODULES:
         mod = _submodule(sub)
-        assert set(mod.__all__) == names
-        for name in names:
+        assert mod.__all__, sub
+        for name in mod.__all__:
+            assert name not in owners, f"{name} is listed by both {owners.get(name)} and {sub}"
+            owners[name] = sub
             assert getattr(L, name) is getattr(mod, name)
+    assert sorted(L.__all__) == sorted(owners) and len(L.__all__) == len(owners)
     for name in LIMITS:
         assert isinstance(getattr(L, name), (int, float)) and name not in L.__all__
 
@@ -1078,7 +1038,7 @@ def _tiny_task():
 
 @pytest.mark.parametrize("name", sorted(RESULTS))
 def test_result_dataclasses_are_frozen_results_with_replace(name):
-    """Packaging issue: every public result is @dataclass(frozen=True) inheriting meanfield._results.Result
+    """Every public result is @dataclass(frozen=True) inheriting meanfield._results.Result
     (PermutationCounts had no .replace())."""
     cls = getattr(L, name)
     make, change = RESULTS[name]
@@ -1095,12 +1055,12 @@ def test_result_dataclasses_are_frozen_results_with_replace(name):
 
 
 def test_public_functions_have_complete_type_hints(missing_type_hints):
-    """Packaging issue: type hints on every public function and method (parameters and return)."""
+    """Type hints on every public function and method (parameters and return)."""
     assert missing_type_hints(L) == []
 
 
 def test_docstring_examples_pass():
-    """Packaging issue: the >>> examples of the package and its submodules run (--doctest-modules)."""
+    """The >>> examples of the package and its submodules run (--doctest-modules)."""
     attempted = 0
     for mod in [L] + [_submodule(s) for s in sorted(SUBMODULES)]:
         result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
