@@ -151,7 +151,7 @@ from ._three_layer import *  # noqa: F403
 from ._three_layer import MAX_THREE_LAYER_ENTRIES as MAX_THREE_LAYER_ENTRIES
 from ._three_layer import __all__ as _three_layer_all
 
-# the MAX_* limits are importable from here but, as before the split, not listed in __all__
+# the MAX_* limits are importable (and settable) from here but are not listed in __all__
 __all__ = (
     list(_binary_all)
     + list(_three_layer_all)
