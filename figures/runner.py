@@ -23,6 +23,7 @@ from meanfield.cli import (
     add_common_arguments,
     backend_description,
     check_argv,
+    exit_on_closed_pipe,
     open_executor,
     progress,
     size_from_args,
@@ -195,6 +196,7 @@ def _listing(registry) -> str:
     return "\n".join(lines)
 
 
+@exit_on_closed_pipe
 def main(argv=None, prog: str = "meanfield figures") -> int:
     """Entry point of ``meanfield figures`` and ``python -m meanfield.figures``; the exit status."""
     check_argv(argv)

@@ -20,7 +20,7 @@ Every argument is checked before any work (the output folder is created and a fi
 ``--backend cupy`` needs CuPy, names must be known, ``--seed`` a non-negative integer). Exit status:
 0 success (claims of the papers not reproduced at this size are listed, not failures), 1 a figure
 or a check failed, 2 usage error (one line on stderr), 3 (``audit`` only) nothing could be checked,
-130 interrupted.
+130 interrupted, 141 the reader of its output went away (``meanfield validate --list | head``).
 ``MEANFIELD_NO_PROGRESS=1`` in the environment hides the progress bars (as ``--no-progress`` does).
 
 The plumbing (public: :mod:`meanfield.figures` and :mod:`meanfield.validation` use it):
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import os
 import sys
@@ -53,6 +54,7 @@ from .compare import format_table, not_reproduced
 
 __all__ = [
     "CLI_BACKENDS",
+    "CLOSED_PIPE_STATUS",
     "DATA_DIR_ENV",
     "ENVIRONMENT_HELP",
     "FIGURE_BACKEND_HELP",
@@ -65,6 +67,7 @@ __all__ = [
     "check_backend_available",
     "check_out_dir",
     "check_run_arguments",
+    "exit_on_closed_pipe",
     "main",
     "open_executor",
     "progress",
@@ -98,7 +101,8 @@ environment:
 
 exit status:
   0 success (every check passed; claims not reproduced are listed, not failures),
-  1 a figure or a check failed, 2 usage error, 130 interrupted"""
+  1 a figure or a check failed, 2 usage error, 130 interrupted,
+  141 the reader of the output went away (| head)"""
 
 _VALIDATE_DESCRIPTION = (
     "Theory versus Monte-Carlo comparisons: a table per module "
@@ -266,6 +270,42 @@ def size_from_args(args) -> str:
 
 
 # --- checks made before any work ----------------------------------------------------------------
+
+
+#: Exit status of a command whose reader closed its standard output (128 + SIGPIPE, as the shell reports
+#: a command killed by that signal).
+CLOSED_PIPE_STATUS = 141
+
+
+def exit_on_closed_pipe(func):
+    """Decorator of a command's entry point: a reader that goes away (``| head``) ends it quietly.
+
+    Python ignores SIGPIPE, so a write to a closed pipe raises ``BrokenPipeError`` with a
+    traceback. The decorated function then points standard output at ``os.devnull`` (so that the
+    interpreter's last flush does not raise again) and returns :data:`CLOSED_PIPE_STATUS`.
+
+    Parameters
+    ----------
+    func : callable
+        An entry point returning an exit status.
+
+    Returns
+    -------
+    callable
+        ``func`` with the same signature and docstring.
+    """
+
+    @functools.wraps(func)
+    def entry(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+            return CLOSED_PIPE_STATUS
+
+    return entry
 
 
 def check_argv(argv) -> None:
@@ -477,6 +517,7 @@ def validate_arguments(p: argparse.ArgumentParser, *, names: bool = True) -> Non
     add_common_arguments(p)
 
 
+@exit_on_closed_pipe
 def validate_main(argv=None, prog: str = "meanfield validate") -> int:
     """Entry point of ``meanfield validate`` and ``python -m meanfield.validation``; the exit status."""
     from meanfield.validation import runner
@@ -510,6 +551,7 @@ def validate_main(argv=None, prog: str = "meanfield validate") -> int:
     return 0 if ok else 1
 
 
+@exit_on_closed_pipe
 def validate_module_main(run, module_name: str, argv=None) -> int:
     """Entry point of ``python -m meanfield.validation.NAME``: run one module's comparisons.
 
@@ -713,6 +755,7 @@ def _reproduce(args, parser) -> int:
     return 0 if ok and figures_ok else 1
 
 
+@exit_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``meanfield`` command line with ``argv`` (default ``sys.argv[1:]``); the exit status."""
     check_argv(argv)

@@ -190,14 +190,14 @@ def _mehler_dense_task(act, sw, sb, depth, x1, x2, self_offset, maps, degree, re
     n_rec = int((record >= 0).sum())
     nngp = np.zeros((n_rec, d1, d2))
     ntk = np.zeros((n_rec, d1, d2)) if want_ntk else None
-    q2, t2 = (a[:, :, 0] for a in _general_diag(act, sw, sb, x2[:, None, :], depth, _DENSE_PLAN, degree))
+    q2, t2 = (a[:, :, 0] for a in _general_diag(act, sw, sb, x2[:, None, :], depth, _DENSE_PLAN, degree, want_ntk))
     if self_offset >= 0:
         rows = np.arange(d1) + self_offset
         q1, t1 = q2[:, rows], t2[:, rows]
         own = np.flatnonzero(rows < d2)
         cols = rows[own]
     else:
-        q1, t1 = (a[:, :, 0] for a in _general_diag(act, sw, sb, x1[:, None, :], depth, _DENSE_PLAN, degree))
+        q1, t1 = (a[:, :, 0] for a in _general_diag(act, sw, sb, x1[:, None, :], depth, _DENSE_PLAN, degree, want_ntk))
         own = cols = np.zeros(0, dtype=np.int64)
     g = (x1 @ x2.T) / x1.shape[1]
     if full:  # exactly symmetric: the symmetric form of the pair map applies

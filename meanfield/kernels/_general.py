@@ -18,22 +18,34 @@ def _plan_average(src, index, weight, sb):
     return out + sb if sb != 0.0 else out
 
 
-def _general_diag(act, sw, sb, x, depth, plan, degree):
-    """Per-input, per-position variances and NTK diagonals (depth + 1, D, P) by the library's quadrature."""
+def _general_diag(act, sw, sb, x, depth, plan, degree, want_ntk):
+    """Per-input, per-position variances and NTK diagonals (depth + 1, D, P) by the library's quadrature.
+
+    Without ``want_ntk`` the NTK diagonals are not computed (``t`` is zero after layer 0): the
+    derivative moment ``E phi'(u)^2`` may not exist (``sign``: phi' is a Dirac delta) where the NNGP does.
+    """
     index, weight = plan
     d, p, c0 = x.shape
     dpos = index[:, np.arange(p) * p + np.arange(p)] // p  # the diagonal entries of the plan
     g = np.einsum("dpc,dpc->dp", x, x) / c0
     q = np.empty((depth + 1, d, p))
-    t = np.empty_like(q)
+    t = np.zeros_like(q)
     q[0] = sw * sum(weight[o] * g[:, dpos[o]] for o in range(weight.size)) + sb
     t[0] = q[0]
     for layer in range(depth):
         kap = np.asarray(expectation(act, q[layer], (0, 0), degree))
-        kd = np.asarray(expectation(act, q[layer], (1, 1), degree))
         m1 = sw * kap + sb
-        m2 = (sw * kd) * t[layer]
         q[layer + 1] = sum(weight[o] * m1[:, dpos[o]] for o in range(weight.size))
+        if not want_ntk:
+            continue
+        try:
+            kd = np.asarray(expectation(act, q[layer], (1, 1), degree))
+        except ValueError as err:
+            raise ValueError(
+                f"ntk=True: the NTK of activation {act.name!r} is not finite (E phi'(u)^2 is not, at layer "
+                f"{layer + 1}); pass ntk=False for the NNGP alone"
+            ) from err
+        m2 = (sw * kd) * t[layer]
         t[layer + 1] = q[layer + 1] + sum(weight[o] * m2[:, dpos[o]] for o in range(weight.size))
     return q, t
 
@@ -66,11 +78,11 @@ def _general_task(act, sw, sb, depth, x1, x2, self_offset, plan, readout, maps, 
 
             return LayerMaps(kappa=back(res.kappa), kappa_dot=back(res.kappa_dot), error=res.error_bound)
 
-    q2, t2 = _general_diag(act, sw, sb, x2, depth, plan, degree)
+    q2, t2 = _general_diag(act, sw, sb, x2, depth, plan, degree, want_ntk)
     if self_offset >= 0:
         q1, t1 = q2, t2
     else:
-        q1, t1 = _general_diag(act, sw, sb, x1, depth, plan, degree)
+        q1, t1 = _general_diag(act, sw, sb, x1, depth, plan, degree, want_ntk)
     diag = np.arange(p) * (p + 1)
     for b0 in range(0, d1, block):
         b1 = min(b0 + block, d1)

@@ -223,3 +223,36 @@ def test_data_dir_is_exported_before_the_executor_starts(tmp_path, monkeypatch):
         import os
 
         assert os.environ[cli.DATA_DIR_ENV] == str(tmp_path / "mnist")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["-m", "meanfield.cli", "validate", "--list"],
+        ["-m", "meanfield.cli", "figures", "--list"],
+        ["-m", "meanfield.figures", "--list"],
+        ["-m", "meanfield.validation", "--list"],
+    ],
+    ids=" ".join,
+)
+def test_a_reader_that_goes_away_ends_the_command_quietly(command, tmp_path):
+    """``meanfield validate --list | head``: the pipe's reader is gone before the listing is written;
+    the command stops with exit status 141 (128 + SIGPIPE) and no traceback."""
+    proc = subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    proc.stdout.close()  # no reader left: the listing's first write fails with EPIPE
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == cli.CLOSED_PIPE_STATUS == 141
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_exit_on_closed_pipe_keeps_the_entry_point_and_its_status():
+    calls = []
+
+    @cli.exit_on_closed_pipe
+    def entry(argv=None):
+        """Doc."""
+        calls.append(argv)
+        return 3
+
+    assert entry(["x"]) == 3 and calls == [["x"]] and entry.__doc__ == "Doc." and entry.__name__ == "entry"

@@ -713,6 +713,7 @@ for _name in (
     "CliParser",
     "add_common_arguments",
     "check_argv",
+    "exit_on_closed_pipe",
     "main",
     "progress",
     "run_modules",

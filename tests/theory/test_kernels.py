@@ -51,6 +51,27 @@ def test_dense_matches_propagate_ntk(act):
     assert only.ntk is None and np.array_equal(only.nngp, k.nngp[-1])
 
 
+def test_sign_has_an_nngp_and_no_ntk():
+    """sign's NNGP exists (Mehler's formula) while its NTK does not (phi' is a Dirac delta): ntk=False
+    gives dense.propagate's and conv.propagate's last layer, ntk=True names the reason."""
+    x = _x(6)
+    only = kernels.dense_kernels(x, None, "sign", SW, SB, DEPTH, ntk=False)
+    ref = dense.propagate(dense.input_covariance(x, SW, SB), "sign", SW, SB, DEPTH)[-1]
+    assert only.ntk is None and np.max(np.abs(only.nngp - ref)) / np.abs(ref).max() < MEHLER_RTOL
+    xc = np.random.default_rng(1).standard_normal((3, 6, 2))
+    v = np.ones(3) / 3
+    conv_only = kernels.conv_kernels(xc, None, "sign", SW, SB, v, DEPTH, readout="full", ntk=False)
+    conv_ref = conv.multi_input_propagate(conv.multi_input_covariance(xc, SW, SB, v), "sign", SW, SB, v, DEPTH)[-1]
+    assert conv_only.ntk is None
+    assert np.max(np.abs(conv_only.nngp - conv_ref)) / np.abs(conv_ref).max() < MEHLER_RTOL
+    for call in (
+        lambda: kernels.dense_kernels(x, None, "sign", SW, SB, DEPTH),
+        lambda: kernels.conv_kernels(xc, None, "sign", SW, SB, v, DEPTH),
+    ):
+        with pytest.raises(ValueError, match="NTK of activation 'sign' is not finite.*ntk=False"):
+            call()
+
+
 def test_tanh_on_strongly_correlated_inputs():
     """Nearly parallel inputs with large first-layer variances (pair correlations above 0.9 at every
     layer, the ordered phase): the Mehler path against ntk.propagate_ntk, train/train and cross."""
