@@ -135,7 +135,7 @@ def passes(theory, estimate, stderr, z: float = Z_DEFAULT, systematic: float = 0
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Result):
     """One row: a prediction, its estimate, the estimate's standard error and the verdict rule.
 
     Attributes

@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike
 from ._checks import as_float_array, check_bool, check_int, check_rng, check_scalar
 from ._docstrings import doc_sections
 from ._files import check_path, open_regular_file, read_at_most
+from ._results import Result
 
 __all__ = [
     "CIFAR_MEMORY_FACTOR",
@@ -66,7 +67,7 @@ CIFAR_MEMORY_FACTOR = 4
 
 
 @dataclass(frozen=True)
-class Dataset:
+class Dataset(Result):
     """Inputs and labels.
 
     Attributes

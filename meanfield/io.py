@@ -27,11 +27,12 @@ import math
 import os
 import re
 import subprocess
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ._results import Result
 from .checks import open_regular_file
 
 __all__ = [
@@ -204,7 +205,7 @@ def write_json(path, metadata: dict, data: dict, axes: dict | None = None, check
 
 
 @dataclass(frozen=True)
-class FigureData:
+class FigureData(Result):
     """A figure's numbers read back by :func:`load`.
 
     Attributes
@@ -222,10 +223,6 @@ class FigureData:
     metadata: dict = field(default_factory=dict)
     axes: dict = field(default_factory=dict)
     data: dict = field(default_factory=dict)
-
-    def replace(self, **changes) -> FigureData:
-        """A copy with some fields replaced (``dataclasses.replace``)."""
-        return replace(self, **changes)
 
     def __getitem__(self, key):
         return self.data[key]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,6 +13,7 @@ from .._checks import (
     check_scalar,
 )
 from .._logscale import HOMOGENEOUS
+from .._results import Result
 from ..gaussian import DEFAULT_DEGREE, needs_full_tree, require_full_tree
 from ._common import CRITICAL_ATOL, _act, _require_builtin, _variances
 from ._solvers import _fixed_point_values, _fp_full_rule, _fp_rule, _phase_kernel, _q_chi1_values
@@ -36,7 +37,7 @@ def _phase(chi_1):
 
 
 @dataclass(frozen=True)
-class FixedPoint:
+class FixedPoint(Result):
     """The stable fixed point of the dense mean-field maps and its stability (Xiao et al. 2018, eq. 2.7).
 
     Attributes
@@ -87,9 +88,6 @@ class FixedPoint:
     xi_c: float
     phase: str
     c_frozen: bool = False
-
-    def replace(self, **changes) -> FixedPoint:
-        return replace(self, **changes)
 
 
 def _fixed_point_error(act, sw, sb):
@@ -192,7 +190,7 @@ def _q_star_chi_1(
 
 
 @dataclass(frozen=True)
-class PhaseDiagram:
+class PhaseDiagram(Result):
     """Fixed-point quantities on a (sigma_w2, sigma_b2) grid; arrays of shape (len(sigma_w2), len(sigma_b2)).
 
     Attributes
@@ -213,9 +211,6 @@ class PhaseDiagram:
     chi_c: np.ndarray
     xi_c: np.ndarray
     c_frozen: np.ndarray | None = None
-
-    def replace(self, **changes) -> PhaseDiagram:
-        return replace(self, **changes)
 
 
 def _grid(x, name):

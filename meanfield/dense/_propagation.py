@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,6 +20,7 @@ from .._logscale import (
     propagate_kernel,
     refuse_unbounded,
 )
+from .._results import Result
 from ..gaussian import DEFAULT_DEGREE, needs_full_tree
 from ._common import _act, _require_builtin, _variances
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:  # annotations only
 
 
 @dataclass(frozen=True)
-class LogPropagation:
+class LogPropagation(Result):
     """Covariances through depth as ``cov[l] = exp(log_scale[l]) * normalized[l]``.
 
     Attributes
@@ -59,9 +60,6 @@ class LogPropagation:
         s = np.sqrt(q)
         den = s[:, :, None] * s[:, None, :]
         return np.where(den > 0, self.normalized / np.where(den > 0, den, 1.0), 0.0).clip(-1.0, 1.0)
-
-    def replace(self, **changes) -> LogPropagation:
-        return replace(self, **changes)
 
 
 def _fast_propagate_log(cov0, activation, sigma_w2, sigma_b2, depth, degree):

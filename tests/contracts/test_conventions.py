@@ -14,6 +14,7 @@ file anew with ``python tests/contracts/test_conventions.py --update-api``.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import pkgutil
@@ -131,6 +132,26 @@ def test_the_public_api_is_the_recorded_one():
 def test_every_public_module_declares_its_api():
     missing = [mname for mname, mod in _public_modules().items() if not isinstance(getattr(mod, "__all__", None), list)]
     assert not missing, f"public modules without an __all__ list: {missing}"
+
+
+#: Public frozen dataclasses that describe an input rather than record a result: the layers of a
+#: network (:mod:`meanfield.nets`), an activation, an array backend. Every other one is a ``Result``.
+DESCRIPTIONS = ("meanfield.nets", "meanfield.activations", "meanfield.backend")
+
+
+def test_every_public_result_is_a_result():
+    """Every public frozen dataclass that records a result inherits ``Result`` (its ``.replace()``)."""
+    bad = set()
+    for mname, mod in _public_modules().items():
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if not (inspect.isclass(obj) and dataclasses.is_dataclass(obj) and obj.__dataclass_params__.frozen):
+                continue
+            if "replace" in vars(obj):
+                bad.add(f"{obj.__module__}.{obj.__qualname__} defines its own replace")
+            elif not issubclass(obj, Result) and not obj.__module__.startswith(DESCRIPTIONS):
+                bad.add(f"{obj.__module__}.{obj.__qualname__} is not a Result")
+    assert not bad, sorted(bad)
 
 
 def test_no_public_signature_uses_an_old_spelling():
