@@ -24,7 +24,7 @@ rbf            :math:`\phi = e^{-\gamma x^2}`: :math:`\det(I + 2\gamma\Sigma)^{-
 relu_power     arc-cosine kernel of degree n (Cho & Saul 2009, eq. 3):
                :math:`\mathbb{E}\,\mathrm{relu}(u_1)^m \mathrm{relu}(u_2)^m = (s_1 s_2)^m J_m(\theta) / (2\pi)`,
                :math:`\theta = \arccos c`, :math:`\phi^{(d)} = \tfrac{n!}{(n - d)!}\,\mathrm{relu}^{n - d}`;
-               mixed degrees by an exact angular integral (an exact angular integral)
+               mixed degrees by an exact angular integral
 gelu           :math:`x\Phi(x)`: :math:`\tfrac{k}{4} + \tfrac{1}{2\pi}\big[\tfrac{k^2 + q_1 q_2 D^2}{A D} + k \arcsin(k/\sqrt A)\big]`,
                :math:`A = (1 + q_1)(1 + q_2)`, :math:`D^2 = A - k^2`; the (1, 1) moment is its
                derivative in k (Price's theorem). Orders (0, 1), (0, 2), (1, 2), (2, 2): each

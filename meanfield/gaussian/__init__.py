@@ -53,7 +53,7 @@ swish        6e-17        4e-13         2e-11
 gelu         6e-17        4e-13         2e-11
 hard_tanh    8e-6 (*)     8e-7 (*)      8e-6 (*)
 
-(*) hard_tanh is a closed form now: the row measures the reference's own O(h^2) error at the
+(*) hard_tanh has a closed form: the row measures the reference's own O(h^2) error at the
 kinks; against scipy's adaptive quadrature and the bivariate normal CDF it agrees to ~1e-15
 (``tests/theory/test_dense_edge_cases.py``). The softplus/swish/gelu entries at q_max = 100 are rounding of
 moments of size ~q.
