@@ -5,8 +5,9 @@ trained with :func:`meanfield.train.train_ensemble` on the embedded digits, at t
 ``"smoke"``, ``"default"`` and ``"full"``; the experiments and their claims are listed there).
 Each experiment is run once per process and size and seed (an in-process cache): ``meanfield
 reproduce`` renders the figures first, so the validation rows reuse the figures' runs; ``python -m
-meanfield.validation trainability`` alone runs the four experiments its rows need (about two
-minutes on an idle 2-core machine).
+meanfield.validation trainability`` alone runs the six experiments its rows need
+(``depth_scale``, ``deep_cnn``, ``looks_linear``, ``zero``, ``kurtosis_accuracy``,
+``nonuniform_v``; about 3.6 CPU minutes at the default size, docs/training.md).
 
 
 Validation rows (statistic and tolerance fixed here, before any run)

@@ -101,10 +101,12 @@ def audit(
     -----
     The theory is that of the module docstring: Xiao et al. 2018 eqs. 2.2-2.7 and 2.16, Grzejdziak 2023 Prop. 4.3,
     and the residual recursion for identity skips (Orhan's architectures, eqs. 25-26).
-    The theory's weight and bias variances are those the initialisers declared: a layer whose
-    weights were changed after initialisation (mis-scaled) is flagged. With a custom ``init`` whose
-    layers carry no declaration, the theory uses the measured ``fan_in * E W^2`` and ``E b^2``
-    (averaged over the re-initialisations) and cannot flag a scale.
+    The theory's weight and bias variances are those the initialisers declared. Every layer is
+    re-drawn (by its recorded initialiser, or by ``init``), so changes made to the model's weights
+    after initialisation are not seen; a layer that ``init`` draws at another scale than its
+    declaration is flagged. With a custom ``init`` whose layers carry no declaration, the theory
+    uses the measured ``fan_in * E W^2`` and ``E b^2`` (averaged over the re-initialisations) and
+    cannot flag a scale.
 
     Examples
     --------
