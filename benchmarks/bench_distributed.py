@@ -13,7 +13,7 @@ Printed: wall time, throughput, speed-up over serial, per-task overhead
 (``(wall - serial compute / workers) / tasks``), bytes moved per task (pickled arguments out and
 result back), and the cluster's start time (not in the other timings).
 
-    python benchmarks/bench_distributed.py            # a few minutes on 2 shared cores
+    python benchmarks/bench_distributed.py            # a few minutes on 2 cores
 """
 
 from __future__ import annotations

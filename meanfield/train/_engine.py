@@ -190,10 +190,9 @@ def train_ensemble(
         Show a progress bar over the steps.
     num_threads : int, optional
         CPU threads of PyTorch during the call (restored afterwards; ``1 <= num_threads <= 1024``);
-        ``None`` keeps PyTorch's setting. Default 1: the ensemble is already batched, and on a
-        shared or busy machine more threads than free cores slow the small kernels down by up to
-        100x (measured: a grouped 8 x 8 convolution took 109 ms with 2 threads on a loaded 2-core
-        machine, 1.2 ms with 1).
+        ``None`` keeps PyTorch's setting. Default 1: the ensemble is already batched, and more threads
+        than free cores slow its small kernels down by up to 100x (a grouped 8 x 8 convolution: 109 ms
+        with 2 threads on 2 cores that were also running other work, 1.2 ms with 1).
     noise : SymmetryBreaking, optional
         Symmetry-breaking noise sources (:class:`meanfield.train.SymmetryBreaking`):
         dropout (only for the registered Blumenfeld et al. 2020 specs), gradient noise, a model of

@@ -142,7 +142,7 @@ DESCRIPTIONS = ("meanfield.nets", "meanfield.activations", "meanfield.backend")
 def test_every_public_result_is_a_result():
     """Every public frozen dataclass that records a result inherits ``Result`` (its ``.replace()``)."""
     bad = set()
-    for mname, mod in _public_modules().items():
+    for mod in _public_modules().values():
         for name in mod.__all__:
             obj = getattr(mod, name)
             if not (inspect.isclass(obj) and dataclasses.is_dataclass(obj) and obj.__dataclass_params__.frozen):

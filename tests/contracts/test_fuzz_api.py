@@ -4,9 +4,8 @@ ValueError / TypeError naming the argument, within a time bound.
 The harness, the table of baseline calls and the catalogue of values live in ``tests/fuzz/``
 (see its ``__init__``). ``test_public_api_fuzz[MODULE]`` changes each argument of each baseline
 call in turn to each value of the catalogue of its kind. By default it runs the fast subset of the
-catalogue (about 5,400 calls of 189 functions: 8 s of CPU, 10-30 s of wall time on two shared cores
-with a warm Numba cache); ``MEANFIELD_FUZZ_FULL=1`` runs every value (about 8,400 calls: 12 s of
-CPU, 15-40 s). Every hang costs the per-call timeout; the first run on a cold cache compiles during
+catalogue (about 8,100 calls of 263 functions, tens of seconds of wall time on two cores with a
+warm Numba cache); ``MEANFIELD_FUZZ_FULL=1`` runs every value (about 13,000 calls). Every hang costs the per-call timeout; the first run on a cold cache compiles during
 the baseline calls, which have a 300 s timeout.
 
 Environment:
