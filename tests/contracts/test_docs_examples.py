@@ -31,7 +31,7 @@ PAGES = [p for p in PAGES if "_build" not in p.parts and "auto_examples" not in 
 def test_python_blocks_run(page, tmp_path, monkeypatch):
     blocks = BLOCK.findall(page.read_text())
     monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": "__docs__"}
+    namespace = {"__name__": "__main__"}  # as in a script: guarded blocks run too
     for i, code in enumerate(blocks):
         try:
             exec(compile(code, f"{page.name}[block {i}]", "exec"), namespace)
