@@ -267,11 +267,12 @@ def real_array(x, name: str, expected: str = "an array of real numbers") -> np.n
     return as_float_array(arr, name)
 
 
-def check_nonnegative_scalar(x, name: str) -> float:
-    """A finite real scalar ``>= 0`` (see :func:`check_scalar` for the type rules)."""
+def check_nonnegative_scalar(x, name: str, what: str = " (a variance)") -> float:
+    """A finite real scalar ``>= 0`` (see :func:`check_scalar` for the type rules); ``what`` follows
+    ``>= 0`` in the error message."""
     value = check_scalar(x, name)
     if value < 0:
-        raise ValueError(f"{name} must be >= 0 (a variance), got {value!r}")
+        raise ValueError(f"{name} must be >= 0{what}, got {value!r}")
     return value
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 # real_array: re-exported for the initialisers (one check shared with meanfield.finite_width)
-from .._checks import check_int, check_scalar
+from .._checks import check_int, check_nonnegative_scalar, check_scalar
 from .._checks import real_array as real_array
 
 #: The ``rng``, ``batch_shape`` and ``backend`` parameters of the matrix samplers, inserted in their
@@ -48,10 +48,8 @@ def real(x, name: str) -> float:
 
 
 def nonneg(x, name: str) -> float:
-    v = check_scalar(x, name)
-    if v < 0:
-        raise ValueError(f"{name} must be >= 0, got {v!r}")
-    return v
+    """A finite real scalar ``>= 0``."""
+    return check_nonnegative_scalar(x, name, what="")
 
 
 def positive(x, name: str) -> float:
