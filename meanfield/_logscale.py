@@ -38,6 +38,7 @@ from .activations import (
     SWISH,
     TANH,
     evaluate_call,
+    origin_slopes,
 )
 from .gaussian import (
     acos_terms,
@@ -60,6 +61,8 @@ MAX_DEPTH = 10_000_000
 #: Most floats a propagation may return.
 MAX_PROPAGATION_SIZE = 2**28
 HOMOGENEOUS = (LINEAR, RELU, LEAKY_RELU, ABS)
+#: Positively homogeneous of another degree (0 and n): their normalised maps are scale-free too.
+SCALE_FREE = (SIGN, RELU_POWER)
 RELU_LIKE = (SOFTPLUS, SWISH, GELU)
 DBL_TINY = float(np.finfo(np.float64).tiny)
 LOG_DBL_MIN = math.log(DBL_TINY)
@@ -275,8 +278,9 @@ def scaled_step(code, a, sw, sb, k, logs, z, w, cf, tmp, kout, work):
     (``tmp`` and ``work`` are D x D scratch buffers).
 
     Positively homogeneous activations: C(e^L k) = e^L sw K(k) + sb exactly. Others: the map is
-    evaluated directly while the scale is moderate; below Q_LINEAR_BELOW by its linearisation at
-    0 (relative error O(q)); above Q_ASYMPTOTE_ABOVE (ReLU-like) or 1e300 (bounded) by the map
+    evaluated directly while the scale is moderate; below Q_LINEAR_BELOW by its form at 0 (the
+    linearisation, relative error O(q); exact homogeneity for sign and relu_power; the leaky germ
+    of a kink, relative error O(sqrt(q))); above Q_ASYMPTOTE_ABOVE (ReLU-like) or 1e300 (bounded) by the map
     of the activation's asymptote (relative error O(q^{-1/2}) or smaller).
     """
     dim = k.shape[0]
@@ -285,11 +289,27 @@ def scaled_step(code, a, sw, sb, k, logs, z, w, cf, tmp, kout, work):
         kmax = max(kmax, k[i, i])
     log_sw = math.log(sw) if sw > 0.0 else -math.inf
     relu_like = code == SOFTPLUS or code == SWISH or code == GELU
-    if (
+    tiny = (
         kmax > 0.0
         and logs < math.log(Q_LINEAR_BELOW)
         and not (code == LINEAR or code == RELU or code == LEAKY_RELU or code == ABS)
-    ):
+    )
+    a0, b0 = origin_slopes(code, a) if tiny else (1.0, 1.0)
+    # Below Q_LINEAR_BELOW the map of an activation that is not smooth at 0 is that of its germ
+    # there. sign and relu^n are positively homogeneous of degree 0 and n: C(e^L k) = e^(p L) C(k)
+    # exactly, on the normalised k (the one call site of the kernel map below). A kink at 0 (elu
+    # with alpha != 1, selu; phi(0) = 0) leaves phi(u) ~ a0 leaky(u) of slope s = b0 / a0, whose
+    # map is s Sigma + (1 - s)^2 E relu relu (relative error O(sqrt(q))).
+    # relu^n also where its moments q^n would pass 1e300 (the direct evaluation would overflow)
+    germ = (tiny and code == SIGN) or (code == RELU_POWER and kmax > 0.0 and (tiny or a * logs > math.log(1e300)))
+    if tiny and a0 != b0:
+        relu_c_map_one(k, tmp)
+        s = b0 / a0
+        for i in range(dim):
+            for j in range(dim):
+                tmp[i, j] = s * k[i, j] + (1.0 - s) * (1.0 - s) * tmp[i, j]
+        return combine(tmp, logs + 2.0 * math.log(a0), log_sw, sb, kout)
+    if tiny and not germ:
         o0, o1, o2 = run_time_orders(code)  # run-time orders: literals compile extra specialisations
         phi0 = evaluate_call(code, a, o0, 0.0)
         d1 = evaluate_call(code, a, o1, 0.0)
@@ -318,7 +338,9 @@ def scaled_step(code, a, sw, sb, k, logs, z, w, cf, tmp, kout, work):
     ka = a
     mat = k
     lf = logs
-    if code == LINEAR or code == RELU or code == LEAKY_RELU or code == ABS:
+    if germ:
+        lf = 0.0 if code == SIGN else a * logs
+    elif code == LINEAR or code == RELU or code == LEAKY_RELU or code == ABS:
         pass  # C(e^L k) = e^L C(k) + sb exactly
     else:
         scale = math.exp(logs) if kmax > 0.0 else 0.0

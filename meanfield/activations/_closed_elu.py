@@ -41,6 +41,10 @@ _GLE_X, _GLE_W = np.polynomial.legendre.leggauss(_PANEL_NODES)
 _ZMAX = 9.0
 #: Narrowest first panel (features narrower than this contribute below 1e-30 relative).
 _MIN_PANEL = 1e-30
+#: Below this scale (sigma and |mu| of the smoothed Gaussian) the negative part of elu(Y) is taken
+#: without the cancellation of E[e^Y; Y < 0] against P(Y < 0), whose rounding is eps / sigma
+#: relative (1e-13 at the threshold, 1e-3 at q ~ 1e-28 before).
+_SMALL_SCALE = 1e-3
 #: Below this variance the single-variable exp/erfc form loses ~1e-16 / sqrt(q) to cancellation
 #: (E (e^u - 1)^2 1{u < 0} ~ q / 2 from terms of size 1/2): the graded integral is used instead.
 SINGLE_FORM_MIN_Q = 1e-3
@@ -96,6 +100,17 @@ def _smoothed(p0, p1, e0, c0, mu, sigma):
     pdf = _INV_SQRT_2PI * math.exp(-0.5 * t * t)
     pos = p0 * up + p1 * (mu * up + sigma * pdf)
     x = t + sigma
+    if e0 == -c0 and sigma < _SMALL_SCALE and abs(mu) < _SMALL_SCALE:
+        # e0 (E[e^Y; Y < 0] - P(Y < 0)) = e0 (expm1(m) Phi(-t - sigma) - int_t^(t + sigma) pdf), with
+        # m = mu + sigma^2 / 2: the difference of two nearly equal probabilities, O(sigma) of O(1)
+        # numbers, taken without cancellation (the integral by Gauss-Legendre on the short interval)
+        inner = 0.0
+        for i in range(_PANEL_NODES):
+            v = t + 0.5 * sigma * (1.0 + _GLE_X[i])
+            inner += _GLE_W[i] * math.exp(-0.5 * v * v)
+        inner *= 0.5 * sigma * _INV_SQRT_2PI
+        tail = 0.5 * math.erfc(x * _SQRT_HALF)
+        return pos + e0 * (math.expm1(mu + 0.5 * sigma * sigma) * tail - inner)
     if x >= 0.0:
         expo = 0.5 * _erfcx(x * _SQRT_HALF) * math.exp(-0.5 * t * t)
     else:  # mu < -sigma^2: exponent mu + sigma^2 / 2 < 0

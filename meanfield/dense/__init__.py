@@ -33,11 +33,16 @@ of the asymptote :math:`\phi(x) \sim a x` (x > 0), :math:`b x` (x < 0) of
 for selu, :math:`\sigma_w^2` for abs; :math:`\chi_{q^*} = \sigma_w^2 m_\infty`), c* = 1, and
 the c-map is the q-independent normalised map of the asymptote. q* = 0 (:math:`\sigma_b^2 = 0`, :math:`\phi(0) = 0`, ordered):
 the c-map is the q -> 0 limit: q-independent (the normalised kernel map) for positively
-homogeneous activations, whose fixed point c* = 1 has slope 1 (correlations converge to 1 only
-polynomially), and the identity :math:`c \mapsto c` for smooth activations
-(:math:`\phi(u) \approx \phi'(0) u`), whose correlations freeze at an input-dependent value
-(``FixedPoint.c_frozen``). In both cases ``chi_c`` reports the c-map's slope, 1, and
-``xi_c = inf``; ``chi_1 = chi_q = sigma_w2 phi'(0)^2``.
+homogeneous activations of degree 1, whose fixed point c* = 1 has slope 1 (correlations converge
+to 1 only polynomially), the normalised map of the germ at 0 for an activation kinked there (abs,
+elu with alpha != 1, selu: a leaky map), and the identity :math:`c \mapsto c` for smooth
+activations (:math:`\phi(u) \approx \phi'(0) u`), whose correlations freeze at an
+input-dependent value (``FixedPoint.c_frozen``). In these cases ``chi_c`` reports the c-map's
+slope, 1, and ``xi_c = inf``; ``chi_1 = chi_q = sigma_w2 phi'(0)^2``. relu^n (``relu_power``,
+positively homogeneous of degree n >= 2) is the exception: its q-independent map has the unstable
+fixed point c = 1 (slope n^2 / (2n - 1)), and c* is its stable fixed point in (0, 1) with
+``chi_c`` its slope there (0.380 and 0.709 for n = 2), reached exponentially; the same holds
+at q* = inf, where its map is the same scale-free one.
 
 c* is solved by Newton from c = 0 on the deflated residual, which converges monotonically
 because the c-map is a power series in c with non-negative coefficients (Mehler expansion),

@@ -23,8 +23,10 @@ from .._logscale import (
 )
 from ..activations import (
     COS,
+    RELU_POWER,
     SIN,
     evaluate_call,
+    origin_slopes,
 )
 from ..gaussian import (
     DEFAULT_DEGREE,
@@ -59,8 +61,15 @@ def _log_chi1_along(act, sigma_w2, log_q, degree):
         )
     mid = ~(tiny | big_relu | big_bounded | big_other)
     d0 = float(evaluate_call(act.code, act.param, 1, 0.0))
+    a0, b0 = origin_slopes(act.code, act.param)
     with np.errstate(divide="ignore"):
-        out[tiny] = log_sw + math.log(d0 * d0) if d0 != 0 else -np.inf
+        if act.code == RELU_POWER and tiny.any():  # phi' homogeneous of degree n - 1: exact at any q
+            n = act.param
+            out[tiny] = log_sw + (n - 1.0) * log_q[tiny] + math.log(expectation(act, 1.0, (1, 1), degree))
+        elif a0 != b0:  # kink at 0 (elu with alpha != 1, selu): E phi'(u)^2 -> (a0^2 + b0^2) / 2
+            out[tiny] = log_sw + math.log(0.5 * (a0 * a0 + b0 * b0))
+        else:
+            out[tiny] = log_sw + math.log(d0 * d0) if d0 != 0 else -np.inf
         out[big_relu] = log_sw + math.log(0.5)
         out[big_other] = log_sw + math.log(0.5)  # sin, cos: E cos(u)^2, E sin(u)^2 -> 1/2
         if big_bounded.any():  # E phi'(u)^2 ~ (int phi'^2) / sqrt(2 pi q): relative error O(1/q)
@@ -102,7 +111,7 @@ def backward_variance(
     sigma_w2, sigma_b2 : float
         Variances (>= 0), scalars.
     depth : int
-        L, the number of layers (1 <= L <= MAX_DEPTH + 1).
+        L, the number of layers (1 <= L <= 10^7 + 1).
     log : bool
         Return the natural log of the ratio (never overflows or underflows).
     degree : int

@@ -18,6 +18,7 @@ from .._logscale import (
     HOMOGENEOUS,
     LOG_DBL_MIN,
     RELU_LIKE,
+    SCALE_FREE,
     finite_result,
     map_stack,
 )
@@ -135,9 +136,10 @@ def _limit_cmap(act, c, sigma_w2, where):
     """The c-map in the limit q -> 0 (``where == 0``) or q -> inf (``where == inf``) with sigma_b2 = 0."""
     if sigma_w2 == 0.0:
         return np.ones_like(c) if np.ndim(c) else 1.0
-    if act.is_builtin and (act.code in HOMOGENEOUS or (where > 0 and act.code in RELU_LIKE)):
+    scale_free = act.code in HOMOGENEOUS or act.code in SCALE_FREE
+    if act.is_builtin and (scale_free or (where > 0 and act.code in RELU_LIKE)):
         # q-independent normalised kernel map of the activation (or of its asymptote relu)
-        base = act if act.code in HOMOGENEOUS else get_activation("relu")
+        base = act if scale_free else get_activation("relu")
         return pair_expectation(base, 1.0, 1.0, c) / expectation(base, 1.0)
     if act.is_builtin and where > 0:
         # the normalised kernel map of the piecewise-linear asymptote (activations.asymptote)
@@ -197,8 +199,9 @@ def cmap(
     -----
     Where the ratio is 0/0 (q = 0 with :math:`\phi(0) = 0` and :math:`\sigma_b^2 = 0`, e.g. at
     q* = 0 in the ordered phase without bias) the map is its limit q -> 0: the q-independent
-    normalised kernel map for positively homogeneous activations (relu: the arc-cosine map), the
-    identity for smooth built-ins (:math:`\phi(u) \approx \phi'(0)u`). At q* = inf (relu-like
+    normalised kernel map for positively homogeneous activations (relu: the arc-cosine map; sign,
+    relu_power), the normalised map of the germ at 0 for an activation kinked there (abs, elu with
+    alpha != 1, selu), the identity for the other built-ins (:math:`\phi(u) \approx \phi'(0)u`). At q* = inf (relu-like
     activations in the chaotic phase) it is the limit q -> inf, the normalised map of the
     activation's asymptote (relu). At exactly q = 0 with a non-zero denominator every input maps
     to the same pre-activation and the map is 1.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -14,7 +15,8 @@ from .._checks import (
 )
 from .._logscale import HOMOGENEOUS
 from .._results import Result
-from ..gaussian import DEFAULT_DEGREE, needs_full_tree, require_full_tree
+from ..activations import RELU_POWER, get_activation
+from ..gaussian import DEFAULT_DEGREE, expectation, needs_full_tree, pair_expectation, require_full_tree
 from ._common import CRITICAL_ATOL, _act, _require_builtin, _variances
 from ._solvers import _fixed_point_values, _fp_full_rule, _fp_rule, _phase_kernel, _q_chi1_values
 
@@ -69,9 +71,9 @@ class FixedPoint(Result):
     phase : str
         'ordered' (chi_1 < 1), 'chaotic' (chi_1 > 1) or 'critical' (``|chi_1 - 1| <= 1e-9``).
     c_frozen : bool
-        True where q* = 0 and the c-map is the identity (smooth phi with phi(0) = 0, no bias, the
-        ordered phase; linear): correlations then stop at an input-dependent value instead of
-        converging to c_star.
+        True where q* = 0 and the c-map is the identity (phi smooth at 0 with phi(0) = 0 and
+        phi'(0) != 0, no bias, the ordered phase; linear): correlations then stop at an
+        input-dependent value instead of converging to c_star.
 
     Notes
     -----
@@ -95,6 +97,40 @@ def _fixed_point_error(act, sw, sb):
         f"the fixed point q* of {act.name} at sigma_w2 = {sw!r}, sigma_b2 = {sb!r} exceeds the float64 range "
         "(or lies too close to its top for the solver's arithmetic)"
     )
+
+
+@functools.cache
+def _relu_power_origin(n: float) -> tuple[float, float]:
+    """``(c*, chi_c)`` of relu^n (n >= 2) at q* = 0 (sigma_b2 = 0) and at q* = inf.
+
+    relu^n is positively homogeneous of degree n, so its c-map is the q-independent normalised map
+    f(c) = E relu(u1)^n relu(u2)^n / E relu(u)^2n (unit variances, correlation c), and
+    chi_c = f'(c*) = n^2 E relu(u1)^(n-1) relu(u2)^(n-1) / E relu(u)^2n (Price's theorem). c = 1 is
+    a fixed point of slope n^2 / (2n - 1) > 1: unstable. f(0) > 0, so the stable one lies in (0, 1).
+    """
+    from scipy.optimize import brentq
+
+    act = get_activation("relu_power", n=n)
+    norm = float(expectation(act, 1.0))
+
+    def f(c):
+        return float(pair_expectation(act, 1.0, 1.0, c)) / norm
+
+    c_star = brentq(lambda c: f(c) - c, 0.0, 1.0 - 1e-6, xtol=1e-15, rtol=1e-15, maxiter=200)
+    chi_c = float(pair_expectation(act, 1.0, 1.0, c_star, (1, 1))) / norm
+    return c_star, chi_c
+
+
+def _origin_correlations(act, sigma_w2, q_star, c_star, chi_c, frozen):
+    """Replace the correlation values of relu^n at q* = 0 and q* = inf in place: there its c-map is
+    the scale-free map of :func:`_relu_power_origin` (not the identity, and not a relu asymptote)."""
+    if act.code != RELU_POWER:
+        return
+    q_star = np.asarray(q_star)
+    at = ((q_star == 0.0) | np.isinf(q_star)) & (np.asarray(sigma_w2) > 0.0)
+    if at.any():
+        c_star[at], chi_c[at] = _relu_power_origin(act.param)
+        frozen[at] = False
 
 
 def _by_family(kernel, act, degree, rule, args, out, tail=()):
@@ -160,7 +196,9 @@ def fixed_point(
     _by_family(_fixed_point_values, act, degree, _fp_rule(act, degree), (sigma_w2, sigma_b2), out, (0.0,))
     if np.isnan(out[0]):
         raise _fixed_point_error(act, sigma_w2, sigma_b2)
-    q, c, chi1, chic, chiq, frozen = (float(v) for v in out)
+    out = out[None, :]
+    _origin_correlations(act, sigma_w2, out[:, 0], out[:, 1], out[:, 3], out[:, 5])
+    q, c, chi1, chic, chiq, frozen = (float(v) for v in out[0])
     return FixedPoint(
         q_star=q,
         c_star=c,
@@ -313,6 +351,7 @@ def phase_diagram(
     if bad.any():
         i, j = np.argwhere(bad)[0]
         raise _fixed_point_error(act, float(sw[i]), float(sb[j]))
+    _origin_correlations(act, sw[:, None], out[..., 0], out[..., 1], out[..., 3], out[..., 5])
     return PhaseDiagram(
         sigma_w2=sw,
         sigma_b2=sb,
@@ -333,7 +372,7 @@ def critical_sigma_w2(
 ) -> float | np.ndarray:
     """The edge of chaos: the sigma_w2 at which chi_1 = 1, for each sigma_b2.
 
-    Solved with Brent's method (at most 100 iterations) on chi_1(sigma_w2) - 1 (chi_1 increases
+    Solved with Brent's method (at most 200 iterations) on chi_1(sigma_w2) - 1 (chi_1 increases
     with sigma_w2).
 
     Parameters

@@ -128,14 +128,17 @@ def propagate_log(
     r"""Iterate the C-map ``depth`` times without overflow or underflow of the scale.
 
     The covariance is carried as a log-scale and a normalised matrix. For positively homogeneous
-    activations (``linear``, ``relu``, ``leaky_relu``) the map satisfies
+    activations (``linear``, ``relu``, ``leaky_relu``, ``abs``) the map satisfies
     :math:`C(s\Sigma) = s\,C(\Sigma)` up to the bias, so ReLU networks at ``sigma_w2 = 100`` and
     depth 10^4 (variance ~ 50^{10^4}) are represented exactly. For the others the map is
-    evaluated directly at moderate scales, by its linearisation
-    :math:`\phi(u) \approx \phi(0) + \phi'(0)u + \phi''(0)u^2/2` below ``Q_LINEAR_BELOW`` (e.g.
-    tanh without bias in the ordered phase, whose variance decays like chi_1^l), and by the map of
-    its asymptote above ``Q_ASYMPTOTE_ABOVE`` (relu for softplus, swish, gelu in the chaotic phase),
-    each with relative error below 1e-30.
+    evaluated directly at moderate scales and, below variances of 1e-30, by its form at 0: the
+    linearisation :math:`\phi(u) \approx \phi(0) + \phi'(0)u + \phi''(0)u^2/2` for activations
+    smooth at 0 (e.g. tanh without bias in the ordered phase, whose variance decays like chi_1^l;
+    relative error O(q)), exact homogeneity for ``sign`` (degree 0) and ``relu_power`` (degree n),
+    and the leaky map of the germ :math:`\phi(u) \approx a_0 u` (u > 0), :math:`b_0 u` (u < 0) for
+    a kink at 0 (``selu``, ``elu`` with alpha != 1; relative error O(sqrt(q))). Above 1e40 the
+    map of a relu-like activation (softplus, swish, gelu in the chaotic phase) is that of its
+    asymptote relu (relative error below 1e-20).
 
     Parameters
     ----------
@@ -146,7 +149,7 @@ def propagate_log(
     sigma_w2, sigma_b2 : float
         Variances (>= 0), scalars.
     depth : int
-        Number of layers (0 <= depth <= MAX_DEPTH, and (depth + 1) D^2 <= MAX_PROPAGATION_SIZE;
+        Number of layers (0 <= depth <= 10^7, and (depth + 1) D^2 <= 2^28 floats returned;
         for the quadrature-only activations tanh, sigmoid, softplus and swish also an estimated
         run time below a few seconds, e.g. depth <= 29,000 for D = 2 at the default degree).
     degree : int

@@ -402,3 +402,103 @@ def test_bounded_fixed_point_near_the_float64_top_is_refused_not_infinite(activa
     for sb in (9e307, 1e308, 1.7e308):
         with pytest.raises(ValueError, match="float64 range"):
             dense.fixed_point(activation, 1.5, sb)
+
+
+# --- variances below the linearisation threshold: activations that are not smooth at 0 ----------
+
+#: The germ of a kink at 0 (phi ~ a0 leaky) drops terms of relative size O(sqrt(q)): 1e-15 at
+#: q = 1e-30; with the rounding of a few layers, 1e-12 relative.
+GERM_RTOL = 1e-12
+#: Homogeneity is exact: only rounding of the log scale (|log q| ~ 100) separates the two sides.
+HOMOGENEOUS_RTOL = 1e-12
+_COV = np.array([[1.0, 0.5], [0.5, 0.8]])
+
+
+def test_sign_and_relu_power_are_scale_free_below_the_linearisation_threshold():
+    """sign (degree 0) and relu^n (degree n) at q = 1e-40: C(s Sigma) = s^p C(Sigma) exactly. The
+    linearisation at 0 gave sign a zero map (the next layer's variance collapsed to sigma_b2) and
+    relu^2 exactly 0."""
+    s = 1e-40
+    np.testing.assert_allclose(
+        dense.propagate(_COV * s, "sign", 1.3, 0.0, 1)[1], dense.covariance_map(_COV, "sign", 1.3, 0.0), rtol=1e-15
+    )
+    for n in (2, 3):
+        act = get_activation("relu_power", n=n)
+        got = dense.propagate(_COV * s, act, 1.3, 0.0, 1)[1]
+        np.testing.assert_allclose(got / s**n, dense.covariance_map(_COV, act, 1.3, 0.0), rtol=HOMOGENEOUS_RTOL)
+
+
+@pytest.mark.parametrize("name,params", [("selu", {}), ("elu", {"alpha": 0.5})])
+def test_a_kink_at_zero_maps_as_its_leaky_germ_below_the_threshold(name, params):
+    """selu, elu(alpha != 1) at q = 1e-40: phi(u) ~ a0 u (u > 0), b0 u (u < 0), so C(s Sigma) ->
+    s a0^2 C_leaky(Sigma) with slope b0 / a0 (the linearisation used one-sided phi'(0) and phi''(0):
+    47 % off per layer for selu). The reference is the leaky-ReLU closed form at unit scale."""
+    act = get_activation(name, **params)
+    a0, b0 = (1.0507009873554805, 1.0507009873554805 * 1.6732632423543772) if name == "selu" else (1.0, 0.5)
+    s = 1e-40
+    want = a0**2 * dense.covariance_map(_COV, get_activation("leaky_relu", slope=b0 / a0), 1.0, 0.0)
+    got = dense.propagate(_COV * s, act, 1.0, 0.0, 1)[1] / s
+    np.testing.assert_allclose(got, want, rtol=GERM_RTOL)
+    # across the threshold the per-layer decay of q is continuous (the single-input moments are
+    # accurate on both sides): its log decrement is the same to the germ's O(sqrt(q))
+    lq = np.asarray(dense.propagate_log(np.eye(1), act, 0.2, 0.0, 200).log_q).ravel()
+    steps = np.diff(lq)
+    above, below = steps[(lq[:-1] > -60) & (lq[:-1] < -50)], steps[lq[:-1] < -80]
+    assert below.size and above.size and np.all(np.isfinite(lq))
+    np.testing.assert_allclose(below, above.mean(), rtol=1e-9)
+
+
+def test_backward_variance_below_the_threshold_for_relu_power_and_a_kink():
+    """E phi'(u)^2 at q = 1e-40: relu^n's is q^(n-1) E phi'(z)^2 (it was taken as phi'(0)^2 = 0:
+    log = -inf), selu's (a0^2 + b0^2) / 2 (it was the one-sided phi'(0)^2)."""
+    got = dense.backward_variance(1e-40, "relu_power", 1.0, 0.0, 2, log=True)
+    want = math.log(expectation("relu_power", 1e-40, (1, 1)))
+    assert got[0] == pytest.approx(want, rel=HOMOGENEOUS_RTOL)
+    lam, alpha = 1.0507009873554805, 1.6732632423543772
+    got = dense.backward_variance(1e-40, "selu", 1.0, 0.0, 2, log=True)
+    assert got[0] == pytest.approx(math.log(0.5 * lam**2 * (1 + alpha**2)), rel=GERM_RTOL)
+
+
+def test_the_q0_correlation_map_of_scale_free_activations_is_their_unit_map():
+    for act in ("sign", get_activation("relu_power", n=2)):
+        for c in (-0.4, 0.5, 0.9):
+            assert dense.cmap(c, act, 1.0, 0.0, q=0.0) == pytest.approx(dense.cmap(c, act, 1.0, 0.0, q=1.0), rel=1e-14)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_relu_power_correlations_at_q_star_zero(n):
+    """relu^n at sigma_b2 = 0 flows to q* = 0, where its c-map is the scale-free map f: c = 1 is
+    unstable (slope n^2 / (2n - 1) > 1), so c* < 1 and correlations do not freeze. c* is a fixed
+    point of dense.cmap, chi_c its slope there (central difference), and a propagated pair of
+    inputs reaches c*."""
+    act = get_activation("relu_power", n=n)
+    fp = dense.fixed_point(act, 1.0, 0.0)
+    assert fp.q_star == 0.0 and not fp.c_frozen and 0.0 < fp.c_star < 1.0
+    assert dense.cmap(fp.c_star, act, 1.0, 0.0, q=1.0) == pytest.approx(fp.c_star, abs=RULE_TOL)
+    h = 1e-5
+    slope = (dense.cmap(fp.c_star + h, act, 1.0, 0.0, q=1.0) - dense.cmap(fp.c_star - h, act, 1.0, 0.0, q=1.0)) / (
+        2 * h
+    )
+    assert fp.chi_c == pytest.approx(slope, rel=1e-8)  # central difference: O(h^2) = 1e-10
+    assert fp.xi_c == pytest.approx(-1.0 / math.log(fp.chi_c))
+    corr = np.asarray(dense.propagate_log(np.array([[1e-3, 3e-4], [3e-4, 1e-3]]), act, 1.0, 0.0, 60).correlation)
+    assert corr[-1, 0, 1] == pytest.approx(fp.c_star, abs=10 * fp.chi_c**60 + RULE_TOL)
+    pd = dense.phase_diagram(act, [0.5, 1.0], [0.0, 0.1])
+    np.testing.assert_array_equal(pd.c_star[:, 0], fp.c_star)
+    assert not pd.c_frozen[:, 0].any()
+    # q* = inf (a bias too large for the q-map's fixed points): the same scale-free map, the same c*
+    fp_inf = dense.fixed_point(act, 2.0, 1.0)
+    assert math.isinf(fp_inf.q_star) and (fp_inf.c_star, fp_inf.chi_c) == (fp.c_star, fp.chi_c)
+    # (the variance grows like q^(n^l): 20 layers stay inside the log-scale representation)
+    corr = np.asarray(dense.propagate_log(np.array([[1.0, 0.3], [0.3, 1.0]]), act, 2.0, 1.0, 20).correlation)
+    assert corr[-1, 0, 1] == pytest.approx(fp.c_star, abs=10 * fp.chi_c**15)
+
+
+@pytest.mark.parametrize("q", [1e-14, 1e-20, 1e-28])
+@pytest.mark.parametrize("c", [-0.6, 0.5])
+def test_elu_pair_moment_at_tiny_variance_follows_its_series(q, c):
+    """E elu(u1) elu(u2) = c q - (2 c / sqrt(2 pi)) q^(3/2) + O(q^2) (elu(x) = x + x^2/2 1{x < 0}
+    + ...): the closed form lost 0.1 eps / sqrt(q) relative to the cancellation of E[e^Y; Y < 0]
+    against P(Y < 0) (1e-3 at q = 1e-28). The O(q^2) remainder is below 1e-13 of q here."""
+    want = c - 2.0 * c / math.sqrt(2.0 * math.pi) * math.sqrt(q)
+    assert pair_expectation("elu", q, q, c) / q == pytest.approx(want, abs=1e-13)
