@@ -1,4 +1,4 @@
-r"""Closed-form Gaussian moments of the activations of the elu family and gelu.
+r"""Closed-form Gaussian moments of sin, cos, abs, sign, exp, rbf, relu_power, gelu, elu, selu and erf(a x + b).
 
 :math:`E_2^{(d_1, d_2)} = \mathbb{E}\,\phi^{(d_1)}(u_1)\,\phi^{(d_2)}(u_2)` for a centred bivariate
 normal with variances ``q1, q2`` and correlation ``c`` (write :math:`s_i = \sqrt{q_i}`,

@@ -386,9 +386,11 @@ class NTKFixedPoint(Result):
     Attributes
     ----------
     theta_diag : float
-        :math:`q^*/(1 - \chi_1)`, or ``inf`` when :math:`\chi_1 \ge 1` (the diagonal grows).
+        :math:`q^*/(1 - \chi_1)`; when :math:`\chi_1 \ge 1` (within :data:`meanfield.dense.CRITICAL_ATOL`)
+        ``inf`` if :math:`q^* > 0` (the diagonal grows) and 0 if :math:`q^* = 0`.
     theta_offdiag : float
-        :math:`q^* c^*/(1 - \chi_{c^*})`, or ``inf`` when :math:`\chi_{c^*} \ge 1`.
+        :math:`q^* c^*/(1 - \chi_{c^*})`; when :math:`\chi_{c^*} \ge 1`, ``inf`` if :math:`q^* c^* > 0`
+        (or :math:`q^* = \infty`) and 0 otherwise (e.g. :math:`q^* = 0`).
     xi_diag, xi_offdiag : float
         Depth scales :math:`-1/\log\chi_1`, :math:`-1/\log\chi_{c^*}` of the approach to them
         (``inf`` where the chi is >= 1, 0 where it is 0).
@@ -435,7 +437,8 @@ def ntk_fixed_point(
     Returns
     -------
     NTKFixedPoint
-        ``inf`` where the kernel grows without bound (chi >= 1 or q* = inf); nothing is NaN.
+        ``inf`` where the kernel grows without bound (chi >= 1 and q* > 0, or q* = inf); 0 where
+        chi >= 1 and q* = 0; nothing is NaN.
 
     Raises
     ------
@@ -562,7 +565,8 @@ class ConvNTKFixedPoint(Result):
     theta_diag, theta_offdiag : float
         The fixed point :math:`\Theta^*_{\alpha\alpha} = q^*/(1 - \chi_1)` and
         :math:`\Theta^*_{\alpha\alpha'} = q^*c^*/(1 - \chi_{c^*})` (:math:`\alpha \ne \alpha'`): it lives in
-        the mode m = 0 of every cyclic diagonal; ``inf`` where that mode grows (chi >= 1, q* = inf).
+        the mode m = 0 of every cyclic diagonal; ``inf`` where that mode grows (chi >= 1 and q* > 0, or
+        q* = inf), 0 where chi >= 1 and q* = 0 (as :class:`NTKFixedPoint`).
     growth_diag, growth_offdiag : ndarray, shape ``shape``
         Per-layer factors :math:`|\chi_1\lambda_m|` and :math:`|\chi_{c^*}\lambda_m|` of the Fourier
         amplitudes of the diagonal and off-diagonal cyclic diagonals of :math:`\Theta - \Theta^*`.

@@ -3,7 +3,8 @@
 An :class:`Activation` carries NumPy-vectorised ``phi``, ``dphi`` (phi') and ``d2phi`` (phi'').
 Built-in activations are identified inside Numba kernels by an integer ``code`` dispatched by
 the compiled (not inlined) :func:`evaluate` (never as a function argument, which would defeat ``cache=True``), and their
-parameters (leaky ReLU's ``slope``) travel as a float. User-defined activations,
+parameters (leaky_relu's ``slope``, hard_tanh's ``bound``, rbf's ``gamma``, relu_power's ``n``,
+elu's ``alpha``) travel as a float. User-defined activations,
 :meth:`Activation.from_functions`, take an uncached NumPy path through the quadrature.
 
 Built-ins (``get_activation(name, **params)``):
@@ -47,8 +48,8 @@ limits follow (E phi^2 / q and E phi'^2 -> (a^2 + b^2) / 2: chi_1 at q* = inf), 
 User activations with kinks or jumps carry their ``breakpoints`` (found by
 :func:`find_breakpoints` or given): their Gaussian expectations are integrated piecewise.
 
-``phi''`` of relu, leaky_relu and hard_tanh has Dirac parts that a pointwise ``d2phi`` cannot
-represent; :attr:`Activation.smooth` is False for them and the Gaussian engine refuses
+``phi''`` of relu, leaky_relu, hard_tanh, abs, sign, selu and elu with alpha != 1 has Dirac parts
+that a pointwise ``d2phi`` cannot represent; :attr:`Activation.smooth` is False for them and the Gaussian engine refuses
 expectations of their ``phi''`` (the chi's are computed from first derivatives instead).
 
 The package keeps each activation once: ``_registry`` (codes, the compiled :func:`evaluate` of

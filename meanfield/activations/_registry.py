@@ -346,9 +346,12 @@ class Activation:
     code : int
         Kernel dispatch code of a built-in; -1 for a user-defined activation.
     param : float
-        The built-in's parameter (leaky ReLU's negative slope), 0 otherwise.
+        The built-in's parameter: leaky_relu's negative slope (default 0.01), hard_tanh's bound (1),
+        rbf's gamma (0.5), relu_power's n (2), elu's alpha (1); 0 for the other built-ins and for a
+        user-defined activation.
     smooth : bool
-        False when phi'' has Dirac parts (relu, leaky_relu, hard_tanh).
+        False when phi'' has Dirac parts: relu, leaky_relu, hard_tanh, abs, sign, selu, and elu with
+        alpha != 1 (a user-defined activation: see :meth:`from_functions`).
     breakpoints : tuple of float
         Points where a user-defined activation's phi or phi' jumps (kinks and steps), sorted;
         its Gaussian expectations are integrated piecewise between them. Empty for the built-ins

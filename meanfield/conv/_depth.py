@@ -224,7 +224,9 @@ def linearized_decay(
     Raises
     ------
     ValueError
-        Bad arguments; q* infinite; q* = 0 with relu or leaky relu (not differentiable at 0).
+        Bad arguments; q* infinite; q* = 0 with relu or leaky_relu of slope != 1, the only
+        activations refused there (their positively homogeneous C-map is not differentiable at
+        Sigma* = 0); any other activation, abs included, gets ``chi_c = chi_1`` at q* = 0.
     TypeError
         Complex or boolean arguments.
     """
@@ -284,7 +286,7 @@ def fig_s4_setup() -> dict:
     """The Fig. S4 experiment of Xiao et al. 2018 (App. F): parameters, Sigma^*, eps^0.
 
     A perturbation ``eps^0`` of the fixed-point covariance ``Sigma^*`` of erf CNNs whose Fourier
-    modes decay with depth as the linearised map (eq. 2.12) predicts.
+    modes decay with depth as the linearised map (eq. 2.9; modes: eq. 2.11) predicts.
 
     Returns
     -------
@@ -334,7 +336,8 @@ def fig_s4_theory(depth: int) -> tuple[np.ndarray, np.ndarray]:
     -------
     exact, linearised : ndarray of complex, shape (depth + 1, n)
         The modes of ``Sigma^* - propagate(Sigma^* - eps^0)`` (:func:`propagate`) and of the
-        linearised decay of ``eps^0`` (:func:`linearized_decay`, eq. 2.12 of Xiao et al. 2018).
+        linearised decay of ``eps^0`` (:func:`linearized_decay`, eq. 2.9 of Xiao et al. 2018;
+        modes: eq. 2.11).
     """
     s = fig_s4_setup()
     args = (s["activation"], s["sigma_w2"], s["sigma_b2"], s["v"], depth)

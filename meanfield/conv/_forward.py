@@ -282,9 +282,10 @@ def propagate(
     v : array_like
         Variance vector (see :func:`covariance_map`).
     depth : int
-        Number of layers (>= 0, ``(depth + 1) P^2 <= MAX_PROPAGATION_SIZE``; for tanh, sigmoid,
-        softplus and swish also an estimated run time of a few seconds, e.g. depth <= 1167 at
-        P = 8 positions and the default degree).
+        Number of layers (>= 0, ``(depth + 1) P^2 <= 2**28`` floats,
+        :data:`meanfield.dense.MAX_PROPAGATION_SIZE`; for tanh, sigmoid, softplus and swish also an
+        estimated run time of a few seconds, e.g. depth <= 1167 at P = 8 positions and the default
+        degree).
     shape : int or (int, int), optional
         Spatial shape.
 

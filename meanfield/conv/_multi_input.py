@@ -240,7 +240,8 @@ def cmap_jacobian(
 
     Notes
     -----
-    Xiao et al. 2018, supplement B, eqs. S11-S13 (kappa by :func:`depth_scales`' rule).
+    Xiao et al. 2018, supplement B, eqs. S11-S13 (kappa by :func:`linearized_decay`'s rule at q* > 0,
+    eq. S13).
     """
     u = as_real_array(u, "u")
     if u.ndim < 2 or u.shape[-1] != u.shape[-2]:

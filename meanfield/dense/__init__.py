@@ -56,7 +56,9 @@ References
 ----------
 Poole, Lahiri, Raghu, Sohl-Dickstein, Ganguli (2016), "Exponential expressivity in deep neural
 networks through transient chaos". Schoenholz, Gilmer, Ganguli, Sohl-Dickstein (2017), "Deep
-information propagation". Xiao et al. (2018), Xiao et al. 2018, Sec. 2.1 and App. B.
+information propagation". Xiao, Bahri, Sohl-Dickstein, Schoenholz, Pennington (2018), "Dynamical
+isometry and a mean field theory of CNNs: how to train 10,000-layer vanilla convolutional neural
+networks", Sec. 2.1 and App. B.
 """
 
 from .._logscale import MAX_PROPAGATION_SIZE as MAX_PROPAGATION_SIZE

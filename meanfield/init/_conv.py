@@ -303,7 +303,7 @@ def periodic_conv(
 
     Notes
     -----
-    Eq. 2.1 of Xiao et al. (2018), Xiao et al. 2018, with periodic boundaries.
+    Eq. 2.1 of Xiao et al. (2018), with periodic boundaries.
 
     Examples
     --------

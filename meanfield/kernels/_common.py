@@ -34,8 +34,8 @@ MAX_OUTPUT_ELEMENTS = 2**31
 ROUNDING_RTOL = 64 * float(np.finfo(np.float64).eps)
 #: Read-outs of :func:`conv_kernels`.
 READOUTS = ("flatten", "gap", "full")
-#: Pair-layer updates below which the compiled kernels run on one core (a parallel launch costs
-#: tens of microseconds on a quiet machine, milliseconds on a loaded one; the results are the same bits).
+#: Pair-layer updates below which the compiled kernels run on one core (a parallel launch's fixed
+#: cost); the results are the same bits.
 PARALLEL_MIN_WORK = 2_000_000
 
 
@@ -49,9 +49,9 @@ class LayerMaps(Result):
         :math:`\kappa_{ij} = \mathbb{E}\,\phi(u)\phi(v)`.
     kappa_dot : ndarray, shape (D1, D2) or None
         :math:`\dot\kappa_{ij} = \mathbb{E}\,\phi'(u)\phi'(v)` (None when not asked for).
-    error : float
-        A bound on the absolute error of every entry (0 for closed forms up to rounding; NaN where
-        the method gives none, e.g. the Gauss-Hermite quadrature).
+    error : float or None
+        A bound on the absolute error of every entry (0 for closed forms up to rounding; None where
+        the method gives none, e.g. :func:`quadrature_layer_maps`).
     """
 
     kappa: np.ndarray
@@ -190,7 +190,8 @@ def quadrature_layer_maps(
     q1, q2, c : array_like
         As :func:`closed_layer_maps`.
     rtol : float
-        Unused by the fixed-degree quadrature (> 0); ``degree`` sets its accuracy.
+        Unused by the fixed-degree quadrature (checked only: a finite float >= 0); ``degree`` sets
+        its accuracy.
     derivative : bool
     degree : int
         Gauss-Hermite degree per dimension.
@@ -198,8 +199,7 @@ def quadrature_layer_maps(
     Returns
     -------
     LayerMaps
-        ``error`` is None: the fixed-degree quadrature gives no bound (measured: erf 3e-14,
-        ReLU 4e-4 at 128 nodes).
+        ``error`` is None: the fixed-degree quadrature gives no bound.
 
     Raises
     ------

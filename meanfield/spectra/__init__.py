@@ -60,8 +60,9 @@ References
 ----------
 Pennington, Schoenholz, Ganguli (2017), "Resurrecting the sigmoid in deep learning through dynamical
 isometry: theory and practice", NeurIPS. Pennington, Schoenholz, Ganguli (2018), "The emergence of
-spectral universality in deep networks", AISTATS. Xiao et al. (2018), Xiao et al. 2018, Sec. 2.2.1 and
-supplement E.
+spectral universality in deep networks", AISTATS. Xiao, Bahri, Sohl-Dickstein, Schoenholz,
+Pennington (2018), "Dynamical isometry and a mean field theory of CNNs: how to train 10,000-layer
+vanilla convolutional neural networks", Sec. 2.2.1 and supplement E.
 """
 
 from __future__ import annotations

@@ -105,7 +105,9 @@ def jacobian_spectrum(
     ------
     ValueError
         Arguments out of range; ``sigma_w2 = 0`` or phi' = 0 almost surely (the Jacobian is 0);
-        q* = inf for an activation without a relu-like asymptote; a solver failure (named).
+        q* = inf unless phi's large-|u| asymptote is relu-like, ``scale * base`` with ``base`` relu
+        or leaky_relu of slope != -1 (refused: no piecewise-linear asymptote, e.g. exp; linear or
+        abs, whose phi'^2 tends to a constant); a solver failure (named).
     SpectrumAccuracyError
         ``accuracy="raise"`` and the check fails (a ValueError).
     TypeError
@@ -379,8 +381,15 @@ def spectrum_moments(
 
     Raises
     ------
-    ValueError, TypeError
-        As :func:`jacobian_spectrum`.
+    ValueError
+        A variance, ``q`` or ``depth`` out of range, ``weights`` unknown; ``q`` not given and
+        :func:`meanfield.dense.fixed_point` fails (e.g. a user-defined activation, which needs
+        ``q``); q* = inf for an activation without a piecewise-linear asymptote (e.g. exp);
+        :math:`\mathbb{E}\phi'^2` not finite (sign); :math:`\chi_1^L` beyond the float64 range.
+        Unlike :func:`jacobian_spectrum` it does not refuse ``sigma_w2 = 0`` or phi' = 0 almost surely
+        (``(0, 0)``) nor q* = inf for linear or abs (phi'^2 constant).
+    TypeError
+        Complex, boolean or non-numeric arguments; ``weights`` not a str.
 
     Notes
     -----

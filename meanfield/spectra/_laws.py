@@ -87,8 +87,9 @@ class DerivativeLaw(Result):
     q : float
         The pre-activation variance.
     exact : bool
-        True for an exact finite law (phi'^2 takes finitely many values), False for the quantile
-        discretisation of a continuous law.
+        True for an exact finite law (phi'^2 takes one or two values), False for a continuous law
+        discretised on the uniform z-grid ``np.linspace(-8.5, 8.5, n)`` with normal-density
+        (trapezoid) weights.
     """
 
     values: np.ndarray
@@ -117,9 +118,12 @@ def derivative_law(activation: str | Activation, q: float | None, n_atoms: int =
     Returns
     -------
     DerivativeLaw
-        Atoms and weights. When phi'^2 takes at most two distinct values on the quantile grid
-        (relu, leaky_relu, hard_tanh, linear; any q for q = 0) the law is exact: two atoms whose
-        weights reproduce the closed-form :math:`\mathbb{E}\phi'^2` of :func:`meanfield.gaussian.expectation`.
+        Atoms and weights. The law is exact (``exact`` True) when :math:`\phi'(\sqrt{q}z)^2` takes one
+        value on the z-grid, or two differing by more than 1e-12 relative: one atom, or two whose
+        weights reproduce the closed-form :math:`\mathbb{E}\phi'^2` of :func:`meanfield.gaussian.expectation`
+        (linear, abs, sign, relu, leaky_relu, hard_tanh). q = 0 is evaluated at q = 1e-300 (the
+        limit q -> 0+): exact where phi'^2 is constant near 0 to rounding (tanh) or kinked at 0
+        (relu, selu), not otherwise (cos: phi'^2 = sin^2 takes n distinct tiny values).
 
     Raises
     ------
@@ -176,9 +180,11 @@ class JacobianSpectrum(Result):
     singular_value_density : ndarray, shape (n,)
         :math:`2\sigma\rho(\sigma^2)`, density of the singular values.
     mass : float
-        :math:`\int\rho\,d\lambda` over the grid up to ``upper_edge`` (times 1 +
-        :data:`EDGE_MARGIN`), Richardson-extrapolated to eta -> 0 from the density at eta and 2 eta:
-        1 minus ``atom_at_zero`` minus the continuous mass below the grid's first point.
+        :math:`\int\rho\,d\lambda` from the grid's first point up to (1 + :data:`MOMENT_REACH`
+        eta) times the last grid point at or below ``upper_edge`` times (1 + :data:`EDGE_MARGIN`), the
+        density solved on the grid's step beyond the grid where needed; Richardson-extrapolated to
+        eta -> 0 from the density at eta and 2 eta: 1 minus ``atom_at_zero`` minus the continuous
+        mass below the grid's first point.
     mean : float
         :math:`\int\lambda\rho\,d\lambda` over the same range, extrapolated the same way
         (compare ``expected_mean``). The broadened density's own first moment is biased by about
@@ -206,10 +212,11 @@ class JacobianSpectrum(Result):
         the poles of the discretised law of D^2 below the support (only allowed when less than
         :data:`LOW_MASS_TOL` of the mass can lie below it).
     grid_mass : float
-        The broadened density's trapezoid mass over the same range (no extrapolation): what
+        The broadened density's trapezoid mass over the grid up to ``upper_edge`` times (1 +
+        :data:`EDGE_MARGIN`), no extrapolation: what
         :meth:`cdf` and :meth:`quantile` count, so that the CDF reaches 1 at the top of the grid.
     grid_mean : float
-        The broadened density's first moment (no extrapolation).
+        The broadened density's first moment over the range of ``grid_mass`` (no extrapolation).
     atom_at_zero : float
         The atom of the law at 0: :math:`P(\phi'(u) = 0)` (the atom of a free product is the
         largest atom of its factors; the weights have none).
