@@ -1,8 +1,12 @@
 """Argument validation shared by every public function.
 
-Every check raises :class:`ValueError` whose message names the argument and the allowed range,
-as fixed by the project's design notes. Public functions call these before converting their
-inputs to contiguous float64 arrays and handing them to Numba kernels.
+Every check raises an error whose message names the argument and the allowed range, as fixed by
+the project's design notes: :class:`ValueError` for values out of range (and, in
+:func:`check_int`, for bools, strings and non-integral numbers given as integers),
+:class:`TypeError` for complex numbers and, where a real number is expected
+(:func:`check_scalar`, :func:`as_real_array`, :func:`real_array`), for bools, strings and other
+non-numbers. Public functions call these before converting their inputs to contiguous float64
+arrays and handing them to Numba kernels.
 """
 
 from __future__ import annotations
@@ -139,7 +143,12 @@ def check_pair(q1, q2, c) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def check_int(n, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
-    """An integer (not bool) within ``[minimum, maximum]``."""
+    """An integer (not bool) within ``[minimum, maximum]``.
+
+    An integral Python ``float`` (``numpy.float64`` included, e.g. ``3.0``) is accepted as its
+    int. A bool, a string, ``None``, a non-integral float or any other non-integer raises
+    ``ValueError`` ("must be an integer"); a complex number raises ``TypeError``.
+    """
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         if isinstance(n, float) and float(n).is_integer():
             n = int(n)

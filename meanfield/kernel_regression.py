@@ -48,7 +48,9 @@ __all__ = [
 ]
 
 #: Eigenvalues of the (regularised) train/train kernel below ``-EIG_RTOL * largest`` mean it is not
-#: positive semi-definite (a ValueError); those in [-EIG_RTOL, 0] x largest are rounding and set to 0.
+#: positive semi-definite (a ValueError); every eigen-direction with eigenvalue ``<= EIG_RTOL *
+#: largest`` (small positive ones included, not only rounding-level negatives) is dropped from the
+#: solves, a truncated pseudo-inverse.
 EIG_RTOL = 1e-10
 
 
@@ -104,8 +106,9 @@ def nngp_posterior_mean(
     Returns
     -------
     ndarray, shape (n_test,) or (n_test, n_outputs)
-        Eigen-directions with eigenvalue 0 (a singular kernel without ``diag_reg``) are left out
-        (the minimum-norm, pseudo-inverse solution).
+        Eigen-directions with eigenvalue ``<= EIG_RTOL`` times the largest are left out, not only
+        those with eigenvalue 0 (a singular kernel without ``diag_reg``): a truncated
+        pseudo-inverse, the minimum-norm solution when the kernel is exactly singular.
 
     Raises
     ------
@@ -154,7 +157,9 @@ def gradient_flow_mean(
     Returns
     -------
     ndarray, shape (n_test,) or (n_test, n_outputs)
-        0 at t = 0; directions of eigenvalue 0 never move.
+        0 at t = 0; eigen-directions with eigenvalue ``<= EIG_RTOL`` times the largest (those of
+        eigenvalue 0 included) are left out, i.e. never move (a truncated pseudo-inverse at
+        ``t = inf``).
 
     Raises
     ------

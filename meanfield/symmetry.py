@@ -1,8 +1,8 @@
 """Feature symmetry: weight correlations, effective width, symmetry-breaking perturbations, counts.
 
-Implements the measures of Blumenfeld, Gilboa & Soudry (2020), seed ``000`` (Sec. 4.1, App. F, G).
-The hidden-unit permutation count of Orhan (2017), seed ``004``, lives with the other symmetries
-of that paper: :func:`meanfield.landscape.permutation_counts`.
+Implements the measures of Blumenfeld, Gilboa & Soudry (2020) (Sec. 4.1, App. F, G). The
+hidden-unit permutation count of Orhan (2017) lives with the other symmetries of that paper:
+:func:`meanfield.landscape.permutation_counts`.
 
 ==============================  ==================================================================
 Code name                       Paper symbol
@@ -30,7 +30,9 @@ filters has correlation 1 (they are the same feature), a pair of a zero and a no
 correlation 0 (the cosine with the zero vector taken as 0). A zero tensor therefore gives exactly 1.
 
 Limits. Arguments are validated whatever path uses them (``ValueError`` naming the argument and
-its range; ``TypeError`` for complex or non-numeric input and non-``bool`` flags). The exact
+its range, also for integer arguments that are bools, strings or non-integral floats and for
+arrays that do not convert to real numbers; ``TypeError`` for complex input, for bools, strings
+or other non-numbers where a real scalar is expected, and for non-``bool`` flags). The exact
 integer counts are refused beyond :data:`MAX_SUBNETWORK_BITS` (``d * n_layers``; 2^23 keeps
 App. F's ``d = 640, L = 10^4``) and :data:`MAX_SUBNETWORK_BITS_EXCLUSIVE`;
 :func:`propagate_perturbation` is bounded by :data:`MAX_PROPAGATION_DEPTH` and
@@ -128,9 +130,10 @@ def pairwise_mean_cosine(vectors: ArrayLike, complement: bool = False) -> float:
     Raises
     ------
     ValueError
-        Fewer than two rows, rows of length 0, or a non-finite entry.
+        Fewer than two rows, rows of length 0, a non-finite entry, or ``vectors`` that do not
+        convert to a regular array of real numbers (e.g. non-numeric strings).
     TypeError
-        Complex or non-numeric ``vectors``; ``complement`` not a bool.
+        Complex ``vectors``; ``complement`` not a bool.
     """
     complement = check_bool(complement, "complement")
     v = as_float_array(vectors, "vectors")
@@ -193,9 +196,10 @@ def forward_correlation(w: ArrayLike, complement: bool = False) -> float:
     Raises
     ------
     ValueError
-        Wrong number of axes, ``n_out < 2``, or a non-finite entry.
+        Wrong number of axes, ``n_out < 2``, a non-finite entry, or a ``w`` that does not convert
+        to a regular array of real numbers (e.g. non-numeric strings).
     TypeError
-        Complex or non-numeric ``w``; ``complement`` not a bool.
+        Complex ``w``; ``complement`` not a bool.
 
     Examples
     --------
@@ -219,8 +223,9 @@ def total_correlation(w: ArrayLike, complement: bool = False) -> float:
     The paper defines :math:`C_t` only in words ("correlation between all filters"); a *filter* is
     the spatial kernel ``W[..., i, j]`` of one (output, input) channel pair (App. A's
     :math:`F = \\mathrm{Mat}(W_{ij})`), so :math:`C_t` averages the cosine over all ordered pairs of
-    the ``n_out * n_in`` filters. For a dense weight (1 x 1 filters) it is the mean of
-    ``sign(W_a) sign(W_b)`` over pairs of entries.
+    the ``n_out * n_in`` filters. For a dense weight (1 x 1 filters) it is the mean over ordered
+    pairs of entries of ``sign(W_a) sign(W_b)`` when both are non-zero; pairs with a zero entry
+    follow the module's zero convention (two zeros count 1, a zero and a non-zero 0).
 
     Parameters
     ----------
@@ -236,9 +241,10 @@ def total_correlation(w: ArrayLike, complement: bool = False) -> float:
     Raises
     ------
     ValueError
-        Wrong number of axes, fewer than two filters, or a non-finite entry.
+        Wrong number of axes, fewer than two filters, a non-finite entry, or a ``w`` that does not
+        convert to a regular array of real numbers (e.g. non-numeric strings).
     TypeError
-        Complex or non-numeric ``w``; ``complement`` not a bool.
+        Complex ``w``; ``complement`` not a bool.
     """
     complement = check_bool(complement, "complement")
     w = _weight(w)
@@ -267,9 +273,10 @@ def effective_width(c_f: ArrayLike, n: int) -> float | np.ndarray:
     Raises
     ------
     ValueError
-        ``c_f`` outside [-1, 1] or non-finite; ``n`` not an integer in [1, 2^53].
+        ``c_f`` outside [-1, 1], non-finite or not convertible to real numbers; ``n`` not an
+        integer in [1, 2^53] (a bool, a string or a non-integral float included).
     TypeError
-        Complex ``c_f``.
+        Complex ``c_f`` or ``n``.
     """
     c = check_correlation(c_f, "c_f")
     n = _int(n, "n", 1, 2**53)
@@ -308,7 +315,7 @@ def closed_form_correlations(
 
     Parameters
     ----------
-    kind : {"random", "orthogonal", "replicated_identity", "constant", "zero", "replicated_features"}
+    kind : {"random", "orthogonal", "replicated_identity", "constant", "zero", "replicated_features", "mixture"}
         - ``random``: i.i.d. zero-mean isotropic entries; ``C_f = C_b = 0`` in expectation.
         - ``orthogonal``: orthogonal in the channel dimensions (``Delta (x) U``, ``U`` square
           orthogonal); exactly 0, 0.
@@ -324,8 +331,8 @@ def closed_form_correlations(
           ``gamma e_i + (1 - gamma) 1 / n`` give exactly
           ``C_f = C_b = (1 - gamma^2) / (1 + (n - 1) gamma^2)`` (derived here; the paper gives no value).
     n_out, n_in : int
-        Channel counts (``n_out`` needed for ``replicated_identity`` and ``replicated_features``;
-        ``n_in`` for ``replicated_identity``).
+        Channel counts (``n_out`` needed for ``replicated_identity``, ``replicated_features`` and
+        ``mixture``; ``n_in`` for ``replicated_identity``).
     replicas : int
         ``R`` for ``replicated_features`` (must divide ``n_out``).
     gamma : float
@@ -342,9 +349,11 @@ def closed_form_correlations(
         Unknown ``kind``; a missing argument the kind needs; ``n_out < 2``, ``n_in < 1``,
         ``replicas < 1`` or ``> n_out``, ``gamma`` outside [0, 1] -- every argument given is
         validated whatever the kind; ``n_out`` not a multiple of ``n_in`` (replicated identity);
-        ``replicas`` not dividing ``n_out`` (replicated features).
+        ``replicas`` not dividing ``n_out`` (replicated features); ``n_out``, ``n_in`` or
+        ``replicas`` not an integer (a bool, a string or a non-integral float).
     TypeError
-        ``kind`` not a str; a complex, boolean or non-numeric ``gamma``.
+        ``kind`` not a str; a complex, boolean or non-numeric ``gamma``; a complex ``n_out``,
+        ``n_in`` or ``replicas``.
     """
     if not isinstance(kind, str):
         raise TypeError(f"kind must be a str, one of {_KINDS}, got {type(kind).__name__}")
@@ -409,9 +418,11 @@ def perturbation_ratio(a: ArrayLike, axis: int = -1) -> float:
     Raises
     ------
     ValueError
-        A scalar or empty ``a``, an ``axis`` outside ``[-a.ndim, a.ndim - 1]``, or a non-finite entry.
+        A scalar or empty ``a``, an ``axis`` outside ``[-a.ndim, a.ndim - 1]`` or not an integer
+        (a bool, a string or a non-integral float), a non-finite entry, or an ``a`` that does not
+        convert to a regular array of real numbers (e.g. non-numeric strings).
     TypeError
-        Complex or non-numeric ``a``.
+        Complex ``a`` or ``axis``.
     """
     a = as_float_array(a, "a")
     if a.ndim == 0:
@@ -479,9 +490,10 @@ def propagate_perturbation(
         ``alpha`` and ``epsilon`` of different shapes, scalar or empty, or non-finite; ``slope``
         outside (0, 1]; ``kinds`` with anything but ``'I'`` and ``'1'``, deeper than
         :data:`MAX_PROPAGATION_DEPTH`, or ``depth * alpha.size > MAX_PROPAGATION_WORK``; ``gamma``
-        not one value in [0, 1] per layer.
+        not one value in [0, 1] per layer; arrays that do not convert to regular arrays of real
+        numbers (e.g. non-numeric strings).
     TypeError
-        Complex or non-numeric arrays or ``slope``; ``kinds`` not iterable.
+        Complex arrays; a complex, boolean or non-numeric ``slope``; ``kinds`` not iterable.
 
     Notes
     -----
@@ -547,6 +559,10 @@ class SubnetworkCounts(Result):
 
     Attributes
     ----------
+    d : int
+        The width ``d`` of every masked layer, as passed to :func:`subnetwork_counts`.
+    n_layers : int
+        The number ``L`` of masked layers.
     random : int
         I.i.d. random weights: every mask is distinct, ``2^(d L)`` (``(2^d - 1)^L`` without empty layers).
     all_to_all : int
@@ -557,6 +573,8 @@ class SubnetworkCounts(Result):
         feature chains carries one of ``2^L`` masks and chains are interchangeable, so the count is
         the number of multisets, ``C(2^L + d - 1, d)`` (without empty layers: see Notes).
     include_empty : bool
+        Whether masks that remove every neuron of some layer are counted (the value passed to
+        :func:`subnetwork_counts`).
 
     Notes
     -----
@@ -604,9 +622,10 @@ def subnetwork_counts(d: int, n_layers: int, include_empty: bool = True) -> Subn
         ``d`` or ``n_layers`` < 1; ``d * n_layers > MAX_SUBNETWORK_BITS`` (2^23: the counts have
         about ``d L`` bits and take seconds to compute at the limit; the paper's ``d = 640``,
         ``L = 10^4`` is inside it); with ``include_empty=False``, ``n_layers > 64`` or
-        ``d * n_layers > MAX_SUBNETWORK_BITS_EXCLUSIVE`` (2^19).
+        ``d * n_layers > MAX_SUBNETWORK_BITS_EXCLUSIVE`` (2^19); ``d`` or ``n_layers`` not an
+        integer (a bool, a string or a non-integral float).
     TypeError
-        ``include_empty`` not a bool.
+        ``include_empty`` not a bool; a complex ``d`` or ``n_layers``.
     """
     include_empty = check_bool(include_empty, "include_empty")
     d = _int(d, "d", 1)

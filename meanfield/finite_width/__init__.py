@@ -8,12 +8,16 @@ norm of the next signal, ``z = |phi(h)|^2``, is therefore the ``N``-fold convolu
 law of ``|x^(l-1)|^2`` to that of ``|x^(l)|^2`` (Burkholz & Dubatovka 2019, Prop. 1, eq. 1).
 
 Parametrisation (the library's, as everywhere): ``W_ij ~ N(0, sigma_w2 / fan_in)``, He is
-``sigma_w2 = 2``. Every function taking ``sigma_w2`` also takes ``fan_in`` (keyword), defaulting
+``sigma_w2 = 2``. The functions taking ``sigma_w2`` also take ``fan_in`` (keyword), defaulting
 to the layer's ``width``: square layers, the setting of Burkholz & Dubatovka 2019, whose He ``sigma_w,l^2 = 2 / N_l``
-is then ``sigma_w2 = 2``. Burkholz & Dubatovka 2019 writes the per-weight variance ``sigma_w^2 = sigma_w2 / fan_in``
-("unscaled"); :func:`unscaled_sigma_w2`, :func:`sigma_w2_from_unscaled` and
-``Layer.unscaled_sigma_w2`` convert at the boundary (figures, simulators written in the paper's
-parametrisation). ``rho`` is a correlation throughout.
+is then ``sigma_w2 = 2``. The exceptions: :func:`preactivation_covariance`,
+:func:`gram_chain_samples`, :func:`cosine_law_over_depth`, :func:`component_cdf` and
+:func:`joint_component_cdf` require ``fan_in`` (no default), and
+:func:`cosine_similarity_samples` takes none (the scale drops out of the cosine). Burkholz &
+Dubatovka 2019 writes the per-weight variance ``sigma_w^2 = sigma_w2 / fan_in`` ("unscaled");
+:func:`unscaled_sigma_w2`, :func:`sigma_w2_from_unscaled` and ``Layer.unscaled_sigma_w2`` convert
+at the boundary (figures, simulators written in the paper's parametrisation). ``rho`` is a
+correlation throughout.
 
 Submodules (private; everything is re-exported here):
 
@@ -64,11 +68,16 @@ closed form, and simulates no network; random networks live in :mod:`meanfield.v
 Numerical range. Widths and fan-ins run up to ``MAX_WIDTH`` (10^7). Quantities that leave float64
 at depth 10^4 or width 10^5 are carried on a log scale (:func:`log_expected_squared_norm`,
 :func:`relu_log_eigenvalue`, ``TransitionKernel.log_atom`` / ``log_density``,
-``relu_product_density(..., log=True)``); their linear versions raise ``ValueError`` naming the
-log-scale one instead of returning 0 or inf (densities are correctly rounded, 0 only below
-5e-324). Grid masses are probabilities with absolute accuracy ~1e-15; those below the smallest
-normal float64 are 0. Bools, complex numbers and strings where numbers are expected raise
-``TypeError``; absurd sizes (more than 2^29 numbers) raise ``ValueError``.
+``relu_product_density(..., log=True)``). Their linear versions :func:`expected_squared_norm`,
+:func:`relu_eigenvalue` and ``relu_product_density(..., log=False)`` raise ``ValueError``
+naming the log-scale one instead of returning 0 or inf; ``TransitionKernel.atom`` and
+``density`` instead are correctly rounded, 0.0 where they underflow (below 5e-324; use
+``log_atom`` / ``log_density`` there). Grid masses are probabilities with absolute accuracy ~1e-15;
+those below the smallest normal float64 are 0. Bools, complex numbers and strings where real
+numbers are expected raise ``TypeError``; integer arguments (widths, fan-ins, depths, sample
+counts) that are bools, strings or non-integral floats raise ``ValueError`` ("must be an
+integer"), complex ones ``TypeError`` (the moment orders ``k`` of :func:`gsm_product_moments`:
+``TypeError`` for any non-integer); absurd sizes (more than 2^29 numbers) raise ``ValueError``.
 
 Where the printed paper and the derivation differ (each verified numerically by the tests):
 

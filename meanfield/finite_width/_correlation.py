@@ -104,10 +104,11 @@ def mean_inner_product(width: int, v11: float, v22: float, v12: ArrayLike) -> fl
     Raises
     ------
     ValueError
-        Non-positive variances, ``v12^2 > v11 v22``, width out of range, or a value beyond the
-        float64 range (``N sqrt(v11 v22)`` near 1e308 or 1e-308).
+        Non-positive variances, ``v12^2 > v11 v22``, ``width`` out of range or not an integer (a
+        bool, a string or a non-integral float), or a value beyond the float64 range
+        (``N sqrt(v11 v22)`` near 1e308 or 1e-308).
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        Bools, complex numbers or strings where real numbers are expected; a complex ``width``.
 
     Examples
     --------

@@ -160,10 +160,11 @@ def relu_log_eigenvalue(
     Raises
     ------
     ValueError
-        ``m`` outside ``[-1e300, -1/2)``, ``width`` or ``fan_in`` out of range, ``sigma_w2 <= 0``
-        or non-finite input.
+        ``m`` outside ``[-1e300, -1/2)``, ``width`` or ``fan_in`` out of range or not an integer
+        (a bool, a string or a non-integral float), ``sigma_w2 <= 0`` or non-finite input.
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        Bools, complex numbers or strings where real numbers are expected (``m``, ``sigma_w2``);
+        a complex ``width`` or ``fan_in``.
 
     Examples
     --------
@@ -211,7 +212,7 @@ def relu_eigenvalue(
         As :func:`relu_log_eigenvalue`, or an eigenvalue beyond the float64 range (very negative
         ``m``, extreme ``sigma_w2``): use :func:`relu_log_eigenvalue` there.
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        As :func:`relu_log_eigenvalue`.
 
     Examples
     --------
@@ -247,7 +248,7 @@ def relu_eigenvalue_printed(
     ValueError
         As :func:`relu_eigenvalue` (beyond float64: use ``relu_log_eigenvalue(m, ...) + 2 (m + 1) log 2``).
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        As :func:`relu_log_eigenvalue`.
 
     Examples
     --------
@@ -363,12 +364,14 @@ def critical_exponents(width: int, sigma_w2: float = 2.0, *, fan_in: int | None 
     Raises
     ------
     ValueError
-        ``width`` or ``fan_in`` outside ``[1, MAX_WIDTH]``, ``sigma_w2 <= 0`` or non-finite, or a
-        root that float64 cannot resolve (beyond ``m = -3 * 2^60``, or closer to -1/2 than float
-        resolution). Every ``1e-12 <= sigma_w2 * width / fan_in <= 2`` (He: 2) is resolved at
-        every width; for ``N <= 50`` up to 1e20.
+        ``width`` or ``fan_in`` outside ``[1, MAX_WIDTH]`` or not an integer (a bool, a string or
+        a non-integral float), ``sigma_w2 <= 0`` or non-finite, or a root that float64 cannot
+        resolve (beyond ``m = -3 * 2^60``, or closer to -1/2 than float resolution). Every
+        ``1e-12 <= sigma_w2 * width / fan_in <= 2`` (He: 2) is resolved at every width; beyond 2,
+        square layers were measured to resolve up to ``sigma_w2 = 1e20`` for ``N <= 25`` and up
+        to 1e6 for ``N <= 50`` (``critical_exponents(50, 1e10)`` raises).
     TypeError
-        A bool, complex number or string where a number is expected.
+        A bool, complex number or string as ``sigma_w2``; a complex ``width`` or ``fan_in``.
 
     Notes
     -----
@@ -438,7 +441,7 @@ def quasi_stationary_exponent(width: int, sigma_w2: float = 2.0, *, fan_in: int 
     ValueError
         As :func:`critical_exponents`.
     TypeError
-        A bool, complex number or string where a number is expected.
+        A bool, complex number or string as ``sigma_w2``; a complex ``width`` or ``fan_in``.
 
     Examples
     --------

@@ -63,9 +63,11 @@ def preactivation_covariance(gram: ArrayLike, sigma_w2: float, sigma_b2: float =
     ------
     ValueError
         ``gram`` not a symmetric PSD matrix, a negative or non-finite variance, ``fan_in`` out of
-        range, or entries of ``V`` beyond float64.
+        range or not an integer (a bool, a string or a non-integral float), or entries of ``V``
+        beyond float64.
     TypeError
-        Bools, complex numbers or strings where numbers are expected; ``fan_in`` missing.
+        Bools, complex numbers or strings where real numbers are expected; a complex ``fan_in``;
+        ``fan_in`` missing.
 
     Examples
     --------
@@ -170,10 +172,11 @@ def inner_product_law(grid: ArrayLike, width: int, v11: float, v22: float, v12: 
     Raises
     ------
     ValueError
-        A bad or non-equidistant grid, width out of range, variances as in
-        :func:`relu_product_density`, or more than 2^27 grid points.
+        A bad or non-equidistant grid, ``width`` out of range or not an integer (a bool, a string
+        or a non-integral float), variances as in :func:`relu_product_density`, or more than 2^27
+        grid points.
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        Bools, complex numbers or strings where real numbers are expected; a complex ``width``.
 
     Notes
     -----
@@ -286,9 +289,11 @@ def cosine_similarity_samples(
     Raises
     ------
     ValueError
-        Arguments out of range.
+        Arguments out of range; integer arguments (``width``, ``n_samples``, ``chunk``) that are
+        bools, strings or non-integral floats; a ``dtype`` other than float32 or float64.
     TypeError
-        Bools, complex numbers, strings or a bad ``rng`` / ``dtype``.
+        Bools, complex numbers or strings as ``rho`` or ``sigma_w2``; complex integer arguments;
+        a bad ``rng``; a ``dtype`` that NumPy cannot parse.
 
     Examples
     --------

@@ -76,10 +76,12 @@ def relu_kernel(
     Raises
     ------
     ValueError
-        Negative or non-finite input, ``width`` or ``fan_in`` out of range, ``y`` and ``z`` that
-        do not broadcast, or ``sigma_w2 / fan_in * y + sigma_b2`` beyond float64.
+        Negative or non-finite input, ``width`` or ``fan_in`` out of range or not an integer (a
+        bool, a string or a non-integral float), ``y`` and ``z`` that do not broadcast, or
+        ``sigma_w2 / fan_in * y + sigma_b2`` beyond float64.
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        Bools, complex numbers or strings where real numbers are expected; a complex ``width`` or
+        ``fan_in``.
 
     Examples
     --------

@@ -7,7 +7,7 @@ r"""Finite-width laws across several layers (Burkholz & Dubatovka 2019.
   matrices whose transition is exact and costs O(N) per layer (no weight matrix: O(N^2)).
 * :func:`cosine_law_over_depth`: the law of the cosine similarity ``<x1, x2> / (|x1| |x2|)`` at
   every depth from those samples, with the infinite-width (mean-field) cosine beside it: the
-  statement "signals become parallel" (Sec. 2.4, after eq. 10) as a law, not only a mean.
+  statement "signals become parallel" (Sec. 2.3, after eq. 10) as a law, not only a mean.
 * :func:`component_cdf`, :func:`joint_component_cdf`: eqs. 2-3, the CDF of one (all) signal
   components at layer ``l`` given the law of ``|x^(l-1)|^2``.
 * :func:`gsm_product_moments`, :func:`gsm_product_density`, :func:`gsm_second_moment`: the
@@ -22,7 +22,7 @@ Derivations and corrections (checked numerically in ``tests/theory/test_finite_w
 * Without biases the cosine's law does not depend on ``sigma_w2`` (ReLU layers are positively
   homogeneous: the cosine chain is a Markov chain on its own, ``sigma_w2`` drops out). Burkholz & Dubatovka's
   remark that "a slightly smaller choice of sigma_w than the He initialization reduces the average
-  cosine distance" (Sec. 2.4) cannot hold for bias-free networks; it is reported as not reproduced.
+  cosine distance" (Sec. 2.3) cannot hold for bias-free networks; it is reported as not reproduced.
 * The GSM product (``W0`` of size ``n = N / 2`` with entries ``N(0, sigma_w2 / n)``) has, as
   ``n -> inf``, squared singular values with the Fuss-Catalan law of order ``L``: moments
   ``FC_L(k) = C((L + 1) k, k) / (L k + 1)`` (``sigma_w2 = 1``, i.e. Burkholz & Dubatovka's He ``2 / N``).
@@ -134,9 +134,12 @@ def gram_chain_samples(
     Raises
     ------
     ValueError
-        ``gram0`` not 2 x 2 symmetric PSD, arguments out of range, or norms leaving float64.
+        ``gram0`` not 2 x 2 symmetric PSD, arguments out of range, integer arguments (``depth``,
+        ``width``, ``fan_in``, ``n_samples``, ...) that are bools, strings or non-integral floats,
+        or norms leaving float64.
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        Bools, complex numbers or strings where real numbers are expected; complex integer
+        arguments; ``fan_in`` missing.
 
     Notes
     -----
@@ -238,7 +241,7 @@ def cosine_law_over_depth(
     bins: int = 100,
     rng: int | np.random.SeedSequence | np.random.Generator | None = None,
 ) -> CosineLaw:
-    r"""The cosine similarity's law over depth (Burkholz & Dubatovka 2019, Sec. 2.4: "signals become parallel").
+    r"""The cosine similarity's law over depth (Burkholz & Dubatovka 2019, Sec. 2.3: "signals become parallel").
 
     Parameters
     ----------
@@ -396,9 +399,11 @@ def component_cdf(
     Raises
     ------
     ValueError
-        Bad law/states, NaN in ``x``, an activation without a monotone inverse.
+        Bad law/states, NaN in ``x``, an activation without a monotone inverse, a ``fan_in`` out
+        of range or not an integer (a bool, a string or a non-integral float).
     TypeError
-        Bools, complex numbers, strings.
+        Bools, complex numbers or strings where real numbers are expected; a complex ``fan_in``;
+        ``fan_in`` missing.
 
     Notes
     -----

@@ -35,10 +35,10 @@ class Layer(Result):
     Raises
     ------
     TypeError
-        Complex numbers, bools or strings as fields.
+        Bools, complex numbers or strings as variances; a complex ``width`` or ``fan_in``.
     ValueError
-        ``width`` or ``fan_in`` not an integer in ``[1, MAX_WIDTH]``; a variance that is negative,
-        NaN or infinite.
+        ``width`` or ``fan_in`` not an integer in ``[1, MAX_WIDTH]`` (a bool, a string or a
+        non-integral float included); a variance that is negative, NaN or infinite.
 
     Notes
     -----
@@ -93,10 +93,10 @@ def unscaled_sigma_w2(sigma_w2: float, fan_in: int) -> float:
     Raises
     ------
     ValueError
-        Negative or non-finite ``sigma_w2``, ``fan_in`` out of range, or a positive ``sigma_w2``
-        whose quotient underflows to 0.
+        Negative or non-finite ``sigma_w2``, ``fan_in`` out of range or not an integer (a bool, a
+        string or a non-integral float), or a positive ``sigma_w2`` whose quotient underflows to 0.
     TypeError
-        Bools, complex numbers or strings.
+        A bool, complex number or string as ``sigma_w2``; a complex ``fan_in``.
 
     Examples
     --------
@@ -128,9 +128,10 @@ def sigma_w2_from_unscaled(variance: float, fan_in: int) -> float:
     Raises
     ------
     ValueError
-        Negative or non-finite ``variance``, ``fan_in`` out of range, or a product beyond float64.
+        Negative or non-finite ``variance``, ``fan_in`` out of range or not an integer (a bool, a
+        string or a non-integral float), or a product beyond float64.
     TypeError
-        Bools, complex numbers or strings.
+        A bool, complex number or string as ``variance``; a complex ``fan_in``.
 
     Examples
     --------

@@ -36,10 +36,11 @@ def log_expected_squared_norm(y0: ArrayLike, layers: Sequence[Layer | tuple]) ->
     Raises
     ------
     ValueError
-        Negative or non-finite ``y0`` or variances, a width or fan-in out of range, a result
-        above 2^29 numbers.
+        Negative or non-finite ``y0`` or variances, a width or fan-in out of range or not an
+        integer (a bool, a string or a non-integral float), a result above 2^29 numbers.
     TypeError
-        ``layers`` not a list of layers; bools, complex numbers or strings where numbers are expected.
+        ``layers`` not a list of layers; bools, complex numbers or strings where real numbers are
+        expected; a complex width or fan-in.
 
     Examples
     --------
@@ -87,11 +88,13 @@ def expected_squared_norm(y0: ArrayLike, layers: Sequence[Layer | tuple]) -> np.
     Raises
     ------
     ValueError
-        Negative or non-finite ``y0`` or variances, a width or fan-in out of range, or an
-        expectation beyond the float64 range (deep networks off criticality: e.g. depth 10^4 at
-        ``sigma_w2 = 1``, square layers, gives ``1e-3010``); use :func:`log_expected_squared_norm` there.
+        Negative or non-finite ``y0`` or variances, a width or fan-in out of range or not an
+        integer (a bool, a string or a non-integral float), or an expectation beyond the float64
+        range (deep networks off criticality: e.g. depth 10^4 at ``sigma_w2 = 1``, square layers,
+        gives ``1e-3010``); use :func:`log_expected_squared_norm` there.
     TypeError
-        ``layers`` not a list of layers; bools, complex numbers or strings where numbers are expected.
+        ``layers`` not a list of layers; bools, complex numbers or strings where real numbers are
+        expected; a complex width or fan-in.
 
     Examples
     --------

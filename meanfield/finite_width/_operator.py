@@ -249,16 +249,18 @@ def kernel_masses(
     ndarray, shape (len(y), len(grid))
         Row ``i``: mass of the atom at 0, then of each cell; rows sum to 1 (mass beyond the grid
         lumped into the last cell). Masses are probabilities accurate to ~1e-15 absolutely;
-        those below the smallest normal float64 (e.g. the atom ``0.5^N`` for ``N > 1021``) are 0.
+        those below the smallest normal float64 (e.g. the atom ``0.5^N`` for ``N > 1022``) are 0.
 
     Raises
     ------
     ValueError
-        Bad grid, width, fan-in, variances, ``method``, ``n_quantiles``; an activation whose
-        ``phi(h)^2`` is not finite; a result larger than 2^29 numbers; a pre-activation variance
-        ``sigma_w2 / fan_in * y + sigma_b2`` overflowing.
+        Bad grid, width, fan-in, variances, ``method``, ``n_quantiles``; integer arguments
+        (``width``, ``n_quantiles``, ``fan_in``) that are bools, strings or non-integral floats;
+        an activation whose ``phi(h)^2`` is not finite; a result larger than 2^29 numbers; a
+        pre-activation variance ``sigma_w2 / fan_in * y + sigma_b2`` overflowing.
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        Bools, complex numbers or strings where real numbers are expected; complex integer
+        arguments.
 
     Examples
     --------
@@ -330,17 +332,19 @@ def discretize_operator(
     DiscreteOperator
         Column-stochastic ``matrix`` (every column sums to 1, the atom's column included). Entries
         are probabilities accurate to ~1e-15 absolutely; those below the smallest normal float64
-        (e.g. the atom ``0.5^N`` for ``N > 1021``) are 0.
+        (e.g. the atom ``0.5^N`` for ``N > 1022``) are 0.
 
     Raises
     ------
     ValueError
         Bad grid (not starting at 0, not increasing, not equidistant on the FFT path), width or
         fan-in out of range, negative variances, bad ``nodes_per_cell``, ``n_quantiles`` or
-        ``method``, an activation with non-finite ``phi(h)^2``,
-        ``(len(grid) * nodes_per_cell + 1) * len(grid)`` above 2^29.
+        ``method``, integer arguments (``width``, ``nodes_per_cell``, ``n_quantiles``,
+        ``fan_in``) that are bools, strings or non-integral floats, an activation with non-finite
+        ``phi(h)^2``, ``(len(grid) * nodes_per_cell + 1) * len(grid)`` above 2^29.
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        Bools, complex numbers or strings where real numbers are expected; complex integer
+        arguments.
 
     Examples
     --------
@@ -458,9 +462,11 @@ def propagate_distribution(
     Raises
     ------
     ValueError
-        A bad ``p0``, grid or layer, as :func:`discretize_operator`, or a result above 2^29 numbers.
+        A bad ``p0``, grid or layer, as :func:`discretize_operator` (a layer's width or fan-in that
+        is a bool, a string or a non-integral float included), or a result above 2^29 numbers.
     TypeError
-        Unknown keyword arguments; bools, complex numbers or strings where numbers are expected.
+        Unknown keyword arguments; bools, complex numbers or strings where real numbers are
+        expected; a complex width or fan-in.
 
     Examples
     --------

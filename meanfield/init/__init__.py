@@ -3,7 +3,7 @@
 Each family lives in a private submodule and is re-exported here:
 
 - dense laws (``_dense``): :func:`dense_weights` (Gaussian, uniform, Rademacher, orthogonal), the
-  library's one weight sampler (``batch`` and ``backend`` arguments: the simulators of
+  library's one weight sampler (``batch_shape`` and ``backend`` arguments: the simulators of
   :mod:`meanfield.simulate` draw through it), :func:`haar_orthogonal`,
   :func:`he_sigma_w2`, :func:`glorot_sigma_w2`;
 - looks-linear (``_looks_linear``, Burkholz & Dubatovka 2019 Sec. 3): :func:`looks_linear` (the one looks-linear

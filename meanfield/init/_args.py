@@ -1,9 +1,10 @@
 """Argument checks shared by the initialisers (private).
 
 On top of :mod:`meanfield._checks`: bools, complex numbers, strings and arrays are refused where a
-real number is expected (``TypeError`` naming the argument), integers are bounded, and every
-result or work array is bounded in size so that absurd sizes raise ``ValueError`` in constant
-time instead of ``MemoryError`` or an endless loop.
+real number is expected (``TypeError`` naming the argument), integers are bounded (bools,
+strings and non-integral floats given for them raise ``ValueError``, complex numbers
+``TypeError``), and every result or work array is bounded in size so that absurd sizes raise
+``ValueError`` in constant time instead of ``MemoryError`` or an endless loop.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ backend : str or Backend
 
 #: Largest number of float64 entries one initialiser allocates (2^29 numbers = 4 GiB).
 MAX_ELEMENTS = 2**29
-#: Largest batched draw (``batch=`` of the samplers, e.g. one matrix per simulated network) and
-#: largest periodic-convolution result: 2^31 numbers = 16 GiB, the simulators' ``MAX_ELEMENTS``.
+#: Largest batched draw (``batch_shape=`` of the samplers, e.g. one matrix per simulated network)
+#: and largest periodic-convolution result: 2^31 numbers = 16 GiB, the simulators' ``MAX_ELEMENTS``.
 MAX_BATCH_ELEMENTS = 2**31
 #: Largest layer size / channel count / count accepted where nothing bounds it more tightly.
 MAX_SIZE = 2**31

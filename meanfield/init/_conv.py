@@ -87,8 +87,8 @@ def kernel_offsets(kernel_shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...
 
     Parameters
     ----------
-    kernel_shape : sequence of int
-        Spatial sizes of the kernel (odd for a centred kernel).
+    kernel_shape : int or sequence of int
+        Spatial sizes of the kernel, one or two axes (odd for a centred kernel).
 
     Yields
     ------
@@ -103,10 +103,12 @@ def kernel_offsets(kernel_shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...
     Raises
     ------
     TypeError
-        A ``kernel_shape`` that is not an int or a sequence of ints (complex, strings, None).
+        A complex ``kernel_shape`` or a complex size in it.
     ValueError
-        Sizes < 1, non-integer sizes, an empty shape or more than 2^31 taps (checked at the call,
-        not at the first iteration).
+        A ``kernel_shape`` that is neither an int nor a tuple or list (strings, None, floats,
+        bools); sizes < 1 or not integers (bools, strings, non-integral floats); an empty shape or
+        more than two axes; more than 2^29 taps (all checked at the call, not at the first
+        iteration).
     """
     ks = _kernel_sizes(kernel_shape, odd=False)
     check_size(_elements(ks), "prod(kernel_shape)")
@@ -120,7 +122,8 @@ def _offsets_of(ks: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], tuple[in
 
 def _kernel_sizes(kernel_shape: Any, odd: bool = True) -> tuple[int, ...]:
     """``kernel_shape`` (an int or a tuple / list of 1 or 2 ints, odd if ``odd``) as a tuple of ints
-    ``>= 1``; complex numbers and non-sequences raise ``TypeError``, bad sizes ``ValueError``."""
+    ``>= 1``; complex numbers raise ``TypeError``, non-sequences (strings, None, floats, bools) and
+    bad sizes ``ValueError``."""
     if isinstance(kernel_shape, numbers.Integral) and not isinstance(kernel_shape, (bool, np.bool_)):
         kernel_shape = (kernel_shape,)
     if isinstance(kernel_shape, (complex, np.complexfloating)):
@@ -513,9 +516,10 @@ def conv_matrix(kernel: ArrayLike, spatial_shape: int | Sequence[int]) -> np.nda
     Raises
     ------
     ValueError
-        A non-finite kernel, shapes that do not match, or a matrix above 2^29 entries.
+        A non-finite kernel, shapes that do not match, sizes < 1 or not integers (bools,
+        strings, non-integral floats), or a matrix above 2^29 entries.
     TypeError
-        A complex, boolean or non-numeric kernel; sizes that are not integers.
+        A complex, boolean or non-numeric kernel; complex sizes.
 
     Examples
     --------
@@ -570,10 +574,11 @@ def conv_singular_values(kernel: ArrayLike, spatial_shape: int | Sequence[int]) 
     Raises
     ------
     TypeError
-        Complex, boolean or non-numeric ``kernel``; sizes that are not integers.
+        Complex, boolean or non-numeric ``kernel``; complex sizes.
     ValueError
         ``kernel`` of even sizes or with a number of spatial axes other than ``spatial_shape``'s,
-        non-finite entries, sizes < 1, or more than 2^29 numbers in the symbols.
+        non-finite entries, sizes < 1 or not integers (bools, strings, non-integral floats), or
+        more than 2^29 numbers in the symbols.
 
     Notes
     -----

@@ -55,9 +55,9 @@ def symmetric_projection(n: int, rng: Any = None) -> np.ndarray:
     Raises
     ------
     ValueError
-        ``n`` out of range.
+        ``n`` out of range or not an integer (a bool, a string or a non-integral float).
     TypeError
-        ``n`` a bool, complex number or string; a bad ``rng``.
+        ``n`` a complex number; a bad ``rng``.
     """
     n = int_arg(n, "n", 1)
     check_size(n * n, "n^2")
@@ -102,18 +102,19 @@ def gaussian_conv_kernel(
 
     Returns
     -------
-    array, shape ``batch + kernel_shape + (c_out, c_in)``
-        On ``backend``. The entries are drawn in ``(c_in, c_out)`` order (a transposed view is
-        returned), which keeps the networks of a given ``rng`` those of the library's earlier
-        ``(c_in, c_out)`` layout.
+    array, shape ``batch_shape + kernel_shape + (c_out, c_in)``
+        On ``backend``. The normals are drawn in ``(..., c_in, c_out)`` order and a transposed
+        view is returned.
 
     Raises
     ------
     ValueError
-        Sizes out of range, even kernel sizes, an invalid ``v`` or ``sigma_w2``, more than 2^29
-        numbers per kernel or 2^31 in all.
+        Sizes out of range or not integers (bools, strings, non-integral floats), even kernel
+        sizes, an invalid ``v`` or ``sigma_w2``, more than 2^29 numbers per kernel or 2^31 in all.
     TypeError
-        Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+        Bools, complex numbers or strings as ``sigma_w2``; a bool, boolean ndarray or complex
+        ``v``; complex sizes; a bad ``rng``; a ``batch_shape`` that is not an int, a tuple or a
+        list.
 
     Notes
     -----
@@ -121,7 +122,7 @@ def gaussian_conv_kernel(
 
     Examples
     --------
-    >>> k = gaussian_conv_kernel(3, 8, 8, sigma_w2=2.0, v=[0.0, 1.0, 0.0], rng=0, batch=100)
+    >>> k = gaussian_conv_kernel(3, 8, 8, sigma_w2=2.0, v=[0.0, 1.0, 0.0], rng=0, batch_shape=100)
     >>> k.shape, bool(np.all(k[:, [0, 2]] == 0))
     ((100, 3, 8, 8), True)
     >>> round(float(np.mean(k[:, 1] ** 2) * 8), 1)   # sigma_w2 v_0 = 2
@@ -243,10 +244,11 @@ def orthogonal_conv_kernel(
     Raises
     ------
     ValueError
-        ``c_in > c_out``, a size < 1, a negative or non-finite ``sigma_w2``, or a request beyond
-        ``MAX_KERNEL_WORK`` / 2^29 entries.
+        ``c_in > c_out``, a size < 1 or not an integer (a bool, a string or a non-integral
+        float), a negative or non-finite ``sigma_w2``, or a request beyond ``MAX_KERNEL_WORK`` /
+        2^29 entries.
     TypeError
-        Bools, complex numbers or strings as sizes; a bad ``rng``.
+        Complex sizes; a bool, complex number or string as ``sigma_w2``; a bad ``rng``.
 
     Notes
     -----
@@ -325,9 +327,10 @@ def delta_orthogonal_kernel(
     Raises
     ------
     ValueError
-        ``c_in > c_out``, a size < 1, a negative or non-finite ``sigma_w2``, or more than 2^29 entries.
+        ``c_in > c_out``, a size < 1 or not an integer (a bool, a string or a non-integral
+        float), a negative or non-finite ``sigma_w2``, or more than 2^29 entries.
     TypeError
-        Bools, complex numbers or strings as sizes; a bad ``rng``.
+        Complex sizes; a bool, complex number or string as ``sigma_w2``; a bad ``rng``.
     """
     k, c_in, c_out, sigma_w2, rng = _kernel_arguments(kernel_size, c_in, c_out, sigma_w2, rng, 2, False)
     kernel = np.zeros((k, k, c_in, c_out))
@@ -388,9 +391,10 @@ def orthogonal_kernel_variance(kernel_size: int, ndim: int = 2) -> np.ndarray:
     Raises
     ------
     ValueError
-        ``kernel_size < 1``, ``ndim`` not 1 or 2, more than 2^29 entries.
+        ``kernel_size < 1``, ``ndim`` not 1 or 2, ``kernel_size`` or ``ndim`` not an integer (a
+        bool, a string or a non-integral float), more than 2^29 entries.
     TypeError
-        Bools, complex numbers or strings.
+        A complex ``kernel_size`` or ``ndim``.
 
     Examples
     --------

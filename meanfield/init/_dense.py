@@ -9,9 +9,10 @@ orthogonal law is scaled so that ``W^T W = sigma_w2 * fan_out / fan_in * I`` whe
 Randomness: every stochastic function takes ``rng`` (``None``, an ``int``, a ``SeedSequence`` or a
 ``numpy.random.Generator``; an int ``n`` draws exactly the stream of ``numpy.random.default_rng(n)``).
 
-Batches and backends: :func:`dense_weights` and :func:`haar_orthogonal` take ``batch`` (leading
-axes of independent matrices, e.g. one per simulated network) and ``backend`` (``"numpy"`` or
-``"cupy"``, :mod:`meanfield.backend`): the Monte-Carlo simulators draw their weights through them.
+Batches and backends: :func:`dense_weights` and :func:`haar_orthogonal` take ``batch_shape``
+(leading axes of independent matrices, e.g. one per simulated network) and ``backend``
+(``"numpy"`` or ``"cupy"``, :mod:`meanfield.backend`): the Monte-Carlo simulators draw their
+weights through them.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ __all__ = ["MAX_SLOPE", "WEIGHT_LAWS", "dense_weights", "glorot_sigma_w2", "haar
 
 #: Names accepted by :func:`dense_weights` for the law of the entries.
 WEIGHT_LAWS = ("gaussian", "uniform", "rademacher", "orthogonal")
-#: Largest ``|slope|`` of :func:`he_sigma_w2` / :func:`glorot_sigma_w2`: beyond it the gain
-#: ``2 / (1 + slope^2)`` falls below the smallest normal float64 (about 9.4e153).
+#: Largest ``|slope|`` of :func:`he_sigma_w2` / :func:`glorot_sigma_w2`: a safety margin below
+#: ``|slope| ~ 9.5e153``, where the gain ``2 / (1 + slope^2)`` falls below the smallest normal
+#: float64.
 MAX_SLOPE = 1e150
 
 
@@ -65,7 +67,8 @@ def he_sigma_w2(slope: float = 0.0) -> float:
     Raises
     ------
     ValueError
-        ``slope`` NaN, infinite or beyond ``MAX_SLOPE`` (the variance would underflow to 0).
+        ``slope`` NaN, infinite or beyond ``MAX_SLOPE`` (1e150, a safety margin below
+        ``|slope| ~ 9.5e153``, where the variance would fall below the smallest normal float64).
     TypeError
         ``slope`` a bool, complex number, string or array.
 
@@ -87,8 +90,8 @@ def glorot_sigma_w2(fan_in: int, fan_out: int, slope: float | None = None) -> fl
         If given, the variance is multiplied by the leaky-ReLU gain ``2 / (1 + slope^2)`` (the
         convention of ``torch.nn.init.xavier_normal_(gain=calculate_gain("leaky_relu", slope))``),
         so that for ``fan_in == fan_out`` it equals :func:`he_sigma_w2`; ``|slope| <= 1e150``.
-        ``None`` (default) is the original, activation-agnostic Glorot variance used by seed
-        002's Fig. 1.
+        ``None`` (default) is the original, activation-agnostic Glorot variance used in Fig. 1
+        of Grzejdziak 2023.
 
     Returns
     -------
@@ -98,9 +101,11 @@ def glorot_sigma_w2(fan_in: int, fan_out: int, slope: float | None = None) -> fl
     Raises
     ------
     ValueError
-        ``fan_in`` or ``fan_out`` outside ``[1, 2**31]``, or a non-finite or too large ``slope``.
+        ``fan_in`` or ``fan_out`` outside ``[1, 2**31]`` or not an integer (a bool, a string or a
+        non-integral float), or a non-finite or too large ``slope``.
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        A bool, complex number, string or array as ``slope``; a complex ``fan_in`` or
+        ``fan_out``.
     """
     fan_in = int_arg(fan_in, "fan_in", 1)
     fan_out = int_arg(fan_out, "fan_out", 1)
@@ -145,15 +150,16 @@ def haar_orthogonal(
 
     Returns
     -------
-    array, shape ``batch + (n_out, n_in)``
+    array, shape ``batch_shape + (n_out, n_in)``
         On ``backend``.
 
     Raises
     ------
     ValueError
-        Sizes out of range, an unknown backend.
+        Sizes out of range or not integers (bools, strings, non-integral floats), an unknown
+        backend.
     TypeError
-        Bools, complex numbers or strings as sizes; a bad ``rng``.
+        Complex sizes; a bad ``rng``; a ``batch_shape`` that is not an int, a tuple or a list.
 
     Examples
     --------
@@ -161,7 +167,7 @@ def haar_orthogonal(
     >>> q = haar_orthogonal(4, 2, rng=0)
     >>> bool(np.allclose(q.T @ q, np.eye(2)))
     True
-    >>> haar_orthogonal(3, 5, rng=0, batch=2).shape
+    >>> haar_orthogonal(3, 5, rng=0, batch_shape=2).shape
     (2, 3, 5)
     """
     n_out, n_in, batch = _sizes(n_out, n_in, batch)
@@ -186,7 +192,7 @@ def dense_weights(
     """Weight matrices of shape ``(n_out, n_in)`` with ``E W_ij^2 = sigma_w2 / n_in``: the library's one sampler.
 
     The dense layers of every simulator in :mod:`meanfield.simulate` are drawn here
-    (one matrix per network with ``batch=(n_networks,)``, on the simulation's ``backend``).
+    (one matrix per network with ``batch_shape=(n_networks,)``, on the simulation's ``backend``).
 
     Parameters
     ----------
@@ -201,16 +207,18 @@ def dense_weights(
 
     Returns
     -------
-    array, shape ``batch + (n_out, n_in)``
-        Finite entries, on ``backend``. For one draw ``batch=(k,)`` gives the numbers of ``k``
+    array, shape ``batch_shape + (n_out, n_in)``
+        Finite entries, on ``backend``. For one draw ``batch_shape=(k,)`` gives the numbers of ``k``
         successive unbatched draws from the same Generator (Gaussian, uniform and Rademacher laws).
 
     Raises
     ------
     ValueError
-        Sizes out of range, a negative or non-finite ``sigma_w2``, an unknown ``law`` or backend.
+        Sizes out of range or not integers (bools, strings, non-integral floats), a negative or
+        non-finite ``sigma_w2``, an unknown ``law`` or backend.
     TypeError
-        Bools, complex numbers or strings where numbers are expected; a bad ``rng`` or ``batch``.
+        Bools, complex numbers or strings as ``sigma_w2``; complex sizes; a bad ``rng``; a
+        ``batch_shape`` that is not an int, a tuple or a list.
 
     Notes
     -----
@@ -223,7 +231,7 @@ def dense_weights(
     >>> w = dense_weights(300, 200, 2.0, rng=0)
     >>> round(float(np.mean(w**2) * 200), 1)
     2.0
-    >>> dense_weights(3, 4, law="rademacher", rng=0, batch=(5,)).shape
+    >>> dense_weights(3, 4, law="rademacher", rng=0, batch_shape=(5,)).shape
     (5, 3, 4)
     """
     n_out, n_in, batch = _sizes(n_out, n_in, batch)

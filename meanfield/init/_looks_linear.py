@@ -14,7 +14,7 @@ orthogonal construction is scaled by ``sqrt(sigma_w2)`` too (``sigma_w2 = gain^2
 This module holds the library's one looks-linear construction: the Blumenfeld et al. 2020 delta-orthogonal
 kernels (:func:`meanfield.init.looks_linear_delta_orthogonal`) and the GSM networks of the
 Grzejdziak 2023 simulators (:mod:`meanfield.simulate`) are built with it; :func:`gsm` and
-:func:`orthogonal_looks_linear` take ``batch`` and ``backend`` as :func:`dense_weights` does.
+:func:`orthogonal_looks_linear` take ``batch_shape`` and ``backend`` as :func:`dense_weights` does.
 """
 
 from __future__ import annotations
@@ -108,9 +108,11 @@ _DOC_RAISES = """
 Raises
 ------
 ValueError
-    Odd or non-positive widths, ``n_out * n_in > 2**29``, negative or non-finite ``sigma_w2``.
+    Odd or non-positive widths, widths that are not integers (bools, strings, non-integral
+    floats), ``n_out * n_in > 2**29``, negative or non-finite ``sigma_w2``.
 TypeError
-    Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+    Bools, complex numbers or strings as ``sigma_w2``; complex widths; a bad ``rng``; a
+    ``batch_shape`` that is not an int, a tuple or a list.
 """
 
 
@@ -155,7 +157,7 @@ def gsm(
 
     Returns
     -------
-    array, shape ``batch + (n_out, n_in)``
+    array, shape ``batch_shape + (n_out, n_in)``
         ``[[W0, -W0], [-W0, W0]]`` (Burkholz & Dubatovka 2019, Sec. 3), on ``backend``.
 
     {looks_linear_raises}
@@ -198,7 +200,7 @@ def orthogonal_looks_linear(
 
     Returns
     -------
-    array, shape ``batch + (n_out, n_in)``
+    array, shape ``batch_shape + (n_out, n_in)``
         ``[[V, -V], [-V, V]]`` with ``V = sqrt(sigma_w2) W0`` (Burkholz & Dubatovka 2019, Sec. 3), on ``backend``.
 
     {looks_linear_raises}

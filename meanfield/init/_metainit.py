@@ -637,8 +637,8 @@ def metainit(
         the same ``rng`` gives the same result. With stacked weights, a sequence of ``K`` of them
         (distinct Generators) gives every network its own stream: network ``k`` then gets exactly
         the result of ``metainit`` run on network ``k`` alone with ``rng[k]`` (the stacked run is
-        the batched form of per-network runs; same products per network, so equal to rounding, bit
-        for bit on the machines tested), and the result does not depend on how networks are batched.
+        the batched form of per-network runs; same products per network, so equal to rounding),
+        and the result does not depend on how networks are batched.
 
     Returns
     -------
@@ -656,8 +656,9 @@ def metainit(
         the message names the step); a sequence ``rng`` with unstacked weights, of a length other
         than ``K`` or repeating a Generator.
     TypeError
-        ``biases`` not a bool; bools, complex numbers or strings where numbers are expected; a
-        bad ``rng`` (or entry of a sequence ``rng``).
+        ``biases`` not a bool; bools, complex numbers or strings where real numbers are expected
+        (``slope``, ``lr``, ``momentum``, ``eps``, array entries); a complex ``steps``,
+        ``batch_size`` or ``eval_batches``; a bad ``rng`` (or entry of a sequence ``rng``).
 
     Notes
     -----

@@ -76,9 +76,11 @@ def delta_kernel(kernel_shape: int | Sequence[int] = (3, 3)) -> np.ndarray:
     Raises
     ------
     ValueError
-        Even or non-positive sizes, more than two axes, more than 2^29 entries.
+        Even or non-positive sizes, more than two axes, more than 2^29 entries; entries of a
+        tuple ``kernel_shape`` that are not integers (bools, strings, non-integral floats).
     TypeError
-        ``kernel_shape`` not an int or a tuple of ints.
+        ``kernel_shape`` neither an int nor a tuple or list (a bool, a float or a string
+        included); complex sizes.
     """
     ks = _kernel_shape(kernel_shape)
     d = np.zeros(ks)
@@ -110,9 +112,11 @@ def averaging_conv(n_out: int, n_in: int, kernel_shape: int | Sequence[int] = (3
     Raises
     ------
     ValueError
-        Sizes < 1, a bad ``kernel_shape``, more than 2^29 entries.
+        Sizes < 1 or not integers (bools, strings, non-integral floats), a bad ``kernel_shape``
+        (as :func:`delta_kernel`), more than 2^29 entries.
     TypeError
-        Bools, complex numbers or strings as sizes.
+        Complex sizes; a ``kernel_shape`` neither an int nor a tuple or list (as
+        :func:`delta_kernel`).
     """
     n_out = int_arg(n_out, "n_out", 1)
     n_in = int_arg(n_in, "n_in", 1)
@@ -133,7 +137,10 @@ class ConstNetInit(Result):
     - ``widen_skip[s]``: the constant ``1 / n_s`` 1 x 1 convolution ``(1, 1, n_{s+1}, n_s)`` of the
       widening block between stages ``s`` and ``s + 1`` (applied with stride ``stride``);
     - ``widen_branch[s]``: its zero branch kernel ``(*k, n_{s+1}, n_s)``;
-    - ``head``: the zero fully connected layer ``(n_classes, widths[-1])``.
+    - ``head``: the zero fully connected layer ``(n_classes, widths[-1])``;
+    - ``widths``: the channel count of each stage, as validated by :func:`constnet` (a tuple of
+      ints);
+    - ``stride``: the spatial stride of each widening block.
 
     Biases are zero and not stored.
     """
@@ -180,9 +187,13 @@ def constnet(
     ------
     ValueError
         Empty ``widths``, sizes out of range (``blocks_per_stage <= 10^5`` per stage), more than
-        2^29 numbers in all.
+        2^29 numbers in all; sizes that are not integers (bools, strings, non-integral floats) in
+        ``widths``, ``n_input``, ``n_classes``, ``stride``, as entries of ``blocks_per_stage`` or
+        ``kernel_shape``, or a non-integral float ``blocks_per_stage``.
     TypeError
-        Sizes that are not integers (bools, floats, complex numbers, strings).
+        ``widths`` not a sequence; a ``blocks_per_stage`` that is neither a number nor a
+        sequence (a bool or a string included); a ``kernel_shape`` as in :func:`delta_kernel`;
+        complex sizes.
     """
     if isinstance(widths, (str, bytes)) or not isinstance(widths, (tuple, list, np.ndarray)):
         raise TypeError(f"widths must be a sequence of integers, got {widths!r}")
@@ -241,9 +252,10 @@ def channel_matrix(n: int, kind: str = "I", gamma: float | None = None) -> np.nd
     Raises
     ------
     ValueError
-        ``n`` out of range, an unknown ``kind``, ``gamma`` outside [0, 1].
+        ``n`` out of range or not an integer (a bool, a string or a non-integral float), an
+        unknown ``kind``, ``gamma`` outside [0, 1].
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        A bool, complex number or string as ``gamma``; a complex ``n``.
     """
     n = int_arg(n, "n", 1)
     if not isinstance(kind, str) or kind not in ("I", "1"):
@@ -294,10 +306,12 @@ def leakynet(
     ------
     ValueError
         ``slope`` outside (0, 1], unknown kinds, ``gamma`` values outside [0, 1] or of the wrong
-        length, more than 10^5 layers or 2^29 numbers in all.
+        length, more than 10^5 layers or 2^29 numbers in all; ``n`` or an entry of a tuple
+        ``kernel_shape`` that is not an integer (a bool, a string or a non-integral float).
     TypeError
-        ``kinds`` or ``gamma`` not sequences; bools, complex numbers or strings where numbers are
-        expected.
+        ``kinds`` or ``gamma`` not sequences; bools, complex numbers or strings where real numbers
+        are expected (``slope``, entries of ``gamma``); complex sizes; a ``kernel_shape`` as in
+        :func:`delta_kernel`.
 
     Examples
     --------
@@ -371,9 +385,11 @@ def looks_linear_delta_orthogonal(
     Raises
     ------
     ValueError
-        ``n`` odd or < 2, a bad ``kernel_shape``, negative ``sigma_w2``, more than 2^29 entries.
+        ``n`` odd or < 2 or not an integer (a bool, a string or a non-integral float), a bad
+        ``kernel_shape`` (as :func:`delta_kernel`), negative ``sigma_w2``, more than 2^29 entries.
     TypeError
-        Bools, complex numbers or strings where numbers are expected; a bad ``rng``.
+        A bool, complex number or string as ``sigma_w2``; a complex ``n``; a ``kernel_shape`` as
+        in :func:`delta_kernel`; a bad ``rng``.
     ImportError
         A ``backend`` whose package is not installed.
 

@@ -45,9 +45,9 @@ def hadamard(m: int) -> np.ndarray:
     Raises
     ------
     ValueError
-        ``m`` out of range.
+        ``m`` out of range or not an integer (a bool, a string or a non-integral float).
     TypeError
-        ``m`` a bool, complex number or string.
+        ``m`` a complex number.
 
     Examples
     --------
@@ -86,9 +86,10 @@ def zero_weights(n_out: int, n_in: int) -> np.ndarray:
     Raises
     ------
     ValueError
-        ``n_out`` or ``n_in`` < 1, or ``n_out * n_in > 2**29``.
+        ``n_out`` or ``n_in`` < 1 or not an integer (a bool, a string or a non-integral float),
+        or ``n_out * n_in > 2**29``.
     TypeError
-        Bools, complex numbers or strings as sizes.
+        Complex sizes.
 
     Examples
     --------
@@ -126,9 +127,10 @@ def zero_network(widths: Sequence[int]) -> list[np.ndarray]:
     Raises
     ------
     ValueError
-        Fewer than two widths, a width < 1, or more than 2^29 entries in all.
+        Fewer than two widths, a width < 1 or not an integer (a bool, a string or a non-integral
+        float), or more than 2^29 entries in all.
     TypeError
-        ``widths`` not a sequence of integers.
+        ``widths`` not a sequence (e.g. a str or a single int); a complex width.
 
     Examples
     --------
@@ -171,9 +173,9 @@ def zero_star_network(
     Raises
     ------
     ValueError
-        Bad ``widths`` or unknown ``law``.
+        Bad ``widths`` (as :func:`zero_network`) or unknown ``law``.
     TypeError
-        ``widths`` not a sequence of integers; a bad ``rng``.
+        ``widths`` not a sequence (e.g. a str or a single int); a complex width; a bad ``rng``.
 
     Examples
     --------

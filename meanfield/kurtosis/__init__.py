@@ -44,7 +44,11 @@ are finite at any depth; ``kappa``, ``c``, ``alpha`` ... raise ``ValueError`` wh
 float64 instead of returning inf. Input moments must be moments of some signal of the input
 width (``propagate`` checks the three bounds), which keeps every ``kappa_l >= 1``. Far tails of
 the empirical-variance law are available as ``log_prob_below`` / ``log_quantile``;
-``nonzero_probability(..., log=True)`` at any depth.
+``nonzero_probability(..., log=True)`` at any depth. :func:`residual_moments` has tighter
+limits of its own: ``2 <= width <= 10^9``, ``depth <= 10^5``, ``|slope| <= 1e50``,
+``weight_kurtosis`` in ``[1, 1e6]``, ``s2`` in ``[1e-150, 1e150]``; it has no log scale, so it
+raises ``ValueError`` once its moments leave float64 (for residual layers, whose variance doubles
+per layer, before depth 512 with unit input moments).
 
 Residual networks. Grzejdziak 2023 (Discussion) conjectures that "addition of skip connections
 cannot stop the growth of kurtosis, because kurtosis explodes even for the networks with no activation function".

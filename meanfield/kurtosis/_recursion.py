@@ -64,9 +64,11 @@ def transition_matrix(
     Raises
     ------
     ValueError
-        An argument outside the ranges above, or non-finite.
+        An argument outside the ranges above, or non-finite; a ``width`` that is not an integer
+        (a bool, a string, a non-integral float or an array).
     TypeError
-        A bool, complex, string or array where a number is expected.
+        A bool, complex, string or array where a real number is expected (``slope``,
+        ``weight_kurtosis``, ``sigma_x2``); a complex ``width``.
 
     Notes
     -----
@@ -480,10 +482,10 @@ def trace_determinant(width: int, slope: float = 0.0, weight_kurtosis: float = 3
     Raises
     ------
     ValueError
-        ``width`` outside ``[1, 2**53]``, ``weight_kurtosis`` outside ``[1, 1e100]`` or a
-        non-finite argument.
+        ``width`` outside ``[1, 2**53]`` or not an integer (a bool, a string or a non-integral
+        float), ``weight_kurtosis`` outside ``[1, 1e100]`` or a non-finite argument.
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        Bools, complex numbers or strings where real numbers are expected; a complex ``width``.
 
     Notes
     -----
@@ -538,9 +540,11 @@ def spectral_radius(width: int | ArrayLike, slope: float = 0.0, weight_kurtosis:
     Raises
     ------
     ValueError
-        As :func:`trace_determinant`; an empty array of widths.
+        As :func:`trace_determinant`; an empty array of widths, or one holding non-integral
+        numbers.
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        Bools, complex numbers or strings where real numbers are expected; a complex ``width``; an
+        array of widths holding strings or complex numbers.
 
     Examples
     --------
@@ -591,10 +595,12 @@ def depth_to_kurtosis(
     Raises
     ------
     ValueError
-        Bad arguments, or the threshold is not reached within ``max_depth`` layers (e.g. width 1
-        with ``|a| = 1`` and ``kappa_w = 1``, where the spectral radius is 1).
+        Bad arguments (``width`` or ``max_depth`` not an integer -- a bool, a string or a
+        non-integral float -- included), or the threshold is not reached within ``max_depth``
+        layers (e.g. width 1 with ``|a| = 1`` and ``kappa_w = 1``, where the spectral radius is 1).
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        Bools, complex numbers or strings where real numbers are expected; a complex ``width`` or
+        ``max_depth``.
 
     Examples
     --------

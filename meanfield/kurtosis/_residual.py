@@ -77,10 +77,14 @@ def residual_moments(
     Raises
     ------
     ValueError
-        Arguments out of range, or moments leaving float64 (the residual variance doubles per
-        layer: ``depth`` up to ~1000).
+        Arguments out of range; ``width`` or ``depth`` not an integer (a bool, a string or a
+        non-integral float); or moments leaving float64. The residual variance doubles per layer,
+        so ``m4 >= s2^2`` grows at least as ``4^depth``: with unit input moments the moments
+        leave float64 before depth 512 (measured: from depth 332 at width 2 to 500 at width 100
+        with the defaults, 72 at width 100 with ``weight_kurtosis = 1e6``).
     TypeError
-        Bools, complex numbers, strings.
+        Bools, complex numbers or strings where real numbers are expected; a complex ``width``
+        or ``depth``; ``residual`` not a bool.
 
     Notes
     -----

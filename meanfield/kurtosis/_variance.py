@@ -184,11 +184,12 @@ def empirical_variance_distribution(kappa: float, n: int, sigma2: float = 1.0) -
     Raises
     ------
     ValueError
-        ``kappa < 1``, ``n`` outside ``[2, 2**53]``, ``sigma2 <= 0``, a non-finite argument, or a
-        combination whose ``var_s2``, ``df``, ``shape`` or ``scale`` falls outside the normal
-        float64 range (``Var S_n^2`` scales as ``sigma2^2``: rescale ``sigma2``).
+        ``kappa < 1``, ``n`` outside ``[2, 2**53]`` or not an integer (a bool, a string or a
+        non-integral float), ``sigma2 <= 0``, a non-finite argument, or a combination whose
+        ``var_s2``, ``df``, ``shape`` or ``scale`` falls outside the normal float64 range
+        (``Var S_n^2`` scales as ``sigma2^2``: rescale ``sigma2``).
     TypeError
-        Bools, complex numbers or strings where numbers are expected.
+        Bools, complex numbers or strings where real numbers are expected; a complex ``n``.
 
     Notes
     -----
@@ -258,7 +259,7 @@ def nonzero_probability(widths: Sequence[int] | ArrayLike, log: bool = False) ->
     ------
     ValueError
         Empty or non-integer ``widths``, a width outside ``[1, 2**53]``, or (``log=False``) a
-        probability below the smallest normal float64 (e.g. width 1 beyond depth 1021): use
+        probability below the smallest normal float64 (e.g. width 1 beyond depth 1022): use
         ``log=True`` there.
     TypeError
         ``log`` not a bool; bools, complex numbers or strings in ``widths``.

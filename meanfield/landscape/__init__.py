@@ -97,13 +97,16 @@ there, and the basins partition the configurations.
 
 Limits and failure modes
 ------------------------
-Every function validates its arguments (``ValueError`` naming the argument and the allowed range;
-``TypeError`` for complex, boolean-where-numeric or non-numeric input and for flags that are not
-``bool``) and returns finite values. Sizes that cannot be computed in bounded time or memory are
-refused with the named limit: :data:`MAX_BINARY_PARAMETERS` and :data:`MAX_LANDSCAPE_WORK`
-(enumeration), :data:`MAX_DECODE_PARAMETERS`, :data:`MAX_SKIP_SIZE` and :data:`MAX_TAU_SPREAD`
-(skip matrices), :data:`MAX_MODE_LAYERS`, :data:`MAX_THREE_LAYER_ENTRIES`,
-:data:`MAX_FLOW_DIMENSION` and :data:`MAX_FLOW_EVALUATIONS` (flows), :data:`MAX_FACTORIAL_ARGUMENT`.
+Every function validates its arguments and returns finite values: ``ValueError`` names the
+argument and the allowed range, and is also what integer arguments that are bools, strings or
+non-integral floats raise ("must be an integer"), as do arrays that do not convert to real
+numbers (e.g. non-numeric strings); ``TypeError`` is for complex input, for bools, strings or
+other non-numbers where a real scalar is expected, and for flags that are not ``bool``. Sizes
+that cannot be computed in bounded time or memory are refused with the named limit:
+:data:`MAX_BINARY_PARAMETERS` and :data:`MAX_LANDSCAPE_WORK` (enumeration),
+:data:`MAX_DECODE_PARAMETERS`, :data:`MAX_SKIP_SIZE` and :data:`MAX_TAU_SPREAD` (skip matrices),
+:data:`MAX_MODE_LAYERS`, :data:`MAX_THREE_LAYER_ENTRIES`, :data:`MAX_FLOW_DIMENSION` and
+:data:`MAX_FLOW_EVALUATIONS` (flows), :data:`MAX_FACTORIAL_ARGUMENT`.
 Results that would overflow double precision raise ``ValueError`` saying so (energies and norms
 are formed without intermediate overflow, so only a result beyond the float64 range does);
 :func:`column_covariance_spectrum` has ``log=True`` for spectra that underflow.

@@ -106,7 +106,8 @@ def regression_task(
     Raises
     ------
     ValueError
-        A size outside its range, ``extent <= 0`` or non-finite, a negative ``rng`` seed.
+        A size outside its range or not an integer (a bool, a string or a non-integral float),
+        ``extent <= 0`` or non-finite, a negative ``rng`` seed.
     TypeError
         A complex, boolean or non-numeric ``extent``; an ``rng`` that is not None, an int or a
         Generator.
@@ -160,9 +161,10 @@ def n_binary_parameters(n_layers: int = 7, width: int = 2, output_bias_bit: bool
     Raises
     ------
     ValueError
-        ``n_layers < 3`` or ``width < 1`` (or not integers).
+        ``n_layers < 3`` or ``width < 1`` (or not integers: bools, strings and non-integral
+        floats included).
     TypeError
-        ``output_bias_bit`` not a bool.
+        ``output_bias_bit`` not a bool; a complex ``n_layers`` or ``width``.
     """
     n_layers = _int(n_layers, "n_layers", minimum=3)
     width = _int(width, "width", minimum=1)
@@ -283,10 +285,12 @@ def forward_binary(
     Raises
     ------
     ValueError
-        Unknown architecture; arrays of the wrong shape or with NaN or infinity; outputs that
-        overflow double precision (scale the inputs or weights down).
+        Unknown architecture; arrays of the wrong shape or with NaN or infinity, or that do not
+        convert to real numbers (e.g. non-numeric strings); outputs that overflow double
+        precision (scale the inputs or weights down).
     TypeError
-        A complex or non-numeric argument, ``architecture`` not a str, ``mats`` not a list.
+        A complex argument, a bool or string as ``output_bias``, ``architecture`` not a str,
+        ``mats`` not a list.
     """
     code = _arch_code(architecture)
     x, ws, w_out, output_bias, b = _check_binary_net(inputs, mats, w_out, output_bias, biases)
@@ -624,9 +628,11 @@ def binary_landscape(
         Unknown architecture; inputs not (P, width) or targets not (P,); NaN or infinity; biases
         of the wrong shape; more than :data:`MAX_BINARY_PARAMETERS` bits or more than
         :data:`MAX_LANDSCAPE_WORK` inputs x configurations; ``rtol`` outside [0, 1); losses that
-        overflow double precision.
+        overflow double precision; arrays that do not convert to real numbers (e.g. non-numeric
+        strings); ``n_layers`` or ``top_bits`` not an integer (a bool, a string or a non-integral
+        float).
     TypeError
-        Complex or non-numeric arrays, ``output_bias_bit`` not a bool, ``architecture`` not a str.
+        Complex arrays, ``output_bias_bit`` not a bool, ``architecture`` not a str.
 
     Examples
     --------

@@ -271,9 +271,11 @@ def landscape_census(
     ValueError
         As :func:`binary_landscape` (shapes, NaN, architecture, ``rtol``), more than
         :data:`MAX_CENSUS_PARAMETERS` bits, a chunk beyond :data:`MAX_CHUNK_CONFIGURATIONS`,
-        losses that overflow double precision.
+        losses that overflow double precision; arrays that do not convert to real numbers (e.g.
+        non-numeric strings); ``chunk_bits``, ``n_layers`` or an entry of ``chunks`` that is not
+        an integer (a bool, a string or a non-integral float).
     TypeError
-        Complex or non-numeric arrays, non-int ``chunk_bits``, non-bool ``output_bias_bit``.
+        Complex arrays, a complex ``chunk_bits``, non-bool ``output_bias_bit``.
 
     Notes
     -----

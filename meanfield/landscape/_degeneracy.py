@@ -137,9 +137,10 @@ def singularity_measures(weights: Sequence[ArrayLike] | np.ndarray, tol: float =
     Raises
     ------
     ValueError
-        Shapes that do not chain, non-finite entries, ``tol`` outside (0, 1).
+        Shapes that do not chain, non-finite entries or entries that do not convert to real
+        numbers (e.g. non-numeric strings), ``tol`` outside (0, 1).
     TypeError
-        ``weights`` not a list of arrays; complex or non-numeric entries.
+        ``weights`` not a list of arrays; complex entries; a bool, complex or string ``tol``.
 
     Notes
     -----
@@ -204,9 +205,10 @@ def degenerate_fraction(eigenvalues: ArrayLike, rtol: float = DEGENERATE_RTOL) -
     Raises
     ------
     ValueError
-        Empty or non-finite input, ``rtol`` outside (0, 1).
+        Empty or non-finite input, input that does not convert to real numbers (e.g.
+        non-numeric strings), ``rtol`` outside (0, 1).
     TypeError
-        Complex or non-numeric input.
+        Complex input; a bool, complex or string ``rtol``.
 
     Notes
     -----
@@ -390,9 +392,11 @@ def bias_targets(widths: Sequence[int], sigma: float, rng: Any = None) -> list[n
     Raises
     ------
     ValueError
-        Widths < 1 or too many units, ``sigma`` negative or non-finite.
+        Widths < 1 or too many units, widths that are not integers (bools, strings, non-integral
+        floats), ``sigma`` negative or non-finite.
     TypeError
-        Non-integer widths, complex or non-numeric ``sigma``.
+        ``widths`` not a sequence (e.g. a single int), complex widths, a complex, boolean or
+        non-numeric ``sigma``.
 
     Notes
     -----
@@ -432,10 +436,10 @@ def bias_penalty(
     Raises
     ------
     ValueError
-        Mismatched lengths or shapes, non-finite entries, negative ``strength``, a penalty that
-        overflows.
+        Mismatched lengths or shapes, non-finite entries or entries that do not convert to real
+        numbers (e.g. non-numeric strings), negative ``strength``, a penalty that overflows.
     TypeError
-        Not lists; complex or non-numeric entries.
+        Not lists; complex entries; a complex, boolean or non-numeric ``strength``.
     """
     for name, v in (("biases", biases), ("targets", targets)):
         if not isinstance(v, (list, tuple)):

@@ -112,10 +112,11 @@ def mode_energy(a: ArrayLike, s: float, architecture: str = "plain") -> float:
     Raises
     ------
     ValueError
-        Bad shapes, non-finite values, unknown architecture, or a product or energy that
-        overflows double precision (e.g. ``s = 1e300``: ``E = 5e599``).
+        Bad shapes, non-finite values, an ``a`` that does not convert to real numbers (e.g.
+        non-numeric strings), unknown architecture, or a product or energy that overflows double
+        precision (e.g. ``s = 1e300``: ``E = 5e599``).
     TypeError
-        Complex or non-numeric ``a`` or ``s``; ``architecture`` not a str.
+        Complex ``a``; a complex, boolean or non-numeric ``s``; ``architecture`` not a str.
     """
     _, s, x = _mode_args(a, s, architecture)
     with np.errstate(over="ignore"):
@@ -240,7 +241,8 @@ def mode_flow(
         than :data:`MAX_FLOW_EVALUATIONS` right-hand sides (e.g. ``s = 1e300`` or a time grid of
         spacing 1e-300), solver failure, or a solution that leaves the float64 range.
     TypeError
-        Complex or non-numeric arguments; ``architecture`` not a str.
+        Complex arrays; complex, boolean or non-numeric scalars (``s``, ``rtol``, ``atol``);
+        ``architecture`` not a str.
     """
     rtol, atol = _check_tolerances(rtol, atol)
     a0, s, _ = _mode_args(a0, s, architecture, "a0")

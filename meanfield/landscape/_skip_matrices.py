@@ -138,9 +138,9 @@ def controlled_skip_matrix(n: int, tau: float, rng: int | np.random.Generator | 
     ``Sigma^T Sigma`` has eigenvalues proportional to ``exp(-tau (i - 1))`` (our construction for
     Sec. 2.4.2 / Fig. 10 of Orhan 2017).
 
-    Supplementary Note 4 is cut off in the seed, and its printed recipe ``Sigma = T O T^{-1}``
-    fixes the eigenvector correlations rather than the column covariance. This construction
-    satisfies both properties the main text asks for exactly:
+    Supplementary Note 4 is cut off in the text of the paper available to us, and its printed
+    recipe ``Sigma = T O T^{-1}`` fixes the eigenvector correlations rather than the column
+    covariance. This construction satisfies both properties the main text asks for exactly:
 
     1. draw ``O`` Haar on SO(n) and take its eigen-angles ``theta_k`` (conjugate pairs, plus a
        real eigenvalue 1 when ``n`` is odd);

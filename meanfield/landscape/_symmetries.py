@@ -167,18 +167,18 @@ def skip_network(
     Raises
     ------
     ValueError
-        Unknown architecture, arrays of the wrong shape or with NaN or infinity, a bias or skip list
-        of the wrong length, skips given to the plain net (or ``long_skips`` to the residual net),
-        or activations that overflow double precision (scale x or the weights down).
+        Unknown architecture, arrays of the wrong shape, with NaN or infinity or that do not
+        convert to real numbers (e.g. non-numeric strings), a bias or skip list of the wrong
+        length, skips given to the plain net (or ``long_skips`` to the residual net), or
+        activations that overflow double precision (scale x or the weights down).
     TypeError
         ``architecture`` not a str; ``weights``, ``biases``, ``skips`` or ``long_skips`` not lists;
-        ``constant_bias`` not a pair; complex or non-numeric entries.
+        ``constant_bias`` not a pair; complex entries.
 
     Notes
     -----
     Orhan 2017, Sec. 2.4, eqs. 24-26; Secs. 2.4.2-2.4.3 for the skip matrices and constant biases.
-    With ``skips=None`` and ``long_skips=None`` the result is the identity-skip network of earlier
-    versions exactly.
+    With ``skips=None`` and ``long_skips=None`` the skips are identities (``Q_l = P_l = I``).
     """
     _check_architecture(architecture, _SKIP_ARCHITECTURES)
     h, ws, bs = _check_skip_net(x, weights, biases)
@@ -240,12 +240,14 @@ def rescaling_deviation(
     Raises
     ------
     ValueError
-        Bad ``k``, ``l`` or ``g``; arrays of the wrong shape or non-finite; an identically zero
-        output ``F`` (the relative change is undefined); an output ``F`` or ``F'`` that overflows
-        (scale ``x`` or the weights down, or use a ``g`` nearer 1), or a ratio beyond the float64
-        range.
+        Bad ``k``, ``l`` or ``g`` (``k`` or ``l`` not an integer -- a bool, a string or a
+        non-integral float -- included); arrays of the wrong shape, non-finite or not convertible
+        to real numbers (e.g. non-numeric strings); an identically zero output ``F`` (the
+        relative change is undefined); an output ``F`` or ``F'`` that overflows (scale ``x`` or
+        the weights down, or use a ``g`` nearer 1), or a ratio beyond the float64 range.
     TypeError
-        ``architecture`` not a str; complex or non-numeric arguments.
+        ``architecture`` not a str; complex arrays; a complex, boolean or non-numeric ``g``; a
+        complex ``k`` or ``l``.
     """
     _check_architecture(architecture, _SKIP_ARCHITECTURES)
     h, ws, bs = _check_skip_net(x, weights, biases)
@@ -379,12 +381,6 @@ def permutation_counts(widths: int | Sequence[int], n_classes: int | Sequence[in
         ``widths``.
     TypeError
         ``widths`` or ``n_classes`` a str, None or another non-numeric object; complex values.
-
-    Notes
-    -----
-    Replaces ``meanfield.symmetry.permutation_count(widths)`` (``= permutation_counts(widths).undifferentiated``)
-    and the one-layer ``permutation_counts(n, n_classes)`` of earlier versions (the same call still
-    works; the result's ``widths`` and ``n_classes`` are now tuples).
 
     Examples
     --------

@@ -111,10 +111,11 @@ def three_layer_energy(
     Raises
     ------
     ValueError
-        Shapes that do not match, NaN or infinity, too many entries, or an energy that overflows
-        double precision.
+        Shapes that do not match, NaN or infinity, arrays that do not convert to real numbers
+        (e.g. non-numeric strings), too many entries, or an energy that overflows double
+        precision.
     TypeError
-        Complex or non-numeric arrays.
+        Complex arrays.
     """
     _, _, s, A, B = _three_layer_args(a, b, s, u, v)
     e = 0.5 * _sum_of_squares(_residual(A, B, s))
@@ -175,7 +176,7 @@ def three_layer_gradient_field(
         As :func:`three_layer_energy`; ``printed=True`` with ``n_modes != 2``; a field that
         overflows double precision.
     TypeError
-        ``printed`` not a bool; complex or non-numeric arrays.
+        ``printed`` not a bool; complex arrays.
     """
     printed = check_bool(printed, "printed")
     a, _, s, A, B = _three_layer_args(a, b, s, u, v)
@@ -240,7 +241,8 @@ def three_layer_flow(
         :data:`MAX_FLOW_EVALUATIONS` right-hand sides (e.g. a time grid of spacing 1e-300 or
         ``s = 1e300``), solver failure, or a solution that leaves the float64 range.
     TypeError
-        ``printed`` not a bool; complex or non-numeric arguments.
+        ``printed`` not a bool; complex arrays; a complex, boolean or non-numeric ``rtol`` or
+        ``atol``.
     """
     printed = check_bool(printed, "printed")
     rtol, atol = _check_tolerances(rtol, atol)
@@ -314,7 +316,7 @@ def three_layer_hessian(
     ValueError
         As :func:`three_layer_energy`; a Hessian that overflows double precision.
     TypeError
-        Complex or non-numeric arrays.
+        Complex arrays.
 
     Notes
     -----
