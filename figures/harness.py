@@ -79,7 +79,7 @@ def show_figure(func, out_dir=None, *, size: str = "smoke", **kwargs):
     size : {"smoke", "default", "full"}
         The figure's size (``"smoke"``: seconds; the gallery's choice).
     **kwargs
-        Passed to ``func`` (``seed``, ``backend``).
+        Passed to ``func`` (``rng``, ``backend``).
 
     Returns
     -------

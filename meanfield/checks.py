@@ -261,7 +261,8 @@ def check_variance_vector(v: ArrayLike, name: str = "v", ndim: int | None = None
     Raises
     ------
     TypeError
-        Complex or boolean entries.
+        Complex entries; a bool or a boolean NumPy array. A list of Python bools (``[True]``) is
+        not caught: it is read as 0/1 floats.
     ValueError
         Non-finite or negative entries, a sum other than 1 (to 1e-10), even sizes, or a number of
         dimensions other than 1, 2 or ``ndim``; ``ndim`` not 1, 2 or None.
@@ -309,9 +310,10 @@ def resolve_spatial_shape(
     Raises
     ------
     TypeError
-        Bools, complex numbers or strings as sizes.
+        Complex numbers as sizes.
     ValueError
-        ``ndim`` not 1 or 2, sizes < 1, a 2-D default for a ``size`` that is not a square, a shape
+        Bools, strings or non-integral floats as sizes (an integral float is accepted); ``ndim``
+        not 1 or 2, sizes < 1, a 2-D default for a ``size`` that is not a square, a shape
         whose number of axes is not ``ndim`` or whose number of positions is not ``size``.
     """
     ndim = check_int(ndim, "ndim", 1, 2)

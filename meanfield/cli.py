@@ -176,7 +176,8 @@ class _NoProgress(argparse.Action):
 
 
 def add_common_arguments(p: argparse.ArgumentParser, sizes=None) -> None:
-    """``--full`` (and ``--size`` when ``sizes`` is given), ``--backend``, ``--seed``, ``--no-progress``, ``--data-dir``."""
+    """``--full`` (and ``--size`` when ``sizes`` is given), ``--backend``, ``--seed``, ``--no-progress``,
+    ``--data-dir``, and ``--workers``/``--scheduler`` (:func:`add_parallel_arguments`)."""
     if sizes:
         p.add_argument(
             "--size",

@@ -93,7 +93,12 @@ def train(
     Raises
     ------
     ValueError
-        Bad sizes or settings, targets of the wrong shape, or a loss that becomes non-finite.
+        Bad sizes or settings, a number of targets other than ``N``, or a loss that becomes
+        non-finite.
+    RuntimeError, IndexError
+        PyTorch's own errors, uncaught: targets whose other dimensions do not match the
+        network's output (``RuntimeError``), and for ``"cross_entropy"`` labels that are not a
+        vector (``RuntimeError``) or lie outside ``[0, n_classes)`` (``IndexError``).
     ImportError
         Without PyTorch.
     """

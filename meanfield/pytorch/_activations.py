@@ -26,8 +26,10 @@ anything else (and other parameters)          :meth:`Activation.from_functions` 
                                               a module whose output is random is refused
 ============================================  =====================================================
 
-Functional activations written inside ``forward`` are invisible to the module graph; pass the
-activation explicitly where a function asks for one (:func:`meanfield.pytorch.critical_init_`).
+Functional activations written inside ``forward`` (``torch.nn.functional.gelu``, ``torch.tanh``)
+have no module; :func:`meanfield.pytorch.trace.trace` finds them all the same (``torch.fx``, or the
+hooks of a real forward pass), so :func:`meanfield.pytorch.critical_init_` picks them up. An
+explicit ``activation`` overrides the traced ones.
 """
 
 from __future__ import annotations
@@ -138,10 +140,14 @@ def activation_from_module(module: Any) -> Activation:
     TypeError
         ``module`` is not a ``torch.nn.Module``.
     ValueError
-        The module does not act elementwise on a float64 vector, returns NaN/inf on the probe
-        points of :meth:`Activation.from_functions`, or is random (dropout or RReLU in training
-        mode, or any module whose output differs between two calls on the same input); a PReLU
-        with more than one weight.
+        The module's output on a float64 vector has a different shape from its input, it returns
+        NaN/inf on the probe points of :meth:`Activation.from_functions`, or it is random (dropout
+        or RReLU in training mode, or any module whose output differs between two calls on the
+        same input); a PReLU with more than one weight. Only the shape is checked: a module that
+        keeps the shape but mixes entries (``nn.Softmax``, a cumulative sum) is accepted as if it
+        acted elementwise, and the result is not its mean-field activation. A module that cannot
+        run on a float64 vector (``nn.LayerNorm`` and ``nn.Linear`` with float32 parameters)
+        raises PyTorch's own ``RuntimeError``.
     ImportError
         PyTorch is missing (``pip install "meanfield-theory[torch]"``).
     """

@@ -350,8 +350,8 @@ def metainit_weights(
     or a sequence of ``n_networks`` of them (distinct Generators): network ``k`` then draws its
     start and its MetaInit batches from ``rng[k]`` alone, so it gets exactly the weights of
     ``metainit_weights(1, ..., rng[k])`` while all networks are optimised in one vectorised run
-    (:func:`meanfield.init.metainit` with one stream per network: ~4x less CPU per
-    network than one at a time, ``benchmarks/bench_fig1_slice.py``).
+    (:func:`meanfield.init.metainit` with one stream per network: less CPU per network than one
+    at a time; ``benchmarks/bench_fig1_slice.py`` measures the ratio on your machine).
     """
     n_networks = check_int(n_networks, "n_networks", 1)
     streams = isinstance(rng, (list, tuple))
@@ -441,8 +441,9 @@ def empirical_variances(
     depth, width : int
         Number of layers and their (constant) width; the first layer maps ``w0 -> width``.
     dtype : {"float32", "float64"}
-        Arithmetic of the forward pass. ``float32`` (default) is ~3x faster (measured: 3.7 versus
-        1.1 GMAC/s for 200 networks x 1,797 inputs on 2 shared cores); relative error of a variance
+        Arithmetic of the forward pass of the ``"blas"`` engine; the default ``"numba"`` engine
+        (and ``"numba_generic"``) computes in float64 whatever ``dtype`` says. On ``"blas"``,
+        ``float32`` (default) is the faster arithmetic, with a relative error of a variance
         ~1e-6, and no underflow: ReLU networks without biases are positively homogeneous, so each
         network's signal is rescaled to unit mean square every :data:`RENORM_EVERY` layers and the
         scale kept as a float64 logarithm (Glorot's 2^-depth decay is exact at any depth).
@@ -457,9 +458,9 @@ def empirical_variances(
         weights for the same ``rng``.
     metainit_steps : int
         MetaInit steps (``init="metainit"``; the paper's 500 by default, fewer in tests). MetaInit
-        runs on the CPU in chunks of :data:`METAINIT_CHUNK` networks optimised together (~1.5 s of
-        CPU per network at depth 100 in a chunk of 32, ~6 s alone; ``benchmarks/bench_fig1_slice.py``),
-        then the forward pass runs on ``backend``.
+        runs on the CPU in chunks of :data:`METAINIT_CHUNK` networks optimised together (less CPU
+        per network than one at a time: ``benchmarks/bench_fig1_slice.py`` measures both), then
+        the forward pass runs on ``backend``.
 
     rng : None, int, SeedSequence or numpy.random.Generator, or (MetaInit) a sequence of them
         The rule of :mod:`meanfield.backend` (one stream for all chunks; on CuPy the device

@@ -112,9 +112,11 @@ def simulate_residual_moments(
     Raises
     ------
     ValueError
-        Arguments out of range; non-finite signals.
+        Arguments out of range; non-finite signals; ``width``, ``depth`` or ``n_networks`` not an
+        integer (a bool, a string, a non-integral float; an integral float is accepted).
     TypeError
-        Bools, complex numbers, strings.
+        ``slope`` a bool, complex number or string; ``residual`` not a bool; a complex
+        ``width``, ``depth`` or ``n_networks``.
     ImportError
         A ``backend`` whose package is not installed.
 

@@ -60,6 +60,7 @@ def softmax_xent(logits: Any, labels: Any, xp: Any = np) -> tuple[float, Any]:
     ----------
     logits : array, shape (batch, classes)
     labels : array of int, shape (batch,)
+        Integer class labels; float labels of integral value (``2.0``) are accepted as integers.
     xp : module
         The array namespace of ``logits`` (``Backend.xp`` of any backend of :mod:`meanfield.backend`:
         array-API calls only); ``labels`` may be a NumPy array or an array of that namespace.
@@ -72,10 +73,10 @@ def softmax_xent(logits: Any, labels: Any, xp: Any = np) -> tuple[float, Any]:
     Raises
     ------
     TypeError
-        Complex or non-numeric ``logits``; ``labels`` that are not integers.
+        Complex or non-numeric ``logits``; boolean, complex or non-numeric ``labels``.
     ValueError
-        ``logits`` not a finite non-empty (batch, classes) array; ``labels`` not of shape (batch,)
-        or outside ``[0, classes)``.
+        ``logits`` not a finite non-empty (batch, classes) array; ``labels`` not of shape (batch,),
+        non-integral or non-finite, or outside ``[0, classes)``.
     """
     logits, onehot = _xent_args(logits, labels, xp)
     z = logits - xp.max(logits, axis=1, keepdims=True)

@@ -191,8 +191,7 @@ def train_ensemble(
     num_threads : int, optional
         CPU threads of PyTorch during the call (restored afterwards; ``1 <= num_threads <= 1024``);
         ``None`` keeps PyTorch's setting. Default 1: the ensemble is already batched, and more threads
-        than free cores slow its small kernels down by up to 100x (a grouped 8 x 8 convolution: 109 ms
-        with 2 threads on 2 cores that were also running other work, 1.2 ms with 1).
+        than free cores slow its small kernels (a grouped 8 x 8 convolution) down by up to 100x.
     noise : SymmetryBreaking, optional
         Symmetry-breaking noise sources (:class:`meanfield.train.SymmetryBreaking`):
         dropout (only for the registered Blumenfeld et al. 2020 specs), gradient noise, a model of

@@ -21,8 +21,8 @@ One training engine: the networks are :class:`SkipNet` nets of the project's ens
 :func:`meanfield.train.train_ensemble` (a network family registered by :mod:`meanfield.train`);
 :func:`train_skip_ensemble` only translates the arguments, and measures the trained parameters at the trainer's
 recorded steps through the net's ``monitor`` hook: the singularity measures of Supp. Note 1 and the
-exact Hessian spectrum of the hidden parameters (PyTorch autodiff, float64). There is no second
-training loop.
+exact Hessian spectrum of the hidden parameters (float64, from the Hessian's closed structure;
+PyTorch autodiff with ``batchnorm_layer``). There is no second training loop.
 
 Randomness: ``rng`` (None, int, SeedSequence or NumPy Generator) is split with ``spawn`` into the
 trainer's stream (which spawns one child per network: its initial weights, skip matrices, bias
@@ -228,7 +228,7 @@ def train_skip_ensemble(
     n_classes: int = 10,
     rng: Any = None,
 ) -> SkipTrainingResult:
-    """Train ``n_members`` independent skip networks (eqs. 24-26 of Orhan 2017) with Adam on a classification task.
+    """Train ``n_networks`` independent skip networks (eqs. 24-26 of Orhan 2017) with Adam on a classification task.
 
     Parameters
     ----------
@@ -291,7 +291,8 @@ def train_skip_ensemble(
     -----
     Orhan 2017, Sec. 2.4 (eqs. 24-26), 2.4.1 (bias symmetry breaking), 2.4.2 (skip matrices),
     2.4.3 (constant bias profiles); Supp. Note 1 (singularities). Trained in float32; the Hessian
-    is formed in float64 by automatic differentiation.
+    is formed in float64 from its exact closed structure (``method="exact"`` of
+    :func:`skip_ensemble_hessians`), by automatic differentiation with ``batchnorm_layer``.
     """
     if not isinstance(architecture, str) or architecture not in ARCHITECTURES:
         raise ValueError(f"architecture must be one of {list(ARCHITECTURES)}, got {architecture!r}")

@@ -352,11 +352,11 @@ def platform_symmetry(
     batch of ``batch_size`` inputs of ``input_shape`` and labels; the gradient of the summed
     cross-entropy is computed with the trainer's own forward pass (the same torch operations, shapes,
     dtypes and threads as :func:`~meanfield.train.train_ensemble`) and compared bit
-    for bit across the units. Exact arithmetic gives equal entries; a platform whose matrix-product
-    kernels compute some units with another instruction sequence (an edge tile of a GEMM: measured
-    with oneDNN's AVX2 kernels in the weight gradient of a convolution with 8 output channels, the
-    last 2 of which fall in the 6-column kernel's edge tile) gives differences of order the unit
-    roundoff, which training then amplifies.
+    for bit across the units. Exact arithmetic gives equal entries. On some CPUs the matrix-product
+    kernels compute some units with another instruction sequence (e.g. oneDNN's AVX2 kernels: in the
+    weight gradient of a convolution with 8 output channels, the last 2 fall in the 6-column
+    kernel's edge tile), giving differences of order the unit roundoff, which training then
+    amplifies; on others the result is exact (``exact=True``).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 r"""Audit a PyTorch model's signal propagation against mean-field theory: ``audit(model, inputs)``.
 
-The model is re-initialised ``n_inits`` times; forward (and backward) hooks on every ``Linear`` /
+The model is re-initialised ``n_networks`` times; forward (and backward) hooks on every ``Linear`` /
 ``Conv1d`` / ``Conv2d`` / ``Conv3d`` / ``Embedding`` layer record, for D inputs, the pre-activation second moment
 :math:`q^l = \langle (h^l_i)^2\rangle` (mean over units and positions), the mean pairwise
 correlation :math:`c^l` of the inputs, the kurtosis :math:`\langle h^4\rangle/\langle h^2\rangle^2`
@@ -65,7 +65,7 @@ Anything else (``BatchNorm``, attention, a module used twice, a user's ``forward
 ``Sequential``) stops the end-to-end theory: its rows from there on are measured and marked
 ``"no theory"`` (the layer-local rows still check every layer).
 
-The default number of re-initialisations (``n_inits=None``) resolves a relative deviation
+The default number of re-initialisations (``n_networks=None``) resolves a relative deviation
 :data:`DETECTABLE_Q_DEVIATION` (10 %) of the first layer's ``q`` with power ``Phi(POWER_Z)`` (95 %):
 after one initialisation the relative standard error ``se_1`` of the first layer's layer-local row is
 estimated from its units, and ``K = ceil(((Z + POWER_Z) se_1 / 0.1)^2)`` re-initialisations are run,
@@ -74,8 +74,8 @@ clipped to [:data:`N_INITS_MIN`, :data:`N_INITS_MAX`].
 Verdicts follow :class:`meanfield.validation.report.Comparison` (the same rule and constant, here
 without importing the upper layer): ``ok`` when :math:`|measured - theory| \le z\,se + systematic`, else ``FAIL``, at the level of
 :data:`Z` (4.5 standard errors, two-sided ``6.8e-6``): ``se`` is the standard error over the
-``n_inits`` re-initialisations, itself estimated, so ``z`` is the Student-t quantile of that level
-with ``n_inits - 1`` degrees of freedom (:func:`z_for`: 19.4 for 6, 9.3 for 10, 6.1 for 20, 4.5
+``n_networks`` re-initialisations, itself estimated, so ``z`` is the Student-t quantile of that level
+with ``n_networks - 1`` degrees of freedom (:func:`z_for`: 19.4 for 6, 9.3 for 10, 6.1 for 20, 4.5
 from 200). ``systematic`` is the finite-width bias of mean-field theory, stated in advance
 as :data:`FINITE_WIDTH_BIAS`: :math:`(l - 1)/N` of the quantity's scale at layer ``l`` with ``N``
 the smallest fan-in width on the way (the O(depth / width) corrections of deep networks; Roberts,

@@ -93,7 +93,7 @@ def audit(
     TypeError
         ``model`` not an ``nn.Module``; bad ``inputs``, ``rng``, ``backward``, ``init``.
     ValueError
-        ``n_inits`` out of range; inputs the model cannot take (wrong feature count, channels or
+        ``n_networks`` out of range; inputs the model cannot take (wrong feature count, channels or
         shape: the forward pass's error is quoted); a model without weight layers or with
         parameters on the meta device; a forward pass that gives NaN or infinity.
 

@@ -25,7 +25,7 @@ def _first_weight_layer(model):
 
 
 def prepare_inputs(model: Any, inputs: Any = "digits", n_inputs: int = MAX_INPUTS) -> Any:
-    """The first ``n_inputs`` inputs as a float tensor shaped for ``model``'s first layer.
+    """The first ``n_inputs`` inputs as a float tensor for ``model`` (the digits shaped for its first layer).
 
     Parameters
     ----------
@@ -33,7 +33,9 @@ def prepare_inputs(model: Any, inputs: Any = "digits", n_inputs: int = MAX_INPUT
     inputs : "digits", torch.Tensor, numpy array, or a DataLoader batch ``(x, y)``
         ``"digits"``: the embedded 8 x 8 digits (:func:`meanfield.data.load_digits`, standardised per
         feature), shaped ``(D, 64)`` for a ``Linear`` first layer, ``(D, 1, 64)`` for ``Conv1d`` and
-        ``(D, 1, 8, 8)`` for ``Conv2d`` (one input channel).
+        ``(D, 1, 8, 8)`` for ``Conv2d`` (one input channel). A tensor, array or batch is used as
+        given (its first ``n_inputs`` rows), neither reshaped nor checked against the first
+        layer's shape: a mismatch shows only when the model runs on it.
     n_inputs : int
         Inputs kept (2 to 64; the first ones).
 
@@ -47,7 +49,9 @@ def prepare_inputs(model: Any, inputs: Any = "digits", n_inputs: int = MAX_INPUT
     TypeError
         Inputs of an unsupported type, complex or non-numeric.
     ValueError
-        Non-finite inputs, fewer than 2 inputs, shapes the first layer cannot take.
+        Non-finite inputs, fewer than 2 inputs or fewer than 2 dimensions; for ``"digits"``, a
+        first layer that cannot take them (a ``Linear`` without 64 features, a ``Conv`` without
+        one input channel).
     """
     n_inputs = check_int(n_inputs, "n_inputs", 2, 64)
     first = _first_weight_layer(model)

@@ -30,7 +30,7 @@ QUANTITIES = ("q", "q_layer", "c", "kurtosis", "grad")
 DETECTABLE_Q_DEVIATION = 0.10
 #: One-sided normal quantile of the power of that rule (1.645: 95 %).
 POWER_Z = 1.645
-#: Bounds of the default number of re-initialisations (``n_inits=None``).
+#: Bounds of the default number of re-initialisations (``n_networks=None``).
 N_INITS_MIN = 10
 N_INITS_MAX = 200
 #: Possible verdicts.
@@ -88,9 +88,9 @@ class AuditRow(Result):
 
 @renamed_kwargs(n_inits="n_networks")
 def z_for(n_inits: int) -> float:
-    """Standard errors allowed with ``n_inits`` re-initialisations: the Student-t quantile of the two-sided
-    level of :data:`Z` (``P = 2 Phi(-4.5) = 6.8e-6``) with ``n_inits - 1`` degrees of freedom (the
-    standard error is itself estimated from ``n_inits`` samples); :data:`Z` from 200 on."""
+    """Standard errors allowed with ``n_networks`` re-initialisations: the Student-t quantile of the two-sided
+    level of :data:`Z` (``P = 2 Phi(-4.5) = 6.8e-6``) with ``n_networks - 1`` degrees of freedom (the
+    standard error is itself estimated from ``n_networks`` samples); :data:`Z` from 200 on."""
     return student_z(check_int(n_inits, "n_networks", 2), Z)
 
 

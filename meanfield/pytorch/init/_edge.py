@@ -165,10 +165,15 @@ def _nontrivial_point(act: Activation, sigma_b2: float) -> EdgeOfChaos:
 
 
 def stable_sigma_b2(activation: Any) -> float:
-    """The smallest bias variance (to the 81-point q grid of :func:`edge_of_chaos`, rounded up to
-    1e-3) at which ``activation`` has a stable edge of chaos; 0 where ``sigma_b2 = 0`` has one.
+    """A bias variance at which ``activation`` has a stable edge of chaos: 0 where ``sigma_b2 = 0``
+    has one, otherwise the first stable point of the 81-point q grid of :func:`edge_of_chaos`,
+    rounded up to 1e-3. This is an upper bound on the smallest such ``sigma_b2``, not the
+    smallest itself: GELU gets 0.186 where :func:`edge_of_chaos` accepts ``sigma_b2`` from about
+    0.173, SiLU 0.591 where it accepts from about 0.556.
 
-    Raises ``ValueError`` when no ``sigma_b2 >= 0`` has one (softplus, sigmoid: ``phi(0) != 0``).
+    Raises ``ValueError`` when the grid finds no stable point (softplus). For sigmoid
+    (``phi(0) != 0``) it returns a grid estimate (2.094) that :func:`edge_of_chaos` may still
+    refuse (``chi_1 = 1`` not crossed there).
 
     Examples
     --------
@@ -208,7 +213,8 @@ def edge_of_chaos(activation: Any, sigma_b2: float = 0.0) -> EdgeOfChaos:
         ``sigma_b2 = 0`` are such cases: their only critical point is q* = 0 with sigma_w2 = 4,
         which every real input leaves (for q >> 1 the q-map grows like sigma_w2 q / 2 = 2 q); at
         small ``sigma_b2 > 0`` their critical q* repels (q-map slope 1.07-1.10): GELU has a stable
-        one from ``sigma_b2 = 0.187`` (q* ~ 3.7), SiLU from ``sigma_b2 = 0.57`` (q* ~ 15).
+        one from about ``sigma_b2 = 0.173`` (q* ~ 3.6), SiLU from about ``sigma_b2 = 0.556``
+        (q* ~ 14).
     TypeError
         A bad ``activation`` or ``sigma_b2``.
 

@@ -81,7 +81,8 @@ class CriticalInit(Result):
     Attributes
     ----------
     layers : tuple of LayerInit
-        Every weight, norm, attention and embedding module, in execution order.
+        Every weight layer, in execution order, then every norm, attention and embedding module
+        (in execution order among themselves).
     frozen : tuple of str
         Modules left alone because their parameters do not require gradients.
     unsupported : tuple of str
@@ -196,8 +197,9 @@ def critical_init_(
     activation : str, Activation or torch.nn.Module, optional
         One activation for every layer, overriding the traced ones.
     sigma_b2 : float or "auto"
-        Bias variance (>= 0, finite). GELU needs ``sigma_b2 >= 0.186`` and SiLU ``>= 0.591`` for a
-        critical point that real inputs reach (below, ``ValueError`` naming the bound);
+        Bias variance (>= 0, finite). GELU needs ``sigma_b2`` of about 0.173 or more and SiLU about
+        0.556 or more for a critical point that real inputs reach (below, ``ValueError`` naming
+        the sufficient bound of :func:`stable_sigma_b2`: 0.186 for GELU, 0.591 for SiLU);
         ``"auto"``: each layer's bias gets :func:`stable_sigma_b2` of the activation it consumes
         (0 for tanh, ReLU, linear).
     kernel : {"delta_orthogonal", "orthogonal", "gaussian"}
