@@ -58,11 +58,11 @@ kinks; against scipy's adaptive quadrature and the bivariate normal CDF it agree
 (``tests/theory/test_dense_edge_cases.py``). The softplus/swish/gelu entries at q_max = 100 are rounding of
 moments of size ~q.
 
-The elu and selu pair moments ``pair_expectation(act, q, q, c)`` lose relative accuracy below
-q ~ 1e-16, from a cancellation in the closed form (the conditional moment's exponential and step
-terms, each ~1/2, nearly cancel): measured relative errors (c in {-0.3, 0.5, 0.9}) 2e-9 to 4e-8
-at q = 1e-18, 5e-6 to 3e-5 at 1e-24, 4e-4 to 2e-3 at 1e-28; the single-input moments
-(:func:`expectation`) are unaffected (~1e-16).
+At small variances the elu and selu pair moments take the negative part of the activation without
+the cancellation of :math:`E[e^Y; Y < 0]` against :math:`P(Y < 0)` (which would cost
+0.1 eps / sqrt(q) relative): elu's follows its small-q series
+:math:`c q - 2 c q^{3/2} / \sqrt{2\pi}` to 1e-13 relative from q = 1e-14 down to 1e-28
+(``tests/theory/test_dense_edge_cases.py``).
 
 References
 ----------
