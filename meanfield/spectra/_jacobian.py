@@ -105,7 +105,7 @@ def jacobian_spectrum(
     ------
     ValueError
         Arguments out of range; ``sigma_w2 = 0`` or phi' = 0 almost surely (the Jacobian is 0);
-        q* = inf unless phi's large-|u| asymptote is relu-like, ``scale * base`` with ``base`` relu
+        q* = inf unless phi's asymptote at large ``|u|`` is relu-like, ``scale * base`` with ``base`` relu
         or leaky_relu of slope != -1 (refused: no piecewise-linear asymptote, e.g. exp; linear or
         abs, whose phi'^2 tends to a constant); a solver failure (named).
     SpectrumAccuracyError
