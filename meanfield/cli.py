@@ -301,9 +301,10 @@ def exit_on_closed_pipe(func):
         try:
             return func(*args, **kwargs)
         except BrokenPipeError:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+            with contextlib.suppress(AttributeError, OSError, ValueError):  # stdout without a descriptor
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
             return CLOSED_PIPE_STATUS
 
     return entry

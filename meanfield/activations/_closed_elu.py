@@ -43,7 +43,7 @@ _ZMAX = 9.0
 _MIN_PANEL = 1e-30
 #: Below this scale (sigma and |mu| of the smoothed Gaussian) the negative part of elu(Y) is taken
 #: without the cancellation of E[e^Y; Y < 0] against P(Y < 0), whose rounding is eps / sigma
-#: relative (1e-13 at the threshold, 1e-3 at q ~ 1e-28 before).
+#: relative (1e-13 at the threshold; it would reach 1e-3 at q ~ 1e-28).
 _SMALL_SCALE = 1e-3
 #: Below this variance the single-variable exp/erfc form loses ~1e-16 / sqrt(q) to cancellation
 #: (E (e^u - 1)^2 1{u < 0} ~ q / 2 from terms of size 1/2): the graded integral is used instead.
