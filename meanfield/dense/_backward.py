@@ -54,18 +54,21 @@ def _log_chi1_along(act, sigma_w2, log_q, degree):
     tiny = log_q < math.log(Q_LINEAR_BELOW)
     big_relu = (log_q > math.log(Q_ASYMPTOTE_ABOVE)) & (act.code in RELU_LIKE)
     big_bounded = (log_q > math.log(1e300)) & (act.code not in RELU_LIKE) & (act.code < SIN)
-    big_other = (log_q > math.log(1e300)) & (act.code >= SIN)
+    # relu^n: phi' is homogeneous of degree n - 1, so E phi'(sqrt(q) z)^2 = q^(n-1) E phi'(z)^2 exactly;
+    # used where the direct moment would underflow or overflow
+    power = act.code == RELU_POWER
+    scaled = (tiny | (log_q > math.log(1e300))) if power else np.zeros(log_q.shape, dtype=bool)
+    big_other = (log_q > math.log(1e300)) & (act.code >= SIN) & (not power)
     if big_other.any() and act.code not in (SIN, COS):
         raise ValueError(
             f"the gradient variance of {act.name} is implemented for q <= 1e300, got log q up to {float(log_q.max()):.6g}"
         )
-    mid = ~(tiny | big_relu | big_bounded | big_other)
+    mid = ~(tiny | big_relu | big_bounded | big_other | scaled)
     d0 = float(evaluate_call(act.code, act.param, 1, 0.0))
     a0, b0 = origin_slopes(act.code, act.param)
     with np.errstate(divide="ignore"):
-        if act.code == RELU_POWER and tiny.any():  # phi' homogeneous of degree n - 1: exact at any q
-            n = act.param
-            out[tiny] = log_sw + (n - 1.0) * log_q[tiny] + math.log(expectation(act, 1.0, (1, 1), degree))
+        if power:
+            out[scaled] = log_sw + (act.param - 1.0) * log_q[scaled] + math.log(expectation(act, 1.0, (1, 1), degree))
         elif a0 != b0:  # kink at 0 (elu with alpha != 1, selu): E phi'(u)^2 -> (a0^2 + b0^2) / 2
             out[tiny] = log_sw + math.log(0.5 * (a0 * a0 + b0 * b0))
         else:

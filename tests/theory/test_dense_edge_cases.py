@@ -502,3 +502,18 @@ def test_elu_pair_moment_at_tiny_variance_follows_its_series(q, c):
     against P(Y < 0) (1e-3 at q = 1e-28). The O(q^2) remainder is below 1e-13 of q here."""
     want = c - 2.0 * c / math.sqrt(2.0 * math.pi) * math.sqrt(q)
     assert pair_expectation("elu", q, q, c) / q == pytest.approx(want, abs=1e-13)
+
+
+def test_relu_power_backward_variance_through_huge_variances():
+    """relu^2 at sigma_b2 > 0 diverges (log q doubles per layer) past 1e300, where the direct moment
+    overflows and the backward variance raised: each layer's log factor is
+    log(sigma_w2 n^2 m_(2n-2) q^(n-1)) with m_k = E relu(z)^k = 2^(k/2-1) Gamma((k+1)/2) / sqrt(pi)."""
+    from scipy.special import gamma
+
+    n, sw, depth = 2, 2.0, 12
+    log_ratio = dense.backward_variance(1.0, "relu_power", sw, 1.0, depth, log=True)
+    log_q = np.asarray(dense.propagate_log(np.eye(1), "relu_power", sw, 1.0, depth).log_q).ravel()
+    m = 2 ** ((2 * n - 2) / 2 - 1) * gamma((2 * n - 1) / 2) / math.sqrt(math.pi)
+    want = -(math.log(sw * n * n * m) + (n - 1) * log_q[: depth - 1])
+    assert log_q[depth - 1] > math.log(1e300)  # the last factors come from beyond the direct range
+    np.testing.assert_allclose(np.diff(log_ratio), want, rtol=HOMOGENEOUS_RTOL)
